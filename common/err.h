@@ -1,0 +1,90 @@
+#pragma once
+/*
+ * err.h - the one error enum of orch (STYLE.md rule 1).
+ *
+ * Every fallible function returns an orch_err; ORCH_OK is 0. Values are
+ * append-only: they cross processes and appear in logs. Each code maps, in
+ * one table (err.c), to a wire name (the stable code of DESIGN.md §3), an
+ * HTTP status, a protobuf ErrorCode value and whether a retry can help.
+ * Several internal codes may share a wire name: a GGUF that fails its magic
+ * check and one whose tensors overlap are both MODEL_LOAD_FAILED on the wire,
+ * but tests and logs see which check failed.
+ */
+#include <stdbool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum orch_err {
+	ORCH_OK = 0,
+	ORCH_EINVAL = 1,       /* invalid argument or request */
+	ORCH_ENOMEM = 2,       /* host allocation failed */
+	ORCH_EIO = 3,          /* read/write/open failed (errno in the message) */
+	ORCH_ENOTFOUND = 4,    /* key, tensor or file not present */
+	ORCH_ETYPE = 5,        /* present, but of another type */
+	ORCH_ERANGE = 6,       /* value out of the allowed range */
+	ORCH_EUNSUPPORTED = 7, /* well-formed but not supported by orch */
+	/* GGUF validation, one code per check */
+	ORCH_EGGUF_MAGIC = 8,     /* not a GGUF file */
+	ORCH_EGGUF_VERSION = 9,   /* GGUF v1, big-endian, or unknown version */
+	ORCH_EGGUF_TRUNCATED = 10, /* a read ran past the end of the file */
+	ORCH_EGGUF_LIMIT = 11,    /* a count or length over its sane limit */
+	ORCH_EGGUF_DUPLICATE = 12, /* two keys or two tensors share a name */
+	ORCH_EGGUF_VTYPE = 13,    /* unknown metadata value type, bad bool */
+	ORCH_EGGUF_TTYPE = 14,    /* unknown ggml tensor type id */
+	ORCH_EGGUF_SHAPE = 15,    /* bad dims: zero, overflow, row not whole blocks */
+	ORCH_EGGUF_ALIGN = 16,    /* bad alignment value or misaligned tensor */
+	ORCH_EGGUF_BOUNDS = 17,   /* tensor data outside the data section */
+	ORCH_EGGUF_OVERLAP = 18,  /* two tensors' data overlap */
+	ORCH_EGGUF_NAME = 19,     /* empty name, or a NUL byte inside one */
+	/* DESIGN.md §3 wire codes without a more specific internal code */
+	ORCH_EMODEL_NOT_FOUND = 20,
+	ORCH_EMODEL_LOAD = 21,
+	ORCH_EINSUFFICIENT_VRAM = 22,
+	ORCH_EVRAM = 23, /* VRAM_OOM: one job fails, the worker keeps serving */
+	ORCH_ECUDA = 24, /* sticky CUDA error: the worker exits for a restart */
+	ORCH_ECONTEXT = 25,
+	ORCH_ETIMEOUT = 26,
+	ORCH_ECANCELLED = 27,
+	ORCH_EWORKER_LOST = 28,
+	ORCH_EQUEUE_FULL = 29,
+	ORCH_EINTERNAL = 30,
+};
+typedef enum orch_err orch_err;
+
+#define ORCH_ERR_COUNT 31
+
+/* Detail for a failure, filled by orch_errf(). Callers that do not care pass NULL. */
+struct orch_errinfo {
+	orch_err code;
+	char msg[512];
+};
+
+/*
+ * orch_errf - record a failure and return its code.
+ * Formats the message into @reterr (when not NULL) and returns @code, so a
+ * failing path is one line: return orch_errf(reterr, ORCH_EIO, "open %s: %m", p);
+ * Thread: any (writes only *reterr).
+ */
+orch_err orch_errf(struct orch_errinfo *reterr, orch_err code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* orch_err_name - the C name of @code ("ORCH_EGGUF_MAGIC"); "ORCH_E?" when out of range. */
+const char *orch_err_name(orch_err code);
+
+/* orch_err_wire - the stable wire name of @code (DESIGN.md §3), e.g. "MODEL_LOAD_FAILED". */
+const char *orch_err_wire(orch_err code);
+
+/* orch_err_http - the HTTP status an API answer with @code carries. */
+int orch_err_http(orch_err code);
+
+/* orch_err_proto - the protobuf ErrorCode value of @code's wire name (0 for OK). */
+int orch_err_proto(orch_err code);
+
+/* orch_err_retriable - whether retrying the same request elsewhere or later can succeed. */
+bool orch_err_retriable(orch_err code);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs the Debian packages orch needs to build and test, and nothing when
+# all are present. CUDA is not a Debian package here: it lives in /usr/local/cuda.
+set -euo pipefail
+
+pkgs=(
+	build-essential cmake pkg-config     # compilers, CMake >= 3.25
+	clang libclang-rt-14-dev             # libFuzzer for tests/fuzz
+	clang-format                         # format check in 'make test'
+	libcjson-dev                         # JSON output (orchctl --json)
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing Debian packages: ${missing[*]}" >&2
+	echo "deps: run 'make deps' as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
