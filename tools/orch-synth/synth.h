@@ -1,0 +1,77 @@
+#pragma once
+/*
+ * synth.h - write synthetic GGUF models: real architecture metadata and
+ * tensor shapes, deterministic random weights (orch-synth).
+ *
+ * A preset names an architecture and its hyper-parameters; a quant spec
+ * names one tensor type for every matrix ("Q4_0", "F16") or one of the
+ * llama.cpp mixes ("Q4_K_M", "Q8_0"). The same options and seed always give
+ * the same bytes.
+ */
+#include "err.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct synth_preset {
+	const char *name;
+	const char *arch;       /* general.architecture */
+	uint32_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx, n_rot;
+	float rope_base, rms_eps;
+	bool qkv_bias;          /* attn_{q,k,v}.bias (qwen2) */
+	bool tied;              /* no output.weight: the embedding is reused */
+	bool fused;             /* attn_qkv and gate+up in ffn_up (phi3) */
+	bool llama3_rope;       /* rope_freqs.weight with Llama 3 scaling */
+	uint32_t n_ctx_orig;    /* phi3.rope.scaling.original_context_length; 0: absent */
+};
+
+/* synth_preset_find - the preset called @name, or NULL. */
+const struct synth_preset *synth_preset_find(const char *name);
+
+/* synth_preset_at - preset @i (< synth_preset_count()), for listings. */
+const struct synth_preset *synth_preset_at(size_t i);
+size_t synth_preset_count(void);
+
+struct synth_opts {
+	const char *preset;     /* required */
+	const char *quant;      /* NULL: "F32" */
+	const char *vocab_path; /* NULL: a synthetic SentencePiece vocabulary */
+	uint32_t layers;        /* 0: the preset's depth */
+	uint64_t seed;
+	const char *out;        /* required */
+};
+
+/*
+ * synth_write - write the model @o describes to @o->out. ORCH_EINVAL for an
+ * unknown preset or quant spec or bad layer count (message says which and
+ * lists the choices), errors of the vocabulary file, ORCH_EIO, ORCH_ENOMEM.
+ */
+orch_err synth_write(const struct synth_opts *o, struct orch_errinfo *reterr);
+
+/* ---- internal to tools/orch-synth (synth_mix.c, synth_vocab.c) ---- */
+
+struct gguf_writer;
+
+/* A mix: the type for tensor @name with rows of @ne0 in layer @layer of @n_layer. */
+struct synth_mix {
+	const char *name; /* "Q4_K_M", "Q8_0", or a type name */
+	uint32_t base;    /* ggml type of ordinary matrices */
+	bool k_m;         /* the Q4_K_M rules */
+	uint32_t ftype;   /* general.file_type (llama_ftype) */
+};
+
+/* synth_mix_parse - @spec into @m. ORCH_EINVAL for an unknown or unsupported type. */
+orch_err synth_mix_parse(const char *spec, struct synth_mix *m);
+
+/* synth_mix_type - the ggml type of tensor @name (2-D, rows of @ne0); 1-D tensors are F32. */
+uint32_t synth_mix_type(const struct synth_mix *m, const char *name, uint64_t ne0, uint32_t layer,
+	uint32_t n_layer, bool has_output);
+
+/*
+ * synth_vocab_write - the tokenizer.* metadata: copied from @vocab_path, or
+ * a synthetic SentencePiece vocabulary of @n_vocab pieces. *@ret_n_vocab is
+ * the vocabulary size the embedding rows must match.
+ */
+orch_err synth_vocab_write(struct gguf_writer *w, const char *vocab_path, uint32_t n_vocab,
+	uint32_t *ret_n_vocab, struct orch_errinfo *reterr);
