@@ -291,9 +291,9 @@ parse_array(struct cursor *c, struct gguf_file *f, unsigned depth, struct gguf_a
 						   : gguf_vtype_size(et);
 	if (a->n > c->size || __builtin_mul_overflow(a->n, (uint64_t)min_elem, &min_bytes) ||
 		min_bytes > c->size - c->pos) {
-		snprintf(msg, sizeof(msg), "array of %llu %s elements does not fit in the %llu bytes left",
-			(unsigned long long)a->n, gguf_vtype_name(et),
-			(unsigned long long)(c->size - c->pos));
+		snprintf(msg, sizeof(msg), "%sarray of %llu %s elements does not fit in the %llu bytes left",
+			a->n > c->size ? "" : "truncated: ", (unsigned long long)a->n,
+			gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
 		return cur_fail(c, at, a->n > c->size ? ORCH_EGGUF_LIMIT : ORCH_EGGUF_TRUNCATED, msg);
 	}
 	return parse_array_elems(c, f, a, depth);

@@ -1,0 +1,271 @@
+/*
+ * inspect.c - "orchctl inspect": describe GGUF files without a daemon.
+ *
+ * Text output is one "label  value" line per fact; --json prints one JSON
+ * object per file, one per line. A file that fails to open gives one line
+ * on stderr ("orchctl: FILE: offset N: what") and, with --json, an object
+ * with an "error" member; the exit code is 1 if any file failed.
+ */
+#include "ggml_type.h"
+#include "gguf.h"
+#include "model_info.h"
+#include "orchctl.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct inspect_opts {
+	bool json;
+	uint32_t n_ctx;  /* 0: the model's trained context */
+	uint32_t slots;
+};
+
+static const char *
+fmt_bytes(uint64_t b, char *buf, size_t n)
+{
+	static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	double v = (double)b;
+	size_t u = 0;
+
+	while (v >= 1024.0 && u < 4) {
+		v /= 1024.0;
+		u++;
+	}
+	snprintf(buf, n, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+	return buf;
+}
+
+static const char *
+fmt_count(uint64_t c, char *buf, size_t n)
+{
+	if (c >= 1000000000ull)
+		snprintf(buf, n, "%.2fB", (double)c / 1e9);
+	else if (c >= 1000000ull)
+		snprintf(buf, n, "%.1fM", (double)c / 1e6);
+	else if (c >= 1000ull)
+		snprintf(buf, n, "%.1fK", (double)c / 1e3);
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)c);
+	return buf;
+}
+
+/* The text of token @id, for the special-token line. */
+static struct gguf_str
+token_text(const struct gguf_file *f, uint32_t id)
+{
+	const struct gguf_arr *a;
+	struct gguf_str none = {"", 0};
+
+	if (gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_VTYPE_STRING, &a) != ORCH_OK ||
+		id >= a->n)
+		return none;
+	return a->strs[id];
+}
+
+static void
+print_text(const struct gguf_file *f, const struct model_info *mi, const struct mem_estimate *est)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+
+	printf("file            %s\n", gguf_name(f));
+	printf("format          GGUF v%u, %llu bytes, alignment %u, %zu keys, %zu tensors\n",
+		gguf_version(f), (unsigned long long)gguf_size(f), gguf_alignment(f),
+		gguf_kv_count(f), gguf_tensor_count(f));
+	printf("architecture    %s%s%s%s\n", mi->arch[0] ? mi->arch : "(none)",
+		mi->name[0] ? " (name \"" : "", mi->name, mi->name[0] ? "\")" : "");
+	printf("parameters      %s (%llu)\n", fmt_count(mi->n_params, b1, sizeof(b1)),
+		(unsigned long long)mi->n_params);
+	if (mi->has_hparams) {
+		printf("context length  %u\n", mi->n_ctx_train);
+		printf("shape           %u layers, n_embd %u, %u heads (%u KV, head_dim %u), n_ff %u\n",
+			mi->n_layer, mi->n_embd, mi->n_head, mi->n_head_kv, mi->head_dim, mi->n_ff);
+	}
+	for (uint32_t t = 0; t < GGML_TYPE_ID_LIMIT; t++)
+		if (mi->types[t].tensors)
+			printf("tensors %-7s %u, %s\n", ggml_type_name(t), mi->types[t].tensors,
+				fmt_bytes(mi->types[t].bytes, b1, sizeof(b1)));
+	printf("tokenizer       %s%s%s, vocab %u\n", mi->tok_model[0] ? mi->tok_model : "(none)",
+		mi->tok_pre[0] ? ", pre " : "", mi->tok_pre, mi->n_vocab);
+	printf("special tokens ");
+	for (uint32_t i = 0; i < mi->n_special; i++) {
+		struct gguf_str s = token_text(f, mi->special[i].id);
+		printf(" %s=%u \"%.*s\"", mi->special[i].what, mi->special[i].id,
+			(int)(s.len > 40 ? 40 : s.len), s.ptr);
+	}
+	printf("%s\n", mi->n_special ? "" : " (none)");
+	if (mi->chat_template_bytes)
+		printf("chat template   present (%llu bytes)\n",
+			(unsigned long long)mi->chat_template_bytes);
+	else
+		printf("chat template   absent\n");
+	if (est == NULL) {
+		printf("memory          n/a (missing %s.%s)\n", mi->arch[0] ? mi->arch : "?",
+			mi->missing ? mi->missing : "?");
+		return;
+	}
+	printf("memory          context %u x %u slot%s: weights %s + KV %s (F16) + overhead %s = %s\n",
+		est->n_ctx, est->slots, est->slots == 1 ? "" : "s",
+		fmt_bytes(est->weights, b1, sizeof(b1)), fmt_bytes(est->kv, b2, sizeof(b2)),
+		fmt_bytes(est->overhead, b3, sizeof(b3)), fmt_bytes(est->total, b4, sizeof(b4)));
+}
+
+static cJSON *
+json_types(const struct model_info *mi)
+{
+	cJSON *types = cJSON_CreateObject();
+
+	for (uint32_t t = 0; types && t < GGML_TYPE_ID_LIMIT; t++) {
+		if (!mi->types[t].tensors)
+			continue;
+		cJSON *o = cJSON_AddObjectToObject(types, ggml_type_name(t));
+		cJSON_AddNumberToObject(o, "tensors", mi->types[t].tensors);
+		cJSON_AddNumberToObject(o, "bytes", (double)mi->types[t].bytes);
+	}
+	return types;
+}
+
+static cJSON *
+json_model(const struct gguf_file *f, const struct model_info *mi, const struct mem_estimate *est)
+{
+	cJSON *o = cJSON_CreateObject(), *tok, *sp, *mem;
+
+	cJSON_AddStringToObject(o, "file", gguf_name(f));
+	cJSON_AddNumberToObject(o, "gguf_version", gguf_version(f));
+	cJSON_AddNumberToObject(o, "file_bytes", (double)gguf_size(f));
+	cJSON_AddStringToObject(o, "architecture", mi->arch);
+	cJSON_AddStringToObject(o, "name", mi->name);
+	cJSON_AddNumberToObject(o, "parameters", (double)mi->n_params);
+	if (mi->has_hparams) {
+		cJSON_AddNumberToObject(o, "context_length", mi->n_ctx_train);
+		cJSON_AddNumberToObject(o, "layers", mi->n_layer);
+		cJSON_AddNumberToObject(o, "embedding_length", mi->n_embd);
+		cJSON_AddNumberToObject(o, "heads", mi->n_head);
+		cJSON_AddNumberToObject(o, "kv_heads", mi->n_head_kv);
+		cJSON_AddNumberToObject(o, "head_dim", mi->head_dim);
+		cJSON_AddNumberToObject(o, "feed_forward_length", mi->n_ff);
+	}
+	cJSON_AddNumberToObject(o, "tensor_count", (double)gguf_tensor_count(f));
+	cJSON_AddItemToObject(o, "tensor_types", json_types(mi));
+	tok = cJSON_AddObjectToObject(o, "tokenizer");
+	cJSON_AddStringToObject(tok, "model", mi->tok_model);
+	cJSON_AddStringToObject(tok, "pre", mi->tok_pre);
+	cJSON_AddNumberToObject(tok, "vocab_size", mi->n_vocab);
+	sp = cJSON_AddObjectToObject(tok, "special");
+	for (uint32_t i = 0; sp && i < mi->n_special; i++)
+		cJSON_AddNumberToObject(sp, mi->special[i].what, mi->special[i].id);
+	cJSON_AddBoolToObject(o, "chat_template", mi->chat_template_bytes > 0);
+	if (est == NULL) {
+		cJSON_AddNullToObject(o, "memory");
+		return o;
+	}
+	mem = cJSON_AddObjectToObject(o, "memory");
+	cJSON_AddNumberToObject(mem, "context", est->n_ctx);
+	cJSON_AddNumberToObject(mem, "slots", est->slots);
+	cJSON_AddNumberToObject(mem, "weights_bytes", (double)est->weights);
+	cJSON_AddNumberToObject(mem, "kv_bytes", (double)est->kv);
+	cJSON_AddNumberToObject(mem, "overhead_bytes", (double)est->overhead);
+	cJSON_AddNumberToObject(mem, "total_bytes", (double)est->total);
+	return o;
+}
+
+static void
+json_print(cJSON *o)
+{
+	char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+
+	if (s == NULL) {
+		fprintf(stderr, "orchctl: out of memory\n");
+	} else {
+		printf("%s\n", s);
+		cJSON_free(s);
+	}
+	cJSON_Delete(o);
+}
+
+static int
+inspect_one(const char *path, const struct inspect_opts *opt)
+{
+	struct gguf_file *f = NULL;
+	struct orch_errinfo e = {0};
+	struct model_info mi;
+	struct mem_estimate est;
+	bool have_est = false;
+	orch_err rv;
+
+	rv = gguf_open(path, &f, &e);
+	if (rv == ORCH_OK)
+		rv = model_info_get(f, &mi, &e);
+	if (rv != ORCH_OK) {
+		fprintf(stderr, "orchctl: %s\n", e.msg);
+		if (opt->json) {
+			cJSON *o = cJSON_CreateObject(), *err;
+			cJSON_AddStringToObject(o, "file", path);
+			err = cJSON_AddObjectToObject(o, "error");
+			cJSON_AddStringToObject(err, "code", orch_err_name(rv));
+			cJSON_AddStringToObject(err, "message", e.msg);
+			json_print(o);
+		}
+		gguf_close(f);
+		return 1;
+	}
+	if (mi.has_hparams)
+		have_est = model_mem_estimate(&mi, opt->n_ctx ? opt->n_ctx : mi.n_ctx_train,
+				   opt->slots, 2, &est) == ORCH_OK;
+	if (opt->json)
+		json_print(json_model(f, &mi, have_est ? &est : NULL));
+	else
+		print_text(f, &mi, have_est ? &est : NULL);
+	gguf_close(f);
+	return 0;
+}
+
+static int
+parse_u32(const char *flag, const char *s, uint32_t *out)
+{
+	char *end;
+
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end != '\0' || s[0] == '-' || v == 0 || v > 16u * 1024 * 1024) {
+		fprintf(stderr, "orchctl inspect: %s wants an integer 1..16777216, got '%s'\n", flag,
+			s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int
+orchctl_inspect(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+		{"context", required_argument, NULL, 'c'}, {"slots", required_argument, NULL, 's'},
+		{NULL, 0, NULL, 0}};
+	struct inspect_opts opt = {.slots = 1};
+	int c, failed = 0;
+
+	while ((c = getopt_long(argc, argv, "jc:s:", longopts, NULL)) != -1) {
+		if (c == 'j')
+			opt.json = true;
+		else if (c == 'c' && parse_u32("--context", optarg, &opt.n_ctx) == 0)
+			continue;
+		else if (c == 's' && parse_u32("--slots", optarg, &opt.slots) == 0)
+			continue;
+		else if (c != 'j')
+			return 2;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "usage: orchctl inspect [--json] [--context N] [--slots S] FILE.gguf...\n");
+		return 2;
+	}
+	for (int i = optind; i < argc; i++) {
+		if (!opt.json && i > optind)
+			printf("\n");
+		failed |= inspect_one(argv[i], &opt);
+	}
+	return failed;
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# cli_test.sh - orchctl inspect and orch-synth as real processes: every file
+# in the shared test data, JSON output, a synthesized model, bad inputs.
+set -uo pipefail
+
+bin=${ORCH_BIN:?ORCH_BIN not set}
+data=${ORCH_TESTDATA:?ORCH_TESTDATA not set}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# Every GGUF in the test data: exit 0 and the expected architecture, except
+# the v1 file, which gets exactly one error line naming GGUF v1.
+while IFS= read -r f; do
+	if [[ $f == *ggufv1* ]]; then
+		out=$("$bin/orchctl" inspect "$f" 2>"$tmp/err")
+		rc=$?
+		if [[ $rc -eq 1 && -z $out && $(wc -l <"$tmp/err") -eq 1 ]] && grep -q 'GGUF v1' "$tmp/err"; then ok; else bad "v1 file: rc=$rc, stderr: $(cat "$tmp/err")"; fi
+		continue
+	fi
+	if "$bin/orchctl" inspect "$f" >"$tmp/out" 2>"$tmp/err" && grep -q '^architecture ' "$tmp/out" &&
+		grep -q '^memory ' "$tmp/out" && grep -q '^tokenizer ' "$tmp/out"; then ok; else bad "inspect $f: $(cat "$tmp/err")"; fi
+	if "$bin/orchctl" inspect --json "$f" >"$tmp/json" &&
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["architecture"] and d["tokenizer"]["vocab_size"] > 0' "$tmp/json"; then ok; else bad "inspect --json $f"; fi
+done < <(find "$data" -name '*.gguf' | sort)
+
+# Known facts of stories260K.
+"$bin/orchctl" inspect --json "$data/models/stories260K.gguf" >"$tmp/s.json"
+if python3 - "$tmp/s.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["architecture"] == "llama" and d["layers"] == 5 and d["kv_heads"] == 4, d
+assert d["tensor_count"] == 48 and d["tensor_types"]["F32"]["tensors"] == 48
+assert d["tokenizer"]["special"] == {"bos": 1, "eos": 2, "unknown": 0}
+assert d["chat_template"] is False
+m = d["memory"]
+# KV: 2 x 5 layers x 2048 ctx x 1 slot x 4 kv heads x head_dim 8 x 2 bytes
+assert m["kv_bytes"] == 2 * 5 * 2048 * 4 * 8 * 2, m
+assert m["total_bytes"] == m["weights_bytes"] + m["kv_bytes"] + m["overhead_bytes"]
+PY
+then ok; else bad "stories260K facts"; fi
+
+# --context and --slots scale the KV term.
+"$bin/orchctl" inspect --json --context 512 --slots 4 "$data/models/stories260K.gguf" >"$tmp/s2.json"
+if python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["kv_bytes"]==2*5*512*4*4*8*2, m' "$tmp/s2.json"; then ok; else bad "--context/--slots"; fi
+
+# A synthesized model with a real vocabulary and its chat template.
+if "$bin/orch-synth" --preset tiny-qwen2 --quant Q4_K_M --vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 3 -o "$tmp/m.gguf" &&
+	"$bin/orchctl" inspect "$tmp/m.gguf" >"$tmp/out" &&
+	grep -q '^chat template   present' "$tmp/out" && grep -q 'vocab 151936' "$tmp/out"; then ok; else bad "synth + inspect"; fi
+
+# Bad inputs: each a one-line error and a non-zero exit, nothing on stdout.
+printf 'GGUF\x03\x00\x00\x00' >"$tmp/short.gguf"
+head -c 1000 "$data/models/stories260K.gguf" >"$tmp/cut.gguf"
+echo 'not a model' >"$tmp/text.gguf"
+for f in "$tmp/short.gguf" "$tmp/cut.gguf" "$tmp/text.gguf" "$tmp/missing.gguf"; do
+	out=$("$bin/orchctl" inspect "$f" 2>"$tmp/err")
+	rc=$?
+	if [[ $rc -eq 1 && -z $out && $(wc -l <"$tmp/err") -eq 1 ]] && grep -q "$f" "$tmp/err"; then ok; else bad "bad input $f: rc=$rc $(cat "$tmp/err")"; fi
+done
+grep -q 'truncated' <("$bin/orchctl" inspect "$tmp/cut.gguf" 2>&1) && ok || bad "cut file message"
+"$bin/orchctl" inspect --context 0 "$data/models/stories260K.gguf" >/dev/null 2>&1
+[[ $? -eq 2 ]] && ok || bad "--context 0 accepted"
+"$bin/orch-synth" --preset tiny-llama --layers 0 -o "$tmp/x.gguf" 2>/dev/null
+[[ $? -eq 2 && ! -e $tmp/x.gguf ]] && ok || bad "--layers 0 accepted"
+"$bin/orch-synth" --preset tiny-llama -o /nonexistent-dir/x.gguf 2>"$tmp/err"
+[[ $? -eq 1 ]] && grep -q '/nonexistent-dir/x.gguf' "$tmp/err" && ok || bad "unwritable output"
+
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]
