@@ -19,6 +19,9 @@ orch_log_enabled(enum orch_log_level level)
 	return level <= log_level;
 }
 
+static void log_emit(enum orch_log_level level, const char *event, const char *extra,
+	const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
 static void
 log_emit(enum orch_log_level level, const char *event, const char *extra, const char *fmt,
 	va_list ap)

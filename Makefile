@@ -1,0 +1,60 @@
+# Thin wrapper over CMake (DESIGN.md §6). The first two targets are the README's.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+GPU_BUILD  ?= build-gpu
+JOBS       ?= $(shell nproc)
+CMAKE_ARGS ?=
+FUZZ_SECONDS ?= 3600
+
+.PHONY: all run test deps build configure test-unit test-asan fuzz-smoke fuzz format format-check bench gpu clean
+
+all: build
+
+run: deps build
+	@scripts/run.sh "$(BUILD)"
+
+test: deps
+	@scripts/test.sh
+
+deps:
+	@scripts/deps.sh
+
+configure:
+	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+
+test-asan:
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L 'unit|integration' -LE slow
+
+# libFuzzer (clang): FUZZ_SECONDS per target; 'make fuzz-smoke' is the short CI run.
+fuzz:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DORCH_FUZZ=ON -DORCH_CUDA=OFF -DBUILD_TESTING=OFF
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target gguf_fuzz
+	scripts/fuzz.sh "$(FUZZ_BUILD)" $(FUZZ_SECONDS)
+
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=20
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cu')
+
+format-check:
+	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cu')
+
+bench: build
+	bench/run.sh "$(BUILD)"
+
+# Every GPU test and benchmark in one go (see tests/gpu/run.sh).
+gpu:
+	tests/gpu/run.sh
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD)

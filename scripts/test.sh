@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole suite, as 'make test' runs it: format check, normal build and
+# every test, the ASan+UBSan build of the unit and integration tests, and a
+# short libFuzzer run. Ends with one summary line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+passed=0
+failed=0
+steps_failed=()
+
+# ctest_sum DIR ARGS...: run ctest, add its counts to the totals.
+ctest_sum() {
+	local dir=$1 log
+	shift
+	log=$(mktemp)
+	(cd "$dir" && ctest --output-on-failure -j"$jobs" "$@") | tee "$log"
+	local line
+	line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
+	rm -f "$log"
+	if [[ -z $line ]]; then
+		steps_failed+=("ctest in $dir")
+		return
+	fi
+	local total fails
+	total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+	fails=$(sed -E 's/.*tests passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
+	passed=$((passed + total - fails))
+	failed=$((failed + fails))
+}
+
+step() {
+	local name=$1
+	shift
+	echo "== $name"
+	if ! "$@"; then
+		steps_failed+=("$name")
+	fi
+}
+
+step "format check" make --no-print-directory format-check
+step "build" make --no-print-directory build
+[[ -d build ]] && ctest_sum build
+step "asan build" bash -c 'cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF >/dev/null && cmake --build build-asan -j'"$jobs"
+[[ -d build-asan ]] && ctest_sum build-asan -L 'unit|integration' -LE slow
+step "fuzz smoke" make --no-print-directory fuzz-smoke
+
+if [[ ${#steps_failed[@]} -gt 0 ]]; then
+	echo "failed steps: ${steps_failed[*]}"
+	failed=$((failed + ${#steps_failed[@]}))
+fi
+echo "test: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
