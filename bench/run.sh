@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# bench/run.sh BUILD - the foundation benchmarks: synthesize the qwen2.5-0.5b
+# Q4_K_M model (timed), then time open+validate of it and of the qwen2
+# vocabulary. Results go in bench/RESULTS.md by hand, with the machine.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+data=${ORCH_TESTDATA:-$root/../shared/testdata}
+work=$build/bench
+mkdir -p "$work"
+model=$work/qwen2.5-0.5b-Q4_K_M.gguf
+start=$(date +%s.%N)
+"$build/bin/orch-synth" --preset qwen2.5-0.5b --quant Q4_K_M --vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 1 -o "$model"
+awk -v a="$start" -v b="$(date +%s.%N)" -v f="$model" 'BEGIN { printf "orch-synth qwen2.5-0.5b Q4_K_M: %.2f s\n", b - a }'
+"$build/bin/gguf_open_bench" -n 50 "$data/vocab/ggml-vocab-qwen2.gguf" "$model" \
+	"$data/models/stories260K.gguf"

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# run.sh - build and run every GPU test and benchmark in one go, on a machine
+# with an NVIDIA GPU (the device tool runs it from the repository root).
+# Logs go to $OUT (or build-gpu/out); a short table is printed last.
+# Each test also runs under compute-sanitizer memcheck and racecheck when the
+# toolkit has it.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${GPU_BUILD:-$root/build-gpu}
+out=${OUT:-$build/out}
+mkdir -p "$out"
+export PATH=/usr/local/cuda/bin:$PATH
+
+nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed (see $out/nvidia-smi.txt)"
+if ! cmake -S "$root" -B "$build" -DORCH_CUDA=ON >"$out/configure.log" 2>&1; then
+	tail -n 30 "$out/configure.log"
+	echo "configure failed"
+	exit 1
+fi
+if ! cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
+	grep -E 'error|warning' "$out/build.log" | head -n 40
+	echo "build failed"
+	exit 1
+fi
+
+sanitizer=$(command -v compute-sanitizer || true)
+tests=$(ctest --test-dir "$build" -N -L gpu | awk '/Test +#/ {print $3}')
+rows=()
+failed=0
+for t in $tests; do
+	start=$(date +%s.%N)
+	"$build/bin/$t" >"$out/$t.log" 2>&1
+	rc=$?
+	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
+	case $rc in 0) res=pass ;; 77) res=skip ;; *) res="FAIL($rc)"; failed=$((failed + 1)) ;; esac
+	mem=-
+	race=-
+	if [[ -n $sanitizer && $rc -eq 0 ]]; then
+		"$sanitizer" --tool memcheck --error-exitcode 99 "$build/bin/$t" >"$out/$t.memcheck.log" 2>&1 && mem=clean || { mem=ERRORS; failed=$((failed + 1)); }
+		"$sanitizer" --tool racecheck --error-exitcode 99 "$build/bin/$t" >"$out/$t.racecheck.log" 2>&1 && race=clean || { race=ERRORS; failed=$((failed + 1)); }
+	fi
+	rows+=("$(printf '%-24s %-9s %8.2fs  memcheck %-7s racecheck %-7s' "$t" "$res" "$secs" "$mem" "$race")")
+done
+
+echo
+echo "== GPU tests ($(head -n 1 "$out/$(echo $tests | cut -d' ' -f1).log" 2>/dev/null))"
+printf '%s\n' "${rows[@]}"
+echo "gpu: $((${#rows[@]} - failed)) passed, $failed failed"
+[[ $failed -eq 0 ]]
