@@ -5,12 +5,12 @@
  *
  *   gguf_open_bench [-n ITERATIONS] FILE.gguf...
  */
-#include "gguf.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "gguf.h"
 
 static double
 now_ms(void)
@@ -47,7 +47,7 @@ main(int argc, char **argv)
 	if (t == NULL)
 		return 1;
 	printf("%-40s %10s %10s %10s %8s %8s\n", "file", "bytes", "min ms", "median ms", "keys",
-		"tensors");
+	       "tensors");
 	for (int a = first; a < argc; a++) {
 		struct gguf_file *f = NULL;
 		struct orch_errinfo e = {0};
@@ -71,7 +71,7 @@ main(int argc, char **argv)
 		qsort(t, (size_t)iters, sizeof(*t), cmp_double);
 		const char *base = strrchr(argv[a], '/');
 		printf("%-40s %10llu %10.3f %10.3f %8zu %8zu\n", base ? base + 1 : argv[a],
-			(unsigned long long)bytes, t[0], t[iters / 2], keys, tensors);
+		       (unsigned long long)bytes, t[0], t[iters / 2], keys, tensors);
 	}
 	free(t);
 	return 0;

@@ -26,18 +26,18 @@ enum orch_err {
 	ORCH_ERANGE = 6,       /* value out of the allowed range */
 	ORCH_EUNSUPPORTED = 7, /* well-formed but not supported by orch */
 	/* GGUF validation, one code per check */
-	ORCH_EGGUF_MAGIC = 8,     /* not a GGUF file */
-	ORCH_EGGUF_VERSION = 9,   /* GGUF v1, big-endian, or unknown version */
+	ORCH_EGGUF_MAGIC = 8,      /* not a GGUF file */
+	ORCH_EGGUF_VERSION = 9,    /* GGUF v1, big-endian, or unknown version */
 	ORCH_EGGUF_TRUNCATED = 10, /* a read ran past the end of the file */
-	ORCH_EGGUF_LIMIT = 11,    /* a count or length over its sane limit */
+	ORCH_EGGUF_LIMIT = 11,     /* a count or length over its sane limit */
 	ORCH_EGGUF_DUPLICATE = 12, /* two keys or two tensors share a name */
-	ORCH_EGGUF_VTYPE = 13,    /* unknown metadata value type, bad bool */
-	ORCH_EGGUF_TTYPE = 14,    /* unknown ggml tensor type id */
-	ORCH_EGGUF_SHAPE = 15,    /* bad dims: zero, overflow, row not whole blocks */
-	ORCH_EGGUF_ALIGN = 16,    /* bad alignment value or misaligned tensor */
-	ORCH_EGGUF_BOUNDS = 17,   /* tensor data outside the data section */
-	ORCH_EGGUF_OVERLAP = 18,  /* two tensors' data overlap */
-	ORCH_EGGUF_NAME = 19,     /* empty name, or a NUL byte inside one */
+	ORCH_EGGUF_VTYPE = 13,     /* unknown metadata value type, bad bool */
+	ORCH_EGGUF_TTYPE = 14,     /* unknown ggml tensor type id */
+	ORCH_EGGUF_SHAPE = 15,     /* bad dims: zero, overflow, row not whole blocks */
+	ORCH_EGGUF_ALIGN = 16,     /* bad alignment value or misaligned tensor */
+	ORCH_EGGUF_BOUNDS = 17,    /* tensor data outside the data section */
+	ORCH_EGGUF_OVERLAP = 18,   /* two tensors' data overlap */
+	ORCH_EGGUF_NAME = 19,      /* empty name, or a NUL byte inside one */
 	/* DESIGN.md §3 wire codes without a more specific internal code */
 	ORCH_EMODEL_NOT_FOUND = 20,
 	ORCH_EMODEL_LOAD = 21,
@@ -68,7 +68,7 @@ struct orch_errinfo {
  * Thread: any (writes only *reterr).
  */
 orch_err orch_errf(struct orch_errinfo *reterr, orch_err code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 /* orch_err_name - the C name of @code ("ORCH_EGGUF_MAGIC"); "ORCH_E?" when out of range. */
 const char *orch_err_name(orch_err code);

@@ -49,7 +49,7 @@ fp16_from_f32(float f)
 		return (uint16_t)(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
 	if (abs >= 0x477ff000u) /* rounds to ≥ 65520: overflow to inf */
 		return (uint16_t)(sign | 0x7c00u);
-	if (abs < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+	if (abs < 0x38800000u) {       /* below the smallest normal half: subnormal or zero */
 		if (abs < 0x33000000u) /* below half of the smallest subnormal */
 			return sign;
 		uint32_t e = abs >> 23;

@@ -7,10 +7,10 @@
  * block_bytes each. Ids ggml has retired (4, 5, 31-33, 36-38) are unknown here,
  * as they are to ggml.
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "err.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,7 +53,7 @@ enum ggml_type {
 	GGML_TYPE_Q1_0 = 41,
 };
 
-#define GGML_TYPE_ID_LIMIT 42 /* one past the largest known id */
+#define GGML_TYPE_ID_LIMIT 42  /* one past the largest known id */
 #define QK_K               256 /* super-block size of the K, IQ and TQ types */
 
 struct ggml_type_info {
@@ -69,7 +69,8 @@ const struct ggml_type_info *ggml_type_get(uint32_t id);
 /* ggml_type_name - the name of @id, or "?" when unknown. */
 const char *ggml_type_name(uint32_t id);
 
-/* ggml_type_by_name - the id whose name is @name (case-insensitive) into *@ret_id; ORCH_ENOTFOUND otherwise. */
+/* ggml_type_by_name - the id whose name is @name (case-insensitive) into *@ret_id; ORCH_ENOTFOUND
+ * otherwise. */
 orch_err ggml_type_by_name(const char *name, uint32_t *ret_id);
 
 /*

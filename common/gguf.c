@@ -16,10 +16,6 @@
  */
 #include "gguf.h"
 
-#include "alloc.h"
-#include "ggml_type.h"
-#include "gguf_internal.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,6 +24,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "alloc.h"
+#include "ggml_type.h"
+#include "gguf_internal.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the GGUF reader assumes a little-endian host"
@@ -86,7 +86,8 @@ arena_free(struct arena_chunk *c)
 static orch_err
 cur_fail(struct cursor *c, uint64_t at, orch_err code, const char *what)
 {
-	return orch_errf(c->err, code, "%s: offset %llu: %s", c->name, (unsigned long long)at, what);
+	return orch_errf(c->err, code, "%s: offset %llu: %s", c->name, (unsigned long long)at,
+	                 what);
 }
 
 static orch_err
@@ -96,7 +97,7 @@ cur_bytes(struct cursor *c, uint64_t n, const char *what, const uint8_t **ret)
 
 	if (n > c->size - c->pos) {
 		snprintf(msg, sizeof(msg), "truncated: %s needs %llu bytes, %llu left", what,
-			(unsigned long long)n, (unsigned long long)(c->size - c->pos));
+		         (unsigned long long)n, (unsigned long long)(c->size - c->pos));
 		return cur_fail(c, c->pos, ORCH_EGGUF_TRUNCATED, msg);
 	}
 	*ret = c->p + c->pos;
@@ -112,7 +113,7 @@ cur_read(struct cursor *c, void *dst, size_t n, const char *what)
 
 	if (n > c->size - c->pos) {
 		snprintf(msg, sizeof(msg), "truncated: %s needs %zu bytes, %llu left", what, n,
-			(unsigned long long)(c->size - c->pos));
+		         (unsigned long long)(c->size - c->pos));
 		return cur_fail(c, c->pos, ORCH_EGGUF_TRUNCATED, msg);
 	}
 	memcpy(dst, c->p + c->pos, n);
@@ -146,7 +147,7 @@ cur_str(struct cursor *c, const char *what, struct gguf_str *ret)
 		return rv;
 	if (len > c->size) {
 		snprintf(msg, sizeof(msg), "%s length %llu exceeds the file size %llu", what,
-			(unsigned long long)len, (unsigned long long)c->size);
+		         (unsigned long long)len, (unsigned long long)c->size);
 		return cur_fail(c, at, ORCH_EGGUF_LIMIT, msg);
 	}
 	rv = cur_bytes(c, len, what, &b);
@@ -171,7 +172,9 @@ cur_name(struct cursor *c, struct gguf_file *f, const char *what, uint64_t max, 
 		return rv;
 	if (s.len == 0 || s.len > max || memchr(s.ptr, '\0', s.len) != NULL) {
 		snprintf(msg, sizeof(msg), "%s is %s", what,
-			s.len == 0 ? "empty" : s.len > max ? "too long" : "holding a NUL byte");
+		         s.len == 0    ? "empty"
+		         : s.len > max ? "too long"
+		                       : "holding a NUL byte");
 		return cur_fail(c, at, s.len > max ? ORCH_EGGUF_LIMIT : ORCH_EGGUF_NAME, msg);
 	}
 	char *d = arena_alloc(&f->arena, s.len + 1);
@@ -186,7 +189,7 @@ cur_name(struct cursor *c, struct gguf_file *f, const char *what, uint64_t max, 
 /* ---- metadata values ------------------------------------------------------- */
 
 static orch_err parse_value(struct cursor *c, struct gguf_file *f, uint32_t type, unsigned depth,
-	struct gguf_value *ret);
+                            struct gguf_value *ret);
 
 static orch_err
 parse_vtype(struct cursor *c, uint32_t *ret)
@@ -261,7 +264,7 @@ parse_array_elems(struct cursor *c, struct gguf_file *f, struct gguf_arr *a, uns
 		for (uint64_t i = 0; i < a->n; i++)
 			if (b[i] > 1)
 				return cur_fail(c, at + i, ORCH_EGGUF_VTYPE,
-					"bool array element is neither 0 nor 1");
+				                "bool array element is neither 0 nor 1");
 	}
 	a->raw = b;
 	return ORCH_OK;
@@ -287,21 +290,23 @@ parse_array(struct cursor *c, struct gguf_file *f, unsigned depth, struct gguf_a
 	a->type = (enum gguf_vtype)et;
 	/* Every element takes at least this many bytes: bound n by the bytes left. */
 	size_t min_elem = et == GGUF_VTYPE_STRING  ? 8
-			  : et == GGUF_VTYPE_ARRAY ? 12
-						   : gguf_vtype_size(et);
+	                  : et == GGUF_VTYPE_ARRAY ? 12
+	                                           : gguf_vtype_size(et);
 	if (a->n > c->size || __builtin_mul_overflow(a->n, (uint64_t)min_elem, &min_bytes) ||
-		min_bytes > c->size - c->pos) {
-		snprintf(msg, sizeof(msg), "%sarray of %llu %s elements does not fit in the %llu bytes left",
-			a->n > c->size ? "" : "truncated: ", (unsigned long long)a->n,
-			gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
-		return cur_fail(c, at, a->n > c->size ? ORCH_EGGUF_LIMIT : ORCH_EGGUF_TRUNCATED, msg);
+	    min_bytes > c->size - c->pos) {
+		snprintf(msg, sizeof(msg),
+		         "%sarray of %llu %s elements does not fit in the %llu bytes left",
+		         a->n > c->size ? "" : "truncated: ", (unsigned long long)a->n,
+		         gguf_vtype_name(et), (unsigned long long)(c->size - c->pos));
+		return cur_fail(c, at, a->n > c->size ? ORCH_EGGUF_LIMIT : ORCH_EGGUF_TRUNCATED,
+		                msg);
 	}
 	return parse_array_elems(c, f, a, depth);
 }
 
 static orch_err
 parse_value(struct cursor *c, struct gguf_file *f, uint32_t type, unsigned depth,
-	struct gguf_value *ret)
+            struct gguf_value *ret)
 {
 	memset(ret, 0, sizeof(*ret));
 	ret->type = (enum gguf_vtype)type;
@@ -353,11 +358,13 @@ parse_version(struct cursor *c, struct gguf_file *f)
 		return ORCH_OK;
 	}
 	if (v == 1)
-		return cur_fail(c, 4, ORCH_EGGUF_VERSION,
-			"GGUF v1 is not supported (obsolete format with 32-bit counts); convert the model with a current llama.cpp");
+		return cur_fail(
+		        c, 4, ORCH_EGGUF_VERSION,
+		        "GGUF v1 is not supported (obsolete format with 32-bit counts); convert the model with a current llama.cpp");
 	if ((v & 0xffffu) == 0 && __builtin_bswap32(v) <= 3)
-		snprintf(msg, sizeof(msg), "big-endian GGUF (version %u byte-swapped) is not supported",
-			__builtin_bswap32(v));
+		snprintf(msg, sizeof(msg),
+		         "big-endian GGUF (version %u byte-swapped) is not supported",
+		         __builtin_bswap32(v));
 	else
 		snprintf(msg, sizeof(msg), "unknown GGUF version %u (supported: 2, 3)", v);
 	return cur_fail(c, 4, ORCH_EGGUF_VERSION, msg);
@@ -376,26 +383,28 @@ parse_header(struct cursor *c, struct gguf_file *f)
 		return rv;
 	if (memcmp(magic, "GGUF", 4) != 0) {
 		if (memcmp(magic, "FUGG", 4) == 0)
-			return cur_fail(c, 0, ORCH_EGGUF_VERSION, "big-endian GGUF is not supported");
+			return cur_fail(c, 0, ORCH_EGGUF_VERSION,
+			                "big-endian GGUF is not supported");
 		return cur_fail(c, 0, ORCH_EGGUF_MAGIC, "not a GGUF file (magic is not \"GGUF\")");
 	}
 	rv = parse_version(c, f);
 	if (rv != ORCH_OK)
 		return rv;
 	if ((rv = cur_u64(c, "tensor count", &n_tensors)) != ORCH_OK ||
-		(rv = cur_u64(c, "metadata count", &n_kv)) != ORCH_OK)
+	    (rv = cur_u64(c, "metadata count", &n_kv)) != ORCH_OK)
 		return rv;
 	if (n_tensors > GGUF_MAX_TENSORS || n_kv > GGUF_MAX_KV) {
 		snprintf(msg, sizeof(msg), "%s count %llu exceeds the limit %u",
-			n_tensors > GGUF_MAX_TENSORS ? "tensor" : "metadata",
-			(unsigned long long)(n_tensors > GGUF_MAX_TENSORS ? n_tensors : n_kv),
-			n_tensors > GGUF_MAX_TENSORS ? GGUF_MAX_TENSORS : GGUF_MAX_KV);
+		         n_tensors > GGUF_MAX_TENSORS ? "tensor" : "metadata",
+		         (unsigned long long)(n_tensors > GGUF_MAX_TENSORS ? n_tensors : n_kv),
+		         n_tensors > GGUF_MAX_TENSORS ? GGUF_MAX_TENSORS : GGUF_MAX_KV);
 		return cur_fail(c, n_tensors > GGUF_MAX_TENSORS ? 8 : 16, ORCH_EGGUF_LIMIT, msg);
 	}
 	f->n_tensors = (size_t)n_tensors;
 	f->n_kv = (size_t)n_kv;
 	f->kvs = arena_alloc(&f->arena, (f->n_kv ? f->n_kv : 1) * sizeof(*f->kvs));
-	f->tensors = arena_alloc(&f->arena, (f->n_tensors ? f->n_tensors : 1) * sizeof(*f->tensors));
+	f->tensors =
+	        arena_alloc(&f->arena, (f->n_tensors ? f->n_tensors : 1) * sizeof(*f->tensors));
 	if (f->kvs == NULL || f->tensors == NULL)
 		return orch_errf(c->err, ORCH_ENOMEM, "%s: out of memory", c->name);
 	memset(f->kvs, 0, (f->n_kv ? f->n_kv : 1) * sizeof(*f->kvs));
@@ -414,12 +423,12 @@ parse_alignment(struct cursor *c, struct gguf_file *f)
 		return ORCH_OK;
 	if (kv->value.type != GGUF_VTYPE_UINT32) {
 		snprintf(msg, sizeof(msg), "general.alignment has type %s, want uint32",
-			gguf_vtype_name(kv->value.type));
+		         gguf_vtype_name(kv->value.type));
 		return cur_fail(c, kv->offset, ORCH_EGGUF_ALIGN, msg);
 	}
 	if (kv->value.v.u == 0 || (kv->value.v.u & (kv->value.v.u - 1)) != 0) {
 		snprintf(msg, sizeof(msg), "general.alignment %llu is not a power of two",
-			(unsigned long long)kv->value.v.u);
+		         (unsigned long long)kv->value.v.u);
 		return cur_fail(c, kv->offset, ORCH_EGGUF_ALIGN, msg);
 	}
 	f->alignment = (uint32_t)kv->value.v.u;
@@ -434,9 +443,9 @@ parse_all(struct cursor *c, struct gguf_file *f)
 	orch_err rv;
 
 	if ((rv = parse_header(c, f)) != ORCH_OK || (rv = parse_kvs(c, f)) != ORCH_OK ||
-		(rv = parse_alignment(c, f)) != ORCH_OK ||
-		(rv = gguf_parse_tensors(c->p, c->size, &c->pos, f, c->err)) != ORCH_OK ||
-		(rv = gguf_build_index(f, c->err)) != ORCH_OK)
+	    (rv = parse_alignment(c, f)) != ORCH_OK ||
+	    (rv = gguf_parse_tensors(c->p, c->size, &c->pos, f, c->err)) != ORCH_OK ||
+	    (rv = gguf_build_index(f, c->err)) != ORCH_OK)
 		return rv;
 	return ORCH_OK;
 }
@@ -449,7 +458,7 @@ gguf_arena_alloc(struct gguf_file *f, size_t n)
 
 orch_err
 gguf_open_mem(const void *data, size_t size, const char *name, struct gguf_file **ret_f,
-	struct orch_errinfo *reterr)
+              struct orch_errinfo *reterr)
 {
 	struct gguf_file *f = NULL;
 	struct cursor c = {data, size, 0, name, reterr};
@@ -497,8 +506,10 @@ gguf_open(const char *path, struct gguf_file **ret_f, struct orch_errinfo *reter
 		goto out;
 	}
 	if (st.st_size < 4) {
-		rv = orch_errf(reterr, ORCH_EGGUF_TRUNCATED, "%s: offset 0: truncated: file has %lld bytes, too short for a GGUF header",
-			path, (long long)st.st_size);
+		rv = orch_errf(
+		        reterr, ORCH_EGGUF_TRUNCATED,
+		        "%s: offset 0: truncated: file has %lld bytes, too short for a GGUF header",
+		        path, (long long)st.st_size);
 		goto out;
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);

@@ -16,23 +16,23 @@
  * The mapping is MAP_PRIVATE of a file the caller must not truncate while it
  * is open (the kernel would raise SIGBUS on access to a vanished page).
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "err.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define GGUF_MAX_TENSORS          65536u
-#define GGUF_MAX_KV               (1u << 20)
-#define GGUF_MAX_DIMS             4u
-#define GGUF_MAX_ARRAY_DEPTH      8u
-#define GGUF_MAX_KEY_BYTES        65535u
-#define GGUF_MAX_TENSOR_NAME      255u
-#define GGUF_DEFAULT_ALIGNMENT    32u
+#define GGUF_MAX_TENSORS       65536u
+#define GGUF_MAX_KV            (1u << 20)
+#define GGUF_MAX_DIMS          4u
+#define GGUF_MAX_ARRAY_DEPTH   8u
+#define GGUF_MAX_KEY_BYTES     65535u
+#define GGUF_MAX_TENSOR_NAME   255u
+#define GGUF_DEFAULT_ALIGNMENT 32u
 
 enum gguf_vtype {
 	GGUF_VTYPE_UINT8 = 0,
@@ -61,10 +61,10 @@ struct gguf_value;
 
 /* An array value. Exactly one of raw/strs/elems is set, by element type. */
 struct gguf_arr {
-	enum gguf_vtype type;          /* element type */
-	uint64_t n;                    /* element count */
-	const void *raw;               /* numeric/bool: n packed little-endian elements, unaligned */
-	const struct gguf_str *strs;   /* STRING: n strings */
+	enum gguf_vtype type;        /* element type */
+	uint64_t n;                  /* element count */
+	const void *raw;             /* numeric/bool: n packed little-endian elements, unaligned */
+	const struct gguf_str *strs; /* STRING: n strings */
 	const struct gguf_value *elems; /* ARRAY: n nested array values */
 };
 
@@ -81,20 +81,20 @@ struct gguf_value {
 };
 
 struct gguf_kv {
-	const char *key;          /* NUL-terminated copy */
+	const char *key; /* NUL-terminated copy */
 	struct gguf_value value;
-	uint64_t offset;          /* file offset of the key */
+	uint64_t offset; /* file offset of the key */
 };
 
 struct gguf_tensor {
-	const char *name;         /* NUL-terminated copy */
-	uint32_t type;            /* enum ggml_type */
-	uint32_t n_dims;          /* 1..4 */
+	const char *name;           /* NUL-terminated copy */
+	uint32_t type;              /* enum ggml_type */
+	uint32_t n_dims;            /* 1..4 */
 	uint64_t ne[GGUF_MAX_DIMS]; /* elements per dim, ne[0] innermost; unused dims are 1 */
 	uint64_t n_elements;
-	uint64_t offset;          /* relative to the data section, a multiple of the alignment */
-	uint64_t nbytes;          /* exact size of the data */
-	const void *data;         /* inside the mapping */
+	uint64_t offset;  /* relative to the data section, a multiple of the alignment */
+	uint64_t nbytes;  /* exact size of the data */
+	const void *data; /* inside the mapping */
 };
 
 struct gguf_file;
@@ -114,7 +114,7 @@ orch_err gguf_open(const char *path, struct gguf_file **ret_f, struct orch_errin
  * used in messages. Same errors as gguf_open() except ORCH_EIO.
  */
 orch_err gguf_open_mem(const void *data, size_t size, const char *name, struct gguf_file **ret_f,
-	struct orch_errinfo *reterr);
+                       struct orch_errinfo *reterr);
 
 /* gguf_close - unmap and free everything; NULL is fine. */
 void gguf_close(struct gguf_file *f);
@@ -170,7 +170,7 @@ orch_err gguf_get_str(const struct gguf_file *f, const char *key, struct gguf_st
  * (GGUF_VTYPE_COUNT: any). ORCH_ETYPE when it is not an array of @elem.
  */
 orch_err gguf_get_arr(const struct gguf_file *f, const char *key, enum gguf_vtype elem,
-	const struct gguf_arr **out);
+                      const struct gguf_arr **out);
 
 /*
  * gguf_get_uint - any unsigned or signed integer value at @key, widened.
@@ -185,7 +185,8 @@ orch_err gguf_get_float(const struct gguf_file *f, const char *key, double *out)
 /* gguf_arr_num - element @i (< a->n) of a numeric or bool array as double. */
 double gguf_arr_num(const struct gguf_arr *a, uint64_t i);
 
-/* gguf_arr_int - element @i (< a->n) of an integer or bool array as int64 (u64 above INT64_MAX saturates). */
+/* gguf_arr_int - element @i (< a->n) of an integer or bool array as int64 (u64 above INT64_MAX
+ * saturates). */
 int64_t gguf_arr_int(const struct gguf_arr *a, uint64_t i);
 
 /* gguf_vtype_name - "uint32", "string", ... ("?" when out of range). */

@@ -1,22 +1,22 @@
 /*
  * gguf_get.c - lookups and typed accessors over a validated GGUF file.
  */
-#include "gguf_internal.h"
-
 #include <stdlib.h>
 #include <string.h>
+
+#include "gguf_internal.h"
 
 static const struct {
 	const char *name;
 	size_t size;
 } vtypes[GGUF_VTYPE_COUNT] = {
-	[GGUF_VTYPE_UINT8] = {"uint8", 1},   [GGUF_VTYPE_INT8] = {"int8", 1},
-	[GGUF_VTYPE_UINT16] = {"uint16", 2}, [GGUF_VTYPE_INT16] = {"int16", 2},
-	[GGUF_VTYPE_UINT32] = {"uint32", 4}, [GGUF_VTYPE_INT32] = {"int32", 4},
-	[GGUF_VTYPE_FLOAT32] = {"float32", 4}, [GGUF_VTYPE_BOOL] = {"bool", 1},
-	[GGUF_VTYPE_STRING] = {"string", 0}, [GGUF_VTYPE_ARRAY] = {"array", 0},
-	[GGUF_VTYPE_UINT64] = {"uint64", 8}, [GGUF_VTYPE_INT64] = {"int64", 8},
-	[GGUF_VTYPE_FLOAT64] = {"float64", 8},
+        [GGUF_VTYPE_UINT8] = {"uint8", 1},     [GGUF_VTYPE_INT8] = {"int8", 1},
+        [GGUF_VTYPE_UINT16] = {"uint16", 2},   [GGUF_VTYPE_INT16] = {"int16", 2},
+        [GGUF_VTYPE_UINT32] = {"uint32", 4},   [GGUF_VTYPE_INT32] = {"int32", 4},
+        [GGUF_VTYPE_FLOAT32] = {"float32", 4}, [GGUF_VTYPE_BOOL] = {"bool", 1},
+        [GGUF_VTYPE_STRING] = {"string", 0},   [GGUF_VTYPE_ARRAY] = {"array", 0},
+        [GGUF_VTYPE_UINT64] = {"uint64", 8},   [GGUF_VTYPE_INT64] = {"int64", 8},
+        [GGUF_VTYPE_FLOAT64] = {"float64", 8},
 };
 
 const char *
@@ -173,7 +173,7 @@ const struct gguf_tensor *
 gguf_find_tensor(const struct gguf_file *f, const char *name)
 {
 	const struct gguf_tensor *const *p =
-		bsearch(name, f->tensor_index, f->n_tensors, sizeof(*p), cmp_name);
+	        bsearch(name, f->tensor_index, f->n_tensors, sizeof(*p), cmp_name);
 
 	return p ? *p : NULL;
 }
@@ -191,14 +191,14 @@ get(const struct gguf_file *f, const char *key, enum gguf_vtype type, const stru
 	return ORCH_OK;
 }
 
-#define GGUF_GETTER(fn, ctype, vt, field)                                                        \
-	orch_err fn(const struct gguf_file *f, const char *key, ctype *out)                       \
-	{                                                                                         \
-		const struct gguf_value *v;                                                       \
-		orch_err rv = get(f, key, vt, &v);                                                \
-		if (rv == ORCH_OK)                                                                \
-			*out = (ctype)v->v.field;                                                 \
-		return rv;                                                                        \
+#define GGUF_GETTER(fn, ctype, vt, field)                                   \
+	orch_err fn(const struct gguf_file *f, const char *key, ctype *out) \
+	{                                                                   \
+		const struct gguf_value *v;                                 \
+		orch_err rv = get(f, key, vt, &v);                          \
+		if (rv == ORCH_OK)                                          \
+			*out = (ctype)v->v.field;                           \
+		return rv;                                                  \
 	}
 
 GGUF_GETTER(gguf_get_u8, uint8_t, GGUF_VTYPE_UINT8, u)
@@ -216,7 +216,7 @@ GGUF_GETTER(gguf_get_str, struct gguf_str, GGUF_VTYPE_STRING, s)
 
 orch_err
 gguf_get_arr(const struct gguf_file *f, const char *key, enum gguf_vtype elem,
-	const struct gguf_arr **out)
+             const struct gguf_arr **out)
 {
 	const struct gguf_value *v;
 	orch_err rv = get(f, key, GGUF_VTYPE_ARRAY, &v);

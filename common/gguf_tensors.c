@@ -2,14 +2,14 @@
  * gguf_tensors.c - the tensor table: records, shapes, data ranges, and the
  * name indexes with their duplicate checks.
  */
-#include "alloc.h"
-#include "ggml_type.h"
-#include "gguf_internal.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "alloc.h"
+#include "ggml_type.h"
+#include "gguf_internal.h"
 
 struct tcur {
 	const uint8_t *p;
@@ -21,7 +21,7 @@ struct tcur {
 typedef unsigned long long ull;
 
 static orch_err tfail(struct tcur *c, uint64_t at, orch_err code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+        __attribute__((format(printf, 4, 5)));
 
 static orch_err
 tfail(struct tcur *c, uint64_t at, orch_err code, const char *fmt, ...)
@@ -40,8 +40,8 @@ tread(struct tcur *c, void *dst, uint64_t n, const char *what)
 {
 	if (n > c->size - c->pos)
 		return tfail(c, c->pos, ORCH_EGGUF_TRUNCATED,
-			"truncated: %s needs %llu bytes, %llu left", what, (ull)n,
-			(ull)(c->size - c->pos));
+		             "truncated: %s needs %llu bytes, %llu left", what, (ull)n,
+		             (ull)(c->size - c->pos));
 	memcpy(dst, c->p + c->pos, (size_t)n);
 	c->pos += n;
 	return ORCH_OK;
@@ -58,11 +58,12 @@ read_name(struct tcur *c, struct gguf_tensor *t)
 		return rv;
 	if (len == 0 || len > GGUF_MAX_TENSOR_NAME)
 		return tfail(c, at, len ? ORCH_EGGUF_LIMIT : ORCH_EGGUF_NAME,
-			"tensor name length %llu (allowed 1..%u)", (ull)len, GGUF_MAX_TENSOR_NAME);
+		             "tensor name length %llu (allowed 1..%u)", (ull)len,
+		             GGUF_MAX_TENSOR_NAME);
 	if (len > c->size - c->pos)
 		return tfail(c, c->pos, ORCH_EGGUF_TRUNCATED,
-			"truncated: tensor name needs %llu bytes, %llu left", (ull)len,
-			(ull)(c->size - c->pos));
+		             "truncated: tensor name needs %llu bytes, %llu left", (ull)len,
+		             (ull)(c->size - c->pos));
 	if (memchr(c->p + c->pos, '\0', (size_t)len) != NULL)
 		return tfail(c, at, ORCH_EGGUF_NAME, "tensor name holds a NUL byte");
 	char *name = gguf_arena_alloc(c->f, (size_t)len + 1);
@@ -87,7 +88,7 @@ read_dims(struct tcur *c, struct gguf_tensor *t)
 		return rv;
 	if (t->n_dims == 0 || t->n_dims > GGUF_MAX_DIMS)
 		return tfail(c, at, ORCH_EGGUF_SHAPE, "tensor '%s' has %u dims (allowed 1..%u)",
-			t->name, t->n_dims, GGUF_MAX_DIMS);
+		             t->name, t->n_dims, GGUF_MAX_DIMS);
 	at = c->pos;
 	rv = tread(c, t->ne, 8ull * t->n_dims, "tensor dims");
 	if (rv != ORCH_OK)
@@ -98,12 +99,12 @@ read_dims(struct tcur *c, struct gguf_tensor *t)
 	for (uint32_t d = 0; d < GGUF_MAX_DIMS; d++) {
 		if (t->ne[d] == 0)
 			return tfail(c, at + 8ull * d, ORCH_EGGUF_SHAPE,
-				"tensor '%s' dim %u is zero", t->name, d);
+			             "tensor '%s' dim %u is zero", t->name, d);
 		if (__builtin_mul_overflow(t->n_elements, t->ne[d], &t->n_elements) ||
-			t->n_elements > (uint64_t)INT64_MAX)
+		    t->n_elements > (uint64_t)INT64_MAX)
 			return tfail(c, at, ORCH_EGGUF_SHAPE,
-				"tensor '%s' element count overflows (dim %u = %llu)", t->name, d,
-				(ull)t->ne[d]);
+			             "tensor '%s' element count overflows (dim %u = %llu)", t->name,
+			             d, (ull)t->ne[d]);
 	}
 	return ORCH_OK;
 }
@@ -122,11 +123,12 @@ read_type_size(struct tcur *c, struct gguf_tensor *t)
 	ti = ggml_type_get(t->type);
 	if (ti == NULL)
 		return tfail(c, at, ORCH_EGGUF_TTYPE, "tensor '%s' has unknown ggml type id %u",
-			t->name, t->type);
+		             t->name, t->type);
 	if (ggml_row_bytes(t->type, t->ne[0], &row_bytes) != ORCH_OK)
-		return tfail(c, at, ORCH_EGGUF_SHAPE,
-			"tensor '%s' row of %llu elements is not a whole number of %u-element %s blocks",
-			t->name, (ull)t->ne[0], ti->block_size, ti->name);
+		return tfail(
+		        c, at, ORCH_EGGUF_SHAPE,
+		        "tensor '%s' row of %llu elements is not a whole number of %u-element %s blocks",
+		        t->name, (ull)t->ne[0], ti->block_size, ti->name);
 	if (__builtin_mul_overflow(row_bytes, t->n_elements / t->ne[0], &t->nbytes))
 		return tfail(c, at, ORCH_EGGUF_SHAPE, "tensor '%s' byte size overflows", t->name);
 	at = c->pos;
@@ -135,8 +137,8 @@ read_type_size(struct tcur *c, struct gguf_tensor *t)
 		return rv;
 	if (t->offset % c->f->alignment != 0)
 		return tfail(c, at, ORCH_EGGUF_ALIGN,
-			"tensor '%s' offset %llu is not a multiple of the alignment %u", t->name,
-			(ull)t->offset, c->f->alignment);
+		             "tensor '%s' offset %llu is not a multiple of the alignment %u",
+		             t->name, (ull)t->offset, c->f->alignment);
 	return ORCH_OK;
 }
 
@@ -161,9 +163,10 @@ check_ranges(struct tcur *c)
 	for (size_t i = 0; i < f->n_tensors; i++) {
 		const struct gguf_tensor *t = &f->tensors[i];
 		if (t->offset > avail || t->nbytes > avail - t->offset)
-			return tfail(c, f->data_offset + t->offset, ORCH_EGGUF_BOUNDS,
-				"tensor '%s' data (%llu bytes at data offset %llu) runs past the end of the file",
-				t->name, (ull)t->nbytes, (ull)t->offset);
+			return tfail(
+			        c, f->data_offset + t->offset, ORCH_EGGUF_BOUNDS,
+			        "tensor '%s' data (%llu bytes at data offset %llu) runs past the end of the file",
+			        t->name, (ull)t->nbytes, (ull)t->offset);
 		f->tensors[i].data = f->base + f->data_offset + t->offset;
 	}
 	by_off = orch_calloc(f->n_tensors ? f->n_tensors : 1, sizeof(*by_off));
@@ -176,7 +179,7 @@ check_ranges(struct tcur *c)
 		const struct gguf_tensor *a = by_off[i - 1], *b = by_off[i];
 		if (a->offset + a->nbytes > b->offset) {
 			rv = tfail(c, f->data_offset + b->offset, ORCH_EGGUF_OVERLAP,
-				"tensors '%s' and '%s' overlap", a->name, b->name);
+			           "tensors '%s' and '%s' overlap", a->name, b->name);
 			break;
 		}
 	}
@@ -186,7 +189,7 @@ check_ranges(struct tcur *c)
 
 orch_err
 gguf_parse_tensors(const uint8_t *p, uint64_t size, uint64_t *pos, struct gguf_file *f,
-	struct orch_errinfo *reterr)
+                   struct orch_errinfo *reterr)
 {
 	struct tcur c = {p, size, *pos, f, reterr};
 	orch_err rv;
@@ -195,7 +198,7 @@ gguf_parse_tensors(const uint8_t *p, uint64_t size, uint64_t *pos, struct gguf_f
 	for (size_t i = 0; i < f->n_tensors; i++) {
 		struct gguf_tensor *t = &f->tensors[i];
 		if ((rv = read_name(&c, t)) != ORCH_OK || (rv = read_dims(&c, t)) != ORCH_OK ||
-			(rv = read_type_size(&c, t)) != ORCH_OK)
+		    (rv = read_type_size(&c, t)) != ORCH_OK)
 			return rv;
 	}
 	/* The data section starts at the next multiple of the alignment. */
@@ -206,8 +209,8 @@ gguf_parse_tensors(const uint8_t *p, uint64_t size, uint64_t *pos, struct gguf_f
 		return ORCH_OK;
 	if (f->data_offset > size)
 		return tfail(&c, c.pos, ORCH_EGGUF_TRUNCATED,
-			"truncated: data section starts at %llu, past the end (%llu)",
-			(ull)f->data_offset, (ull)size);
+		             "truncated: data section starts at %llu, past the end (%llu)",
+		             (ull)f->data_offset, (ull)size);
 	return check_ranges(&c);
 }
 
@@ -215,14 +218,14 @@ static int
 cmp_kv(const void *a, const void *b)
 {
 	return strcmp((*(const struct gguf_kv *const *)a)->key,
-		(*(const struct gguf_kv *const *)b)->key);
+	              (*(const struct gguf_kv *const *)b)->key);
 }
 
 static int
 cmp_tensor_name(const void *a, const void *b)
 {
 	return strcmp((*(const struct gguf_tensor *const *)a)->name,
-		(*(const struct gguf_tensor *const *)b)->name);
+	              (*(const struct gguf_tensor *const *)b)->name);
 }
 
 orch_err
@@ -241,15 +244,17 @@ gguf_build_index(struct gguf_file *f, struct orch_errinfo *reterr)
 	for (size_t i = 1; i < f->n_kv; i++) {
 		if (strcmp(f->kv_index[i - 1]->key, f->kv_index[i]->key) == 0)
 			return orch_errf(reterr, ORCH_EGGUF_DUPLICATE,
-				"%s: offset %llu: duplicate metadata key '%s'", f->name,
-				(unsigned long long)f->kv_index[i]->offset, f->kv_index[i]->key);
+			                 "%s: offset %llu: duplicate metadata key '%s'", f->name,
+			                 (unsigned long long)f->kv_index[i]->offset,
+			                 f->kv_index[i]->key);
 	}
 	for (size_t i = 1; i < f->n_tensors; i++) {
 		if (strcmp(f->tensor_index[i - 1]->name, f->tensor_index[i]->name) == 0)
-			return orch_errf(reterr, ORCH_EGGUF_DUPLICATE,
-				"%s: offset %llu: duplicate tensor name '%s'", f->name,
-				(unsigned long long)(f->data_offset + f->tensor_index[i]->offset),
-				f->tensor_index[i]->name);
+			return orch_errf(
+			        reterr, ORCH_EGGUF_DUPLICATE,
+			        "%s: offset %llu: duplicate tensor name '%s'", f->name,
+			        (unsigned long long)(f->data_offset + f->tensor_index[i]->offset),
+			        f->tensor_index[i]->name);
 	}
 	return ORCH_OK;
 }

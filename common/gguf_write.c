@@ -11,14 +11,14 @@
  */
 #include "gguf_write.h"
 
-#include "alloc.h"
-#include "ggml_type.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "alloc.h"
+#include "ggml_type.h"
 
 struct buf {
 	uint8_t *p;
@@ -304,7 +304,7 @@ gguf_writer_set_str(struct gguf_writer *w, const char *key, const char *s)
 
 orch_err
 gguf_writer_set_arr(struct gguf_writer *w, const char *key, enum gguf_vtype elem, const void *data,
-	uint64_t n)
+                    uint64_t n)
 {
 	struct gguf_value v = {.type = GGUF_VTYPE_ARRAY};
 
@@ -352,13 +352,13 @@ gguf_writer_set_alignment(struct gguf_writer *w, uint32_t alignment)
 
 orch_err
 gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
-	const uint64_t *ne, const void *data)
+                       const uint64_t *ne, const void *data)
 {
 	struct wtensor t = {0};
 	uint64_t rows = 1, row_bytes;
 
-	if (name == NULL || name[0] == '\0' || strlen(name) > GGUF_MAX_TENSOR_NAME ||
-		n_dims == 0 || n_dims > GGUF_MAX_DIMS)
+	if (name == NULL || name[0] == '\0' || strlen(name) > GGUF_MAX_TENSOR_NAME || n_dims == 0 ||
+	    n_dims > GGUF_MAX_DIMS)
 		return ORCH_EINVAL;
 	for (size_t i = 0; i < w->n_tensors; i++)
 		if (strcmp(w->tensors[i].name, name) == 0)
@@ -369,7 +369,7 @@ gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t type, u
 			return ORCH_EINVAL;
 	}
 	if (ggml_row_bytes(type, t.ne[0], &row_bytes) != ORCH_OK ||
-		__builtin_mul_overflow(row_bytes, rows, &t.nbytes))
+	    __builtin_mul_overflow(row_bytes, rows, &t.nbytes))
 		return ORCH_EINVAL;
 	if (grow((void **)&w->tensors, &w->cap_tensors, w->n_tensors, sizeof(*w->tensors)))
 		return ORCH_ENOMEM;
@@ -403,7 +403,7 @@ sink_put(struct sink *s, const void *data, uint64_t n)
 	if (s->fd < 0) {
 		buf_put(s->mem, data, (size_t)n);
 		return s->mem->oom ? orch_errf(s->err, ORCH_ENOMEM, "gguf writer: out of memory")
-				   : ORCH_OK;
+		                   : ORCH_OK;
 	}
 	while (n > 0) {
 		size_t chunk = n > (1u << 30) ? (1u << 30) : (size_t)n;
@@ -412,7 +412,7 @@ sink_put(struct sink *s, const void *data, uint64_t n)
 			continue;
 		if (k <= 0)
 			return orch_errf(s->err, ORCH_EIO, "%s: write: %s", s->path,
-				k < 0 ? strerror(errno) : "short write");
+			                 k < 0 ? strerror(errno) : "short write");
 		p += k;
 		n -= (uint64_t)k;
 	}
@@ -470,10 +470,11 @@ write_tensor(struct gguf_writer *w, size_t i, struct sink *s, gguf_fill_fn fill,
 	if (t->data != NULL)
 		return sink_put(s, t->data, t->nbytes);
 	if (fill == NULL)
-		return orch_errf(s->err, ORCH_EINVAL, "gguf writer: tensor '%s' has no data", t->name);
+		return orch_errf(s->err, ORCH_EINVAL, "gguf writer: tensor '%s' has no data",
+		                 t->name);
 	if (t->nbytes > SIZE_MAX || (tmp = orch_malloc((size_t)t->nbytes)) == NULL)
 		return orch_errf(s->err, ORCH_ENOMEM, "gguf writer: out of memory for tensor '%s'",
-			t->name);
+		                 t->name);
 	rv = fill(ctx, i, t->name, tmp, t->nbytes);
 	if (rv != ORCH_OK)
 		orch_errf(s->err, rv, "gguf writer: filling tensor '%s' failed", t->name);
@@ -503,7 +504,7 @@ write_all(struct gguf_writer *w, struct sink *s, gguf_fill_fn fill, void *ctx)
 	for (size_t i = 0; i < w->n_tensors; i++) {
 		uint64_t end = pos + w->tensors[i].nbytes;
 		if ((rv = write_tensor(w, i, s, fill, ctx)) != ORCH_OK ||
-			(rv = sink_pad(s, end, pad_to(end, w->alignment))) != ORCH_OK)
+		    (rv = sink_pad(s, end, pad_to(end, w->alignment))) != ORCH_OK)
 			goto out;
 		pos = pad_to(end, w->alignment);
 	}
@@ -514,7 +515,7 @@ out:
 
 orch_err
 gguf_writer_write_mem(struct gguf_writer *w, gguf_fill_fn fill, void *ctx, void **ret_buf,
-	size_t *ret_size, struct orch_errinfo *reterr)
+                      size_t *ret_size, struct orch_errinfo *reterr)
 {
 	struct buf mem = {0};
 	struct sink s = {-1, &mem, "memory", reterr};
@@ -531,7 +532,7 @@ gguf_writer_write_mem(struct gguf_writer *w, gguf_fill_fn fill, void *ctx, void 
 
 orch_err
 gguf_writer_write_file(struct gguf_writer *w, const char *path, gguf_fill_fn fill, void *ctx,
-	struct orch_errinfo *reterr)
+                       struct orch_errinfo *reterr)
 {
 	char tmp[4096];
 	struct sink s = {-1, NULL, path, reterr};

@@ -9,11 +9,11 @@
  * or, when that pointer is NULL, from a fill callback at write time, so a
  * multi-gigabyte model is produced one tensor at a time.
  */
-#include "err.h"
-#include "gguf.h"
-
 #include <stddef.h>
 #include <stdint.h>
+
+#include "err.h"
+#include "gguf.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,11 +45,11 @@ orch_err gguf_writer_set_str(struct gguf_writer *w, const char *key, const char 
 
 /* gguf_writer_set_arr - array of @n fixed-size elements of type @elem, packed at @data. */
 orch_err gguf_writer_set_arr(struct gguf_writer *w, const char *key, enum gguf_vtype elem,
-	const void *data, uint64_t n);
+                             const void *data, uint64_t n);
 
 /* gguf_writer_set_arr_str - array of @n NUL-terminated strings. */
 orch_err gguf_writer_set_arr_str(struct gguf_writer *w, const char *key, const char *const *strs,
-	uint64_t n);
+                                 uint64_t n);
 
 /*
  * gguf_writer_set_alignment - data alignment (a power of two); writes
@@ -64,7 +64,7 @@ orch_err gguf_writer_set_alignment(struct gguf_writer *w, uint32_t alignment);
  * for a bad name, shape or type or a duplicate name; ORCH_ENOMEM.
  */
 orch_err gguf_writer_add_tensor(struct gguf_writer *w, const char *name, uint32_t type,
-	uint32_t n_dims, const uint64_t *ne, const void *data);
+                                uint32_t n_dims, const uint64_t *ne, const void *data);
 
 /* gguf_writer_tensor_bytes - data size of tensor @index (in add order). */
 uint64_t gguf_writer_tensor_bytes(const struct gguf_writer *w, size_t index);
@@ -74,7 +74,7 @@ uint64_t gguf_writer_tensor_bytes(const struct gguf_writer *w, size_t index);
  * Returning non-OK aborts the write with that code.
  */
 typedef orch_err (*gguf_fill_fn)(void *ctx, size_t index, const char *name, void *dst,
-	uint64_t nbytes);
+                                 uint64_t nbytes);
 
 /*
  * gguf_writer_write_file - write the file to @path (via @path.tmp and a rename,
@@ -83,14 +83,14 @@ typedef orch_err (*gguf_fill_fn)(void *ctx, size_t index, const char *name, void
  * text, ORCH_ENOMEM, ORCH_EINVAL (missing data and no @fill), or @fill's code.
  */
 orch_err gguf_writer_write_file(struct gguf_writer *w, const char *path, gguf_fill_fn fill,
-	void *ctx, struct orch_errinfo *reterr);
+                                void *ctx, struct orch_errinfo *reterr);
 
 /*
  * gguf_writer_write_mem - the same file image in a new buffer, *@ret_buf
  * (free with orch_free) of *@ret_size bytes.
  */
-orch_err gguf_writer_write_mem(struct gguf_writer *w, gguf_fill_fn fill, void *ctx,
-	void **ret_buf, size_t *ret_size, struct orch_errinfo *reterr);
+orch_err gguf_writer_write_mem(struct gguf_writer *w, gguf_fill_fn fill, void *ctx, void **ret_buf,
+                               size_t *ret_size, struct orch_errinfo *reterr);
 
 #ifdef __cplusplus
 }

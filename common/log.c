@@ -20,18 +20,18 @@ orch_log_enabled(enum orch_log_level level)
 }
 
 static void log_emit(enum orch_log_level level, const char *event, const char *extra,
-	const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+                     const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
 static void
 log_emit(enum orch_log_level level, const char *event, const char *extra, const char *fmt,
-	va_list ap)
+         va_list ap)
 {
 	char line[2048];
 	size_t n;
 	int rv;
 
 	rv = snprintf(line, sizeof(line), "<%d>event=%s%s%s", (int)level, event, extra ? " " : "",
-		extra ? extra : "");
+	              extra ? extra : "");
 	n = rv < 0 ? 0 : (size_t)rv;
 	if (fmt != NULL && fmt[0] != '\0' && n + 1 < sizeof(line)) {
 		line[n++] = ' ';
@@ -60,7 +60,7 @@ orch_log(enum orch_log_level level, const char *event, const char *fmt, ...)
 
 orch_err
 orch_log_err(orch_err code, const struct orch_errinfo *info, const char *event, const char *fmt,
-	...)
+             ...)
 {
 	char extra[768];
 	va_list ap;
@@ -68,7 +68,8 @@ orch_log_err(orch_err code, const struct orch_errinfo *info, const char *event, 
 	if (!orch_log_enabled(ORCH_LOG_ERR))
 		return code;
 	snprintf(extra, sizeof(extra), "err=%s code=%s%s%s%s", orch_err_wire(code),
-		orch_err_name(code), info ? " msg=\"" : "", info ? info->msg : "", info ? "\"" : "");
+	         orch_err_name(code), info ? " msg=\"" : "", info ? info->msg : "",
+	         info ? "\"" : "");
 	va_start(ap, fmt);
 	log_emit(ORCH_LOG_ERR, event, extra, fmt, ap);
 	va_end(ap);

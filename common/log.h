@@ -6,9 +6,9 @@
  * journald files it at the right priority. Library code logs only at debug
  * level; its first caller logs a failure once, with orch_log_err().
  */
-#include "err.h"
-
 #include <stdbool.h>
+
+#include "err.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -22,7 +22,8 @@ enum orch_log_level {
 	ORCH_LOG_DEBUG = 7,
 };
 
-/* orch_log_set_level - lines above @level are dropped (default INFO). Thread: before threads start. */
+/* orch_log_set_level - lines above @level are dropped (default INFO). Thread: before threads start.
+ */
 void orch_log_set_level(enum orch_log_level level);
 
 /* orch_log_enabled - whether a line at @level would be written. */
@@ -34,14 +35,14 @@ bool orch_log_enabled(enum orch_log_level level);
  * Thread: any.
  */
 void orch_log(enum orch_log_level level, const char *event, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 /*
  * orch_log_err - log @event at error level with err=<WIRE> code=<NAME> and the
  * message of @info (may be NULL), then return @code: log and return in one line.
  */
 orch_err orch_log_err(orch_err code, const struct orch_errinfo *info, const char *event,
-	const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #ifdef __cplusplus
 }

@@ -1,9 +1,9 @@
 #include "model_info.h"
 
-#include "gguf.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "gguf.h"
 
 static void
 copy_str(const struct gguf_file *f, const char *key, char *dst, size_t n)
@@ -18,7 +18,7 @@ copy_str(const struct gguf_file *f, const char *key, char *dst, size_t n)
 /* An unsigned integer hyper-parameter "{arch}.@suffix"; *@ok cleared when absent. */
 static orch_err
 hparam(const struct gguf_file *f, const struct model_info *mi, const char *suffix, uint32_t *out,
-	bool *ok, const char **missing, struct orch_errinfo *reterr)
+       bool *ok, const char **missing, struct orch_errinfo *reterr)
 {
 	char key[128];
 	uint64_t v;
@@ -34,7 +34,7 @@ hparam(const struct gguf_file *f, const struct model_info *mi, const char *suffi
 	}
 	if (rv != ORCH_OK || v > UINT32_MAX)
 		return orch_errf(reterr, ORCH_ETYPE, "%s: key %s is not a 32-bit unsigned integer",
-			gguf_name(f), key);
+		                 gguf_name(f), key);
 	*out = (uint32_t)v;
 	return ORCH_OK;
 }
@@ -47,10 +47,10 @@ get_hparams(const struct gguf_file *f, struct model_info *mi, struct orch_errinf
 
 	mi->missing = "general.architecture";
 	if ((rv = hparam(f, mi, "block_count", &mi->n_layer, &ok, &mi->missing, reterr)) ||
-		(rv = hparam(f, mi, "embedding_length", &mi->n_embd, &ok, &mi->missing, reterr)) ||
-		(rv = hparam(f, mi, "attention.head_count", &mi->n_head, &ok, &mi->missing, reterr)) ||
-		(rv = hparam(f, mi, "feed_forward_length", &mi->n_ff, &ok, &mi->missing, reterr)) ||
-		(rv = hparam(f, mi, "context_length", &mi->n_ctx_train, &ok, &mi->missing, reterr)))
+	    (rv = hparam(f, mi, "embedding_length", &mi->n_embd, &ok, &mi->missing, reterr)) ||
+	    (rv = hparam(f, mi, "attention.head_count", &mi->n_head, &ok, &mi->missing, reterr)) ||
+	    (rv = hparam(f, mi, "feed_forward_length", &mi->n_ff, &ok, &mi->missing, reterr)) ||
+	    (rv = hparam(f, mi, "context_length", &mi->n_ctx_train, &ok, &mi->missing, reterr)))
 		return rv;
 	mi->n_head_kv = mi->n_head;
 	bool opt = true;
@@ -69,15 +69,15 @@ get_hparams(const struct gguf_file *f, struct model_info *mi, struct orch_errinf
 static void
 get_tokenizer(const struct gguf_file *f, struct model_info *mi)
 {
-	static const char *const specials[] = {"bos", "eos", "eot", "eom", "unknown", "padding",
-		"seperator", "mask"};
+	static const char *const specials[] = {"bos",     "eos",     "eot",       "eom",
+	                                       "unknown", "padding", "seperator", "mask"};
 	const struct gguf_arr *tokens;
 	struct gguf_str tmpl;
 
 	copy_str(f, "tokenizer.ggml.model", mi->tok_model, sizeof(mi->tok_model));
 	copy_str(f, "tokenizer.ggml.pre", mi->tok_pre, sizeof(mi->tok_pre));
 	if (gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_VTYPE_STRING, &tokens) == ORCH_OK &&
-		tokens->n <= UINT32_MAX)
+	    tokens->n <= UINT32_MAX)
 		mi->n_vocab = (uint32_t)tokens->n;
 	if (gguf_get_str(f, "tokenizer.chat_template", &tmpl) == ORCH_OK)
 		mi->chat_template_bytes = tmpl.len;
@@ -87,7 +87,8 @@ get_tokenizer(const struct gguf_file *f, struct model_info *mi)
 		snprintf(key, sizeof(key), "tokenizer.ggml.%s_token_id", specials[i]);
 		/* ids past the vocabulary (llama.cpp writes -1 for "none") are not listed */
 		if (gguf_get_uint(f, key, &id) == ORCH_OK && id < mi->n_vocab)
-			mi->special[mi->n_special++] = (struct model_special){specials[i], (uint32_t)id};
+			mi->special[mi->n_special++] =
+			        (struct model_special){specials[i], (uint32_t)id};
 	}
 }
 
@@ -110,7 +111,7 @@ model_info_get(const struct gguf_file *f, struct model_info *mi, struct orch_err
 
 orch_err
 model_mem_estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
-	uint32_t kv_elem_bytes, struct mem_estimate *ret)
+                   uint32_t kv_elem_bytes, struct mem_estimate *ret)
 {
 	uint64_t kv = 2, act, logits, widest, qkv;
 
@@ -119,10 +120,10 @@ model_mem_estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
 	qkv = (uint64_t)mi->head_dim * (mi->n_head + 2ull * mi->n_head_kv);
 	widest = mi->n_ff > qkv ? mi->n_ff : qkv;
 	if (__builtin_mul_overflow(kv, (uint64_t)mi->n_layer, &kv) ||
-		__builtin_mul_overflow(kv, (uint64_t)n_ctx, &kv) ||
-		__builtin_mul_overflow(kv, (uint64_t)slots, &kv) ||
-		__builtin_mul_overflow(kv, (uint64_t)mi->n_head_kv * mi->head_dim, &kv) ||
-		__builtin_mul_overflow(kv, (uint64_t)kv_elem_bytes, &kv))
+	    __builtin_mul_overflow(kv, (uint64_t)n_ctx, &kv) ||
+	    __builtin_mul_overflow(kv, (uint64_t)slots, &kv) ||
+	    __builtin_mul_overflow(kv, (uint64_t)mi->n_head_kv * mi->head_dim, &kv) ||
+	    __builtin_mul_overflow(kv, (uint64_t)kv_elem_bytes, &kv))
 		return ORCH_ERANGE;
 	logits = (uint64_t)mi->n_vocab * 4u * slots;
 	act = 512ull * (4ull * mi->n_embd + 2ull * widest) * 4u;

@@ -4,11 +4,11 @@
  * hyper-parameters, parameter count, bytes per tensor type, tokenizer facts,
  * and the memory estimate a worker (and orchd's placement) uses.
  */
-#include "err.h"
-#include "ggml_type.h"
-
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "err.h"
+#include "ggml_type.h"
 
 struct gguf_file;
 
@@ -23,20 +23,20 @@ struct model_special {
 };
 
 struct model_info {
-	char arch[32];          /* general.architecture; "" when absent */
-	char name[64];          /* general.name; "" when absent */
-	uint64_t n_params;      /* sum of tensor elements */
-	uint64_t weight_bytes;  /* sum of tensor data sizes */
+	char arch[32];         /* general.architecture; "" when absent */
+	char name[64];         /* general.name; "" when absent */
+	uint64_t n_params;     /* sum of tensor elements */
+	uint64_t weight_bytes; /* sum of tensor data sizes */
 	struct model_type_stat types[GGML_TYPE_ID_LIMIT];
-	bool has_hparams;       /* all of the shape keys below were found */
+	bool has_hparams; /* all of the shape keys below were found */
 	uint32_t n_layer, n_embd, n_head, n_head_kv, n_ff, head_dim, n_ctx_train;
-	char tok_model[32];     /* tokenizer.ggml.model; "" when absent */
-	char tok_pre[32];       /* tokenizer.ggml.pre */
-	uint32_t n_vocab;       /* tokenizer.ggml.tokens length */
+	char tok_model[32]; /* tokenizer.ggml.model; "" when absent */
+	char tok_pre[32];   /* tokenizer.ggml.pre */
+	uint32_t n_vocab;   /* tokenizer.ggml.tokens length */
 	struct model_special special[8];
 	uint32_t n_special;
 	uint64_t chat_template_bytes; /* 0: no tokenizer.chat_template */
-	const char *missing;    /* the first shape key not found, when !has_hparams */
+	const char *missing;          /* the first shape key not found, when !has_hparams */
 };
 
 /*
@@ -45,7 +45,7 @@ struct model_info {
  * one has the wrong type.
  */
 orch_err model_info_get(const struct gguf_file *f, struct model_info *mi,
-	struct orch_errinfo *reterr);
+                        struct orch_errinfo *reterr);
 
 /*
  * Memory a worker needs for @n_ctx tokens in each of @slots sequences:
@@ -64,4 +64,4 @@ struct mem_estimate {
 
 /* model_mem_estimate - ORCH_ENOTFOUND when @mi lacks hyper-parameters, ORCH_ERANGE on overflow. */
 orch_err model_mem_estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
-	uint32_t kv_elem_bytes, struct mem_estimate *ret);
+                            uint32_t kv_elem_bytes, struct mem_estimate *ret);

@@ -3,20 +3,19 @@
  * Q5_0, Q5_1, Q8_0), plus the row dispatch for all supported types.
  *
  * Block layouts (ggml-common.h), little-endian, fp16 scales:
- *   Q4_0 {d; qs[16]}         x = (q - 8)·d,  q of element j<16 in the low nibble of qs[j], j+16 high
- *   Q4_1 {d; m; qs[16]}      x = q·d + m
- *   Q5_0 {d; qh[4]; qs[16]}  x = (q - 16)·d, bit 4 of element j is bit j of qh (u32)
- *   Q5_1 {d; m; qh[4]; qs[16]} x = q·d + m
- *   Q8_0 {d; qs[32] int8}    x = q·d
+ *   Q4_0 {d; qs[16]}         x = (q - 8)·d,  q of element j<16 in the low nibble of qs[j], j+16
+ * high Q4_1 {d; m; qs[16]}      x = q·d + m Q5_0 {d; qh[4]; qs[16]}  x = (q - 16)·d, bit 4 of
+ * element j is bit j of qh (u32) Q5_1 {d; m; qh[4]; qs[16]} x = q·d + m Q8_0 {d; qs[32] int8}    x
+ * = q·d
  */
 #include "quant.h"
+
+#include <math.h>
+#include <string.h>
 
 #include "fp16.h"
 #include "ggml_type.h"
 #include "quant_internal.h"
-
-#include <math.h>
-#include <string.h>
 
 float
 quant_f16_round(float x)

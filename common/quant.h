@@ -8,10 +8,10 @@
  * it to write models; tests use quant/dequant round trips. dequant_row() is
  * exact: the value each block encodes, as ggml's reference dequantizer computes it.
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "err.h"
 
 #ifdef __cplusplus
 extern "C" {

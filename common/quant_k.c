@@ -18,12 +18,12 @@
  *        l = e%32: low nibble k/2 of ql[64n + 32(k%2) + l], high 2 bits at
  *        bit 2k of qh[32n + l], q − 32; x = d·scales[e/16]·q.
  */
-#include "ggml_type.h"
-#include "quant_internal.h"
-
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
+
+#include "ggml_type.h"
+#include "quant_internal.h"
 
 static int
 clampi(int v, int lo, int hi)
@@ -37,8 +37,8 @@ clampi(int v, int lo, int hi)
  * q[] receives every element's code.
  */
 static void
-affine_subblocks(const float *x, int ns, int len, int qmax, int smax, float *ret_d,
-	float *ret_dmin, uint8_t *sc, uint8_t *m, uint8_t *q)
+affine_subblocks(const float *x, int ns, int len, int qmax, int smax, float *ret_d, float *ret_dmin,
+                 uint8_t *sc, uint8_t *m, uint8_t *q)
 {
 	float scale[16], minv[16], max_scale = 0.0f, max_min = 0.0f;
 

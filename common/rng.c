@@ -60,7 +60,7 @@ rng_normalish(struct rng *r)
 {
 	uint64_t x = rng_next(r);
 	uint32_t sum = (uint32_t)(x & 0xffff) + (uint32_t)((x >> 16) & 0xffff) +
-		       (uint32_t)((x >> 32) & 0xffff) + (uint32_t)(x >> 48);
+	               (uint32_t)((x >> 32) & 0xffff) + (uint32_t)(x >> 48);
 
 	/* Sum of four U(0,1): mean 2, variance 1/3. */
 	return ((float)sum * 0x1p-16f - 2.0f) * 1.7320508f;

@@ -6,93 +6,93 @@
  * T_RUN() runs one test function; t_done() prints "N passed, N failed" and
  * gives main's exit code. A test that cannot run here exits 77 via T_SKIP().
  */
-#include "err.h"
-
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
+
 static int t_failed_checks;
 static int t_passed, t_failed;
 static const char *t_current;
 
-#define T_FAIL_(...)                                                                              \
-	do {                                                                                      \
+#define T_FAIL_(...)                                                                             \
+	do {                                                                                     \
 		fprintf(stderr, "%s:%d: %s: ", __FILE__, __LINE__, t_current ? t_current : "?"); \
-		fprintf(stderr, __VA_ARGS__);                                                     \
-		fputc('\n', stderr);                                                              \
-		t_failed_checks++;                                                                \
+		fprintf(stderr, __VA_ARGS__);                                                    \
+		fputc('\n', stderr);                                                             \
+		t_failed_checks++;                                                               \
 	} while (0)
 
-#define T_TRUE(e)                                                                                 \
-	do {                                                                                      \
-		if (!(e)) {                                                                       \
-			T_FAIL_("T_TRUE(%s) is false", #e);                                       \
-			return;                                                                   \
-		}                                                                                 \
+#define T_TRUE(e)                                           \
+	do {                                                \
+		if (!(e)) {                                 \
+			T_FAIL_("T_TRUE(%s) is false", #e); \
+			return;                             \
+		}                                           \
 	} while (0)
 
-#define T_ERR(e, code)                                                                            \
-	do {                                                                                      \
-		orch_err t_rv_ = (e), t_want_ = (code);                                           \
-		if (t_rv_ != t_want_) {                                                           \
-			T_FAIL_("%s = %s, want %s", #e, orch_err_name(t_rv_),                     \
-				orch_err_name(t_want_));                                          \
-			return;                                                                   \
-		}                                                                                 \
+#define T_ERR(e, code)                                                        \
+	do {                                                                  \
+		orch_err t_rv_ = (e), t_want_ = (code);                       \
+		if (t_rv_ != t_want_) {                                       \
+			T_FAIL_("%s = %s, want %s", #e, orch_err_name(t_rv_), \
+			        orch_err_name(t_want_));                      \
+			return;                                               \
+		}                                                             \
 	} while (0)
 
 #define T_OK(e) T_ERR(e, ORCH_OK)
 
-#define T_EQ(a, b)                                                                                \
-	do {                                                                                      \
-		intmax_t t_a_ = (intmax_t)(a), t_b_ = (intmax_t)(b);                              \
-		if (t_a_ != t_b_) {                                                               \
-			T_FAIL_("%s == %s: %jd != %jd", #a, #b, t_a_, t_b_);                      \
-			return;                                                                   \
-		}                                                                                 \
+#define T_EQ(a, b)                                                           \
+	do {                                                                 \
+		intmax_t t_a_ = (intmax_t)(a), t_b_ = (intmax_t)(b);         \
+		if (t_a_ != t_b_) {                                          \
+			T_FAIL_("%s == %s: %jd != %jd", #a, #b, t_a_, t_b_); \
+			return;                                              \
+		}                                                            \
 	} while (0)
 
-#define T_STREQ(a, b)                                                                             \
-	do {                                                                                      \
-		const char *t_a_ = (a), *t_b_ = (b);                                              \
-		if (t_a_ == NULL || t_b_ == NULL || strcmp(t_a_, t_b_) != 0) {                    \
-			T_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b, t_a_ ? t_a_ : "(null)",     \
-				t_b_ ? t_b_ : "(null)");                                          \
-			return;                                                                   \
-		}                                                                                 \
+#define T_STREQ(a, b)                                                                         \
+	do {                                                                                  \
+		const char *t_a_ = (a), *t_b_ = (b);                                          \
+		if (t_a_ == NULL || t_b_ == NULL || strcmp(t_a_, t_b_) != 0) {                \
+			T_FAIL_("%s == %s: \"%s\" != \"%s\"", #a, #b, t_a_ ? t_a_ : "(null)", \
+			        t_b_ ? t_b_ : "(null)");                                      \
+			return;                                                               \
+		}                                                                             \
 	} while (0)
 
-#define T_NEAR(a, b, tol)                                                                         \
-	do {                                                                                      \
-		double t_a_ = (double)(a), t_b_ = (double)(b), t_t_ = (double)(tol);              \
-		if (!(fabs(t_a_ - t_b_) <= t_t_)) {                                               \
-			T_FAIL_("%s ≈ %s: %.9g vs %.9g (tolerance %g)", #a, #b, t_a_, t_b_, t_t_);  \
-			return;                                                                   \
-		}                                                                                 \
+#define T_NEAR(a, b, tol)                                                                          \
+	do {                                                                                       \
+		double t_a_ = (double)(a), t_b_ = (double)(b), t_t_ = (double)(tol);               \
+		if (!(fabs(t_a_ - t_b_) <= t_t_)) {                                                \
+			T_FAIL_("%s ≈ %s: %.9g vs %.9g (tolerance %g)", #a, #b, t_a_, t_b_, t_t_); \
+			return;                                                                    \
+		}                                                                                  \
 	} while (0)
 
-#define T_SKIP(...)                                                                               \
-	do {                                                                                      \
-		printf("SKIP: ");                                                                 \
-		printf(__VA_ARGS__);                                                              \
-		printf("\n");                                                                     \
-		exit(77);                                                                         \
+#define T_SKIP(...)                  \
+	do {                         \
+		printf("SKIP: ");    \
+		printf(__VA_ARGS__); \
+		printf("\n");        \
+		exit(77);            \
 	} while (0)
 
-#define T_RUN(fn)                                                                                 \
-	do {                                                                                      \
-		int t_before_ = t_failed_checks;                                                  \
-		t_current = #fn;                                                                  \
-		fn();                                                                             \
-		if (t_failed_checks == t_before_) {                                               \
-			t_passed++;                                                               \
-		} else {                                                                          \
-			t_failed++;                                                               \
-			fprintf(stderr, "FAIL %s\n", #fn);                                        \
-		}                                                                                 \
+#define T_RUN(fn)                                          \
+	do {                                               \
+		int t_before_ = t_failed_checks;           \
+		t_current = #fn;                           \
+		fn();                                      \
+		if (t_failed_checks == t_before_) {        \
+			t_passed++;                        \
+		} else {                                   \
+			t_failed++;                        \
+			fprintf(stderr, "FAIL %s\n", #fn); \
+		}                                          \
 	} while (0)
 
 static inline int

@@ -6,21 +6,22 @@
  * on stderr ("orchctl: FILE: offset N: what") and, with --json, an object
  * with an "error" member; the exit code is 1 if any file failed.
  */
-#include "ggml_type.h"
-#include "gguf.h"
-#include "model_info.h"
-#include "orchctl.h"
-
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "ggml_type.h"
+#include "gguf.h"
+#include "model_info.h"
+#include "orchctl.h"
+
 struct inspect_opts {
 	bool json;
-	uint32_t n_ctx;  /* 0: the model's trained context */
+	uint32_t n_ctx; /* 0: the model's trained context */
 	uint32_t slots;
 };
 
@@ -61,7 +62,7 @@ token_text(const struct gguf_file *f, uint32_t id)
 	struct gguf_str none = {"", 0};
 
 	if (gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_VTYPE_STRING, &a) != ORCH_OK ||
-		id >= a->n)
+	    id >= a->n)
 		return none;
 	return a->strs[id];
 }
@@ -73,44 +74,44 @@ print_text(const struct gguf_file *f, const struct model_info *mi, const struct 
 
 	printf("file            %s\n", gguf_name(f));
 	printf("format          GGUF v%u, %llu bytes, alignment %u, %zu keys, %zu tensors\n",
-		gguf_version(f), (unsigned long long)gguf_size(f), gguf_alignment(f),
-		gguf_kv_count(f), gguf_tensor_count(f));
+	       gguf_version(f), (unsigned long long)gguf_size(f), gguf_alignment(f),
+	       gguf_kv_count(f), gguf_tensor_count(f));
 	printf("architecture    %s%s%s%s\n", mi->arch[0] ? mi->arch : "(none)",
-		mi->name[0] ? " (name \"" : "", mi->name, mi->name[0] ? "\")" : "");
+	       mi->name[0] ? " (name \"" : "", mi->name, mi->name[0] ? "\")" : "");
 	printf("parameters      %s (%llu)\n", fmt_count(mi->n_params, b1, sizeof(b1)),
-		(unsigned long long)mi->n_params);
+	       (unsigned long long)mi->n_params);
 	if (mi->has_hparams) {
 		printf("context length  %u\n", mi->n_ctx_train);
 		printf("shape           %u layers, n_embd %u, %u heads (%u KV, head_dim %u), n_ff %u\n",
-			mi->n_layer, mi->n_embd, mi->n_head, mi->n_head_kv, mi->head_dim, mi->n_ff);
+		       mi->n_layer, mi->n_embd, mi->n_head, mi->n_head_kv, mi->head_dim, mi->n_ff);
 	}
 	for (uint32_t t = 0; t < GGML_TYPE_ID_LIMIT; t++)
 		if (mi->types[t].tensors)
 			printf("tensors %-7s %u, %s\n", ggml_type_name(t), mi->types[t].tensors,
-				fmt_bytes(mi->types[t].bytes, b1, sizeof(b1)));
+			       fmt_bytes(mi->types[t].bytes, b1, sizeof(b1)));
 	printf("tokenizer       %s%s%s, vocab %u\n", mi->tok_model[0] ? mi->tok_model : "(none)",
-		mi->tok_pre[0] ? ", pre " : "", mi->tok_pre, mi->n_vocab);
+	       mi->tok_pre[0] ? ", pre " : "", mi->tok_pre, mi->n_vocab);
 	printf("special tokens ");
 	for (uint32_t i = 0; i < mi->n_special; i++) {
 		struct gguf_str s = token_text(f, mi->special[i].id);
 		printf(" %s=%u \"%.*s\"", mi->special[i].what, mi->special[i].id,
-			(int)(s.len > 40 ? 40 : s.len), s.ptr);
+		       (int)(s.len > 40 ? 40 : s.len), s.ptr);
 	}
 	printf("%s\n", mi->n_special ? "" : " (none)");
 	if (mi->chat_template_bytes)
 		printf("chat template   present (%llu bytes)\n",
-			(unsigned long long)mi->chat_template_bytes);
+		       (unsigned long long)mi->chat_template_bytes);
 	else
 		printf("chat template   absent\n");
 	if (est == NULL) {
 		printf("memory          n/a (missing %s.%s)\n", mi->arch[0] ? mi->arch : "?",
-			mi->missing ? mi->missing : "?");
+		       mi->missing ? mi->missing : "?");
 		return;
 	}
 	printf("memory          context %u x %u slot%s: weights %s + KV %s (F16) + overhead %s = %s\n",
-		est->n_ctx, est->slots, est->slots == 1 ? "" : "s",
-		fmt_bytes(est->weights, b1, sizeof(b1)), fmt_bytes(est->kv, b2, sizeof(b2)),
-		fmt_bytes(est->overhead, b3, sizeof(b3)), fmt_bytes(est->total, b4, sizeof(b4)));
+	       est->n_ctx, est->slots, est->slots == 1 ? "" : "s",
+	       fmt_bytes(est->weights, b1, sizeof(b1)), fmt_bytes(est->kv, b2, sizeof(b2)),
+	       fmt_bytes(est->overhead, b3, sizeof(b3)), fmt_bytes(est->total, b4, sizeof(b4)));
 }
 
 static cJSON *
@@ -214,7 +215,7 @@ inspect_one(const char *path, const struct inspect_opts *opt)
 	}
 	if (mi.has_hparams)
 		have_est = model_mem_estimate(&mi, opt->n_ctx ? opt->n_ctx : mi.n_ctx_train,
-				   opt->slots, 2, &est) == ORCH_OK;
+		                              opt->slots, 2, &est) == ORCH_OK;
 	if (opt->json)
 		json_print(json_model(f, &mi, have_est ? &est : NULL));
 	else
@@ -231,8 +232,8 @@ parse_u32(const char *flag, const char *s, uint32_t *out)
 	errno = 0;
 	unsigned long v = strtoul(s, &end, 10);
 	if (errno || end == s || *end != '\0' || s[0] == '-' || v == 0 || v > 16u * 1024 * 1024) {
-		fprintf(stderr, "orchctl inspect: %s wants an integer 1..16777216, got '%s'\n", flag,
-			s);
+		fprintf(stderr, "orchctl inspect: %s wants an integer 1..16777216, got '%s'\n",
+		        flag, s);
 		return -1;
 	}
 	*out = (uint32_t)v;
@@ -243,8 +244,9 @@ int
 orchctl_inspect(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
-		{"context", required_argument, NULL, 'c'}, {"slots", required_argument, NULL, 's'},
-		{NULL, 0, NULL, 0}};
+	                                         {"context", required_argument, NULL, 'c'},
+	                                         {"slots", required_argument, NULL, 's'},
+	                                         {NULL, 0, NULL, 0}};
 	struct inspect_opts opt = {.slots = 1};
 	int c, failed = 0;
 
@@ -259,7 +261,8 @@ orchctl_inspect(int argc, char **argv)
 			return 2;
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "usage: orchctl inspect [--json] [--context N] [--slots S] FILE.gguf...\n");
+		fprintf(stderr,
+		        "usage: orchctl inspect [--json] [--context N] [--slots S] FILE.gguf...\n");
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

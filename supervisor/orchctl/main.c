@@ -2,17 +2,18 @@
  * orchctl - the orch admin CLI. Subcommands are one table; those that talk
  * to orchd arrive with the supervisor, inspect works on files alone.
  */
-#include "orchctl.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "orchctl.h"
 
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *help;
 } commands[] = {
-	{"inspect", orchctl_inspect, "inspect [--json] [--context N] [--slots S] FILE.gguf...  describe a model file"},
+        {"inspect", orchctl_inspect,
+         "inspect [--json] [--context N] [--slots S] FILE.gguf...  describe a model file"},
 };
 
 static void

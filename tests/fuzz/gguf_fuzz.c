@@ -4,10 +4,10 @@
  * On success every key and tensor is walked and the first and last byte of
  * each tensor's data read, so a bad range check shows up under ASan.
  */
-#include "gguf.h"
-
 #include <stddef.h>
 #include <stdint.h>
+
+#include "gguf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -21,7 +21,7 @@ run_file(const char *path)
 	long n;
 
 	if (fp == NULL || fseek(fp, 0, SEEK_END) != 0 || (n = ftell(fp)) < 0 ||
-		fseek(fp, 0, SEEK_SET) != 0) {
+	    fseek(fp, 0, SEEK_SET) != 0) {
 		fprintf(stderr, "replay: cannot read %s\n", path);
 		if (fp)
 			fclose(fp);

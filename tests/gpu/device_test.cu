@@ -4,9 +4,10 @@
  * bit. Prints the device, driver and runtime; exits 77 ("SKIP: ...") where
  * no CUDA device or driver exists, so the suite passes on machines without a GPU.
  */
-#include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include <cuda_runtime.h>
 
 /* y[i] = a·x[i] + i, one thread per element; n may be any size. */
 static __global__ void
@@ -38,7 +39,8 @@ main(void)
 	int bad = 0;
 
 	if (e != cudaSuccess || count == 0) {
-		printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+		printf("SKIP: no CUDA device (%s)\n",
+		       e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
 		return 77;
 	}
 	cudaDriverGetVersion(&driver);
@@ -46,8 +48,8 @@ main(void)
 	if (check(cudaGetDeviceProperties(&p, dev), "cudaGetDeviceProperties"))
 		return 1;
 	printf("device 0: %s, compute %d.%d, %d SMs, %.1f GiB, driver %d, runtime %d\n", p.name,
-		p.major, p.minor, p.multiProcessorCount, (double)p.totalGlobalMem / (1 << 30), driver,
-		runtime);
+	       p.major, p.minor, p.multiProcessorCount, (double)p.totalGlobalMem / (1 << 30),
+	       driver, runtime);
 	x = (float *)malloc(n * sizeof(float));
 	y = (float *)malloc(n * sizeof(float));
 	if (x == NULL || y == NULL)
@@ -55,12 +57,12 @@ main(void)
 	for (int i = 0; i < n; i++)
 		x[i] = (float)(i % 1000) * 0.001f;
 	if (check(cudaMalloc(&dx, n * sizeof(float)), "cudaMalloc") ||
-		check(cudaMalloc(&dy, n * sizeof(float)), "cudaMalloc") ||
-		check(cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice), "copy in"))
+	    check(cudaMalloc(&dy, n * sizeof(float)), "cudaMalloc") ||
+	    check(cudaMemcpy(dx, x, n * sizeof(float), cudaMemcpyHostToDevice), "copy in"))
 		return 1;
 	axpy_index<<<(n + 255) / 256, 256>>>(2.5f, dx, dy, n);
 	if (check(cudaGetLastError(), "launch") ||
-		check(cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost), "copy out"))
+	    check(cudaMemcpy(y, dy, n * sizeof(float), cudaMemcpyDeviceToHost), "copy out"))
 		return 1;
 	for (int i = 0; i < n && bad < 5; i++) {
 		float want = fmaf(2.5f, x[i], (float)i);

@@ -5,23 +5,23 @@
  *              [--layers N] [--seed S] -o OUT.gguf
  *   orch-synth --list
  */
-#include "log.h"
-#include "synth.h"
-
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
+#include "synth.h"
+
 static void
 usage(FILE *out)
 {
 	fprintf(out,
-		"usage: orch-synth --preset NAME [--quant TYPE|MIX] [--vocab VOCAB.gguf]\n"
-		"                  [--layers N] [--seed S] -o OUT.gguf\n"
-		"       orch-synth --list\n"
-		"types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; mixes: Q4_K_M Q8_0\n");
+	        "usage: orch-synth --preset NAME [--quant TYPE|MIX] [--vocab VOCAB.gguf]\n"
+	        "                  [--layers N] [--seed S] -o OUT.gguf\n"
+	        "       orch-synth --list\n"
+	        "types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; mixes: Q4_K_M Q8_0\n");
 }
 
 static void
@@ -30,8 +30,8 @@ list_presets(void)
 	for (size_t i = 0; i < synth_preset_count(); i++) {
 		const struct synth_preset *p = synth_preset_at(i);
 		printf("%-14s arch=%-6s layers=%-3u embd=%-5u heads=%u/%u ff=%-5u vocab=%u ctx=%u\n",
-			p->name, p->arch, p->n_layer, p->n_embd, p->n_head, p->n_head_kv, p->n_ff,
-			p->n_vocab, p->n_ctx);
+		       p->name, p->arch, p->n_layer, p->n_embd, p->n_head, p->n_head_kv, p->n_ff,
+		       p->n_vocab, p->n_ctx);
 	}
 }
 
@@ -52,10 +52,14 @@ int
 main(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"preset", required_argument, NULL, 'p'},
-		{"quant", required_argument, NULL, 'q'}, {"vocab", required_argument, NULL, 'v'},
-		{"layers", required_argument, NULL, 'l'}, {"seed", required_argument, NULL, 's'},
-		{"output", required_argument, NULL, 'o'}, {"list", no_argument, NULL, 'L'},
-		{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+	                                         {"quant", required_argument, NULL, 'q'},
+	                                         {"vocab", required_argument, NULL, 'v'},
+	                                         {"layers", required_argument, NULL, 'l'},
+	                                         {"seed", required_argument, NULL, 's'},
+	                                         {"output", required_argument, NULL, 'o'},
+	                                         {"list", no_argument, NULL, 'L'},
+	                                         {"help", no_argument, NULL, 'h'},
+	                                         {NULL, 0, NULL, 0}};
 	struct synth_opts o = {0};
 	struct orch_errinfo e = {0};
 	uint64_t v;
@@ -74,15 +78,17 @@ main(int argc, char **argv)
 			break;
 		case 'l':
 			if (parse_u64(optarg, 1024, &v) < 0 || v == 0) {
-				fprintf(stderr, "orch-synth: --layers wants 1..1024, got '%s'\n", optarg);
+				fprintf(stderr, "orch-synth: --layers wants 1..1024, got '%s'\n",
+				        optarg);
 				return 2;
 			}
 			o.layers = (uint32_t)v;
 			break;
 		case 's':
 			if (parse_u64(optarg, UINT64_MAX, &o.seed) < 0) {
-				fprintf(stderr, "orch-synth: --seed wants an unsigned integer, got '%s'\n",
-					optarg);
+				fprintf(stderr,
+				        "orch-synth: --seed wants an unsigned integer, got '%s'\n",
+				        optarg);
 				return 2;
 			}
 			break;

@@ -10,15 +10,15 @@
  */
 #include "synth.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
 #include "alloc.h"
 #include "ggml_type.h"
 #include "gguf_write.h"
 #include "quant.h"
 #include "rng.h"
-
-#include <math.h>
-#include <stdio.h>
-#include <string.h>
 
 enum kind { K_WEIGHT, K_NORM, K_BIAS, K_ROPE };
 
@@ -57,9 +57,9 @@ add(struct synth *s, const char *name, enum kind kind, uint64_t ne0, uint64_t ne
 	t->n_dims = ne1 ? 2 : 1;
 	t->ne[0] = ne0;
 	t->ne[1] = ne1 ? ne1 : 1;
-	t->type = kind == K_WEIGHT ? synth_mix_type(&s->mix, name, ne0, layer, s->n_layer,
-					     !s->p->tied)
-				   : GGML_TYPE_F32;
+	t->type = kind == K_WEIGHT
+	                  ? synth_mix_type(&s->mix, name, ne0, layer, s->n_layer, !s->p->tied)
+	                  : GGML_TYPE_F32;
 	return ORCH_OK;
 }
 
@@ -71,11 +71,11 @@ add_layer(struct synth *s, uint32_t l)
 	char n[64];
 	orch_err rv = ORCH_OK;
 
-#define ADD(suffix, kind, a, b)                                                                   \
-	do {                                                                                      \
-		snprintf(n, sizeof(n), "blk.%u." suffix, l);                                      \
-		if (rv == ORCH_OK)                                                                \
-			rv = add(s, n, kind, a, b, l);                                            \
+#define ADD(suffix, kind, a, b)                              \
+	do {                                                 \
+		snprintf(n, sizeof(n), "blk.%u." suffix, l); \
+		if (rv == ORCH_OK)                           \
+			rv = add(s, n, kind, a, b, l);       \
 	} while (0)
 	ADD("attn_norm.weight", K_NORM, p->n_embd, 0);
 	if (p->fused) {
@@ -129,19 +129,19 @@ set_hparams(struct gguf_writer *w, const struct synth *s)
 
 #define KEY(suffix) (snprintf(k, sizeof(k), "%s." suffix, p->arch), k)
 	if ((rv = gguf_writer_set_u32(w, KEY("context_length"), p->n_ctx)) ||
-		(rv = gguf_writer_set_u32(w, KEY("embedding_length"), p->n_embd)) ||
-		(rv = gguf_writer_set_u32(w, KEY("block_count"), s->n_layer)) ||
-		(rv = gguf_writer_set_u32(w, KEY("feed_forward_length"), p->n_ff)) ||
-		(rv = gguf_writer_set_u32(w, KEY("attention.head_count"), p->n_head)) ||
-		(rv = gguf_writer_set_u32(w, KEY("attention.head_count_kv"), p->n_head_kv)) ||
-		(rv = gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->rms_eps)) ||
-		(rv = gguf_writer_set_f32(w, KEY("rope.freq_base"), p->rope_base)) ||
-		(rv = gguf_writer_set_u32(w, KEY("rope.dimension_count"), p->n_rot)) ||
-		(rv = gguf_writer_set_u32(w, KEY("vocab_size"), s->n_vocab)))
+	    (rv = gguf_writer_set_u32(w, KEY("embedding_length"), p->n_embd)) ||
+	    (rv = gguf_writer_set_u32(w, KEY("block_count"), s->n_layer)) ||
+	    (rv = gguf_writer_set_u32(w, KEY("feed_forward_length"), p->n_ff)) ||
+	    (rv = gguf_writer_set_u32(w, KEY("attention.head_count"), p->n_head)) ||
+	    (rv = gguf_writer_set_u32(w, KEY("attention.head_count_kv"), p->n_head_kv)) ||
+	    (rv = gguf_writer_set_f32(w, KEY("attention.layer_norm_rms_epsilon"), p->rms_eps)) ||
+	    (rv = gguf_writer_set_f32(w, KEY("rope.freq_base"), p->rope_base)) ||
+	    (rv = gguf_writer_set_u32(w, KEY("rope.dimension_count"), p->n_rot)) ||
+	    (rv = gguf_writer_set_u32(w, KEY("vocab_size"), s->n_vocab)))
 		return rv;
 	if (p->n_ctx_orig)
 		rv = gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
-			p->n_ctx_orig);
+		                         p->n_ctx_orig);
 #undef KEY
 	return rv;
 }
@@ -153,12 +153,12 @@ set_metadata(struct gguf_writer *w, const struct synth *s)
 	bool quantized = ggml_type_get(s->mix.base)->quantized;
 
 	if ((rv = gguf_writer_set_str(w, "general.architecture", s->p->arch)) ||
-		(rv = gguf_writer_set_str(w, "general.name", s->p->name)) ||
-		(rv = gguf_writer_set_u32(w, "general.file_type", s->mix.ftype)) ||
-		(quantized && (rv = gguf_writer_set_u32(w, "general.quantization_version", 2))) ||
-		(rv = gguf_writer_set_str(w, "orch.synth.preset", s->p->name)) ||
-		(rv = gguf_writer_set_str(w, "orch.synth.quant", s->mix.name)) ||
-		(rv = gguf_writer_set_u64(w, "orch.synth.seed", s->seed)))
+	    (rv = gguf_writer_set_str(w, "general.name", s->p->name)) ||
+	    (rv = gguf_writer_set_u32(w, "general.file_type", s->mix.ftype)) ||
+	    (quantized && (rv = gguf_writer_set_u32(w, "general.quantization_version", 2))) ||
+	    (rv = gguf_writer_set_str(w, "orch.synth.preset", s->p->name)) ||
+	    (rv = gguf_writer_set_str(w, "orch.synth.quant", s->mix.name)) ||
+	    (rv = gguf_writer_set_u64(w, "orch.synth.seed", s->seed)))
 		return rv;
 	return set_hparams(w, s);
 }
@@ -192,8 +192,8 @@ gen_row(const struct synth *s, const struct stensor *t, struct rng *r, float *ro
 	for (uint64_t i = 0; i < t->ne[0]; i++) {
 		float x = rng_normalish(r);
 		row[i] = t->kind == K_WEIGHT ? std * x
-			 : t->kind == K_NORM ? 1.0f + 0.05f * x
-					     : 0.02f * x;
+		         : t->kind == K_NORM ? 1.0f + 0.05f * x
+		                             : 0.02f * x;
 	}
 	if (t->kind == K_ROPE)
 		llama3_rope_factors(s->p, row, t->ne[0]);
@@ -210,7 +210,7 @@ fill(void *ctx, size_t index, const char *name, void *dst, uint64_t nbytes)
 	orch_err rv = ORCH_OK;
 
 	if (ggml_row_bytes(t->type, t->ne[0], &row_bytes) != ORCH_OK ||
-		row_bytes * t->ne[1] != nbytes || strcmp(name, t->name) != 0)
+	    row_bytes * t->ne[1] != nbytes || strcmp(name, t->name) != 0)
 		return ORCH_EINTERNAL;
 	row = orch_calloc((size_t)t->ne[0], sizeof(*row));
 	if (row == NULL)
@@ -231,16 +231,18 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 
 	s->p = synth_preset_find(o->preset ? o->preset : "");
 	if (s->p == NULL)
-		return orch_errf(reterr, ORCH_EINVAL,
-			"unknown preset '%s' (presets: qwen2.5-0.5b, phi3-mini-4k, llama-3.2-1b, tiny-llama, tiny-qwen2, tiny-phi3)",
-			o->preset ? o->preset : "");
+		return orch_errf(
+		        reterr, ORCH_EINVAL,
+		        "unknown preset '%s' (presets: qwen2.5-0.5b, phi3-mini-4k, llama-3.2-1b, tiny-llama, tiny-qwen2, tiny-phi3)",
+		        o->preset ? o->preset : "");
 	if (synth_mix_parse(quant, &s->mix) != ORCH_OK)
-		return orch_errf(reterr, ORCH_EINVAL,
-			"unknown quant '%s' (types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; mixes: Q4_K_M Q8_0)",
-			quant);
+		return orch_errf(
+		        reterr, ORCH_EINVAL,
+		        "unknown quant '%s' (types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; mixes: Q4_K_M Q8_0)",
+		        quant);
 	if (o->layers > 1024)
 		return orch_errf(reterr, ORCH_EINVAL, "--layers %u is out of range 1..1024",
-			o->layers);
+		                 o->layers);
 	s->n_layer = o->layers ? o->layers : s->p->n_layer;
 	s->seed = o->seed;
 	return ORCH_OK;
@@ -271,7 +273,7 @@ synth_write(const struct synth_opts *o, struct orch_errinfo *reterr)
 		rv = build_tensors(&s);
 	for (size_t i = 0; i < s.n && rv == ORCH_OK; i++)
 		rv = gguf_writer_add_tensor(w, s.t[i].name, s.t[i].type, s.t[i].n_dims, s.t[i].ne,
-			NULL);
+		                            NULL);
 	if (rv != ORCH_OK) {
 		orch_errf(reterr, rv, "building the tensor list failed");
 		goto out;

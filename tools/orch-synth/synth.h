@@ -8,22 +8,22 @@
  * llama.cpp mixes ("Q4_K_M", "Q8_0"). The same options and seed always give
  * the same bytes.
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 struct synth_preset {
 	const char *name;
-	const char *arch;       /* general.architecture */
+	const char *arch; /* general.architecture */
 	uint32_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx, n_rot;
 	float rope_base, rms_eps;
-	bool qkv_bias;          /* attn_{q,k,v}.bias (qwen2) */
-	bool tied;              /* no output.weight: the embedding is reused */
-	bool fused;             /* attn_qkv and gate+up in ffn_up (phi3) */
-	bool llama3_rope;       /* rope_freqs.weight with Llama 3 scaling */
-	uint32_t n_ctx_orig;    /* phi3.rope.scaling.original_context_length; 0: absent */
+	bool qkv_bias;       /* attn_{q,k,v}.bias (qwen2) */
+	bool tied;           /* no output.weight: the embedding is reused */
+	bool fused;          /* attn_qkv and gate+up in ffn_up (phi3) */
+	bool llama3_rope;    /* rope_freqs.weight with Llama 3 scaling */
+	uint32_t n_ctx_orig; /* phi3.rope.scaling.original_context_length; 0: absent */
 };
 
 /* synth_preset_find - the preset called @name, or NULL. */
@@ -39,7 +39,7 @@ struct synth_opts {
 	const char *vocab_path; /* NULL: a synthetic SentencePiece vocabulary */
 	uint32_t layers;        /* 0: the preset's depth */
 	uint64_t seed;
-	const char *out;        /* required */
+	const char *out; /* required */
 };
 
 /*
@@ -66,7 +66,7 @@ orch_err synth_mix_parse(const char *spec, struct synth_mix *m);
 
 /* synth_mix_type - the ggml type of tensor @name (2-D, rows of @ne0); 1-D tensors are F32. */
 uint32_t synth_mix_type(const struct synth_mix *m, const char *name, uint64_t ne0, uint32_t layer,
-	uint32_t n_layer, bool has_output);
+                        uint32_t n_layer, bool has_output);
 
 /*
  * synth_vocab_write - the tokenizer.* metadata: copied from @vocab_path, or
@@ -74,4 +74,4 @@ uint32_t synth_mix_type(const struct synth_mix *m, const char *name, uint64_t ne
  * the vocabulary size the embedding rows must match.
  */
 orch_err synth_vocab_write(struct gguf_writer *w, const char *vocab_path, uint32_t n_vocab,
-	uint32_t *ret_n_vocab, struct orch_errinfo *reterr);
+                           uint32_t *ret_n_vocab, struct orch_errinfo *reterr);

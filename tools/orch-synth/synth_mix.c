@@ -14,22 +14,22 @@
  * IQ4_NL, which orch does not write; see docs/DECISIONS.md), and anything
  * still not dividing the row → F16.
  */
-#include "ggml_type.h"
-#include "synth.h"
-
 #include <string.h>
 #include <strings.h>
+
+#include "ggml_type.h"
+#include "synth.h"
 
 static const struct {
 	const char *name;
 	uint32_t type;
 	uint32_t ftype; /* llama_ftype */
 } specs[] = {
-	{"F32", GGML_TYPE_F32, 0}, {"F16", GGML_TYPE_F16, 1}, {"BF16", GGML_TYPE_BF16, 32},
-	{"Q4_0", GGML_TYPE_Q4_0, 2}, {"Q4_1", GGML_TYPE_Q4_1, 3}, {"Q8_0", GGML_TYPE_Q8_0, 7},
-	{"Q5_0", GGML_TYPE_Q5_0, 8}, {"Q5_1", GGML_TYPE_Q5_1, 9}, {"Q2_K", GGML_TYPE_Q2_K, 10},
-	{"Q3_K", GGML_TYPE_Q3_K, 11}, {"Q4_K", GGML_TYPE_Q4_K, 14}, {"Q5_K", GGML_TYPE_Q5_K, 16},
-	{"Q6_K", GGML_TYPE_Q6_K, 18}, {"Q4_K_M", GGML_TYPE_Q4_K, 15},
+        {"F32", GGML_TYPE_F32, 0},    {"F16", GGML_TYPE_F16, 1},      {"BF16", GGML_TYPE_BF16, 32},
+        {"Q4_0", GGML_TYPE_Q4_0, 2},  {"Q4_1", GGML_TYPE_Q4_1, 3},    {"Q8_0", GGML_TYPE_Q8_0, 7},
+        {"Q5_0", GGML_TYPE_Q5_0, 8},  {"Q5_1", GGML_TYPE_Q5_1, 9},    {"Q2_K", GGML_TYPE_Q2_K, 10},
+        {"Q3_K", GGML_TYPE_Q3_K, 11}, {"Q4_K", GGML_TYPE_Q4_K, 14},   {"Q5_K", GGML_TYPE_Q5_K, 16},
+        {"Q6_K", GGML_TYPE_Q6_K, 18}, {"Q4_K_M", GGML_TYPE_Q4_K, 15},
 };
 
 orch_err
@@ -94,10 +94,10 @@ fallback(uint32_t type, uint64_t ne0)
 
 uint32_t
 synth_mix_type(const struct synth_mix *m, const char *name, uint64_t ne0, uint32_t layer,
-	uint32_t n_layer, bool has_output)
+               uint32_t n_layer, bool has_output)
 {
 	bool is_output = strcmp(name, "output.weight") == 0 ||
-			 (!has_output && strcmp(name, "token_embd.weight") == 0);
+	                 (!has_output && strcmp(name, "token_embd.weight") == 0);
 	uint32_t type = m->base;
 
 	if (!m->k_m)
@@ -105,7 +105,7 @@ synth_mix_type(const struct synth_mix *m, const char *name, uint64_t ne0, uint32
 	if (is_output)
 		return ne0 % QK_K != 0 ? GGML_TYPE_Q8_0 : GGML_TYPE_Q6_K;
 	if ((ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight")) &&
-		use_more_bits(layer, n_layer))
+	    use_more_bits(layer, n_layer))
 		type = GGML_TYPE_Q6_K;
 	else if (ends_with(name, "attn_qkv.weight"))
 		type = GGML_TYPE_Q5_K;

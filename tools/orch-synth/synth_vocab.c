@@ -9,13 +9,13 @@
  * printable ASCII characters with and without "▁", lowercase letter pairs
  * with and without "▁", then <unused_N> tokens up to the preset's size.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "alloc.h"
 #include "gguf.h"
 #include "gguf_write.h"
 #include "synth.h"
-
-#include <stdio.h>
-#include <string.h>
 
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581 "▁" */
 
@@ -32,9 +32,9 @@ copy_vocab(struct gguf_writer *w, const char *path, uint32_t *ret_n, struct orch
 	if (rv != ORCH_OK)
 		return rv;
 	if (gguf_get_arr(v, "tokenizer.ggml.tokens", GGUF_VTYPE_STRING, &tokens) != ORCH_OK ||
-		tokens->n == 0 || tokens->n > UINT32_MAX) {
+	    tokens->n == 0 || tokens->n > UINT32_MAX) {
 		rv = orch_errf(reterr, ORCH_EINVAL, "%s: no tokenizer.ggml.tokens string array",
-			path);
+		               path);
 		goto out;
 	}
 	for (size_t i = 0; i < gguf_kv_count(v) && rv == ORCH_OK; i++) {
@@ -78,7 +78,7 @@ synthetic_piece(uint32_t i, char *buf, size_t len)
 	if ((k -= 2 * 94) < 2 * 676) { /* "aa".."zz", bare then with ▁ */
 		uint32_t p = k % 676;
 		snprintf(buf, len, "%s%c%c", k < 676 ? "" : SPM_SPACE, (char)('a' + p / 26),
-			(char)('a' + p % 26));
+		         (char)('a' + p % 26));
 		return TOK_NORMAL;
 	}
 	snprintf(buf, len, "<unused_%u>", k - 2 * 676);
@@ -103,17 +103,17 @@ synthetic_vocab(struct gguf_writer *w, uint32_t n)
 			goto out;
 	}
 	if ((rv = gguf_writer_set_str(w, "tokenizer.ggml.model", "llama")) != ORCH_OK ||
-		(rv = gguf_writer_set_str(w, "tokenizer.ggml.pre", "default")) != ORCH_OK ||
-		(rv = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens",
-			 (const char *const *)pieces, n)) != ORCH_OK ||
-		(rv = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_VTYPE_FLOAT32, scores,
-			 n)) != ORCH_OK ||
-		(rv = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_VTYPE_INT32, types,
-			 n)) != ORCH_OK ||
-		(rv = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0)) != ORCH_OK ||
-		(rv = gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1)) != ORCH_OK ||
-		(rv = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2)) != ORCH_OK ||
-		(rv = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", true)) != ORCH_OK)
+	    (rv = gguf_writer_set_str(w, "tokenizer.ggml.pre", "default")) != ORCH_OK ||
+	    (rv = gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)pieces,
+	                                  n)) != ORCH_OK ||
+	    (rv = gguf_writer_set_arr(w, "tokenizer.ggml.scores", GGUF_VTYPE_FLOAT32, scores, n)) !=
+	            ORCH_OK ||
+	    (rv = gguf_writer_set_arr(w, "tokenizer.ggml.token_type", GGUF_VTYPE_INT32, types,
+	                              n)) != ORCH_OK ||
+	    (rv = gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0)) != ORCH_OK ||
+	    (rv = gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1)) != ORCH_OK ||
+	    (rv = gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2)) != ORCH_OK ||
+	    (rv = gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", true)) != ORCH_OK)
 		goto out;
 	rv = gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", false);
 out:
@@ -127,7 +127,7 @@ out:
 
 orch_err
 synth_vocab_write(struct gguf_writer *w, const char *vocab_path, uint32_t n_vocab,
-	uint32_t *ret_n_vocab, struct orch_errinfo *reterr)
+                  uint32_t *ret_n_vocab, struct orch_errinfo *reterr)
 {
 	orch_err rv;
 

@@ -76,7 +76,7 @@ gb_kv_u32(struct gb *b, const char *key, uint32_t v)
 /* A tensor record with @nd dims from @ne. */
 static inline void
 gb_tensor(struct gb *b, const char *name, uint32_t nd, const uint64_t *ne, uint32_t type,
-	uint64_t offset)
+          uint64_t offset)
 {
 	gb_str(b, name);
 	gb_u32(b, nd);

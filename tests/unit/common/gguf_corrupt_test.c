@@ -26,19 +26,19 @@ open_bytes(const uint8_t *p, size_t n, struct orch_errinfo *e)
 	return rv;
 }
 
-#define EXPECT(b, code, needle)                                                                   \
-	do {                                                                                      \
-		struct orch_errinfo e_ = {0};                                                     \
-		T_ERR(open_bytes((b)->p, (b)->n, &e_), code);                                     \
+#define EXPECT(b, code, needle)                                                                    \
+	do {                                                                                       \
+		struct orch_errinfo e_ = {0};                                                      \
+		T_ERR(open_bytes((b)->p, (b)->n, &e_), code);                                      \
 		if (strstr(e_.msg, needle) == NULL || strstr(e_.msg, "bad.gguf: offset ") == NULL) \
-			T_FAIL_("message \"%s\" lacks \"%s\"", e_.msg, needle);                   \
-		free((b)->p);                                                                     \
+			T_FAIL_("message \"%s\" lacks \"%s\"", e_.msg, needle);                    \
+		free((b)->p);                                                                      \
 	} while (0)
 
 /* One tensor record of F32 [@ne0] at @offset, data padded; @n_kv extra keys precede. */
 static void
 one_tensor(struct gb *b, const char *name, uint32_t type, uint64_t ne0, uint64_t offset,
-	size_t data_bytes)
+           size_t data_bytes)
 {
 	gb_header(b, 3, 1, 0);
 	gb_tensor(b, name, 1, &ne0, type, offset);
@@ -332,7 +332,7 @@ test_truncation_sweep(void)
 			T_FAIL_("cut at %zu of %zu accepted", cut, n);
 		if (cut >= min_valid && rv != ORCH_OK)
 			T_FAIL_("cut at %zu (≥ %llu) refused: %s", cut,
-				(unsigned long long)min_valid, e.msg);
+			        (unsigned long long)min_valid, e.msg);
 		if (t_failed_checks)
 			break;
 	}

@@ -138,7 +138,7 @@ test_stories_quantized(void)
 		const char *file;
 		uint32_t type;
 	} cases[] = {{"models/stories260K-Q8_0.gguf", GGML_TYPE_Q8_0},
-		{"models/stories260K-Q4_0.gguf", GGML_TYPE_Q4_0}};
+	             {"models/stories260K-Q4_0.gguf", GGML_TYPE_Q4_0}};
 
 	for (size_t c = 0; c < 2; c++) {
 		struct gguf_file *f = open_ok(cases[c].file);
@@ -176,10 +176,10 @@ test_vocab_files(void)
 		const char *file, *model, *pre, *arch;
 		uint64_t n_vocab;
 	} v[] = {
-		{"vocab/ggml-vocab-llama-spm.gguf", "llama", "default", "llama", 32000},
-		{"vocab/ggml-vocab-phi-3.gguf", "llama", "default", "phi3", 32064},
-		{"vocab/ggml-vocab-qwen2.gguf", "gpt2", "qwen2", "qwen2", 151936},
-		{"vocab/ggml-vocab-gpt-2.gguf", "gpt2", "gpt-2", "gpt2", 50257},
+	        {"vocab/ggml-vocab-llama-spm.gguf", "llama", "default", "llama", 32000},
+	        {"vocab/ggml-vocab-phi-3.gguf", "llama", "default", "phi3", 32064},
+	        {"vocab/ggml-vocab-qwen2.gguf", "gpt2", "qwen2", "qwen2", 151936},
+	        {"vocab/ggml-vocab-gpt-2.gguf", "gpt2", "gpt-2", "gpt2", 50257},
 	};
 
 	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {

@@ -3,13 +3,13 @@
  * compare every key and tensor; a file copy of a real model; the fill
  * callback; alignment; refusals; OOM loop.
  */
+#include <unistd.h>
+
 #include "alloc.h"
 #include "ggml_type.h"
 #include "gguf.h"
 #include "gguf_write.h"
 #include "t.h"
-
-#include <unistd.h>
 
 static int
 value_eq(const struct gguf_value *a, const struct gguf_value *b)
@@ -35,7 +35,7 @@ value_eq(const struct gguf_value *a, const struct gguf_value *b)
 		}
 		if (a->v.a.raw != NULL)
 			return memcmp(a->v.a.raw, b->v.a.raw,
-				       (size_t)a->v.a.n * gguf_vtype_size(a->v.a.type)) == 0;
+			              (size_t)a->v.a.n * gguf_vtype_size(a->v.a.type)) == 0;
 		return 1;
 	case GGUF_VTYPE_BOOL:
 		return a->v.b == b->v.b;
@@ -96,7 +96,8 @@ static void
 test_copy_real_files(void)
 {
 	static const char *files[] = {"models/stories260K.gguf", "models/stories260K-Q4_0.gguf",
-		"vocab/ggml-vocab-qwen2.gguf", "vocab/ggml-vocab-llama-spm.gguf"};
+	                              "vocab/ggml-vocab-qwen2.gguf",
+	                              "vocab/ggml-vocab-llama-spm.gguf"};
 
 	for (size_t k = 0; k < sizeof(files) / sizeof(files[0]); k++) {
 		struct gguf_file *a = NULL, *b = NULL;
@@ -207,7 +208,7 @@ test_refusals(void)
 	T_ERR(gguf_writer_write_mem(w, NULL, NULL, &img, &n, &e), ORCH_EINVAL);
 	T_TRUE(strstr(e.msg, "tensor 't' has no data") != NULL);
 	T_ERR(gguf_writer_write_file(w, "/nonexistent-dir/x.gguf", fill_pattern, NULL, &e),
-		ORCH_EIO);
+	      ORCH_EIO);
 	T_TRUE(strstr(e.msg, "/nonexistent-dir/x.gguf.tmp") != NULL);
 	gguf_writer_free(w);
 }

@@ -16,11 +16,11 @@ test_fp16(void)
 	T_EQ(fp16_from_f32(1.0f), 0x3c00);
 	T_EQ(fp16_from_f32(-2.0f), 0xc000);
 	T_EQ(fp16_from_f32(65504.0f), 0x7bff);
-	T_EQ(fp16_from_f32(65520.0f), 0x7c00);     /* rounds to inf */
-	T_EQ(fp16_from_f32(0x1p-24f), 0x0001);     /* smallest subnormal */
-	T_EQ(fp16_from_f32(0x1p-25f), 0x0000);     /* tie to even: zero */
-	T_EQ(fp16_from_f32(0x1.8p-24f), 0x0002);   /* 1.5 ulp ties up to even 2 */
-	T_EQ(fp16_from_f32(1.0f + 0x1p-11f), 0x3c00); /* tie to even */
+	T_EQ(fp16_from_f32(65520.0f), 0x7c00);          /* rounds to inf */
+	T_EQ(fp16_from_f32(0x1p-24f), 0x0001);          /* smallest subnormal */
+	T_EQ(fp16_from_f32(0x1p-25f), 0x0000);          /* tie to even: zero */
+	T_EQ(fp16_from_f32(0x1.8p-24f), 0x0002);        /* 1.5 ulp ties up to even 2 */
+	T_EQ(fp16_from_f32(1.0f + 0x1p-11f), 0x3c00);   /* tie to even */
 	T_EQ(fp16_from_f32(1.0f + 0x1.8p-10f), 0x3c02); /* 1.5 ulp: tie to even 2 */
 	T_EQ(fp16_from_f32(NAN) & 0x7e00, 0x7e00);
 	T_NEAR(fp16_to_f32(0x3555), 0.333251953125, 0);
@@ -65,18 +65,18 @@ test_known_q4_k(void)
 	uint8_t b[144] = {0};
 	float y[256];
 
-	b[1] = 0x3c;  /* d = 1.0 */
-	b[3] = 0x38;  /* dmin = 0.5 */
-	b[4] = 2;     /* sub-block 0: scale 2 */
-	b[8] = 4;     /*              min 4 */
-	b[12] = 0x21; /* sub-block 4: scale 1, min 2 (low nibbles in scales[8]) */
-	b[16] = 0x03; /* element 0: q = 3 */
+	b[1] = 0x3c;       /* d = 1.0 */
+	b[3] = 0x38;       /* dmin = 0.5 */
+	b[4] = 2;          /* sub-block 0: scale 2 */
+	b[8] = 4;          /*              min 4 */
+	b[12] = 0x21;      /* sub-block 4: scale 1, min 2 (low nibbles in scales[8]) */
+	b[16] = 0x03;      /* element 0: q = 3 */
 	b[16 + 64] = 0x05; /* element 128: q = 5 */
 	T_OK(dequant_row(GGML_TYPE_Q4_K, b, y, 256));
 	T_NEAR(y[0], 1.0 * 2 * 3 - 0.5 * 4, 0);
 	T_NEAR(y[128], 1.0 * 1 * 5 - 0.5 * 2, 0);
 	T_NEAR(y[32], 0, 0); /* sub-block 1: scale 0, min 0 */
-	b[4] |= 0x40; /* top bits of sub-block 4's scale: 1 → scale 17 */
+	b[4] |= 0x40;        /* top bits of sub-block 4's scale: 1 → scale 17 */
 	T_OK(dequant_row(GGML_TYPE_Q4_K, b, y, 256));
 	T_NEAR(y[0], 1.0 * 2 * 3 - 0.5 * 4, 0); /* low 6 bits unchanged */
 	T_NEAR(y[128], 1.0 * 17 * 5 - 0.5 * 2, 0);
@@ -88,20 +88,20 @@ test_known_q6_k_q3_k(void)
 	uint8_t b[210] = {0};
 	float y[256];
 
-	b[209] = 0x3c;       /* d = 1.0 */
-	b[192 + 0] = 2;      /* scale of sub-block 0 */
-	b[192 + 15] = 0xfe;  /* scale of sub-block 15: -2 */
-	b[0] = 0x0f;         /* element 0 low nibble 15, high bits 0 → 15 - 32 = -17 */
-	b[128] = 0x03;       /* element 0 high bits 3 → 63 - 32 = 31 */
+	b[209] = 0x3c;      /* d = 1.0 */
+	b[192 + 0] = 2;     /* scale of sub-block 0 */
+	b[192 + 15] = 0xfe; /* scale of sub-block 15: -2 */
+	b[0] = 0x0f;        /* element 0 low nibble 15, high bits 0 → 15 - 32 = -17 */
+	b[128] = 0x03;      /* element 0 high bits 3 → 63 - 32 = 31 */
 	T_OK(dequant_row(GGML_TYPE_Q6_K, b, y, 256));
 	T_NEAR(y[0], 2 * 31, 0);
 	T_NEAR(y[255], -2 * -32, 0); /* all-zero codes are -32 */
 	uint8_t c[110] = {0};
-	c[109] = 0x3c;  /* d = 1.0 */
-	c[96] = 0x01;   /* scale 0 low nibble 1 */
-	c[104] = 0x02;  /* scale 0 top bits 2 → 33 - 32 = 1 */
-	c[0] = 0x01;    /* element 0: high bit set → q = low2 */
-	c[32] = 0x03;   /* element 0: low2 = 3 */
+	c[109] = 0x3c; /* d = 1.0 */
+	c[96] = 0x01;  /* scale 0 low nibble 1 */
+	c[104] = 0x02; /* scale 0 top bits 2 → 33 - 32 = 1 */
+	c[0] = 0x01;   /* element 0: high bit set → q = low2 */
+	c[32] = 0x03;  /* element 0: low2 = 3 */
 	T_OK(dequant_row(GGML_TYPE_Q3_K, c, y, 256));
 	T_NEAR(y[0], 3, 0);
 	T_NEAR(y[1], -4 * 1, 0); /* high bit clear, low2 0 → -4 */
@@ -129,7 +129,7 @@ round_trip(uint32_t type, double tol)
 	}
 	if (!(sqrt(err / ref) < tol))
 		T_FAIL_("%s: relative RMS error %.4f ≥ %.4f", ggml_type_name(type), sqrt(err / ref),
-			tol);
+		        tol);
 }
 
 static void
@@ -139,11 +139,11 @@ test_round_trips(void)
 		uint32_t type;
 		double tol;
 	} c[] = {
-		{GGML_TYPE_F32, 1e-9}, {GGML_TYPE_F16, 1e-3}, {GGML_TYPE_BF16, 5e-3},
-		{GGML_TYPE_Q8_0, 0.01}, {GGML_TYPE_Q6_K, 0.03}, {GGML_TYPE_Q5_0, 0.06},
-		{GGML_TYPE_Q5_1, 0.06}, {GGML_TYPE_Q5_K, 0.06}, {GGML_TYPE_Q4_0, 0.12},
-		{GGML_TYPE_Q4_1, 0.12}, {GGML_TYPE_Q4_K, 0.12}, {GGML_TYPE_Q3_K, 0.25},
-		{GGML_TYPE_Q2_K, 0.5},
+	        {GGML_TYPE_F32, 1e-9},  {GGML_TYPE_F16, 1e-3},  {GGML_TYPE_BF16, 5e-3},
+	        {GGML_TYPE_Q8_0, 0.01}, {GGML_TYPE_Q6_K, 0.03}, {GGML_TYPE_Q5_0, 0.06},
+	        {GGML_TYPE_Q5_1, 0.06}, {GGML_TYPE_Q5_K, 0.06}, {GGML_TYPE_Q4_0, 0.12},
+	        {GGML_TYPE_Q4_1, 0.12}, {GGML_TYPE_Q4_K, 0.12}, {GGML_TYPE_Q3_K, 0.25},
+	        {GGML_TYPE_Q2_K, 0.5},
 	};
 
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
@@ -165,7 +165,7 @@ test_matches_ggml(void)
 		const char *file;
 		uint32_t type;
 	} c[] = {{"models/stories260K-Q8_0.gguf", GGML_TYPE_Q8_0},
-		{"models/stories260K-Q4_0.gguf", GGML_TYPE_Q4_0}};
+	         {"models/stories260K-Q4_0.gguf", GGML_TYPE_Q4_0}};
 	struct gguf_file *ref = NULL;
 
 	T_OK(gguf_open(t_path("models/stories260K.gguf"), &ref, NULL));
@@ -181,13 +181,15 @@ test_matches_ggml(void)
 			T_TRUE(tf != NULL && tf->n_elements == tq->n_elements);
 			uint8_t *mine = malloc((size_t)tq->nbytes);
 			float *src = malloc((size_t)tf->nbytes);
-			memcpy(src, tf->data, (size_t)tf->nbytes); /* the mapping may be unaligned */
+			memcpy(src, tf->data,
+			       (size_t)tf->nbytes); /* the mapping may be unaligned */
 			T_OK(quant_row(c[k].type, src, mine, tf->n_elements));
 			int same = memcmp(mine, tq->data, (size_t)tq->nbytes) == 0;
 			free(mine);
 			free(src);
 			if (!same)
-				T_FAIL_("%s: %s differs from llama.cpp's bytes", c[k].file, tq->name);
+				T_FAIL_("%s: %s differs from llama.cpp's bytes", c[k].file,
+				        tq->name);
 			checked++;
 		}
 		T_EQ(checked, 32);

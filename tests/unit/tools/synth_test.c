@@ -3,19 +3,18 @@
  * every quant spec on the tiny presets, expected shapes and types, weights
  * that decode finite and well scaled, determinism, --vocab and --layers.
  */
+#include <unistd.h>
+
 #include "ggml_type.h"
 #include "gguf.h"
 #include "quant.h"
 #include "synth.h"
 #include "t.h"
 
-#include <unistd.h>
-
 static char tmp_path[64];
 
 static struct gguf_file *
-synth_open(const char *preset, const char *quant, const char *vocab, uint32_t layers,
-	uint64_t seed)
+synth_open(const char *preset, const char *quant, const char *vocab, uint32_t layers, uint64_t seed)
 {
 	struct synth_opts o = {preset, quant, vocab, layers, seed, tmp_path};
 	struct orch_errinfo e = {0};
@@ -24,7 +23,7 @@ synth_open(const char *preset, const char *quant, const char *vocab, uint32_t la
 
 	if (rv != ORCH_OK) {
 		fprintf(stderr, "synth_write(%s, %s) = %s: %s\n", preset, quant, orch_err_name(rv),
-			e.msg);
+		        e.msg);
 		return NULL;
 	}
 	rv = gguf_open(tmp_path, &f, &e);
@@ -44,11 +43,11 @@ expect_tensor(struct gguf_file *f, const char *name, uint64_t ne0, uint64_t ne1,
 	}
 	if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->n_dims != (ne1 > 1 ? 2u : 1u))
 		T_FAIL_("%s: shape [%llu, %llu], want [%llu, %llu]", name,
-			(unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-			(unsigned long long)ne0, (unsigned long long)ne1);
+		        (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+		        (unsigned long long)ne0, (unsigned long long)ne1);
 	if (type >= 0 && t->type != (uint32_t)type)
 		T_FAIL_("%s: type %s, want %s", name, ggml_type_name(t->type),
-			ggml_type_name((uint32_t)type));
+		        ggml_type_name((uint32_t)type));
 }
 
 /* Every tensor decodes to finite values; matrices have std near 0.5/√ne0. */
@@ -61,24 +60,25 @@ expect_well_scaled(struct gguf_file *f)
 		double sum2 = 0;
 		float *y = malloc((size_t)t->ne[0] * sizeof(*y));
 		T_OK(ggml_row_bytes(t->type, t->ne[0], &row_bytes));
-		for (uint64_t r = 0; r < rows; r += rows > 64 ? rows / 64 : 1) {
+		for (uint64_t r = 0; r<rows; r += rows> 64 ? rows / 64 : 1) {
 			T_OK(dequant_row(t->type, (const uint8_t *)t->data + r * row_bytes, y,
-				t->ne[0]));
+			                 t->ne[0]));
 			for (uint64_t k = 0; k < t->ne[0]; k++) {
 				if (!isfinite(y[k]))
 					T_FAIL_("%s: non-finite value at row %llu", t->name,
-						(unsigned long long)r);
+					        (unsigned long long)r);
 				sum2 += (double)y[k] * (double)y[k];
 			}
 		}
 		free(y);
 		if (t->n_dims == 2 && strcmp(t->name, "rope_freqs.weight") != 0) {
-			uint64_t sampled = (rows > 64 ? (rows + rows / 64 - 1) / (rows / 64) : rows);
+			uint64_t sampled =
+			        (rows > 64 ? (rows + rows / 64 - 1) / (rows / 64) : rows);
 			double std = sqrt(sum2 / (double)(sampled * t->ne[0]));
 			double want = 0.5 / sqrt((double)t->ne[0]);
 			if (std < 0.6 * want || std > 1.5 * want)
 				T_FAIL_("%s (%s): std %.5f, want about %.5f", t->name,
-					ggml_type_name(t->type), std, want);
+				        ggml_type_name(t->type), std, want);
 		}
 		if (t_failed_checks)
 			return;
@@ -142,8 +142,8 @@ test_tiny_qwen2_phi3_shapes(void)
 static void
 test_every_quant(void)
 {
-	static const char *quants[] = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
-		"Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q4_K_M"};
+	static const char *quants[] = {"F32",  "F16",  "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0",
+	                               "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q4_K_M"};
 	static const char *presets[] = {"tiny-llama", "tiny-qwen2", "tiny-phi3"};
 
 	for (size_t p = 0; p < 3; p++) {
@@ -152,16 +152,16 @@ test_every_quant(void)
 			uint32_t want;
 			T_TRUE(f != NULL);
 			T_OK(ggml_type_by_name(strcmp(quants[q], "Q4_K_M") ? quants[q] : "Q4_K",
-				&want));
+			                       &want));
 			for (size_t i = 0; i < gguf_tensor_count(f); i++) {
 				const struct gguf_tensor *t = gguf_tensor_at(f, i);
 				if (t->n_dims == 1 && t->type != GGML_TYPE_F32)
 					T_FAIL_("%s %s: 1-D %s is %s", presets[p], quants[q],
-						t->name, ggml_type_name(t->type));
+					        t->name, ggml_type_name(t->type));
 				if (t->n_dims == 2 && strcmp(quants[q], "Q4_K_M") != 0 &&
-					t->type != want)
+				    t->type != want)
 					T_FAIL_("%s %s: %s is %s", presets[p], quants[q], t->name,
-						ggml_type_name(t->type));
+					        ggml_type_name(t->type));
 			}
 			expect_well_scaled(f);
 			gguf_close(f);
@@ -195,7 +195,8 @@ test_determinism(void)
 static void
 test_vocab_copy(void)
 {
-	struct gguf_file *v = NULL, *f = synth_open("tiny-qwen2", "Q8_0", t_path("vocab/ggml-vocab-qwen2.gguf"), 1, 1);
+	struct gguf_file *v = NULL, *f = synth_open("tiny-qwen2", "Q8_0",
+	                                            t_path("vocab/ggml-vocab-qwen2.gguf"), 1, 1);
 	uint32_t u;
 
 	T_TRUE(f != NULL);
@@ -281,8 +282,8 @@ test_real_presets(void)
 	float first, last;
 	memcpy(&first, rf->data, 4);
 	memcpy(&last, (const char *)rf->data + 31 * 4, 4);
-	T_NEAR(first, 1.0, 0);  /* high frequencies unscaled */
-	T_NEAR(last, 32.0, 0);  /* low frequencies scaled by the factor */
+	T_NEAR(first, 1.0, 0); /* high frequencies unscaled */
+	T_NEAR(last, 32.0, 0); /* low frequencies scaled by the factor */
 	gguf_close(f);
 }
 
