@@ -8,6 +8,7 @@ pkgs=(
 	clang libclang-rt-14-dev             # libFuzzer for tests/fuzz
 	clang-format                         # format check in 'make test'
 	libcjson-dev                         # JSON output (orchctl --json)
+	python3                              # JSON checks in tests/integration
 )
 
 missing=()
@@ -17,7 +18,23 @@ for p in "${pkgs[@]}"; do
 	fi
 done
 
+# Node.js runs the interop tests; the machines here ship it, Debian's works too.
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+	missing+=(nodejs npm)
+fi
+
+install_npm() {
+	# Pinned by tests/interop/package-lock.json; skipped when already installed.
+	local dir
+	dir="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
+	if [ ! -d "$dir/node_modules/@huggingface/gguf" ]; then
+		echo "deps: installing the interop test packages (npm ci in tests/interop)"
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	fi
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
+	install_npm
 	exit 0
 fi
 
@@ -31,3 +48,4 @@ echo "deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_npm

@@ -1,7 +1,8 @@
 /*
  * inspect.c - "orchctl inspect": describe GGUF files without a daemon.
  *
- * Text output is one "label  value" line per fact; --json prints one JSON
+ * Text output is one "label  value" line per fact (--tensors adds one line
+ * per tensor: name, type, shape, offset, bytes); --json prints one JSON
  * object per file, one per line. A file that fails to open gives one line
  * on stderr ("orchctl: FILE: offset N: what") and, with --json, an object
  * with an "error" member; the exit code is 1 if any file failed.
@@ -21,6 +22,7 @@
 
 struct inspect_opts {
 	bool json;
+	bool tensors;   /* list every tensor */
 	uint32_t n_ctx; /* 0: the model's trained context */
 	uint32_t slots;
 };
@@ -112,6 +114,39 @@ print_text(const struct gguf_file *f, const struct model_info *mi, const struct 
 	       est->n_ctx, est->slots, est->slots == 1 ? "" : "s",
 	       fmt_bytes(est->weights, b1, sizeof(b1)), fmt_bytes(est->kv, b2, sizeof(b2)),
 	       fmt_bytes(est->overhead, b3, sizeof(b3)), fmt_bytes(est->total, b4, sizeof(b4)));
+}
+
+static void
+print_tensors(const struct gguf_file *f)
+{
+	for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+		const struct gguf_tensor *t = gguf_tensor_at(f, i);
+		printf("tensor %-40s %-7s [", t->name, ggml_type_name(t->type));
+		for (uint32_t d = 0; d < t->n_dims; d++)
+			printf("%s%llu", d ? ", " : "", (unsigned long long)t->ne[d]);
+		printf("] offset %llu, %llu bytes\n", (unsigned long long)t->offset,
+		       (unsigned long long)t->nbytes);
+	}
+}
+
+static cJSON *
+json_tensors(const struct gguf_file *f)
+{
+	cJSON *arr = cJSON_CreateArray();
+
+	for (size_t i = 0; arr && i < gguf_tensor_count(f); i++) {
+		const struct gguf_tensor *t = gguf_tensor_at(f, i);
+		cJSON *o = cJSON_CreateObject(), *shape = cJSON_AddArrayToObject(o, "shape");
+		cJSON_AddStringToObject(o, "name", t->name);
+		cJSON_AddStringToObject(o, "type", ggml_type_name(t->type));
+		cJSON_AddNumberToObject(o, "type_id", t->type);
+		for (uint32_t d = 0; d < t->n_dims; d++)
+			cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t->ne[d]));
+		cJSON_AddNumberToObject(o, "offset", (double)t->offset);
+		cJSON_AddNumberToObject(o, "bytes", (double)t->nbytes);
+		cJSON_AddItemToArray(arr, o);
+	}
+	return arr;
 }
 
 static cJSON *
@@ -216,10 +251,16 @@ inspect_one(const char *path, const struct inspect_opts *opt)
 	if (mi.has_hparams)
 		have_est = model_mem_estimate(&mi, opt->n_ctx ? opt->n_ctx : mi.n_ctx_train,
 		                              opt->slots, 2, &est) == ORCH_OK;
-	if (opt->json)
-		json_print(json_model(f, &mi, have_est ? &est : NULL));
-	else
+	if (opt->json) {
+		cJSON *o = json_model(f, &mi, have_est ? &est : NULL);
+		if (o && opt->tensors)
+			cJSON_AddItemToObject(o, "tensors", json_tensors(f));
+		json_print(o);
+	} else {
 		print_text(f, &mi, have_est ? &est : NULL);
+		if (opt->tensors)
+			print_tensors(f);
+	}
 	gguf_close(f);
 	return 0;
 }
@@ -244,25 +285,28 @@ int
 orchctl_inspect(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
+	                                         {"tensors", no_argument, NULL, 't'},
 	                                         {"context", required_argument, NULL, 'c'},
 	                                         {"slots", required_argument, NULL, 's'},
 	                                         {NULL, 0, NULL, 0}};
 	struct inspect_opts opt = {.slots = 1};
 	int c, failed = 0;
 
-	while ((c = getopt_long(argc, argv, "jc:s:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "jtc:s:", longopts, NULL)) != -1) {
 		if (c == 'j')
 			opt.json = true;
+		else if (c == 't')
+			opt.tensors = true;
 		else if (c == 'c' && parse_u32("--context", optarg, &opt.n_ctx) == 0)
 			continue;
 		else if (c == 's' && parse_u32("--slots", optarg, &opt.slots) == 0)
 			continue;
-		else if (c != 'j')
+		else if (c != 'j' && c != 't')
 			return 2;
 	}
 	if (optind >= argc) {
 		fprintf(stderr,
-		        "usage: orchctl inspect [--json] [--context N] [--slots S] FILE.gguf...\n");
+		        "usage: orchctl inspect [--json] [--tensors] [--context N] [--slots S] FILE.gguf...\n");
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

@@ -13,7 +13,7 @@ static const struct {
 	const char *help;
 } commands[] = {
         {"inspect", orchctl_inspect,
-         "inspect [--json] [--context N] [--slots S] FILE.gguf...  describe a model file"},
+         "inspect [--json] [--tensors] [--context N] [--slots S] FILE.gguf...  describe a model file"},
 };
 
 static void
