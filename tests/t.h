@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "err.h"
 
 static int t_failed_checks;
@@ -139,4 +140,31 @@ t_read_file(const char *path, size_t *ret_size)
 	}
 	fclose(fp);
 	return p;
+}
+
+/*
+ * t_oom_loop - SQLite's malloc sweep: run @fn(@ctx) with allocation n failing,
+ * for n = 0, 1, ... until a run meets no fault. Every faulted run must return
+ * ORCH_ENOMEM (and, under ASan, leak nothing); the clean run must return
+ * ORCH_OK. Returns the number of faulted runs, or -1 after printing the first
+ * wrong result. @fn frees whatever it built.
+ */
+static inline long
+t_oom_loop(orch_err (*fn)(void *ctx), void *ctx, long max_steps)
+{
+	for (long step = 0; step < max_steps; step++) {
+		alloc_fail_after(step, 1);
+		orch_err rv = fn(ctx);
+		long hit = alloc_faults_hit();
+		alloc_fail_after(-1, 0);
+		if (hit == 0 && rv == ORCH_OK)
+			return step;
+		if (hit == 0 || rv != ORCH_ENOMEM) {
+			fprintf(stderr, "t_oom_loop: step %ld: %s (fault %s)\n", step,
+			        orch_err_name(rv), hit ? "hit" : "not hit");
+			return -1;
+		}
+	}
+	fprintf(stderr, "t_oom_loop: no clean run in %ld steps\n", max_steps);
+	return -1;
 }

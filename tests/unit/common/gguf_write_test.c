@@ -213,33 +213,30 @@ test_refusals(void)
 	gguf_writer_free(w);
 }
 
+static orch_err
+copy_and_write(void *ctx)
+{
+	struct gguf_writer *w = NULL;
+	void *img = NULL;
+	size_t n;
+	orch_err rv = copy_into(ctx, &w);
+
+	if (rv == ORCH_OK)
+		rv = gguf_writer_write_mem(w, NULL, NULL, &img, &n, NULL);
+	gguf_writer_free(w);
+	orch_free(img);
+	return rv;
+}
+
 static void
 test_writer_oom_loop(void)
 {
 	struct gguf_file *src = NULL;
-	long step;
 
 	T_OK(gguf_open(t_path("models/stories260K.gguf"), &src, NULL));
-	for (step = 0; step < 5000; step++) {
-		struct gguf_writer *w = NULL;
-		void *img = NULL;
-		size_t n;
-		alloc_fail_after(step, 1);
-		orch_err rv = copy_into(src, &w);
-		if (rv == ORCH_OK)
-			rv = gguf_writer_write_mem(w, NULL, NULL, &img, &n, NULL);
-		long hit = alloc_faults_hit();
-		alloc_fail_after(-1, 0);
-		gguf_writer_free(w);
-		orch_free(img);
-		if (hit == 0) {
-			T_OK(rv);
-			break;
-		}
-		T_ERR(rv, ORCH_ENOMEM);
-	}
-	T_TRUE(step > 10 && step < 5000);
+	long faults = t_oom_loop(copy_and_write, src, 5000);
 	gguf_close(src);
+	T_TRUE(faults > 10);
 }
 
 int
