@@ -85,6 +85,193 @@ expect_well_scaled(struct gguf_file *f)
 	}
 }
 
+/*
+ * A one-token forward pass over the dequantized weights (llama, qwen2, phi3):
+ * with a single position softmax is 1, so each head's attention output is
+ * the V of its KV head. Checks what "well scaled" promises: every activation
+ * stays finite through every layer, and the logits have a sane spread.
+ */
+struct fwd {
+	struct gguf_file *f;
+	uint32_t n_embd, n_head, n_kv, n_ff, n_layer, hd;
+	float eps;
+};
+
+static const struct gguf_tensor *
+fwd_tensor(const struct fwd *m, int layer, const char *suffix)
+{
+	char name[96];
+
+	if (layer < 0)
+		snprintf(name, sizeof(name), "%s", suffix);
+	else
+		snprintf(name, sizeof(name), "blk.%d.%s", layer, suffix);
+	return gguf_find_tensor(m->f, name);
+}
+
+/* y[o] = Σ W[o][i]·x[i] (+ bias), rows [@first, @first + @n) of W. */
+static int
+fwd_matvec(const struct gguf_tensor *w, const struct gguf_tensor *bias, uint64_t first, uint64_t n,
+           const float *x, float *y)
+{
+	uint64_t row_bytes;
+	float *row = malloc((size_t)w->ne[0] * sizeof(*row));
+
+	if (row == NULL || ggml_row_bytes(w->type, w->ne[0], &row_bytes) != ORCH_OK)
+		return -1;
+	for (uint64_t o = 0; o < n; o++) {
+		double acc = 0;
+		dequant_row(w->type, (const uint8_t *)w->data + (first + o) * row_bytes, row,
+		            w->ne[0]);
+		for (uint64_t i = 0; i < w->ne[0]; i++)
+			acc += (double)row[i] * (double)x[i];
+		if (bias != NULL) {
+			float b;
+			memcpy(&b, (const float *)bias->data + o, sizeof(b));
+			acc += (double)b;
+		}
+		y[o] = (float)acc;
+	}
+	free(row);
+	return 0;
+}
+
+static void
+fwd_rmsnorm(const float *x, const struct gguf_tensor *w, uint32_t n, float eps, float *out)
+{
+	double ss = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		ss += (double)x[i] * (double)x[i];
+	float scale = (float)(1.0 / sqrt(ss / n + (double)eps));
+	for (uint32_t i = 0; i < n; i++) {
+		float g;
+		memcpy(&g, (const float *)w->data + i, sizeof(g));
+		out[i] = x[i] * scale * g;
+	}
+}
+
+static int
+all_finite(const float *x, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (!isfinite(x[i]))
+			return 0;
+	return 1;
+}
+
+static int
+fwd_layer(const struct fwd *m, int l, float *x, float *h, float *qkv, float *a, float *g)
+{
+	const struct gguf_tensor *fused = fwd_tensor(m, l, "attn_qkv.weight");
+	uint32_t q = m->hd * m->n_head, kv = m->hd * m->n_kv, rep = m->n_head / m->n_kv;
+
+	fwd_rmsnorm(x, fwd_tensor(m, l, "attn_norm.weight"), m->n_embd, m->eps, h);
+	if (fused != NULL) {
+		fwd_matvec(fused, NULL, 0, q + 2ull * kv, h, qkv);
+	} else {
+		fwd_matvec(fwd_tensor(m, l, "attn_q.weight"), fwd_tensor(m, l, "attn_q.bias"), 0, q,
+		           h, qkv);
+		fwd_matvec(fwd_tensor(m, l, "attn_k.weight"), fwd_tensor(m, l, "attn_k.bias"), 0,
+		           kv, h, qkv + q);
+		fwd_matvec(fwd_tensor(m, l, "attn_v.weight"), fwd_tensor(m, l, "attn_v.bias"), 0,
+		           kv, h, qkv + q + kv);
+	}
+	for (uint32_t head = 0; head < m->n_head; head++)
+		memcpy(a + head * m->hd, qkv + q + kv + (head / rep) * m->hd,
+		       m->hd * sizeof(float));
+	fwd_matvec(fwd_tensor(m, l, "attn_output.weight"), NULL, 0, m->n_embd, a, h);
+	for (uint32_t i = 0; i < m->n_embd; i++)
+		x[i] += h[i];
+	fwd_rmsnorm(x, fwd_tensor(m, l, "ffn_norm.weight"), m->n_embd, m->eps, h);
+	const struct gguf_tensor *gate = fwd_tensor(m, l, "ffn_gate.weight");
+	const struct gguf_tensor *up = fwd_tensor(m, l, "ffn_up.weight");
+	fwd_matvec(gate ? gate : up, NULL, 0, m->n_ff, h, g);              /* phi3: first half */
+	fwd_matvec(up, NULL, gate ? 0 : m->n_ff, m->n_ff, h, g + m->n_ff); /* phi3: second half */
+	for (uint32_t i = 0; i < m->n_ff; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * g[m->n_ff + i];
+	fwd_matvec(fwd_tensor(m, l, "ffn_down.weight"), NULL, 0, m->n_embd, g, h);
+	for (uint32_t i = 0; i < m->n_embd; i++)
+		x[i] += h[i];
+	return all_finite(qkv, q + 2ull * kv) && all_finite(g, m->n_ff) && all_finite(x, m->n_embd);
+}
+
+static int
+fwd_hparams(struct fwd *m)
+{
+	struct gguf_str arch;
+	char k[96];
+	uint64_t v[5];
+	static const char *keys[5] = {"embedding_length", "attention.head_count",
+	                              "attention.head_count_kv", "feed_forward_length",
+	                              "block_count"};
+
+	if (gguf_get_str(m->f, "general.architecture", &arch) != ORCH_OK)
+		return -1;
+	for (int i = 0; i < 5; i++) {
+		snprintf(k, sizeof(k), "%.*s.%s", (int)arch.len, arch.ptr, keys[i]);
+		if (gguf_get_uint(m->f, k, &v[i]) != ORCH_OK)
+			return -1;
+	}
+	snprintf(k, sizeof(k), "%.*s.attention.layer_norm_rms_epsilon", (int)arch.len, arch.ptr);
+	if (gguf_get_f32(m->f, k, &m->eps) != ORCH_OK)
+		return -1;
+	m->n_embd = (uint32_t)v[0];
+	m->n_head = (uint32_t)v[1];
+	m->n_kv = (uint32_t)v[2];
+	m->n_ff = (uint32_t)v[3];
+	m->n_layer = (uint32_t)v[4];
+	m->hd = m->n_embd / m->n_head;
+	return 0;
+}
+
+static void
+expect_forward_finite(struct gguf_file *f, const char *what)
+{
+	struct fwd m = {.f = f};
+	const struct gguf_tensor *embd, *out;
+
+	T_TRUE(fwd_hparams(&m) == 0);
+	embd = gguf_find_tensor(f, "token_embd.weight");
+	out = gguf_find_tensor(f, "output.weight");
+	out = out ? out : embd; /* tied */
+	float *x = calloc(m.n_embd, sizeof(float)), *h = calloc(m.n_embd, sizeof(float));
+	float *qkv = calloc(3ull * m.n_embd, sizeof(float)), *a = calloc(m.n_embd, sizeof(float));
+	float *g = calloc(2ull * m.n_ff, sizeof(float));
+	float *logits = calloc((size_t)out->ne[1], sizeof(float));
+	int ok = x && h && qkv && a && g && logits;
+	uint64_t row_bytes;
+	ok = ok && ggml_row_bytes(embd->type, embd->ne[0], &row_bytes) == ORCH_OK &&
+	     dequant_row(embd->type, (const uint8_t *)embd->data + 3 * row_bytes, x, m.n_embd) ==
+	             ORCH_OK; /* the embedding of token 3 */
+	for (uint32_t l = 0; ok && l < m.n_layer; l++) {
+		if (!fwd_layer(&m, (int)l, x, h, qkv, a, g)) {
+			T_FAIL_("%s: non-finite activation in layer %u", what, l);
+			ok = 0;
+		}
+	}
+	if (ok) {
+		double s = 0, s2 = 0;
+		fwd_rmsnorm(x, gguf_find_tensor(f, "output_norm.weight"), m.n_embd, m.eps, h);
+		fwd_matvec(out, NULL, 0, out->ne[1], h, logits);
+		for (uint64_t i = 0; i < out->ne[1]; i++) {
+			s += (double)logits[i];
+			s2 += (double)logits[i] * (double)logits[i];
+		}
+		double sd = sqrt(s2 / (double)out->ne[1] -
+		                 (s / (double)out->ne[1]) * (s / (double)out->ne[1]));
+		if (!all_finite(logits, out->ne[1]) || sd < 0.05 || sd > 50)
+			T_FAIL_("%s: logits std %.4f (finite %d)", what, sd,
+			        all_finite(logits, out->ne[1]));
+	}
+	free(x);
+	free(h);
+	free(qkv);
+	free(a);
+	free(g);
+	free(logits);
+}
+
 static void
 test_tiny_llama_shapes(void)
 {
@@ -164,6 +351,7 @@ test_every_quant(void)
 					        ggml_type_name(t->type));
 			}
 			expect_well_scaled(f);
+			expect_forward_finite(f, presets[p]);
 			gguf_close(f);
 			if (t_failed_checks)
 				return;
@@ -262,6 +450,7 @@ test_real_presets(void)
 	expect_tensor(f, "blk.23.attn_v.bias", 128, 1, GGML_TYPE_F32);
 	T_OK(gguf_get_u32(f, "qwen2.attention.head_count", &u));
 	T_EQ(u, 14);
+	expect_forward_finite(f, "qwen2.5-0.5b Q4_K_M, 24 layers");
 	gguf_close(f);
 	f = synth_open("phi3-mini-4k", "Q4_K_M", NULL, 1, 1);
 	T_TRUE(f != NULL);
@@ -270,6 +459,7 @@ test_real_presets(void)
 	expect_tensor(f, "blk.0.ffn_down.weight", 8192, 3072, GGML_TYPE_Q6_K);
 	expect_tensor(f, "output.weight", 3072, 32064, GGML_TYPE_Q6_K);
 	expect_tensor(f, "token_embd.weight", 3072, 32064, GGML_TYPE_Q4_K);
+	expect_forward_finite(f, "phi3-mini-4k Q4_K_M, 1 layer");
 	gguf_close(f);
 	f = synth_open("llama-3.2-1b", "Q8_0", NULL, 1, 1);
 	T_TRUE(f != NULL);
