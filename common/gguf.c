@@ -400,6 +400,19 @@ parse_header(struct cursor *c, struct gguf_file *f)
 		         n_tensors > GGUF_MAX_TENSORS ? GGUF_MAX_TENSORS : GGUF_MAX_KV);
 		return cur_fail(c, n_tensors > GGUF_MAX_TENSORS ? 8 : 16, ORCH_EGGUF_LIMIT, msg);
 	}
+	/*
+	 * The smallest key/value takes 14 bytes (length, 1-byte key, type, 1-byte
+	 * value) and the smallest tensor record 33: counts the rest of the file
+	 * cannot hold are refused before anything is sized from them.
+	 */
+	if (n_kv * 14 + n_tensors * 33 > c->size - c->pos) {
+		snprintf(
+		        msg, sizeof(msg),
+		        "truncated: %llu keys and %llu tensor records cannot fit in the %llu bytes left",
+		        (unsigned long long)n_kv, (unsigned long long)n_tensors,
+		        (unsigned long long)(c->size - c->pos));
+		return cur_fail(c, 8, ORCH_EGGUF_TRUNCATED, msg);
+	}
 	f->n_tensors = (size_t)n_tensors;
 	f->n_kv = (size_t)n_kv;
 	f->kvs = arena_alloc(&f->arena, (f->n_kv ? f->n_kv : 1) * sizeof(*f->kvs));

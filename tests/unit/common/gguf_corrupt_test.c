@@ -70,6 +70,9 @@ test_header_checks(void)
 	gb_header(&b, 3, 0, GGUF_MAX_KV + 1ull);
 	EXPECT(&b, ORCH_EGGUF_LIMIT, "metadata count");
 	b = (struct gb){0};
+	gb_header(&b, 3, 100, GGUF_MAX_KV); /* counts within the caps, but not in 24 bytes */
+	EXPECT(&b, ORCH_EGGUF_TRUNCATED, "cannot fit in the 0 bytes left");
+	b = (struct gb){0};
 	gb_header(&b, 3, 0, 5); /* promises 5 keys, has none */
 	EXPECT(&b, ORCH_EGGUF_TRUNCATED, "truncated");
 }
@@ -81,19 +84,23 @@ test_metadata_checks(void)
 
 	gb_header(&b, 3, 0, 1);
 	gb_u64(&b, 1u << 20); /* key length > file size */
+	gb_zeros(&b, 16);     /* enough bytes for one key, so the length check is reached */
 	EXPECT(&b, ORCH_EGGUF_LIMIT, "exceeds the file size");
 	b = (struct gb){0};
 	gb_header(&b, 3, 0, 1);
 	gb_str(&b, "");
+	gb_zeros(&b, 16);
 	EXPECT(&b, ORCH_EGGUF_NAME, "metadata key is empty");
 	b = (struct gb){0};
 	gb_header(&b, 3, 0, 1);
 	gb_strn(&b, "a\0b", 3);
+	gb_zeros(&b, 16);
 	EXPECT(&b, ORCH_EGGUF_NAME, "NUL byte");
 	b = (struct gb){0};
 	gb_header(&b, 3, 0, 1);
 	gb_str(&b, "k");
 	gb_u32(&b, 13);
+	gb_zeros(&b, 8);
 	EXPECT(&b, ORCH_EGGUF_VTYPE, "unknown metadata value type 13");
 	b = (struct gb){0};
 	gb_header(&b, 3, 0, 1);
@@ -188,6 +195,7 @@ test_shape_checks(void)
 
 	gb_header(&b, 3, 1, 0);
 	gb_tensor(&b, "t", 0, ne, GGML_TYPE_F32, 0);
+	gb_zeros(&b, 16); /* a record of 0 dims is shorter than the smallest valid one */
 	EXPECT(&b, ORCH_EGGUF_SHAPE, "has 0 dims");
 	b = (struct gb){0};
 	gb_header(&b, 3, 1, 0);
@@ -228,6 +236,7 @@ test_tensor_name_checks(void)
 	b = (struct gb){0};
 	gb_header(&b, 3, 1, 0);
 	gb_strn(&b, "a\0", 2);
+	gb_zeros(&b, 32);
 	EXPECT(&b, ORCH_EGGUF_NAME, "NUL byte");
 }
 
