@@ -7,7 +7,6 @@
  * on stderr ("orchctl: FILE: offset N: what") and, with --json, an object
  * with an "error" member; the exit code is 1 if any file failed.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "gguf.h"
 #include "model_info.h"
 #include "orchctl.h"
+#include "parse.h"
 
 struct inspect_opts {
 	bool json;
@@ -268,11 +268,9 @@ inspect_one(const char *path, const struct inspect_opts *opt)
 static int
 parse_u32(const char *flag, const char *s, uint32_t *out)
 {
-	char *end;
+	uint64_t v;
 
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || end == s || *end != '\0' || s[0] == '-' || v == 0 || v > 16u * 1024 * 1024) {
+	if (orch_parse_u64(s, 1, 16u * 1024 * 1024, &v) != ORCH_OK) {
 		fprintf(stderr, "orchctl inspect: %s wants an integer 1..16777216, got '%s'\n",
 		        flag, s);
 		return -1;

@@ -5,13 +5,12 @@
  *              [--layers N] [--seed S] -o OUT.gguf
  *   orch-synth --list
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "parse.h"
 #include "synth.h"
 
 static void
@@ -33,19 +32,6 @@ list_presets(void)
 		       p->name, p->arch, p->n_layer, p->n_embd, p->n_head, p->n_head_kv, p->n_ff,
 		       p->n_vocab, p->n_ctx);
 	}
-}
-
-static int
-parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	char *end;
-
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 0);
-	if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || v > max)
-		return -1;
-	*out = v;
-	return 0;
 }
 
 int
@@ -77,7 +63,7 @@ main(int argc, char **argv)
 			o.vocab_path = optarg;
 			break;
 		case 'l':
-			if (parse_u64(optarg, 1024, &v) < 0 || v == 0) {
+			if (orch_parse_u64(optarg, 1, 1024, &v) != ORCH_OK) {
 				fprintf(stderr, "orch-synth: --layers wants 1..1024, got '%s'\n",
 				        optarg);
 				return 2;
@@ -85,7 +71,7 @@ main(int argc, char **argv)
 			o.layers = (uint32_t)v;
 			break;
 		case 's':
-			if (parse_u64(optarg, UINT64_MAX, &o.seed) < 0) {
+			if (orch_parse_u64(optarg, 0, UINT64_MAX, &o.seed) != ORCH_OK) {
 				fprintf(stderr,
 				        "orch-synth: --seed wants an unsigned integer, got '%s'\n",
 				        optarg);

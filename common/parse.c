@@ -1,0 +1,23 @@
+#include "parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+
+orch_err
+orch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (s == NULL || !isdigit((unsigned char)s[0]))
+		return ORCH_EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno != 0 || *end != '\0')
+		return ORCH_EINVAL;
+	if (v < min || v > max)
+		return ORCH_ERANGE;
+	*out = v;
+	return ORCH_OK;
+}
