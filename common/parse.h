@@ -2,9 +2,9 @@
 /*
  * parse.h - strict parsing of numbers from command lines and config files.
  */
-#include "err.h"
-
 #include <stdint.h>
+
+#include "err.h"
 
 /*
  * orch_parse_u64 - the whole of @s as an unsigned decimal (or 0x hex)

@@ -8,6 +8,7 @@ pkgs=(
 	clang libclang-rt-14-dev             # libFuzzer for tests/fuzz
 	clang-format                         # format check in 'make test'
 	libcjson-dev                         # JSON output (orchctl --json)
+	libpcre2-dev                         # tokenizer pre-tokenizer regexes
 	python3                              # JSON checks in tests/integration
 )
 
