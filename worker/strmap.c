@@ -1,8 +1,8 @@
 #include "strmap.h"
 
-#include "alloc.h"
-
 #include <string.h>
+
+#include "alloc.h"
 
 struct slot {
 	const char *key;

@@ -5,10 +5,10 @@
  * Keys of the string map are not copied: the caller keeps them alive.
  * Sized once for a known count; lookups are O(1) expected.
  */
-#include "err.h"
-
 #include <stddef.h>
 #include <stdint.h>
+
+#include "err.h"
 
 struct strmap;
 

@@ -17,29 +17,29 @@
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
-#include "alloc.h"
-#include "tok_internal.h"
-#include "utf8.h"
-
 #include <pcre2.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "alloc.h"
+#include "tok_internal.h"
+#include "utf8.h"
 
 static const struct {
 	const char *name;
 	enum tok_pre pre;
 	const char *re;
 } pretoks[] = {
-	{"default", TOK_PRE_GPT2,
-		"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
-	{"gpt-2", TOK_PRE_GPT2,
-		"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
-	{"qwen2", TOK_PRE_QWEN2,
-		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-	{"llama-bpe", TOK_PRE_LLAMA3,
-		"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-	{"gpt-4o", TOK_PRE_GPT4O,
-		"[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+        {"default", TOK_PRE_GPT2,
+         "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
+        {"gpt-2", TOK_PRE_GPT2,
+         "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
+        {"qwen2", TOK_PRE_QWEN2,
+         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+        {"llama-bpe", TOK_PRE_LLAMA3,
+         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+        {"gpt-4o", TOK_PRE_GPT4O,
+         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
 };
 
 /* GPT-2's bytes_to_unicode: printable bytes stay, the others take 256, 257, ... in order. */
@@ -72,16 +72,19 @@ compile_pretok(struct tok *t, const char *pre, struct orch_errinfo *reterr)
 		if (strcmp(pretoks[i].name, pre) == 0)
 			break;
 	if (i == sizeof(pretoks) / sizeof(pretoks[0]))
-		return orch_errf(reterr, ORCH_EUNSUPPORTED,
-			"tokenizer pre-tokenizer '%s' is not supported (supported: default, gpt-2, qwen2, llama-bpe, gpt-4o)",
-			pre);
+		return orch_errf(
+		        reterr, ORCH_EUNSUPPORTED,
+		        "tokenizer pre-tokenizer '%s' is not supported (supported: default, gpt-2, qwen2, llama-bpe, gpt-4o)",
+		        pre);
 	t->pre = pretoks[i].pre;
 	t->ignore_merges = t->pre == TOK_PRE_LLAMA3;
 	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pretoks[i].re, PCRE2_ZERO_TERMINATED,
-		PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &errcode, &erroff, NULL);
+	                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &errcode,
+	                               &erroff, NULL);
 	if (re == NULL)
-		return orch_errf(reterr, ORCH_EINTERNAL, "pre-tokenizer '%s': regex error %d at %zu",
-			pre, errcode, (size_t)erroff);
+		return orch_errf(reterr, ORCH_EINTERNAL,
+		                 "pre-tokenizer '%s': regex error %d at %zu", pre, errcode,
+		                 (size_t)erroff);
 	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
 	t->re = re;
 	return ORCH_OK;
@@ -106,14 +109,14 @@ build_merges(struct tok *t, const char *const *m, const size_t *lens, size_t n)
 		if (l < 0 || r < 0 || merged < 0)
 			continue;
 		u64map_put(t->merges, (uint64_t)l << 32 | (uint32_t)r,
-			(uint64_t)rank << 32 | (uint32_t)merged);
+		           (uint64_t)rank << 32 | (uint32_t)merged);
 	}
 	return ORCH_OK;
 }
 
 orch_err
 tok_bpe_init(struct tok *t, const char *const *merges, const size_t *merge_lens, size_t n_merges,
-	const char *pre, struct orch_errinfo *reterr)
+             const char *pre, struct orch_errinfo *reterr)
 {
 	orch_err rv = compile_pretok(t, pre, reterr);
 
@@ -146,7 +149,7 @@ try_pair(const struct tok *t, const struct bsym *s, int32_t l, int32_t r, struct
 	uint64_t v;
 
 	if (l < 0 || r < 0 || s[l].id < 0 || s[r].id < 0 ||
-		!u64map_get(t->merges, (uint64_t)s[l].id << 32 | (uint32_t)s[r].id, &v))
+	    !u64map_get(t->merges, (uint64_t)s[l].id << 32 | (uint32_t)s[r].id, &v))
 		return ORCH_OK;
 	b.prio = (double)(v >> 32);
 	b.left = (uint32_t)l;
@@ -167,7 +170,7 @@ merge_loop(const struct tok *t, struct bsym *s, struct tok_heap *h)
 		tok_heap_pop(h, &b);
 		struct bsym *l = &s[b.left], *r = &s[b.right];
 		if (l->n == 0 || r->n == 0 || l->id != b.lid || r->id != b.rid ||
-			l->next != (int32_t)b.right)
+		    l->next != (int32_t)b.right)
 			continue; /* stale */
 		u64map_get(t->merges, (uint64_t)b.lid << 32 | (uint32_t)b.rid, &v);
 		l->id = (int32_t)(uint32_t)v;
@@ -186,7 +189,7 @@ merge_loop(const struct tok *t, struct bsym *s, struct tok_heap *h)
 /* One pre-tokenized word of @n raw bytes. @scratch holds ≥ 2n bytes. */
 static orch_err
 encode_word(const struct tok *t, const uint8_t *w, size_t n, char *scratch, struct bsym *s,
-	struct tok_heap *h, struct tok_ids *out)
+            struct tok_heap *h, struct tok_ids *out)
 {
 	orch_err rv = ORCH_OK;
 
@@ -199,7 +202,8 @@ encode_word(const struct tok *t, const uint8_t *w, size_t n, char *scratch, stru
 			return tok_push(out, id);
 	}
 	for (size_t i = 0; i < n; i++)
-		s[i] = (struct bsym){(int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, t->byte_tok[w[i]], 1};
+		s[i] = (struct bsym){(int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1,
+		                     t->byte_tok[w[i]], 1};
 	h->n = 0;
 	for (size_t i = 1; i < n && rv == ORCH_OK; i++)
 		rv = try_pair(t, s, (int32_t)i - 1, (int32_t)i, h);
@@ -227,12 +231,15 @@ tok_bpe_encode(const struct tok *t, const char *text, size_t len, struct tok_ids
 		PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
 		size_t ms = rc > 0 ? ov[0] : len, me = rc > 0 ? ov[1] : len;
 		if (ms > off) /* a gap the regex did not match (invalid UTF-8) is a word too */
-			rv = encode_word(t, (const uint8_t *)text + off, ms - off, scratch, s, &h, out);
+			rv = encode_word(t, (const uint8_t *)text + off, ms - off, scratch, s, &h,
+			                 out);
 		if (rv == ORCH_OK && me > ms)
-			rv = encode_word(t, (const uint8_t *)text + ms, me - ms, scratch, s, &h, out);
+			rv = encode_word(t, (const uint8_t *)text + ms, me - ms, scratch, s, &h,
+			                 out);
 		if (me == ms && ms < len) { /* an empty match: step over one byte */
 			if (rv == ORCH_OK)
-				rv = encode_word(t, (const uint8_t *)text + ms, 1, scratch, s, &h, out);
+				rv = encode_word(t, (const uint8_t *)text + ms, 1, scratch, s, &h,
+				                 out);
 			me = ms + 1;
 		}
 		off = me;

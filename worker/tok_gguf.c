@@ -3,12 +3,12 @@
  * tokenizer.ggml.{model, pre, tokens, scores, token_type, merges,
  * *_token_id, add_bos_token, add_eos_token, add_space_prefix}.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "alloc.h"
 #include "gguf.h"
 #include "tok_internal.h"
-
-#include <stdio.h>
-#include <string.h>
 
 static int32_t
 special_id(const struct gguf_file *f, const char *key, uint32_t n_vocab)
@@ -37,17 +37,20 @@ load_vocab(const struct gguf_file *f, struct tok *t, struct orch_errinfo *reterr
 
 	rv = gguf_get_arr(f, "tokenizer.ggml.tokens", GGUF_VTYPE_STRING, &tokens);
 	if (rv != ORCH_OK || tokens->n == 0 || tokens->n > INT32_MAX)
-		return orch_errf(reterr, rv ? rv : ORCH_EINVAL,
-			"%s: tokenizer.ggml.tokens is missing, empty or not a string array",
-			gguf_name(f));
+		return orch_errf(
+		        reterr, rv ? rv : ORCH_EINVAL,
+		        "%s: tokenizer.ggml.tokens is missing, empty or not a string array",
+		        gguf_name(f));
 	if (gguf_get_arr(f, "tokenizer.ggml.scores", GGUF_VTYPE_FLOAT32, &scores) == ORCH_OK &&
-		scores->n != tokens->n)
+	    scores->n != tokens->n)
 		return orch_errf(reterr, ORCH_EINVAL, "%s: %llu scores for %llu tokens",
-			gguf_name(f), (unsigned long long)scores->n, (unsigned long long)tokens->n);
+		                 gguf_name(f), (unsigned long long)scores->n,
+		                 (unsigned long long)tokens->n);
 	if (gguf_get_arr(f, "tokenizer.ggml.token_type", GGUF_VTYPE_COUNT, &types) == ORCH_OK &&
-		(types->n != tokens->n || types->raw == NULL))
-		return orch_errf(reterr, ORCH_EINVAL, "%s: token_type does not match the %llu tokens",
-			gguf_name(f), (unsigned long long)tokens->n);
+	    (types->n != tokens->n || types->raw == NULL))
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "%s: token_type does not match the %llu tokens", gguf_name(f),
+		                 (unsigned long long)tokens->n);
 	for (uint64_t i = 0; i < tokens->n; i++)
 		bytes += tokens->strs[i].len;
 	if (tok_alloc_vocab(t, (uint32_t)tokens->n, bytes) != ORCH_OK)
@@ -75,7 +78,8 @@ load_merges(const struct gguf_file *f, struct tok *t, const char *pre, struct or
 
 	if (gguf_get_arr(f, "tokenizer.ggml.merges", GGUF_VTYPE_STRING, &m) != ORCH_OK)
 		return orch_errf(reterr, ORCH_ENOTFOUND,
-			"%s: tokenizer.ggml.merges (string array) is missing", gguf_name(f));
+		                 "%s: tokenizer.ggml.merges (string array) is missing",
+		                 gguf_name(f));
 	strs = orch_calloc(m->n ? (size_t)m->n : 1, sizeof(*strs));
 	lens = orch_calloc(m->n ? (size_t)m->n : 1, sizeof(*lens));
 	if (strs == NULL || lens == NULL) {
@@ -102,15 +106,16 @@ load(const struct gguf_file *f, struct tok *t, struct orch_errinfo *reterr)
 
 	if (gguf_get_str(f, "tokenizer.ggml.model", &model) != ORCH_OK)
 		return orch_errf(reterr, ORCH_ENOTFOUND, "%s: tokenizer.ggml.model is missing",
-			gguf_name(f));
+		                 gguf_name(f));
 	if (model.len == 5 && memcmp(model.ptr, "llama", 5) == 0)
 		t->kind = TOK_SPM;
 	else if (model.len == 4 && memcmp(model.ptr, "gpt2", 4) == 0)
 		t->kind = TOK_BPE;
 	else
-		return orch_errf(reterr, ORCH_EUNSUPPORTED,
-			"%s: tokenizer model '%.*s' is not supported (supported: llama, gpt2)",
-			gguf_name(f), (int)(model.len > 40 ? 40 : model.len), model.ptr);
+		return orch_errf(
+		        reterr, ORCH_EUNSUPPORTED,
+		        "%s: tokenizer model '%.*s' is not supported (supported: llama, gpt2)",
+		        gguf_name(f), (int)(model.len > 40 ? 40 : model.len), model.ptr);
 	if ((rv = load_vocab(f, t, reterr)) != ORCH_OK)
 		return rv;
 	t->bos = special_id(f, "tokenizer.ggml.bos_token_id", t->n_vocab);
@@ -124,7 +129,7 @@ load(const struct gguf_file *f, struct tok *t, struct orch_errinfo *reterr)
 	if (t->kind == TOK_BPE) {
 		gguf_get_str(f, "tokenizer.ggml.pre", &pre);
 		snprintf(pre_name, sizeof(pre_name), "%.*s", (int)(pre.len > 60 ? 60 : pre.len),
-			pre.ptr);
+		         pre.ptr);
 		if ((rv = load_merges(f, t, pre_name, reterr)) != ORCH_OK)
 			return rv;
 	}

@@ -9,22 +9,22 @@ struct tok {
 	enum tok_kind kind;
 	enum tok_pre pre;
 	uint32_t n_vocab;
-	char *blob;          /* every token string, back to back */
-	uint32_t *off, *len; /* [n_vocab] into blob */
-	float *scores;       /* [n_vocab] */
-	uint8_t *types;      /* [n_vocab] enum tok_type */
-	struct strmap *map;  /* token string → id */
+	char *blob;            /* every token string, back to back */
+	uint32_t *off, *len;   /* [n_vocab] into blob */
+	float *scores;         /* [n_vocab] */
+	uint8_t *types;        /* [n_vocab] enum tok_type */
+	struct strmap *map;    /* token string → id */
 	struct u64map *merges; /* BPE: (left id << 32 | right id) → (rank << 32 | merged id) */
 	int32_t bos, eos, eot, eom, unk;
 	bool add_bos, add_eos, add_space_prefix, ignore_merges;
-	int32_t *special;    /* control / user-defined / unknown ids, longest text first */
+	int32_t *special; /* control / user-defined / unknown ids, longest text first */
 	size_t n_special;
-	int32_t eog[8];      /* end-of-generation ids */
+	int32_t eog[8]; /* end-of-generation ids */
 	size_t n_eog;
 	int32_t byte_tok[256]; /* SPM: <0xNN>; BPE: the token of byte NN's code point; -1 */
-	uint16_t byte_cp[256];  /* BPE: byte → printable code point (GPT-2's table) */
-	int16_t cp_byte[324];   /* BPE: code point → byte, -1 */
-	void *re;            /* pcre2_code_8 * of the pre-tokenizer (BPE) */
+	uint16_t byte_cp[256]; /* BPE: byte → printable code point (GPT-2's table) */
+	int16_t cp_byte[324];  /* BPE: code point → byte, -1 */
+	void *re;              /* pcre2_code_8 * of the pre-tokenizer (BPE) */
 };
 
 /* A bigram candidate of the merge loops: smaller prio first, then smaller left. */
@@ -55,7 +55,7 @@ orch_err tok_bpe_encode(const struct tok *t, const char *text, size_t len, struc
 
 /* tok_bpe_init - byte tables, merges and the pre-tokenizer of a BPE tokenizer. */
 orch_err tok_bpe_init(struct tok *t, const char *const *merges, const size_t *merge_lens,
-	size_t n_merges, const char *pre, struct orch_errinfo *reterr);
+                      size_t n_merges, const char *pre, struct orch_errinfo *reterr);
 
 /* tok_bpe_fini - free what tok_bpe_init made. */
 void tok_bpe_fini(struct tok *t);

@@ -18,7 +18,7 @@ struct sym {
 
 static orch_err
 try_bigram(const struct tok *t, const char *text, const struct sym *s, int32_t l, int32_t r,
-	struct tok_heap *h)
+           struct tok_heap *h)
 {
 	struct tok_bigram b = {0};
 	int32_t id;
@@ -63,7 +63,8 @@ tok_spm_encode(const struct tok *t, const char *text, size_t len, struct tok_ids
 	for (size_t off = 0; off < len; n++) {
 		size_t cl = utf8_char_len((uint8_t)text[off]);
 		cl = cl < len - off ? cl : len - off;
-		s[n] = (struct sym){n - 1, off + cl < len ? n + 1 : -1, (uint32_t)off, (uint32_t)cl};
+		s[n] = (struct sym){n - 1, off + cl < len ? n + 1 : -1, (uint32_t)off,
+		                    (uint32_t)cl};
 		off += cl;
 	}
 	for (int32_t i = 1; i < n && rv == ORCH_OK; i++)

@@ -2,12 +2,12 @@
  * tok_vocab.c - the vocabulary tables of a tokenizer: allocation, the
  * special-token list, the end-of-generation set, SPM byte tokens, accessors.
  */
-#include "alloc.h"
-#include "tok_internal.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "alloc.h"
+#include "tok_internal.h"
 
 orch_err
 tok_alloc_vocab(struct tok *t, uint32_t n, size_t bytes)
@@ -19,7 +19,7 @@ tok_alloc_vocab(struct tok *t, uint32_t n, size_t bytes)
 	t->scores = orch_calloc(n, sizeof(*t->scores));
 	t->types = orch_calloc(n, sizeof(*t->types));
 	if (t->blob == NULL || t->off == NULL || t->len == NULL || t->scores == NULL ||
-		t->types == NULL || strmap_new(n, &t->map) != ORCH_OK)
+	    t->types == NULL || strmap_new(n, &t->map) != ORCH_OK)
 		return ORCH_ENOMEM;
 	return ORCH_OK;
 }
@@ -66,8 +66,9 @@ add_eog(struct tok *t, int32_t id)
 static void
 find_eog(struct tok *t)
 {
-	static const char *const names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-		"<|endoftext|>", "<|eom_id|>", "<|return|>", "<|call|>"};
+	static const char *const names[] = {"<|eot_id|>",    "<|im_end|>",    "<|end|>",
+	                                    "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+	                                    "<|return|>",    "<|call|>"};
 
 	add_eog(t, t->eos);
 	add_eog(t, t->eot);
@@ -89,8 +90,9 @@ tok_finish_load(struct tok *t, struct orch_errinfo *reterr)
 		return orch_errf(reterr, ORCH_ENOMEM, "tokenizer: out of memory");
 	for (uint32_t i = 0; i < t->n_vocab; i++) {
 		uint8_t ty = t->types[i];
-		if ((ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED || ty == TOK_TYPE_UNKNOWN) &&
-			t->len[i] > 0)
+		if ((ty == TOK_TYPE_CONTROL || ty == TOK_TYPE_USER_DEFINED ||
+		     ty == TOK_TYPE_UNKNOWN) &&
+		    t->len[i] > 0)
 			t->special[n++] = (int32_t)i;
 	}
 	t->n_special = n;
@@ -160,4 +162,10 @@ int32_t
 tok_find(const struct tok *t, const char *s, size_t len)
 {
 	return strmap_get(t->map, s, len);
+}
+
+bool
+tok_adds_space_prefix(const struct tok *t)
+{
+	return t->add_space_prefix;
 }

@@ -12,12 +12,12 @@
  *   and the fragment starts the text or follows a special token; spaces then
  *   become "▁" before the merges.
  */
-#include "alloc.h"
-#include "tok_internal.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "alloc.h"
+#include "tok_internal.h"
 
 struct frag {
 	int32_t id; /* -1: raw text */
@@ -86,7 +86,7 @@ split_fragment(const struct tok *t, const char *text, struct frags *f, size_t i,
 		struct frag after = {-1, tokf.off + slen, rest};
 		f->v[i].len = pre;
 		if (frag_insert(f, i + 1, tokf) != ORCH_OK ||
-			(rest > 0 && frag_insert(f, i + 2, after) != ORCH_OK))
+		    (rest > 0 && frag_insert(f, i + 2, after) != ORCH_OK))
 			return ORCH_ENOMEM;
 		if (pre == 0) { /* drop the empty raw fragment before the token */
 			memmove(&f->v[i], &f->v[i + 1], (f->n - i - 1) * sizeof(*f->v));
@@ -150,8 +150,7 @@ spm_fragment(const struct tok *t, const char *s, size_t n, bool prefix, struct t
 }
 
 orch_err
-tok_encode(const struct tok *t, const char *text, size_t len, unsigned flags,
-	struct tok_ids *out)
+tok_encode(const struct tok *t, const char *text, size_t len, unsigned flags, struct tok_ids *out)
 {
 	struct frags f = {0};
 	bool prev_special = true;
@@ -170,7 +169,7 @@ tok_encode(const struct tok *t, const char *text, size_t len, unsigned flags,
 		}
 		if (t->kind == TOK_SPM)
 			rv = spm_fragment(t, text + f.v[i].off, f.v[i].len,
-				t->add_space_prefix && prev_special, out);
+			                  t->add_space_prefix && prev_special, out);
 		else
 			rv = tok_bpe_encode(t, text + f.v[i].off, f.v[i].len, out);
 		prev_special = false;
@@ -263,7 +262,7 @@ tok_piece(const struct tok *t, int32_t id, unsigned flags, char *buf, size_t cap
 
 orch_err
 tok_decode(const struct tok *t, const int32_t *ids, size_t n, unsigned flags, char **buf,
-	size_t *len)
+           size_t *len)
 {
 	char piece[256];
 
@@ -278,7 +277,7 @@ tok_decode(const struct tok *t, const int32_t *ids, size_t n, unsigned flags, ch
 			src = big;
 		}
 		if ((flags & TOK_STRIP_PREFIX) && *len == 0 && i == 0 && t->add_space_prefix &&
-			m > 0 && src[0] == ' ') {
+		    m > 0 && src[0] == ' ') {
 			src++;
 			m--;
 		}

@@ -15,11 +15,11 @@
  * before either runs. A struct tok is immutable once loaded: any number of
  * threads may encode and decode with it at once.
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "err.h"
 
 struct gguf_file;
 struct tok;
@@ -70,7 +70,7 @@ void tok_free(struct tok *t);
  * accepted (invalid UTF-8 included). ORCH_ENOMEM only; @out keeps what it held.
  */
 orch_err tok_encode(const struct tok *t, const char *text, size_t len, unsigned flags,
-	struct tok_ids *out);
+                    struct tok_ids *out);
 
 /*
  * tok_piece - the bytes token @id stands for in decoded text: "▁" is a
@@ -87,7 +87,7 @@ size_t tok_piece(const struct tok *t, int32_t id, unsigned flags, char *buf, siz
  * where the ids do (use struct detok for text that must be valid). ORCH_ENOMEM.
  */
 orch_err tok_decode(const struct tok *t, const int32_t *ids, size_t n, unsigned flags, char **buf,
-	size_t *len);
+                    size_t *len);
 
 /* Facts. */
 enum tok_kind tok_kind(const struct tok *t);
@@ -95,6 +95,7 @@ uint32_t tok_n_vocab(const struct tok *t);
 int32_t tok_bos(const struct tok *t); /* -1 when the model has none */
 int32_t tok_eos(const struct tok *t);
 bool tok_is_eog(const struct tok *t, int32_t id); /* eos, eot, eom */
+bool tok_adds_space_prefix(const struct tok *t);  /* SPM dummy prefix */
 enum tok_type tok_type_of(const struct tok *t, int32_t id);
 
 /* tok_text - the raw vocabulary string of @id (not decoded), *@len bytes; NULL for bad ids. */

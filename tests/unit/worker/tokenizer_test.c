@@ -3,9 +3,10 @@
  * (46 inputs each, ids exact, no special tokens added, special text not
  * parsed), stories260K with BOS, special-token parsing, and round trips.
  */
+#include "t.h"
+
 #include "gguf.h"
 #include "rng.h"
-#include "t.h"
 #include "tokenizer.h"
 #include "utf8.h"
 
@@ -82,8 +83,8 @@ conformance(const char *vocab)
 		}
 		T_OK(tok_encode(t, starts[i], lens[i], 0, &got));
 		if (got.n != nw || (nw > 0 && memcmp(got.v, want, nw * sizeof(int32_t)) != 0)) {
-			T_FAIL_("%s: test %zu (\"%.*s\") differs", vocab, i, (int)(lens[i] > 60 ? 60 : lens[i]),
-				starts[i]);
+			T_FAIL_("%s: test %zu (\"%.*s\") differs", vocab, i,
+			        (int)(lens[i] > 60 ? 60 : lens[i]), starts[i]);
 			print_ids("want", want, nw);
 			print_ids("got ", got.v, got.n);
 		}
@@ -162,8 +163,8 @@ round_trip(const struct tok *t, const char *s, size_t n)
 	char *out = NULL;
 	size_t len = 0;
 	int ok = tok_encode(t, s, n, 0, &ids) == ORCH_OK &&
-		 tok_decode(t, ids.v, ids.n, TOK_STRIP_PREFIX, &out, &len) == ORCH_OK && len == n &&
-		 (n == 0 || memcmp(out, s, n) == 0);
+	         tok_decode(t, ids.v, ids.n, TOK_STRIP_PREFIX, &out, &len) == ORCH_OK && len == n &&
+	         (n == 0 || memcmp(out, s, n) == 0);
 
 	tok_ids_fini(&ids);
 	free(out);
@@ -173,10 +174,13 @@ round_trip(const struct tok *t, const char *s, size_t n)
 static void
 test_round_trips(void)
 {
-	static const char *vocabs[] = {"vocab/ggml-vocab-qwen2.gguf", "vocab/ggml-vocab-gpt-2.gguf"};
-	static const uint32_t ranges[][2] = {{0x20, 0x7e}, {0xa0, 0x24f}, {0x300, 0x36f},
-		{0x4e00, 0x9fff}, {0x1f300, 0x1f64f}, {0x3040, 0x30ff}, {0x0400, 0x04ff}};
-	uint64_t seed = getenv("ORCH_TEST_SEED") ? strtoull(getenv("ORCH_TEST_SEED"), NULL, 0) : 1234;
+	static const char *vocabs[] = {"vocab/ggml-vocab-qwen2.gguf",
+	                               "vocab/ggml-vocab-gpt-2.gguf"};
+	static const uint32_t ranges[][2] = {{0x20, 0x7e},     {0xa0, 0x24f},      {0x300, 0x36f},
+	                                     {0x4e00, 0x9fff}, {0x1f300, 0x1f64f}, {0x3040, 0x30ff},
+	                                     {0x0400, 0x04ff}};
+	uint64_t seed =
+	        getenv("ORCH_TEST_SEED") ? strtoull(getenv("ORCH_TEST_SEED"), NULL, 0) : 1234;
 
 	for (size_t v = 0; v < 2; v++) {
 		struct tok *t = load(vocabs[v]);
@@ -195,11 +199,13 @@ test_round_trips(void)
 			size_t m = 0;
 			while (m < 200) {
 				const uint32_t *rg = ranges[rng_next(&r) % 7];
-				m += utf8_encode(rg[0] + (uint32_t)(rng_next(&r) % (rg[1] - rg[0] + 1)), s + m);
+				m += utf8_encode(
+				        rg[0] + (uint32_t)(rng_next(&r) % (rg[1] - rg[0] + 1)),
+				        s + m);
 			}
 			if (!round_trip(t, s, m))
-				T_FAIL_("%s: random string %d (seed %llu) does not round-trip", vocabs[v], i,
-					(unsigned long long)seed);
+				T_FAIL_("%s: random string %d (seed %llu) does not round-trip",
+				        vocabs[v], i, (unsigned long long)seed);
 		}
 		free(inp);
 		tok_free(t);
