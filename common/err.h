@@ -50,10 +50,12 @@ enum orch_err {
 	ORCH_EWORKER_LOST = 28,
 	ORCH_EQUEUE_FULL = 29,
 	ORCH_EINTERNAL = 30,
+	ORCH_ETEMPLATE = 31,       /* chat template syntax or runtime error */
+	ORCH_ETEMPLATE_RAISE = 32, /* the template called raise_exception() */
 };
 typedef enum orch_err orch_err;
 
-#define ORCH_ERR_COUNT 31
+#define ORCH_ERR_COUNT 33
 
 /* Detail for a failure, filled by orch_errf(). Callers that do not care pass NULL. */
 struct orch_errinfo {

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "arena.h"
 #include "ggml_type.h"
 #include "gguf_internal.h"
 
@@ -40,46 +41,6 @@ struct cursor {
 	const char *name;
 	struct orch_errinfo *err;
 };
-
-/* ---- arena ---------------------------------------------------------------- */
-
-struct arena_chunk {
-	struct arena_chunk *next;
-	size_t used, cap;
-	max_align_t data[];
-};
-
-static void *
-arena_alloc(struct arena_chunk **head, size_t n)
-{
-	struct arena_chunk *c = *head;
-	size_t cap;
-
-	n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-	if (c == NULL || c->cap - c->used < n) {
-		cap = n > 65536 ? n : 65536;
-		c = orch_malloc(sizeof(*c) + cap);
-		if (c == NULL)
-			return NULL;
-		c->cap = cap;
-		c->used = 0;
-		c->next = *head;
-		*head = c;
-	}
-	void *p = (char *)c->data + c->used;
-	c->used += n;
-	return p;
-}
-
-static void
-arena_free(struct arena_chunk *c)
-{
-	while (c != NULL) {
-		struct arena_chunk *next = c->next;
-		orch_free(c);
-		c = next;
-	}
-}
 
 /* ---- cursor ---------------------------------------------------------------- */
 
@@ -554,7 +515,7 @@ gguf_close(struct gguf_file *f)
 		munmap(f->map, f->map_bytes);
 	orch_free(f->kv_index);
 	orch_free(f->tensor_index);
-	arena_free(f->arena);
+	arena_free(&f->arena);
 	orch_free(f->name);
 	orch_free(f);
 }

@@ -3,9 +3,8 @@
  * gguf_internal.h - what the reader's files (gguf.c, gguf_tensors.c,
  * gguf_get.c) share. Not for use outside common/gguf*.
  */
+#include "arena.h"
 #include "gguf.h"
-
-struct arena_chunk;
 
 struct gguf_file {
 	const uint8_t *base; /* the image: the mapping or the caller's buffer */
@@ -21,7 +20,7 @@ struct gguf_file {
 	struct gguf_tensor *tensors;             /* n_tensors, file order */
 	const struct gguf_kv **kv_index;         /* sorted by key */
 	const struct gguf_tensor **tensor_index; /* sorted by name */
-	struct arena_chunk *arena;
+	struct arena arena;
 };
 
 /* gguf_arena_alloc - @n bytes that live until gguf_close(@f); NULL on OOM. */
