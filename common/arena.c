@@ -1,10 +1,10 @@
 #include "arena.h"
 
-#include "alloc.h"
-
 #include <stdalign.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "alloc.h"
 
 struct arena_chunk {
 	struct arena_chunk *next;

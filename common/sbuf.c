@@ -1,10 +1,10 @@
 #include "sbuf.h"
 
-#include "alloc.h"
-
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "alloc.h"
 
 static bool
 reserve(struct sbuf *b, size_t extra)

@@ -4,13 +4,13 @@
  * allocation failure sets ->oom and later appends do nothing, so a builder
  * checks once at the end (sbuf_err()). The text is kept NUL-terminated.
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "err.h"
+
 struct sbuf {
-	char *p;   /* NUL-terminated when non-NULL */
+	char *p; /* NUL-terminated when non-NULL */
 	size_t n, cap;
 	bool oom;
 };

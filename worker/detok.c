@@ -1,9 +1,9 @@
 #include "detok.h"
 
+#include <string.h>
+
 #include "alloc.h"
 #include "utf8.h"
-
-#include <string.h>
 
 void
 detok_init(struct detok *d, const struct tok *t, unsigned flags)
@@ -47,7 +47,7 @@ detok_push(struct detok *d, int32_t id, struct sbuf *out)
 	memcpy(buf, d->hold, d->n_hold);
 	tok_piece(d->t, id, d->flags, (char *)buf + d->n_hold, n);
 	if (!d->started && (d->flags & TOK_STRIP_PREFIX) && tok_adds_space_prefix(d->t) &&
-		buf[d->n_hold] == ' ')
+	    buf[d->n_hold] == ' ')
 		skip = 1; /* the dummy prefix, at the start of the stream only */
 	d->started = true;
 	if (skip) {

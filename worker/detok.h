@@ -17,9 +17,9 @@
 struct detok {
 	const struct tok *t;
 	unsigned flags;
-	bool started;   /* some text has been seen */
+	bool started; /* some text has been seen */
 	uint8_t hold[4];
-	size_t n_hold;  /* bytes of an incomplete code point */
+	size_t n_hold; /* bytes of an incomplete code point */
 };
 
 /* detok_init - start a stream over @t with tok_piece() @flags. */

@@ -22,11 +22,11 @@ load(const char *rel)
 }
 
 static const char *const texts[] = {
-	"Grüße, 世界 👋\n",
-	"naïve café — e\xcc\x81t\xc3\xa9 (combining acute) 한국어 العربية Ελληνικά",
-	"🦙🦙 emoji 😀👩‍👩‍👧 ZWJ, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math, ½ ¾ 🇫🇷",
-	"  leading spaces and\ttabs\n\nnew lines",
-	"日本語のテキストと中文文本混合在一起，还有标点符号。",
+        "Grüße, 世界 👋\n",
+        "naïve café — e\xcc\x81t\xc3\xa9 (combining acute) 한국어 العربية Ελληνικά",
+        "🦙🦙 emoji 😀👩‍👩‍👧 ZWJ, 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math, ½ ¾ 🇫🇷",
+        "  leading spaces and\ttabs\n\nnew lines",
+        "日本語のテキストと中文文本混合在一起，还有标点符号。",
 };
 
 static void
@@ -53,8 +53,9 @@ stream_matches_decode(const char *vocab)
 		}
 		T_OK(detok_finish(&d, &all));
 		if (all.n != whole_n || memcmp(all.p, whole, whole_n) != 0 ||
-			strcmp(all.p, texts[k]) != 0)
-			T_FAIL_("%s: text %zu: streamed \"%s\", decoded \"%s\"", vocab, k, all.p, whole);
+		    strcmp(all.p, texts[k]) != 0)
+			T_FAIL_("%s: text %zu: streamed \"%s\", decoded \"%s\"", vocab, k, all.p,
+			        whole);
 		free(whole);
 		sbuf_fini(&all);
 		sbuf_fini(&delta);
