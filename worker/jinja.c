@@ -1,10 +1,10 @@
 /*
  * jinja.c - compile and free templates. Rendering is in jinja_eval.c.
  */
+#include <string.h>
+
 #include "alloc.h"
 #include "jinja_internal.h"
-
-#include <string.h>
 
 /* jinja2: "\r\n" and "\r" become "\n"; one trailing newline is dropped. */
 static char *
@@ -33,7 +33,7 @@ normalize(struct arena *a, const char *src, size_t len, size_t *ret_n)
 
 orch_err
 jinja_compile(const char *name, const char *src, size_t len, struct jinja_tmpl **ret,
-	struct orch_errinfo *reterr)
+              struct orch_errinfo *reterr)
 {
 	struct jinja_tmpl *t = orch_calloc(1, sizeof(*t));
 	struct jlex lex = {0};

@@ -9,10 +9,10 @@
  *
  * A compiled template is immutable: any number of threads may render it at once.
  */
+#include <stdint.h>
+
 #include "err.h"
 #include "sbuf.h"
-
-#include <stdint.h>
 
 struct jinja_tmpl;
 
@@ -21,7 +21,7 @@ struct jinja_tmpl;
  * ("NAME:LINE:COL: what"). ORCH_ETEMPLATE for a syntax error, ORCH_ENOMEM.
  */
 orch_err jinja_compile(const char *name, const char *src, size_t len, struct jinja_tmpl **ret,
-	struct orch_errinfo *reterr);
+                       struct orch_errinfo *reterr);
 
 /* jinja_free - NULL is fine. */
 void jinja_free(struct jinja_tmpl *t);
@@ -38,4 +38,4 @@ struct jinja_opts {
  * ("NAME:LINE:COL: what"), ORCH_ENOMEM. @out may hold partial output on error.
  */
 orch_err jinja_render(const struct jinja_tmpl *t, const void *vars, const struct jinja_opts *o,
-	struct sbuf *out, struct orch_errinfo *reterr);
+                      struct sbuf *out, struct orch_errinfo *reterr);

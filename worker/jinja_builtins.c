@@ -6,12 +6,12 @@
  * Like transformers' ImmutableSandboxedEnvironment, methods that would
  * change a list or dict (append, update, pop, ...) are refused.
  */
-#include "jinja_internal.h"
-
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
+#include "jinja_internal.h"
 
 static bool
 is_number(struct jv v)
@@ -21,7 +21,7 @@ is_number(struct jv v)
 
 bool
 jr_test(struct jrender *r, const struct jexpr *e, const char *name, struct jv v, struct jv *args,
-	size_t n)
+        size_t n)
 {
 	struct jv a0 = n > 0 ? args[0] : jv_undef(NULL);
 
@@ -52,7 +52,7 @@ jr_test(struct jrender *r, const struct jexpr *e, const char *name, struct jv v,
 	if (strcmp(name, "callable") == 0)
 		return v.t == JV_FUNC || v.t == JV_MACRO;
 	if (strcmp(name, "equalto") == 0 || strcmp(name, "eq") == 0 || strcmp(name, "==") == 0 ||
-		strcmp(name, "sameas") == 0)
+	    strcmp(name, "sameas") == 0)
 		return jv_equal(v, a0);
 	if (strcmp(name, "ne") == 0 || strcmp(name, "!=") == 0)
 		return !jv_equal(v, a0);
@@ -80,11 +80,13 @@ jr_test(struct jrender *r, const struct jexpr *e, const char *name, struct jv v,
 		return c.t == JV_STR && memcmp(c.u.s->s, v.u.s->s, v.u.s->n) == 0;
 	}
 	if (strcmp(name, "lt") == 0 || strcmp(name, "gt") == 0 || strcmp(name, "le") == 0 ||
-		strcmp(name, "ge") == 0) {
+	    strcmp(name, "ge") == 0) {
 		double x = v.t == JV_INT ? (double)v.u.i : v.t == JV_FLOAT ? v.u.f : (double)NAN;
-		double y = a0.t == JV_INT ? (double)a0.u.i : a0.t == JV_FLOAT ? a0.u.f : (double)NAN;
+		double y = a0.t == JV_INT     ? (double)a0.u.i
+		           : a0.t == JV_FLOAT ? a0.u.f
+		                              : (double)NAN;
 		return name[0] == 'l' ? (name[1] == 't' ? x < y : x <= y)
-				      : (name[1] == 't' ? x > y : x >= y);
+		                      : (name[1] == 't' ? x > y : x >= y);
 	}
 	jr_fail(r, e->pos, ORCH_ETEMPLATE, "no test named '%s'", name);
 	return false;
@@ -107,17 +109,18 @@ bound(struct jrender *r, struct jv self, const char *name)
 struct jv
 jr_method(struct jrender *r, struct jv self, const char *name)
 {
-	static const char *const dict_methods[] = {"items", "keys", "values", "get", "update", "pop",
-		"setdefault", "clear", NULL};
-	static const char *const str_methods[] = {"strip", "lstrip", "rstrip", "upper", "lower",
-		"title", "capitalize", "startswith", "endswith", "split", "replace", "join", "find",
-		NULL};
-	static const char *const list_methods[] = {"append", "extend", "pop", "insert", "remove",
-		"clear", "sort", "reverse", "index", "count", NULL};
+	static const char *const dict_methods[] = {"items", "keys",       "values", "get", "update",
+	                                           "pop",   "setdefault", "clear",  NULL};
+	static const char *const str_methods[] = {
+	        "strip",      "lstrip",   "rstrip", "upper",   "lower", "title", "capitalize",
+	        "startswith", "endswith", "split",  "replace", "join",  "find",  NULL};
+	static const char *const list_methods[] = {"append", "extend", "pop",  "insert",
+	                                           "remove", "clear",  "sort", "reverse",
+	                                           "index",  "count",  NULL};
 	const char *const *m = self.t == JV_DICT && !self.u.d->ns ? dict_methods
-			       : self.t == JV_STR		  ? str_methods
-			       : self.t == JV_LIST		  ? list_methods
-								  : NULL;
+	                       : self.t == JV_STR                 ? str_methods
+	                       : self.t == JV_LIST                ? list_methods
+	                                                          : NULL;
 
 	for (; m != NULL && *m != NULL; m++)
 		if (strcmp(*m, name) == 0)
@@ -129,7 +132,7 @@ struct jv
 jr_global(struct jrender *r, const char *name)
 {
 	static const char *const globals[] = {"raise_exception", "strftime_now", "namespace",
-		"range", "dict", NULL};
+	                                      "range",           "dict",         NULL};
 
 	for (const char *const *g = globals; *g != NULL; g++)
 		if (strcmp(*g, name) == 0)
@@ -151,9 +154,9 @@ dict_method(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *arg
 		return dflt;
 	}
 	if (strcmp(f->name, "items") != 0 && strcmp(f->name, "keys") != 0 &&
-		strcmp(f->name, "values") != 0) {
-		jr_fail(r, pos, ORCH_ETEMPLATE, "dict.%s() is not allowed: the sandbox is immutable",
-			f->name);
+	    strcmp(f->name, "values") != 0) {
+		jr_fail(r, pos, ORCH_ETEMPLATE,
+		        "dict.%s() is not allowed: the sandbox is immutable", f->name);
 		return jv_undef(NULL);
 	}
 	out = jv_list(r, d->n);
@@ -196,7 +199,9 @@ str_split(struct jrender *r, struct jv s, struct jv sep, struct jv maxsplit)
 
 	while (out.t == JV_LIST && p <= end) {
 		if (sep.t == JV_STR && sep.u.s->n > 0) {
-			const char *hit = left > 0 ? memmem(p, (size_t)(end - p), sep.u.s->s, sep.u.s->n) : NULL;
+			const char *hit =
+			        left > 0 ? memmem(p, (size_t)(end - p), sep.u.s->s, sep.u.s->n)
+			                 : NULL;
 			const char *stop = hit ? hit : end;
 			jv_list_push(r, out, jv_str(r, p, (size_t)(stop - p)));
 			if (hit == NULL)
@@ -226,16 +231,19 @@ str_method(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *args
 
 	if (strcmp(m, "strip") == 0 || strcmp(m, "lstrip") == 0 || strcmp(m, "rstrip") == 0)
 		return jr_strip(r, s, a0.t == JV_STR ? a0.u.s : NULL,
-			m[0] == 'l' ? 1 : m[0] == 'r' ? 2 : 3);
+		                m[0] == 'l'   ? 1
+		                : m[0] == 'r' ? 2
+		                              : 3);
 	if (strcmp(m, "upper") == 0 || strcmp(m, "lower") == 0 || strcmp(m, "title") == 0 ||
-		strcmp(m, "capitalize") == 0)
+	    strcmp(m, "capitalize") == 0)
 		return jr_case(r, s, m[0] == 'l' ? 'l' : m[0] == 'u' ? 'u' : m[0]);
 	if (strcmp(m, "startswith") == 0 || strcmp(m, "endswith") == 0)
 		return jv_bool(has_affix(s, a0, m[0] == 'e'));
 	if (strcmp(m, "split") == 0)
 		return str_split(r, s, a0, n > 1 ? args[1] : jv_none());
 	if (strcmp(m, "find") == 0) {
-		const char *hit = a0.t == JV_STR ? memmem(s.u.s->s, s.u.s->n, a0.u.s->s, a0.u.s->n) : NULL;
+		const char *hit =
+		        a0.t == JV_STR ? memmem(s.u.s->s, s.u.s->n, a0.u.s->s, a0.u.s->n) : NULL;
 		return jv_int(hit ? (int64_t)(hit - s.u.s->s) : -1);
 	}
 	if (strcmp(m, "join") == 0) {
@@ -285,7 +293,8 @@ g_range(struct jrender *r, size_t pos, struct jv *args, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		if (args[i].t != JV_INT)
-			return jr_fail(r, pos, ORCH_ETEMPLATE, "range() needs integers"), jv_undef(NULL);
+			return jr_fail(r, pos, ORCH_ETEMPLATE, "range() needs integers"),
+			       jv_undef(NULL);
 	if (n == 1)
 		b = args[0].u.i;
 	else if (n >= 2) {
@@ -296,10 +305,10 @@ g_range(struct jrender *r, size_t pos, struct jv *args, size_t n)
 	if (step == 0 || n == 0 || n > 3)
 		return jr_fail(r, pos, ORCH_ETEMPLATE, "bad range() arguments"), jv_undef(NULL);
 	int64_t count = step > 0 ? (b > a ? (b - a + step - 1) / step : 0)
-				 : (a > b ? (a - b - step - 1) / -step : 0);
+	                         : (a > b ? (a - b - step - 1) / -step : 0);
 	if (count > 1000000)
 		return jr_fail(r, pos, ORCH_ETEMPLATE, "range() of %lld items is too long",
-			       (long long)count),
+		               (long long)count),
 		       jv_undef(NULL);
 	out = jv_list(r, (size_t)count);
 	for (int64_t i = 0; i < count && out.t == JV_LIST; i++)
@@ -309,7 +318,7 @@ g_range(struct jrender *r, size_t pos, struct jv *args, size_t n)
 
 struct jv
 jr_call_func(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *args, size_t n,
-	const char **kwn, struct jv *kwv, size_t nkw)
+             const char **kwn, struct jv *kwv, size_t nkw)
 {
 	if (f->self.t == JV_DICT)
 		return dict_method(r, f, pos, args, n);
@@ -318,7 +327,8 @@ jr_call_func(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *ar
 	if (f->self.t == JV_LIST) {
 		if (strcmp(f->name, "index") != 0 && strcmp(f->name, "count") != 0)
 			return jr_fail(r, pos, ORCH_ETEMPLATE,
-				       "list.%s() is not allowed: the sandbox is immutable", f->name),
+			               "list.%s() is not allowed: the sandbox is immutable",
+			               f->name),
 			       jv_undef(NULL);
 		int64_t count = 0, at = -1;
 		for (size_t i = 0; n > 0 && i < f->self.u.l->n; i++) {
@@ -328,7 +338,8 @@ jr_call_func(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *ar
 			}
 		}
 		if (f->name[0] == 'i' && at < 0)
-			return jr_fail(r, pos, ORCH_ETEMPLATE, "value is not in list"), jv_undef(NULL);
+			return jr_fail(r, pos, ORCH_ETEMPLATE, "value is not in list"),
+			       jv_undef(NULL);
 		return jv_int(f->name[0] == 'i' ? at : count);
 	}
 	if (strcmp(f->name, "raise_exception") == 0) {

@@ -16,13 +16,14 @@
  *   function returning undefined, and no more output is produced.
  * - Limits: 50M evaluation steps, macro nesting 64, 64 MiB of output.
  */
-#include "jinja_internal.h"
-
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "jinja_internal.h"
 
 orch_err
 jr_fail(struct jrender *r, size_t pos, orch_err code, const char *fmt, ...)
@@ -143,7 +144,7 @@ eval_attr(struct jrender *r, const struct jexpr *e, struct jv obj)
 /* Slice bounds for @n items, Python's rules. */
 static bool
 slice_bounds(struct jrender *r, const struct jexpr *e, size_t n, int64_t *start, int64_t *stop,
-	int64_t *step)
+             int64_t *step)
 {
 	struct jv a = e->b ? jr_eval(r, e->b) : jv_none(), b = e->c ? jr_eval(r, e->c) : jv_none();
 	struct jv c = e->d ? jr_eval(r, e->d) : jv_none();
@@ -151,7 +152,8 @@ slice_bounds(struct jrender *r, const struct jexpr *e, size_t n, int64_t *start,
 
 	*step = c.t == JV_INT ? c.u.i : 1;
 	if (*step == 0 || (a.t != JV_INT && a.t != JV_NONE) || (b.t != JV_INT && b.t != JV_NONE))
-		return fail(r, e->pos, "slice indices must be integers and the step non-zero"), false;
+		return fail(r, e->pos, "slice indices must be integers and the step non-zero"),
+		       false;
 	*start = a.t == JV_INT ? a.u.i : (*step > 0 ? 0 : len - 1);
 	*stop = b.t == JV_INT ? b.u.i : (*step > 0 ? len : -len - 1);
 	if (*start < 0)
@@ -177,13 +179,14 @@ eval_slice(struct jrender *r, const struct jexpr *e)
 
 	if (obj.t != JV_LIST && obj.t != JV_STR)
 		return obj.t == JV_UNDEF ? undefined_error(r, e->pos, obj)
-					 : fail(r, e->pos, "only lists and strings can be sliced");
+		                         : fail(r, e->pos, "only lists and strings can be sliced");
 	n = obj.t == JV_LIST ? obj.u.l->n : jv_len_chars(obj.u.s);
 	if (!slice_bounds(r, e, n, &start, &stop, &step))
 		return jv_undef(NULL);
 	if (obj.t == JV_LIST) {
 		out = jv_list(r, 0);
-		for (int64_t i = start; out.t == JV_LIST && (step > 0 ? i < stop : i > stop); i += step)
+		for (int64_t i = start; out.t == JV_LIST && (step > 0 ? i < stop : i > stop);
+		     i += step)
 			jv_list_push(r, out, obj.u.l->v[i]);
 		return out;
 	}
@@ -267,7 +270,7 @@ compare(struct jv a, struct jv b, bool *ok)
 {
 	*ok = true;
 	if ((a.t == JV_INT || a.t == JV_FLOAT || a.t == JV_BOOL) &&
-		(b.t == JV_INT || b.t == JV_FLOAT || b.t == JV_BOOL)) {
+	    (b.t == JV_INT || b.t == JV_FLOAT || b.t == JV_BOOL)) {
 		double x = a.t == JV_INT ? (double)a.u.i : a.t == JV_BOOL ? a.u.b : a.u.f;
 		double y = b.t == JV_INT ? (double)b.u.i : b.t == JV_BOOL ? b.u.b : b.u.f;
 		return (x > y) - (x < y);
@@ -313,7 +316,8 @@ static struct jv
 arith(struct jrender *r, const struct jexpr *e, const char *op, struct jv a, struct jv b)
 {
 	bool ints = a.t != JV_FLOAT && b.t != JV_FLOAT;
-	int64_t x = ints ? (a.t == JV_BOOL ? a.u.b : a.u.i) : 0, y = ints ? (b.t == JV_BOOL ? b.u.b : b.u.i) : 0;
+	int64_t x = ints ? (a.t == JV_BOOL ? a.u.b : a.u.i) : 0,
+	        y = ints ? (b.t == JV_BOOL ? b.u.b : b.u.i) : 0;
 	double f = as_double(a), g = as_double(b);
 	int64_t res;
 
@@ -329,8 +333,8 @@ arith(struct jrender *r, const struct jexpr *e, const char *op, struct jv a, str
 	}
 	if (ints) {
 		if ((op[0] == '+' && !__builtin_add_overflow(x, y, &res)) ||
-			(op[0] == '-' && !__builtin_sub_overflow(x, y, &res)) ||
-			(op[0] == '*' && !__builtin_mul_overflow(x, y, &res)))
+		    (op[0] == '-' && !__builtin_sub_overflow(x, y, &res)) ||
+		    (op[0] == '*' && !__builtin_mul_overflow(x, y, &res)))
 			return jv_int(res);
 		if (strcmp(op, "//") == 0)
 			return jv_int(x / y - ((x % y != 0) && ((x < 0) != (y < 0))));
@@ -375,7 +379,7 @@ plus(struct jrender *r, const struct jexpr *e, struct jv a, struct jv b)
 		return undefined_error(r, e->pos, a.t == JV_UNDEF ? a : b);
 	char msg[160];
 	snprintf(msg, sizeof(msg), "unsupported operand type(s) for +: '%s' and '%s'",
-		jv_type_name(a), jv_type_name(b));
+	         jv_type_name(a), jv_type_name(b));
 	return fail(r, e->pos, msg);
 }
 
@@ -414,7 +418,7 @@ binary_op(struct jrender *r, const struct jexpr *e, struct jv a, struct jv b)
 		return undefined_error(r, e->pos, a.t == JV_UNDEF ? a : b);
 	char msg[160];
 	snprintf(msg, sizeof(msg), "unsupported operand type(s) for %s: '%s' and '%s'", op,
-		jv_type_name(a), jv_type_name(b));
+	         jv_type_name(a), jv_type_name(b));
 	return fail(r, e->pos, msg);
 }
 
@@ -469,8 +473,8 @@ jr_eval(struct jrender *r, const struct jexpr *e)
 		return jv_truthy(a) ? a : jr_eval(r, e->b);
 	case JX_COND:
 		return jv_truthy(jr_eval(r, e->b)) ? jr_eval(r, e->a)
-		       : e->c                    ? jr_eval(r, e->c)
-						 : jv_undef(NULL);
+		       : e->c                      ? jr_eval(r, e->c)
+		                                   : jv_undef(NULL);
 	case JX_BIN:
 		a = jr_eval(r, e->a);
 		b = jr_eval(r, e->b);
@@ -492,14 +496,15 @@ jr_eval(struct jrender *r, const struct jexpr *e)
 
 orch_err
 jinja_render(const struct jinja_tmpl *t, const void *vars, const struct jinja_opts *o,
-	struct sbuf *out, struct orch_errinfo *reterr)
+             struct sbuf *out, struct orch_errinfo *reterr)
 {
 	struct arena a = {0};
 	struct jscope root = {0};
 	struct jinja_opts dflt = {.now = -1};
 	struct jrender r = {t, o ? o : &dflt, &a, reterr, &root, &root, 0, 0, 0, ORCH_OK};
 
-	for (const cJSON *c = vars ? ((const cJSON *)vars)->child : NULL; c && !r.failed; c = c->next)
+	for (const cJSON *c = vars ? ((const cJSON *)vars)->child : NULL; c && !r.failed;
+	     c = c->next)
 		jr_set(&r, c->string, jv_from_json(&r, c));
 	if (!r.failed)
 		jr_exec_body(&r, &t->root, out);

@@ -3,10 +3,10 @@
  * break/continue), set (names, tuples, namespace attributes, blocks),
  * macros and their calls, call blocks, generation.
  */
-#include "jinja_internal.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "jinja_internal.h"
 
 bool
 jr_iterate(struct jrender *r, struct jv v, size_t pos, struct jv **items, size_t *n)
@@ -62,7 +62,7 @@ bind_targets(struct jrender *r, const struct jnode *n, struct jv v)
 		return jr_set(r, n->targets[0], v);
 	if (v.t != JV_LIST || v.u.l->n != n->n_targets)
 		return jr_fail(r, n->pos, ORCH_ETEMPLATE, "cannot unpack %s into %zu names",
-			       jv_type_name(v), n->n_targets),
+		               jv_type_name(v), n->n_targets),
 		       false;
 	for (size_t i = 0; i < n->n_targets; i++)
 		if (!jr_set(r, n->targets[i], v.u.l->v[i]))
@@ -75,11 +75,16 @@ loop_object(struct jrender *r, struct jv *items, size_t n, size_t i)
 {
 	struct jv d = jv_dict(r, 10);
 	static const char *const keys[] = {"index", "index0", "revindex", "revindex0", "first",
-		"last", "length", "previtem", "nextitem"};
-	struct jv vals[9] = {jv_int((int64_t)i + 1), jv_int((int64_t)i), jv_int((int64_t)(n - i)),
-		jv_int((int64_t)(n - i - 1)), jv_bool(i == 0), jv_bool(i + 1 == n),
-		jv_int((int64_t)n), i > 0 ? items[i - 1] : jv_undef("previtem"),
-		i + 1 < n ? items[i + 1] : jv_undef("nextitem")};
+	                                   "last",  "length", "previtem", "nextitem"};
+	struct jv vals[9] = {jv_int((int64_t)i + 1),
+	                     jv_int((int64_t)i),
+	                     jv_int((int64_t)(n - i)),
+	                     jv_int((int64_t)(n - i - 1)),
+	                     jv_bool(i == 0),
+	                     jv_bool(i + 1 == n),
+	                     jv_int((int64_t)n),
+	                     i > 0 ? items[i - 1] : jv_undef("previtem"),
+	                     i + 1 < n ? items[i + 1] : jv_undef("nextitem")};
 
 	for (size_t k = 0; k < 9 && d.t == JV_DICT; k++)
 		jv_dict_set(r, d.u.d, jv_str(r, keys[k], strlen(keys[k])), vals[k]);
@@ -120,7 +125,8 @@ exec_for(struct jrender *r, const struct jnode *n, struct sbuf *out)
 	for (size_t i = 0; i < count && !r->failed; i++) {
 		struct jscope s = {.parent = r->scope};
 		r->scope = &s;
-		if (bind_targets(r, n, items[i]) && jr_set(r, "loop", loop_object(r, items, count, i)))
+		if (bind_targets(r, n, items[i]) &&
+		    jr_set(r, "loop", loop_object(r, items, count, i)))
 			jr_exec_body(r, &n->body, out);
 		r->scope = s.parent;
 		if (r->loop_ctl == 1) {
@@ -146,7 +152,8 @@ exec_set(struct jrender *r, const struct jnode *n)
 	}
 	struct jv ns = jr_lookup(r, n->targets[0]);
 	if (ns.t != JV_DICT || !ns.u.d->ns) {
-		jr_fail(r, n->pos, ORCH_ETEMPLATE, "cannot assign attribute on non-namespace object");
+		jr_fail(r, n->pos, ORCH_ETEMPLATE,
+		        "cannot assign attribute on non-namespace object");
 		return;
 	}
 	jv_dict_set(r, ns.u.d, jv_str(r, n->attr, strlen(n->attr)), v);
@@ -179,7 +186,7 @@ macro_value(struct jrender *r, const struct jnode *n)
 
 struct jv
 jr_call_macro(struct jrender *r, const struct jmacro *m, size_t pos, struct jv *args, size_t n,
-	const char **kwn, struct jv *kwv, size_t nkw)
+              const char **kwn, struct jv *kwv, size_t nkw)
 {
 	const struct jnode *d = m->def;
 	struct jscope s = {.parent = r->root}, *saved = r->scope;
@@ -188,15 +195,16 @@ jr_call_macro(struct jrender *r, const struct jmacro *m, size_t pos, struct jv *
 
 	if (n > d->n_params)
 		return jr_fail(r, pos, ORCH_ETEMPLATE, "macro '%s' takes %zu arguments, %zu given",
-			       d->name ? d->name : "caller", d->n_params, n),
+		               d->name ? d->name : "caller", d->n_params, n),
 		       jv_undef(NULL);
 	if (r->depth >= JINJA_MAX_DEPTH)
 		return jr_fail(r, pos, ORCH_ETEMPLATE, "macros nested too deeply"), jv_undef(NULL);
 	r->depth++;
 	r->scope = &s;
 	for (size_t i = 0; i < d->n_params && !r->failed; i++) {
-		struct jv v = i < n ? args[i] : d->defaults[i] ? jr_eval(r, d->defaults[i])
-							      : jv_undef(d->params[i]);
+		struct jv v = i < n            ? args[i]
+		              : d->defaults[i] ? jr_eval(r, d->defaults[i])
+		                               : jv_undef(d->params[i]);
 		for (size_t k = 0; k < nkw; k++)
 			if (strcmp(kwn[k], d->params[i]) == 0)
 				v = kwv[k];
@@ -278,6 +286,6 @@ jr_exec_body(struct jrender *r, const struct jbody *b, struct sbuf *out)
 		exec_node(r, b->v[i], out);
 		if (out->n > JINJA_MAX_OUTPUT)
 			jr_fail(r, b->v[i]->pos, ORCH_ETEMPLATE, "output exceeds %u bytes",
-				JINJA_MAX_OUTPUT);
+			        JINJA_MAX_OUTPUT);
 	}
 }

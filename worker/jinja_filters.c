@@ -6,14 +6,14 @@
  * title, default/d, replace, first, last, indent, map, unique, int, float,
  * abs, round, reverse, sort, safe, escape/e.
  */
-#include "jinja_internal.h"
-#include "utf8.h"
-
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "jinja_internal.h"
+#include "utf8.h"
 
 /* Named parameters of a builtin: positional first, then by keyword. */
 struct jargs {
@@ -134,8 +134,8 @@ attr_path(struct jrender *r, struct jv v, struct jv attr)
 {
 	if (attr.t == JV_INT)
 		return v.t == JV_LIST && attr.u.i >= 0 && (size_t)attr.u.i < v.u.l->n
-			       ? v.u.l->v[attr.u.i]
-			       : jv_undef(NULL);
+		               ? v.u.l->v[attr.u.i]
+		               : jv_undef(NULL);
 	if (attr.t != JV_STR)
 		return jv_undef(NULL);
 	const char *p = attr.u.s->s;
@@ -155,7 +155,7 @@ attr_path(struct jrender *r, struct jv v, struct jv attr)
 /* select/reject/selectattr/rejectattr: keep items whose test result is @want. */
 static struct jv
 select_items(struct jrender *r, const struct jexpr *e, struct jv v, const struct jargs *a,
-	bool by_attr, bool want)
+             bool by_attr, bool want)
 {
 	struct jv *items, out;
 	size_t n, first = by_attr ? 1 : 0;
@@ -168,11 +168,10 @@ select_items(struct jrender *r, const struct jexpr *e, struct jv v, const struct
 	out = jv_list(r, n);
 	for (size_t i = 0; i < n && out.t == JV_LIST && !r->failed; i++) {
 		struct jv x = by_attr ? attr_path(r, items[i], arg(a, 0, "attribute", jv_none()))
-				      : items[i];
-		bool ok = test.t == JV_UNDEF
-				  ? jv_truthy(x)
-				  : jr_test(r, e, test.u.s->s, x, a->args + first + 1,
-					    a->n > first + 1 ? a->n - first - 1 : 0);
+		                      : items[i];
+		bool ok = test.t == JV_UNDEF ? jv_truthy(x)
+		                             : jr_test(r, e, test.u.s->s, x, a->args + first + 1,
+		                                       a->n > first + 1 ? a->n - first - 1 : 0);
 		if (ok == want)
 			jv_list_push(r, out, items[i]);
 	}
@@ -202,7 +201,8 @@ f_join(struct jrender *r, const struct jexpr *e, struct jv v, const struct jargs
 static struct jv
 f_tojson(struct jrender *r, const struct jexpr *e, struct jv v, const struct jargs *a)
 {
-	struct jv indent = arg(a, 0, "indent", jv_none()), sort = arg(a, 3, "sort_keys", jv_bool(false));
+	struct jv indent = arg(a, 0, "indent", jv_none()),
+	          sort = arg(a, 3, "sort_keys", jv_bool(false));
 	struct sbuf b = {0};
 	struct jv out;
 
@@ -255,7 +255,8 @@ static struct jv
 f_replace(struct jrender *r, struct jv v, const struct jargs *a)
 {
 	struct jv s = str_of(r, v), old = str_of(r, arg(a, 0, "old", jv_str(r, "", 0)));
-	struct jv new = str_of(r, arg(a, 1, "new", jv_str(r, "", 0))), cnt = arg(a, 2, "count", jv_none());
+	struct jv new = str_of(r, arg(a, 1, "new", jv_str(r, "", 0))),
+	          cnt = arg(a, 2, "count", jv_none());
 	int64_t left = cnt.t == JV_INT ? cnt.u.i : INT64_MAX;
 	struct sbuf b = {0};
 	size_t i = 0;
@@ -263,9 +264,9 @@ f_replace(struct jrender *r, struct jv v, const struct jargs *a)
 	if (s.t != JV_STR || old.t != JV_STR || new.t != JV_STR)
 		return jv_undef(NULL);
 	while (i <= s.u.s->n) {
-		const char *hit = left > 0 && old.u.s->n > 0
-					  ? memmem(s.u.s->s + i, s.u.s->n - i, old.u.s->s, old.u.s->n)
-					  : NULL;
+		const char *hit = left > 0 && old.u.s->n > 0 ? memmem(s.u.s->s + i, s.u.s->n - i,
+		                                                      old.u.s->s, old.u.s->n)
+		                                             : NULL;
 		if (hit == NULL) {
 			sbuf_put(&b, s.u.s->s + i, s.u.s->n - i);
 			break;
@@ -283,7 +284,8 @@ f_replace(struct jrender *r, struct jv v, const struct jargs *a)
 static struct jv
 f_map(struct jrender *r, const struct jexpr *e, struct jv v, const struct jargs *a)
 {
-	struct jv attr = arg(a, 99, "attribute", jv_undef(NULL)), dflt = arg(a, 99, "default", jv_undef(NULL));
+	struct jv attr = arg(a, 99, "attribute", jv_undef(NULL)),
+	          dflt = arg(a, 99, "default", jv_undef(NULL));
 	struct jv *items, out;
 	size_t n;
 
@@ -386,7 +388,7 @@ f_number(struct jrender *r, struct jv v, const struct jargs *a, bool as_int)
 
 	if (v.t == JV_INT || v.t == JV_BOOL)
 		return as_int ? jv_int(v.t == JV_BOOL ? v.u.b : v.u.i)
-			      : jv_float(v.t == JV_BOOL ? v.u.b : (double)v.u.i);
+		              : jv_float(v.t == JV_BOOL ? v.u.b : (double)v.u.i);
 	if (v.t == JV_FLOAT)
 		return as_int ? jv_int((int64_t)v.u.f) : v;
 	if (v.t == JV_STR) {
@@ -449,7 +451,7 @@ cmp_jv(const void *x, const void *y, void *ctx)
 
 static struct jv
 f_sort_reverse(struct jrender *r, const struct jexpr *e, struct jv v, const struct jargs *a,
-	bool sort)
+               bool sort)
 {
 	struct jv out = to_list(r, e, v);
 
@@ -476,7 +478,7 @@ f_sort_reverse(struct jrender *r, const struct jexpr *e, struct jv v, const stru
 
 struct jv
 jr_filter(struct jrender *r, const struct jexpr *e, struct jv v, struct jv *args, size_t n,
-	const char **kwn, struct jv *kwv, size_t nkw)
+          const char **kwn, struct jv *kwv, size_t nkw)
 {
 	const struct jargs a = {args, n, kwn, kwv, nkw};
 	const char *f = e->name;
@@ -507,7 +509,7 @@ jr_filter(struct jrender *r, const struct jexpr *e, struct jv v, struct jv *args
 	if (strcmp(f, "select") == 0 || strcmp(f, "reject") == 0)
 		return select_items(r, e, v, &a, false, f[0] == 's' && f[2] == 'l');
 	if (strcmp(f, "lower") == 0 || strcmp(f, "upper") == 0 || strcmp(f, "capitalize") == 0 ||
-		strcmp(f, "title") == 0)
+	    strcmp(f, "title") == 0)
 		return jr_case(r, str_of(r, v), f[0] == 'l' ? 'l' : f[0] == 'u' ? 'u' : f[0]);
 	if (strcmp(f, "replace") == 0)
 		return f_replace(r, v, &a);
@@ -522,9 +524,9 @@ jr_filter(struct jrender *r, const struct jexpr *e, struct jv v, struct jv *args
 	if (strcmp(f, "int") == 0 || strcmp(f, "float") == 0)
 		return f_number(r, v, &a, f[0] == 'i');
 	if (strcmp(f, "abs") == 0)
-		return v.t == JV_INT ? jv_int(v.u.i < 0 ? -v.u.i : v.u.i)
+		return v.t == JV_INT     ? jv_int(v.u.i < 0 ? -v.u.i : v.u.i)
 		       : v.t == JV_FLOAT ? jv_float(fabs(v.u.f))
-					 : ffail(r, e, "abs needs a number");
+		                         : ffail(r, e, "abs needs a number");
 	if (strcmp(f, "round") == 0) {
 		struct jv p = arg(&a, 0, "precision", jv_int(0));
 		double m = pow(10.0, (double)(p.t == JV_INT ? p.u.i : 0));

@@ -5,12 +5,12 @@
  * (jinja_value.c), evaluation (jinja_eval.c) and builtins (jinja_builtins.c).
  * Not for use outside worker/jinja*.
  */
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "arena.h"
 #include "jinja.h"
 #include "sbuf.h"
-
-#include <stdbool.h>
-#include <stdint.h>
 
 /* ---- tokens ---- */
 
@@ -22,10 +22,11 @@ enum jtok {
 	JT_BLOCK_BEGIN, /* {% */
 	JT_BLOCK_END,   /* %} */
 	JT_NAME,
-	JT_STRING,      /* raw, with quotes */
+	JT_STRING, /* raw, with quotes */
 	JT_INT,
 	JT_FLOAT,
-	JT_OP,          /* punctuation and operators: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : | */
+	JT_OP, /* punctuation and operators: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
+	        */
 };
 
 struct jtoken {
@@ -42,7 +43,7 @@ struct jlex {
 
 /* jinja_lex - tokens of @src (newlines normalized, one trailing newline dropped). */
 orch_err jinja_lex(const char *name, const char *src, size_t len, struct jlex *out,
-	struct orch_errinfo *reterr);
+                   struct orch_errinfo *reterr);
 
 /* jinja_where - "NAME:LINE:COL" of offset @pos in @src. */
 void jinja_where(const char *name, const char *src, size_t pos, char *buf, size_t n);
@@ -58,7 +59,7 @@ enum jv_type {
 	JV_STR,
 	JV_LIST,
 	JV_DICT,
-	JV_FUNC,  /* builtin global or bound method */
+	JV_FUNC, /* builtin global or bound method */
 	JV_MACRO,
 };
 
@@ -124,15 +125,15 @@ enum jx_kind {
 struct jexpr {
 	enum jx_kind kind;
 	size_t pos;
-	struct jv lit;         /* JX_LIT */
-	const char *name;      /* NAME, ATTR, FILTER, TEST; BIN: the operator */
+	struct jv lit;           /* JX_LIT */
+	const char *name;        /* NAME, ATTR, FILTER, TEST; BIN: the operator */
 	struct jexpr *a, *b, *c; /* operands; SLICE: start, stop, step in b, c and d */
 	struct jexpr *d;
-	struct jexpr **args;   /* CALL/FILTER/TEST args; LIST/TUPLE items; DICT keys */
-	struct jexpr **vals;   /* DICT values; keyword argument values */
-	const char **kwnames;  /* keyword argument names */
+	struct jexpr **args;  /* CALL/FILTER/TEST args; LIST/TUPLE items; DICT keys */
+	struct jexpr **vals;  /* DICT values; keyword argument values */
+	const char **kwnames; /* keyword argument names */
 	size_t n_args, n_kw;
-	bool negate;           /* TEST: is not */
+	bool negate; /* TEST: is not */
 };
 
 enum jn_kind {
@@ -157,26 +158,26 @@ struct jbody {
 struct jnode {
 	enum jn_kind kind;
 	size_t pos;
-	const char *text;      /* TEXT */
+	const char *text; /* TEXT */
 	size_t text_n;
-	struct jexpr *expr;    /* OUTPUT, SET value, FOR iterable, CALL_BLOCK call */
-	struct jexpr *cond;    /* FOR filter */
-	const char **targets;  /* FOR/SET names (tuple unpacking) */
+	struct jexpr *expr;   /* OUTPUT, SET value, FOR iterable, CALL_BLOCK call */
+	struct jexpr *cond;   /* FOR filter */
+	const char **targets; /* FOR/SET names (tuple unpacking) */
 	size_t n_targets;
-	const char *attr;      /* SET ns.attr: the attribute */
+	const char *attr; /* SET ns.attr: the attribute */
 	struct jbody body, else_body;
-	struct jexpr **conds;  /* IF: if + elifs */
-	struct jbody *bodies;  /* IF: one per cond */
+	struct jexpr **conds; /* IF: if + elifs */
+	struct jbody *bodies; /* IF: one per cond */
 	size_t n_conds;
-	const char *name;      /* MACRO, SET_BLOCK */
-	const char **params;   /* MACRO */
+	const char *name;        /* MACRO, SET_BLOCK */
+	const char **params;     /* MACRO */
 	struct jexpr **defaults; /* MACRO: per param, may be NULL */
 	size_t n_params;
 };
 
 struct jinja_tmpl {
 	char *name;
-	char *src;   /* normalized source; tokens point into it */
+	char *src; /* normalized source; tokens point into it */
 	size_t src_n;
 	struct arena arena;
 	struct jbody root;
@@ -206,12 +207,12 @@ struct jrender {
 	const struct jinja_opts *opts;
 	struct arena *a;
 	struct orch_errinfo *err;
-	struct jscope *scope;  /* innermost */
+	struct jscope *scope; /* innermost */
 	struct jscope *root;
 	uint64_t steps;
 	unsigned depth;
-	int loop_ctl;          /* 1: break, 2: continue pending */
-	orch_err failed;       /* first error; evaluation unwinds when set */
+	int loop_ctl;    /* 1: break, 2: continue pending */
+	orch_err failed; /* first error; evaluation unwinds when set */
 };
 
 #define JINJA_MAX_STEPS  50000000ull
@@ -220,7 +221,7 @@ struct jrender {
 
 /* jr_fail - record the first error at @pos (NAME:LINE:COL: message) and return it. */
 orch_err jr_fail(struct jrender *r, size_t pos, orch_err code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+        __attribute__((format(printf, 4, 5)));
 
 /* Values (jinja_value.c). */
 struct jv jv_undef(const char *name);
@@ -252,17 +253,17 @@ void jr_exec_body(struct jrender *r, const struct jbody *b, struct sbuf *out);
 struct jv jr_lookup(struct jrender *r, const char *name);
 bool jr_set(struct jrender *r, const char *name, struct jv v);
 struct jv jr_call_macro(struct jrender *r, const struct jmacro *m, size_t pos, struct jv *args,
-	size_t n, const char **kwn, struct jv *kwv, size_t nkw);
+                        size_t n, const char **kwn, struct jv *kwv, size_t nkw);
 /* jr_iterate - the items a for loop over @v sees (dict: keys, string: chars); false on error. */
 bool jr_iterate(struct jrender *r, struct jv v, size_t pos, struct jv **items, size_t *n);
 
 /* Builtins (jinja_builtins.c). */
 struct jv jr_filter(struct jrender *r, const struct jexpr *e, struct jv v, struct jv *args,
-	size_t n, const char **kwn, struct jv *kwv, size_t nkw);
+                    size_t n, const char **kwn, struct jv *kwv, size_t nkw);
 bool jr_test(struct jrender *r, const struct jexpr *e, const char *name, struct jv v,
-	struct jv *args, size_t n);
+             struct jv *args, size_t n);
 struct jv jr_call_func(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *args,
-	size_t n, const char **kwn, struct jv *kwv, size_t nkw);
+                       size_t n, const char **kwn, struct jv *kwv, size_t nkw);
 /* jr_method - the bound method @name of @self, or undefined. */
 struct jv jr_method(struct jrender *r, struct jv self, const char *name);
 /* jr_strip - str.strip (@how 3), lstrip (1), rstrip (2); @chars NULL: Unicode whitespace. */

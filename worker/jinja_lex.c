@@ -10,13 +10,13 @@
  *   - the source's newlines are normalized to "\n" and one trailing newline
  *     is dropped (keep_trailing_newline = False), before any of this.
  */
-#include "alloc.h"
-#include "jinja_internal.h"
-
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+#include "alloc.h"
+#include "jinja_internal.h"
 
 struct lexer {
 	const char *name, *src;
@@ -42,7 +42,7 @@ jinja_where(const char *name, const char *src, size_t pos, char *buf, size_t n)
 }
 
 static orch_err lex_fail(struct lexer *L, size_t pos, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 static orch_err
 lex_fail(struct lexer *L, size_t pos, const char *fmt, ...)
@@ -116,7 +116,8 @@ lex_token(struct lexer *L)
 		bool is_float = false;
 		while (end < L->len && (isdigit((unsigned char)L->src[end]) || L->src[end] == '_'))
 			end++;
-		if (end + 1 < L->len && L->src[end] == '.' && isdigit((unsigned char)L->src[end + 1])) {
+		if (end + 1 < L->len && L->src[end] == '.' &&
+		    isdigit((unsigned char)L->src[end + 1])) {
 			is_float = true;
 			for (end++; end < L->len && isdigit((unsigned char)L->src[end]); end++)
 				;
@@ -127,7 +128,8 @@ lex_token(struct lexer *L)
 				e++;
 			if (e < L->len && isdigit((unsigned char)L->src[e])) {
 				is_float = true;
-				for (end = e; end < L->len && isdigit((unsigned char)L->src[end]); end++)
+				for (end = e; end < L->len && isdigit((unsigned char)L->src[end]);
+				     end++)
 					;
 			}
 		}
@@ -188,7 +190,7 @@ all_space(const char *s, size_t n)
 /* Text before a tag opener of kind @kind ('{', '%', '#') with modifier @mod. */
 static orch_err
 lex_text(struct lexer *L, size_t start, size_t end, char kind, char mod, bool line_starting,
-	bool strip_before)
+         bool strip_before)
 {
 	const char *t = L->src + start;
 	size_t n = end - start;
@@ -213,7 +215,7 @@ lex_text(struct lexer *L, size_t start, size_t end, char kind, char mod, bool li
 
 orch_err
 jinja_lex(const char *name, const char *src, size_t len, struct jlex *out,
-	struct orch_errinfo *reterr)
+          struct orch_errinfo *reterr)
 {
 	struct lexer L = {name, src, len, 0, out, reterr};
 	bool line_starting = true, strip_next = false;
@@ -222,13 +224,15 @@ jinja_lex(const char *name, const char *src, size_t len, struct jlex *out,
 	while (rv == ORCH_OK && L.pos < len) {
 		const char *open = NULL;
 		for (size_t i = L.pos; i + 1 < len && open == NULL; i++)
-			if (src[i] == '{' && (src[i + 1] == '{' || src[i + 1] == '%' || src[i + 1] == '#'))
+			if (src[i] == '{' &&
+			    (src[i + 1] == '{' || src[i + 1] == '%' || src[i + 1] == '#'))
 				open = src + i;
 		size_t at = open ? (size_t)(open - src) : len;
 		char kind = open ? open[1] : '{';
 		char mod = open && at + 2 < len ? src[at + 2] : 0;
 		if ((rv = lex_text(&L, L.pos, at, kind, open ? mod : '+', line_starting,
-			     strip_next)) != ORCH_OK || open == NULL)
+		                   strip_next)) != ORCH_OK ||
+		    open == NULL)
 			break;
 		bool strip_after = false, keep = false;
 		L.pos = at + 2 + (mod == '-' || mod == '+');
@@ -240,11 +244,13 @@ jinja_lex(const char *name, const char *src, size_t len, struct jlex *out,
 			keep = c > src + L.pos && c[-1] == '+';
 			L.pos = (size_t)(c - src) + 2;
 		} else {
-			if ((rv = emit(&L, kind == '{' ? JT_VAR_BEGIN : JT_BLOCK_BEGIN, open, 2, at)))
+			if ((rv = emit(&L, kind == '{' ? JT_VAR_BEGIN : JT_BLOCK_BEGIN, open, 2,
+			               at)))
 				break;
 			if ((rv = lex_tag(&L, kind == '{' ? "}}" : "%}", &strip_after, &keep)))
 				break;
-			rv = emit(&L, kind == '{' ? JT_VAR_END : JT_BLOCK_END, src + L.pos - 2, 2, L.pos - 2);
+			rv = emit(&L, kind == '{' ? JT_VAR_END : JT_BLOCK_END, src + L.pos - 2, 2,
+			          L.pos - 2);
 		}
 		strip_next = strip_after;
 		if (!strip_after && !keep && kind != '{' && L.pos < len && src[L.pos] == '\n')

@@ -8,13 +8,13 @@
  * (name, tuple, ns.attr, block), macro, call block, break, continue,
  * generation. Everything lives in the template's arena.
  */
-#include "jinja_internal.h"
-
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "jinja_internal.h"
 
 #define MAX_ITEMS 256
 
@@ -62,7 +62,7 @@ at_name(struct parser *p, const char *s)
 }
 
 static void *perr(struct parser *p, const struct jtoken *at, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+        __attribute__((format(printf, 3, 4)));
 
 static void *
 perr(struct parser *p, const struct jtoken *at, const char *fmt, ...)
@@ -484,7 +484,7 @@ parse_unary(struct parser *p, bool with_filter)
 
 static struct jexpr *
 binary(struct parser *p, const struct jtoken *op, struct jexpr *a, struct jexpr *b,
-	enum jx_kind kind)
+       enum jx_kind kind)
 {
 	struct jexpr *e = mk(p, kind, op->pos);
 
@@ -498,11 +498,11 @@ binary(struct parser *p, const struct jtoken *op, struct jexpr *a, struct jexpr 
 
 /* Binary levels from tightest to loosest: each lists its operators. */
 static const char *const levels[][7] = {
-	{"**", NULL},
-	{"*", "/", "//", "%", NULL},
-	{"~", NULL},
-	{"+", "-", NULL},
-	{"==", "!=", "<", "<=", ">", ">=", NULL},
+        {"**", NULL},
+        {"*", "/", "//", "%", NULL},
+        {"~", NULL},
+        {"+", "-", NULL},
+        {"==", "!=", "<", "<=", ">", ">=", NULL},
 };
 
 static struct jexpr *
@@ -515,8 +515,9 @@ parse_level(struct parser *p, int level)
 		bool hit = false;
 		for (int k = 0; levels[level][k] != NULL; k++)
 			hit |= tok_is(t, JT_OP, levels[level][k]);
-		if (level == 4 && (tok_is(t, JT_NAME, "in") ||
-				   (tok_is(t, JT_NAME, "not") && tok_is(&p->tok[p->i + 1], JT_NAME, "in"))))
+		if (level == 4 &&
+		    (tok_is(t, JT_NAME, "in") ||
+		     (tok_is(t, JT_NAME, "not") && tok_is(&p->tok[p->i + 1], JT_NAME, "in"))))
 			hit = true;
 		if (!hit)
 			break;
@@ -531,7 +532,7 @@ parse_level(struct parser *p, int level)
 			continue;
 		}
 		e = binary(p, t, e, level == 0 ? parse_unary(p, true) : parse_level(p, level - 1),
-			JX_BIN);
+		           JX_BIN);
 	}
 	return e;
 }
@@ -557,7 +558,7 @@ parse_andor(struct parser *p, bool is_or)
 	while (e != NULL && at_name(p, is_or ? "or" : "and")) {
 		const struct jtoken *t = next(p);
 		e = binary(p, t, e, is_or ? parse_andor(p, false) : parse_not(p),
-			is_or ? JX_OR : JX_AND);
+		           is_or ? JX_OR : JX_AND);
 	}
 	return e;
 }
@@ -804,7 +805,8 @@ parse_params(struct parser *p, struct jnode *n)
 static struct jnode *
 parse_macro(struct parser *p, size_t pos, bool call_block)
 {
-	static const char *const macro_end[] = {"endmacro", NULL}, *const call_end[] = {"endcall", NULL};
+	static const char *const macro_end[] = {"endmacro", NULL}, *const call_end[] = {"endcall",
+	                                                                                NULL};
 	struct jnode *n = mkn(p, call_block ? JN_CALL_BLOCK : JN_MACRO, pos);
 
 	if (n == NULL)
@@ -851,7 +853,7 @@ parse_statement(struct parser *p)
 	}
 	if (tok_is(kw, JT_NAME, "generation")) {
 		if ((n = mkn(p, JN_GENERATION, pos)) == NULL || !end_block(p) ||
-			!parse_body(p, &n->body, gen_end) || !at_tag(p, "endgeneration"))
+		    !parse_body(p, &n->body, gen_end) || !at_tag(p, "endgeneration"))
 			return perr(p, peek(p), "expected {%% endgeneration %%}");
 		eat_tag(p);
 		return end_block(p) ? n : NULL;
@@ -871,7 +873,8 @@ parse_body(struct parser *p, struct jbody *b, const char *const *ends)
 				const char *const *last = ends;
 				while (last[1] != NULL)
 					last++;
-				perr(p, t, "unexpected end of template, expected {%% %s %%}", *last);
+				perr(p, t, "unexpected end of template, expected {%% %s %%}",
+				     *last);
 			}
 			break;
 		}
@@ -893,8 +896,8 @@ parse_body(struct parser *p, struct jbody *b, const char *const *ends)
 			if ((n = mkn(p, JN_OUTPUT, t->pos)) != NULL)
 				n->expr = parse_tuple_expr(p, true);
 			if (peek(p)->type != JT_VAR_END)
-				return perr(p, peek(p), "expected '}}', found '%.*s'", (int)peek(p)->n,
-					peek(p)->s) != NULL;
+				return perr(p, peek(p), "expected '}}', found '%.*s'",
+				            (int)peek(p)->n, peek(p)->s) != NULL;
 			next(p);
 		} else if (t->type == JT_BLOCK_BEGIN) {
 			n = parse_statement(p);

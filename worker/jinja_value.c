@@ -3,14 +3,15 @@
  * truthiness, equality, Python's str()/repr() of each type (what "{{ x }}"
  * prints), transformers' tojson, and conversion from JSON input.
  */
-#include "jinja_internal.h"
-#include "utf8.h"
-
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "jinja_internal.h"
+#include "utf8.h"
 
 struct jv
 jv_undef(const char *name)
@@ -84,7 +85,7 @@ jv_dict(struct jrender *r, size_t cap)
 	struct jdict *d = ralloc(r, sizeof(*d));
 
 	if (d == NULL || (cap && ((d->k = ralloc(r, cap * sizeof(*d->k))) == NULL ||
-					 (d->v = ralloc(r, cap * sizeof(*d->v))) == NULL)))
+	                          (d->v = ralloc(r, cap * sizeof(*d->v))) == NULL)))
 		return jv_undef(NULL);
 	d->cap = cap;
 	return (struct jv){.t = JV_DICT, .u.d = d};
@@ -219,7 +220,8 @@ jv_equal(struct jv a, struct jv b)
 			return false;
 		for (size_t i = 0; i < a.u.d->n; i++) {
 			struct jv k = a.u.d->k[i];
-			struct jv *o = k.t == JV_STR ? jv_dict_get(b.u.d, k.u.s->s, k.u.s->n) : NULL;
+			struct jv *o =
+			        k.t == JV_STR ? jv_dict_get(b.u.d, k.u.s->s, k.u.s->n) : NULL;
 			if (o == NULL || !jv_equal(a.u.d->v[i], *o))
 				return false;
 		}
@@ -239,8 +241,8 @@ jv_equal(struct jv a, struct jv b)
 const char *
 jv_type_name(struct jv v)
 {
-	static const char *const names[] = {"undefined", "NoneType", "bool", "int", "float", "str",
-		"list", "dict", "function", "macro"};
+	static const char *const names[] = {"undefined", "NoneType", "bool", "int",      "float",
+	                                    "str",       "list",     "dict", "function", "macro"};
 
 	return v.t == JV_DICT && v.u.d->ns ? "Namespace" : names[v.t];
 }

@@ -61,11 +61,39 @@ byte_table(struct tok *t)
 	}
 }
 
+const char *
+tok_pre_regex(const char *pre)
+{
+	for (size_t i = 0; i < sizeof(pretoks) / sizeof(pretoks[0]); i++)
+		if (strcmp(pretoks[i].name, pre) == 0)
+			return pretoks[i].re;
+	return NULL;
+}
+
 static orch_err
-compile_pretok(struct tok *t, const char *pre, struct orch_errinfo *reterr)
+compile_regex(struct tok *t, const char *re_src, struct orch_errinfo *reterr)
 {
 	int errcode;
 	PCRE2_SIZE erroff;
+	pcre2_code *re = pcre2_compile((PCRE2_SPTR)re_src, PCRE2_ZERO_TERMINATED,
+	                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &errcode,
+	                               &erroff, NULL);
+
+	if (re == NULL) {
+		PCRE2_UCHAR msg[128];
+		pcre2_get_error_message(errcode, msg, sizeof(msg));
+		return orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                 "pre-tokenizer regex does not compile at offset %zu: %s",
+		                 (size_t)erroff, (const char *)msg);
+	}
+	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
+	t->re = re;
+	return ORCH_OK;
+}
+
+static orch_err
+compile_pretok(struct tok *t, const char *pre, struct orch_errinfo *reterr)
+{
 	size_t i;
 
 	for (i = 0; i < sizeof(pretoks) / sizeof(pretoks[0]); i++)
@@ -78,16 +106,7 @@ compile_pretok(struct tok *t, const char *pre, struct orch_errinfo *reterr)
 		        pre);
 	t->pre = pretoks[i].pre;
 	t->ignore_merges = t->pre == TOK_PRE_LLAMA3;
-	pcre2_code *re = pcre2_compile((PCRE2_SPTR)pretoks[i].re, PCRE2_ZERO_TERMINATED,
-	                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &errcode,
-	                               &erroff, NULL);
-	if (re == NULL)
-		return orch_errf(reterr, ORCH_EINTERNAL,
-		                 "pre-tokenizer '%s': regex error %d at %zu", pre, errcode,
-		                 (size_t)erroff);
-	pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* the interpreter is the fallback */
-	t->re = re;
-	return ORCH_OK;
+	return compile_regex(t, pretoks[i].re, reterr);
 }
 
 static orch_err
@@ -116,9 +135,9 @@ build_merges(struct tok *t, const char *const *m, const size_t *lens, size_t n)
 
 orch_err
 tok_bpe_init(struct tok *t, const char *const *merges, const size_t *merge_lens, size_t n_merges,
-             const char *pre, struct orch_errinfo *reterr)
+             const char *pre, const char *regex, struct orch_errinfo *reterr)
 {
-	orch_err rv = compile_pretok(t, pre, reterr);
+	orch_err rv = regex ? compile_regex(t, regex, reterr) : compile_pretok(t, pre, reterr);
 
 	if (rv != ORCH_OK)
 		return rv;

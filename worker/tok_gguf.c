@@ -90,7 +90,7 @@ load_merges(const struct gguf_file *f, struct tok *t, const char *pre, struct or
 		strs[i] = m->strs[i].ptr;
 		lens[i] = (size_t)m->strs[i].len;
 	}
-	rv = tok_bpe_init(t, strs, lens, (size_t)m->n, pre, reterr);
+	rv = tok_bpe_init(t, strs, lens, (size_t)m->n, pre, NULL, reterr);
 out:
 	orch_free(strs);
 	orch_free(lens);

@@ -53,9 +53,13 @@ orch_err tok_spm_encode(const struct tok *t, const char *text, size_t len, struc
 /* tok_bpe_encode - pre-tokenize and merge @len bytes of raw text. */
 orch_err tok_bpe_encode(const struct tok *t, const char *text, size_t len, struct tok_ids *out);
 
-/* tok_bpe_init - byte tables, merges and the pre-tokenizer of a BPE tokenizer. */
+/*
+ * tok_bpe_init - byte tables, merges and the pre-tokenizer of a BPE
+ * tokenizer: @regex when given (tokenizer.json), else the one named @pre.
+ */
 orch_err tok_bpe_init(struct tok *t, const char *const *merges, const size_t *merge_lens,
-                      size_t n_merges, const char *pre, struct orch_errinfo *reterr);
+                      size_t n_merges, const char *pre, const char *regex,
+                      struct orch_errinfo *reterr);
 
 /* tok_bpe_fini - free what tok_bpe_init made. */
 void tok_bpe_fini(struct tok *t);

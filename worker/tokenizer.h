@@ -62,6 +62,20 @@ void tok_ids_fini(struct tok_ids *ids);
  */
 orch_err tok_load_gguf(const struct gguf_file *f, struct tok **ret, struct orch_errinfo *reterr);
 
+/*
+ * tok_load_hf_json - build a byte-level BPE tokenizer from a Hugging Face
+ * tokenizer.json ("hf-json" kind): model BPE (vocab, merges, ignore_merges),
+ * pre_tokenizer ByteLevel (GPT-2 regex) or Split with a regex (alone or in a
+ * Sequence with ByteLevel), added_tokens (special → control, else
+ * user-defined). BOS/EOS come from tokenizer_config.json beside it when
+ * present. ORCH_EIO, ORCH_EINVAL (malformed JSON, named), ORCH_EUNSUPPORTED
+ * (another model or pre-tokenizer type, named), ORCH_ENOMEM.
+ */
+orch_err tok_load_hf_json(const char *path, struct tok **ret, struct orch_errinfo *reterr);
+
+/* tok_pre_regex - the regex of GGUF pre-tokenizer name @pre, or NULL when unknown. */
+const char *tok_pre_regex(const char *pre);
+
 /* tok_free - NULL is fine. */
 void tok_free(struct tok *t);
 

@@ -5,11 +5,12 @@
  * the goldens do not reach: macros, call blocks, loop controls, filters,
  * tests, undefined semantics, tojson, errors with line and column.
  */
-#include "jinja.h"
-#include "t.h"
+#include <dirent.h>
 
 #include <cjson/cJSON.h>
-#include <dirent.h>
+
+#include "jinja.h"
+#include "t.h"
 
 #define NOW_2024_07_26 1721952000 /* 2024-07-26T00:00:00Z */
 
@@ -29,9 +30,10 @@ find_case(const cJSON *cases, const char *name)
 {
 	const cJSON *c;
 
-	cJSON_ArrayForEach(c, cJSON_GetObjectItem(cases, "cases"))
-		if (strcmp(cJSON_GetObjectItem(c, "case")->valuestring, name) == 0)
-			return c;
+	cJSON_ArrayForEach(
+	        c, cJSON_GetObjectItem(
+	                   cases, "cases")) if (strcmp(cJSON_GetObjectItem(c, "case")->valuestring,
+	                                               name) == 0) return c;
 	return NULL;
 }
 
@@ -57,29 +59,36 @@ golden(const char *name, const cJSON *cases)
 		cJSON *vars = cJSON_CreateObject();
 		struct sbuf out = {0};
 		struct jinja_opts o = {.now = NOW_2024_07_26};
-		cJSON_AddItemToObject(vars, "messages",
-			cJSON_Duplicate(cJSON_GetObjectItem(find_case(cases, cname), "messages"), 1));
-		cJSON_AddItemToObject(vars, "add_generation_prompt",
-			cJSON_Duplicate(cJSON_GetObjectItem(g, "add_generation_prompt"), 1));
-		cJSON_AddItemToObject(vars, "bos_token", cJSON_Duplicate(cJSON_GetObjectItem(g, "bos_token"), 1));
-		cJSON_AddItemToObject(vars, "eos_token", cJSON_Duplicate(cJSON_GetObjectItem(g, "eos_token"), 1));
+		cJSON_AddItemToObject(
+		        vars, "messages",
+		        cJSON_Duplicate(cJSON_GetObjectItem(find_case(cases, cname), "messages"),
+		                        1));
+		cJSON_AddItemToObject(
+		        vars, "add_generation_prompt",
+		        cJSON_Duplicate(cJSON_GetObjectItem(g, "add_generation_prompt"), 1));
+		cJSON_AddItemToObject(vars, "bos_token",
+		                      cJSON_Duplicate(cJSON_GetObjectItem(g, "bos_token"), 1));
+		cJSON_AddItemToObject(vars, "eos_token",
+		                      cJSON_Duplicate(cJSON_GetObjectItem(g, "eos_token"), 1));
 		cJSON_AddNullToObject(vars, "tools");
 		orch_err rv = t ? jinja_render(t, vars, &o, &out, &e) : ORCH_ETEMPLATE;
-		const cJSON *want = cJSON_GetObjectItem(g, "rendered"), *err = cJSON_GetObjectItem(g, "error");
+		const cJSON *want = cJSON_GetObjectItem(g, "rendered"),
+		            *err = cJSON_GetObjectItem(g, "error");
 		if (err != NULL) {
 			if (rv != ORCH_ETEMPLATE_RAISE || strcmp(e.msg, err->valuestring) != 0)
 				T_FAIL_("%s/%s: want raise \"%s\", got %s \"%s\"", name, cname,
-					err->valuestring, orch_err_name(rv), e.msg);
+				        err->valuestring, orch_err_name(rv), e.msg);
 		} else if (rv != ORCH_OK) {
 			T_FAIL_("%s/%s: %s: %s", name, cname, orch_err_name(rv), e.msg);
 		} else if (strlen(want->valuestring) != out.n ||
-			   memcmp(out.p ? out.p : "", want->valuestring, out.n) != 0) {
+		           memcmp(out.p ? out.p : "", want->valuestring, out.n) != 0) {
 			size_t i = 0;
 			while (i < out.n && out.p[i] == want->valuestring[i])
 				i++;
-			T_FAIL_("%s/%s (gen %d): differs at byte %zu\n--- want\n%s\n--- got\n%s\n---", name,
-				cname, cJSON_IsTrue(cJSON_GetObjectItem(g, "add_generation_prompt")), i,
-				want->valuestring, out.p ? out.p : "");
+			T_FAIL_("%s/%s (gen %d): differs at byte %zu\n--- want\n%s\n--- got\n%s\n---",
+			        name, cname,
+			        cJSON_IsTrue(cJSON_GetObjectItem(g, "add_generation_prompt")), i,
+			        want->valuestring, out.p ? out.p : "");
 		}
 		sbuf_fini(&out);
 		cJSON_Delete(vars);
@@ -134,33 +143,34 @@ render(const char *src, const char *vars_json, orch_err *ret)
 	return sbuf_take(&out, NULL);
 }
 
-#define EXPECT_RENDER(src, vars, want)                                                            \
-	do {                                                                                      \
-		orch_err rv_;                                                                     \
-		char *got_ = render(src, vars, &rv_);                                             \
-		if (rv_ != ORCH_OK || strcmp(got_, want) != 0)                                    \
-			T_FAIL_("%s\n  want \"%s\"\n  got  %s \"%s\"", src, want, orch_err_name(rv_), got_); \
-		free(got_);                                                                       \
+#define EXPECT_RENDER(src, vars, want)                                            \
+	do {                                                                      \
+		orch_err rv_;                                                     \
+		char *got_ = render(src, vars, &rv_);                             \
+		if (rv_ != ORCH_OK || strcmp(got_, want) != 0)                    \
+			T_FAIL_("%s\n  want \"%s\"\n  got  %s \"%s\"", src, want, \
+			        orch_err_name(rv_), got_);                        \
+		free(got_);                                                       \
 	} while (0)
 
-#define EXPECT_ERROR(src, vars, code, needle)                                                     \
-	do {                                                                                      \
-		orch_err rv_;                                                                     \
-		char *got_ = render(src, vars, &rv_);                                             \
-		if (rv_ != (code) || strstr(got_, needle) == NULL)                                \
-			T_FAIL_("%s\n  want %s \"%s\"\n  got  %s \"%s\"", src, orch_err_name(code), needle, \
-				orch_err_name(rv_), got_);                                        \
-		free(got_);                                                                       \
+#define EXPECT_ERROR(src, vars, code, needle)                                           \
+	do {                                                                            \
+		orch_err rv_;                                                           \
+		char *got_ = render(src, vars, &rv_);                                   \
+		if (rv_ != (code) || strstr(got_, needle) == NULL)                      \
+			T_FAIL_("%s\n  want %s \"%s\"\n  got  %s \"%s\"", src,          \
+			        orch_err_name(code), needle, orch_err_name(rv_), got_); \
+		free(got_);                                                             \
 	} while (0)
 
 static void
 test_whitespace(void)
 {
 	EXPECT_RENDER("a\n{% if true %}\n  b\n{% endif %}\nc", NULL, "a\n  b\nc");
-	EXPECT_RENDER("  {% if true %}x{% endif %}", NULL, "x");       /* lstrip_blocks */
-	EXPECT_RENDER("  {{ 'x' }}", NULL, "  x");                     /* not for {{ */
+	EXPECT_RENDER("  {% if true %}x{% endif %}", NULL, "x"); /* lstrip_blocks */
+	EXPECT_RENDER("  {{ 'x' }}", NULL, "  x");               /* not for {{ */
 	EXPECT_RENDER("a  {%- if true %} b {% endif -%}  c", NULL, "a b c");
-	EXPECT_RENDER("x\n", NULL, "x");                                /* final newline dropped */
+	EXPECT_RENDER("x\n", NULL, "x"); /* final newline dropped */
 	EXPECT_RENDER("x\n\n", NULL, "x\n");
 	EXPECT_RENDER("a\r\nb", NULL, "a\nb");
 	EXPECT_RENDER("{# c #}\nx", NULL, "x");
@@ -170,15 +180,25 @@ test_whitespace(void)
 static void
 test_loops(void)
 {
-	EXPECT_RENDER("{% for x in [1,2,3] %}{{ loop.index }}/{{ loop.length }}{{ ',' if not loop.last }}{% endfor %}",
-		NULL, "1/3,2/3,3/3");
-	EXPECT_RENDER("{% for x in range(10) %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endfor %}", NULL, "012");
-	EXPECT_RENDER("{% for x in range(5) %}{% if x is odd %}{% continue %}{% endif %}{{ x }}{% endfor %}", NULL, "024");
+	EXPECT_RENDER(
+	        "{% for x in [1,2,3] %}{{ loop.index }}/{{ loop.length }}{{ ',' if not loop.last }}{% endfor %}",
+	        NULL, "1/3,2/3,3/3");
+	EXPECT_RENDER(
+	        "{% for x in range(10) %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endfor %}",
+	        NULL, "012");
+	EXPECT_RENDER(
+	        "{% for x in range(5) %}{% if x is odd %}{% continue %}{% endif %}{{ x }}{% endfor %}",
+	        NULL, "024");
 	EXPECT_RENDER("{% for x in [] %}a{% else %}empty{% endfor %}", NULL, "empty");
-	EXPECT_RENDER("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}", NULL, "a=1;b=2;");
-	EXPECT_RENDER("{% for x in [1,2,3,4] if x is even %}{{ x }}{{ loop.index }}{% endfor %}", NULL, "2142");
-	EXPECT_RENDER("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}", NULL, "1");
-	EXPECT_RENDER("{% set ns = namespace(x=1) %}{% for i in [1] %}{% set ns.x = 2 %}{% endfor %}{{ ns.x }}", NULL, "2");
+	EXPECT_RENDER("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}",
+	              NULL, "a=1;b=2;");
+	EXPECT_RENDER("{% for x in [1,2,3,4] if x is even %}{{ x }}{{ loop.index }}{% endfor %}",
+	              NULL, "2142");
+	EXPECT_RENDER("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}", NULL,
+	              "1");
+	EXPECT_RENDER(
+	        "{% set ns = namespace(x=1) %}{% for i in [1] %}{% set ns.x = 2 %}{% endfor %}{{ ns.x }}",
+	        NULL, "2");
 	EXPECT_RENDER("{% for c in 'héllo' %}{{ c }}.{% endfor %}", NULL, "h.é.l.l.o.");
 	EXPECT_RENDER("{% for x in undefined_thing %}a{% endfor %}ok", NULL, "ok");
 }
@@ -186,9 +206,12 @@ test_loops(void)
 static void
 test_macros(void)
 {
-	EXPECT_RENDER("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Bo') }} {{ greet('Al', punct='?') }}",
-		NULL, "Hi Bo! Hi Al?");
-	EXPECT_RENDER("{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}in{% endcall %}", NULL, "[in]");
+	EXPECT_RENDER(
+	        "{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('Bo') }} {{ greet('Al', punct='?') }}",
+	        NULL, "Hi Bo! Hi Al?");
+	EXPECT_RENDER(
+	        "{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}in{% endcall %}",
+	        NULL, "[in]");
 	EXPECT_RENDER("{% set x %}blk{{ 1 + 1 }}{% endset %}{{ x }}", NULL, "blk2");
 	EXPECT_RENDER("{% generation %}gen{% endgeneration %}", NULL, "gen");
 }
@@ -197,20 +220,22 @@ static void
 test_filters(void)
 {
 	EXPECT_RENDER("{{ 'AbC'|lower }}{{ 'AbC'|upper }}", NULL, "abcABC");
-	EXPECT_RENDER("{{ missing|default('d') }}{{ ''|default('e', true) }}{{ 'x'|d('y') }}", NULL, "dex");
+	EXPECT_RENDER("{{ missing|default('d') }}{{ ''|default('e', true) }}{{ 'x'|d('y') }}", NULL,
+	              "dex");
 	EXPECT_RENDER("{{ 'aXbX'|replace('X', '-') }}", NULL, "a-b-");
 	EXPECT_RENDER("{{ [3,4,5]|first }}{{ [3,4,5]|last }}{{ 'abc'|first }}", NULL, "35a");
 	EXPECT_RENDER("{{ 'a\nb\n\nc'|indent(2) }}", NULL, "a\n  b\n\n  c");
 	EXPECT_RENDER("{{ 'a\nb'|indent(2, true) }}", NULL, "  a\n  b");
-	EXPECT_RENDER("{{ users|map(attribute='name')|join(',') }}", "{\"users\":[{\"name\":\"a\"},{\"name\":\"b\"}]}", "a,b");
+	EXPECT_RENDER("{{ users|map(attribute='name')|join(',') }}",
+	              "{\"users\":[{\"name\":\"a\"},{\"name\":\"b\"}]}", "a,b");
 	EXPECT_RENDER("{{ ['a','b']|map('upper')|list }}", NULL, "['A', 'B']");
 	EXPECT_RENDER("{{ [1,2,1,3,2]|unique|list }}", NULL, "[1, 2, 3]");
 	EXPECT_RENDER("{{ m|selectattr('role', 'equalto', 'user')|list|length }}",
-		"{\"m\":[{\"role\":\"user\"},{\"role\":\"bot\"},{\"role\":\"user\"}]}", "2");
+	              "{\"m\":[{\"role\":\"user\"},{\"role\":\"bot\"},{\"role\":\"user\"}]}", "2");
 	EXPECT_RENDER("{{ ['a','b','c']|reject('equalto', 'b')|join }}", NULL, "ac");
 	EXPECT_RENDER("{{ '  x \n'|trim }}|{{ 'xxaxx'|trim('x') }}", NULL, "x|a");
 	EXPECT_RENDER("{{ {'b': 1, 'a': [1, 2.5, none, true, 'é\"']}|tojson }}", NULL,
-		"{\"b\": 1, \"a\": [1, 2.5, null, true, \"é\\\"\"]}");
+	              "{\"b\": 1, \"a\": [1, 2.5, null, true, \"é\\\"\"]}");
 	EXPECT_RENDER("{{ {'a': [1]}|tojson(indent=2) }}", NULL, "{\n  \"a\": [\n    1\n  ]\n}");
 	EXPECT_RENDER("{{ 'abc'|length }}{{ [1,2]|count }}{{ missing|length }}", NULL, "320");
 	EXPECT_RENDER("{{ d|items|list }}", "{\"d\":{\"x\":1}}", "[['x', 1]]");
@@ -220,24 +245,30 @@ test_filters(void)
 static void
 test_tests_and_values(void)
 {
-	EXPECT_RENDER("{{ 1 is number }}{{ 1.5 is number }}{{ 'x' is number }}{{ true is number }}", NULL,
-		"TrueTrueFalseFalse");
-	EXPECT_RENDER("{{ x is defined }}{{ x is undefined }}{{ none is none }}{{ {} is mapping }}", NULL,
-		"FalseTrueTrueTrue");
-	EXPECT_RENDER("{{ 'b' in 'abc' }}{{ 2 in [1,2] }}{{ 'k' in {'k': 1} }}{{ 3 not in [1] }}", NULL,
-		"TrueTrueTrueTrue");
-	EXPECT_RENDER("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1e16 }} {{ 0.1 + 0.2 }}",
-		NULL, "3 -4 1 2 3.5 1024 1e+16 0.30000000000000004");
-	EXPECT_RENDER("{{ 'abcdef'[1:3] }}{{ 'abcdef'[-2:] }}{{ [1,2,3][::-1] }}{{ 'héllo'[1] }}", NULL,
-		"bcef[3, 2, 1]é");
+	EXPECT_RENDER("{{ 1 is number }}{{ 1.5 is number }}{{ 'x' is number }}{{ true is number }}",
+	              NULL, "TrueTrueFalseFalse");
+	EXPECT_RENDER("{{ x is defined }}{{ x is undefined }}{{ none is none }}{{ {} is mapping }}",
+	              NULL, "FalseTrueTrueTrue");
+	EXPECT_RENDER("{{ 'b' in 'abc' }}{{ 2 in [1,2] }}{{ 'k' in {'k': 1} }}{{ 3 not in [1] }}",
+	              NULL, "TrueTrueTrueTrue");
+	EXPECT_RENDER(
+	        "{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ -7 % 3 }} {{ 7 / 2 }} {{ 2 ** 10 }} {{ 1e16 }} {{ 0.1 + 0.2 }}",
+	        NULL, "3 -4 1 2 3.5 1024 1e+16 0.30000000000000004");
+	EXPECT_RENDER("{{ 'abcdef'[1:3] }}{{ 'abcdef'[-2:] }}{{ [1,2,3][::-1] }}{{ 'héllo'[1] }}",
+	              NULL, "bcef[3, 2, 1]é");
 	EXPECT_RENDER("{{ none }}|{{ undefined_var }}|{{ [1, 'a', none] }}|{{ {'a': 1} }}", NULL,
-		"None||[1, 'a', None]|{'a': 1}");
-	EXPECT_RENDER("{{ 'a' if false }}|{{ 'a' if false else 'b' }}|{{ 0 or 'z' }}|{{ 1 and 2 }}", NULL, "|b|z|2");
+	              "None||[1, 'a', None]|{'a': 1}");
+	EXPECT_RENDER("{{ 'a' if false }}|{{ 'a' if false else 'b' }}|{{ 0 or 'z' }}|{{ 1 and 2 }}",
+	              NULL, "|b|z|2");
 	EXPECT_RENDER("{{ 'x' ~ 1 ~ none }}", NULL, "x1None");
-	EXPECT_RENDER("{{ m.role }}{{ m['role'] }}{{ m.missing }}", "{\"m\":{\"role\":\"r\"}}", "rr");
-	EXPECT_RENDER("{{ '  Hi '.strip() }}{{ 'a,b'.split(',')|length }}{{ 'abc'.startswith('ab') }}", NULL, "Hi2True");
+	EXPECT_RENDER("{{ m.role }}{{ m['role'] }}{{ m.missing }}", "{\"m\":{\"role\":\"r\"}}",
+	              "rr");
+	EXPECT_RENDER(
+	        "{{ '  Hi '.strip() }}{{ 'a,b'.split(',')|length }}{{ 'abc'.startswith('ab') }}",
+	        NULL, "Hi2True");
 	EXPECT_RENDER("{{ strftime_now('%d %b %Y') }}", NULL, "26 Jul 2024");
-	EXPECT_RENDER("{{ messages[-1]['content'] }}", "{\"messages\":[{\"content\":\"a\"},{\"content\":\"b\"}]}", "b");
+	EXPECT_RENDER("{{ messages[-1]['content'] }}",
+	              "{\"messages\":[{\"content\":\"a\"},{\"content\":\"b\"}]}", "b");
 }
 
 static void
@@ -249,11 +280,14 @@ test_errors(void)
 	EXPECT_ERROR("{{ 1 + }}", NULL, ORCH_ETEMPLATE, "t:1:8: unexpected '}}'");
 	EXPECT_ERROR("{% frobnicate %}", NULL, ORCH_ETEMPLATE, "unknown statement 'frobnicate'");
 	EXPECT_ERROR("{{ 'a' + 1 }}", NULL, ORCH_ETEMPLATE, "unsupported operand type(s) for +");
-	EXPECT_ERROR("{{ x|nosuchfilter }}", NULL, ORCH_ETEMPLATE, "no filter named 'nosuchfilter'");
+	EXPECT_ERROR("{{ x|nosuchfilter }}", NULL, ORCH_ETEMPLATE,
+	             "no filter named 'nosuchfilter'");
 	EXPECT_ERROR("{{ [1].append(2) }}", NULL, ORCH_ETEMPLATE, "sandbox is immutable");
 	EXPECT_ERROR("{{ 'unterminated }}", NULL, ORCH_ETEMPLATE, "unterminated string");
-	EXPECT_ERROR("{% for x in range(100000000) %}{% endfor %}", NULL, ORCH_ETEMPLATE, "too long");
-	EXPECT_ERROR("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", NULL, ORCH_ETEMPLATE, "nested too deeply");
+	EXPECT_ERROR("{% for x in range(100000000) %}{% endfor %}", NULL, ORCH_ETEMPLATE,
+	             "too long");
+	EXPECT_ERROR("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", NULL, ORCH_ETEMPLATE,
+	             "nested too deeply");
 }
 
 int
