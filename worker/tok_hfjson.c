@@ -5,14 +5,15 @@
  * use_regex) and compiled as the GGUF path compiles its named ones, so both
  * kinds run the same code after loading.
  */
-#include "alloc.h"
-#include "arena.h"
-#include "tok_internal.h"
-
-#include <cjson/cJSON.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "alloc.h"
+#include "arena.h"
+#include "tok_internal.h"
 
 #define HF_JSON_MAX_BYTES (512u << 20)
 
@@ -26,12 +27,13 @@ read_json(const char *path, struct orch_errinfo *reterr, orch_err *rv)
 
 	*rv = ORCH_OK;
 	if (fp == NULL || fseek(fp, 0, SEEK_END) != 0 || (n = ftell(fp)) < 0 ||
-		fseek(fp, 0, SEEK_SET) != 0) {
+	    fseek(fp, 0, SEEK_SET) != 0) {
 		*rv = orch_errf(reterr, ORCH_EIO, "%s: cannot read", path);
 		goto out;
 	}
 	if ((unsigned long)n > HF_JSON_MAX_BYTES || (buf = orch_malloc((size_t)n + 1)) == NULL) {
-		*rv = orch_errf(reterr, n > 0 ? ORCH_ENOMEM : ORCH_EIO, "%s: too large to load", path);
+		*rv = orch_errf(reterr, n > 0 ? ORCH_ENOMEM : ORCH_EIO, "%s: too large to load",
+		                path);
 		goto out;
 	}
 	if (fread(buf, 1, (size_t)n, fp) != (size_t)n) {
@@ -42,7 +44,7 @@ read_json(const char *path, struct orch_errinfo *reterr, orch_err *rv)
 	if (j == NULL) {
 		const char *at = cJSON_GetErrorPtr();
 		*rv = orch_errf(reterr, ORCH_EINVAL, "%s: malformed JSON at byte %lld", path,
-			at && at >= buf && at <= buf + n ? (long long)(at - buf) : -1LL);
+		                at && at >= buf && at <= buf + n ? (long long)(at - buf) : -1LL);
 	}
 out:
 	orch_free(buf);
@@ -72,25 +74,26 @@ pretok_regex(const cJSON *pt, const char *path, const char **ret, struct orch_er
 	if (strcmp(type, "ByteLevel") == 0) {
 		if (cJSON_IsTrue(cJSON_GetObjectItem(pt, "add_prefix_space")))
 			return orch_errf(reterr, ORCH_EUNSUPPORTED,
-				"%s: ByteLevel add_prefix_space is not supported", path);
+			                 "%s: ByteLevel add_prefix_space is not supported", path);
 		if (!cJSON_IsFalse(cJSON_GetObjectItem(pt, "use_regex")) && *ret == NULL)
 			*ret = tok_pre_regex("gpt-2");
 		return ORCH_OK;
 	}
 	if (strcmp(type, "Split") == 0) {
 		const char *re = cJSON_GetStringValue(
-			cJSON_GetObjectItem(cJSON_GetObjectItem(pt, "pattern"), "Regex"));
+		        cJSON_GetObjectItem(cJSON_GetObjectItem(pt, "pattern"), "Regex"));
 		const char *behavior = cJSON_GetStringValue(cJSON_GetObjectItem(pt, "behavior"));
 		if (re == NULL || behavior == NULL || strcmp(behavior, "Isolated") != 0 ||
-			cJSON_IsTrue(cJSON_GetObjectItem(pt, "invert")))
-			return orch_errf(reterr, ORCH_EUNSUPPORTED,
-				"%s: only Split with a Regex pattern and behavior Isolated is supported",
-				path);
+		    cJSON_IsTrue(cJSON_GetObjectItem(pt, "invert")))
+			return orch_errf(
+			        reterr, ORCH_EUNSUPPORTED,
+			        "%s: only Split with a Regex pattern and behavior Isolated is supported",
+			        path);
 		*ret = re;
 		return ORCH_OK;
 	}
 	return orch_errf(reterr, ORCH_EUNSUPPORTED, "%s: pre-tokenizer type '%s' is not supported",
-		path, type);
+	                 path, type);
 }
 
 /* Token strings by id: the vocab, then added_tokens over it. */
@@ -107,7 +110,8 @@ fill_vocab(struct tok *t, const cJSON *vocab, const cJSON *added)
 	cJSON_ArrayForEach(it, added)
 	{
 		const cJSON *id = cJSON_GetObjectItem(it, "id");
-		text[(size_t)id->valuedouble] = cJSON_GetStringValue(cJSON_GetObjectItem(it, "content"));
+		text[(size_t)id->valuedouble] =
+		        cJSON_GetStringValue(cJSON_GetObjectItem(it, "content"));
 	}
 	for (uint32_t i = 0; i < t->n_vocab; i++)
 		bytes += text[i] ? strlen(text[i]) : 0;
@@ -128,8 +132,9 @@ fill_vocab(struct tok *t, const cJSON *vocab, const cJSON *added)
 	cJSON_ArrayForEach(it, added)
 	{
 		size_t id = (size_t)cJSON_GetObjectItem(it, "id")->valuedouble;
-		t->types[id] = cJSON_IsTrue(cJSON_GetObjectItem(it, "special")) ? TOK_TYPE_CONTROL
-										 : TOK_TYPE_USER_DEFINED;
+		t->types[id] = cJSON_IsTrue(cJSON_GetObjectItem(it, "special"))
+		                       ? TOK_TYPE_CONTROL
+		                       : TOK_TYPE_USER_DEFINED;
 	}
 	orch_free(text);
 	return ORCH_OK;
@@ -138,7 +143,7 @@ fill_vocab(struct tok *t, const cJSON *vocab, const cJSON *added)
 /* Vocabulary size from the largest id; every id must be a non-negative integer. */
 static orch_err
 count_ids(const cJSON *vocab, const cJSON *added, const char *path, uint32_t *ret,
-	struct orch_errinfo *reterr)
+          struct orch_errinfo *reterr)
 {
 	const cJSON *it;
 	double max = -1;
@@ -146,17 +151,17 @@ count_ids(const cJSON *vocab, const cJSON *added, const char *path, uint32_t *re
 	cJSON_ArrayForEach(it, vocab)
 	{
 		if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > 1e8)
-			return orch_errf(reterr, ORCH_EINVAL, "%s: vocab id of '%.40s' is not valid",
-				path, it->string);
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "%s: vocab id of '%.40s' is not valid", path, it->string);
 		max = it->valuedouble > max ? it->valuedouble : max;
 	}
 	cJSON_ArrayForEach(it, added)
 	{
 		const cJSON *id = cJSON_GetObjectItem(it, "id");
 		if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > 1e8 ||
-			!cJSON_IsString(cJSON_GetObjectItem(it, "content")))
-			return orch_errf(reterr, ORCH_EINVAL, "%s: an added_tokens entry is malformed",
-				path);
+		    !cJSON_IsString(cJSON_GetObjectItem(it, "content")))
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "%s: an added_tokens entry is malformed", path);
 		max = id->valuedouble > max ? id->valuedouble : max;
 	}
 	if (max < 0)
@@ -168,7 +173,7 @@ count_ids(const cJSON *vocab, const cJSON *added, const char *path, uint32_t *re
 /* Merges as "left right" strings; pairs (["left", "right"]) are joined. */
 static orch_err
 load_merges(struct tok *t, const cJSON *merges, const char *regex, const char *path,
-	struct orch_errinfo *reterr)
+            struct orch_errinfo *reterr)
 {
 	size_t n = (size_t)cJSON_GetArraySize(merges), k = 0;
 	const char **strs = orch_calloc(n ? n : 1, sizeof(*strs));
@@ -224,8 +229,9 @@ load_config(struct tok *t, const char *path)
 	static const char *const keys[2] = {"bos_token", "eos_token"};
 	for (int i = 0; cfg != NULL && i < 2; i++) {
 		const cJSON *v = cJSON_GetObjectItem(cfg, keys[i]);
-		const char *s = cJSON_IsObject(v) ? cJSON_GetStringValue(cJSON_GetObjectItem(v, "content"))
-						  : cJSON_GetStringValue(v);
+		const char *s = cJSON_IsObject(v)
+		                        ? cJSON_GetStringValue(cJSON_GetObjectItem(v, "content"))
+		                        : cJSON_GetStringValue(v);
 		int32_t id = s ? strmap_get(t->map, s, strlen(s)) : -1;
 		*(i == 0 ? &t->bos : &t->eos) = id;
 	}
@@ -247,15 +253,16 @@ load(struct tok *t, const cJSON *j, const char *path, struct orch_errinfo *reter
 
 	if (type == NULL || strcmp(type, "BPE") != 0)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
-			"%s: tokenizer model type '%s' is not supported (supported: BPE)", path,
-			type ? type : "(missing)");
+		                 "%s: tokenizer model type '%s' is not supported (supported: BPE)",
+		                 path, type ? type : "(missing)");
 	if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
 		return orch_errf(reterr, ORCH_EINVAL, "%s: model.vocab or model.merges is missing",
-			path);
+		                 path);
 	if (cJSON_IsTrue(cJSON_GetObjectItem(model, "byte_fallback")))
-		return orch_errf(reterr, ORCH_EUNSUPPORTED,
-			"%s: BPE with byte_fallback (SentencePiece-style) is not supported; use the GGUF tokenizer",
-			path);
+		return orch_errf(
+		        reterr, ORCH_EUNSUPPORTED,
+		        "%s: BPE with byte_fallback (SentencePiece-style) is not supported; use the GGUF tokenizer",
+		        path);
 	if ((rv = pretok_regex(cJSON_GetObjectItem(j, "pre_tokenizer"), path, &regex, reterr)))
 		return rv;
 	if (regex == NULL)

@@ -44,6 +44,12 @@ tok_push(struct tok_ids *out, int32_t id)
 	return ORCH_OK;
 }
 
+orch_err
+tok_ids_push(struct tok_ids *ids, int32_t id)
+{
+	return tok_push(ids, id);
+}
+
 void
 tok_ids_fini(struct tok_ids *ids)
 {
@@ -265,6 +271,7 @@ tok_decode(const struct tok *t, const int32_t *ids, size_t n, unsigned flags, ch
            size_t *len)
 {
 	char piece[256];
+	bool started = *len > 0; /* the dummy prefix goes from the first non-empty piece only */
 
 	for (size_t i = 0; i < n; i++) {
 		size_t m = tok_piece(t, ids[i], flags, piece, sizeof(piece));
@@ -276,11 +283,13 @@ tok_decode(const struct tok *t, const int32_t *ids, size_t n, unsigned flags, ch
 			tok_piece(t, ids[i], flags, big, m);
 			src = big;
 		}
-		if ((flags & TOK_STRIP_PREFIX) && *len == 0 && i == 0 && t->add_space_prefix &&
-		    m > 0 && src[0] == ' ') {
+		bool nonempty = m > 0;
+		if ((flags & TOK_STRIP_PREFIX) && !started && t->add_space_prefix && m > 0 &&
+		    src[0] == ' ') {
 			src++;
 			m--;
 		}
+		started |= nonempty;
 		char *nb = orch_reallocarray(*buf, *len + m + 1, 1);
 		if (nb == NULL) {
 			orch_free(big);

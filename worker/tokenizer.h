@@ -45,6 +45,9 @@ struct tok_ids {
 
 void tok_ids_fini(struct tok_ids *ids);
 
+/* tok_ids_push - append @id. ORCH_ENOMEM. */
+orch_err tok_ids_push(struct tok_ids *ids, int32_t id);
+
 /* Encode flags. */
 #define TOK_ADD_SPECIAL   0x1u /* add BOS/EOS as the model's add_bos/add_eos say */
 #define TOK_PARSE_SPECIAL 0x2u /* control-token text becomes the control token */

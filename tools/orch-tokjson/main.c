@@ -4,11 +4,11 @@
  *
  *   orch-tokjson [--pairs] VOCAB.gguf OUT.json
  */
-#include "gguf.h"
-#include "tokjson.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "gguf.h"
+#include "tokjson.h"
 
 int
 main(int argc, char **argv)
@@ -22,7 +22,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "usage: orch-tokjson [--pairs] VOCAB.gguf OUT.json\n");
 		return 2;
 	}
-	if (gguf_open(argv[a], &f, &e) != ORCH_OK || tokjson_write(f, argv[a + 1], pairs, &e) != ORCH_OK) {
+	if (gguf_open(argv[a], &f, &e) != ORCH_OK ||
+	    tokjson_write(f, argv[a + 1], pairs, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-tokjson: %s\n", e.msg);
 		gguf_close(f);
 		return 1;

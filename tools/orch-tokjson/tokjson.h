@@ -17,4 +17,4 @@ struct gguf_file;
  * ORCH_EUNSUPPORTED for a non-BPE vocabulary or unknown pre-tokenizer, ORCH_EIO.
  */
 orch_err tokjson_write(const struct gguf_file *f, const char *path, bool pairs,
-	struct orch_errinfo *reterr);
+                       struct orch_errinfo *reterr);

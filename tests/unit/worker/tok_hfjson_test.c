@@ -4,12 +4,13 @@
  * orch-tokjson gives identical ids on every conformance input (and the
  * expected ones); malformed and unsupported files are refused by name.
  */
-#include "gguf.h"
 #include "t.h"
-#include "tokenizer.h"
-#include "tokjson.h"
 
 #include <unistd.h>
+
+#include "gguf.h"
+#include "tokenizer.h"
+#include "tokjson.h"
 
 static char *
 split_next(char **p, char *end, size_t *len)
@@ -54,7 +55,7 @@ same_ids(const char *vocab, bool pairs)
 		T_OK(tok_encode(h, s, len, 0, &b));
 		if (a.n != b.n || (a.n && memcmp(a.v, b.v, a.n * sizeof(int32_t)) != 0))
 			T_FAIL_("%s: input %d (\"%.*s\"): backends differ", vocab, tests,
-				(int)(len > 40 ? 40 : len), s);
+			        (int)(len > 40 ? 40 : len), s);
 		tok_ids_fini(&a);
 		tok_ids_fini(&b);
 		tests++;
@@ -99,8 +100,8 @@ expect_refused(const char *content, orch_err code, const char *needle)
 	fclose(fp);
 	orch_err rv = tok_load_hf_json(path, &t, &e);
 	if (rv != code || strstr(e.msg, needle) == NULL)
-		T_FAIL_("want %s \"%s\", got %s \"%s\"", orch_err_name(code), needle, orch_err_name(rv),
-			e.msg);
+		T_FAIL_("want %s \"%s\", got %s \"%s\"", orch_err_name(code), needle,
+		        orch_err_name(rv), e.msg);
 	T_TRUE(t == NULL);
 	unlink(path);
 }
@@ -113,14 +114,19 @@ test_refusals(void)
 
 	T_ERR(tok_load_hf_json("/nonexistent/tokenizer.json", &t, &e), ORCH_EIO);
 	expect_refused("{\"model\": {", ORCH_EINVAL, "malformed JSON at byte");
-	expect_refused("{\"model\": {\"type\": \"Unigram\"}}", ORCH_EUNSUPPORTED, "'Unigram' is not supported");
-	expect_refused("{\"model\": {\"type\": \"BPE\"}}", ORCH_EINVAL, "model.vocab or model.merges");
-	expect_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": \"Whitespace\"}}",
-		ORCH_EUNSUPPORTED, "'Whitespace' is not supported");
-	expect_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -3}, \"merges\": []}, \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}",
-		ORCH_EINVAL, "vocab id of 'a'");
-	expect_refused("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}}",
-		ORCH_EUNSUPPORTED, "does not compile");
+	expect_refused("{\"model\": {\"type\": \"Unigram\"}}", ORCH_EUNSUPPORTED,
+	               "'Unigram' is not supported");
+	expect_refused("{\"model\": {\"type\": \"BPE\"}}", ORCH_EINVAL,
+	               "model.vocab or model.merges");
+	expect_refused(
+	        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": \"Whitespace\"}}",
+	        ORCH_EUNSUPPORTED, "'Whitespace' is not supported");
+	expect_refused(
+	        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -3}, \"merges\": []}, \"pre_tokenizer\": {\"type\": \"ByteLevel\"}}",
+	        ORCH_EINVAL, "vocab id of 'a'");
+	expect_refused(
+	        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, \"merges\": []}, \"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(\"}, \"behavior\": \"Isolated\"}}",
+	        ORCH_EUNSUPPORTED, "does not compile");
 }
 
 int

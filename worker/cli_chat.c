@@ -1,0 +1,168 @@
+/*
+ * cli_chat.c - "orch-worker chat-template": render a chat template.
+ *
+ * The messages file is a JSON object: "messages" (required), and optional
+ * "bos_token", "eos_token", "tools" (and any other variable the template
+ * reads). With --model, bos_token and eos_token default to the text of the
+ * model's BOS and EOS tokens. The prompt is printed exactly, with no
+ * newline added. Exit codes: 0 rendered, 3 the template raised (its message
+ * on stderr), 1 other errors, 2 usage.
+ */
+#include "chat.h"
+#include "cli.h"
+#include "gguf.h"
+#include "jinja.h"
+#include "tokenizer.h"
+
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static char *
+slurp(const char *path, size_t *ret_n)
+{
+	FILE *fp = fopen(path, "rb");
+	struct sbuf b = {0};
+	char chunk[65536];
+	size_t k;
+
+	if (fp == NULL)
+		return NULL;
+	while ((k = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		sbuf_put(&b, chunk, k);
+	fclose(fp);
+	return sbuf_take(&b, ret_n);
+}
+
+/* "2024-07-26T00:00:00" (UTC) → seconds; -2 when malformed. */
+static int64_t
+parse_now(const char *s)
+{
+	struct tm tm = {0};
+	char *end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+
+	if (end == NULL || (*end != '\0' && strcmp(end, "Z") != 0))
+		return -2;
+	return (int64_t)timegm(&tm);
+}
+
+/* bos_token/eos_token from the model when the messages file does not set them. */
+static void
+default_tokens(const char *model, cJSON *vars)
+{
+	struct tok *t = cli_load_tok(model, NULL);
+	int32_t ids[2] = {t ? tok_bos(t) : -1, t ? tok_eos(t) : -1};
+	static const char *const keys[2] = {"bos_token", "eos_token"};
+
+	for (int i = 0; i < 2; i++) {
+		size_t n;
+		const char *s = tok_text(t, ids[i], &n);
+		char *copy = s ? strndup(s, n) : NULL;
+		if (!cJSON_HasObjectItem(vars, keys[i]))
+			cJSON_AddStringToObject(vars, keys[i], copy ? copy : "");
+		free(copy);
+	}
+	tok_free(t);
+}
+
+static struct jinja_tmpl *
+load_template(const char *model, const char *tmpl_path)
+{
+	struct jinja_tmpl *t = NULL;
+	struct orch_errinfo e = {0};
+	bool fallback = false;
+
+	if (tmpl_path != NULL) {
+		size_t n;
+		char *src = slurp(tmpl_path, &n);
+		if (src == NULL)
+			fprintf(stderr, "orch-worker: %s: cannot read\n", tmpl_path);
+		else if (jinja_compile(tmpl_path, src, n, &t, &e) != ORCH_OK)
+			fprintf(stderr, "orch-worker: %s\n", e.msg);
+		free(src);
+		return t;
+	}
+	struct gguf_file *f = NULL;
+	if (gguf_open(model, &f, &e) != ORCH_OK || chat_template_from_gguf(f, &t, &fallback, &e) != ORCH_OK)
+		fprintf(stderr, "orch-worker: %s\n", e.msg);
+	else if (fallback)
+		fprintf(stderr, "orch-worker: %s has no chat template; using the fallback format\n", model);
+	gguf_close(f);
+	return t;
+}
+
+static int
+render(struct jinja_tmpl *t, cJSON *vars, int64_t now)
+{
+	struct jinja_opts o = {.now = now};
+	struct orch_errinfo e = {0};
+	struct sbuf out = {0};
+	orch_err rv = jinja_render(t, vars, &o, &out, &e);
+	int rc = 0;
+
+	if (rv == ORCH_OK) {
+		fwrite(out.p ? out.p : "", 1, out.n, stdout);
+	} else {
+		fprintf(stderr, rv == ORCH_ETEMPLATE_RAISE ? "%s\n" : "orch-worker: %s\n", e.msg);
+		rc = rv == ORCH_ETEMPLATE_RAISE ? 3 : 1;
+	}
+	sbuf_fini(&out);
+	return rc;
+}
+
+int
+cli_chat_template(int argc, char **argv)
+{
+	static const struct option longopts[] = {{"model", required_argument, NULL, 'm'},
+		{"template", required_argument, NULL, 't'}, {"messages", required_argument, NULL, 'j'},
+		{"no-generation-prompt", no_argument, NULL, 'n'}, {"now", required_argument, NULL, 'w'},
+		{NULL, 0, NULL, 0}};
+	const char *model = NULL, *tmpl = NULL, *msgs = NULL;
+	bool gen = true;
+	int64_t now = -1;
+	int c, rc = 1;
+
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'm': model = optarg; break;
+		case 't': tmpl = optarg; break;
+		case 'j': msgs = optarg; break;
+		case 'n': gen = false; break;
+		case 'w':
+			if ((now = parse_now(optarg)) == -2) {
+				fprintf(stderr, "orch-worker: --now wants YYYY-MM-DDTHH:MM:SS, got '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		default: return 2;
+		}
+	}
+	if ((model == NULL) == (tmpl == NULL) || msgs == NULL || optind != argc) {
+		fprintf(stderr, "usage: orch-worker chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]\n");
+		return 2;
+	}
+	size_t n;
+	char *text = slurp(msgs, &n);
+	cJSON *vars = text ? cJSON_ParseWithLength(text, n) : NULL;
+	free(text);
+	if (!cJSON_IsObject(vars) || !cJSON_IsArray(cJSON_GetObjectItem(vars, "messages"))) {
+		fprintf(stderr, "orch-worker: %s: want a JSON object with a \"messages\" array\n", msgs);
+		cJSON_Delete(vars);
+		return 1;
+	}
+	cJSON_DeleteItemFromObject(vars, "add_generation_prompt");
+	cJSON_AddBoolToObject(vars, "add_generation_prompt", gen);
+	if (!cJSON_HasObjectItem(vars, "tools"))
+		cJSON_AddNullToObject(vars, "tools");
+	if (model != NULL)
+		default_tokens(model, vars);
+	struct jinja_tmpl *t = load_template(model, tmpl);
+	if (t != NULL)
+		rc = render(t, vars, now);
+	jinja_free(t);
+	cJSON_Delete(vars);
+	return rc;
+}

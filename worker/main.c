@@ -1,0 +1,43 @@
+/*
+ * orch-worker - one process per (GPU, model). The serving loop arrives with
+ * the worker issue; today it has the tokenizer and chat-template tools.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{"tokenize", cli_tokenize,
+		"tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)"},
+	{"detokenize", cli_detokenize, "detokenize --model FILE [--tokenizer gguf|hf-json] [--special] IDS..."},
+	{"chat-template", cli_chat_template,
+		"chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]"},
+};
+
+static void
+usage(FILE *out)
+{
+	fprintf(out, "usage: orch-worker COMMAND [ARGS]\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  orch-worker %s\n", commands[i].help);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "orch-worker: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
