@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuzz.sh BUILD SECONDS - run every libFuzzer target for SECONDS each, from a
+# fuzz.sh BUILD SECONDS - run every libFuzzer target (gguf, tok, jinja) for SECONDS each, from a
 # copy of its stored corpus. New crashes land in tests/fuzz/crashes/; copy
 # each into tests/fuzz/corpus/<target>/ once fixed so replay keeps it fixed.
 set -euo pipefail
@@ -7,9 +7,12 @@ build=$1
 seconds=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$root/tests/fuzz/crashes"
-for target in gguf; do
+export ORCH_TESTDATA=${ORCH_TESTDATA:-$root/../shared/testdata}
+for target in gguf tok jinja; do
 	work=$(mktemp -d)
 	cp "$root/tests/fuzz/corpus/$target/"* "$work/"
+	# The real chat templates seed the template fuzzer (used by path, not copied in).
+	[[ $target == jinja && -d $ORCH_TESTDATA/templates ]] && cp "$ORCH_TESTDATA"/templates/*.jinja "$work/"
 	echo "fuzz: $target for ${seconds}s"
 	"$build/bin/${target}_fuzz" -max_total_time="$seconds" -max_len=65536 -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 \
