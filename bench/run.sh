@@ -14,3 +14,4 @@ start=$(date +%s.%N)
 awk -v a="$start" -v b="$(date +%s.%N)" -v f="$model" 'BEGIN { printf "orch-synth qwen2.5-0.5b Q4_K_M: %.2f s\n", b - a }'
 "$build/bin/gguf_open_bench" -n 50 "$data/vocab/ggml-vocab-qwen2.gguf" "$model" \
 	"$data/models/stories260K.gguf"
+"$build/bin/tok_bench" "$data"
