@@ -8,15 +8,16 @@
  * for the qwen2 (byte-level BPE) and llama-spm (SentencePiece) vocabularies,
  * and the time to render each shared chat template for a 3-message conversation.
  */
-#include "gguf.h"
-#include "jinja.h"
-#include "tokenizer.h"
-
-#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "gguf.h"
+#include "jinja.h"
+#include "tokenizer.h"
 
 static double
 now_s(void)
@@ -34,8 +35,9 @@ slurp(const char *path, size_t *n)
 	char *p = NULL;
 	long k;
 
-	if (fp && fseek(fp, 0, SEEK_END) == 0 && (k = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
-		(p = malloc((size_t)k + 1)) != NULL && fread(p, 1, (size_t)k, fp) == (size_t)k) {
+	if (fp && fseek(fp, 0, SEEK_END) == 0 && (k = ftell(fp)) >= 0 &&
+	    fseek(fp, 0, SEEK_SET) == 0 && (p = malloc((size_t)k + 1)) != NULL &&
+	    fread(p, 1, (size_t)k, fp) == (size_t)k) {
 		p[k] = '\0';
 		*n = (size_t)k;
 	}
@@ -68,7 +70,7 @@ bench_encode(const char *dir, const char *vocab, const char *text, size_t n)
 		tok_ids_fini(&ids);
 	}
 	printf("encode %-26s %6.2f MB/s  %8.0f tokens/s  (%zu bytes -> %zu tokens)\n", vocab,
-		(double)n / best / 1e6, (double)ntok / best, n, ntok);
+	       (double)n / best / 1e6, (double)ntok / best, n, ntok);
 	tok_free(t);
 	gguf_close(f);
 }
@@ -76,13 +78,15 @@ bench_encode(const char *dir, const char *vocab, const char *text, size_t n)
 static void
 bench_templates(const char *dir)
 {
-	const char *names[] = {"Qwen-Qwen2.5-7B-Instruct", "meta-llama-Llama-3.1-8B-Instruct",
-		"meta-llama-Llama-3.2-3B-Instruct", "mistralai-Mistral-Nemo-Instruct-2407",
-		"microsoft-Phi-3-mini-4k-instruct", "google-gemma-2-2b-it"};
-	cJSON *vars = cJSON_Parse("{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}, "
-				  "{\"role\": \"assistant\", \"content\": \"Hi! How can I help?\"}, "
-				  "{\"role\": \"user\", \"content\": \"What is 2+2?\"}], \"bos_token\": \"<s>\", "
-				  "\"eos_token\": \"</s>\", \"add_generation_prompt\": true, \"tools\": null}");
+	const char *names[] = {
+	        "Qwen-Qwen2.5-7B-Instruct",         "meta-llama-Llama-3.1-8B-Instruct",
+	        "meta-llama-Llama-3.2-3B-Instruct", "mistralai-Mistral-Nemo-Instruct-2407",
+	        "microsoft-Phi-3-mini-4k-instruct", "google-gemma-2-2b-it"};
+	cJSON *vars = cJSON_Parse(
+	        "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello\"}, "
+	        "{\"role\": \"assistant\", \"content\": \"Hi! How can I help?\"}, "
+	        "{\"role\": \"user\", \"content\": \"What is 2+2?\"}], \"bos_token\": \"<s>\", "
+	        "\"eos_token\": \"</s>\", \"add_generation_prompt\": true, \"tools\": null}");
 	struct jinja_opts o = {.now = 1721952000};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -105,8 +109,8 @@ bench_templates(const char *dir)
 			jinja_render(t, vars, &o, &out, NULL);
 			sbuf_fini(&out);
 		}
-		printf("template %-38s compile %6.1f us  render %6.1f us\n", names[i], compile * 1e6,
-			(now_s() - t0) / reps * 1e6);
+		printf("template %-38s compile %6.1f us  render %6.1f us\n", names[i],
+		       compile * 1e6, (now_s() - t0) / reps * 1e6);
 		jinja_free(t);
 		free(src);
 	}

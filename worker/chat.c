@@ -1,19 +1,19 @@
 #include "chat.h"
 
+#include <string.h>
+
 #include "gguf.h"
 #include "jinja.h"
 
-#include <string.h>
-
 const char chat_fallback_template[] =
-	"{% for message in messages %}"
-	"{{ message['role'] | capitalize }}: {{ message['content'] }}\n\n"
-	"{% endfor %}"
-	"{% if add_generation_prompt %}Assistant:{% endif %}";
+        "{% for message in messages %}"
+        "{{ message['role'] | capitalize }}: {{ message['content'] }}\n\n"
+        "{% endfor %}"
+        "{% if add_generation_prompt %}Assistant:{% endif %}";
 
 orch_err
 chat_template_from_gguf(const struct gguf_file *f, struct jinja_tmpl **ret, bool *ret_fallback,
-	struct orch_errinfo *reterr)
+                        struct orch_errinfo *reterr)
 {
 	struct gguf_str s;
 
@@ -22,6 +22,6 @@ chat_template_from_gguf(const struct gguf_file *f, struct jinja_tmpl **ret, bool
 		return jinja_compile("tokenizer.chat_template", s.ptr, (size_t)s.len, ret, reterr);
 	}
 	*ret_fallback = true;
-	return jinja_compile("fallback", chat_fallback_template, strlen(chat_fallback_template), ret,
-		reterr);
+	return jinja_compile("fallback", chat_fallback_template, strlen(chat_fallback_template),
+	                     ret, reterr);
 }

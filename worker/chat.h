@@ -9,9 +9,9 @@
  * "Assistant:" when a generation prompt is asked for). BOS is not part of
  * it: tokenizing the prompt with TOK_ADD_SPECIAL adds what the model wants.
  */
-#include "err.h"
-
 #include <stdbool.h>
+
+#include "err.h"
 
 struct gguf_file;
 struct jinja_tmpl;
@@ -24,4 +24,4 @@ extern const char chat_fallback_template[];
  * model's template does not compile (the message names it), ORCH_ENOMEM.
  */
 orch_err chat_template_from_gguf(const struct gguf_file *f, struct jinja_tmpl **ret,
-	bool *ret_fallback, struct orch_errinfo *reterr);
+                                 bool *ret_fallback, struct orch_errinfo *reterr);

@@ -1,7 +1,8 @@
 #pragma once
 /* cli.h - orch-worker subcommands; each returns the process exit code. */
 
-/* cli_tokenize - "tokenize --model FILE [--add-special] [--parse-special] [--pieces] (--text T | --file F)". */
+/* cli_tokenize - "tokenize --model FILE [--add-special] [--parse-special] [--pieces] (--text T |
+ * --file F)". */
 int cli_tokenize(int argc, char **argv);
 
 /* cli_detokenize - "detokenize --model FILE [--special] IDS...". */

@@ -8,18 +8,19 @@
  * newline added. Exit codes: 0 rendered, 3 the template raised (its message
  * on stderr), 1 other errors, 2 usage.
  */
-#include "chat.h"
-#include "cli.h"
-#include "gguf.h"
-#include "jinja.h"
-#include "tokenizer.h"
-
-#include <cjson/cJSON.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include "chat.h"
+#include "cli.h"
+#include "gguf.h"
+#include "jinja.h"
+#include "tokenizer.h"
 
 static char *
 slurp(const char *path, size_t *ret_n)
@@ -86,10 +87,12 @@ load_template(const char *model, const char *tmpl_path)
 		return t;
 	}
 	struct gguf_file *f = NULL;
-	if (gguf_open(model, &f, &e) != ORCH_OK || chat_template_from_gguf(f, &t, &fallback, &e) != ORCH_OK)
+	if (gguf_open(model, &f, &e) != ORCH_OK ||
+	    chat_template_from_gguf(f, &t, &fallback, &e) != ORCH_OK)
 		fprintf(stderr, "orch-worker: %s\n", e.msg);
 	else if (fallback)
-		fprintf(stderr, "orch-worker: %s has no chat template; using the fallback format\n", model);
+		fprintf(stderr, "orch-worker: %s has no chat template; using the fallback format\n",
+		        model);
 	gguf_close(f);
 	return t;
 }
@@ -117,9 +120,11 @@ int
 cli_chat_template(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"model", required_argument, NULL, 'm'},
-		{"template", required_argument, NULL, 't'}, {"messages", required_argument, NULL, 'j'},
-		{"no-generation-prompt", no_argument, NULL, 'n'}, {"now", required_argument, NULL, 'w'},
-		{NULL, 0, NULL, 0}};
+	                                         {"template", required_argument, NULL, 't'},
+	                                         {"messages", required_argument, NULL, 'j'},
+	                                         {"no-generation-prompt", no_argument, NULL, 'n'},
+	                                         {"now", required_argument, NULL, 'w'},
+	                                         {NULL, 0, NULL, 0}};
 	const char *model = NULL, *tmpl = NULL, *msgs = NULL;
 	bool gen = true;
 	int64_t now = -1;
@@ -127,21 +132,33 @@ cli_chat_template(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'm': model = optarg; break;
-		case 't': tmpl = optarg; break;
-		case 'j': msgs = optarg; break;
-		case 'n': gen = false; break;
+		case 'm':
+			model = optarg;
+			break;
+		case 't':
+			tmpl = optarg;
+			break;
+		case 'j':
+			msgs = optarg;
+			break;
+		case 'n':
+			gen = false;
+			break;
 		case 'w':
 			if ((now = parse_now(optarg)) == -2) {
-				fprintf(stderr, "orch-worker: --now wants YYYY-MM-DDTHH:MM:SS, got '%s'\n", optarg);
+				fprintf(stderr,
+				        "orch-worker: --now wants YYYY-MM-DDTHH:MM:SS, got '%s'\n",
+				        optarg);
 				return 2;
 			}
 			break;
-		default: return 2;
+		default:
+			return 2;
 		}
 	}
 	if ((model == NULL) == (tmpl == NULL) || msgs == NULL || optind != argc) {
-		fprintf(stderr, "usage: orch-worker chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]\n");
+		fprintf(stderr,
+		        "usage: orch-worker chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]\n");
 		return 2;
 	}
 	size_t n;
@@ -149,7 +166,8 @@ cli_chat_template(int argc, char **argv)
 	cJSON *vars = text ? cJSON_ParseWithLength(text, n) : NULL;
 	free(text);
 	if (!cJSON_IsObject(vars) || !cJSON_IsArray(cJSON_GetObjectItem(vars, "messages"))) {
-		fprintf(stderr, "orch-worker: %s: want a JSON object with a \"messages\" array\n", msgs);
+		fprintf(stderr, "orch-worker: %s: want a JSON object with a \"messages\" array\n",
+		        msgs);
 		cJSON_Delete(vars);
 		return 1;
 	}

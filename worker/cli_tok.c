@@ -5,17 +5,17 @@
  * --pieces a second line holds the decoded piece of each id as a JSON array
  * of strings. detokenize prints the text exactly, with no newline added.
  */
-#include "cli.h"
-#include "gguf.h"
-#include "parse.h"
-#include "sbuf.h"
-#include "tokenizer.h"
-
 #include <getopt.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "cli.h"
+#include "gguf.h"
+#include "parse.h"
+#include "sbuf.h"
+#include "tokenizer.h"
 
 struct tok *
 cli_load_tok(const char *model, const char *kind)
@@ -87,10 +87,13 @@ int
 cli_tokenize(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"model", required_argument, NULL, 'm'},
-		{"tokenizer", required_argument, NULL, 'k'}, {"add-special", no_argument, NULL, 'a'},
-		{"parse-special", no_argument, NULL, 'p'}, {"pieces", no_argument, NULL, 'P'},
-		{"text", required_argument, NULL, 't'}, {"file", required_argument, NULL, 'f'},
-		{NULL, 0, NULL, 0}};
+	                                         {"tokenizer", required_argument, NULL, 'k'},
+	                                         {"add-special", no_argument, NULL, 'a'},
+	                                         {"parse-special", no_argument, NULL, 'p'},
+	                                         {"pieces", no_argument, NULL, 'P'},
+	                                         {"text", required_argument, NULL, 't'},
+	                                         {"file", required_argument, NULL, 'f'},
+	                                         {NULL, 0, NULL, 0}};
 	const char *model = NULL, *kind = NULL, *text = NULL, *file = NULL;
 	unsigned flags = 0;
 	bool pieces = false;
@@ -98,18 +101,34 @@ cli_tokenize(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'm': model = optarg; break;
-		case 'k': kind = optarg; break;
-		case 'a': flags |= TOK_ADD_SPECIAL; break;
-		case 'p': flags |= TOK_PARSE_SPECIAL; break;
-		case 'P': pieces = true; break;
-		case 't': text = optarg; break;
-		case 'f': file = optarg; break;
-		default: return 2;
+		case 'm':
+			model = optarg;
+			break;
+		case 'k':
+			kind = optarg;
+			break;
+		case 'a':
+			flags |= TOK_ADD_SPECIAL;
+			break;
+		case 'p':
+			flags |= TOK_PARSE_SPECIAL;
+			break;
+		case 'P':
+			pieces = true;
+			break;
+		case 't':
+			text = optarg;
+			break;
+		case 'f':
+			file = optarg;
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (model == NULL || (text == NULL) == (file == NULL) || optind != argc) {
-		fprintf(stderr, "usage: orch-worker tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)\n");
+		fprintf(stderr,
+		        "usage: orch-worker tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)\n");
 		return 2;
 	}
 	size_t n = text ? strlen(text) : 0;
@@ -139,8 +158,9 @@ int
 cli_detokenize(int argc, char **argv)
 {
 	static const struct option longopts[] = {{"model", required_argument, NULL, 'm'},
-		{"tokenizer", required_argument, NULL, 'k'}, {"special", no_argument, NULL, 's'},
-		{NULL, 0, NULL, 0}};
+	                                         {"tokenizer", required_argument, NULL, 'k'},
+	                                         {"special", no_argument, NULL, 's'},
+	                                         {NULL, 0, NULL, 0}};
 	const char *model = NULL, *kind = NULL;
 	unsigned flags = TOK_STRIP_PREFIX;
 	int c, rc = 1;
@@ -156,7 +176,8 @@ cli_detokenize(int argc, char **argv)
 			return 2;
 	}
 	if (model == NULL) {
-		fprintf(stderr, "usage: orch-worker detokenize --model FILE [--tokenizer gguf|hf-json] [--special] IDS...\n");
+		fprintf(stderr,
+		        "usage: orch-worker detokenize --model FILE [--tokenizer gguf|hf-json] [--special] IDS...\n");
 		return 2;
 	}
 	struct tok *t = cli_load_tok(model, kind);
@@ -167,7 +188,7 @@ cli_detokenize(int argc, char **argv)
 		uint64_t v;
 		if (orch_parse_u64(argv[i], 0, tok_n_vocab(t) - 1, &v) != ORCH_OK) {
 			fprintf(stderr, "orch-worker: '%s' is not a token id (0..%u)\n", argv[i],
-				tok_n_vocab(t) - 1);
+			        tok_n_vocab(t) - 1);
 			rc = 2;
 			goto out;
 		}

@@ -190,8 +190,17 @@ num(struct jv v)
 	return v.t == JV_INT ? (double)v.u.i : v.t == JV_BOOL ? (v.u.b ? 1.0 : 0.0) : v.u.f;
 }
 
+static bool equal_d(struct jv a, struct jv b, int depth);
+
 bool
 jv_equal(struct jv a, struct jv b)
+{
+	return equal_d(a, b, 0);
+}
+
+/* Deep equality; containers nested past 64 levels (cycles) compare unequal. */
+static bool
+equal_d(struct jv a, struct jv b, int depth)
 {
 	if (is_num(a) && is_num(b)) {
 		if (a.t == JV_INT && b.t == JV_INT)
@@ -210,7 +219,7 @@ jv_equal(struct jv a, struct jv b)
 		if (a.u.l->n != b.u.l->n)
 			return false;
 		for (size_t i = 0; i < a.u.l->n; i++)
-			if (!jv_equal(a.u.l->v[i], b.u.l->v[i]))
+			if (depth > 64 || !equal_d(a.u.l->v[i], b.u.l->v[i], depth + 1))
 				return false;
 		return true;
 	case JV_DICT:
@@ -222,7 +231,7 @@ jv_equal(struct jv a, struct jv b)
 			struct jv k = a.u.d->k[i];
 			struct jv *o =
 			        k.t == JV_STR ? jv_dict_get(b.u.d, k.u.s->s, k.u.s->n) : NULL;
-			if (o == NULL || !jv_equal(a.u.d->v[i], *o))
+			if (o == NULL || depth > 64 || !equal_d(a.u.d->v[i], *o, depth + 1))
 				return false;
 		}
 		return true;
@@ -337,17 +346,28 @@ str_repr(const struct jstr *s, struct sbuf *out)
 	sbuf_putc(out, q);
 }
 
+static void to_string_d(struct jv v, struct sbuf *out, int depth);
+
+/* Containers nested past 32 levels (a namespace holding itself) print as "...", as Python does. */
 static void
-repr(struct jv v, struct sbuf *out)
+repr(struct jv v, struct sbuf *out, int depth)
 {
 	if (v.t == JV_STR)
 		str_repr(v.u.s, out);
+	else if (depth > 32 && (v.t == JV_LIST || v.t == JV_DICT))
+		sbuf_puts(out, "...");
 	else
-		jv_to_string(v, out);
+		to_string_d(v, out, depth + 1);
 }
 
 void
 jv_to_string(struct jv v, struct sbuf *out)
+{
+	to_string_d(v, out, 0);
+}
+
+static void
+to_string_d(struct jv v, struct sbuf *out, int depth)
 {
 	switch (v.t) {
 	case JV_UNDEF:
@@ -372,7 +392,7 @@ jv_to_string(struct jv v, struct sbuf *out)
 		for (size_t i = 0; i < v.u.l->n; i++) {
 			if (i)
 				sbuf_puts(out, ", ");
-			repr(v.u.l->v[i], out);
+			repr(v.u.l->v[i], out, depth);
 		}
 		sbuf_putc(out, ']');
 		return;
@@ -381,9 +401,9 @@ jv_to_string(struct jv v, struct sbuf *out)
 		for (size_t i = 0; i < v.u.d->n; i++) {
 			if (i)
 				sbuf_puts(out, ", ");
-			repr(v.u.d->k[i], out);
+			repr(v.u.d->k[i], out, depth);
 			sbuf_puts(out, ": ");
-			repr(v.u.d->v[i], out);
+			repr(v.u.d->v[i], out, depth);
 		}
 		sbuf_puts(out, v.u.d->ns ? "}>" : "}");
 		return;

@@ -2,21 +2,22 @@
  * orch-worker - one process per (GPU, model). The serving loop arrives with
  * the worker issue; today it has the tokenizer and chat-template tools.
  */
-#include "cli.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "cli.h"
 
 static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 	const char *help;
 } commands[] = {
-	{"tokenize", cli_tokenize,
-		"tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)"},
-	{"detokenize", cli_detokenize, "detokenize --model FILE [--tokenizer gguf|hf-json] [--special] IDS..."},
-	{"chat-template", cli_chat_template,
-		"chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]"},
+        {"tokenize", cli_tokenize,
+         "tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)"},
+        {"detokenize", cli_detokenize,
+         "detokenize --model FILE [--tokenizer gguf|hf-json] [--special] IDS..."},
+        {"chat-template", cli_chat_template,
+         "chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]"},
 };
 
 static void

@@ -4,10 +4,11 @@
  * small conversation must succeed or fail with a template error, within the
  * interpreter's step, depth and output limits.
  */
-#include "jinja.h"
+#include <stdlib.h>
 
 #include <cjson/cJSON.h>
-#include <stdlib.h>
+
+#include "jinja.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,9 +23,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	orch_err rv;
 
 	if (vars == NULL)
-		vars = cJSON_Parse("{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, "
-				   "{\"role\": \"user\", \"content\": \"Hé 👋\"}], \"bos_token\": \"<s>\", "
-				   "\"eos_token\": \"</s>\", \"add_generation_prompt\": true, \"tools\": null}");
+		vars = cJSON_Parse(
+		        "{\"messages\": [{\"role\": \"system\", \"content\": \"s\"}, "
+		        "{\"role\": \"user\", \"content\": \"Hé 👋\"}], \"bos_token\": \"<s>\", "
+		        "\"eos_token\": \"</s>\", \"add_generation_prompt\": true, \"tools\": null}");
 	if (size > 4096)
 		return 0;
 	rv = jinja_compile("fuzz", (const char *)data, size, &t, NULL);

@@ -5,12 +5,12 @@
  * back to the input for the byte-level vocabulary. Vocabularies come from
  * $ORCH_TESTDATA (default ../shared/testdata).
  */
-#include "gguf.h"
-#include "tokenizer.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gguf.h"
+#include "tokenizer.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,14 +42,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (int k = 0; k < 2; k++) {
 		struct tok_ids ids = {0};
-		unsigned flags = size > 0 && (data[0] & 1) ? TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL : 0;
+		unsigned flags =
+		        size > 0 && (data[0] & 1) ? TOK_PARSE_SPECIAL | TOK_ADD_SPECIAL : 0;
 		if (tok_encode(toks[k], (const char *)data, size, flags, &ids) != ORCH_OK)
 			abort();
 		char *text = NULL;
 		size_t len = 0;
-		if (tok_decode(toks[k], ids.v, ids.n, TOK_STRIP_PREFIX | TOK_RENDER_SPECIAL, &text, &len) != ORCH_OK)
+		if (tok_decode(toks[k], ids.v, ids.n, TOK_STRIP_PREFIX | TOK_RENDER_SPECIAL, &text,
+		               &len) != ORCH_OK)
 			abort();
-		if (k == 0 && !(flags & TOK_ADD_SPECIAL) && (len != size || (size && memcmp(text, data, size))))
+		if (k == 0 && !(flags & TOK_ADD_SPECIAL) &&
+		    (len != size || (size && memcmp(text, data, size))))
 			abort(); /* byte-level BPE is lossless */
 		free(text);
 		tok_ids_fini(&ids);

@@ -267,6 +267,9 @@ test_tests_and_values(void)
 	        "{{ '  Hi '.strip() }}{{ 'a,b'.split(',')|length }}{{ 'abc'.startswith('ab') }}",
 	        NULL, "Hi2True");
 	EXPECT_RENDER("{{ strftime_now('%d %b %Y') }}", NULL, "26 Jul 2024");
+	EXPECT_RENDER(
+	        "{% set ns = namespace(a=1) %}{% set ns.a = [ns] %}{{ (ns|string)[:20] }}{{ ns == ns }}",
+	        NULL, "<Namespace {'a': [<NTrue"); /* a value holding itself prints and compares */
 	EXPECT_RENDER("{{ messages[-1]['content'] }}",
 	              "{\"messages\":[{\"content\":\"a\"},{\"content\":\"b\"}]}", "b");
 }
