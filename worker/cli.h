@@ -1,6 +1,8 @@
 #pragma once
 /* cli.h - orch-worker subcommands; each returns the process exit code. */
 
+#define CLI_MAX_INPUT (256u << 20) /* text, template and JSON files */
+
 /* cli_tokenize - "tokenize --model FILE [--add-special] [--parse-special] [--pieces] (--text T |
  * --file F)". */
 int cli_tokenize(int argc, char **argv);

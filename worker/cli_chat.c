@@ -16,27 +16,13 @@
 
 #include <cjson/cJSON.h>
 
+#include "alloc.h"
 #include "chat.h"
 #include "cli.h"
 #include "gguf.h"
 #include "jinja.h"
+#include "readfile.h"
 #include "tokenizer.h"
-
-static char *
-slurp(const char *path, size_t *ret_n)
-{
-	FILE *fp = fopen(path, "rb");
-	struct sbuf b = {0};
-	char chunk[65536];
-	size_t k;
-
-	if (fp == NULL)
-		return NULL;
-	while ((k = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-		sbuf_put(&b, chunk, k);
-	fclose(fp);
-	return sbuf_take(&b, ret_n);
-}
 
 /* "2024-07-26T00:00:00" (UTC) → seconds; -2 when malformed. */
 static int64_t
@@ -78,12 +64,11 @@ load_template(const char *model, const char *tmpl_path)
 
 	if (tmpl_path != NULL) {
 		size_t n;
-		char *src = slurp(tmpl_path, &n);
-		if (src == NULL)
-			fprintf(stderr, "orch-worker: %s: cannot read\n", tmpl_path);
-		else if (jinja_compile(tmpl_path, src, n, &t, &e) != ORCH_OK)
+		char *src = NULL;
+		if (orch_read_file(tmpl_path, CLI_MAX_INPUT, &src, &n, &e) != ORCH_OK ||
+		    jinja_compile(tmpl_path, src, n, &t, &e) != ORCH_OK)
 			fprintf(stderr, "orch-worker: %s\n", e.msg);
-		free(src);
+		orch_free(src);
 		return t;
 	}
 	struct gguf_file *f = NULL;
@@ -161,10 +146,15 @@ cli_chat_template(int argc, char **argv)
 		        "usage: orch-worker chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]\n");
 		return 2;
 	}
-	size_t n;
-	char *text = slurp(msgs, &n);
-	cJSON *vars = text ? cJSON_ParseWithLength(text, n) : NULL;
-	free(text);
+	size_t n = 0;
+	char *text = NULL;
+	struct orch_errinfo e = {0};
+	if (orch_read_file(msgs, CLI_MAX_INPUT, &text, &n, &e) != ORCH_OK) {
+		fprintf(stderr, "orch-worker: %s\n", e.msg);
+		return 1;
+	}
+	cJSON *vars = cJSON_ParseWithLength(text, n);
+	orch_free(text);
 	if (!cJSON_IsObject(vars) || !cJSON_IsArray(cJSON_GetObjectItem(vars, "messages"))) {
 		fprintf(stderr, "orch-worker: %s: want a JSON object with a \"messages\" array\n",
 		        msgs);

@@ -11,9 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "cli.h"
 #include "gguf.h"
 #include "parse.h"
+#include "readfile.h"
 #include "sbuf.h"
 #include "tokenizer.h"
 
@@ -40,23 +42,6 @@ cli_load_tok(const char *model, const char *kind)
 		fprintf(stderr, "orch-worker: %s\n", e.msg);
 	gguf_close(f);
 	return t;
-}
-
-static char *
-read_all(const char *path, size_t *ret_n)
-{
-	FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-	struct sbuf b = {0};
-	char chunk[65536];
-	size_t k;
-
-	if (fp == NULL)
-		return NULL;
-	while ((k = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-		sbuf_put(&b, chunk, k);
-	if (fp != stdin)
-		fclose(fp);
-	return sbuf_take(&b, ret_n);
 }
 
 static void
@@ -132,9 +117,10 @@ cli_tokenize(int argc, char **argv)
 		return 2;
 	}
 	size_t n = text ? strlen(text) : 0;
-	char *owned = file ? read_all(file, &n) : NULL;
-	if (file && owned == NULL) {
-		fprintf(stderr, "orch-worker: %s: cannot read\n", file);
+	char *owned = NULL;
+	struct orch_errinfo e = {0};
+	if (file && orch_read_file(file, CLI_MAX_INPUT, &owned, &n, &e) != ORCH_OK) {
+		fprintf(stderr, "orch-worker: %s\n", e.msg);
 		return 1;
 	}
 	struct tok *t = cli_load_tok(model, kind);
@@ -150,7 +136,7 @@ cli_tokenize(int argc, char **argv)
 	}
 	tok_ids_fini(&ids);
 	tok_free(t);
-	free(owned);
+	orch_free(owned);
 	return rc;
 }
 

@@ -13,6 +13,7 @@
 
 #include "alloc.h"
 #include "arena.h"
+#include "readfile.h"
 #include "tok_internal.h"
 
 #define HF_JSON_MAX_BYTES (512u << 20)
@@ -20,36 +21,17 @@
 static cJSON *
 read_json(const char *path, struct orch_errinfo *reterr, orch_err *rv)
 {
-	FILE *fp = fopen(path, "rb");
 	char *buf = NULL;
-	long n = -1;
+	size_t n = 0;
 	cJSON *j = NULL;
 
-	*rv = ORCH_OK;
-	if (fp == NULL || fseek(fp, 0, SEEK_END) != 0 || (n = ftell(fp)) < 0 ||
-	    fseek(fp, 0, SEEK_SET) != 0) {
-		*rv = orch_errf(reterr, ORCH_EIO, "%s: cannot read", path);
-		goto out;
-	}
-	if ((unsigned long)n > HF_JSON_MAX_BYTES || (buf = orch_malloc((size_t)n + 1)) == NULL) {
-		*rv = orch_errf(reterr, n > 0 ? ORCH_ENOMEM : ORCH_EIO, "%s: too large to load",
-		                path);
-		goto out;
-	}
-	if (fread(buf, 1, (size_t)n, fp) != (size_t)n) {
-		*rv = orch_errf(reterr, ORCH_EIO, "%s: short read", path);
-		goto out;
-	}
-	j = cJSON_ParseWithLength(buf, (size_t)n);
-	if (j == NULL) {
+	*rv = orch_read_file(path, HF_JSON_MAX_BYTES, &buf, &n, reterr);
+	if (*rv == ORCH_OK && (j = cJSON_ParseWithLength(buf, n)) == NULL) {
 		const char *at = cJSON_GetErrorPtr();
 		*rv = orch_errf(reterr, ORCH_EINVAL, "%s: malformed JSON at byte %lld", path,
 		                at && at >= buf && at <= buf + n ? (long long)(at - buf) : -1LL);
 	}
-out:
 	orch_free(buf);
-	if (fp != NULL)
-		fclose(fp);
 	return j;
 }
 
