@@ -94,8 +94,13 @@ sbuf_take(struct sbuf *b, size_t *ret_len)
 		sbuf_fini(b);
 		return NULL;
 	}
-	if (b->p == NULL)
-		reserve(b, 0);
+		if (b->p == NULL) {
+		if (!reserve(b, 0)) {
+			sbuf_fini(b);
+			return NULL;
+		}
+		b->p[0] = '\0';
+	}
 	p = b->p;
 	if (ret_len != NULL)
 		*ret_len = b->n;
