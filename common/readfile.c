@@ -1,15 +1,15 @@
 #include "readfile.h"
 
-#include "alloc.h"
-#include "sbuf.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
+#include "sbuf.h"
+
 orch_err
 orch_read_file(const char *path, size_t max_bytes, char **ret, size_t *ret_n,
-	struct orch_errinfo *reterr)
+               struct orch_errinfo *reterr)
 {
 	bool is_stdin = strcmp(path, "-") == 0;
 	FILE *fp = is_stdin ? stdin : fopen(path, "rb");
@@ -22,7 +22,8 @@ orch_read_file(const char *path, size_t max_bytes, char **ret, size_t *ret_n,
 		return orch_errf(reterr, ORCH_EIO, "%s: %s", path, strerror(errno));
 	while ((k = fread(chunk, 1, sizeof(chunk), fp)) > 0) {
 		if (b.n + k > max_bytes) {
-			rv = orch_errf(reterr, ORCH_ERANGE, "%s: larger than %zu bytes", path, max_bytes);
+			rv = orch_errf(reterr, ORCH_ERANGE, "%s: larger than %zu bytes", path,
+			               max_bytes);
 			break;
 		}
 		sbuf_put(&b, chunk, k);

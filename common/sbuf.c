@@ -94,7 +94,7 @@ sbuf_take(struct sbuf *b, size_t *ret_len)
 		sbuf_fini(b);
 		return NULL;
 	}
-		if (b->p == NULL) {
+	if (b->p == NULL) {
 		if (!reserve(b, 0)) {
 			sbuf_fini(b);
 			return NULL;

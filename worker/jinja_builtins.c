@@ -257,8 +257,7 @@ str_method(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *args
 				sbuf_put(&b, s.u.s->s, s.u.s->n);
 			jv_to_string(items[i], &b);
 		}
-		struct jv out = jv_str(r, b.p ? b.p : "", b.n);
-		sbuf_fini(&b);
+		struct jv out = jv_from_sbuf(r, &b);
 		return out;
 	}
 	/* replace: the filter has the same semantics */

@@ -195,8 +195,7 @@ eval_slice(struct jrender *r, const struct jexpr *e)
 		size_t a = char_offset(obj.u.s, (size_t)i), z = char_offset(obj.u.s, (size_t)i + 1);
 		sbuf_put(&b, obj.u.s->s + a, z - a);
 	}
-	out = jv_str(r, b.p ? b.p : "", b.n);
-	sbuf_fini(&b);
+	out = jv_from_sbuf(r, &b);
 	return out;
 }
 
@@ -241,8 +240,7 @@ concat(struct jrender *r, struct jv a, struct jv b)
 
 	jv_to_string(a, &s);
 	jv_to_string(b, &s);
-	v = jv_str(r, s.p ? s.p : "", s.n);
-	sbuf_fini(&s);
+	v = jv_from_sbuf(r, &s);
 	return v;
 }
 
@@ -408,8 +406,7 @@ binary_op(struct jrender *r, const struct jexpr *e, struct jv a, struct jv b)
 		struct sbuf s = {0};
 		for (int64_t i = 0; i < (b.t == JV_INT ? b.u.i : b.u.b) && i < 1000000; i++)
 			sbuf_put(&s, a.u.s->s, a.u.s->n);
-		struct jv v = jv_str(r, s.p ? s.p : "", s.n);
-		sbuf_fini(&s);
+		struct jv v = jv_from_sbuf(r, &s);
 		return v;
 	}
 	if (is_number(a) && is_number(b))

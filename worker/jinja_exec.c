@@ -213,8 +213,7 @@ jr_call_macro(struct jrender *r, const struct jmacro *m, size_t pos, struct jv *
 	jr_exec_body(r, &d->body, &body);
 	r->scope = saved;
 	r->depth--;
-	ret = jv_str(r, body.p ? body.p : "", body.n);
-	sbuf_fini(&body);
+	ret = jv_from_sbuf(r, &body);
 	return r->failed ? jv_undef(NULL) : ret;
 }
 
@@ -258,8 +257,7 @@ exec_node(struct jrender *r, const struct jnode *n, struct sbuf *out)
 		break;
 	case JN_SET_BLOCK:
 		jr_exec_body(r, &n->body, &block);
-		jr_set(r, n->targets[0], jv_str(r, block.p ? block.p : "", block.n));
-		sbuf_fini(&block);
+		jr_set(r, n->targets[0], jv_from_sbuf(r, &block));
 		break;
 	case JN_MACRO:
 		jr_set(r, n->name, macro_value(r, n));

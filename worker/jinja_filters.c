@@ -44,8 +44,7 @@ str_of(struct jrender *r, struct jv v)
 	if (v.t == JV_STR)
 		return v;
 	jv_to_string(v, &b);
-	s = jv_str(r, b.p ? b.p : "", b.n);
-	sbuf_fini(&b);
+	s = jv_from_sbuf(r, &b);
 	return s;
 }
 
@@ -193,8 +192,7 @@ f_join(struct jrender *r, const struct jexpr *e, struct jv v, const struct jargs
 			jv_to_string(sep, &b);
 		jv_to_string(attr.t == JV_NONE ? items[i] : attr_path(r, items[i], attr), &b);
 	}
-	out = jv_str(r, b.p ? b.p : "", b.n);
-	sbuf_fini(&b);
+	out = jv_from_sbuf(r, &b);
 	return out;
 }
 
@@ -214,8 +212,7 @@ f_tojson(struct jrender *r, const struct jexpr *e, struct jv v, const struct jar
 		snprintf(msg, sizeof(msg), "a %s value is not JSON serializable", jv_type_name(v));
 		return ffail(r, e, msg);
 	}
-	out = jv_str(r, b.p ? b.p : "", b.n);
-	sbuf_fini(&b);
+	out = jv_from_sbuf(r, &b);
 	return out;
 }
 
@@ -225,7 +222,7 @@ f_indent(struct jrender *r, struct jv v, const struct jargs *a)
 	struct jv w = arg(a, 0, "width", jv_int(4)), first = arg(a, 1, "first", jv_bool(false));
 	struct jv blank = arg(a, 2, "blank", jv_bool(false));
 	struct sbuf pad = {0}, b = {0};
-	struct jv s = str_of(r, v), out;
+	struct jv s = str_of(r, v);
 	size_t start = 0;
 
 	if (w.t == JV_STR)
@@ -245,10 +242,10 @@ f_indent(struct jrender *r, struct jv v, const struct jargs *a)
 			sbuf_putc(&b, '\n');
 		start = i + 1;
 	}
-	out = jv_str(r, b.p ? b.p : "", b.n);
+	if (pad.oom)
+		b.oom = true;
 	sbuf_fini(&pad);
-	sbuf_fini(&b);
-	return out;
+	return jv_from_sbuf(r, &b);
 }
 
 static struct jv
@@ -276,8 +273,7 @@ f_replace(struct jrender *r, struct jv v, const struct jargs *a)
 		i = (size_t)(hit - s.u.s->s) + old.u.s->n;
 		left--;
 	}
-	struct jv out = jv_str(r, b.p ? b.p : "", b.n);
-	sbuf_fini(&b);
+	struct jv out = jv_from_sbuf(r, &b);
 	return out;
 }
 
@@ -428,8 +424,7 @@ f_escape(struct jrender *r, struct jv v)
 			sbuf_putc(&b, s.u.s->s[i]);
 		}
 	}
-	out = jv_str(r, b.p ? b.p : "", b.n);
-	sbuf_fini(&b);
+	out = jv_from_sbuf(r, &b);
 	return out;
 }
 
@@ -470,8 +465,7 @@ f_sort_reverse(struct jrender *r, const struct jexpr *e, struct jv v, const stru
 		struct sbuf b = {0};
 		for (size_t i = 0; i < out.u.l->n; i++)
 			jv_to_string(out.u.l->v[i], &b);
-		out = jv_str(r, b.p ? b.p : "", b.n);
-		sbuf_fini(&b);
+		out = jv_from_sbuf(r, &b);
 	}
 	return out;
 }

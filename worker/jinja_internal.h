@@ -230,6 +230,8 @@ struct jv jv_bool(bool b);
 struct jv jv_int(int64_t i);
 struct jv jv_float(double f);
 struct jv jv_str(struct jrender *r, const char *s, size_t n);
+/* jv_from_sbuf - a string value of @b's text, then @b freed; an OOM in @b fails the render. */
+struct jv jv_from_sbuf(struct jrender *r, struct sbuf *b);
 struct jv jv_list(struct jrender *r, size_t cap);
 struct jv jv_dict(struct jrender *r, size_t cap);
 bool jv_list_push(struct jrender *r, struct jv list, struct jv item);

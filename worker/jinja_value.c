@@ -69,6 +69,17 @@ jv_str(struct jrender *r, const char *s, size_t n)
 }
 
 struct jv
+jv_from_sbuf(struct jrender *r, struct sbuf *b)
+{
+	struct jv v = b->oom ? jv_undef(NULL) : jv_str(r, b->p ? b->p : "", b->n);
+
+	if (b->oom)
+		jr_fail(r, 0, ORCH_ENOMEM, "out of memory");
+	sbuf_fini(b);
+	return v;
+}
+
+struct jv
 jv_list(struct jrender *r, size_t cap)
 {
 	struct jlist *l = ralloc(r, sizeof(*l));

@@ -10,7 +10,8 @@ test_read(void)
 	size_t n = 0;
 	struct orch_errinfo e = {0};
 
-	T_OK(orch_read_file(t_path("templates/ggml-vocab-phi-3.chat_template.jinja"), 1 << 20, &buf, &n, &e));
+	T_OK(orch_read_file(t_path("templates/ggml-vocab-phi-3.chat_template.jinja"), 1 << 20, &buf,
+	                    &n, &e));
 	T_EQ(n, 269); /* SOURCE.md lists the file at 269 bytes */
 	T_EQ(buf[n], '\0');
 	orch_free(buf);

@@ -293,6 +293,39 @@ test_errors(void)
 	             "nested too deeply");
 }
 
+static orch_err
+compile_and_render(void *ctx)
+{
+	const char *src = ctx;
+	struct jinja_tmpl *t = NULL;
+	struct sbuf out = {0};
+	cJSON *vars = cJSON_Parse(
+	        "{\"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}], \"add_generation_prompt\": true}");
+	orch_err rv = jinja_compile("oom", src, strlen(src), &t, NULL);
+
+	if (rv == ORCH_OK)
+		rv = jinja_render(t, vars, NULL, &out, NULL);
+	sbuf_fini(&out);
+	jinja_free(t);
+	cJSON_Delete(vars);
+	return rv;
+}
+
+static void
+test_oom(void)
+{
+	size_t n;
+	char *src = t_read_file(t_path("templates/mistralai-Mistral-Nemo-Instruct-2407.jinja"), &n);
+	char *z = src ? realloc(src, n + 1) : NULL;
+
+	T_TRUE(z != NULL);
+	z[n] = '\0';
+	long faults = t_oom_loop(compile_and_render, z, 100000);
+	printf("jinja OOM sweep: %ld faulted runs\n", faults);
+	free(z);
+	T_TRUE(faults >= 3); /* few: the arena allocates in 64 KiB chunks */
+}
+
 int
 main(void)
 {
@@ -303,5 +336,6 @@ main(void)
 	T_RUN(test_filters);
 	T_RUN(test_tests_and_values);
 	T_RUN(test_errors);
+	T_RUN(test_oom);
 	return t_done();
 }

@@ -212,6 +212,35 @@ test_round_trips(void)
 	}
 }
 
+static orch_err
+load_and_encode(void *ctx)
+{
+	struct tok *t = NULL;
+	struct tok_ids ids = {0};
+	orch_err rv = tok_load_gguf(ctx, &t, NULL);
+
+	if (rv == ORCH_OK)
+		rv = tok_encode(t, "Hello world, 世界 <|endoftext|>", 33, TOK_PARSE_SPECIAL, &ids);
+	tok_ids_fini(&ids);
+	tok_free(t);
+	return rv;
+}
+
+/* Every allocation of loading and encoding may fail: ORCH_ENOMEM, no leak (ASan). */
+static void
+test_oom(void)
+{
+	static const char *files[] = {"models/stories260K.gguf", "vocab/ggml-vocab-gpt-2.gguf"};
+
+	for (size_t i = 0; i < 2; i++) {
+		struct gguf_file *f = NULL;
+		T_OK(gguf_open(t_path(files[i]), &f, NULL));
+		long faults = t_oom_loop(load_and_encode, f, 10000);
+		gguf_close(f);
+		T_TRUE(faults > 5);
+	}
+}
+
 int
 main(void)
 {
@@ -222,5 +251,6 @@ main(void)
 	T_RUN(test_stories_bos);
 	T_RUN(test_special_parsing);
 	T_RUN(test_round_trips);
+	T_RUN(test_oom);
 	return t_done();
 }
