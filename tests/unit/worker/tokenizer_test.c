@@ -5,7 +5,9 @@
  */
 #include "t.h"
 
+#include "alloc.h"
 #include "gguf.h"
+#include "gguf_write.h"
 #include "rng.h"
 #include "tokenizer.h"
 #include "utf8.h"
@@ -212,6 +214,73 @@ test_round_trips(void)
 	}
 }
 
+/* The GPT-2 vocabulary with tokenizer.ggml.pre replaced by @pre (image in *@img). */
+static struct tok *
+gpt2_with_pre(const char *pre, void **img)
+{
+	struct gguf_file *f = NULL, *g = NULL;
+	struct gguf_writer *w = NULL;
+	struct tok *t = NULL;
+	size_t n;
+
+	if (gguf_open(t_path("vocab/ggml-vocab-gpt-2.gguf"), &f, NULL) != ORCH_OK ||
+	    gguf_writer_new(&w) != ORCH_OK)
+		return NULL;
+	for (size_t i = 0; i < gguf_kv_count(f); i++)
+		gguf_writer_set_value(w, gguf_kv_at(f, i)->key, &gguf_kv_at(f, i)->value);
+	gguf_writer_set_str(w, "tokenizer.ggml.pre", pre);
+	if (gguf_writer_write_mem(w, NULL, NULL, img, &n, NULL) == ORCH_OK &&
+	    gguf_open_mem(*img, n, pre, &g, NULL) == ORCH_OK)
+		tok_load_gguf(g, &t, NULL);
+	gguf_close(g);
+	gguf_close(f);
+	gguf_writer_free(w);
+	return t;
+}
+
+/* Whether the encoding of @s has a token boundary at byte @at. */
+static int
+boundary_at(const struct tok *t, const char *s, size_t at)
+{
+	struct tok_ids ids = {0};
+	char piece[256];
+	size_t off = 0;
+	int hit = 0;
+
+	tok_encode(t, s, strlen(s), 0, &ids);
+	for (size_t i = 0; i < ids.n && off <= at; i++) {
+		hit |= off == at;
+		off += tok_piece(t, ids.v[i], 0, piece, sizeof(piece));
+	}
+	tok_ids_fini(&ids);
+	return hit || off == at;
+}
+
+/* The pre-tokenizers without a conformance vocabulary: where their regexes must split. */
+static void
+test_pretokenizer_splits(void)
+{
+	void *img[4] = {0};
+	struct tok *llama3 = gpt2_with_pre("llama-bpe", &img[0]);
+	struct tok *o200k = gpt2_with_pre("gpt-4o", &img[1]);
+	struct tok *qwen = gpt2_with_pre("qwen2", &img[2]);
+	struct tok *bad = gpt2_with_pre("no-such-pre", &img[3]);
+
+	T_TRUE(llama3 && o200k && qwen && bad == NULL);
+	T_TRUE(boundary_at(llama3, "1234567", 3) &&
+	       boundary_at(llama3, "1234567", 6));                          /* \p{N}{1,3} */
+	T_TRUE(boundary_at(qwen, "123", 1) && boundary_at(qwen, "123", 2)); /* \p{N} */
+	T_TRUE(boundary_at(o200k, "HelloWorld", 5));                        /* case-aware words */
+	T_TRUE(boundary_at(o200k, "12345", 3));
+	T_TRUE(boundary_at(llama3, "DON'T", 3) && boundary_at(qwen, "IT'S", 2)); /* (?i:'t|'s) */
+	T_TRUE(boundary_at(qwen, "ñandú123", 7)); /* Unicode letters, then digits */
+	tok_free(llama3);
+	tok_free(o200k);
+	tok_free(qwen);
+	for (int i = 0; i < 4; i++)
+		orch_free(img[i]);
+}
+
 static orch_err
 load_and_encode(void *ctx)
 {
@@ -251,6 +320,7 @@ main(void)
 	T_RUN(test_stories_bos);
 	T_RUN(test_special_parsing);
 	T_RUN(test_round_trips);
+	T_RUN(test_pretokenizer_splits);
 	T_RUN(test_oom);
 	return t_done();
 }
