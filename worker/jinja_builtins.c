@@ -95,7 +95,7 @@ jr_test(struct jrender *r, const struct jexpr *e, const char *name, struct jv v,
 static struct jv
 bound(struct jrender *r, struct jv self, const char *name)
 {
-	struct jfunc *f = arena_alloc(r->a, sizeof(*f));
+	struct jfunc *f = jr_alloc(r, sizeof(*f));
 
 	if (f == NULL) {
 		jr_fail(r, 0, ORCH_ENOMEM, "out of memory");

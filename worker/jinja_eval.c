@@ -203,8 +203,8 @@ eval_slice(struct jrender *r, const struct jexpr *e)
 static bool
 eval_args(struct jrender *r, const struct jexpr *e, struct jv **args, struct jv **kwv)
 {
-	*args = arena_alloc(r->a, (e->n_args + 1) * sizeof(**args));
-	*kwv = arena_alloc(r->a, (e->n_kw + 1) * sizeof(**kwv));
+	*args = jr_alloc(r, (e->n_args + 1) * sizeof(**args));
+	*kwv = jr_alloc(r, (e->n_kw + 1) * sizeof(**kwv));
 	if (*args == NULL || *kwv == NULL)
 		return jr_fail(r, e->pos, ORCH_ENOMEM, "out of memory"), false;
 	for (size_t i = 0; i < e->n_args; i++)
@@ -404,7 +404,10 @@ binary_op(struct jrender *r, const struct jexpr *e, struct jv a, struct jv b)
 	}
 	if (op[0] == '*' && op[1] == '\0' && a.t == JV_STR && (b.t == JV_INT || b.t == JV_BOOL)) {
 		struct sbuf s = {0};
-		for (int64_t i = 0; i < (b.t == JV_INT ? b.u.i : b.u.b) && i < 1000000; i++)
+		int64_t times = b.t == JV_INT ? b.u.i : b.u.b;
+		if (times > 0 && a.u.s->n > 0 && (uint64_t)times > JINJA_MAX_OUTPUT / a.u.s->n)
+			return fail(r, e->pos, "string repetition too large");
+		for (int64_t i = 0; i < times; i++)
 			sbuf_put(&s, a.u.s->s, a.u.s->n);
 		struct jv v = jv_from_sbuf(r, &s);
 		return v;

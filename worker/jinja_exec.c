@@ -28,7 +28,7 @@ jr_iterate(struct jrender *r, struct jv v, size_t pos, struct jv **items, size_t
 		return true;
 	case JV_STR: {
 		size_t k = 0;
-		out = arena_alloc(r->a, (v.u.s->n + 1) * sizeof(*out));
+		out = jr_alloc(r, (v.u.s->n + 1) * sizeof(*out));
 		if (out == NULL)
 			return jr_fail(r, pos, ORCH_ENOMEM, "out of memory"), false;
 		for (size_t i = 0; i < v.u.s->n;) {
@@ -95,7 +95,7 @@ loop_object(struct jrender *r, struct jv *items, size_t n, size_t i)
 static bool
 filter_items(struct jrender *r, const struct jnode *n, struct jv **items, size_t *count)
 {
-	struct jv *kept = arena_alloc(r->a, (*count + 1) * sizeof(*kept));
+	struct jv *kept = jr_alloc(r, (*count + 1) * sizeof(*kept));
 	size_t k = 0;
 
 	if (kept == NULL)
@@ -174,7 +174,7 @@ exec_if(struct jrender *r, const struct jnode *n, struct sbuf *out)
 static struct jv
 macro_value(struct jrender *r, const struct jnode *n)
 {
-	struct jmacro *m = arena_alloc(r->a, sizeof(*m));
+	struct jmacro *m = jr_alloc(r, sizeof(*m));
 
 	if (m == NULL) {
 		jr_fail(r, n->pos, ORCH_ENOMEM, "out of memory");

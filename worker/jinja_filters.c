@@ -204,8 +204,10 @@ f_tojson(struct jrender *r, const struct jexpr *e, struct jv v, const struct jar
 	struct sbuf b = {0};
 	struct jv out;
 
-	if (indent.t != JV_NONE && indent.t != JV_INT)
-		return ffail(r, e, "indent must be an integer");
+	if (indent.t != JV_NONE && (indent.t != JV_INT || indent.u.i > 64))
+		return ffail(r, e, "indent must be an integer up to 64");
+	if (indent.t == JV_INT && indent.u.i < 0)
+		indent.u.i = 0; /* Python: a negative indent indents by nothing */
 	if (!jv_tojson(v, indent.t == JV_INT ? (int)indent.u.i : -1, jv_truthy(sort), 0, &b)) {
 		sbuf_fini(&b);
 		char msg[96];

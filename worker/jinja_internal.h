@@ -218,10 +218,17 @@ struct jrender {
 #define JINJA_MAX_STEPS  50000000ull
 #define JINJA_MAX_DEPTH  64u
 #define JINJA_MAX_OUTPUT (64u << 20)
+#define JINJA_MAX_MEMORY (256u << 20) /* values allocated by one render */
 
 /* jr_fail - record the first error at @pos (NAME:LINE:COL: message) and return it. */
 orch_err jr_fail(struct jrender *r, size_t pos, orch_err code, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
+
+/*
+ * jr_alloc - @n zeroed bytes from the render arena; past JINJA_MAX_MEMORY the
+ * render fails (ORCH_ETEMPLATE), on allocation failure too (ORCH_ENOMEM).
+ */
+void *jr_alloc(struct jrender *r, size_t n);
 
 /* Values (jinja_value.c). */
 struct jv jv_undef(const char *name);

@@ -43,13 +43,17 @@ jv_float(double f)
 	return (struct jv){.t = JV_FLOAT, .u.f = f};
 }
 
-/* Allocation failures surface as ORCH_ENOMEM through jr_fail; callers get undefined. */
-static void *
-ralloc(struct jrender *r, size_t n)
+void *
+jr_alloc(struct jrender *r, size_t n)
 {
-	void *p = arena_alloc(r->a, n);
+	void *p;
 
-	if (p == NULL)
+	if (r->a->bytes + n > JINJA_MAX_MEMORY) {
+		jr_fail(r, 0, ORCH_ETEMPLATE, "template uses more than %u bytes of memory",
+		        JINJA_MAX_MEMORY);
+		return NULL;
+	}
+	if ((p = arena_alloc(r->a, n)) == NULL)
 		jr_fail(r, 0, ORCH_ENOMEM, "out of memory");
 	return p;
 }
@@ -57,7 +61,7 @@ ralloc(struct jrender *r, size_t n)
 struct jv
 jv_str(struct jrender *r, const char *s, size_t n)
 {
-	struct jstr *js = ralloc(r, sizeof(*js) + n + 1);
+	struct jstr *js = jr_alloc(r, sizeof(*js) + n + 1);
 
 	if (js == NULL)
 		return jv_undef(NULL);
@@ -82,9 +86,9 @@ jv_from_sbuf(struct jrender *r, struct sbuf *b)
 struct jv
 jv_list(struct jrender *r, size_t cap)
 {
-	struct jlist *l = ralloc(r, sizeof(*l));
+	struct jlist *l = jr_alloc(r, sizeof(*l));
 
-	if (l == NULL || (cap && (l->v = ralloc(r, cap * sizeof(*l->v))) == NULL))
+	if (l == NULL || (cap && (l->v = jr_alloc(r, cap * sizeof(*l->v))) == NULL))
 		return jv_undef(NULL);
 	l->cap = cap;
 	return (struct jv){.t = JV_LIST, .u.l = l};
@@ -93,10 +97,10 @@ jv_list(struct jrender *r, size_t cap)
 struct jv
 jv_dict(struct jrender *r, size_t cap)
 {
-	struct jdict *d = ralloc(r, sizeof(*d));
+	struct jdict *d = jr_alloc(r, sizeof(*d));
 
-	if (d == NULL || (cap && ((d->k = ralloc(r, cap * sizeof(*d->k))) == NULL ||
-	                          (d->v = ralloc(r, cap * sizeof(*d->v))) == NULL)))
+	if (d == NULL || (cap && ((d->k = jr_alloc(r, cap * sizeof(*d->k))) == NULL ||
+	                          (d->v = jr_alloc(r, cap * sizeof(*d->v))) == NULL)))
 		return jv_undef(NULL);
 	d->cap = cap;
 	return (struct jv){.t = JV_DICT, .u.d = d};
@@ -109,7 +113,7 @@ jv_list_push(struct jrender *r, struct jv list, struct jv item)
 
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 8;
-		struct jv *v = ralloc(r, cap * sizeof(*v));
+		struct jv *v = jr_alloc(r, cap * sizeof(*v));
 		if (v == NULL)
 			return false;
 		if (l->n)
@@ -147,7 +151,7 @@ jv_dict_set(struct jrender *r, struct jdict *d, struct jv key, struct jv val)
 	}
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? 2 * d->cap : 8;
-		struct jv *k = ralloc(r, cap * sizeof(*k)), *v = ralloc(r, cap * sizeof(*v));
+		struct jv *k = jr_alloc(r, cap * sizeof(*k)), *v = jr_alloc(r, cap * sizeof(*v));
 		if (k == NULL || v == NULL)
 			return false;
 		if (d->n) {
