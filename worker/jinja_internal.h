@@ -183,6 +183,36 @@ struct jinja_tmpl {
 	struct jbody root;
 };
 
+/* ---- the parser's shared state and helpers (jinja_parse.c, jinja_stmt.c) ---- */
+
+#define MAX_ITEMS 256
+
+struct parser {
+	struct jinja_tmpl *t;
+	const struct jtoken *tok;
+	size_t i, n;
+	struct orch_errinfo *err;
+	orch_err failed;
+	unsigned depth;
+};
+
+const struct jtoken *jp_peek(struct parser *p);
+const struct jtoken *jp_next(struct parser *p);
+bool jp_tok_is(const struct jtoken *t, enum jtok type, const char *s);
+bool jp_at_op(struct parser *p, const char *s);
+bool jp_at_name(struct parser *p, const char *s);
+/* jp_err - record the first syntax error at @at (NAME:LINE:COL: what); returns NULL. */
+void *jp_err(struct parser *p, const struct jtoken *at, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+void *jp_alloc(struct parser *p, size_t n);
+bool jp_expect_op(struct parser *p, const char *s);
+const char *jp_expect_name(struct parser *p);
+struct jexpr **jp_copy_list(struct parser *p, struct jexpr **v, size_t n);
+/* jp_expr - an expression; @allow_cond admits "a if c else b". */
+struct jexpr *jp_expr(struct parser *p, bool allow_cond);
+/* jp_tuple_expr - an expression that may be a bare tuple "a, b". */
+struct jexpr *jp_tuple_expr(struct parser *p, bool allow_cond);
+
 /* jinja_parse - the syntax tree of @lex into @t->root. */
 orch_err jinja_parse(struct jinja_tmpl *t, const struct jlex *lex, struct orch_errinfo *reterr);
 

@@ -6,7 +6,8 @@
  * filters "|f(args)" and tests "is [not] t(args)".
  * Statements: if/elif/else, for (tuple targets, "if" filter, else), set
  * (name, tuple, ns.attr, block), macro, call block, break, continue,
- * generation. Everything lives in the template's arena.
+ * generation (those are parsed in jinja_stmt.c). Everything lives in the
+ * template's arena.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -16,56 +17,42 @@
 
 #include "jinja_internal.h"
 
-#define MAX_ITEMS 256
-
-struct parser {
-	struct jinja_tmpl *t;
-	const struct jtoken *tok;
-	size_t i, n;
-	struct orch_errinfo *err;
-	orch_err failed;
-	unsigned depth;
-};
-
-static const struct jtoken *
-peek(struct parser *p)
+const struct jtoken *
+jp_peek(struct parser *p)
 {
 	return &p->tok[p->i < p->n ? p->i : p->n - 1];
 }
 
-static const struct jtoken *
-next(struct parser *p)
+const struct jtoken *
+jp_next(struct parser *p)
 {
-	const struct jtoken *t = peek(p);
+	const struct jtoken *t = jp_peek(p);
 
 	if (p->i < p->n - 1)
 		p->i++;
 	return t;
 }
 
-static bool
-tok_is(const struct jtoken *t, enum jtok type, const char *s)
+bool
+jp_tok_is(const struct jtoken *t, enum jtok type, const char *s)
 {
 	return t->type == type && (s == NULL || (t->n == strlen(s) && memcmp(t->s, s, t->n) == 0));
 }
 
-static bool
-at_op(struct parser *p, const char *s)
+bool
+jp_at_op(struct parser *p, const char *s)
 {
-	return tok_is(peek(p), JT_OP, s);
+	return jp_tok_is(jp_peek(p), JT_OP, s);
 }
 
-static bool
-at_name(struct parser *p, const char *s)
+bool
+jp_at_name(struct parser *p, const char *s)
 {
-	return tok_is(peek(p), JT_NAME, s);
+	return jp_tok_is(jp_peek(p), JT_NAME, s);
 }
 
-static void *perr(struct parser *p, const struct jtoken *at, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-
-static void *
-perr(struct parser *p, const struct jtoken *at, const char *fmt, ...)
+void *
+jp_err(struct parser *p, const struct jtoken *at, const char *fmt, ...)
 {
 	char where[256], what[256];
 	va_list ap;
@@ -80,8 +67,8 @@ perr(struct parser *p, const struct jtoken *at, const char *fmt, ...)
 	return NULL;
 }
 
-static void *
-palloc(struct parser *p, size_t n)
+void *
+jp_alloc(struct parser *p, size_t n)
 {
 	void *m = arena_alloc(&p->t->arena, n);
 
@@ -90,32 +77,32 @@ palloc(struct parser *p, size_t n)
 	return m;
 }
 
-static bool
-expect_op(struct parser *p, const char *s)
+bool
+jp_expect_op(struct parser *p, const char *s)
 {
-	if (at_op(p, s)) {
-		next(p);
+	if (jp_at_op(p, s)) {
+		jp_next(p);
 		return true;
 	}
-	perr(p, peek(p), "expected '%s', found '%.*s'", s, (int)peek(p)->n, peek(p)->s);
+	jp_err(p, jp_peek(p), "expected '%s', found '%.*s'", s, (int)jp_peek(p)->n, jp_peek(p)->s);
 	return false;
 }
 
-static const char *
-expect_name(struct parser *p)
+const char *
+jp_expect_name(struct parser *p)
 {
-	const struct jtoken *t = peek(p);
+	const struct jtoken *t = jp_peek(p);
 
 	if (t->type != JT_NAME)
-		return perr(p, t, "expected a name, found '%.*s'", (int)t->n, t->s);
-	next(p);
+		return jp_err(p, t, "expected a name, found '%.*s'", (int)t->n, t->s);
+	jp_next(p);
 	return arena_strndup(&p->t->arena, t->s, t->n);
 }
 
 static struct jexpr *
 mk(struct parser *p, enum jx_kind kind, size_t pos)
 {
-	struct jexpr *e = palloc(p, sizeof(*e));
+	struct jexpr *e = jp_alloc(p, sizeof(*e));
 
 	if (e != NULL) {
 		e->kind = kind;
@@ -124,17 +111,16 @@ mk(struct parser *p, enum jx_kind kind, size_t pos)
 	return e;
 }
 
-static struct jexpr **
-copy_list(struct parser *p, struct jexpr **v, size_t n)
+struct jexpr **
+jp_copy_list(struct parser *p, struct jexpr **v, size_t n)
 {
-	struct jexpr **d = palloc(p, (n ? n : 1) * sizeof(*d));
+	struct jexpr **d = jp_alloc(p, (n ? n : 1) * sizeof(*d));
 
 	if (d != NULL)
 		memcpy(d, v, n * sizeof(*d));
 	return d;
 }
 
-static struct jexpr *parse_expr(struct parser *p, bool allow_cond);
 static struct jexpr *parse_unary(struct parser *p, bool with_filter);
 
 /* A string literal's value: Python escapes decoded; adjacent literals joined. */
@@ -142,10 +128,10 @@ static struct jexpr *
 parse_string(struct parser *p)
 {
 	struct sbuf b = {0};
-	size_t pos = peek(p)->pos;
+	size_t pos = jp_peek(p)->pos;
 
-	while (peek(p)->type == JT_STRING) {
-		const struct jtoken *t = next(p);
+	while (jp_peek(p)->type == JT_STRING) {
+		const struct jtoken *t = jp_next(p);
 		for (size_t i = 1; i + 1 < t->n; i++) {
 			char c = t->s[i];
 			if (c != '\\' || i + 2 >= t->n) {
@@ -200,7 +186,7 @@ parse_string(struct parser *p)
 		e->lit = (struct jv){.t = JV_STR, .u.s = js};
 	}
 	if (b.oom || (e != NULL && s == NULL))
-		palloc(p, SIZE_MAX); /* records ENOMEM */
+		jp_alloc(p, SIZE_MAX); /* records ENOMEM */
 	sbuf_fini(&b);
 	return s ? e : NULL;
 }
@@ -208,7 +194,7 @@ parse_string(struct parser *p)
 static struct jexpr *
 parse_number(struct parser *p)
 {
-	const struct jtoken *t = next(p);
+	const struct jtoken *t = jp_next(p);
 	char buf[64];
 	size_t k = 0;
 	struct jexpr *e = mk(p, JX_LIT, t->pos);
@@ -236,21 +222,21 @@ parse_seq(struct parser *p, enum jx_kind kind, const char *close, size_t pos)
 	struct jexpr *items[MAX_ITEMS], *vals[MAX_ITEMS], *e;
 	size_t n = 0;
 
-	while (!at_op(p, close) && !p->failed) {
+	while (!jp_at_op(p, close) && !p->failed) {
 		if (n == MAX_ITEMS)
-			return perr(p, peek(p), "more than %d items", MAX_ITEMS);
-		items[n] = parse_expr(p, true);
-		if (kind == JX_DICT && expect_op(p, ":"))
-			vals[n] = parse_expr(p, true);
+			return jp_err(p, jp_peek(p), "more than %d items", MAX_ITEMS);
+		items[n] = jp_expr(p, true);
+		if (kind == JX_DICT && jp_expect_op(p, ":"))
+			vals[n] = jp_expr(p, true);
 		n++;
-		if (!at_op(p, ","))
+		if (!jp_at_op(p, ","))
 			break;
-		next(p);
+		jp_next(p);
 	}
-	if (!expect_op(p, close) || (e = mk(p, kind, pos)) == NULL)
+	if (!jp_expect_op(p, close) || (e = mk(p, kind, pos)) == NULL)
 		return NULL;
-	e->args = copy_list(p, items, n);
-	e->vals = kind == JX_DICT ? copy_list(p, vals, n) : NULL;
+	e->args = jp_copy_list(p, items, n);
+	e->vals = kind == JX_DICT ? jp_copy_list(p, vals, n) : NULL;
 	e->n_args = n;
 	return p->failed ? NULL : e;
 }
@@ -258,7 +244,7 @@ parse_seq(struct parser *p, enum jx_kind kind, const char *close, size_t pos)
 static struct jexpr *
 parse_primary(struct parser *p)
 {
-	const struct jtoken *t = peek(p);
+	const struct jtoken *t = jp_peek(p);
 	struct jexpr *e;
 
 	if (t->type == JT_STRING)
@@ -266,14 +252,14 @@ parse_primary(struct parser *p)
 	if (t->type == JT_INT || t->type == JT_FLOAT)
 		return parse_number(p);
 	if (t->type == JT_NAME) {
-		next(p);
+		jp_next(p);
 		if ((e = mk(p, JX_LIT, t->pos)) == NULL)
 			return NULL;
-		if (tok_is(t, JT_NAME, "true") || tok_is(t, JT_NAME, "True"))
+		if (jp_tok_is(t, JT_NAME, "true") || jp_tok_is(t, JT_NAME, "True"))
 			e->lit = jv_bool(true);
-		else if (tok_is(t, JT_NAME, "false") || tok_is(t, JT_NAME, "False"))
+		else if (jp_tok_is(t, JT_NAME, "false") || jp_tok_is(t, JT_NAME, "False"))
 			e->lit = jv_bool(false);
-		else if (tok_is(t, JT_NAME, "none") || tok_is(t, JT_NAME, "None"))
+		else if (jp_tok_is(t, JT_NAME, "none") || jp_tok_is(t, JT_NAME, "None"))
 			e->lit = jv_none();
 		else {
 			e->kind = JX_NAME;
@@ -281,17 +267,17 @@ parse_primary(struct parser *p)
 		}
 		return e;
 	}
-	if (tok_is(t, JT_OP, "(")) {
-		next(p);
-		if (at_op(p, ")"))
+	if (jp_tok_is(t, JT_OP, "(")) {
+		jp_next(p);
+		if (jp_at_op(p, ")"))
 			return parse_seq(p, JX_TUPLE, ")", t->pos);
-		e = parse_expr(p, true);
-		if (at_op(p, ",")) { /* a tuple */
-			next(p);
+		e = jp_expr(p, true);
+		if (jp_at_op(p, ",")) { /* a tuple */
+			jp_next(p);
 			struct jexpr *rest = parse_seq(p, JX_TUPLE, ")", t->pos);
 			if (rest == NULL || rest->n_args + 1 > MAX_ITEMS)
 				return rest;
-			struct jexpr **v = palloc(p, (rest->n_args + 1) * sizeof(*v));
+			struct jexpr **v = jp_alloc(p, (rest->n_args + 1) * sizeof(*v));
 			if (v == NULL)
 				return NULL;
 			v[0] = e;
@@ -300,17 +286,17 @@ parse_primary(struct parser *p)
 			rest->n_args++;
 			return rest;
 		}
-		return expect_op(p, ")") ? e : NULL;
+		return jp_expect_op(p, ")") ? e : NULL;
 	}
-	if (tok_is(t, JT_OP, "[")) {
-		next(p);
+	if (jp_tok_is(t, JT_OP, "[")) {
+		jp_next(p);
 		return parse_seq(p, JX_LIST, "]", t->pos);
 	}
-	if (tok_is(t, JT_OP, "{")) {
-		next(p);
+	if (jp_tok_is(t, JT_OP, "{")) {
+		jp_next(p);
 		return parse_seq(p, JX_DICT, "}", t->pos);
 	}
-	return perr(p, t, "unexpected '%.*s'", (int)t->n, t->s);
+	return jp_err(p, t, "unexpected '%.*s'", (int)t->n, t->s);
 }
 
 /* "(" args ")" into @e: positional, then name=value. */
@@ -321,27 +307,27 @@ parse_args(struct parser *p, struct jexpr *e)
 	const char *kwn[MAX_ITEMS];
 	size_t np = 0, nk = 0;
 
-	expect_op(p, "(");
-	while (!at_op(p, ")") && !p->failed) {
+	jp_expect_op(p, "(");
+	while (!jp_at_op(p, ")") && !p->failed) {
 		if (np + nk == MAX_ITEMS)
-			return perr(p, peek(p), "too many arguments") != NULL;
-		if (peek(p)->type == JT_NAME && tok_is(&p->tok[p->i + 1], JT_OP, "=")) {
-			kwn[nk] = expect_name(p);
-			next(p);
-			kwv[nk++] = parse_expr(p, true);
+			return jp_err(p, jp_peek(p), "too many arguments") != NULL;
+		if (jp_peek(p)->type == JT_NAME && jp_tok_is(&p->tok[p->i + 1], JT_OP, "=")) {
+			kwn[nk] = jp_expect_name(p);
+			jp_next(p);
+			kwv[nk++] = jp_expr(p, true);
 		} else {
-			pos[np++] = parse_expr(p, true);
+			pos[np++] = jp_expr(p, true);
 		}
-		if (!at_op(p, ","))
+		if (!jp_at_op(p, ","))
 			break;
-		next(p);
+		jp_next(p);
 	}
-	if (!expect_op(p, ")"))
+	if (!jp_expect_op(p, ")"))
 		return false;
-	e->args = copy_list(p, pos, np);
+	e->args = jp_copy_list(p, pos, np);
 	e->n_args = np;
-	e->vals = copy_list(p, kwv, nk);
-	e->kwnames = palloc(p, (nk ? nk : 1) * sizeof(*e->kwnames));
+	e->vals = jp_copy_list(p, kwv, nk);
+	e->kwnames = jp_alloc(p, (nk ? nk : 1) * sizeof(*e->kwnames));
 	if (e->kwnames != NULL)
 		memcpy(e->kwnames, kwn, nk * sizeof(*kwn));
 	e->n_kw = nk;
@@ -352,29 +338,29 @@ static struct jexpr *
 parse_postfix(struct parser *p, struct jexpr *e)
 {
 	while (e != NULL && !p->failed) {
-		const struct jtoken *t = peek(p);
+		const struct jtoken *t = jp_peek(p);
 		struct jexpr *x;
-		if (tok_is(t, JT_OP, ".")) {
-			next(p);
-			if (peek(p)->type == JT_INT) {
+		if (jp_tok_is(t, JT_OP, ".")) {
+			jp_next(p);
+			if (jp_peek(p)->type == JT_INT) {
 				x = mk(p, JX_ITEM, t->pos);
 				if (x != NULL)
 					x->b = parse_number(p);
 			} else if ((x = mk(p, JX_ATTR, t->pos)) != NULL) {
-				x->name = expect_name(p);
+				x->name = jp_expect_name(p);
 			}
-		} else if (tok_is(t, JT_OP, "[")) {
-			next(p);
+		} else if (jp_tok_is(t, JT_OP, "[")) {
+			jp_next(p);
 			struct jexpr *lo = NULL, *hi = NULL, *st = NULL;
-			if (!at_op(p, ":"))
-				lo = parse_expr(p, true);
-			if (at_op(p, ":")) {
+			if (!jp_at_op(p, ":"))
+				lo = jp_expr(p, true);
+			if (jp_at_op(p, ":")) {
 				x = mk(p, JX_SLICE, t->pos);
-				next(p);
-				if (!at_op(p, "]") && !at_op(p, ":"))
-					hi = parse_expr(p, true);
-				if (at_op(p, ":") && (next(p), !at_op(p, "]")))
-					st = parse_expr(p, true);
+				jp_next(p);
+				if (!jp_at_op(p, "]") && !jp_at_op(p, ":"))
+					hi = jp_expr(p, true);
+				if (jp_at_op(p, ":") && (jp_next(p), !jp_at_op(p, "]")))
+					st = jp_expr(p, true);
 				if (x != NULL) {
 					x->b = lo;
 					x->c = hi;
@@ -383,8 +369,8 @@ parse_postfix(struct parser *p, struct jexpr *e)
 			} else if ((x = mk(p, JX_ITEM, t->pos)) != NULL) {
 				x->b = lo;
 			}
-			expect_op(p, "]");
-		} else if (tok_is(t, JT_OP, "(")) {
+			jp_expect_op(p, "]");
+		} else if (jp_tok_is(t, JT_OP, "(")) {
 			x = mk(p, JX_CALL, t->pos);
 			if (x != NULL)
 				parse_args(p, x);
@@ -404,14 +390,14 @@ static bool
 bare_test_arg(struct parser *p)
 {
 	static const char *const stop[] = {"and", "or", "else", "if", "in", "is", "not"};
-	const struct jtoken *t = peek(p);
+	const struct jtoken *t = jp_peek(p);
 
 	if (t->type == JT_STRING || t->type == JT_INT || t->type == JT_FLOAT)
 		return true;
 	if (t->type != JT_NAME)
 		return false;
 	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++)
-		if (tok_is(t, JT_NAME, stop[i]))
+		if (jp_tok_is(t, JT_NAME, stop[i]))
 			return false;
 	return true;
 }
@@ -420,33 +406,33 @@ static struct jexpr *
 parse_filters(struct parser *p, struct jexpr *e)
 {
 	while (e != NULL && !p->failed) {
-		const struct jtoken *t = peek(p);
+		const struct jtoken *t = jp_peek(p);
 		struct jexpr *x;
-		if (tok_is(t, JT_OP, "|")) {
-			next(p);
+		if (jp_tok_is(t, JT_OP, "|")) {
+			jp_next(p);
 			if ((x = mk(p, JX_FILTER, t->pos)) == NULL)
 				return NULL;
-			x->name = expect_name(p);
-			if (at_op(p, "("))
+			x->name = jp_expect_name(p);
+			if (jp_at_op(p, "("))
 				parse_args(p, x);
-		} else if (tok_is(t, JT_NAME, "is")) {
-			next(p);
+		} else if (jp_tok_is(t, JT_NAME, "is")) {
+			jp_next(p);
 			if ((x = mk(p, JX_TEST, t->pos)) == NULL)
 				return NULL;
-			if (at_name(p, "not")) {
-				next(p);
+			if (jp_at_name(p, "not")) {
+				jp_next(p);
 				x->negate = true;
 			}
-			x->name = expect_name(p);
-			if (at_op(p, "(")) {
+			x->name = jp_expect_name(p);
+			if (jp_at_op(p, "(")) {
 				parse_args(p, x);
 			} else if (bare_test_arg(p)) {
-				x->args = palloc(p, sizeof(*x->args));
+				x->args = jp_alloc(p, sizeof(*x->args));
 				if (x->args != NULL)
 					x->args[0] = parse_postfix(p, parse_primary(p));
 				x->n_args = 1;
 			}
-		} else if (tok_is(t, JT_OP, "(")) {
+		} else if (jp_tok_is(t, JT_OP, "(")) {
 			if ((x = mk(p, JX_CALL, t->pos)) == NULL)
 				return NULL;
 			parse_args(p, x);
@@ -462,16 +448,16 @@ parse_filters(struct parser *p, struct jexpr *e)
 static struct jexpr *
 parse_unary(struct parser *p, bool with_filter)
 {
-	const struct jtoken *t = peek(p);
+	const struct jtoken *t = jp_peek(p);
 	struct jexpr *e;
 
 	if (++p->depth > 200) {
 		p->depth--;
-		return perr(p, t, "expression nested too deeply");
+		return jp_err(p, t, "expression nested too deeply");
 	}
-	if (tok_is(t, JT_OP, "-") || tok_is(t, JT_OP, "+")) {
-		next(p);
-		if ((e = mk(p, tok_is(t, JT_OP, "-") ? JX_NEG : JX_POS, t->pos)) != NULL)
+	if (jp_tok_is(t, JT_OP, "-") || jp_tok_is(t, JT_OP, "+")) {
+		jp_next(p);
+		if ((e = mk(p, jp_tok_is(t, JT_OP, "-") ? JX_NEG : JX_POS, t->pos)) != NULL)
 			e->a = parse_unary(p, false);
 	} else {
 		e = parse_postfix(p, parse_primary(p));
@@ -511,19 +497,19 @@ parse_level(struct parser *p, int level)
 	struct jexpr *e = level == 0 ? parse_unary(p, true) : parse_level(p, level - 1);
 
 	while (e != NULL && !p->failed) {
-		const struct jtoken *t = peek(p);
+		const struct jtoken *t = jp_peek(p);
 		bool hit = false;
 		for (int k = 0; levels[level][k] != NULL; k++)
-			hit |= tok_is(t, JT_OP, levels[level][k]);
+			hit |= jp_tok_is(t, JT_OP, levels[level][k]);
 		if (level == 4 &&
-		    (tok_is(t, JT_NAME, "in") ||
-		     (tok_is(t, JT_NAME, "not") && tok_is(&p->tok[p->i + 1], JT_NAME, "in"))))
+		    (jp_tok_is(t, JT_NAME, "in") ||
+		     (jp_tok_is(t, JT_NAME, "not") && jp_tok_is(&p->tok[p->i + 1], JT_NAME, "in"))))
 			hit = true;
 		if (!hit)
 			break;
-		next(p);
-		if (tok_is(t, JT_NAME, "not")) {
-			next(p); /* "not in" */
+		jp_next(p);
+		if (jp_tok_is(t, JT_NAME, "not")) {
+			jp_next(p); /* "not in" */
 			struct jexpr *in = binary(p, t, e, parse_level(p, level - 1), JX_BIN);
 			if (in != NULL)
 				in->name = "in";
@@ -540,8 +526,8 @@ parse_level(struct parser *p, int level)
 static struct jexpr *
 parse_not(struct parser *p)
 {
-	if (at_name(p, "not")) {
-		const struct jtoken *t = next(p);
+	if (jp_at_name(p, "not")) {
+		const struct jtoken *t = jp_next(p);
 		struct jexpr *e = mk(p, JX_NOT, t->pos);
 		if (e != NULL)
 			e->a = parse_not(p);
@@ -555,29 +541,29 @@ parse_andor(struct parser *p, bool is_or)
 {
 	struct jexpr *e = is_or ? parse_andor(p, false) : parse_not(p);
 
-	while (e != NULL && at_name(p, is_or ? "or" : "and")) {
-		const struct jtoken *t = next(p);
+	while (e != NULL && jp_at_name(p, is_or ? "or" : "and")) {
+		const struct jtoken *t = jp_next(p);
 		e = binary(p, t, e, is_or ? parse_andor(p, false) : parse_not(p),
 		           is_or ? JX_OR : JX_AND);
 	}
 	return e;
 }
 
-static struct jexpr *
-parse_expr(struct parser *p, bool allow_cond)
+struct jexpr *
+jp_expr(struct parser *p, bool allow_cond)
 {
 	struct jexpr *e = parse_andor(p, true);
 
-	if (e != NULL && allow_cond && at_name(p, "if")) {
-		const struct jtoken *t = next(p);
+	if (e != NULL && allow_cond && jp_at_name(p, "if")) {
+		const struct jtoken *t = jp_next(p);
 		struct jexpr *c = mk(p, JX_COND, t->pos);
 		if (c == NULL)
 			return NULL;
 		c->a = e;
 		c->b = parse_andor(p, true);
-		if (at_name(p, "else")) {
-			next(p);
-			c->c = parse_expr(p, true);
+		if (jp_at_name(p, "else")) {
+			jp_next(p);
+			c->c = jp_expr(p, true);
 		}
 		e = c;
 	}
@@ -585,336 +571,20 @@ parse_expr(struct parser *p, bool allow_cond)
 }
 
 /* An expression that may be a bare tuple: "a, b". */
-static struct jexpr *
-parse_tuple_expr(struct parser *p, bool allow_cond)
+struct jexpr *
+jp_tuple_expr(struct parser *p, bool allow_cond)
 {
 	struct jexpr *items[MAX_ITEMS], *e;
-	size_t n = 0, pos = peek(p)->pos;
+	size_t n = 0, pos = jp_peek(p)->pos;
 
-	items[n++] = parse_expr(p, allow_cond);
-	while (at_op(p, ",") && n < MAX_ITEMS && !p->failed) {
-		next(p);
-		items[n++] = parse_expr(p, allow_cond);
+	items[n++] = jp_expr(p, allow_cond);
+	while (jp_at_op(p, ",") && n < MAX_ITEMS && !p->failed) {
+		jp_next(p);
+		items[n++] = jp_expr(p, allow_cond);
 	}
 	if (n == 1 || (e = mk(p, JX_TUPLE, pos)) == NULL)
 		return n == 1 ? items[0] : NULL;
-	e->args = copy_list(p, items, n);
+	e->args = jp_copy_list(p, items, n);
 	e->n_args = n;
 	return p->failed ? NULL : e;
-}
-
-/* ---- statements ---- */
-
-static bool parse_body(struct parser *p, struct jbody *b, const char *const *ends);
-
-static bool
-body_push(struct parser *p, struct jbody *b, struct jnode *n)
-{
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 8;
-		struct jnode **v = palloc(p, cap * sizeof(*v));
-		if (v == NULL)
-			return false;
-		if (b->n)
-			memcpy(v, b->v, b->n * sizeof(*v));
-		b->v = v;
-		b->cap = cap;
-	}
-	b->v[b->n++] = n;
-	return true;
-}
-
-static struct jnode *
-mkn(struct parser *p, enum jn_kind kind, size_t pos)
-{
-	struct jnode *n = palloc(p, sizeof(*n));
-
-	if (n != NULL) {
-		n->kind = kind;
-		n->pos = pos;
-	}
-	return n;
-}
-
-static bool
-end_block(struct parser *p)
-{
-	if (peek(p)->type == JT_BLOCK_END) {
-		next(p);
-		return true;
-	}
-	perr(p, peek(p), "expected '%%}', found '%.*s'", (int)peek(p)->n, peek(p)->s);
-	return false;
-}
-
-/* "{% NAME" is next: consume "{%" and the name. */
-static void
-eat_tag(struct parser *p)
-{
-	next(p);
-	next(p);
-}
-
-static bool
-at_tag(struct parser *p, const char *name)
-{
-	return peek(p)->type == JT_BLOCK_BEGIN && tok_is(&p->tok[p->i + 1], JT_NAME, name);
-}
-
-static struct jnode *
-parse_if(struct parser *p, size_t pos)
-{
-	static const char *const ends[] = {"elif", "else", "endif", NULL};
-	struct jexpr *conds[MAX_ITEMS];
-	struct jbody bodies[MAX_ITEMS];
-	struct jnode *n = mkn(p, JN_IF, pos);
-	size_t k = 0;
-
-	do {
-		if (k == MAX_ITEMS)
-			return perr(p, peek(p), "too many elif branches");
-		conds[k] = parse_expr(p, true);
-		bodies[k] = (struct jbody){0};
-		if (!end_block(p) || !parse_body(p, &bodies[k++], ends))
-			return NULL;
-	} while (at_tag(p, "elif") && (eat_tag(p), true));
-	if (at_tag(p, "else")) {
-		eat_tag(p);
-		if (n == NULL || !end_block(p) || !parse_body(p, &n->else_body, ends + 2))
-			return NULL;
-	}
-	if (n == NULL || !at_tag(p, "endif"))
-		return perr(p, peek(p), "expected {%% endif %%}");
-	eat_tag(p);
-	n->conds = copy_list(p, conds, k);
-	n->bodies = palloc(p, k * sizeof(*n->bodies));
-	if (n->bodies != NULL)
-		memcpy(n->bodies, bodies, k * sizeof(*bodies));
-	n->n_conds = k;
-	return end_block(p) ? n : NULL;
-}
-
-static bool
-parse_targets(struct parser *p, struct jnode *n)
-{
-	const char *names[16];
-	size_t k = 0;
-
-	do {
-		if (k == 16)
-			return perr(p, peek(p), "too many loop targets") != NULL;
-		if ((names[k++] = expect_name(p)) == NULL)
-			return false;
-	} while (at_op(p, ",") && (next(p), true));
-	n->targets = palloc(p, k * sizeof(*n->targets));
-	if (n->targets == NULL)
-		return false;
-	memcpy(n->targets, names, k * sizeof(*names));
-	n->n_targets = k;
-	return true;
-}
-
-static struct jnode *
-parse_for(struct parser *p, size_t pos)
-{
-	static const char *const ends[] = {"else", "endfor", NULL};
-	struct jnode *n = mkn(p, JN_FOR, pos);
-
-	if (n == NULL || !parse_targets(p, n))
-		return NULL;
-	if (!at_name(p, "in"))
-		return perr(p, peek(p), "expected 'in' in for loop");
-	next(p);
-	n->expr = parse_tuple_expr(p, false);
-	if (at_name(p, "if")) {
-		next(p);
-		n->cond = parse_expr(p, false);
-	}
-	if (at_name(p, "recursive"))
-		return perr(p, peek(p), "recursive loops are not supported");
-	if (!end_block(p) || !parse_body(p, &n->body, ends))
-		return NULL;
-	if (at_tag(p, "else")) {
-		eat_tag(p);
-		if (!end_block(p) || !parse_body(p, &n->else_body, ends + 1))
-			return NULL;
-	}
-	if (!at_tag(p, "endfor"))
-		return perr(p, peek(p), "expected {%% endfor %%}");
-	eat_tag(p);
-	return end_block(p) ? n : NULL;
-}
-
-static struct jnode *
-parse_set(struct parser *p, size_t pos)
-{
-	static const char *const ends[] = {"endset", NULL};
-	struct jnode *n = mkn(p, JN_SET, pos);
-
-	if (n == NULL || !parse_targets(p, n))
-		return NULL;
-	if (n->n_targets == 1 && at_op(p, ".")) {
-		next(p);
-		n->attr = expect_name(p);
-	}
-	if (peek(p)->type == JT_BLOCK_END && n->n_targets == 1 && n->attr == NULL) {
-		next(p);
-		n->kind = JN_SET_BLOCK;
-		if (!parse_body(p, &n->body, ends) || !at_tag(p, "endset"))
-			return perr(p, peek(p), "expected {%% endset %%}");
-		eat_tag(p);
-		return end_block(p) ? n : NULL;
-	}
-	if (!expect_op(p, "="))
-		return NULL;
-	n->expr = parse_tuple_expr(p, true);
-	return end_block(p) ? n : NULL;
-}
-
-static bool
-parse_params(struct parser *p, struct jnode *n)
-{
-	const char *names[64];
-	struct jexpr *defs[64];
-	size_t k = 0;
-
-	if (!expect_op(p, "("))
-		return false;
-	while (!at_op(p, ")") && !p->failed && k < 64) {
-		names[k] = expect_name(p);
-		defs[k] = NULL;
-		if (at_op(p, "=")) {
-			next(p);
-			defs[k] = parse_expr(p, true);
-		}
-		k++;
-		if (!at_op(p, ","))
-			break;
-		next(p);
-	}
-	if (!expect_op(p, ")"))
-		return false;
-	n->params = palloc(p, (k ? k : 1) * sizeof(*n->params));
-	n->defaults = copy_list(p, defs, k);
-	if (n->params != NULL)
-		memcpy(n->params, names, k * sizeof(*names));
-	n->n_params = k;
-	return !p->failed;
-}
-
-static struct jnode *
-parse_macro(struct parser *p, size_t pos, bool call_block)
-{
-	static const char *const macro_end[] = {"endmacro", NULL}, *const call_end[] = {"endcall",
-	                                                                                NULL};
-	struct jnode *n = mkn(p, call_block ? JN_CALL_BLOCK : JN_MACRO, pos);
-
-	if (n == NULL)
-		return NULL;
-	if (call_block) {
-		if (at_op(p, "(") && !parse_params(p, n))
-			return NULL;
-		n->expr = parse_expr(p, true);
-		if (n->expr == NULL || n->expr->kind != JX_CALL)
-			return perr(p, peek(p), "{%% call %%} needs a macro call");
-	} else if ((n->name = expect_name(p)) == NULL || !parse_params(p, n)) {
-		return NULL;
-	}
-	if (!end_block(p) || !parse_body(p, &n->body, call_block ? call_end : macro_end))
-		return NULL;
-	if (!at_tag(p, call_block ? "endcall" : "endmacro"))
-		return perr(p, peek(p), "expected {%% %s %%}", call_block ? "endcall" : "endmacro");
-	eat_tag(p);
-	return end_block(p) ? n : NULL;
-}
-
-static struct jnode *
-parse_statement(struct parser *p)
-{
-	static const char *const gen_end[] = {"endgeneration", NULL};
-	const struct jtoken *kw = &p->tok[p->i + 1];
-	size_t pos = kw->pos;
-	struct jnode *n;
-
-	if (kw->type != JT_NAME)
-		return perr(p, kw, "expected a statement name");
-	eat_tag(p);
-	if (tok_is(kw, JT_NAME, "if"))
-		return parse_if(p, pos);
-	if (tok_is(kw, JT_NAME, "for"))
-		return parse_for(p, pos);
-	if (tok_is(kw, JT_NAME, "set"))
-		return parse_set(p, pos);
-	if (tok_is(kw, JT_NAME, "macro") || tok_is(kw, JT_NAME, "call"))
-		return parse_macro(p, pos, tok_is(kw, JT_NAME, "call"));
-	if (tok_is(kw, JT_NAME, "break") || tok_is(kw, JT_NAME, "continue")) {
-		n = mkn(p, tok_is(kw, JT_NAME, "break") ? JN_BREAK : JN_CONTINUE, pos);
-		return end_block(p) ? n : NULL;
-	}
-	if (tok_is(kw, JT_NAME, "generation")) {
-		if ((n = mkn(p, JN_GENERATION, pos)) == NULL || !end_block(p) ||
-		    !parse_body(p, &n->body, gen_end) || !at_tag(p, "endgeneration"))
-			return perr(p, peek(p), "expected {%% endgeneration %%}");
-		eat_tag(p);
-		return end_block(p) ? n : NULL;
-	}
-	return perr(p, kw, "unknown statement '%.*s'", (int)kw->n, kw->s);
-}
-
-/* Nodes until EOF (@ends NULL) or a "{% NAME" with NAME in @ends, left unconsumed. */
-static bool
-parse_body(struct parser *p, struct jbody *b, const char *const *ends)
-{
-	while (!p->failed) {
-		const struct jtoken *t = peek(p);
-		struct jnode *n = NULL;
-		if (t->type == JT_EOF) {
-			if (ends != NULL) {
-				const char *const *last = ends;
-				while (last[1] != NULL)
-					last++;
-				perr(p, t, "unexpected end of template, expected {%% %s %%}",
-				     *last);
-			}
-			break;
-		}
-		if (t->type == JT_BLOCK_BEGIN && ends != NULL) {
-			bool stop = false;
-			for (const char *const *e = ends; *e != NULL; e++)
-				stop |= tok_is(&p->tok[p->i + 1], JT_NAME, *e);
-			if (stop)
-				return true;
-		}
-		if (t->type == JT_TEXT) {
-			next(p);
-			if ((n = mkn(p, JN_TEXT, t->pos)) != NULL) {
-				n->text = t->s;
-				n->text_n = t->n;
-			}
-		} else if (t->type == JT_VAR_BEGIN) {
-			next(p);
-			if ((n = mkn(p, JN_OUTPUT, t->pos)) != NULL)
-				n->expr = parse_tuple_expr(p, true);
-			if (peek(p)->type != JT_VAR_END)
-				return perr(p, peek(p), "expected '}}', found '%.*s'",
-				            (int)peek(p)->n, peek(p)->s) != NULL;
-			next(p);
-		} else if (t->type == JT_BLOCK_BEGIN) {
-			n = parse_statement(p);
-		} else {
-			return perr(p, t, "unexpected '%.*s'", (int)t->n, t->s) != NULL;
-		}
-		if (n == NULL || !body_push(p, b, n))
-			break;
-	}
-	return !p->failed;
-}
-
-orch_err
-jinja_parse(struct jinja_tmpl *t, const struct jlex *lex, struct orch_errinfo *reterr)
-{
-	struct parser p = {t, lex->v, 0, lex->n, reterr, ORCH_OK, 0};
-
-	parse_body(&p, &t->root, NULL);
-	return p.failed;
 }
