@@ -164,6 +164,53 @@ dequant_q8_0(const uint8_t *b, float *y)
 		y[i] = (float)(int8_t)b[2 + i] * d;
 }
 
+/* E2M1 values ×2, indexed by the 4-bit code (sign in bit 3). */
+static const int8_t mxfp4_values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+static void
+dequant_mxfp4(const uint8_t *b, float *y)
+{
+	float d = ldexpf(1.0f, (int)b[0] - 128);
+
+	for (int j = 0; j < 16; j++) {
+		y[j] = (float)mxfp4_values[b[1 + j] & 0xf] * d;
+		y[j + 16] = (float)mxfp4_values[b[1 + j] >> 4] * d;
+	}
+}
+
+static int
+mxfp4_nearest(float v)
+{
+	int best = 0;
+	float err = INFINITY;
+
+	for (int k = 0; k < 16; k++) {
+		float e = fabsf(v - (float)mxfp4_values[k]);
+		if (e < err) {
+			err = e;
+			best = k;
+		}
+	}
+	return best;
+}
+
+/* Shared exponent so the largest magnitude lands at or below 12 (6.0 undoubled). */
+static void
+quant_mxfp4(const float *x, uint8_t *b)
+{
+	float amax = 0.0f;
+
+	for (int i = 0; i < 32; i++)
+		amax = fmaxf(amax, fabsf(x[i]));
+	int e = amax > 0.0f ? (int)floorf(log2f(amax)) - 2 + 127 : 0;
+	e = e < 0 ? 0 : e > 254 ? 254 : e;
+	float id = 1.0f / ldexpf(1.0f, e - 128);
+	b[0] = (uint8_t)e;
+	for (int j = 0; j < 16; j++)
+		b[1 + j] =
+		        (uint8_t)(mxfp4_nearest(x[j] * id) | (mxfp4_nearest(x[j + 16] * id) << 4));
+}
+
 bool
 quant_supported(uint32_t type)
 {
@@ -181,6 +228,7 @@ quant_supported(uint32_t type)
 	case GGML_TYPE_Q4_K:
 	case GGML_TYPE_Q5_K:
 	case GGML_TYPE_Q6_K:
+	case GGML_TYPE_MXFP4:
 		return true;
 	default:
 		return false;
@@ -208,6 +256,9 @@ block_codec(uint32_t type, bool enc, float *x, uint8_t *b)
 		break;
 	case GGML_TYPE_Q8_0:
 		enc ? quant_q8_0(x, b) : dequant_q8_0(b, x);
+		break;
+	case GGML_TYPE_MXFP4:
+		enc ? quant_mxfp4(x, b) : dequant_mxfp4(b, x);
 		break;
 	case GGML_TYPE_Q2_K:
 		enc ? quant_q2_k(x, b) : dequant_q2_k(b, x);

@@ -3,9 +3,9 @@
  * (name, tuple, ns.attr, block), macro, call block, break, continue,
  * generation. Expressions are parsed in jinja_parse.c.
  */
-#include "jinja_internal.h"
-
 #include <string.h>
+
+#include "jinja_internal.h"
 
 static bool parse_body(struct parser *p, struct jbody *b, const char *const *ends);
 
@@ -225,7 +225,8 @@ parse_macro(struct parser *p, size_t pos, bool call_block)
 	if (!end_block(p) || !parse_body(p, &n->body, call_block ? call_end : macro_end))
 		return NULL;
 	if (!at_tag(p, call_block ? "endcall" : "endmacro"))
-		return jp_err(p, jp_peek(p), "expected {%% %s %%}", call_block ? "endcall" : "endmacro");
+		return jp_err(p, jp_peek(p), "expected {%% %s %%}",
+		              call_block ? "endcall" : "endmacro");
 	eat_tag(p);
 	return end_block(p) ? n : NULL;
 }
@@ -276,7 +277,7 @@ parse_body(struct parser *p, struct jbody *b, const char *const *ends)
 				while (last[1] != NULL)
 					last++;
 				jp_err(p, t, "unexpected end of template, expected {%% %s %%}",
-				     *last);
+				       *last);
 			}
 			break;
 		}
@@ -299,7 +300,7 @@ parse_body(struct parser *p, struct jbody *b, const char *const *ends)
 				n->expr = jp_tuple_expr(p, true);
 			if (jp_peek(p)->type != JT_VAR_END)
 				return jp_err(p, jp_peek(p), "expected '}}', found '%.*s'",
-				            (int)jp_peek(p)->n, jp_peek(p)->s) != NULL;
+				              (int)jp_peek(p)->n, jp_peek(p)->s) != NULL;
 			jp_next(p);
 		} else if (t->type == JT_BLOCK_BEGIN) {
 			n = parse_statement(p);

@@ -107,6 +107,41 @@ test_known_q6_k_q3_k(void)
 	T_NEAR(y[1], -4 * 1, 0); /* high bit clear, low2 0 → -4 */
 }
 
+static void
+test_known_mxfp4_q4_1_q5(void)
+{
+	uint8_t m[17] = {0}, q41[20] = {0}, q50[22] = {0}, q51[24] = {0};
+	float y[32];
+
+	m[0] = 128;  /* d = 2^0 */
+	m[1] = 0x97; /* element 0: code 7 → 12; element 16: code 9 → -1 */
+	T_OK(dequant_row(GGML_TYPE_MXFP4, m, y, 32));
+	T_NEAR(y[0], 12, 0);
+	T_NEAR(y[16], -1, 0);
+	m[0] = 126; /* d = 2^-2 */
+	T_OK(dequant_row(GGML_TYPE_MXFP4, m, y, 32));
+	T_NEAR(y[0], 3, 0);
+	q41[1] = 0x3c; /* d = 1 */
+	q41[3] = 0xbc; /* m = -1 */
+	q41[4] = 0x2f; /* element 0: 15, element 16: 2 */
+	T_OK(dequant_row(GGML_TYPE_Q4_1, q41, y, 32));
+	T_NEAR(y[0], 14, 0);
+	T_NEAR(y[16], 1, 0);
+	q50[1] = 0x3c; /* d = 1 */
+	q50[2] = 0x01; /* bit 4 of element 0 */
+	q50[6] = 0x03; /* element 0 low nibble 3 → (16 + 3) - 16 = 3; element 16 → 0 - 16 */
+	T_OK(dequant_row(GGML_TYPE_Q5_0, q50, y, 32));
+	T_NEAR(y[0], 3, 0);
+	T_NEAR(y[16], -16, 0);
+	q51[1] = 0x3c;      /* d = 1 */
+	q51[3] = 0x3c;      /* m = 1 */
+	q51[7] = 0x80;      /* bit 31 of qh: bit 4 of element 31 */
+	q51[8 + 15] = 0x10; /* element 31 low bits 1 → 17, + m */
+	T_OK(dequant_row(GGML_TYPE_Q5_1, q51, y, 32));
+	T_NEAR(y[31], 18, 0);
+	T_NEAR(y[0], 1, 0);
+}
+
 /* Round trip: relative RMS error below @tol and every value finite. */
 static void
 round_trip(uint32_t type, double tol)
@@ -205,6 +240,7 @@ main(void)
 	T_RUN(test_known_q4_0_q8_0);
 	T_RUN(test_known_q4_k);
 	T_RUN(test_known_q6_k_q3_k);
+	T_RUN(test_known_mxfp4_q4_1_q5);
 	T_RUN(test_round_trips);
 	T_RUN(test_matches_ggml);
 	return t_done();
