@@ -1,0 +1,80 @@
+#pragma once
+/*
+ * backend.h - the one interface both compute backends implement (CPU now,
+ * CUDA later, loaded as its own shared object for cuda:N). Nothing above it
+ * knows which backend runs.
+ *
+ * A backend holds the weights of a struct model, a KV cache of
+ * slots × n_ctx positions allocated once at load, and scratch for one
+ * forward step of up to max_batch_tokens tokens. A forward step takes a
+ * batch of sequences, each with its KV slot, the position of its first new
+ * token and its new tokens (many for prefill, one for decode); it appends
+ * their K/V to the slot and returns the logits of the last token of each
+ * sequence that asked for them.
+ *
+ * Results do not depend on batch composition: a sequence computed alone or
+ * next to others gives bit-identical logits.
+ */
+#include "err.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct model;
+struct be_model;
+
+struct be_config {
+	uint32_t slots;            /* sequences the KV cache holds */
+	uint32_t n_ctx;            /* positions per sequence */
+	bool kv_f32;               /* KV cache in F32 (default F16) */
+	uint32_t threads;          /* CPU threads; 0: one per core */
+	uint32_t max_batch_tokens; /* tokens one forward step may carry */
+};
+
+struct be_seq {
+	uint32_t slot;          /* KV slot, < slots */
+	uint32_t pos;           /* position of tokens[0]; the slot's positions < pos are kept */
+	const int32_t *tokens;  /* [n_tokens] */
+	uint32_t n_tokens;
+	bool want_logits;       /* logits of tokens[n_tokens - 1] */
+};
+
+/* be_progress_fn - load progress: @done of @total bytes of weights are in place. */
+typedef void (*be_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+struct be_ops {
+	const char *name; /* "cpu", "cuda" */
+
+	/*
+	 * load - prepare @m (whose GGUF stays mapped) for computing with @cfg.
+	 * ORCH_ENOMEM (host) or ORCH_EINSUFFICIENT_VRAM (device), with what was
+	 * needed in the message; ORCH_EINVAL for a bad config.
+	 */
+	orch_err (*load)(const struct model *m, const struct be_config *cfg, be_progress_fn progress,
+		void *ctx, struct be_model **ret, struct orch_errinfo *reterr);
+
+	/* memory - bytes the backend needs for weights + KV + scratch, and holds now. */
+	void (*memory)(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used);
+
+	/*
+	 * forward - one step over @n sequences. *@ret_logits points to one
+	 * n_vocab row per sequence with want_logits, in order, valid until the
+	 * next call. ORCH_ECONTEXT when a sequence would pass n_ctx,
+	 * ORCH_EINVAL for more than max_batch_tokens tokens or a bad slot or token.
+	 * Thread: one caller at a time.
+	 */
+	orch_err (*forward)(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+		const float **ret_logits, struct orch_errinfo *reterr);
+
+	/* free - release everything; NULL is fine. */
+	void (*free)(struct be_model *b);
+};
+
+extern const struct be_ops be_cpu_ops;
+
+/*
+ * be_for_device - the backend of @device: "cpu", or "cuda:N". A CUDA device
+ * in a build or on a machine without CUDA is ORCH_EUNSUPPORTED with a clear
+ * message: a worker never falls back to the CPU silently.
+ */
+orch_err be_for_device(const char *device, const struct be_ops **ret, struct orch_errinfo *reterr);

@@ -1,0 +1,70 @@
+#pragma once
+/*
+ * cpu.h - what the CPU backend's files share: the thread pool (cpu_pool.c),
+ * the matrix products (cpu_matmul.c), the element-wise ops (cpu_ops.c) and
+ * the forward step (cpu_forward.c). Not for use outside worker/backend/cpu.
+ */
+#include "backend.h"
+#include "err.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct gguf_tensor;
+struct model;
+
+/* ---- thread pool: a parallel for over [0, n), split in contiguous ranges ---- */
+
+typedef void (*cpu_task_fn)(void *ctx, uint32_t thread, uint64_t begin, uint64_t end);
+
+struct cpu_pool;
+
+/* cpu_pool_new - @n threads in all (the caller's included; n - 1 are started). */
+orch_err cpu_pool_new(uint32_t n, struct cpu_pool **ret);
+void cpu_pool_free(struct cpu_pool *p);
+uint32_t cpu_pool_threads(const struct cpu_pool *p);
+
+/* cpu_pool_for - run @fn over [0, @n) split among the threads; returns when all are done. */
+void cpu_pool_for(struct cpu_pool *p, uint64_t n, cpu_task_fn fn, void *ctx);
+
+/* ---- matrix products ---- */
+
+/*
+ * cpu_matmul - y[t][r] = Σ_i W[r][i] · x[t][i] (+ bias[r]) for @T tokens:
+ * W is @w (rows of w->ne[0], any supported type, dequantized a row at a
+ * time), x is [T][ne0], y is [T][@y_stride] starting at column @col0 of
+ * rows [@row0, @row0 + @rows). @scratch holds threads × ne0 floats.
+ * Each (row, token) dot product is computed the same way whatever T is.
+ */
+/* A dot product of n floats: the AVX2/FMA kernel or its scalar twin. */
+typedef float (*cpu_dot_fn)(const float *a, const float *b, uint64_t n);
+
+void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
+	uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
+	const struct gguf_tensor *bias, float *scratch);
+
+/* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
+cpu_dot_fn cpu_dot_select(bool allow_simd);
+
+/* cpu_dot_scalar - the portable dot product (8 partial sums, as the SIMD one keeps). */
+float cpu_dot_scalar(const float *a, const float *b, uint64_t n);
+
+/* cpu_has_avx2 - whether the AVX2/FMA kernels run on this CPU. */
+bool cpu_has_avx2(void);
+
+/* ---- element-wise and attention ops ---- */
+
+/* cpu_rmsnorm - out = x / sqrt(mean(x²) + eps) · w, as ggml computes it (sum in double). */
+void cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *out);
+
+/*
+ * cpu_rope - rotate the first @n_rot dims of each of @n_heads heads of
+ * @head_dim in @x for position @pos; @neox pairs (i, i + n_rot/2) instead
+ * of (2i, 2i + 1); @factors (n_rot/2, may be NULL) divide the frequencies.
+ */
+void cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
+	float base, bool neox, const float *factors);
+
+/* cpu_swiglu - g[i] = silu(g[i]) · u[i]. */
+void cpu_swiglu(float *g, const float *u, uint32_t n);

@@ -1,0 +1,13 @@
+#pragma once
+/* model_common.h - the layer mapper the per-architecture files share (model_layers.c). */
+#include "model.h"
+
+struct model_layout {
+	bool qkv_bias;   /* attn_{q,k,v}.bias */
+	bool fused_qkv;  /* attn_qkv */
+	bool fused_ffn;  /* ffn_up holds gate then up */
+};
+
+/* model_map - embeddings, output, and every layer's tensors per @lay; shapes checked. */
+orch_err model_map(const struct gguf_file *f, struct model *m, const struct model_layout *lay,
+	struct orch_errinfo *reterr);
