@@ -15,10 +15,10 @@
  * Results do not depend on batch composition: a sequence computed alone or
  * next to others gives bit-identical logits.
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "err.h"
 
 struct model;
 struct be_model;
@@ -32,11 +32,11 @@ struct be_config {
 };
 
 struct be_seq {
-	uint32_t slot;          /* KV slot, < slots */
-	uint32_t pos;           /* position of tokens[0]; the slot's positions < pos are kept */
-	const int32_t *tokens;  /* [n_tokens] */
+	uint32_t slot;         /* KV slot, < slots */
+	uint32_t pos;          /* position of tokens[0]; the slot's positions < pos are kept */
+	const int32_t *tokens; /* [n_tokens] */
 	uint32_t n_tokens;
-	bool want_logits;       /* logits of tokens[n_tokens - 1] */
+	bool want_logits; /* logits of tokens[n_tokens - 1] */
 };
 
 /* be_progress_fn - load progress: @done of @total bytes of weights are in place. */
@@ -50,8 +50,9 @@ struct be_ops {
 	 * ORCH_ENOMEM (host) or ORCH_EINSUFFICIENT_VRAM (device), with what was
 	 * needed in the message; ORCH_EINVAL for a bad config.
 	 */
-	orch_err (*load)(const struct model *m, const struct be_config *cfg, be_progress_fn progress,
-		void *ctx, struct be_model **ret, struct orch_errinfo *reterr);
+	orch_err (*load)(const struct model *m, const struct be_config *cfg,
+	                 be_progress_fn progress, void *ctx, struct be_model **ret,
+	                 struct orch_errinfo *reterr);
 
 	/* memory - bytes the backend needs for weights + KV + scratch, and holds now. */
 	void (*memory)(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used);
@@ -64,7 +65,7 @@ struct be_ops {
 	 * Thread: one caller at a time.
 	 */
 	orch_err (*forward)(struct be_model *b, const struct be_seq *seqs, uint32_t n,
-		const float **ret_logits, struct orch_errinfo *reterr);
+	                    const float **ret_logits, struct orch_errinfo *reterr);
 
 	/* free - release everything; NULL is fine. */
 	void (*free)(struct be_model *b);

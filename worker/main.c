@@ -1,6 +1,7 @@
 /*
  * orch-worker - one process per (GPU, model). The serving loop arrives with
- * the worker issue; today it has the tokenizer and chat-template tools.
+ * the worker issue; today it runs one-shot generation and the tokenizer and
+ * chat-template tools.
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,8 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *help;
 } commands[] = {
+        {"run", cli_run,
+         "run --model FILE [--device cpu] (--prompt T | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32]"},
         {"tokenize", cli_tokenize,
          "tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)"},
         {"detokenize", cli_detokenize,

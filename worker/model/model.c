@@ -9,13 +9,13 @@
  */
 #include "model.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "alloc.h"
 #include "ggml_type.h"
 #include "gguf.h"
 #include "quant.h"
-
-#include <stdio.h>
-#include <string.h>
 
 const char *
 model_arch_name(enum model_arch a)
@@ -33,7 +33,7 @@ model_arch_name(enum model_arch a)
 
 static orch_err
 get_u32(const struct gguf_file *f, const char *arch, const char *suffix, uint32_t *out,
-	bool required, struct orch_errinfo *reterr)
+        bool required, struct orch_errinfo *reterr)
 {
 	char key[128];
 	uint64_t v;
@@ -47,14 +47,14 @@ get_u32(const struct gguf_file *f, const char *arch, const char *suffix, uint32_
 		return orch_errf(reterr, rv, "%s: required key %s is missing", gguf_name(f), key);
 	if (rv != ORCH_OK || v == 0 || v > 1u << 24)
 		return orch_errf(reterr, ORCH_ETYPE, "%s: key %s must be an integer 1..16777216",
-			gguf_name(f), key);
+		                 gguf_name(f), key);
 	*out = (uint32_t)v;
 	return ORCH_OK;
 }
 
 static orch_err
 get_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *out, bool required,
-	struct orch_errinfo *reterr)
+        struct orch_errinfo *reterr)
 {
 	char key[128];
 	double v;
@@ -66,50 +66,54 @@ get_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *
 		return ORCH_OK;
 	if (rv != ORCH_OK)
 		return orch_errf(reterr, rv, "%s: %s key %s", gguf_name(f),
-			rv == ORCH_ENOTFOUND ? "required" : "float", key);
+		                 rv == ORCH_ENOTFOUND ? "required" : "float", key);
 	*out = (float)v;
 	return ORCH_OK;
 }
 
 static orch_err
 read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *hp,
-	struct orch_errinfo *reterr)
+             struct orch_errinfo *reterr)
 {
 	orch_err rv;
 
 	hp->rope_base = 10000.0f;
 	if ((rv = get_u32(f, arch, "embedding_length", &hp->n_embd, true, reterr)) ||
-		(rv = get_u32(f, arch, "block_count", &hp->n_layer, true, reterr)) ||
-		(rv = get_u32(f, arch, "attention.head_count", &hp->n_head, true, reterr)) ||
-		(rv = get_u32(f, arch, "feed_forward_length", &hp->n_ff, true, reterr)) ||
-		(rv = get_u32(f, arch, "context_length", &hp->n_ctx_train, true, reterr)) ||
-		(rv = get_u32(f, arch, "rope.dimension_count", &hp->n_rot, true, reterr)) ||
-		(rv = get_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps, true, reterr)) ||
-		(rv = get_f32(f, arch, "rope.freq_base", &hp->rope_base, false, reterr)))
+	    (rv = get_u32(f, arch, "block_count", &hp->n_layer, true, reterr)) ||
+	    (rv = get_u32(f, arch, "attention.head_count", &hp->n_head, true, reterr)) ||
+	    (rv = get_u32(f, arch, "feed_forward_length", &hp->n_ff, true, reterr)) ||
+	    (rv = get_u32(f, arch, "context_length", &hp->n_ctx_train, true, reterr)) ||
+	    (rv = get_u32(f, arch, "rope.dimension_count", &hp->n_rot, true, reterr)) ||
+	    (rv = get_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps, true,
+	                  reterr)) ||
+	    (rv = get_f32(f, arch, "rope.freq_base", &hp->rope_base, false, reterr)))
 		return rv;
 	hp->n_head_kv = hp->n_head;
 	if ((rv = get_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false, reterr)))
 		return rv;
 	if (hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0)
 		return orch_errf(reterr, ORCH_EINVAL,
-			"%s: %u heads do not divide n_embd %u or the %u KV heads", gguf_name(f),
-			hp->n_head, hp->n_embd, hp->n_head_kv);
+		                 "%s: %u heads do not divide n_embd %u or the %u KV heads",
+		                 gguf_name(f), hp->n_head, hp->n_embd, hp->n_head_kv);
 	hp->head_dim = hp->n_embd / hp->n_head;
 	if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
-		return orch_errf(reterr, ORCH_EINVAL, "%s: rope.dimension_count %u does not fit head_dim %u",
-			gguf_name(f), hp->n_rot, hp->head_dim);
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "%s: rope.dimension_count %u does not fit head_dim %u",
+		                 gguf_name(f), hp->n_rot, hp->head_dim);
 	char key[128];
 	struct gguf_str st;
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
-	if (gguf_get_str(f, key, &st) == ORCH_OK && !(st.len == 4 && memcmp(st.ptr, "none", 4) == 0))
-		return orch_errf(reterr, ORCH_EUNSUPPORTED, "%s: rope scaling '%.*s' is not supported",
-			gguf_name(f), (int)(st.len > 32 ? 32 : st.len), st.ptr);
+	if (gguf_get_str(f, key, &st) == ORCH_OK &&
+	    !(st.len == 4 && memcmp(st.ptr, "none", 4) == 0))
+		return orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                 "%s: rope scaling '%.*s' is not supported", gguf_name(f),
+		                 (int)(st.len > 32 ? 32 : st.len), st.ptr);
 	return ORCH_OK;
 }
 
 const struct gguf_tensor *
 model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t ne1, bool required,
-	orch_err *rv, struct orch_errinfo *reterr)
+             orch_err *rv, struct orch_errinfo *reterr)
 {
 	const struct gguf_tensor *t = gguf_find_tensor(f, name);
 
@@ -117,19 +121,22 @@ model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t
 		return NULL;
 	if (t == NULL) {
 		if (required)
-			*rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor %s is missing", gguf_name(f),
-				name);
+			*rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor %s is missing",
+			                gguf_name(f), name);
 		return NULL;
 	}
 	if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->n_dims > 2) {
-		*rv = orch_errf(reterr, ORCH_EGGUF_SHAPE, "%s: tensor %s is [%llu, %llu], want [%llu, %llu]",
-			gguf_name(f), name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-			(unsigned long long)ne0, (unsigned long long)(ne1 ? ne1 : 1));
+		*rv = orch_errf(reterr, ORCH_EGGUF_SHAPE,
+		                "%s: tensor %s is [%llu, %llu], want [%llu, %llu]", gguf_name(f),
+		                name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+		                (unsigned long long)ne0, (unsigned long long)(ne1 ? ne1 : 1));
 		return NULL;
 	}
 	if (!quant_supported(t->type) || (ne1 == 0 && t->type != GGML_TYPE_F32)) {
-		*rv = orch_errf(reterr, ORCH_EUNSUPPORTED, "%s: tensor %s has type %s, which the engine does not support%s",
-			gguf_name(f), name, ggml_type_name(t->type), ne1 == 0 ? " for a 1-D tensor (F32 only)" : "");
+		*rv = orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                "%s: tensor %s has type %s, which the engine does not support%s",
+		                gguf_name(f), name, ggml_type_name(t->type),
+		                ne1 == 0 ? " for a 1-D tensor (F32 only)" : "");
 		return NULL;
 	}
 	return t;
@@ -142,8 +149,9 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 		const char *name;
 		enum model_arch arch;
 		orch_err (*load)(const struct gguf_file *, struct model *, struct orch_errinfo *);
-	} archs[] = {{"llama", MODEL_LLAMA, model_llama_load}, {"qwen2", MODEL_QWEN2, model_qwen2_load},
-		{"phi3", MODEL_PHI3, model_phi3_load}};
+	} archs[] = {{"llama", MODEL_LLAMA, model_llama_load},
+	             {"qwen2", MODEL_QWEN2, model_qwen2_load},
+	             {"phi3", MODEL_PHI3, model_phi3_load}};
 	struct gguf_str a;
 	char arch[64];
 	orch_err rv;
@@ -151,7 +159,7 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	memset(m, 0, sizeof(*m));
 	if (gguf_get_str(f, "general.architecture", &a) != ORCH_OK)
 		return orch_errf(reterr, ORCH_ENOTFOUND, "%s: general.architecture is missing",
-			gguf_name(f));
+		                 gguf_name(f));
 	snprintf(arch, sizeof(arch), "%.*s", (int)(a.len > 60 ? 60 : a.len), a.ptr);
 	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
 		if (strcmp(arch, archs[i].name) != 0)
@@ -167,8 +175,8 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 		return rv;
 	}
 	return orch_errf(reterr, ORCH_EUNSUPPORTED,
-		"%s: architecture '%s' is not supported (supported: llama, qwen2, phi3)", gguf_name(f),
-		arch);
+	                 "%s: architecture '%s' is not supported (supported: llama, qwen2, phi3)",
+	                 gguf_name(f), arch);
 }
 
 void

@@ -6,10 +6,10 @@
  * architecture (llama.c, qwen2.c, phi3.c) fills it; nothing above this
  * layer knows the tensor names.
  */
-#include "err.h"
-
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "err.h"
 
 struct gguf_file;
 struct gguf_tensor;
@@ -26,15 +26,15 @@ struct model_hparams {
 
 /* One layer's tensors; absent ones are NULL (fused or not in this architecture). */
 struct model_layer {
-	const struct gguf_tensor *attn_norm;              /* [n_embd] */
-	const struct gguf_tensor *wq, *wk, *wv;            /* [n_embd, q/kv width] */
-	const struct gguf_tensor *wqkv;                   /* [n_embd, q + 2 kv] (phi3) */
-	const struct gguf_tensor *bq, *bk, *bv;            /* [width] (qwen2) */
-	const struct gguf_tensor *wo;                     /* [q width, n_embd] */
-	const struct gguf_tensor *ffn_norm;               /* [n_embd] */
-	const struct gguf_tensor *w_gate, *w_up;           /* [n_embd, n_ff] */
-	const struct gguf_tensor *w_gate_up;              /* [n_embd, 2 n_ff] (phi3: gate first) */
-	const struct gguf_tensor *w_down;                 /* [n_ff, n_embd] */
+	const struct gguf_tensor *attn_norm;     /* [n_embd] */
+	const struct gguf_tensor *wq, *wk, *wv;  /* [n_embd, q/kv width] */
+	const struct gguf_tensor *wqkv;          /* [n_embd, q + 2 kv] (phi3) */
+	const struct gguf_tensor *bq, *bk, *bv;  /* [width] (qwen2) */
+	const struct gguf_tensor *wo;            /* [q width, n_embd] */
+	const struct gguf_tensor *ffn_norm;      /* [n_embd] */
+	const struct gguf_tensor *w_gate, *w_up; /* [n_embd, n_ff] */
+	const struct gguf_tensor *w_gate_up;     /* [n_embd, 2 n_ff] (phi3: gate first) */
+	const struct gguf_tensor *w_down;        /* [n_ff, n_embd] */
 };
 
 struct model {
@@ -63,9 +63,11 @@ const char *model_arch_name(enum model_arch a);
 
 /* ---- for the per-architecture files ---- */
 
-/* model_tensor - tensor @name with dims @ne0 × @ne1 (@ne1 0: 1-D); NULL and an error when @required and absent. */
+/* model_tensor - tensor @name with dims @ne0 × @ne1 (@ne1 0: 1-D); NULL and an error when @required
+ * and absent. */
 const struct gguf_tensor *model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0,
-	uint64_t ne1, bool required, orch_err *rv, struct orch_errinfo *reterr);
+                                       uint64_t ne1, bool required, orch_err *rv,
+                                       struct orch_errinfo *reterr);
 
 orch_err model_llama_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_qwen2_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);

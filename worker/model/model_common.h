@@ -3,11 +3,11 @@
 #include "model.h"
 
 struct model_layout {
-	bool qkv_bias;   /* attn_{q,k,v}.bias */
-	bool fused_qkv;  /* attn_qkv */
-	bool fused_ffn;  /* ffn_up holds gate then up */
+	bool qkv_bias;  /* attn_{q,k,v}.bias */
+	bool fused_qkv; /* attn_qkv */
+	bool fused_ffn; /* ffn_up holds gate then up */
 };
 
 /* model_map - embeddings, output, and every layer's tensors per @lay; shapes checked. */
 orch_err model_map(const struct gguf_file *f, struct model *m, const struct model_layout *lay,
-	struct orch_errinfo *reterr);
+                   struct orch_errinfo *reterr);

@@ -3,21 +3,22 @@
  * every shape against the hyper-parameters. The architectures differ only
  * in the options of struct model_layout.
  */
+#include <stdio.h>
+
 #include "gguf.h"
 #include "model_common.h"
 
-#include <stdio.h>
-
 static orch_err
 map_layer(const struct gguf_file *f, const struct model_hparams *hp, uint32_t il,
-	const struct model_layout *lay, struct model_layer *l, struct orch_errinfo *reterr)
+          const struct model_layout *lay, struct model_layer *l, struct orch_errinfo *reterr)
 {
 	uint64_t e = hp->n_embd, q = (uint64_t)hp->head_dim * hp->n_head;
 	uint64_t kv = (uint64_t)hp->head_dim * hp->n_head_kv, ff = hp->n_ff;
 	orch_err rv = ORCH_OK;
 	char n[96];
 
-#define T(suffix, a, b, req) (snprintf(n, sizeof(n), "blk.%u." suffix, il), model_tensor(f, n, a, b, req, &rv, reterr))
+#define T(suffix, a, b, req) \
+	(snprintf(n, sizeof(n), "blk.%u." suffix, il), model_tensor(f, n, a, b, req, &rv, reterr))
 	l->attn_norm = T("attn_norm.weight", e, 0, true);
 	if (lay->fused_qkv) {
 		l->wqkv = T("attn_qkv.weight", e, q + 2 * kv, true);
@@ -46,7 +47,7 @@ map_layer(const struct gguf_file *f, const struct model_hparams *hp, uint32_t il
 
 orch_err
 model_map(const struct gguf_file *f, struct model *m, const struct model_layout *lay,
-	struct orch_errinfo *reterr)
+          struct orch_errinfo *reterr)
 {
 	struct model_hparams *hp = &m->hp;
 	const struct gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
@@ -54,9 +55,10 @@ model_map(const struct gguf_file *f, struct model *m, const struct model_layout 
 
 	if (embd == NULL)
 		return orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor token_embd.weight is missing",
-			gguf_name(f));
+		                 gguf_name(f));
 	hp->n_vocab = (uint32_t)embd->ne[1];
-	m->tok_embd = model_tensor(f, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &rv, reterr);
+	m->tok_embd =
+	        model_tensor(f, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &rv, reterr);
 	m->output_norm = model_tensor(f, "output_norm.weight", hp->n_embd, 0, true, &rv, reterr);
 	m->output = model_tensor(f, "output.weight", hp->n_embd, hp->n_vocab, false, &rv, reterr);
 	if (rv == ORCH_OK && m->output == NULL)

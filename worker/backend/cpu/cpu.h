@@ -4,12 +4,12 @@
  * the matrix products (cpu_matmul.c), the element-wise ops (cpu_ops.c) and
  * the forward step (cpu_forward.c). Not for use outside worker/backend/cpu.
  */
-#include "backend.h"
-#include "err.h"
-
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "backend.h"
+#include "err.h"
 
 struct gguf_tensor;
 struct model;
@@ -41,8 +41,8 @@ void cpu_pool_for(struct cpu_pool *p, uint64_t n, cpu_task_fn fn, void *ctx);
 typedef float (*cpu_dot_fn)(const float *a, const float *b, uint64_t n);
 
 void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
-	uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
-	const struct gguf_tensor *bias, float *scratch);
+                uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
+                const struct gguf_tensor *bias, float *scratch);
 
 /* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
 cpu_dot_fn cpu_dot_select(bool allow_simd);
@@ -64,7 +64,7 @@ void cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *o
  * of (2i, 2i + 1); @factors (n_rot/2, may be NULL) divide the frequencies.
  */
 void cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
-	float base, bool neox, const float *factors);
+              float base, bool neox, const float *factors);
 
 /* cpu_swiglu - g[i] = silu(g[i]) · u[i]. */
 void cpu_swiglu(float *g, const float *u, uint32_t n);

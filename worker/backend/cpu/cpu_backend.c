@@ -7,13 +7,14 @@
  * the first request. The KV cache and all scratch are allocated here, once;
  * a forward step allocates nothing.
  */
-#include "alloc.h"
 #include "cpu_backend.h"
-#include "fp16.h"
-#include "gguf.h"
 
 #include <string.h>
 #include <unistd.h>
+
+#include "alloc.h"
+#include "fp16.h"
+#include "gguf.h"
 
 static void
 for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *), void *ctx)
@@ -25,8 +26,10 @@ for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, vo
 			fn(top[i], ctx);
 	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
 		const struct model_layer *L = &m->layers[l];
-		const struct gguf_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->wqkv, L->bq,
-			L->bk, L->bv, L->wo, L->ffn_norm, L->w_gate, L->w_up, L->w_gate_up, L->w_down};
+		const struct gguf_tensor *ts[] = {L->attn_norm, L->wq,       L->wk,     L->wv,
+		                                  L->wqkv,      L->bq,       L->bk,     L->bv,
+		                                  L->wo,        L->ffn_norm, L->w_gate, L->w_up,
+		                                  L->w_gate_up, L->w_down};
 		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
 			if (ts[i] != NULL)
 				fn(ts[i], ctx);
@@ -77,31 +80,36 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 {
 	const struct model_hparams *hp = &b->m->hp;
 	uint64_t B = b->cfg.max_batch_tokens, S = b->cfg.slots, th = cpu_pool_threads(b->pool);
-	uint64_t kv = (uint64_t)hp->n_layer * S * b->cfg.n_ctx * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
+	uint64_t kv =
+	        (uint64_t)hp->n_layer * S * b->cfg.n_ctx * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
 	size_t f = sizeof(float);
 
-	b->bytes_needed = b->weight_bytes + 2 * kv + 65536 * f +
-			  f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * hp->n_ff) +
-				  S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * (b->max_ne0 + b->cfg.n_ctx)) +
-			  2 * B * sizeof(uint32_t);
-	if ((b->k_cache = balloc(b, (size_t)kv)) == NULL || (b->v_cache = balloc(b, (size_t)kv)) == NULL ||
-		(b->f16 = balloc(b, 65536 * f)) == NULL || (b->x = balloc(b, B * hp->n_embd * f)) == NULL ||
-		(b->xn = balloc(b, B * hp->n_embd * f)) == NULL ||
-		(b->tmp = balloc(b, B * hp->n_embd * f)) == NULL ||
-		(b->qkv = balloc(b, B * b->qkv_dim * f)) == NULL ||
-		(b->att = balloc(b, B * b->q_dim * f)) == NULL ||
-		(b->gate = balloc(b, B * hp->n_ff * f)) == NULL ||
-		(b->up = balloc(b, B * hp->n_ff * f)) == NULL ||
-		(b->last = balloc(b, S * hp->n_embd * f)) == NULL ||
-		(b->logits = balloc(b, S * hp->n_vocab * f)) == NULL ||
-		(b->mm_scratch = balloc(b, th * b->max_ne0 * f)) == NULL ||
-		(b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL ||
-		(b->tok_seq = balloc(b, B * sizeof(uint32_t))) == NULL ||
-		(b->tok_pos = balloc(b, B * sizeof(uint32_t))) == NULL)
-		return orch_errf(reterr, ORCH_ENOMEM,
-			"cpu backend: cannot allocate %llu bytes (KV cache %llu for %u slots x %u context)",
-			(unsigned long long)(b->bytes_needed - b->weight_bytes), (unsigned long long)(2 * kv),
-			b->cfg.slots, b->cfg.n_ctx);
+	b->bytes_needed =
+	        b->weight_bytes + 2 * kv + 65536 * f +
+	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * hp->n_ff) +
+	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * (b->max_ne0 + b->cfg.n_ctx)) +
+	        2 * B * sizeof(uint32_t);
+	if ((b->k_cache = balloc(b, (size_t)kv)) == NULL ||
+	    (b->v_cache = balloc(b, (size_t)kv)) == NULL ||
+	    (b->f16 = balloc(b, 65536 * f)) == NULL ||
+	    (b->x = balloc(b, B * hp->n_embd * f)) == NULL ||
+	    (b->xn = balloc(b, B * hp->n_embd * f)) == NULL ||
+	    (b->tmp = balloc(b, B * hp->n_embd * f)) == NULL ||
+	    (b->qkv = balloc(b, B * b->qkv_dim * f)) == NULL ||
+	    (b->att = balloc(b, B * b->q_dim * f)) == NULL ||
+	    (b->gate = balloc(b, B * hp->n_ff * f)) == NULL ||
+	    (b->up = balloc(b, B * hp->n_ff * f)) == NULL ||
+	    (b->last = balloc(b, S * hp->n_embd * f)) == NULL ||
+	    (b->logits = balloc(b, S * hp->n_vocab * f)) == NULL ||
+	    (b->mm_scratch = balloc(b, th * b->max_ne0 * f)) == NULL ||
+	    (b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL ||
+	    (b->tok_seq = balloc(b, B * sizeof(uint32_t))) == NULL ||
+	    (b->tok_pos = balloc(b, B * sizeof(uint32_t))) == NULL)
+		return orch_errf(
+		        reterr, ORCH_ENOMEM,
+		        "cpu backend: cannot allocate %llu bytes (KV cache %llu for %u slots x %u context)",
+		        (unsigned long long)(b->bytes_needed - b->weight_bytes),
+		        (unsigned long long)(2 * kv), b->cfg.slots, b->cfg.n_ctx);
 	for (uint32_t h = 0; h < 65536; h++)
 		b->f16[h] = fp16_to_f32((uint16_t)h);
 	b->bytes_used += b->weight_bytes;
@@ -112,18 +120,19 @@ static void cpu_free(struct be_model *b);
 
 static orch_err
 cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn progress, void *ctx,
-	struct be_model **ret, struct orch_errinfo *reterr)
+         struct be_model **ret, struct orch_errinfo *reterr)
 {
 	const struct model_hparams *hp = &m->hp;
 	struct be_model *b;
 	struct touch tc = {0};
 	orch_err rv;
 
-		if (cfg->slots == 0 || cfg->n_ctx == 0 || cfg->max_batch_tokens == 0 || cfg->slots > 4096)
-		return orch_errf(reterr, ORCH_EINVAL, "cpu backend: slots, context and batch must be positive");
+	if (cfg->slots == 0 || cfg->n_ctx == 0 || cfg->max_batch_tokens == 0 || cfg->slots > 4096)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "cpu backend: slots, context and batch must be positive");
 	if (hp->head_dim > 512)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cpu backend: head_dim %u is over 512",
-			hp->head_dim);
+		                 hp->head_dim);
 	if ((b = orch_calloc(1, sizeof(*b))) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "cpu backend: out of memory");
 	b->m = m;
@@ -171,17 +180,18 @@ cpu_free(struct be_model *b)
 	if (b == NULL)
 		return;
 	cpu_pool_free(b->pool);
-	void *bufs[] = {b->k_cache, b->v_cache, b->f16, b->x, b->xn, b->tmp, b->qkv, b->att, b->gate,
-		b->up, b->last, b->logits, b->mm_scratch, b->scores, b->tok_seq, b->tok_pos};
+	void *bufs[] = {b->k_cache,    b->v_cache, b->f16,     b->x,      b->xn,   b->tmp,
+	                b->qkv,        b->att,     b->gate,    b->up,     b->last, b->logits,
+	                b->mm_scratch, b->scores,  b->tok_seq, b->tok_pos};
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		orch_free(bufs[i]);
 	orch_free(b);
 }
 
 const struct be_ops be_cpu_ops = {
-	.name = "cpu",
-	.load = cpu_load,
-	.memory = cpu_memory,
-	.forward = cpu_forward,
-	.free = cpu_free,
+        .name = "cpu",
+        .load = cpu_load,
+        .memory = cpu_memory,
+        .forward = cpu_forward,
+        .free = cpu_free,
 };

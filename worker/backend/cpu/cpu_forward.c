@@ -13,41 +13,45 @@
  *   With an F16 cache it mirrors ggml: Q is rounded to F16 before Q·K, and
  *   the softmax weights to F16 before they weight V.
  */
+#include <math.h>
+#include <string.h>
+
 #include "cpu_backend.h"
 #include "fp16.h"
 #include "ggml_type.h"
 #include "gguf.h"
 #include "quant.h"
 
-#include <math.h>
-#include <string.h>
-
 static orch_err
 check_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_T,
-	struct orch_errinfo *reterr)
+            struct orch_errinfo *reterr)
 {
 	uint64_t T = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct be_seq *s = &seqs[i];
 		if (s->slot >= b->cfg.slots || s->n_tokens == 0)
-			return orch_errf(reterr, ORCH_EINVAL, "sequence %u: bad slot %u or no tokens", i, s->slot);
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "sequence %u: bad slot %u or no tokens", i, s->slot);
 		for (uint32_t k = 0; k < i; k++)
 			if (seqs[k].slot == s->slot)
-				return orch_errf(reterr, ORCH_EINVAL, "slot %u appears twice in one batch", s->slot);
+				return orch_errf(reterr, ORCH_EINVAL,
+				                 "slot %u appears twice in one batch", s->slot);
 		if ((uint64_t)s->pos + s->n_tokens > b->cfg.n_ctx)
-			return orch_errf(reterr, ORCH_ECONTEXT,
-				"sequence in slot %u needs %llu positions, the context holds %u", s->slot,
-				(unsigned long long)s->pos + s->n_tokens, b->cfg.n_ctx);
+			return orch_errf(
+			        reterr, ORCH_ECONTEXT,
+			        "sequence in slot %u needs %llu positions, the context holds %u",
+			        s->slot, (unsigned long long)s->pos + s->n_tokens, b->cfg.n_ctx);
 		for (uint32_t k = 0; k < s->n_tokens; k++)
 			if (s->tokens[k] < 0 || (uint32_t)s->tokens[k] >= b->m->hp.n_vocab)
-				return orch_errf(reterr, ORCH_EINVAL, "token id %d is outside the vocabulary",
-					s->tokens[k]);
+				return orch_errf(reterr, ORCH_EINVAL,
+				                 "token id %d is outside the vocabulary",
+				                 s->tokens[k]);
 		T += s->n_tokens;
 	}
 	if (T > b->cfg.max_batch_tokens)
 		return orch_errf(reterr, ORCH_EINVAL, "batch of %llu tokens exceeds %u",
-			(unsigned long long)T, b->cfg.max_batch_tokens);
+		                 (unsigned long long)T, b->cfg.max_batch_tokens);
 	*ret_T = (uint32_t)T;
 	return ORCH_OK;
 }
@@ -61,7 +65,7 @@ kv_off(const struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, si
 
 static void
 kv_store(struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, const float *k,
-	const float *v)
+         const float *v)
 {
 	size_t elem = b->cfg.kv_f32 ? 4 : 2;
 	uint8_t *kd = (uint8_t *)b->k_cache + kv_off(b, layer, slot, pos, elem);
@@ -155,31 +159,31 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 	struct att_job aj = {b, seqs, il};
 
 	for (uint32_t t = 0; t < T; t++)
-		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->attn_norm->data, hp->n_embd, hp->rms_eps,
-			b->xn + (uint64_t)t * hp->n_embd);
+		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->attn_norm->data, hp->n_embd,
+		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
 	if (L->wqkv != NULL) {
-		cpu_matmul(b->pool, b->dot, L->wqkv, 0, b->qkv_dim, b->xn, T, b->qkv, b->qkv_dim, NULL,
-			b->mm_scratch);
+		cpu_matmul(b->pool, b->dot, L->wqkv, 0, b->qkv_dim, b->xn, T, b->qkv, b->qkv_dim,
+		           NULL, b->mm_scratch);
 	} else {
 		cpu_matmul(b->pool, b->dot, L->wq, 0, b->q_dim, b->xn, T, b->qkv, b->qkv_dim, L->bq,
-			b->mm_scratch);
-		cpu_matmul(b->pool, b->dot, L->wk, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim, b->qkv_dim,
-			L->bk, b->mm_scratch);
+		           b->mm_scratch);
+		cpu_matmul(b->pool, b->dot, L->wk, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim,
+		           b->qkv_dim, L->bk, b->mm_scratch);
 		cpu_matmul(b->pool, b->dot, L->wv, 0, b->kv_dim, b->xn, T,
-			b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv, b->mm_scratch);
+		           b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv, b->mm_scratch);
 	}
 	for (uint32_t t = 0; t < T; t++) {
 		float *q = b->qkv + (uint64_t)t * b->qkv_dim;
 		cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t], hp->rope_base,
-			hp->rope_neox, factors);
+		         hp->rope_neox, factors);
 		cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
-			hp->rope_base, hp->rope_neox, factors);
+		         hp->rope_base, hp->rope_neox, factors);
 		kv_store(b, il, seqs[b->tok_seq[t]].slot, b->tok_pos[t], q + b->q_dim,
-			q + b->q_dim + b->kv_dim);
+		         q + b->q_dim + b->kv_dim);
 	}
 	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head, attend, &aj);
 	cpu_matmul(b->pool, b->dot, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, NULL,
-		b->mm_scratch);
+	           b->mm_scratch);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];
 }
@@ -191,29 +195,29 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 	const struct model_layer *L = &b->m->layers[il];
 
 	for (uint32_t t = 0; t < T; t++)
-		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->ffn_norm->data, hp->n_embd, hp->rms_eps,
-			b->xn + (uint64_t)t * hp->n_embd);
+		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->ffn_norm->data, hp->n_embd,
+		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
 	if (L->w_gate_up != NULL) { /* fused: gate rows first, then up */
-		cpu_matmul(b->pool, b->dot, L->w_gate_up, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff, NULL,
-			b->mm_scratch);
-		cpu_matmul(b->pool, b->dot, L->w_gate_up, hp->n_ff, hp->n_ff, b->xn, T, b->up, hp->n_ff,
-			NULL, b->mm_scratch);
+		cpu_matmul(b->pool, b->dot, L->w_gate_up, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
+		           NULL, b->mm_scratch);
+		cpu_matmul(b->pool, b->dot, L->w_gate_up, hp->n_ff, hp->n_ff, b->xn, T, b->up,
+		           hp->n_ff, NULL, b->mm_scratch);
 	} else {
-		cpu_matmul(b->pool, b->dot, L->w_gate, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff, NULL,
-			b->mm_scratch);
+		cpu_matmul(b->pool, b->dot, L->w_gate, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
+		           NULL, b->mm_scratch);
 		cpu_matmul(b->pool, b->dot, L->w_up, 0, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL,
-			b->mm_scratch);
+		           b->mm_scratch);
 	}
 	cpu_swiglu(b->gate, b->up, T * hp->n_ff);
 	cpu_matmul(b->pool, b->dot, L->w_down, 0, hp->n_embd, b->gate, T, b->tmp, hp->n_embd, NULL,
-		b->mm_scratch);
+	           b->mm_scratch);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];
 }
 
 orch_err
 cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const float **ret_logits,
-	struct orch_errinfo *reterr)
+            struct orch_errinfo *reterr)
 {
 	const struct model *m = b->m;
 	const struct model_hparams *hp = &m->hp;
@@ -229,8 +233,9 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 			b->tok_seq[t] = s;
 			b->tok_pos[t] = seqs[s].pos + k;
 			dequant_row(m->tok_embd->type,
-				(const uint8_t *)m->tok_embd->data + (uint64_t)seqs[s].tokens[k] * row_bytes,
-				b->x + (uint64_t)t * hp->n_embd, hp->n_embd);
+			            (const uint8_t *)m->tok_embd->data +
+			                    (uint64_t)seqs[s].tokens[k] * row_bytes,
+			            b->x + (uint64_t)t * hp->n_embd, hp->n_embd);
 		}
 	}
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
@@ -241,10 +246,11 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 		end += seqs[s].n_tokens;
 		if (seqs[s].want_logits)
 			cpu_rmsnorm(b->x + (uint64_t)(end - 1) * hp->n_embd, m->output_norm->data,
-				hp->n_embd, hp->rms_eps, b->last + (uint64_t)n_out++ * hp->n_embd);
+			            hp->n_embd, hp->rms_eps,
+			            b->last + (uint64_t)n_out++ * hp->n_embd);
 	}
-	cpu_matmul(b->pool, b->dot, m->output, 0, hp->n_vocab, b->last, n_out, b->logits, hp->n_vocab,
-		NULL, b->mm_scratch);
+	cpu_matmul(b->pool, b->dot, m->output, 0, hp->n_vocab, b->last, n_out, b->logits,
+	           hp->n_vocab, NULL, b->mm_scratch);
 	*ret_logits = b->logits;
 	return ORCH_OK;
 }

@@ -7,13 +7,13 @@
  * split the output rows. The dot product is AVX2/FMA when the CPU has it
  * (chosen at run time), else scalar; both are tested against each other.
  */
+#include <immintrin.h>
+#include <string.h>
+
 #include "cpu.h"
 #include "ggml_type.h"
 #include "gguf.h"
 #include "quant.h"
-
-#include <immintrin.h>
-#include <string.h>
 
 float
 cpu_dot_scalar(const float *a, const float *b, uint64_t n)
@@ -38,7 +38,8 @@ dot_avx2(const float *a, const float *b, uint64_t n)
 
 	for (; i + 16 <= n; i += 16) {
 		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8),
+		                       acc1);
 	}
 	for (; i + 8 <= n; i += 8)
 		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
@@ -98,8 +99,8 @@ mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 
 void
 cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
-	uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
-	const struct gguf_tensor *bias, float *scratch)
+           uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
+           const struct gguf_tensor *bias, float *scratch)
 {
 	struct mm_job j = {w, bias, row0, 0, x, T, y, scratch, y_stride, dot};
 

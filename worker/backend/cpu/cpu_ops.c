@@ -4,9 +4,9 @@
  * double, RoPE advances theta by repeated multiplication in float, SiLU is
  * x / (1 + e^-x).
  */
-#include "cpu.h"
-
 #include <math.h>
+
+#include "cpu.h"
 
 void
 cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *out)
@@ -22,7 +22,7 @@ cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *out)
 
 void
 cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos, float base,
-	bool neox, const float *factors)
+         bool neox, const float *factors)
 {
 	float theta_scale = powf(base, -2.0f / (float)n_rot);
 

@@ -13,10 +13,10 @@ struct cpu_pool {
 	pthread_t *threads;
 	pthread_mutex_t mtx;
 	pthread_cond_t wake, done;
-	uint64_t gen;      /* guarded_by: mtx */
-	uint32_t running;  /* guarded_by: mtx; workers still busy with gen */
-	bool stop;         /* guarded_by: mtx */
-	cpu_task_fn fn;    /* guarded_by: mtx */
+	uint64_t gen;     /* guarded_by: mtx */
+	uint32_t running; /* guarded_by: mtx; workers still busy with gen */
+	bool stop;        /* guarded_by: mtx */
+	cpu_task_fn fn;   /* guarded_by: mtx */
 	void *ctx;
 	uint64_t total;
 };
