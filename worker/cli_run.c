@@ -7,6 +7,14 @@
  * with it). Load progress goes to stderr. --format text streams the text;
  * jsonl prints {"i","id","t"} per token and a summary line.
  */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
 #include "alloc.h"
 #include "backend.h"
 #include "chat.h"
@@ -18,13 +26,6 @@
 #include "readfile.h"
 #include "scheduler.h"
 #include "tokenizer.h"
-
-#include <cjson/cJSON.h>
-#include <getopt.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 struct run_opts {
 	const char *model, *device, *prompt, *prompt_file, *format, *dump_path;
@@ -106,8 +107,8 @@ on_end(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err, cons
 	st->done = true;
 	if (st->o->jsonl && why != SCHED_ERROR)
 		printf("{\"prompt_tokens\":%u,\"tokens_out\":%u,\"finish_reason\":\"%s\",\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"seed\":%llu}\n",
-			j->n_prompt, j->tokens_out, sched_finish_name(why), j->prefill_ms, j->decode_ms,
-			(unsigned long long)j->sp.seed);
+		       j->n_prompt, j->tokens_out, sched_finish_name(why), j->prefill_ms,
+		       j->decode_ms, (unsigned long long)j->sp.seed);
 	else if (!st->o->jsonl && why != SCHED_ERROR)
 		putchar('\n');
 }
@@ -121,7 +122,10 @@ progress(void *ctx, uint64_t done, uint64_t total)
 	if (pct == *last)
 		return;
 	*last = pct;
-	fprintf(stderr, isatty(STDERR_FILENO) ? "\rorch-worker: loading %3d%%" : "orch-worker: loading %3d%%\n", pct);
+	fprintf(stderr,
+	        isatty(STDERR_FILENO) ? "\rorch-worker: loading %3d%%"
+	                              : "orch-worker: loading %3d%%\n",
+	        pct);
 	if (pct == 100 && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
 }
@@ -151,7 +155,7 @@ chat_prompt(const struct gguf_file *f, const struct tok *t, const char *text, si
 	free(b);
 	free(eos_s);
 	if (chat_template_from_gguf(f, &tmpl, &fallback, &e) != ORCH_OK ||
-		jinja_render(tmpl, vars, NULL, &out, &e) != ORCH_OK) {
+	    jinja_render(tmpl, vars, NULL, &out, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: chat template: %s\n", e.msg);
 		sbuf_fini(&out);
 		out.oom = true;
@@ -169,7 +173,7 @@ parse_float(const char *flag, const char *s, float lo, float hi, float *out)
 
 	if (end == s || *end != '\0' || v < (double)lo || v > (double)hi) {
 		fprintf(stderr, "orch-worker run: %s wants a number in [%g, %g], got '%s'\n", flag,
-			(double)lo, (double)hi, s);
+		        (double)lo, (double)hi, s);
 		return false;
 	}
 	*out = (float)v;
@@ -182,8 +186,8 @@ parse_count(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint32_t 
 	uint64_t v;
 
 	if (orch_parse_u64(s, lo, hi, &v) != ORCH_OK) {
-		fprintf(stderr, "orch-worker run: %s wants an integer in [%llu, %llu], got '%s'\n", flag,
-			(unsigned long long)lo, (unsigned long long)hi, s);
+		fprintf(stderr, "orch-worker run: %s wants an integer in [%llu, %llu], got '%s'\n",
+		        flag, (unsigned long long)lo, (unsigned long long)hi, s);
 		return false;
 	}
 	*out = (uint32_t)v;
@@ -194,15 +198,23 @@ static int
 parse_args(int argc, char **argv, struct run_opts *o)
 {
 	static const struct option longopts[] = {{"model", required_argument, NULL, 'm'},
-		{"device", required_argument, NULL, 'D'}, {"prompt", required_argument, NULL, 'p'},
-		{"prompt-file", required_argument, NULL, 'f'}, {"chat", no_argument, NULL, 'c'},
-		{"temperature", required_argument, NULL, 't'}, {"top-k", required_argument, NULL, 'k'},
-		{"top-p", required_argument, NULL, 'P'}, {"min-p", required_argument, NULL, 'M'},
-		{"repeat-penalty", required_argument, NULL, 'r'}, {"seed", required_argument, NULL, 's'},
-		{"stop", required_argument, NULL, 'S'}, {"context", required_argument, NULL, 'C'},
-		{"threads", required_argument, NULL, 'T'}, {"format", required_argument, NULL, 'F'},
-		{"dump-logits", required_argument, NULL, 'L'}, {"kv-f32", no_argument, NULL, 'K'},
-		{NULL, 0, NULL, 0}};
+	                                         {"device", required_argument, NULL, 'D'},
+	                                         {"prompt", required_argument, NULL, 'p'},
+	                                         {"prompt-file", required_argument, NULL, 'f'},
+	                                         {"chat", no_argument, NULL, 'c'},
+	                                         {"temperature", required_argument, NULL, 't'},
+	                                         {"top-k", required_argument, NULL, 'k'},
+	                                         {"top-p", required_argument, NULL, 'P'},
+	                                         {"min-p", required_argument, NULL, 'M'},
+	                                         {"repeat-penalty", required_argument, NULL, 'r'},
+	                                         {"seed", required_argument, NULL, 's'},
+	                                         {"stop", required_argument, NULL, 'S'},
+	                                         {"context", required_argument, NULL, 'C'},
+	                                         {"threads", required_argument, NULL, 'T'},
+	                                         {"format", required_argument, NULL, 'F'},
+	                                         {"dump-logits", required_argument, NULL, 'L'},
+	                                         {"kv-f32", no_argument, NULL, 'K'},
+	                                         {NULL, 0, NULL, 0}};
 	uint32_t k;
 	uint64_t seed;
 	int c;
@@ -214,50 +226,86 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	while ((c = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		bool ok = true;
 		switch (c) {
-		case 'm': o->model = optarg; break;
-		case 'D': o->device = optarg; break;
-		case 'p': o->prompt = optarg; break;
-		case 'f': o->prompt_file = optarg; break;
-		case 'c': o->chat = true; break;
-		case 'n': ok = parse_count("-n", optarg, 1, 1u << 20, &o->n); break;
-		case 't': ok = parse_float("--temperature", optarg, 0, 2, &o->sp.temperature); break;
-		case 'k': ok = parse_count("--top-k", optarg, 0, 1u << 24, &k); o->sp.top_k = (int32_t)k; break;
-		case 'P': ok = parse_float("--top-p", optarg, 0, 1, &o->sp.top_p); break;
-		case 'M': ok = parse_float("--min-p", optarg, 0, 1, &o->sp.min_p); break;
-		case 'r': ok = parse_float("--repeat-penalty", optarg, 0, 2, &o->sp.repeat_penalty); break;
+		case 'm':
+			o->model = optarg;
+			break;
+		case 'D':
+			o->device = optarg;
+			break;
+		case 'p':
+			o->prompt = optarg;
+			break;
+		case 'f':
+			o->prompt_file = optarg;
+			break;
+		case 'c':
+			o->chat = true;
+			break;
+		case 'n':
+			ok = parse_count("-n", optarg, 1, 1u << 20, &o->n);
+			break;
+		case 't':
+			ok = parse_float("--temperature", optarg, 0, 2, &o->sp.temperature);
+			break;
+		case 'k':
+			ok = parse_count("--top-k", optarg, 0, 1u << 24, &k);
+			o->sp.top_k = (int32_t)k;
+			break;
+		case 'P':
+			ok = parse_float("--top-p", optarg, 0, 1, &o->sp.top_p);
+			break;
+		case 'M':
+			ok = parse_float("--min-p", optarg, 0, 1, &o->sp.min_p);
+			break;
+		case 'r':
+			ok = parse_float("--repeat-penalty", optarg, 0, 2, &o->sp.repeat_penalty);
+			break;
 		case 's':
 			ok = orch_parse_u64(optarg, 0, UINT64_MAX, &seed) == ORCH_OK;
 			o->sp.seed = seed;
 			o->seed_given = true;
 			if (!ok)
-				fprintf(stderr, "orch-worker run: --seed wants an unsigned integer\n");
+				fprintf(stderr,
+				        "orch-worker run: --seed wants an unsigned integer\n");
 			break;
 		case 'S':
 			if (o->n_stops == 16 || optarg[0] == '\0') {
-				fprintf(stderr, "orch-worker run: up to 16 non-empty --stop strings\n");
+				fprintf(stderr,
+				        "orch-worker run: up to 16 non-empty --stop strings\n");
 				ok = false;
 			} else {
 				o->stops[o->n_stops++] = optarg;
 			}
 			break;
-		case 'C': ok = parse_count("--context", optarg, 1, 1u << 22, &o->n_ctx); break;
-		case 'T': ok = parse_count("--threads", optarg, 1, 256, &o->threads); break;
-		case 'F': o->format = optarg; break;
+		case 'C':
+			ok = parse_count("--context", optarg, 1, 1u << 22, &o->n_ctx);
+			break;
+		case 'T':
+			ok = parse_count("--threads", optarg, 1, 256, &o->threads);
+			break;
+		case 'F':
+			o->format = optarg;
+			break;
 		case 'L':
-			ok = optind < argc && parse_count("--dump-logits", optarg, 1, 1u << 20, &o->dump_n);
+			ok = optind < argc &&
+			     parse_count("--dump-logits", optarg, 1, 1u << 20, &o->dump_n);
 			if (ok)
 				o->dump_path = argv[optind++];
 			break;
-		case 'K': o->kv_f32 = true; break;
-		default: ok = false;
+		case 'K':
+			o->kv_f32 = true;
+			break;
+		default:
+			ok = false;
 		}
 		if (!ok)
 			return 2;
 	}
 	o->jsonl = strcmp(o->format, "jsonl") == 0;
 	if (o->model == NULL || (o->prompt == NULL) == (o->prompt_file == NULL) || optind != argc ||
-		(!o->jsonl && strcmp(o->format, "text") != 0)) {
-		fprintf(stderr, "usage: orch-worker run --model FILE [--device cpu] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32]\n");
+	    (!o->jsonl && strcmp(o->format, "text") != 0)) {
+		fprintf(stderr,
+		        "usage: orch-worker run --model FILE [--device cpu] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32]\n");
 		return 2;
 	}
 	if (!o->seed_given)
@@ -268,7 +316,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 /* The prompt's ids: BOS per the model, special text parsed. */
 static orch_err
 prompt_ids(const struct run_opts *o, const struct gguf_file *f, const struct tok *t,
-	struct tok_ids *ids, struct orch_errinfo *e)
+           struct tok_ids *ids, struct orch_errinfo *e)
 {
 	char *text = NULL;
 	size_t n = o->prompt ? strlen(o->prompt) : 0;
@@ -302,17 +350,19 @@ generate(const struct run_opts *o, struct gguf_file *f, const struct model *m, c
 	struct sched *s = NULL;
 	struct orch_errinfo e = {0};
 	struct tok_ids ids = {0};
-		struct run_state st = {.o = o};
+	struct run_state st = {.o = o};
 	int last_pct = -1;
 	int rc = 1;
-	uint32_t n_ctx = o->n_ctx ? o->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
+	uint32_t n_ctx =
+	        o->n_ctx ? o->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
 	struct be_config cfg = {1, n_ctx, o->kv_f32, o->threads, 512 + 1};
 	struct sched_config sc = {1, n_ctx, 512};
 	static const struct sched_job_ops jops = {on_token, on_logits, on_end};
 
-	if (be_for_device(o->device, &ops, &e) != ORCH_OK || prompt_ids(o, f, t, &ids, &e) != ORCH_OK ||
-				ops->load(m, &cfg, progress, &last_pct, &b, &e) != ORCH_OK ||
-		sched_new(ops, b, t, m->hp.n_vocab, &sc, &s) != ORCH_OK) {
+	if (be_for_device(o->device, &ops, &e) != ORCH_OK ||
+	    prompt_ids(o, f, t, &ids, &e) != ORCH_OK ||
+	    ops->load(m, &cfg, progress, &last_pct, &b, &e) != ORCH_OK ||
+	    sched_new(ops, b, t, m->hp.n_vocab, &sc, &s) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: %s\n", e.msg[0] ? e.msg : "out of memory");
 		goto out;
 	}
@@ -320,8 +370,15 @@ generate(const struct run_opts *o, struct gguf_file *f, const struct model *m, c
 		fprintf(stderr, "orch-worker: %s: cannot write\n", o->dump_path);
 		goto out;
 	}
-	struct sched_job j = {.id = 1, .prompt = ids.v, .n_prompt = (uint32_t)ids.n, .sp = o->sp,
-		.max_tokens = o->n, .stops = o->stops, .n_stops = o->n_stops, .ops = &jops, .ctx = &st};
+	struct sched_job j = {.id = 1,
+	                      .prompt = ids.v,
+	                      .n_prompt = (uint32_t)ids.n,
+	                      .sp = o->sp,
+	                      .max_tokens = o->n,
+	                      .stops = o->stops,
+	                      .n_stops = o->n_stops,
+	                      .ops = &jops,
+	                      .ctx = &st};
 	if (sched_submit(s, &j, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: %s: %s\n", orch_err_wire(e.code), e.msg);
 		goto out;
@@ -357,12 +414,12 @@ cli_run(int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	if (gguf_open(o.model, &f, &e) != ORCH_OK || model_load(f, &m, &e) != ORCH_OK ||
-		tok_load_gguf(f, &t, &e) != ORCH_OK) {
+	    tok_load_gguf(f, &t, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: %s\n", e.msg);
 		rc = 1;
 	} else if (tok_n_vocab(t) != m.hp.n_vocab) {
-		fprintf(stderr, "orch-worker: %s: the tokenizer has %u tokens, the model %u\n", o.model,
-			tok_n_vocab(t), m.hp.n_vocab);
+		fprintf(stderr, "orch-worker: %s: the tokenizer has %u tokens, the model %u\n",
+		        o.model, tok_n_vocab(t), m.hp.n_vocab);
 		rc = 1;
 	} else {
 		rc = generate(&o, f, &m, t);

@@ -17,8 +17,13 @@
 struct samp_params
 samp_defaults(void)
 {
-	return (struct samp_params){.temperature = 0.8f, .top_k = 40, .top_p = 0.95f,
-		.min_p = 0.05f, .repeat_penalty = 1.0f, .repeat_last_n = 64, .seed = 0};
+	return (struct samp_params){.temperature = 0.8f,
+	                            .top_k = 40,
+	                            .top_p = 0.95f,
+	                            .min_p = 0.05f,
+	                            .repeat_penalty = 1.0f,
+	                            .repeat_last_n = 64,
+	                            .seed = 0};
 }
 
 static void
@@ -84,7 +89,7 @@ by_logit(const void *x, const void *y)
 
 static void
 penalize(const struct samp_params *p, const int32_t *hist, size_t n_hist, struct samp_cand *c,
-	uint32_t n_vocab)
+         uint32_t n_vocab)
 {
 	size_t from = n_hist > p->repeat_last_n ? n_hist - p->repeat_last_n : 0;
 
@@ -96,18 +101,19 @@ penalize(const struct samp_params *p, const int32_t *hist, size_t n_hist, struct
 		if (seen || id < 0 || (uint32_t)id >= n_vocab)
 			continue;
 		c[id].logit = c[id].logit > 0 ? c[id].logit / p->repeat_penalty
-					      : c[id].logit * p->repeat_penalty;
+		                              : c[id].logit * p->repeat_penalty;
 	}
 }
 
 int32_t
 samp_sample(const struct samp_params *p, const float *logits, uint32_t n_vocab, const int32_t *hist,
-	size_t n_hist, uint64_t index, struct samp_cand *c)
+            size_t n_hist, uint64_t index, struct samp_cand *c)
 {
 	uint32_t n = n_vocab;
 
 	for (uint32_t i = 0; i < n_vocab; i++)
-		c[i] = (struct samp_cand){(int32_t)i, isnan(logits[i]) ? -INFINITY : logits[i], 0.0f};
+		c[i] = (struct samp_cand){(int32_t)i, isnan(logits[i]) ? -INFINITY : logits[i],
+		                          0.0f};
 	if (p->repeat_penalty != 1.0f && p->repeat_penalty > 0.0f)
 		penalize(p, hist, n_hist, c, n_vocab);
 	if (p->temperature <= 0.0f) { /* greedy: the first maximum */

@@ -8,22 +8,23 @@
  * any thread, and on a GPU sampler that implements the same steps. Ties in
  * ordering are broken by the lower token id.
  */
-#include "err.h"
-
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 struct samp_params {
-	float temperature;     /* 0: greedy */
-	int32_t top_k;         /* <= 0: off */
-	float top_p;           /* >= 1: off */
-	float min_p;           /* <= 0: off */
-	float repeat_penalty;  /* 1: off */
+	float temperature;      /* 0: greedy */
+	int32_t top_k;          /* <= 0: off */
+	float top_p;            /* >= 1: off */
+	float min_p;            /* <= 0: off */
+	float repeat_penalty;   /* 1: off */
 	uint32_t repeat_last_n; /* tokens the penalty looks back over (64 by default) */
 	uint64_t seed;
 };
 
-/* samp_defaults - temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1, last 64 (llama.cpp's). */
+/* samp_defaults - temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1, last 64
+ * (llama.cpp's). */
 struct samp_params samp_defaults(void);
 
 /* A candidate: token and logit; the sampler's working array. */
@@ -39,7 +40,7 @@ struct samp_cand {
  * @work holds n_vocab candidates. Never fails; NaN logits are ignored.
  */
 int32_t samp_sample(const struct samp_params *p, const float *logits, uint32_t n_vocab,
-	const int32_t *hist, size_t n_hist, uint64_t index, struct samp_cand *work);
+                    const int32_t *hist, size_t n_hist, uint64_t index, struct samp_cand *work);
 
 /* samp_philox - Philox4x32-10 of counter @ctr with key @key, into @out. */
 void samp_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);

@@ -15,11 +15,11 @@
  */
 #include "scheduler.h"
 
-#include "alloc.h"
-#include "tokenizer.h"
-
 #include <string.h>
 #include <time.h>
+
+#include "alloc.h"
+#include "tokenizer.h"
 
 enum { J_WAITING, J_PREFILL, J_DECODE };
 
@@ -29,11 +29,11 @@ struct sched {
 	const struct tok *t;
 	uint32_t n_vocab;
 	struct sched_config cfg;
-	struct sched_job **slots;  /* [slots]: running jobs */
+	struct sched_job **slots; /* [slots]: running jobs */
 	struct sched_job *waiting, *waiting_tail;
-	struct be_seq *seqs;       /* [slots] */
+	struct be_seq *seqs;        /* [slots] */
 	struct sched_job **seq_job; /* [slots] */
-	struct samp_cand *work;    /* [n_vocab] */
+	struct samp_cand *work;     /* [n_vocab] */
 };
 
 const char *
@@ -65,7 +65,7 @@ now_ms(void)
 
 orch_err
 sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uint32_t n_vocab,
-	const struct sched_config *cfg, struct sched **ret)
+          const struct sched_config *cfg, struct sched **ret)
 {
 	struct sched *s = orch_calloc(1, sizeof(*s));
 
@@ -100,11 +100,12 @@ orch_err
 sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 {
 	if (j->n_prompt == 0)
-		return orch_errf(reterr, ORCH_EINVAL, "job %llu: empty prompt", (unsigned long long)j->id);
+		return orch_errf(reterr, ORCH_EINVAL, "job %llu: empty prompt",
+		                 (unsigned long long)j->id);
 	if (j->n_prompt > s->cfg.n_ctx)
 		return orch_errf(reterr, ORCH_ECONTEXT,
-			"job %llu: prompt of %u tokens exceeds the context of %u",
-			(unsigned long long)j->id, j->n_prompt, s->cfg.n_ctx);
+		                 "job %llu: prompt of %u tokens exceeds the context of %u",
+		                 (unsigned long long)j->id, j->n_prompt, s->cfg.n_ctx);
 	j->hist = orch_calloc((size_t)j->n_prompt + j->max_tokens + 1, sizeof(*j->hist));
 	if (j->hist == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
@@ -134,8 +135,8 @@ finish(struct sched *s, struct sched_job *j, enum sched_finish why, orch_err err
 	if (why != SCHED_STOP && why != SCHED_ERROR && why != SCHED_CANCELLED) {
 		detok_finish(&j->dt, &j->pending); /* flush what was held back */
 		if (j->pending.n > 0 && j->ops->on_token)
-			j->ops->on_token(j->ctx, j, j->tokens_out ? j->tokens_out - 1 : 0, -1, j->pending.p,
-				j->pending.n);
+			j->ops->on_token(j->ctx, j, j->tokens_out ? j->tokens_out - 1 : 0, -1,
+			                 j->pending.p, j->pending.n);
 	}
 	j->prefill_ms = (j->t_first > 0 ? j->t_first : now) - j->t_start;
 	j->decode_ms = j->t_first > 0 ? now - j->t_first : 0;
@@ -194,7 +195,8 @@ emit_text(struct sched_job *j, uint32_t index, int32_t id)
 	bool stop = false;
 
 	for (uint32_t k = 0; k < j->n_stops; k++) {
-		const char *hit = j->stops[k][0] ? memmem(p, n, j->stops[k], strlen(j->stops[k])) : NULL;
+		const char *hit =
+		        j->stops[k][0] ? memmem(p, n, j->stops[k], strlen(j->stops[k])) : NULL;
 		if (hit != NULL && (size_t)(hit - p) < cut) {
 			cut = (size_t)(hit - p);
 			stop = true;
@@ -202,7 +204,7 @@ emit_text(struct sched_job *j, uint32_t index, int32_t id)
 	}
 	hold = stop ? 0 : stop_prefix_hold(j, p, n);
 	cut = stop ? cut : n - hold;
-		if (j->ops->on_token)
+	if (j->ops->on_token)
 		j->ops->on_token(j->ctx, j, index, id, p, cut);
 	if (!stop && hold > 0)
 		memmove(j->pending.p, j->pending.p + cut, hold);
@@ -271,11 +273,12 @@ build_batch(struct sched *s)
 			if (pass == 0) {
 				*q = (struct be_seq){j->slot, j->fed, &j->last, 1, true};
 			} else {
-				uint32_t k = j->n_prompt - j->fed < budget ? j->n_prompt - j->fed : budget;
+				uint32_t k = j->n_prompt - j->fed < budget ? j->n_prompt - j->fed
+				                                           : budget;
 				if (k == 0)
 					continue;
 				*q = (struct be_seq){j->slot, j->fed, j->prompt + j->fed, k,
-					j->fed + k == j->n_prompt};
+				                     j->fed + k == j->n_prompt};
 				budget -= k;
 			}
 			s->seq_job[n++] = j;
@@ -310,8 +313,9 @@ sched_step(struct sched *s)
 		const float *lg = logits + (uint64_t)row++ * s->n_vocab;
 		if (j->ops->on_logits)
 			j->ops->on_logits(j->ctx, j, j->tokens_out, lg, s->n_vocab);
-		accept_token(s, j, samp_sample(&j->sp, lg, s->n_vocab, j->hist, j->n_hist,
-					    j->tokens_out, s->work));
+		accept_token(s, j,
+		             samp_sample(&j->sp, lg, s->n_vocab, j->hist, j->n_hist, j->tokens_out,
+		                         s->work));
 	}
 }
 

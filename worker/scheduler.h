@@ -31,14 +31,14 @@ struct sched_job_ops {
 	 * string start). At the end of a job that did not stop on a stop string,
 	 * held-back text comes in one last call with @id -1.
 	 */
-	void (*on_token)(void *ctx, struct sched_job *j, uint32_t index, int32_t id, const char *text,
-		size_t n);
+	void (*on_token)(void *ctx, struct sched_job *j, uint32_t index, int32_t id,
+	                 const char *text, size_t n);
 	/* on_logits - optional: the raw logits token @index was sampled from. */
 	void (*on_logits)(void *ctx, struct sched_job *j, uint32_t index, const float *logits,
-		uint32_t n_vocab);
+	                  uint32_t n_vocab);
 	/* on_end - the job is over (@err set for SCHED_ERROR); its slot is free again. */
 	void (*on_end)(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err,
-		const char *msg);
+	               const char *msg);
 };
 
 struct sched_job {
@@ -71,7 +71,8 @@ struct sched_job {
 struct sched;
 
 struct sched_config {
-	uint32_t slots, n_ctx, chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
+	uint32_t slots, n_ctx,
+	        chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
 };
 
 /*
@@ -79,7 +80,7 @@ struct sched_config {
  * and n_ctx, and max_batch_tokens ≥ chunk + slots) and tokenizer @t.
  */
 orch_err sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t,
-	uint32_t n_vocab, const struct sched_config *cfg, struct sched **ret);
+                   uint32_t n_vocab, const struct sched_config *cfg, struct sched **ret);
 void sched_free(struct sched *s);
 
 /*
