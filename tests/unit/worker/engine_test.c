@@ -6,6 +6,10 @@
  * split across tokens, F32 vs F16 KV, synthesized tiny-qwen2/tiny-phi3
  * end to end, the SIMD/scalar twins, and the sampler.
  */
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
 #include "backend.h"
 #include "cpu.h"
 #include "gguf.h"
@@ -17,9 +21,6 @@
 #include "t.h"
 #include "tokenizer.h"
 
-#include <cjson/cJSON.h>
-#include <unistd.h>
-
 struct eng {
 	struct gguf_file *f;
 	struct model m;
@@ -29,16 +30,18 @@ struct eng {
 };
 
 static int
-eng_open(struct eng *e, const char *path, uint32_t slots, uint32_t n_ctx, uint32_t chunk, bool kv_f32)
+eng_open(struct eng *e, const char *path, uint32_t slots, uint32_t n_ctx, uint32_t chunk,
+         bool kv_f32)
 {
 	struct orch_errinfo err = {0};
 	struct be_config cfg = {slots, n_ctx, kv_f32, 2, chunk + slots};
 	struct sched_config sc = {slots, n_ctx, chunk};
 
 	memset(e, 0, sizeof(*e));
-	if (gguf_open(path, &e->f, &err) || model_load(e->f, &e->m, &err) || tok_load_gguf(e->f, &e->t, &err) ||
-		be_cpu_ops.load(&e->m, &cfg, NULL, NULL, &e->b, &err) ||
-		sched_new(&be_cpu_ops, e->b, e->t, e->m.hp.n_vocab, &sc, &e->s)) {
+	if (gguf_open(path, &e->f, &err) || model_load(e->f, &e->m, &err) ||
+	    tok_load_gguf(e->f, &e->t, &err) ||
+	    be_cpu_ops.load(&e->m, &cfg, NULL, NULL, &e->b, &err) ||
+	    sched_new(&be_cpu_ops, e->b, e->t, e->m.hp.n_vocab, &sc, &e->s)) {
 		fprintf(stderr, "%s: %s\n", path, err.msg);
 		return 0;
 	}
@@ -61,7 +64,8 @@ struct out {
 	uint32_t n;
 	char text[16384];
 	size_t text_n;
-	float *logits[2];
+	float logits[2][4096]; /* steps 0 and 1; the models here have ≤ 4096 tokens */
+	bool have_logits[2];
 	uint32_t n_vocab;
 	enum sched_finish why;
 	orch_err err;
@@ -90,8 +94,10 @@ on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *lg, uint3
 	struct out *o = ctx;
 
 	(void)j;
-	if (index < 2 && (o->logits[index] = malloc(n_vocab * sizeof(float))) != NULL)
+	if (index < 2 && n_vocab <= 4096) {
 		memcpy(o->logits[index], lg, n_vocab * sizeof(float));
+		o->have_logits[index] = true;
+	}
 	o->n_vocab = n_vocab;
 }
 
@@ -112,8 +118,12 @@ static const struct sched_job_ops ops = {on_token, on_logits, on_end};
 static struct sched_job
 job(uint64_t id, const struct tok_ids *p, uint32_t max_tokens, struct out *o)
 {
-	struct sched_job j = {.id = id, .prompt = p->v, .n_prompt = (uint32_t)p->n, .max_tokens = max_tokens,
-		.ops = &ops, .ctx = o};
+	struct sched_job j = {.id = id,
+	                      .prompt = p->v,
+	                      .n_prompt = (uint32_t)p->n,
+	                      .max_tokens = max_tokens,
+	                      .ops = &ops,
+	                      .ctx = o};
 
 	j.sp = samp_defaults();
 	j.sp.temperature = 0.0f;
@@ -152,25 +162,28 @@ golden(const char *model, const char *gold, double tol)
 	for (uint32_t i = 0; i < o->n; i++) {
 		int w = cJSON_GetArrayItem(want, (int)i)->valueint;
 		if (o->ids[i] != w) {
-			T_FAIL_("%s: token %u is %d (\"%s\"), llama.cpp has %d", model, i, o->ids[i], o->text, w);
+			T_FAIL_("%s: token %u is %d (\"%s\"), llama.cpp has %d", model, i,
+			        o->ids[i], o->text, w);
 			break;
 		}
 	}
 	double worst = 0;
 	for (int step = 0; step < 2; step++) {
-		const cJSON *lg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), step), "logits");
+		const cJSON *lg = cJSON_GetObjectItem(
+		        cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), step), "logits");
 		double scale = 0, diff = 0;
 		for (uint32_t i = 0; i < o->n_vocab; i++) {
 			double w = cJSON_GetArrayItem(lg, (int)i)->valuedouble;
 			scale = fabs(w) > scale ? fabs(w) : scale;
-			diff = fabs(w - (double)o->logits[step][i]) > diff ? fabs(w - (double)o->logits[step][i]) : diff;
+			diff = fabs(w - (double)o->logits[step][i]) > diff
+			               ? fabs(w - (double)o->logits[step][i])
+			               : diff;
 		}
 		worst = diff / scale > worst ? diff / scale : worst;
 	}
-	printf("%s: 64 tokens equal; logits max |Δ| / max |logit| = %.2e (bound %.0e)\n", model, worst, tol);
+	printf("%s: 64 tokens equal; logits max |Δ| / max |logit| = %.2e (bound %.0e)\n", model,
+	       worst, tol);
 	T_TRUE(worst <= tol);
-	free(o->logits[0]);
-	free(o->logits[1]);
 	free(o);
 	tok_ids_fini(&ids);
 	cJSON_Delete(root);
@@ -230,7 +243,8 @@ test_prompt_lengths(void)
 static void
 test_batch_independence(void)
 {
-	static const char *prompts[] = {"Once upon a time", "The little dog", "Lily and Ben went to the park"};
+	static const char *prompts[] = {"Once upon a time", "The little dog",
+	                                "Lily and Ben went to the park"};
 	struct out *alone = calloc(3, sizeof(*alone)), *together = calloc(3, sizeof(*together));
 	struct tok_ids ids[3] = {{0}};
 	struct eng e1, e3, ec;
@@ -255,8 +269,10 @@ test_batch_independence(void)
 		run_all(e);
 		for (int k = 0; k < 3; k++) {
 			T_EQ(together[k].n, 40 - 10 * k);
-			if (memcmp(together[k].ids, alone[k].ids, together[k].n * sizeof(int32_t)) != 0)
-				T_FAIL_("prompt %d: tokens differ when batched (%s)", k, pass ? "chunk 3" : "chunk 64");
+			if (memcmp(together[k].ids, alone[k].ids,
+			           together[k].n * sizeof(int32_t)) != 0)
+				T_FAIL_("prompt %d: tokens differ when batched (%s)", k,
+				        pass ? "chunk 3" : "chunk 64");
 		}
 	}
 	for (int k = 0; k < 3; k++)
@@ -312,10 +328,6 @@ test_kv_f32(void)
 	be_cpu_ops.memory(b.b, &need, &used);
 	T_TRUE(used >= need / 2 && need > 0);
 	tok_ids_fini(&ids);
-	free(oa->logits[0]);
-	free(oa->logits[1]);
-	free(ob->logits[0]);
-	free(ob->logits[1]);
 	free(oa);
 	free(ob);
 	eng_close(&a);
@@ -346,17 +358,17 @@ test_tiny_models(void)
 			run_all(&e);
 			T_TRUE(o[run]->why == SCHED_LENGTH || o[run]->why == SCHED_EOS);
 			for (int s = 0; s < 2; s++)
-				for (uint32_t i = 0; o[run]->logits[s] && i < o[run]->n_vocab; i++)
+				for (uint32_t i = 0; o[run]->have_logits[s] && i < o[run]->n_vocab;
+				     i++)
 					if (!isfinite(o[run]->logits[s][i]))
 						T_FAIL_("%s: non-finite logit", presets[k]);
 			eng_close(&e);
 		}
 		T_EQ(o[0]->n, o[1]->n);
 		T_TRUE(memcmp(o[0]->ids, o[1]->ids, o[0]->n * sizeof(int32_t)) == 0);
-		T_TRUE(memcmp(o[0]->logits[0], o[1]->logits[0], o[0]->n_vocab * sizeof(float)) == 0);
+		T_TRUE(memcmp(o[0]->logits[0], o[1]->logits[0], o[0]->n_vocab * sizeof(float)) ==
+		       0);
 		for (int run = 0; run < 2; run++) {
-			free(o[run]->logits[0]);
-			free(o[run]->logits[1]);
 			free(o[run]);
 		}
 	}
@@ -389,7 +401,8 @@ test_simd_twins(void)
 static void
 test_philox_and_sampler(void)
 {
-	static const uint32_t zero[4] = {0}, zkey[2] = {0}, ones[4] = {~0u, ~0u, ~0u, ~0u}, okey[2] = {~0u, ~0u};
+	static const uint32_t zero[4] = {0}, zkey[2] = {0}, ones[4] = {~0u, ~0u, ~0u, ~0u},
+	                      okey[2] = {~0u, ~0u};
 	uint32_t out[4];
 	struct samp_cand work[8];
 	float lg[8] = {1, 5, 3, 5, -2, 0, 2, 4};
@@ -415,7 +428,7 @@ test_philox_and_sampler(void)
 	for (uint64_t i = 0; i < 4000; i++)
 		counts[samp_sample(&p, lg, 8, NULL, 0, i, work)]++;
 	T_TRUE(counts[0] == 0 && counts[2] == 0 && counts[7] == 0); /* below min-p */
-	T_TRUE(counts[1] > 1700 && counts[3] > 1700);              /* two equal logits, ~half each */
+	T_TRUE(counts[1] > 1700 && counts[3] > 1700); /* two equal logits, ~half each */
 	p.seed = 99;
 	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 17, work), samp_sample(&p, lg, 8, NULL, 0, 17, work));
 }
