@@ -121,9 +121,17 @@ dequant_q2_k(const uint8_t *b, float *y)
 {
 	float d = quant_get_f16(b + 80), dmin = quant_get_f16(b + 82);
 
-	for (int e = 0; e < QK_K; e++) {
-		int s = e / 16, q = (b[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
-		y[e] = d * (float)(b[s] & 15) * (float)q - dmin * (float)(b[s] >> 4);
+	for (int n = 0; n < 2; n++) {
+		const uint8_t *q = b + 16 + 32 * n;
+		for (int j = 0; j < 4; j++) {
+			for (int h = 0; h < 2; h++) {
+				uint8_t sc = b[8 * n + 2 * j + h];
+				float dl = d * (float)(sc & 15), ml = dmin * (float)(sc >> 4);
+				float *o = y + 128 * n + 32 * j + 16 * h;
+				for (int l = 0; l < 16; l++)
+					o[l] = dl * (float)((q[16 * h + l] >> (2 * j)) & 3) - ml;
+			}
+		}
 	}
 }
 
@@ -153,14 +161,17 @@ dequant_q3_k(const uint8_t *b, float *y)
 {
 	float d = quant_get_f16(b + 108);
 
-	for (int e = 0; e < QK_K; e++) {
-		int n = e / 128, j = (e % 128) / 32, l = e % 32, s = e / 16;
-		int lo = (b[96 + s % 8] >> (4 * (s / 8))) & 15;
-		int hi = (b[104 + s % 4] >> (2 * (s / 4))) & 3;
-		int q = (b[32 + 32 * n + l] >> (2 * j)) & 3;
-		if (!(b[l] & (1u << (4 * n + j))))
-			q -= 4;
-		y[e] = d * (float)((lo | (hi << 4)) - 32) * (float)q;
+	for (int sb = 0; sb < 16; sb++) {
+		int lo = (b[96 + sb % 8] >> (4 * (sb / 8))) & 15;
+		int hi = (b[104 + sb % 4] >> (2 * (sb / 4))) & 3;
+		float dl = d * (float)((lo | (hi << 4)) - 32);
+		int n = sb / 8, j = (sb % 8) / 2, l0 = 16 * (sb % 2);
+		uint8_t mask = (uint8_t)(1u << (4 * n + j));
+		const uint8_t *q = b + 32 + 32 * n;
+		for (int l = l0; l < l0 + 16; l++) {
+			int v = (q[l] >> (2 * j)) & 3;
+			y[16 * sb + l - l0] = dl * (float)(v - ((b[l] & mask) ? 0 : 4));
+		}
 	}
 }
 
@@ -216,16 +227,24 @@ quant_k45(const float *x, uint8_t *b, bool five)
 static void
 dequant_k45(const uint8_t *b, float *y, bool five)
 {
-	float d = quant_get_f16(b), dmin = quant_get_f16(b + 2), sc, m;
+	float d = quant_get_f16(b), dmin = quant_get_f16(b + 2);
 	const uint8_t *qs = b + (five ? 48 : 16);
 
-	for (int e = 0; e < QK_K; e++) {
-		int c = e / 64, hi = (e % 64) / 32;
-		int q = (qs[32 * c + e % 32] >> (4 * hi)) & 15;
-		if (five && (b[16 + e % 32] & (1u << (2 * c + hi))))
-			q += 16;
-		k4_unpack(b + 4, e / 32, &sc, &m);
-		y[e] = d * sc * (float)q - dmin * m;
+	for (int c = 0; c < 4; c++) {
+		for (int h = 0; h < 2; h++) {
+			float sc, m;
+			k4_unpack(b + 4, 2 * c + h, &sc, &m);
+			float dl = d * sc, ml = dmin * m;
+			const uint8_t *q = qs + 32 * c;
+			uint8_t hb = (uint8_t)(1u << (2 * c + h));
+			float *o = y + 64 * c + 32 * h;
+			for (int l = 0; l < 32; l++) {
+				int v = (q[l] >> (4 * h)) & 15;
+				if (five && (b[16 + l] & hb))
+					v += 16;
+				o[l] = dl * (float)v - ml;
+			}
+		}
 	}
 }
 
@@ -275,10 +294,18 @@ dequant_q6_k(const uint8_t *b, float *y)
 {
 	float d = quant_get_f16(b + 208);
 
-	for (int e = 0; e < QK_K; e++) {
-		int n = e / 128, k = (e % 128) / 32, l = e % 32;
-		int lo = (b[64 * n + 32 * (k % 2) + l] >> (4 * (k / 2))) & 15;
-		int hi = (b[128 + 32 * n + l] >> (2 * k)) & 3;
-		y[e] = d * (float)(int8_t)b[192 + e / 16] * (float)((lo | (hi << 4)) - 32);
+	for (int n = 0; n < 2; n++) {
+		const uint8_t *ql = b + 64 * n, *qh = b + 128 + 32 * n;
+		for (int k = 0; k < 4; k++) {
+			for (int h = 0; h < 2; h++) {
+				float dl = d * (float)(int8_t)b[192 + 8 * n + 2 * k + h];
+				float *o = y + 128 * n + 32 * k + 16 * h;
+				for (int l = 16 * h; l < 16 * h + 16; l++) {
+					int lo = (ql[32 * (k % 2) + l] >> (4 * (k / 2))) & 15;
+					int hi = (qh[l] >> (2 * k)) & 3;
+					o[l - 16 * h] = dl * (float)((lo | (hi << 4)) - 32);
+				}
+			}
+		}
 	}
 }

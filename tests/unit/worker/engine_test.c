@@ -12,8 +12,10 @@
 
 #include "backend.h"
 #include "cpu.h"
+#include "ggml_type.h"
 #include "gguf.h"
 #include "model.h"
+#include "quant.h"
 #include "rng.h"
 #include "sampler.h"
 #include "scheduler.h"
@@ -398,6 +400,43 @@ test_simd_twins(void)
 	}
 }
 
+/* The AVX2 dequantizers give exactly the scalar reference's floats, on random blocks. */
+static void
+test_dequant_twins(void)
+{
+	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_K,
+	                                 GGML_TYPE_F16};
+	static float x[1024], a[1024], b[1024];
+	static uint8_t blk[1024 * 4];
+	struct rng r;
+
+	if (!cpu_has_avx2()) {
+		printf("SKIP: no AVX2 here; the AVX2 dequantizers are not tested\n");
+		return;
+	}
+	rng_seed(&r, 3);
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+		for (int rep = 0; rep < 20; rep++) {
+			for (int i = 0; i < 1024; i++)
+				x[i] = rng_normalish(&r) * (rep % 2 ? 0.01f : 3.0f);
+			T_OK(quant_row(types[k], x, blk, 1024));
+			for (int i = 0; i < 64; i++) /* also arbitrary bits in the codes */
+				blk[(rng_next(&r) % 1024) + 4] ^= (uint8_t)rng_next(&r);
+			T_TRUE(cpu_dequant_row(types[k], blk, a, 1024, true));
+			T_TRUE(cpu_dequant_row(types[k], blk, b, 1024, false));
+			for (int i = 0; i < 1024; i++)
+				if (a[i] != b[i] &&
+				    !(isnan(a[i]) && isnan(b[i]))) /* ±0 compare equal */
+					T_FAIL_("%s: element %d: AVX2 %.9g, scalar %.9g",
+					        ggml_type_name(types[k]), i, (double)a[i],
+					        (double)b[i]);
+			if (t_failed_checks)
+				return;
+		}
+	}
+}
+
 static void
 test_philox_and_sampler(void)
 {
@@ -445,6 +484,7 @@ main(void)
 	T_RUN(test_kv_f32);
 	T_RUN(test_tiny_models);
 	T_RUN(test_simd_twins);
+	T_RUN(test_dequant_twins);
 	T_RUN(test_philox_and_sampler);
 	return t_done();
 }

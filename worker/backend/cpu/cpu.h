@@ -44,6 +44,13 @@ void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor 
                 uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
                 const struct gguf_tensor *bias, float *scratch);
 
+/*
+ * cpu_dequant_row - @n values of type @type at @src into @y: the AVX2 kernel
+ * of Q8_0/Q4_0/Q5_0/Q4_K/Q6_K when @simd (the caller checked the CPU), else
+ * the scalar reference; both give the same floats. False for unsupported types.
+ */
+bool cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd);
+
 /* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
 cpu_dot_fn cpu_dot_select(bool allow_simd);
 

@@ -73,6 +73,7 @@ struct mm_job {
 	float *y, *scratch;
 	uint64_t y_stride;
 	cpu_dot_fn dot;
+	bool simd;
 };
 
 static void
@@ -86,7 +87,7 @@ mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 		const uint8_t *src = (const uint8_t *)j->w->data + (j->row0 + r) * j->row_bytes;
 		const float *wr = (const float *)(const void *)src;
 		if (j->w->type != GGML_TYPE_F32) {
-			dequant_row(j->w->type, src, row, ne0);
+			cpu_dequant_row(j->w->type, src, row, ne0, j->simd);
 			wr = row;
 		}
 		float b = 0.0f;
@@ -102,7 +103,8 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, u
            uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
            const struct gguf_tensor *bias, float *scratch)
 {
-	struct mm_job j = {w, bias, row0, 0, x, T, y, scratch, y_stride, dot};
+	struct mm_job j = {
+	        w, bias, row0, 0, x, T, y, scratch, y_stride, dot, dot != cpu_dot_scalar};
 
 	ggml_row_bytes(w->type, w->ne[0], &j.row_bytes);
 	cpu_pool_for(pool, rows, mm_rows, &j);
