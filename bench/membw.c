@@ -59,7 +59,8 @@ main(int argc, char **argv)
 			struct part parts[64];
 			double t0 = now_s();
 			for (int t = 0; t < threads; t++) {
-				parts[t] = (struct part){buf + n / (size_t)threads * (size_t)t, n / (size_t)threads, 0};
+				parts[t] = (struct part){buf + n / (size_t)threads * (size_t)t,
+				                         n / (size_t)threads, 0};
 				pthread_create(&th[t], NULL, reader, &parts[t]);
 			}
 			for (int t = 0; t < threads; t++)
@@ -67,8 +68,8 @@ main(int argc, char **argv)
 			double dt = now_s() - t0;
 			best = dt < best ? dt : best;
 		}
-		printf("membw: %zu MiB, %d thread%s: %.2f GB/s\n", mib, threads, threads > 1 ? "s" : "",
-			(double)(n * sizeof(float)) / best / 1e9);
+		printf("membw: %zu MiB, %d thread%s: %.2f GB/s\n", mib, threads,
+		       threads > 1 ? "s" : "", (double)(n * sizeof(float)) / best / 1e9);
 	}
 	free(buf);
 	return 0;

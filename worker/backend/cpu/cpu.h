@@ -25,8 +25,14 @@ orch_err cpu_pool_new(uint32_t n, struct cpu_pool **ret);
 void cpu_pool_free(struct cpu_pool *p);
 uint32_t cpu_pool_threads(const struct cpu_pool *p);
 
-/* cpu_pool_for - run @fn over [0, @n) split among the threads; returns when all are done. */
-void cpu_pool_for(struct cpu_pool *p, uint64_t n, cpu_task_fn fn, void *ctx);
+/*
+ * cpu_pool_for - run @fn over [0, @n) split among the threads; returns when
+ * all are done. @cost estimates the work of one item (multiply-adds): a loop
+ * of less than CPU_POOL_MIN_COST in all runs on the caller alone.
+ */
+void cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn, void *ctx);
+
+#define CPU_POOL_MIN_COST (1u << 17)
 
 /* ---- matrix products ---- */
 
@@ -34,7 +40,9 @@ void cpu_pool_for(struct cpu_pool *p, uint64_t n, cpu_task_fn fn, void *ctx);
  * cpu_matmul - y[t][r] = Σ_i W[r][i] · x[t][i] (+ bias[r]) for @T tokens:
  * W is @w (rows of w->ne[0], any supported type, dequantized a row at a
  * time), x is [T][ne0], y is [T][@y_stride] starting at column @col0 of
- * rows [@row0, @row0 + @rows). @scratch holds threads × ne0 floats.
+ * rows [@row0, @row0 + @rows). @scratch holds threads × ne0 floats; for
+ * Q8_0/Q4_0/Q5_0 weights x is first quantized to Q8_0 into @xq
+ * (T × ne0/32 × 34 bytes) and the products are integer dots (cpu_qdot).
  * Each (row, token) dot product is computed the same way whatever T is.
  */
 /* A dot product of n floats: the AVX2/FMA kernel or its scalar twin. */
@@ -42,7 +50,7 @@ typedef float (*cpu_dot_fn)(const float *a, const float *b, uint64_t n);
 
 void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
                 uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
-                const struct gguf_tensor *bias, float *scratch);
+                const struct gguf_tensor *bias, float *scratch, uint8_t *xq);
 
 /*
  * cpu_dequant_row - @n values of type @type at @src into @y: the AVX2 kernel
@@ -50,6 +58,16 @@ void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor 
  * the scalar reference; both give the same floats. False for unsupported types.
  */
 bool cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd);
+
+/* cpu_qdot_supported - weight types computed as integer dots with Q8_0 activations. */
+bool cpu_qdot_supported(uint32_t type);
+
+/*
+ * cpu_qdot - Σ over @n elements of weight row @w (Q8_0, Q4_0 or Q5_0) times
+ * activation row @xq quantized to Q8_0: AVX2 when @simd, else scalar.
+ */
+float cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd);
+float cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n);
 
 /* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
 cpu_dot_fn cpu_dot_select(bool allow_simd);

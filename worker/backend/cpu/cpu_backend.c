@@ -88,7 +88,7 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	        b->weight_bytes + 2 * kv + 65536 * f +
 	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * hp->n_ff) +
 	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * (b->max_ne0 + b->cfg.n_ctx)) +
-	        2 * B * sizeof(uint32_t);
+	        (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 34 + 2 * B * sizeof(uint32_t);
 	if ((b->k_cache = balloc(b, (size_t)kv)) == NULL ||
 	    (b->v_cache = balloc(b, (size_t)kv)) == NULL ||
 	    (b->f16 = balloc(b, 65536 * f)) == NULL ||
@@ -102,6 +102,7 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	    (b->last = balloc(b, S * hp->n_embd * f)) == NULL ||
 	    (b->logits = balloc(b, S * hp->n_vocab * f)) == NULL ||
 	    (b->mm_scratch = balloc(b, th * b->max_ne0 * f)) == NULL ||
+	    (b->xq = balloc(b, (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 34)) == NULL ||
 	    (b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL ||
 	    (b->tok_seq = balloc(b, B * sizeof(uint32_t))) == NULL ||
 	    (b->tok_pos = balloc(b, B * sizeof(uint32_t))) == NULL)
@@ -180,9 +181,9 @@ cpu_free(struct be_model *b)
 	if (b == NULL)
 		return;
 	cpu_pool_free(b->pool);
-	void *bufs[] = {b->k_cache,    b->v_cache, b->f16,     b->x,      b->xn,   b->tmp,
-	                b->qkv,        b->att,     b->gate,    b->up,     b->last, b->logits,
-	                b->mm_scratch, b->scores,  b->tok_seq, b->tok_pos};
+	void *bufs[] = {b->k_cache,    b->v_cache, b->f16,    b->x,       b->xn,     b->tmp,
+	                b->qkv,        b->att,     b->gate,   b->up,      b->last,   b->logits,
+	                b->mm_scratch, b->xq,      b->scores, b->tok_seq, b->tok_pos};
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		orch_free(bufs[i]);
 	orch_free(b);

@@ -9,12 +9,12 @@
  * contraction in ISO C mode), so both paths give bit-identical floats;
  * cpu_dequant_test checks that.
  */
+#include <immintrin.h>
+#include <string.h>
+
 #include "cpu.h"
 #include "ggml_type.h"
 #include "quant.h"
-
-#include <immintrin.h>
-#include <string.h>
 
 __attribute__((target("f16c"))) static float
 f16(const uint8_t *p)
@@ -69,7 +69,7 @@ __attribute__((target("avx2,fma,f16c"))) static __m256i
 bits_to_bytes(uint32_t x)
 {
 	const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-		0x0101010101010101, 0x0000000000000000);
+	                                       0x0101010101010101, 0x0000000000000000);
 	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
 
 	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
@@ -88,7 +88,8 @@ q4_0_q5_0(const uint8_t *b, float *y, bool five)
 	if (five) {
 		uint32_t qh;
 		memcpy(&qh, b + 2, 4);
-		codes = _mm256_or_si256(codes, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+		codes = _mm256_or_si256(
+		        codes, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
 	}
 	_mm256_storeu_si256((__m256i *)(void *)q, codes);
 	scale_codes(q, five ? 16 : 8, f16(b), y, 4);
@@ -128,7 +129,8 @@ q6_k(const uint8_t *b, float *y)
 		const uint8_t *ql = b + 64 * n + 32 * (k % 2), *qh = b + 128 + 32 * n;
 		for (int l = 0; l < 16; l++) {
 			int i = 16 * h + l;
-			q[l] = (uint8_t)(((ql[i] >> (4 * (k / 2))) & 15) | (((qh[i] >> (2 * k)) & 3) << 4));
+			q[l] = (uint8_t)(((ql[i] >> (4 * (k / 2))) & 15) |
+			                 (((qh[i] >> (2 * k)) & 3) << 4));
 		}
 		scale_codes(q, 32, d * (float)(int8_t)b[192 + sb], y + 16 * sb, 2);
 	}
@@ -141,8 +143,8 @@ cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd)
 	const uint8_t *b = src;
 
 	if (!simd || t == NULL ||
-		(type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_0 &&
-			type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K))
+	    (type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_0 &&
+	     type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K))
 		return dequant_row(type, src, y, n) == ORCH_OK;
 	for (uint64_t i = 0; i < n / t->block_size; i++, b += t->block_bytes, y += t->block_size) {
 		switch (type) {

@@ -163,14 +163,14 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
 	if (L->wqkv != NULL) {
 		cpu_matmul(b->pool, b->dot, L->wqkv, 0, b->qkv_dim, b->xn, T, b->qkv, b->qkv_dim,
-		           NULL, b->mm_scratch);
+		           NULL, b->mm_scratch, b->xq);
 	} else {
 		cpu_matmul(b->pool, b->dot, L->wq, 0, b->q_dim, b->xn, T, b->qkv, b->qkv_dim, L->bq,
-		           b->mm_scratch);
+		           b->mm_scratch, b->xq);
 		cpu_matmul(b->pool, b->dot, L->wk, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim,
-		           b->qkv_dim, L->bk, b->mm_scratch);
+		           b->qkv_dim, L->bk, b->mm_scratch, b->xq);
 		cpu_matmul(b->pool, b->dot, L->wv, 0, b->kv_dim, b->xn, T,
-		           b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv, b->mm_scratch);
+		           b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv, b->mm_scratch, b->xq);
 	}
 	for (uint32_t t = 0; t < T; t++) {
 		float *q = b->qkv + (uint64_t)t * b->qkv_dim;
@@ -181,9 +181,10 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 		kv_store(b, il, seqs[b->tok_seq[t]].slot, b->tok_pos[t], q + b->q_dim,
 		         q + b->q_dim + b->kv_dim);
 	}
-	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head, attend, &aj);
+	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head,
+	             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
 	cpu_matmul(b->pool, b->dot, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, NULL,
-	           b->mm_scratch);
+	           b->mm_scratch, b->xq);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];
 }
@@ -199,18 +200,18 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
 	if (L->w_gate_up != NULL) { /* fused: gate rows first, then up */
 		cpu_matmul(b->pool, b->dot, L->w_gate_up, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
-		           NULL, b->mm_scratch);
+		           NULL, b->mm_scratch, b->xq);
 		cpu_matmul(b->pool, b->dot, L->w_gate_up, hp->n_ff, hp->n_ff, b->xn, T, b->up,
-		           hp->n_ff, NULL, b->mm_scratch);
+		           hp->n_ff, NULL, b->mm_scratch, b->xq);
 	} else {
 		cpu_matmul(b->pool, b->dot, L->w_gate, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
-		           NULL, b->mm_scratch);
+		           NULL, b->mm_scratch, b->xq);
 		cpu_matmul(b->pool, b->dot, L->w_up, 0, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL,
-		           b->mm_scratch);
+		           b->mm_scratch, b->xq);
 	}
 	cpu_swiglu(b->gate, b->up, T * hp->n_ff);
 	cpu_matmul(b->pool, b->dot, L->w_down, 0, hp->n_embd, b->gate, T, b->tmp, hp->n_embd, NULL,
-	           b->mm_scratch);
+	           b->mm_scratch, b->xq);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];
 }
@@ -250,7 +251,7 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 			            b->last + (uint64_t)n_out++ * hp->n_embd);
 	}
 	cpu_matmul(b->pool, b->dot, m->output, 0, hp->n_vocab, b->last, n_out, b->logits,
-	           hp->n_vocab, NULL, b->mm_scratch);
+	           hp->n_vocab, NULL, b->mm_scratch, b->xq);
 	*ret_logits = b->logits;
 	return ORCH_OK;
 }

@@ -74,6 +74,8 @@ struct mm_job {
 	uint64_t y_stride;
 	cpu_dot_fn dot;
 	bool simd;
+	const uint8_t *xq; /* x quantized to Q8_0, or NULL */
+	uint64_t xq_row;   /* bytes per quantized x row */
 };
 
 static void
@@ -86,13 +88,21 @@ mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	for (uint64_t r = begin; r < end; r++) {
 		const uint8_t *src = (const uint8_t *)j->w->data + (j->row0 + r) * j->row_bytes;
 		const float *wr = (const float *)(const void *)src;
-		if (j->w->type != GGML_TYPE_F32) {
+		if (j->w->type != GGML_TYPE_F32 && j->xq == NULL) {
 			cpu_dequant_row(j->w->type, src, row, ne0, j->simd);
 			wr = row;
 		}
 		float b = 0.0f;
 		if (j->bias != NULL)
 			memcpy(&b, (const float *)j->bias->data + j->row0 + r, sizeof(b));
+		if (j->xq != NULL) {
+			for (uint32_t t = 0; t < j->T; t++)
+				j->y[t * j->y_stride + r] =
+				        cpu_qdot(j->w->type, src, j->xq + t * j->xq_row, ne0,
+				                 j->simd) +
+				        b;
+			continue;
+		}
 		for (uint32_t t = 0; t < j->T; t++)
 			j->y[t * j->y_stride + r] = j->dot(wr, j->x + t * ne0, ne0) + b;
 	}
@@ -101,11 +111,18 @@ mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 void
 cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
            uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
-           const struct gguf_tensor *bias, float *scratch)
+           const struct gguf_tensor *bias, float *scratch, uint8_t *xq)
 {
 	struct mm_job j = {
-	        w, bias, row0, 0, x, T, y, scratch, y_stride, dot, dot != cpu_dot_scalar};
+	        w, bias, row0, 0, x, T, y, scratch, y_stride, dot, dot != cpu_dot_scalar, NULL, 0};
 
 	ggml_row_bytes(w->type, w->ne[0], &j.row_bytes);
-	cpu_pool_for(pool, rows, mm_rows, &j);
+	if (cpu_qdot_supported(w->type)) {
+		j.xq_row = w->ne[0] / 32 * 34;
+		for (uint32_t t = 0; t < T; t++)
+			quant_row(GGML_TYPE_Q8_0, x + (uint64_t)t * w->ne[0], xq + t * j.xq_row,
+			          w->ne[0]);
+		j.xq = xq;
+	}
+	cpu_pool_for(pool, rows, w->ne[0] * (T ? T : 1), mm_rows, &j);
 }

@@ -2,21 +2,28 @@
  * cpu_pool.c - a fixed pool of threads for parallel loops.
  *
  * Design notes: the caller's thread is worker 0; workers 1..n-1 wait for a
- * new generation number, run their slice, and count themselves done. A job
- * is published and collected under one mutex; no allocation per job.
+ * new generation number, run their slice, and count themselves done. Both
+ * sides spin on atomics for a short while (a decode step runs hundreds of
+ * loops a few tens of microseconds apart) before sleeping on a condition
+ * variable; the mutex only guards the sleeping, so no wake-up is lost.
+ * Loops whose total cost is below a threshold run on the caller alone.
  */
+#include <immintrin.h>
+
 #include "alloc.h"
 #include "cpu.h"
+
+#define SPIN_ROUNDS 4000 /* pause instructions before sleeping: tens of microseconds */
 
 struct cpu_pool {
 	uint32_t n;
 	pthread_t *threads;
 	pthread_mutex_t mtx;
 	pthread_cond_t wake, done;
-	uint64_t gen;     /* guarded_by: mtx */
-	uint32_t running; /* guarded_by: mtx; workers still busy with gen */
-	bool stop;        /* guarded_by: mtx */
-	cpu_task_fn fn;   /* guarded_by: mtx */
+	uint64_t gen;     /* atomic; published after the job fields */
+	uint32_t running; /* atomic; workers still busy with gen */
+	bool stop;        /* atomic */
+	cpu_task_fn fn;   /* written before gen is bumped */
 	void *ctx;
 	uint64_t total;
 };
@@ -33,6 +40,26 @@ slice(uint64_t total, uint32_t n, uint32_t id, uint64_t *b, uint64_t *e)
 	*e = total * (id + 1) / n;
 }
 
+/* Wait until gen moves past @seen (or stop): spin, then sleep. */
+static uint64_t
+wait_gen(struct cpu_pool *p, uint64_t seen)
+{
+	uint64_t g;
+
+	for (int i = 0; i < SPIN_ROUNDS; i++) {
+		if ((g = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE)) != seen ||
+		    __atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
+			return g;
+		_mm_pause();
+	}
+	pthread_mutex_lock(&p->mtx);
+	while ((g = __atomic_load_n(&p->gen, __ATOMIC_ACQUIRE)) == seen &&
+	       !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&p->wake, &p->mtx);
+	pthread_mutex_unlock(&p->mtx);
+	return g;
+}
+
 static void *
 worker(void *arg)
 {
@@ -41,24 +68,19 @@ worker(void *arg)
 	uint64_t seen = 0, b, e;
 
 	orch_free(arg);
-	pthread_mutex_lock(&p->mtx);
 	for (;;) {
-		while (!p->stop && p->gen == seen)
-			pthread_cond_wait(&p->wake, &p->mtx);
-		if (p->stop)
+		seen = wait_gen(p, seen);
+		if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
 			break;
-		seen = p->gen;
-		cpu_task_fn fn = p->fn;
-		void *ctx = p->ctx;
 		slice(p->total, p->n, id, &b, &e);
-		pthread_mutex_unlock(&p->mtx);
 		if (b < e)
-			fn(ctx, id, b, e);
-		pthread_mutex_lock(&p->mtx);
-		if (--p->running == 0)
+			p->fn(p->ctx, id, b, e);
+		if (__atomic_sub_fetch(&p->running, 1, __ATOMIC_ACQ_REL) == 0) {
+			pthread_mutex_lock(&p->mtx);
 			pthread_cond_signal(&p->done);
+			pthread_mutex_unlock(&p->mtx);
+		}
 	}
-	pthread_mutex_unlock(&p->mtx);
 	return NULL;
 }
 
@@ -96,7 +118,7 @@ cpu_pool_free(struct cpu_pool *p)
 	if (p == NULL)
 		return;
 	pthread_mutex_lock(&p->mtx);
-	p->stop = true;
+	__atomic_store_n(&p->stop, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mtx);
 	for (uint32_t i = 1; i < p->n; i++)
@@ -115,28 +137,30 @@ cpu_pool_threads(const struct cpu_pool *p)
 }
 
 void
-cpu_pool_for(struct cpu_pool *p, uint64_t n, cpu_task_fn fn, void *ctx)
+cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn, void *ctx)
 {
 	uint64_t b, e;
 
-	if (p->n == 1 || n < 2) {
+	if (p->n == 1 || n < 2 || n * cost < CPU_POOL_MIN_COST) {
 		if (n > 0)
 			fn(ctx, 0, 0, n);
 		return;
 	}
-	pthread_mutex_lock(&p->mtx);
 	p->fn = fn;
 	p->ctx = ctx;
 	p->total = n;
-	p->running = p->n - 1;
-	p->gen++;
+	__atomic_store_n(&p->running, p->n - 1, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&p->gen, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&p->mtx);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mtx);
 	slice(n, p->n, 0, &b, &e);
 	if (b < e)
 		fn(ctx, 0, b, e);
+	for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&p->running, __ATOMIC_ACQUIRE) > 0; i++)
+		_mm_pause();
 	pthread_mutex_lock(&p->mtx);
-	while (p->running > 0)
+	while (__atomic_load_n(&p->running, __ATOMIC_ACQUIRE) > 0)
 		pthread_cond_wait(&p->done, &p->mtx);
 	pthread_mutex_unlock(&p->mtx);
 }

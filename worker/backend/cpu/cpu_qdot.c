@@ -1,0 +1,126 @@
+/*
+ * cpu_qdot.c - integer dot products of Q8_0 / Q4_0 / Q5_0 weight rows with
+ * an activation row quantized to Q8_0 (as llama.cpp computes them): per
+ * 32-element block, the exact int32 sum of code products times the two
+ * scales, accumulated in float. The AVX2 kernel and the scalar twin compute
+ * the same integer sums; only the float accumulation order differs.
+ */
+#include "cpu.h"
+#include "fp16.h"
+#include "ggml_type.h"
+#include "quant.h"
+
+#include <immintrin.h>
+#include <string.h>
+
+bool
+cpu_qdot_supported(uint32_t type)
+{
+	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0;
+}
+
+static float
+scale16(const uint8_t *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return fp16_to_f32(h);
+}
+
+/* The 32 signed codes of one weight block. */
+static void
+codes(uint32_t type, const uint8_t *b, int8_t *q)
+{
+	if (type == GGML_TYPE_Q8_0) {
+		memcpy(q, b + 2, 32);
+		return;
+	}
+	bool five = type == GGML_TYPE_Q5_0;
+	const uint8_t *qs = b + (five ? 6 : 2);
+	uint32_t qh = 0;
+	if (five)
+		memcpy(&qh, b + 2, 4);
+	for (int j = 0; j < 16; j++) {
+		q[j] = (int8_t)(((qs[j] & 0xf) | (((qh >> j) & 1u) << 4)) - (five ? 16 : 8));
+		q[j + 16] = (int8_t)(((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - (five ? 16 : 8));
+	}
+}
+
+float
+cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n)
+{
+	const struct ggml_type_info *t = ggml_type_get(type);
+	const uint8_t *wb = w, *xb = xq;
+	float sum = 0.0f;
+	int8_t q[32];
+
+	for (uint64_t i = 0; i < n / 32; i++, wb += t->block_bytes, xb += 34) {
+		int32_t s = 0;
+		codes(type, wb, q);
+		for (int k = 0; k < 32; k++)
+			s += (int32_t)q[k] * (int8_t)xb[2 + k];
+		sum += (float)s * (scale16(wb) * scale16(xb));
+	}
+	return sum;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static __m256i
+bits_to_bytes(uint32_t x)
+{
+	const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
+		0x0101010101010101, 0x0000000000000000);
+	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
+
+	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
+}
+
+__attribute__((target("avx2,fma,f16c"))) static __m256i
+codes_avx2(uint32_t type, const uint8_t *b)
+{
+	if (type == GGML_TYPE_Q8_0)
+		return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
+	bool five = type == GGML_TYPE_Q5_0;
+	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + (five ? 6 : 2)));
+	__m128i m4 = _mm_set1_epi8(0x0f);
+	__m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(raw, m4)),
+		_mm_and_si128(_mm_srli_epi16(raw, 4), m4), 1);
+	if (five) {
+		uint32_t qh;
+		memcpy(&qh, b + 2, 4);
+		c = _mm256_or_si256(c, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+	}
+	return _mm256_sub_epi8(c, _mm256_set1_epi8(five ? 16 : 8));
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float
+qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
+{
+	const struct ggml_type_info *t = ggml_type_get(type);
+	const uint8_t *wb = w, *xb = xq;
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256 acc = _mm256_setzero_ps();
+
+	for (uint64_t i = 0; i < n / 32; i++, wb += t->block_bytes, xb += 34) {
+		__m256i a = codes_avx2(type, wb);
+		__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 2));
+		/* |a| · sign(a)·b: unsigned × signed bytes, pairs summed to int16, then int32 */
+		__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+		__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
+		uint16_t hw, hx;
+		memcpy(&hw, wb, 2);
+		memcpy(&hx, xb, 2);
+		acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(hw) * _cvtsh_ss(hx)), s, acc);
+	}
+	__m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+	h = _mm_add_ss(h, _mm_movehdup_ps(h));
+	return _mm_cvtss_f32(h);
+}
+
+float
+cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd)
+{
+	return simd ? qdot_avx2(type, w, xq, n) : cpu_qdot_scalar(type, w, xq, n);
+}
