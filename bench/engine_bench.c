@@ -8,14 +8,14 @@
  * decode tokens/s (128 steps of one token), and batched decode tokens/s
  * with 1, 4 and 16 sequences stepping together (32 steps each).
  */
-#include "backend.h"
-#include "gguf.h"
-#include "model.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "backend.h"
+#include "gguf.h"
+#include "model.h"
 
 static double
 now_s(void)
@@ -64,8 +64,8 @@ bench(const struct model *m, uint32_t threads, const char *name)
 		tok = argmax(lg, m->hp.n_vocab);
 	}
 	double decode = (now_s() - t0) / 128;
-	printf("%-28s threads %u: prefill %8.1f tok/s  decode %7.2f tok/s (%.1f ms/token)", name, threads,
-		128 / prefill, 1 / decode, decode * 1e3);
+	printf("%-28s threads %u: prefill %8.1f tok/s  decode %7.2f tok/s (%.1f ms/token)", name,
+	       threads, 128 / prefill, 1 / decode, decode * 1e3);
 	for (uint32_t B = 1; B <= 16; B *= 4) {
 		struct be_seq seqs[16];
 		for (uint32_t k = 0; k < B; k++) { /* 8-token prompts, not timed */
@@ -79,7 +79,8 @@ bench(const struct model *m, uint32_t threads, const char *name)
 		t0 = now_s();
 		for (uint32_t step = 0; step < 32; step++) {
 			for (uint32_t k = 0; k < B; k++)
-				seqs[k] = (struct be_seq){seqs[k].slot, 8 + step, &toks[k], 1, true};
+				seqs[k] =
+				        (struct be_seq){seqs[k].slot, 8 + step, &toks[k], 1, true};
 			be_cpu_ops.forward(b, seqs, B, &lg, &e);
 			for (uint32_t k = 0; k < B; k++)
 				toks[k] = argmax(lg + (uint64_t)k * m->hp.n_vocab, m->hp.n_vocab);

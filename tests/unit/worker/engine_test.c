@@ -438,45 +438,66 @@ test_dequant_twins(void)
 }
 
 /*
- * The integer dots (Q8_0/Q4_0/Q5_0 weights × Q8_0 activations): AVX2 and
- * scalar agree, and both equal the dot of the dequantized rows.
+ * The integer dots (Q8_0/Q4_0/Q5_0 weights × Q8_0 activations, K-quants ×
+ * cpu_q8k activations): AVX2 and scalar agree, and both equal the dot of the
+ * dequantized rows.
  */
 static void
 test_qdot_twins(void)
 {
-	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0};
-	static float x[1024], w[1024], dx[1024], dw[1024];
-	static uint8_t wq[1024 * 2], xq[1024 * 2];
+	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+	static float x[2048], w[2048], dx[2048], dw[2048];
+	static uint8_t wq[2048 * 2], xq[2048 * 2];
 	struct rng r;
 
 	if (!cpu_has_avx2())
-		printf("SKIP: no AVX2 here; only the scalar integer dot is tested\n");
+		printf("SKIP: no AVX2 here; only the scalar integer dots are tested\n");
 	rng_seed(&r, 11);
 	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+		bool kq = cpu_qdot_act(types[k]) == CPU_ACT_Q8K;
 		T_TRUE(cpu_qdot_supported(types[k]));
 		for (int rep = 0; rep < 20; rep++) {
-			uint64_t n = 32u * (1u + rng_next(&r) % 32u);
+			uint64_t n = (kq ? 256u : 32u) * (1u + rng_next(&r) % 8u);
 			for (uint64_t i = 0; i < n; i++) {
 				x[i] = rng_normalish(&r) * (rep % 2 ? 0.01f : 3.0f);
-				w[i] = rng_normalish(&r);
+				w[i] = rng_normalish(&r) +
+				       (rep % 3 ? 0.0f : 1.0f); /* mins in use */
 			}
 			T_OK(quant_row(types[k], w, wq, n));
-			T_OK(quant_row(GGML_TYPE_Q8_0, x, xq, n));
+			cpu_quant_act(types[k], x, xq, n);
 			T_TRUE(cpu_dequant_row(types[k], wq, dw, n, false));
-			T_TRUE(cpu_dequant_row(GGML_TYPE_Q8_0, xq, dx, n, false));
-			double ref = 0, mag = 0;
+			if (kq) { /* x ≈ d·q, and the block sums are the codes' sums */
+				const struct cpu_q8k *a = (const struct cpu_q8k *)(const void *)xq;
+				for (uint64_t i = 0; i < n; i++)
+					dx[i] = a[i / 256].d * (float)a[i / 256].q[i % 256];
+				for (uint64_t g = 0; g < n / 16; g++) {
+					int sum = 0;
+					for (uint64_t i = 16 * g; i < 16 * g + 16; i++)
+						sum += a[i / 256].q[i % 256];
+					T_EQ(a[g / 16].bsums[g % 16], sum);
+				}
+			} else {
+				T_TRUE(cpu_dequant_row(GGML_TYPE_Q8_0, xq, dx, n, false));
+			}
+			double ref = 0, mag = 0, xerr = 0, xmax = 0;
 			for (uint64_t i = 0; i < n; i++) {
 				ref += (double)dw[i] * (double)dx[i];
 				mag += fabs((double)dw[i] * (double)dx[i]);
+				xerr = fmax(xerr, fabs((double)(dx[i] - x[i])));
+				xmax = fmax(xmax, fabs((double)x[i]));
 			}
+			/* half a step, plus 127 × the rounding of Q8_0's F16 scale */
+			T_TRUE(xerr <= xmax / 127.0 * 0.6);
 			double s = (double)cpu_qdot_scalar(types[k], wq, xq, n);
-			T_NEAR(s, ref, 1e-6 * mag + 1e-30);
+			T_NEAR(s, ref, 1e-5 * mag + 1e-30);
 			if (cpu_has_avx2())
 				T_NEAR((double)cpu_qdot(types[k], wq, xq, n, true), s,
-				       1e-6 * mag + 1e-30);
+				       1e-5 * mag + 1e-30);
 		}
 	}
-	T_TRUE(!cpu_qdot_supported(GGML_TYPE_Q4_K));
+	T_TRUE(!cpu_qdot_supported(GGML_TYPE_Q2_K));
+	T_TRUE(!cpu_qdot_supported(GGML_TYPE_F16));
 }
 
 static void

@@ -41,8 +41,9 @@ void cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn,
  * W is @w (rows of w->ne[0], any supported type, dequantized a row at a
  * time), x is [T][ne0], y is [T][@y_stride] starting at column @col0 of
  * rows [@row0, @row0 + @rows). @scratch holds threads × ne0 floats; for
- * Q8_0/Q4_0/Q5_0 weights x is first quantized to Q8_0 into @xq
- * (T × ne0/32 × 34 bytes) and the products are integer dots (cpu_qdot).
+ * the types of cpu_qdot_supported x is first quantized into @xq (T rows of
+ * cpu_act_row_bytes, at most ne0/32 × 37 bytes) and the products are
+ * integer dots (cpu_qdot).
  * Each (row, token) dot product is computed the same way whatever T is.
  */
 /* A dot product of n floats: the AVX2/FMA kernel or its scalar twin. */
@@ -59,15 +60,40 @@ void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor 
  */
 bool cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd);
 
-/* cpu_qdot_supported - weight types computed as integer dots with Q8_0 activations. */
+/*
+ * cpu_qdot_act - how activations are quantized for integer dots with weights
+ * of @type: GGML_TYPE_Q8_0 for Q8_0/Q4_0/Q5_0, CPU_ACT_Q8K for
+ * Q4_K/Q5_K/Q6_K, 0 for types computed in float after dequantization.
+ */
+#define CPU_ACT_Q8K 0x10000u
+uint32_t cpu_qdot_act(uint32_t type);
+
+/* cpu_qdot_supported - weight types computed as integer dots (cpu_qdot_act != 0). */
 bool cpu_qdot_supported(uint32_t type);
 
+/* cpu_act_row_bytes - bytes of one quantized activation row of @n for weights of @type. */
+uint64_t cpu_act_row_bytes(uint32_t type, uint64_t n);
+
+/* cpu_quant_act - quantize activation row @x of @n for dots with weights of @type. */
+void cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n);
+
 /*
- * cpu_qdot - Σ over @n elements of weight row @w (Q8_0, Q4_0 or Q5_0) times
- * activation row @xq quantized to Q8_0: AVX2 when @simd, else scalar.
+ * cpu_qdot - Σ over @n elements of weight row @w times activation row @xq
+ * quantized by cpu_quant_act for @type: AVX2 when @simd, else scalar.
  */
 float cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd);
 float cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n);
+
+/* An activation super-block for K-quant dots: x ≈ d·q; bsums[g] = Σ q[16g..16g+15]. */
+struct cpu_q8k {
+	float d;
+	int16_t bsums[16];
+	int8_t q[256];
+};
+
+void cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n);
+float cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n, bool simd);
+float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
 
 /* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
 cpu_dot_fn cpu_dot_select(bool allow_simd);

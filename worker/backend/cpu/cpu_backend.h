@@ -12,15 +12,15 @@ struct be_model {
 	void *k_cache, *v_cache; /* [n_layer][slots][n_ctx][kv_dim], F16 bits or F32 */
 	float *f16;              /* [65536] F16 bits → float */
 	/* scratch for max_batch_tokens (B) tokens */
-	float *x, *xn, *tmp;         /* [B][n_embd] */
-	float *qkv;                  /* [B][q + 2 kv] */
-	float *att;                  /* [B][q] */
-	float *gate, *up;            /* [B][n_ff] */
-	float *last;                 /* [slots][n_embd] */
-	float *logits;               /* [slots][n_vocab] */
-	float *mm_scratch;           /* [threads][max_ne0] */
-	uint8_t *xq;                 /* [max(B, slots)][max_ne0 / 32 · 34]: x quantized to Q8_0 */
-	float *scores;               /* [threads][n_ctx] */
+	float *x, *xn, *tmp; /* [B][n_embd] */
+	float *qkv;          /* [B][q + 2 kv] */
+	float *att;          /* [B][q] */
+	float *gate, *up;    /* [B][n_ff] */
+	float *last;         /* [slots][n_embd] */
+	float *logits;       /* [slots][n_vocab] */
+	float *mm_scratch;   /* [threads][max_ne0] */
+	uint8_t *xq;   /* [max(B, slots)][max_ne0 / 32 · 37]: x quantized (Q8_0 or cpu_q8k) */
+	float *scores; /* [threads][n_ctx] */
 	uint32_t *tok_seq, *tok_pos; /* [B] */
 	uint64_t weight_bytes, bytes_needed, bytes_used;
 };

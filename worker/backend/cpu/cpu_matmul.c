@@ -74,7 +74,7 @@ struct mm_job {
 	uint64_t y_stride;
 	cpu_dot_fn dot;
 	bool simd;
-	const uint8_t *xq; /* x quantized to Q8_0, or NULL */
+	const uint8_t *xq; /* x quantized for integer dots (cpu_quant_act), or NULL */
 	uint64_t xq_row;   /* bytes per quantized x row */
 };
 
@@ -118,10 +118,10 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, u
 
 	ggml_row_bytes(w->type, w->ne[0], &j.row_bytes);
 	if (cpu_qdot_supported(w->type)) {
-		j.xq_row = w->ne[0] / 32 * 34;
+		j.xq_row = cpu_act_row_bytes(w->type, w->ne[0]);
 		for (uint32_t t = 0; t < T; t++)
-			quant_row(GGML_TYPE_Q8_0, x + (uint64_t)t * w->ne[0], xq + t * j.xq_row,
-			          w->ne[0]);
+			cpu_quant_act(w->type, x + (uint64_t)t * w->ne[0], xq + t * j.xq_row,
+			              w->ne[0]);
 		j.xq = xq;
 	}
 	cpu_pool_for(pool, rows, w->ne[0] * (T ? T : 1), mm_rows, &j);

@@ -1,22 +1,61 @@
 /*
- * cpu_qdot.c - integer dot products of Q8_0 / Q4_0 / Q5_0 weight rows with
- * an activation row quantized to Q8_0 (as llama.cpp computes them): per
+ * cpu_qdot.c - integer dot products: which activation format goes with which
+ * weight type, and the dots of Q8_0 / Q4_0 / Q5_0 weight rows with an
+ * activation row quantized to Q8_0 (as llama.cpp computes them; the K-quant
+ * dots are in cpu_qdot_k.c): per
  * 32-element block, the exact int32 sum of code products times the two
  * scales, accumulated in float. The AVX2 kernel and the scalar twin compute
  * the same integer sums; only the float accumulation order differs.
  */
+#include <immintrin.h>
+#include <string.h>
+
 #include "cpu.h"
 #include "fp16.h"
 #include "ggml_type.h"
 #include "quant.h"
 
-#include <immintrin.h>
-#include <string.h>
+/* A K-quant activation row fits in the space cpu_matmul's callers give (ne0/32 × 37 bytes). */
+_Static_assert(sizeof(struct cpu_q8k) <= 8 * 37, "cpu_q8k larger than 8 x 37 bytes");
+
+uint32_t
+cpu_qdot_act(uint32_t type)
+{
+	switch (type) {
+	case GGML_TYPE_Q8_0:
+	case GGML_TYPE_Q4_0:
+	case GGML_TYPE_Q5_0:
+		return GGML_TYPE_Q8_0;
+	case GGML_TYPE_Q4_K:
+	case GGML_TYPE_Q5_K:
+	case GGML_TYPE_Q6_K:
+		return CPU_ACT_Q8K;
+	default:
+		return 0;
+	}
+}
 
 bool
 cpu_qdot_supported(uint32_t type)
 {
-	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0;
+	return cpu_qdot_act(type) != 0;
+}
+
+uint64_t
+cpu_act_row_bytes(uint32_t type, uint64_t n)
+{
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		return n / 256 * sizeof(struct cpu_q8k);
+	return n / 32 * 34;
+}
+
+void
+cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n)
+{
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		cpu_quant_q8k(x, xq, n);
+	else
+		quant_row(GGML_TYPE_Q8_0, x, xq, n);
 }
 
 static float
@@ -43,12 +82,13 @@ codes(uint32_t type, const uint8_t *b, int8_t *q)
 		memcpy(&qh, b + 2, 4);
 	for (int j = 0; j < 16; j++) {
 		q[j] = (int8_t)(((qs[j] & 0xf) | (((qh >> j) & 1u) << 4)) - (five ? 16 : 8));
-		q[j + 16] = (int8_t)(((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - (five ? 16 : 8));
+		q[j + 16] =
+		        (int8_t)(((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - (five ? 16 : 8));
 	}
 }
 
-float
-cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n)
+static float
+qdot_q8_scalar(uint32_t type, const void *w, const void *xq, uint64_t n)
 {
 	const struct ggml_type_info *t = ggml_type_get(type);
 	const uint8_t *wb = w, *xb = xq;
@@ -69,7 +109,7 @@ __attribute__((target("avx2,fma,f16c"))) static __m256i
 bits_to_bytes(uint32_t x)
 {
 	const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-		0x0101010101010101, 0x0000000000000000);
+	                                       0x0101010101010101, 0x0000000000000000);
 	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
 
 	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
@@ -85,7 +125,7 @@ codes_avx2(uint32_t type, const uint8_t *b)
 	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + (five ? 6 : 2)));
 	__m128i m4 = _mm_set1_epi8(0x0f);
 	__m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(raw, m4)),
-		_mm_and_si128(_mm_srli_epi16(raw, 4), m4), 1);
+	                                    _mm_and_si128(_mm_srli_epi16(raw, 4), m4), 1);
 	if (five) {
 		uint32_t qh;
 		memcpy(&qh, b + 2, 4);
@@ -120,7 +160,17 @@ qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
 }
 
 float
+cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n)
+{
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		return cpu_qdot_k_scalar(type, w, xq, n);
+	return qdot_q8_scalar(type, w, xq, n);
+}
+
+float
 cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd)
 {
-	return simd ? qdot_avx2(type, w, xq, n) : cpu_qdot_scalar(type, w, xq, n);
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		return cpu_qdot_k(type, w, xq, n, simd);
+	return simd ? qdot_avx2(type, w, xq, n) : qdot_q8_scalar(type, w, xq, n);
 }
