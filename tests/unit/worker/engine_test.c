@@ -12,6 +12,7 @@
 
 #include "backend.h"
 #include "cpu.h"
+#include "fp16.h"
 #include "ggml_type.h"
 #include "gguf.h"
 #include "model.h"
@@ -500,6 +501,44 @@ test_qdot_twins(void)
 	T_TRUE(!cpu_qdot_supported(GGML_TYPE_F16));
 }
 
+/* The AVX2 attention of one head agrees with the scalar twin, F16 and F32 caches. */
+static void
+test_attn_twins(void)
+{
+	static float q[64], k32[50 * 64], v32[50 * 64], sc[50], o1[64], o2[64];
+	static uint16_t k16[50 * 64], v16[50 * 64];
+	struct rng r;
+
+	if (!cpu_has_avx2()) {
+		printf("SKIP: no AVX2 here; the AVX2 attention is not tested\n");
+		return;
+	}
+	rng_seed(&r, 13);
+	for (int i = 0; i < 50 * 64; i++) {
+		k32[i] = rng_normalish(&r);
+		v32[i] = rng_normalish(&r);
+		k16[i] = fp16_from_f32(k32[i]);
+		v16[i] = fp16_from_f32(v32[i]);
+	}
+	for (int i = 0; i < 64; i++)
+		q[i] = rng_normalish(&r);
+	for (int f16 = 0; f16 < 2; f16++) {
+		for (uint32_t n = 1; n <= 50; n += 7) {
+			struct cpu_attn a = {f16 ? (const void *)k16 : k32,
+			                     f16 ? (const void *)v16 : v32,
+			                     64,
+			                     64,
+			                     f16 != 0,
+			                     true};
+			cpu_attn_head(&a, q, n, sc, o1);
+			a.simd = false;
+			cpu_attn_head(&a, q, n, sc, o2);
+			for (int i = 0; i < 64; i++)
+				T_NEAR((double)o1[i], (double)o2[i], 1e-5);
+		}
+	}
+}
+
 static void
 test_philox_and_sampler(void)
 {
@@ -549,6 +588,7 @@ main(void)
 	T_RUN(test_simd_twins);
 	T_RUN(test_dequant_twins);
 	T_RUN(test_qdot_twins);
+	T_RUN(test_attn_twins);
 	T_RUN(test_philox_and_sampler);
 	return t_done();
 }

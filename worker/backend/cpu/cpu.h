@@ -95,6 +95,25 @@ void cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n);
 float cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n, bool simd);
 float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
 
+/* ---- attention ---- */
+
+#define CPU_ATTN_MAX_D 512
+
+/* One KV head of one slot: position p's key at k + p·stride elements (F16 or F32). */
+struct cpu_attn {
+	const void *k, *v;
+	uint64_t stride; /* elements from one position to the next */
+	uint32_t d;      /* head dimension, ≤ CPU_ATTN_MAX_D */
+	bool f16;        /* cache elements are F16, else F32 */
+	bool simd;       /* AVX2/F16C kernels (the caller checked the CPU) */
+};
+
+/*
+ * cpu_attn_head - softmax(q·K / √d)·V over positions [0, @n_pos) for query
+ * head @q (d floats) into @out (d floats); @sc is n_pos floats of scratch.
+ */
+void cpu_attn_head(const struct cpu_attn *a, const float *q, uint32_t n_pos, float *sc, float *out);
+
 /* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
 cpu_dot_fn cpu_dot_select(bool allow_simd);
 

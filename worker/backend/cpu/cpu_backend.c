@@ -131,7 +131,7 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 	if (cfg->slots == 0 || cfg->n_ctx == 0 || cfg->max_batch_tokens == 0 || cfg->slots > 4096)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "cpu backend: slots, context and batch must be positive");
-	if (hp->head_dim > 512)
+	if (hp->head_dim > CPU_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cpu backend: head_dim %u is over 512",
 		                 hp->head_dim);
 	if ((b = orch_calloc(1, sizeof(*b))) == NULL)

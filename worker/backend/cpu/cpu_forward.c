@@ -83,20 +83,6 @@ kv_store(struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, const 
 	}
 }
 
-static float
-kv_get(const struct be_model *b, const uint8_t *base, uint64_t i)
-{
-	float f;
-	uint16_t h;
-
-	if (b->cfg.kv_f32) {
-		memcpy(&f, base + 4 * i, 4);
-		return f;
-	}
-	memcpy(&h, base + 2 * i, 2);
-	return b->f16[h];
-}
-
 struct att_job {
 	struct be_model *b;
 	const struct be_seq *seqs;
@@ -111,41 +97,22 @@ attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	struct be_model *b = j->b;
 	const struct model_hparams *hp = &b->m->hp;
 	uint32_t d = hp->head_dim, group = hp->n_head / hp->n_head_kv;
-	float *sc = b->scores + (uint64_t)thread * b->cfg.n_ctx, q[512];
+	float *sc = b->scores + (uint64_t)thread * b->cfg.n_ctx;
 	size_t elem = b->cfg.kv_f32 ? 4 : 2;
-	float scale = 1.0f / sqrtf((float)d);
 
 	for (uint64_t th = begin; th < end; th++) {
 		uint32_t t = (uint32_t)(th / hp->n_head), h = (uint32_t)(th % hp->n_head);
-		uint32_t slot = j->seqs[b->tok_seq[t]].slot, pos = b->tok_pos[t], kvh = h / group;
-		const float *qs = b->qkv + (uint64_t)t * b->qkv_dim + (uint64_t)h * d;
-		const uint8_t *K = (const uint8_t *)b->k_cache + kv_off(b, j->layer, slot, 0, elem);
-		const uint8_t *V = (const uint8_t *)b->v_cache + kv_off(b, j->layer, slot, 0, elem);
-		float max = -INFINITY;
-		for (uint32_t i = 0; i < d; i++)
-			q[i] = b->cfg.kv_f32 ? qs[i] : fp16_to_f32(fp16_from_f32(qs[i]));
-		for (uint32_t p = 0; p <= pos; p++) {
-			float s = 0.0f;
-			for (uint32_t i = 0; i < d; i++)
-				s += q[i] * kv_get(b, K, (uint64_t)p * b->kv_dim + kvh * d + i);
-			sc[p] = s * scale;
-			max = sc[p] > max ? sc[p] : max;
-		}
-		double sum = 0.0;
-		for (uint32_t p = 0; p <= pos; p++) {
-			sc[p] = expf(sc[p] - max);
-			sum += (double)sc[p];
-		}
-		float inv = (float)(1.0 / sum);
-		float *out = b->att + (uint64_t)t * b->q_dim + (uint64_t)h * d;
-		memset(out, 0, d * sizeof(float));
-		for (uint32_t p = 0; p <= pos; p++) {
-			float w = sc[p] * inv;
-			if (!b->cfg.kv_f32)
-				w = fp16_to_f32(fp16_from_f32(w));
-			for (uint32_t i = 0; i < d; i++)
-				out[i] += w * kv_get(b, V, (uint64_t)p * b->kv_dim + kvh * d + i);
-		}
+		uint32_t slot = j->seqs[b->tok_seq[t]].slot, kvh = h / group;
+		uint64_t off = kv_off(b, j->layer, slot, 0, elem) + (uint64_t)kvh * d * elem;
+		struct cpu_attn a = {(const uint8_t *)b->k_cache + off,
+		                     (const uint8_t *)b->v_cache + off,
+		                     b->kv_dim,
+		                     d,
+		                     !b->cfg.kv_f32,
+		                     b->dot != cpu_dot_scalar};
+		cpu_attn_head(&a, b->qkv + (uint64_t)t * b->qkv_dim + (uint64_t)h * d,
+		              b->tok_pos[t] + 1, sc,
+		              b->att + (uint64_t)t * b->q_dim + (uint64_t)h * d);
 	}
 }
 

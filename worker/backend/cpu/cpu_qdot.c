@@ -116,7 +116,7 @@ bits_to_bytes(uint32_t x)
 	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
-__attribute__((target("avx2,fma,f16c"))) static __m256i
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256i
 codes_avx2(uint32_t type, const uint8_t *b)
 {
 	if (type == GGML_TYPE_Q8_0)
@@ -134,29 +134,52 @@ codes_avx2(uint32_t type, const uint8_t *b)
 	return _mm256_sub_epi8(c, _mm256_set1_epi8(five ? 16 : 8));
 }
 
-__attribute__((target("avx2,fma,f16c"))) static float
-qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
+/* One block: the eight int32 partial sums of code products, as floats, times both scales. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256
+block_avx2(uint32_t type, const uint8_t *wb, const uint8_t *xb, __m256 acc)
 {
-	const struct ggml_type_info *t = ggml_type_get(type);
-	const uint8_t *wb = w, *xb = xq;
-	const __m256i ones = _mm256_set1_epi16(1);
-	__m256 acc = _mm256_setzero_ps();
+	__m256i a = codes_avx2(type, wb);
+	__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 2));
+	/* |a| · sign(a)·b: unsigned × signed bytes, pairs summed to int16, then int32 */
+	__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+	__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+	uint16_t hw, hx;
+	memcpy(&hw, wb, 2);
+	memcpy(&hx, xb, 2);
+	return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(hw) * _cvtsh_ss(hx)), s, acc);
+}
 
-	for (uint64_t i = 0; i < n / 32; i++, wb += t->block_bytes, xb += 34) {
-		__m256i a = codes_avx2(type, wb);
-		__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 2));
-		/* |a| · sign(a)·b: unsigned × signed bytes, pairs summed to int16, then int32 */
-		__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
-		__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, ones));
-		uint16_t hw, hx;
-		memcpy(&hw, wb, 2);
-		memcpy(&hx, xb, 2);
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(hw) * _cvtsh_ss(hx)), s, acc);
+/* The loop for one weight type (a constant once inlined), two blocks per step. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline float
+qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const uint8_t *xb, uint64_t nb)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	uint64_t i = 0;
+
+	for (; i + 2 <= nb; i += 2, wb += 2 * block_bytes, xb += 68) {
+		acc0 = block_avx2(type, wb, xb, acc0);
+		acc1 = block_avx2(type, wb + block_bytes, xb + 34, acc1);
 	}
-	__m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+	if (i < nb)
+		acc0 = block_avx2(type, wb, xb, acc0);
+	acc0 = _mm256_add_ps(acc0, acc1);
+	__m128 h = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
 	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
 	h = _mm_add_ss(h, _mm_movehdup_ps(h));
 	return _mm_cvtss_f32(h);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float
+qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
+{
+	switch (type) {
+	case GGML_TYPE_Q8_0:
+		return qdot_loop(GGML_TYPE_Q8_0, 34, w, xq, n / 32);
+	case GGML_TYPE_Q4_0:
+		return qdot_loop(GGML_TYPE_Q4_0, 18, w, xq, n / 32);
+	default:
+		return qdot_loop(GGML_TYPE_Q5_0, 22, w, xq, n / 32);
+	}
 }
 
 float

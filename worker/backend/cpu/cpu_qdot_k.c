@@ -10,13 +10,13 @@
  * codes offset by 32). The integer parts are exact in int32; the AVX2 kernel
  * and the scalar twin differ only in float accumulation order.
  */
-#include "cpu.h"
-#include "fp16.h"
-#include "ggml_type.h"
-
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
+
+#include "cpu.h"
+#include "fp16.h"
+#include "ggml_type.h"
 
 void
 cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n)
@@ -101,7 +101,8 @@ dot_q6k_scalar(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
 					int g = 8 * n + 2 * k + h, sc = (int8_t)b[192 + g];
 					int32_t s = 0;
 					for (int l = 16 * h; l < 16 * h + 16; l++) {
-						int lo = (ql[32 * (k % 2) + l] >> (4 * (k / 2))) & 15;
+						int lo = (ql[32 * (k % 2) + l] >> (4 * (k / 2))) &
+						         15;
 						int hi = (qh[l] >> (2 * k)) & 3;
 						s += (lo | (hi << 4)) * x->q[128 * n + 32 * k + l];
 					}
@@ -151,7 +152,8 @@ dot_k45_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five)
 			k4_scale_min(b + 4, 2 * c + 1, &sc1, &m1);
 			summ += m0 * (x->bsums[4 * c] + x->bsums[4 * c + 1]) +
 			        m1 * (x->bsums[4 * c + 2] + x->bsums[4 * c + 3]);
-			__m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
+			__m256i raw =
+			        _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(raw, m4);
 			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
 			if (five) { /* bits 2c and 2c+1 of each qh byte are the 5th bits */
@@ -162,9 +164,10 @@ dot_k45_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five)
 				lo = _mm256_or_si256(lo, _mm256_and_si256(b0, sixteen));
 				hi = _mm256_or_si256(hi, _mm256_and_si256(b1, sixteen));
 			}
-			__m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)(x->q + 64 * c));
-			__m256i x1 =
-			        _mm256_loadu_si256((const __m256i *)(const void *)(x->q + 64 * c + 32));
+			__m256i x0 =
+			        _mm256_loadu_si256((const __m256i *)(const void *)(x->q + 64 * c));
+			__m256i x1 = _mm256_loadu_si256(
+			        (const __m256i *)(const void *)(x->q + 64 * c + 32));
 			__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0),
 			                               _mm256_set1_epi16((short)sc0));
 			__m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1),
@@ -214,7 +217,8 @@ dot_q6k_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
 				const uint8_t *sc = b + 192 + 8 * n + 2 * k;
 				__m256i xs = _mm256_loadu_si256(
 				        (const __m256i *)(const void *)(x->q + 128 * n + 32 * k));
-				/* int16 lanes 0-7 are elements 0-15 (scale sc[0]), 8-15 are 16-31 */
+				/* int16 lanes 0-7 are elements 0-15 (scale sc[0]), 8-15 are 16-31
+				 */
 				__m256i s = _mm256_setr_m128i(_mm_set1_epi16((short)(int8_t)sc[0]),
 				                              _mm_set1_epi16((short)(int8_t)sc[1]));
 				sumi = _mm256_add_epi32(
