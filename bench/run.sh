@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh BUILD - the foundation benchmarks: synthesize the qwen2.5-0.5b
+# bench/run.sh BUILD - the CPU benchmarks: synthesize the qwen2.5-0.5b
 # Q4_K_M model (timed), then time open+validate of it and of the qwen2
 # vocabulary. Results go in bench/RESULTS.md by hand, with the machine.
 set -euo pipefail
@@ -15,3 +15,13 @@ awk -v a="$start" -v b="$(date +%s.%N)" -v f="$model" 'BEGIN { printf "orch-synt
 "$build/bin/gguf_open_bench" -n 50 "$data/vocab/ggml-vocab-qwen2.gguf" "$model" \
 	"$data/models/stories260K.gguf"
 "$build/bin/tok_bench" "$data"
+
+# Engine (issue 4): memory bandwidth, then prefill / decode / batched decode
+# for stories260K and qwen2.5-0.5b (Q8_0 and Q4_K_M) at 1 and 2 threads.
+q8=$work/qwen2.5-0.5b-Q8_0.gguf
+[[ -f $q8 ]] || "$build/bin/orch-synth" --preset qwen2.5-0.5b --quant Q8_0 \
+	--vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 1 -o "$q8"
+"$build/bin/membw" 1024 1 2
+for m in "$data/models/stories260K.gguf" "$q8" "$model"; do
+	"$build/bin/engine_bench" "$m" 1 2
+done

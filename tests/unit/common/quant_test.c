@@ -142,6 +142,62 @@ test_known_mxfp4_q4_1_q5(void)
 	T_NEAR(y[0], 1, 0);
 }
 
+static void
+test_known_q2_k_q5_k(void)
+{
+	uint8_t b[84] = {0}, c[176] = {0};
+	float y[256];
+
+	b[81] = 0x3c; /* d = 1.0 */
+	b[83] = 0x38; /* dmin = 0.5 */
+	b[0] = 0x23;  /* group 0 (elements 0-15): scale 3, min 2 */
+	b[2] = 0x11;  /* group 2 (elements 32-47): scale 1, min 1 */
+	b[8] = 0x05;  /* group 8 (elements 128-143): scale 5, min 0 */
+	b[16] = 0x0e; /* qs[0]: element 0 → 2 (bits 0-1), element 32 → 3 (bits 2-3) */
+	b[48] = 0x01; /* qs[32]: element 128 → 1 */
+	T_OK(dequant_row(GGML_TYPE_Q2_K, b, y, 256));
+	T_NEAR(y[0], 1.0 * 3 * 2 - 0.5 * 2, 0);
+	T_NEAR(y[32], 1.0 * 1 * 3 - 0.5 * 1, 0);
+	T_NEAR(y[128], 5 * 1, 0);
+	T_NEAR(y[1], -0.5 * 2, 0); /* code 0: just the min */
+
+	c[1] = 0x3c;        /* d = 1.0 */
+	c[3] = 0x3c;        /* dmin = 1.0 */
+	c[4] = 2;           /* sub-block 0: scale 2 */
+	c[8] = 1;           /*              min 1 */
+	c[5] = 1;           /* sub-block 1: scale 1, min 0 */
+	c[15] = 0x21;       /* sub-block 7: scale 1, min 2 */
+	c[16] = 0x03;       /* qh[0]: 5th bit of element 0 (bit 0) and 32 (bit 1) */
+	c[16 + 31] = 0x80;  /* qh[31] bit 7: 5th bit of element 255 */
+	c[48] = 0x07;       /* qs[0]: element 0 low 7, element 32 low 0 */
+	c[48 + 127] = 0xf0; /* qs[127]: element 255 low 15 */
+	T_OK(dequant_row(GGML_TYPE_Q5_K, c, y, 256));
+	T_NEAR(y[0], 2 * (16 + 7) - 1, 0);
+	T_NEAR(y[32], 1 * 16 - 0, 0);
+	T_NEAR(y[255], 1 * 31 - 2, 0);
+}
+
+static void
+test_known_float_types(void)
+{
+	static const uint16_t h[4] = {0x3c00, 0xc000, 0x7bff, 0x0001};
+	static const uint16_t bf[3] = {0x3f80, 0xc0a0, 0x0000};
+	float f[2] = {1.5f, -0.25f}, y[4];
+
+	T_OK(dequant_row(GGML_TYPE_F16, h, y, 4));
+	T_NEAR(y[0], 1, 0);
+	T_NEAR(y[1], -2, 0);
+	T_NEAR(y[2], 65504, 0);
+	T_NEAR(y[3], ldexp(1, -24), 0); /* smallest subnormal */
+	T_OK(dequant_row(GGML_TYPE_BF16, bf, y, 3));
+	T_NEAR(y[0], 1, 0);
+	T_NEAR(y[1], -5, 0);
+	T_NEAR(y[2], 0, 0);
+	T_OK(dequant_row(GGML_TYPE_F32, f, y, 2));
+	T_NEAR(y[0], 1.5, 0);
+	T_NEAR(y[1], -0.25, 0);
+}
+
 /* Round trip: relative RMS error below @tol and every value finite. */
 static void
 round_trip(uint32_t type, double tol)
@@ -241,6 +297,8 @@ main(void)
 	T_RUN(test_known_q4_k);
 	T_RUN(test_known_q6_k_q3_k);
 	T_RUN(test_known_mxfp4_q4_1_q5);
+	T_RUN(test_known_q2_k_q5_k);
+	T_RUN(test_known_float_types);
 	T_RUN(test_round_trips);
 	T_RUN(test_matches_ggml);
 	return t_done();

@@ -5,12 +5,12 @@
  * llama.cpp's CPU attention does. The AVX2 kernel (F16C loads, eight partial
  * sums) and the scalar twin differ only in summation order.
  */
-#include "cpu.h"
-#include "fp16.h"
-
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
+
+#include "cpu.h"
+#include "fp16.h"
 
 static float
 kv_at(const struct cpu_attn *a, const uint8_t *base, uint64_t i)
