@@ -449,7 +449,7 @@ test_qdot_twins(void)
 	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
 	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
 	static float x[2048], w[2048], dx[2048], dw[2048];
-	static uint8_t wq[2048 * 2], xq[2048 * 2];
+	static uint8_t wq[2048 * 2], xq[2048 / 32 * 40];
 	struct rng r;
 
 	if (!cpu_has_avx2())
@@ -478,8 +478,22 @@ test_qdot_twins(void)
 						sum += a[i / 256].q[i % 256];
 					T_EQ(a[g / 16].bsums[g % 16], sum);
 				}
-			} else {
-				T_TRUE(cpu_dequant_row(GGML_TYPE_Q8_0, xq, dx, n, false));
+			} else { /* Q8_0's codes and scale, and the block code sums */
+				const struct cpu_q8b *a = (const struct cpu_q8b *)(const void *)xq;
+				uint8_t q8[34];
+				for (uint64_t b = 0; b < n / 32; b++) {
+					int sum = 0;
+					T_OK(quant_row(GGML_TYPE_Q8_0, x + 32 * b, q8, 32));
+					T_TRUE(memcmp(q8 + 2, a[b].q, 32) == 0);
+					T_TRUE(fp16_to_f32((uint16_t)(q8[0] | q8[1] << 8)) ==
+					       a[b].d);
+					for (int i = 0; i < 32; i++) {
+						dx[32 * b + (uint64_t)i] =
+						        a[b].d * (float)a[b].q[i];
+						sum += a[b].q[i];
+					}
+					T_EQ(a[b].s, sum);
+				}
 			}
 			double ref = 0, mag = 0, xerr = 0, xmax = 0;
 			for (uint64_t i = 0; i < n; i++) {

@@ -5,17 +5,17 @@
  * long-rope scaling, rope scaling in general; and the optional keys'
  * defaults. Each case is a synthesized tiny model rewritten with one change.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "ggml_type.h"
 #include "gguf.h"
 #include "gguf_write.h"
 #include "model.h"
 #include "synth.h"
 #include "t.h"
-
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 /* One change to a model: drop a key, set a string key, retype or reshape a tensor. */
 struct change {
@@ -133,12 +133,10 @@ test_unsupported_architecture(void)
 static void
 test_missing_keys(void)
 {
-	static const char *required[] = {"qwen2.embedding_length",
-	                                 "qwen2.block_count",
-	                                 "qwen2.attention.head_count",
-	                                 "qwen2.attention.layer_norm_rms_epsilon",
-	                                 "qwen2.context_length",
-	                                 "qwen2.feed_forward_length"};
+	static const char *required[] = {
+	        "qwen2.embedding_length",     "qwen2.block_count",
+	        "qwen2.attention.head_count", "qwen2.attention.layer_norm_rms_epsilon",
+	        "qwen2.context_length",       "qwen2.feed_forward_length"};
 
 	make_source("tiny-qwen2");
 	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)

@@ -102,7 +102,7 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	    (b->last = balloc(b, S * hp->n_embd * f)) == NULL ||
 	    (b->logits = balloc(b, S * hp->n_vocab * f)) == NULL ||
 	    (b->mm_scratch = balloc(b, th * b->max_ne0 * f)) == NULL ||
-	    (b->xq = balloc(b, (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 37)) == NULL ||
+	    (b->xq = balloc(b, (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 40)) == NULL ||
 	    (b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL ||
 	    (b->tok_seq = balloc(b, B * sizeof(uint32_t))) == NULL ||
 	    (b->tok_pos = balloc(b, B * sizeof(uint32_t))) == NULL)

@@ -19,7 +19,7 @@ struct be_model {
 	float *last;         /* [slots][n_embd] */
 	float *logits;       /* [slots][n_vocab] */
 	float *mm_scratch;   /* [threads][max_ne0] */
-	uint8_t *xq;   /* [max(B, slots)][max_ne0 / 32 · 37]: x quantized (Q8_0 or cpu_q8k) */
+	uint8_t *xq;   /* [max(B, slots)][max_ne0 / 32 · 40]: x quantized (cpu_q8b or cpu_q8k) */
 	float *scores; /* [threads][n_ctx] */
 	uint32_t *tok_seq, *tok_pos; /* [B] */
 	uint64_t weight_bytes, bytes_needed, bytes_used;

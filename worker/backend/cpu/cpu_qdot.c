@@ -15,8 +15,18 @@
 #include "ggml_type.h"
 #include "quant.h"
 
-/* A K-quant activation row fits in the space cpu_matmul's callers give (ne0/32 × 37 bytes). */
-_Static_assert(sizeof(struct cpu_q8k) <= 8 * 37, "cpu_q8k larger than 8 x 37 bytes");
+/* Activation rows fit in the space cpu_matmul's callers give (ne0/32 × 40 bytes). */
+_Static_assert(sizeof(struct cpu_q8k) <= 8 * 40, "cpu_q8k larger than 8 x 40 bytes");
+_Static_assert(sizeof(struct cpu_q8b) == 40, "cpu_q8b is not 40 bytes");
+
+static float
+scale16(const uint8_t *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return fp16_to_f32(h);
+}
 
 uint32_t
 cpu_qdot_act(uint32_t type)
@@ -46,7 +56,7 @@ cpu_act_row_bytes(uint32_t type, uint64_t n)
 {
 	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
 		return n / 256 * sizeof(struct cpu_q8k);
-	return n / 32 * 34;
+	return n / 32 * sizeof(struct cpu_q8b);
 }
 
 void
@@ -55,24 +65,35 @@ cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n)
 	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
 		cpu_quant_q8k(x, xq, n);
 	else
-		quant_row(GGML_TYPE_Q8_0, x, xq, n);
+		cpu_quant_q8b(x, xq, n);
 }
 
-static float
-scale16(const uint8_t *p)
+void
+cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n)
 {
-	uint16_t h;
+	uint8_t blk[34];
 
-	memcpy(&h, p, 2);
-	return fp16_to_f32(h);
+	for (uint64_t i = 0; i < n / 32; i++, x += 32, y++) {
+		quant_row(GGML_TYPE_Q8_0, x, blk, 32); /* exactly Q8_0's codes and F16 scale */
+		y->d = scale16(blk);
+		memcpy(y->q, blk + 2, 32);
+		y->s = 0;
+		for (int k = 0; k < 32; k++)
+			y->s += y->q[k];
+	}
 }
 
-/* The 32 signed codes of one weight block. */
+/*
+ * The 32 codes of one weight block: signed for Q8_0, unsigned (0..15, 0..31)
+ * for Q4_0/Q5_0, whose values are code - @off (8, 16); *@off is 0 for Q8_0.
+ */
 static void
-codes(uint32_t type, const uint8_t *b, int8_t *q)
+codes(uint32_t type, const uint8_t *b, int *q, int *off)
 {
+	*off = 0;
 	if (type == GGML_TYPE_Q8_0) {
-		memcpy(q, b + 2, 32);
+		for (int j = 0; j < 32; j++)
+			q[j] = (int8_t)b[2 + j];
 		return;
 	}
 	bool five = type == GGML_TYPE_Q5_0;
@@ -80,29 +101,36 @@ codes(uint32_t type, const uint8_t *b, int8_t *q)
 	uint32_t qh = 0;
 	if (five)
 		memcpy(&qh, b + 2, 4);
+	*off = five ? 16 : 8;
 	for (int j = 0; j < 16; j++) {
-		q[j] = (int8_t)(((qs[j] & 0xf) | (((qh >> j) & 1u) << 4)) - (five ? 16 : 8));
-		q[j + 16] =
-		        (int8_t)(((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4)) - (five ? 16 : 8));
+		q[j] = (int)((qs[j] & 0xfu) | (((qh >> j) & 1u) << 4));
+		q[j + 16] = (int)((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
 	}
 }
 
+/*
+ * Σ over blocks of dw·dx·Σ c·q, minus off · Σ dw·dx·s: the offset of Q4_0/Q5_0
+ * codes is taken out with the activation block's code sum s. The AVX2
+ * kernel accumulates the same two sums.
+ */
 static float
-qdot_q8_scalar(uint32_t type, const void *w, const void *xq, uint64_t n)
+qdot_q8_scalar(uint32_t type, const void *w, const struct cpu_q8b *x, uint64_t n)
 {
 	const struct ggml_type_info *t = ggml_type_get(type);
-	const uint8_t *wb = w, *xb = xq;
-	float sum = 0.0f;
-	int8_t q[32];
+	const uint8_t *wb = w;
+	float sum = 0.0f, corr = 0.0f;
+	int q[32], off = 0;
 
-	for (uint64_t i = 0; i < n / 32; i++, wb += t->block_bytes, xb += 34) {
+	for (uint64_t i = 0; i < n / 32; i++, wb += t->block_bytes, x++) {
 		int32_t s = 0;
-		codes(type, wb, q);
+		codes(type, wb, q, &off);
 		for (int k = 0; k < 32; k++)
-			s += (int32_t)q[k] * (int8_t)xb[2 + k];
-		sum += (float)s * (scale16(wb) * scale16(xb));
+			s += q[k] * x->q[k];
+		float dd = scale16(wb) * x->d;
+		sum += dd * (float)s;
+		corr += dd * (float)x->s;
 	}
-	return sum;
+	return sum - (float)off * corr;
 }
 
 __attribute__((target("avx2,fma,f16c"))) static __m256i
@@ -116,6 +144,7 @@ bits_to_bytes(uint32_t x)
 	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
+/* The 32 codes of one weight block, as codes() gives them. */
 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256i
 codes_avx2(uint32_t type, const uint8_t *b)
 {
@@ -131,42 +160,57 @@ codes_avx2(uint32_t type, const uint8_t *b)
 		memcpy(&qh, b + 2, 4);
 		c = _mm256_or_si256(c, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
 	}
-	return _mm256_sub_epi8(c, _mm256_set1_epi8(five ? 16 : 8));
+	return c;
 }
 
-/* One block: the eight int32 partial sums of code products, as floats, times both scales. */
-__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256
-block_avx2(uint32_t type, const uint8_t *wb, const uint8_t *xb, __m256 acc)
+struct qacc {
+	__m256 sum;
+	float corr;
+};
+
+/* One block into @a: dw·dx times the eight int32 partial sums of code products; dw·dx·s. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+block_avx2(uint32_t type, const uint8_t *wb, const struct cpu_q8b *x, struct qacc *a)
 {
-	__m256i a = codes_avx2(type, wb);
-	__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(xb + 2));
-	/* |a| · sign(a)·b: unsigned × signed bytes, pairs summed to int16, then int32 */
-	__m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(a, a), _mm256_sign_epi8(b, a));
+	__m256i c = codes_avx2(type, wb);
+	__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x->q);
+	__m256i p;
+	if (type == GGML_TYPE_Q8_0) /* |c| · sign(c)·b: unsigned × signed bytes */
+		p = _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(b, c));
+	else /* the codes are unsigned already */
+		p = _mm256_maddubs_epi16(c, b);
 	__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
-	uint16_t hw, hx;
+	uint16_t hw;
 	memcpy(&hw, wb, 2);
-	memcpy(&hx, xb, 2);
-	return _mm256_fmadd_ps(_mm256_set1_ps(_cvtsh_ss(hw) * _cvtsh_ss(hx)), s, acc);
+	float dd = _cvtsh_ss(hw) * x->d;
+	a->sum = _mm256_fmadd_ps(_mm256_set1_ps(dd), s, a->sum);
+	if (type != GGML_TYPE_Q8_0)
+		a->corr += dd * (float)x->s;
 }
 
 /* The loop for one weight type (a constant once inlined), two blocks per step. */
 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline float
-qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const uint8_t *xb, uint64_t nb)
+qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const struct cpu_q8b *x,
+          uint64_t nb)
 {
-	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	struct qacc a0 = {_mm256_setzero_ps(), 0.0f}, a1 = {_mm256_setzero_ps(), 0.0f};
 	uint64_t i = 0;
 
-	for (; i + 2 <= nb; i += 2, wb += 2 * block_bytes, xb += 68) {
-		acc0 = block_avx2(type, wb, xb, acc0);
-		acc1 = block_avx2(type, wb + block_bytes, xb + 34, acc1);
+	for (; i + 2 <= nb; i += 2, wb += 2 * block_bytes, x += 2) {
+		_mm_prefetch((const char *)wb + CPU_PREFETCH_AHEAD, _MM_HINT_T0);
+		_mm_prefetch((const char *)wb + CPU_PREFETCH_AHEAD + 2 * block_bytes - 1,
+		             _MM_HINT_T0);
+		block_avx2(type, wb, x, &a0);
+		block_avx2(type, wb + block_bytes, x + 1, &a1);
 	}
 	if (i < nb)
-		acc0 = block_avx2(type, wb, xb, acc0);
-	acc0 = _mm256_add_ps(acc0, acc1);
-	__m128 h = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
+		block_avx2(type, wb, x, &a0);
+	__m256 v = _mm256_add_ps(a0.sum, a1.sum);
+	__m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
 	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
 	h = _mm_add_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
+	float off = type == GGML_TYPE_Q8_0 ? 0.0f : type == GGML_TYPE_Q4_0 ? 8.0f : 16.0f;
+	return _mm_cvtss_f32(h) - off * (a0.corr + a1.corr);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static float

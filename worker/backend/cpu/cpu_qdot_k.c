@@ -61,6 +61,23 @@ k4_scale_min(const uint8_t *p, int j, int *sc, int *m)
 	}
 }
 
+/* All eight scales and minimums at once (what k4_scale_min gives for j = 0..7). */
+static void
+k4_unpack_all(const uint8_t *p, uint8_t *sc, uint8_t *m)
+{
+	uint32_t u[3], s0, s1, m0, m1;
+
+	memcpy(u, p, 12);
+	s0 = u[0] & 0x3f3f3f3fu;
+	m0 = u[1] & 0x3f3f3f3fu;
+	s1 = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);
+	m1 = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);
+	memcpy(sc, &s0, 4);
+	memcpy(sc + 4, &s1, 4);
+	memcpy(m, &m0, 4);
+	memcpy(m + 4, &m1, 4);
+}
+
 static float
 dot_k45_scalar(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five)
 {
@@ -142,16 +159,19 @@ dot_k45_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five)
 
 	for (uint64_t i = 0; i < nb; i++, b += five ? 176 : 144, x++) {
 		const uint8_t *qs = b + (five ? 48 : 16);
+		_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD, _MM_HINT_T0);
+		_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD + 64, _MM_HINT_T0);
+		_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD + 128, _MM_HINT_T0);
 		__m256i hb = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
 		                  : _mm256_setzero_si256();
 		__m256i sumi = _mm256_setzero_si256();
 		int32_t summ = 0;
+		uint8_t sc[8], m[8];
+		k4_unpack_all(b + 4, sc, m);
+		for (int j = 0; j < 8; j++)
+			summ += m[j] * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
 		for (int c = 0; c < 4; c++) {
-			int sc0, m0, sc1, m1;
-			k4_scale_min(b + 4, 2 * c, &sc0, &m0);
-			k4_scale_min(b + 4, 2 * c + 1, &sc1, &m1);
-			summ += m0 * (x->bsums[4 * c] + x->bsums[4 * c + 1]) +
-			        m1 * (x->bsums[4 * c + 2] + x->bsums[4 * c + 3]);
+			int sc0 = sc[2 * c], sc1 = sc[2 * c + 1];
 			__m256i raw =
 			        _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(raw, m4);
@@ -189,6 +209,8 @@ dot_q6k_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
 
 	for (uint64_t i = 0; i < nb; i++, b += 210, x++) {
 		__m256i sumi = _mm256_setzero_si256();
+		for (int l = 0; l < 210; l += 64)
+			_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD + l, _MM_HINT_T0);
 		int32_t off = 0;
 		for (int g = 0; g < 16; g++)
 			off += (int8_t)b[192 + g] * x->bsums[g];
