@@ -38,6 +38,14 @@ fp16_to_f32(uint16_t h)
 	return sign ? -v : v;
 }
 
+float
+fp16_load(const void *p)
+{
+	const uint8_t *b = p;
+
+	return fp16_to_f32((uint16_t)(b[0] | b[1] << 8));
+}
+
 uint16_t
 fp16_from_f32(float f)
 {

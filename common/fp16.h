@@ -15,6 +15,9 @@ float fp16_to_f32(uint16_t h);
 /* fp16_from_f32 - IEEE binary16 bits nearest to @f (ties to even). */
 uint16_t fp16_from_f32(float f);
 
+/* fp16_load - the float value of the binary16 stored little-endian at @p (any alignment). */
+float fp16_load(const void *p);
+
 /* bf16_to_f32 - the float value of bfloat16 bits @b. */
 float bf16_to_f32(uint16_t b);
 

@@ -34,10 +34,7 @@ quant_put_f16(uint8_t *b, float x)
 float
 quant_get_f16(const uint8_t *b)
 {
-	uint16_t h;
-
-	memcpy(&h, b, 2);
-	return fp16_to_f32(h);
+	return fp16_load(b);
 }
 
 int

@@ -137,7 +137,7 @@ cpu_dot_fn cpu_dot_select(bool allow_simd);
 /* cpu_dot_scalar - the portable dot product (8 partial sums, as the SIMD one keeps). */
 float cpu_dot_scalar(const float *a, const float *b, uint64_t n);
 
-/* cpu_has_avx2 - whether the AVX2/FMA kernels run on this CPU. */
+/* cpu_has_avx2 - whether the AVX2/FMA/F16C kernels run on this CPU. */
 bool cpu_has_avx2(void);
 
 /* ---- element-wise and attention ops ---- */

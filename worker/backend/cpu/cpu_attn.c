@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_avx2.h"
 #include "fp16.h"
 
 static float
@@ -59,10 +60,7 @@ score_avx2(const struct cpu_attn *a, const float *q, const uint8_t *k)
 
 	for (uint32_t i = 0; i < a->d; i += 8)
 		acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), load8(a, k + i * elem), acc);
-	__m128 h = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_add_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
+	return cpu_avx2_hsum(acc);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static void

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_avx2.h"
 #include "ggml_type.h"
 #include "quant.h"
 
@@ -64,18 +65,6 @@ q8_0(const uint8_t *b, float *y)
 	}
 }
 
-/* 32 bits of @x as 32 bytes: 0xff where the bit is set (byte i ← bit i). */
-__attribute__((target("avx2,fma,f16c"))) static __m256i
-bits_to_bytes(uint32_t x)
-{
-	const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-	                                       0x0101010101010101, 0x0000000000000000);
-	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
-
-	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
-}
-
 __attribute__((target("avx2,fma,f16c"))) static void
 q4_0_q5_0(const uint8_t *b, float *y, bool five)
 {
@@ -88,8 +77,8 @@ q4_0_q5_0(const uint8_t *b, float *y, bool five)
 	if (five) {
 		uint32_t qh;
 		memcpy(&qh, b + 2, 4);
-		codes = _mm256_or_si256(
-		        codes, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+		codes = _mm256_or_si256(codes, _mm256_and_si256(cpu_avx2_bits_to_bytes(qh),
+		                                                _mm256_set1_epi8(0x10)));
 	}
 	_mm256_storeu_si256((__m256i *)(void *)q, codes);
 	scale_codes(q, five ? 16 : 8, f16(b), y, 4);

@@ -1,16 +1,20 @@
 /*
  * cpu_matmul.c - matrix products over weights in their file format.
  *
- * Each weight row is dequantized once into a per-thread scratch row (in L1)
- * and dotted with every token of the batch, so prefill reads the weights
- * once for all its tokens and decode reads them once per step. Threads
- * split the output rows. The dot product is AVX2/FMA when the CPU has it
- * (chosen at run time), else scalar; both are tested against each other.
+ * For the integer-dot types (cpu_qdot_supported) the batch's activations are
+ * quantized once per product and each weight row is dotted with every token
+ * straight from the file's blocks; any other type has each row dequantized
+ * once into a per-thread scratch row (in L1) and dotted in float. Either way
+ * prefill reads the weights once for all its tokens and decode once per
+ * step. Threads split the output rows. Kernels are AVX2/FMA/F16C when the
+ * CPU has them (chosen at run time), else scalar; both are tested.
  */
+#include <cpuid.h>
 #include <immintrin.h>
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_avx2.h"
 #include "ggml_type.h"
 #include "gguf.h"
 #include "quant.h"
@@ -30,7 +34,7 @@ cpu_dot_scalar(const float *a, const float *b, uint64_t n)
 	return s;
 }
 
-__attribute__((target("avx2,fma"))) static float
+__attribute__((target("avx2,fma,f16c"))) static float
 dot_avx2(const float *a, const float *b, uint64_t n)
 {
 	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
@@ -43,11 +47,7 @@ dot_avx2(const float *a, const float *b, uint64_t n)
 	}
 	for (; i + 8 <= n; i += 8)
 		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-	acc0 = _mm256_add_ps(acc0, acc1);
-	__m128 h = _mm_add_ps(_mm256_castps256_ps128(acc0), _mm256_extractf128_ps(acc0, 1));
-	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_add_ss(h, _mm_movehdup_ps(h));
-	float s = _mm_cvtss_f32(h);
+	float s = cpu_avx2_hsum(_mm256_add_ps(acc0, acc1));
 	for (; i < n; i++)
 		s += a[i] * b[i];
 	return s;
@@ -56,7 +56,11 @@ dot_avx2(const float *a, const float *b, uint64_t n)
 bool
 cpu_has_avx2(void)
 {
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	unsigned a, b, c, d;
+
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return false;
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
 }
 
 cpu_dot_fn

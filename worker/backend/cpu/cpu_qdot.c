@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_avx2.h"
 #include "fp16.h"
 #include "ggml_type.h"
 #include "quant.h"
@@ -18,15 +19,6 @@
 /* Activation rows fit in the space cpu_matmul's callers give (ne0/32 × 40 bytes). */
 _Static_assert(sizeof(struct cpu_q8k) <= 8 * 40, "cpu_q8k larger than 8 x 40 bytes");
 _Static_assert(sizeof(struct cpu_q8b) == 40, "cpu_q8b is not 40 bytes");
-
-static float
-scale16(const uint8_t *p)
-{
-	uint16_t h;
-
-	memcpy(&h, p, 2);
-	return fp16_to_f32(h);
-}
 
 uint32_t
 cpu_qdot_act(uint32_t type)
@@ -75,7 +67,7 @@ cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n)
 
 	for (uint64_t i = 0; i < n / 32; i++, x += 32, y++) {
 		quant_row(GGML_TYPE_Q8_0, x, blk, 32); /* exactly Q8_0's codes and F16 scale */
-		y->d = scale16(blk);
+		y->d = fp16_load(blk);
 		memcpy(y->q, blk + 2, 32);
 		y->s = 0;
 		for (int k = 0; k < 32; k++)
@@ -126,22 +118,11 @@ qdot_q8_scalar(uint32_t type, const void *w, const struct cpu_q8b *x, uint64_t n
 		codes(type, wb, q, &off);
 		for (int k = 0; k < 32; k++)
 			s += q[k] * x->q[k];
-		float dd = scale16(wb) * x->d;
+		float dd = fp16_load(wb) * x->d;
 		sum += dd * (float)s;
 		corr += dd * (float)x->s;
 	}
 	return sum - (float)off * corr;
-}
-
-__attribute__((target("avx2,fma,f16c"))) static __m256i
-bits_to_bytes(uint32_t x)
-{
-	const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202,
-	                                       0x0101010101010101, 0x0000000000000000);
-	__m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x), shuf);
-
-	v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
-	return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
 /* The 32 codes of one weight block, as codes() gives them. */
@@ -158,7 +139,8 @@ codes_avx2(uint32_t type, const uint8_t *b)
 	if (five) {
 		uint32_t qh;
 		memcpy(&qh, b + 2, 4);
-		c = _mm256_or_si256(c, _mm256_and_si256(bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+		c = _mm256_or_si256(
+		        c, _mm256_and_si256(cpu_avx2_bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
 	}
 	return c;
 }
@@ -205,12 +187,8 @@ qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const struct c
 	}
 	if (i < nb)
 		block_avx2(type, wb, x, &a0);
-	__m256 v = _mm256_add_ps(a0.sum, a1.sum);
-	__m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_add_ss(h, _mm_movehdup_ps(h));
 	float off = type == GGML_TYPE_Q8_0 ? 0.0f : type == GGML_TYPE_Q4_0 ? 8.0f : 16.0f;
-	return _mm_cvtss_f32(h) - off * (a0.corr + a1.corr);
+	return cpu_avx2_hsum(_mm256_add_ps(a0.sum, a1.sum)) - off * (a0.corr + a1.corr);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static float

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_avx2.h"
 #include "fp16.h"
 #include "ggml_type.h"
 
@@ -37,15 +38,6 @@ cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n)
 			y->bsums[g] = (int16_t)s;
 		}
 	}
-}
-
-static float
-f16_at(const uint8_t *p)
-{
-	uint16_t h;
-
-	memcpy(&h, p, 2);
-	return fp16_to_f32(h);
 }
 
 /* The 6-bit scale and min of sub-block @j from the 12 packed bytes at @p. */
@@ -99,7 +91,7 @@ dot_k45_scalar(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five
 			sumi += sc * s;
 			summ += m * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
 		}
-		sum += x->d * (f16_at(b) * (float)sumi - f16_at(b + 2) * (float)summ);
+		sum += x->d * (fp16_load(b) * (float)sumi - fp16_load(b + 2) * (float)summ);
 	}
 	return sum;
 }
@@ -127,7 +119,7 @@ dot_q6k_scalar(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
 				}
 			}
 		}
-		sum += x->d * f16_at(b + 208) * (float)sumi;
+		sum += x->d * fp16_load(b + 208) * (float)sumi;
 	}
 	return sum;
 }
@@ -138,16 +130,6 @@ cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_
 	if (type == GGML_TYPE_Q6_K)
 		return dot_q6k_scalar(w, x, n / 256);
 	return dot_k45_scalar(w, x, n / 256, type == GGML_TYPE_Q5_K);
-}
-
-__attribute__((target("avx2,fma,f16c"))) static float
-hsum8(__m256 v)
-{
-	__m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-
-	h = _mm_add_ps(h, _mm_movehl_ps(h, h));
-	h = _mm_add_ss(h, _mm_movehdup_ps(h));
-	return _mm_cvtss_f32(h);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static float
@@ -194,11 +176,11 @@ dot_k45_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five)
 			                               _mm256_set1_epi16((short)sc1));
 			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
 		}
-		float dd = x->d * f16_at(b);
+		float dd = x->d * fp16_load(b);
 		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
-		mins += x->d * f16_at(b + 2) * (float)summ;
+		mins += x->d * fp16_load(b + 2) * (float)summ;
 	}
-	return hsum8(acc) - mins;
+	return cpu_avx2_hsum(acc) - mins;
 }
 
 __attribute__((target("avx2,fma,f16c"))) static float
@@ -248,10 +230,10 @@ dot_q6k_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
 			}
 		}
 		sumi = _mm256_sub_epi32(sumi, _mm256_setr_epi32(32 * off, 0, 0, 0, 0, 0, 0, 0));
-		float dd = x->d * f16_at(b + 208);
+		float dd = x->d * fp16_load(b + 208);
 		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
 	}
-	return hsum8(acc);
+	return cpu_avx2_hsum(acc);
 }
 
 float
