@@ -17,7 +17,8 @@ cpu_avx2_hsum(__m256 v)
 	return _mm_cvtss_f32(h);
 }
 
-/* cpu_avx2_bits_to_bytes - 32 bits of @x as 32 bytes: 0xff where the bit is set (byte i ← bit i). */
+/* cpu_avx2_bits_to_bytes - 32 bits of @x as 32 bytes: 0xff where the bit is set (byte i ← bit i).
+ */
 __attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256i
 cpu_avx2_bits_to_bytes(uint32_t x)
 {
