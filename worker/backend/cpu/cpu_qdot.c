@@ -1,11 +1,13 @@
 /*
  * cpu_qdot.c - integer dot products: which activation format goes with which
  * weight type, and the dots of Q8_0 / Q4_0 / Q5_0 weight rows with an
- * activation row quantized to Q8_0 (as llama.cpp computes them; the K-quant
- * dots are in cpu_qdot_k.c): per
- * 32-element block, the exact int32 sum of code products times the two
- * scales, accumulated in float. The AVX2 kernel and the scalar twin compute
- * the same integer sums; only the float accumulation order differs.
+ * activation row quantized as Q8_0 (struct cpu_q8b), as llama.cpp computes
+ * them; the K-quant dots are in cpu_qdot_k.c. Per 32-element block: the
+ * exact int32 sum of code products times the two scales, accumulated in
+ * float; Q4_0/Q5_0 codes stay unsigned and their offset is removed with the
+ * activation block's code sum. The AVX2 kernel (which prefetches the weight
+ * stream) and the scalar twin compute the same integer sums; only the float
+ * accumulation order differs.
  */
 #include <immintrin.h>
 #include <string.h>
