@@ -37,7 +37,7 @@ test-asan:
 # libFuzzer (clang): FUZZ_SECONDS per target; 'make fuzz-smoke' is the short CI run.
 fuzz:
 	CC=clang cmake -S . -B $(FUZZ_BUILD) -DORCH_FUZZ=ON -DORCH_CUDA=OFF -DBUILD_TESTING=OFF
-	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target gguf_fuzz tok_fuzz jinja_fuzz
+	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
 	scripts/fuzz.sh "$(FUZZ_BUILD)" $(FUZZ_SECONDS)
 
 fuzz-smoke:

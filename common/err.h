@@ -52,10 +52,14 @@ enum orch_err {
 	ORCH_EINTERNAL = 30,
 	ORCH_ETEMPLATE = 31,       /* chat template syntax or runtime error */
 	ORCH_ETEMPLATE_RAISE = 32, /* the template called raise_exception() */
+	/* the supervisor ↔ worker channel (ipc/) */
+	ORCH_EAGAIN = 33,  /* no message within the timeout */
+	ORCH_EPROTO = 34,  /* a malformed, oversized or incompatible message */
+	ORCH_ECLOSED = 35, /* the channel is closed */
 };
 typedef enum orch_err orch_err;
 
-#define ORCH_ERR_COUNT 33
+#define ORCH_ERR_COUNT 36
 
 /* Detail for a failure, filled by orch_errf(). Callers that do not care pass NULL. */
 struct orch_errinfo {

@@ -9,6 +9,8 @@ pkgs=(
 	clang-format                         # format check in 'make test'
 	libcjson-dev                         # JSON output (orchctl --json)
 	libpcre2-dev                         # tokenizer pre-tokenizer regexes
+	libnng-dev                           # supervisor <-> worker channel (ipc/)
+	libprotobuf-c-dev protobuf-c-compiler # its messages (proto/orch.proto)
 	python3                              # JSON checks in tests/integration
 )
 

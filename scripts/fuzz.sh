@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuzz.sh BUILD SECONDS - run every libFuzzer target (gguf, tok, jinja) for SECONDS each, from a
+# fuzz.sh BUILD SECONDS - run every libFuzzer target (gguf, tok, jinja, envelope) for SECONDS each, from a
 # copy of its stored corpus. New crashes land in tests/fuzz/crashes/; copy
 # each into tests/fuzz/corpus/<target>/ once fixed so replay keeps it fixed.
 set -euo pipefail
@@ -8,7 +8,9 @@ seconds=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$root/tests/fuzz/crashes"
 export ORCH_TESTDATA=${ORCH_TESTDATA:-$root/../shared/testdata}
-for target in gguf tok jinja; do
+targets=(gguf tok jinja)
+[[ -x $build/bin/envelope_fuzz ]] && targets+=(envelope)
+for target in "${targets[@]}"; do
 	work=$(mktemp -d)
 	cp "$root/tests/fuzz/corpus/$target/"* "$work/"
 	# The real chat templates seed the template fuzzer (used by path, not copied in).

@@ -1,0 +1,173 @@
+/*
+ * ipc_check.c - what a valid envelope is: a body set, and each message's
+ * fields in range. Both sides run it on every message they send and
+ * receive, so neither ever acts on a value it would have to re-check.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "ipc.h"
+
+static const char *const body_names[] = {
+        [ORCH__ENVELOPE__BODY__NOT_SET] = "none",
+        [ORCH__ENVELOPE__BODY_HELLO] = "hello",
+        [ORCH__ENVELOPE__BODY_LOAD_PROGRESS] = "load_progress",
+        [ORCH__ENVELOPE__BODY_READY] = "ready",
+        [ORCH__ENVELOPE__BODY_HEARTBEAT] = "heartbeat",
+        [ORCH__ENVELOPE__BODY_SUBMIT] = "submit",
+        [ORCH__ENVELOPE__BODY_STARTED] = "started",
+        [ORCH__ENVELOPE__BODY_TOKEN_BATCH] = "token_batch",
+        [ORCH__ENVELOPE__BODY_END] = "end",
+        [ORCH__ENVELOPE__BODY_ERROR] = "error",
+        [ORCH__ENVELOPE__BODY_CANCEL] = "cancel",
+        [ORCH__ENVELOPE__BODY_DRAIN] = "drain",
+        [ORCH__ENVELOPE__BODY_SHUTDOWN] = "shutdown",
+};
+
+const char *
+ipc_body_name(Orch__Envelope__BodyCase body)
+{
+	if ((unsigned)body >= sizeof(body_names) / sizeof(body_names[0]) ||
+	    body_names[body] == NULL)
+		return "unknown";
+	return body_names[body];
+}
+
+static orch_err
+bad(struct orch_errinfo *reterr, const char *body, const char *why)
+{
+	return orch_errf(reterr, ORCH_EPROTO, "ipc: invalid %s: %s", body, why);
+}
+
+static bool
+in_range(float x, float lo, float hi)
+{
+	return isfinite(x) && x >= lo && x <= hi;
+}
+
+static orch_err
+check_sampling(const Orch__SamplingParams *p, struct orch_errinfo *reterr)
+{
+	if (p == NULL)
+		return ORCH_OK; /* the worker's defaults */
+	if (!in_range(p->temperature, 0.0f, 2.0f))
+		return bad(reterr, "submit", "temperature must be in [0, 2]");
+	if (!in_range(p->top_p, 0.0f, 1.0f))
+		return bad(reterr, "submit", "top_p must be in [0, 1]");
+	if (!in_range(p->min_p, 0.0f, 1.0f))
+		return bad(reterr, "submit", "min_p must be in [0, 1]");
+	if (!in_range(p->repeat_penalty, 0.0f, 10.0f))
+		return bad(reterr, "submit", "repeat_penalty must be in [0, 10]");
+	return ORCH_OK;
+}
+
+static orch_err
+check_submit(const Orch__Submit *s, struct orch_errinfo *reterr)
+{
+	if (s->job_id == 0)
+		return bad(reterr, "submit", "job_id is 0");
+	if (s->chat && s->n_messages == 0)
+		return bad(reterr, "submit", "a chat job without messages");
+	if (!s->chat && s->n_messages != 0)
+		return bad(reterr, "submit", "messages in a job that is not chat");
+	if (s->n_messages > IPC_MAX_MESSAGES)
+		return bad(reterr, "submit", "too many messages");
+	for (size_t i = 0; i < s->n_messages; i++)
+		if (s->messages[i] == NULL || s->messages[i]->role == NULL ||
+		    s->messages[i]->role[0] == '\0')
+			return bad(reterr, "submit", "a message without a role");
+	if (s->n_stop > IPC_MAX_STOPS)
+		return bad(reterr, "submit", "more than 16 stop strings");
+	for (size_t i = 0; i < s->n_stop; i++) {
+		size_t n = s->stop[i] ? strlen(s->stop[i]) : 0;
+		if (n == 0 || n > IPC_MAX_STOP_BYTES)
+			return bad(reterr, "submit", "a stop string is empty or over 256 bytes");
+	}
+	return check_sampling(s->sampling, reterr);
+}
+
+static orch_err
+check_batch(const Orch__TokenBatch *b, struct orch_errinfo *reterr)
+{
+	if (b->n_tokens > IPC_MAX_BATCH)
+		return bad(reterr, "token_batch", "too many entries");
+	for (size_t i = 0; i < b->n_tokens; i++)
+		if (b->tokens[i] == NULL || b->tokens[i]->job_id == 0 ||
+		    b->tokens[i]->token_id < -1)
+			return bad(reterr, "token_batch",
+			           "an entry with job_id 0 or a bad token id");
+	return ORCH_OK;
+}
+
+static bool
+error_code_known(long code)
+{
+	return code > ORCH__ERROR_CODE__ERROR_CODE_UNSPECIFIED &&
+	       code <= ORCH__ERROR_CODE__INTERNAL;
+}
+
+orch_err
+ipc_check(const Orch__Envelope *env, struct orch_errinfo *reterr)
+{
+	const char *name = ipc_body_name(env->body_case);
+
+	/* the oneof's members share one pointer; NULL only from a caller's bug */
+	if (env->body_case != ORCH__ENVELOPE__BODY__NOT_SET && env->hello == NULL)
+		return bad(reterr, name, "body case set without a body");
+	switch (env->body_case) {
+	case ORCH__ENVELOPE__BODY_HELLO:
+		if (env->hello->protocol_version == 0)
+			return bad(reterr, name, "protocol_version is 0");
+		return ORCH_OK;
+	case ORCH__ENVELOPE__BODY_LOAD_PROGRESS:
+		if (env->load_progress->percent > 100 ||
+		    env->load_progress->bytes_done > env->load_progress->bytes_total)
+			return bad(reterr, name, "percent over 100 or bytes_done over bytes_total");
+		return ORCH_OK;
+	case ORCH__ENVELOPE__BODY_READY:
+		if (env->ready->slots == 0 || env->ready->context_length == 0 ||
+		    env->ready->vocab_size == 0)
+			return bad(reterr, name, "slots, context_length or vocab_size is 0");
+		return ORCH_OK;
+	case ORCH__ENVELOPE__BODY_HEARTBEAT:
+		if (env->heartbeat->slots_busy > env->heartbeat->slots_total ||
+		    env->heartbeat->kv_cells_used > env->heartbeat->kv_cells_total)
+			return bad(reterr, name, "more slots or KV cells in use than exist");
+		return ORCH_OK;
+	case ORCH__ENVELOPE__BODY_SUBMIT:
+		return check_submit(env->submit, reterr);
+	case ORCH__ENVELOPE__BODY_STARTED:
+		return env->started->job_id ? ORCH_OK : bad(reterr, name, "job_id is 0");
+	case ORCH__ENVELOPE__BODY_TOKEN_BATCH:
+		return check_batch(env->token_batch, reterr);
+	case ORCH__ENVELOPE__BODY_END:
+		if (env->end->job_id == 0)
+			return bad(reterr, name, "job_id is 0");
+		if (env->end->finish_reason == ORCH__FINISH_REASON__FINISH_UNSPECIFIED ||
+		    env->end->finish_reason > ORCH__FINISH_REASON__FINISH_EOS)
+			return bad(reterr, name, "unknown finish_reason");
+		return ORCH_OK;
+	case ORCH__ENVELOPE__BODY_ERROR:
+		if (!error_code_known((long)env->error->code))
+			return bad(reterr, name, "unknown error code");
+		return ORCH_OK;
+	case ORCH__ENVELOPE__BODY_CANCEL:
+		return env->cancel->job_id ? ORCH_OK : bad(reterr, name, "job_id is 0");
+	case ORCH__ENVELOPE__BODY_DRAIN:
+	case ORCH__ENVELOPE__BODY_SHUTDOWN:
+		return ORCH_OK;
+	default:
+		return orch_errf(reterr, ORCH_EPROTO, "ipc: envelope without a known body");
+	}
+}
+
+orch_err
+ipc_check_hello(const Orch__Hello *h, struct orch_errinfo *reterr)
+{
+	if (h->protocol_version != IPC_PROTOCOL_VERSION)
+		return orch_errf(reterr, ORCH_EPROTO,
+		                 "ipc: peer %s speaks protocol version %u, this build speaks %u",
+		                 h->worker_id ? h->worker_id : "?", h->protocol_version,
+		                 IPC_PROTOCOL_VERSION);
+	return ORCH_OK;
+}
