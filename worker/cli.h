@@ -13,6 +13,9 @@ int cli_detokenize(int argc, char **argv);
 /* cli_chat_template - "chat-template (--model FILE | --template FILE) --messages FILE ...". */
 int cli_chat_template(int argc, char **argv);
 
+/* cli_serve - "serve --endpoint URL --model FILE ...": the worker process (serve.h). */
+int cli_serve(int argc, char **argv);
+
 /* cli_run - "run --model FILE (--prompt T | --prompt-file F) [...]": one-shot generation. */
 int cli_run(int argc, char **argv);
 

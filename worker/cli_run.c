@@ -17,12 +17,11 @@
 
 #include "alloc.h"
 #include "backend.h"
-#include "chat.h"
 #include "cli.h"
 #include "gguf.h"
-#include "jinja.h"
 #include "model.h"
 #include "parse.h"
+#include "prompt.h"
 #include "readfile.h"
 #include "scheduler.h"
 #include "tokenizer.h"
@@ -128,41 +127,6 @@ progress(void *ctx, uint64_t done, uint64_t total)
 	        pct);
 	if (pct == 100 && isatty(STDERR_FILENO))
 		fputc('\n', stderr);
-}
-
-/* --chat: the prompt as one user message in the model's template. */
-static char *
-chat_prompt(const struct gguf_file *f, const struct tok *t, const char *text, size_t *ret_n)
-{
-	struct jinja_tmpl *tmpl = NULL;
-	struct orch_errinfo e = {0};
-	struct sbuf out = {0};
-	bool fallback;
-	cJSON *vars = cJSON_CreateObject(), *msgs = cJSON_AddArrayToObject(vars, "messages");
-	cJSON *m = cJSON_CreateObject();
-	size_t n;
-
-	cJSON_AddStringToObject(m, "role", "user");
-	cJSON_AddStringToObject(m, "content", text);
-	cJSON_AddItemToArray(msgs, m);
-	cJSON_AddBoolToObject(vars, "add_generation_prompt", true);
-	const char *bos = tok_text(t, tok_bos(t), &n);
-	char *b = bos ? strndup(bos, n) : NULL, *eos_s;
-	cJSON_AddStringToObject(vars, "bos_token", b ? b : "");
-	const char *eos = tok_text(t, tok_eos(t), &n);
-	eos_s = eos ? strndup(eos, n) : NULL;
-	cJSON_AddStringToObject(vars, "eos_token", eos_s ? eos_s : "");
-	free(b);
-	free(eos_s);
-	if (chat_template_from_gguf(f, &tmpl, &fallback, &e) != ORCH_OK ||
-	    jinja_render(tmpl, vars, NULL, &out, &e) != ORCH_OK) {
-		fprintf(stderr, "orch-worker: chat template: %s\n", e.msg);
-		sbuf_fini(&out);
-		out.oom = true;
-	}
-	jinja_free(tmpl);
-	cJSON_Delete(vars);
-	return sbuf_take(&out, ret_n);
 }
 
 static bool
@@ -320,24 +284,13 @@ prompt_ids(const struct run_opts *o, const struct gguf_file *f, const struct tok
 {
 	char *text = NULL;
 	size_t n = o->prompt ? strlen(o->prompt) : 0;
-	unsigned flags = TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL;
-	orch_err rv = ORCH_OK;
+	orch_err rv;
 
 	if (o->prompt_file && (rv = orch_read_file(o->prompt_file, 64u << 20, &text, &n, e)))
 		return rv;
 	const char *src = text ? text : o->prompt;
-	if (o->chat) {
-		char *wrapped = chat_prompt(f, t, src, &n);
-		size_t bl;
-		const char *bos = tok_text(t, tok_bos(t), &bl);
-		orch_free(text);
-		if ((text = wrapped) == NULL)
-			return orch_errf(e, ORCH_ETEMPLATE, "chat template failed");
-		if (bos != NULL && n >= bl && memcmp(text, bos, bl) == 0)
-			flags = TOK_PARSE_SPECIAL; /* the template wrote BOS itself */
-		src = text;
-	}
-	rv = tok_encode(t, src, n, flags, ids);
+	struct prompt_msg user = {"user", src};
+	rv = prompt_encode(f, t, src, n, o->chat ? &user : NULL, o->chat ? 1 : 0, ids, e);
 	orch_free(text);
 	return rv;
 }

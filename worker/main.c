@@ -1,7 +1,7 @@
 /*
- * orch-worker - one process per (GPU, model). The serving loop arrives with
- * the worker issue; today it runs one-shot generation and the tokenizer and
- * chat-template tools.
+ * orch-worker - one process per (GPU, model): "serve" speaks the protocol
+ * to orchd (docs/protocol.md); "run" is one-shot generation; the rest are
+ * the tokenizer and chat-template tools.
  */
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +13,10 @@ static const struct {
 	int (*run)(int argc, char **argv);
 	const char *help;
 } commands[] = {
+#ifdef ORCH_HAVE_IPC
+        {"serve", cli_serve,
+         "serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID [--slots N] [--context N] [--threads N] [--heartbeat-ms N] [--supervisor-timeout-ms N] [--chunk N]"},
+#endif
         {"run", cli_run,
          "run --model FILE [--device cpu] (--prompt T | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32]"},
         {"tokenize", cli_tokenize,

@@ -319,6 +319,19 @@ sched_step(struct sched *s)
 	}
 }
 
+void
+sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells)
+{
+	*busy = 0;
+	*kv_cells = 0;
+	for (uint32_t i = 0; i < s->cfg.slots; i++) {
+		if (s->slots[i] == NULL)
+			continue;
+		(*busy)++;
+		*kv_cells += s->slots[i]->fed;
+	}
+}
+
 bool
 sched_idle(const struct sched *s)
 {

@@ -95,5 +95,8 @@ void sched_cancel(struct sched *s, uint64_t id);
 /* sched_step - one forward step (nothing when idle). Backend errors end the step's jobs. */
 void sched_step(struct sched *s);
 
+/* sched_usage - running jobs (slots in use) and the KV cells they fill. */
+void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
+
 /* sched_idle - no job is waiting or running. */
 bool sched_idle(const struct sched *s);
