@@ -474,25 +474,26 @@ loop(struct serve *sv)
 
 /* ---- start-up ---- */
 
+/* LoadProgress at every multiple of 5 % the load crosses (so 0, 25, 50, 75, 100 always appear). */
 static void
 progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct serve *sv = ctx;
 	int pct = total ? (int)(100 * done / total) : 100;
 
-	if (pct / 5 == sv->last_pct / 5)
-		return;
-	sv->last_pct = pct;
-	Orch__Envelope env = ORCH__ENVELOPE__INIT;
-	Orch__LoadProgress lp = ORCH__LOAD_PROGRESS__INIT;
-	lp.percent = (uint32_t)pct;
-	lp.bytes_done = done;
-	lp.bytes_total = total;
-	env.body_case = ORCH__ENVELOPE__BODY_LOAD_PROGRESS;
-	env.load_progress = &lp;
-	send_env(sv, &env);
-	orch_log(ORCH_LOG_INFO, "model_load_progress", "percent=%d bytes=%llu", pct,
-	         (unsigned long long)done);
+	for (int p = (sv->last_pct / 5 + 1) * 5; p <= pct; p += 5) {
+		Orch__Envelope env = ORCH__ENVELOPE__INIT;
+		Orch__LoadProgress lp = ORCH__LOAD_PROGRESS__INIT;
+		lp.percent = (uint32_t)p;
+		lp.bytes_done = done;
+		lp.bytes_total = total;
+		env.body_case = ORCH__ENVELOPE__BODY_LOAD_PROGRESS;
+		env.load_progress = &lp;
+		send_env(sv, &env);
+		orch_log(ORCH_LOG_INFO, "model_load_progress", "percent=%d bytes=%llu", p,
+		         (unsigned long long)done);
+		sv->last_pct = p;
+	}
 }
 
 static void
@@ -604,7 +605,7 @@ teardown(struct serve *sv)
 int
 serve_run(const struct serve_opts *o)
 {
-	struct serve sv = {.o = o, .last_pct = -5};
+	struct serve sv = {.o = o, .last_pct = -5}; /* -5: 0 % is the first mark */
 	struct orch_errinfo e = {0};
 	struct sigaction sa = {0};
 	int rc = 1;
