@@ -72,6 +72,9 @@ struct serve {
 	uint64_t steps;
 	bool draining, degraded;
 	int last_pct;
+	/* ORCH_FAULT_ADMIT="JOB:N" (test builds): allocation N admitting job JOB fails */
+	uint64_t fault_job;
+	long fault_n;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -251,40 +254,36 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 
 /* ---- incoming messages ---- */
 
-static void
-submit(struct serve *sv, const Orch__Submit *m)
+/*
+ * Admit @m as a new job in *@ret: tokenize, copy its parameters, hand it to
+ * the scheduler. On failure everything it allocated is freed, and the code
+ * is the wire one to answer with (VRAM_OOM for any allocation failure).
+ */
+static orch_err
+admit(struct serve *sv, const Orch__Submit *m, struct job **ret, struct orch_errinfo *e)
 {
-	struct orch_errinfo e = {0};
 	struct prompt_msg msgs[64];
 	struct job *j;
 	orch_err rv;
 
-	if (sv->draining || stop_signal)
-		return send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker is draining");
-	if (find_job(sv, m->job_id) != NULL)
-		return send_error(sv, m->job_id, ORCH_EINVAL, "job_id is already in use");
-	if (sv->n_jobs >= sv->max_jobs)
-		return send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker's queue is full");
+	*ret = NULL;
 	if (m->n_messages > sizeof(msgs) / sizeof(msgs[0]))
-		return send_error(sv, m->job_id, ORCH_EINVAL, "more than 64 chat messages");
-	if ((j = orch_calloc(1, sizeof(*j))) == NULL) {
-		sv->degraded = true;
-		return send_error(sv, m->job_id, ORCH_EVRAM, "out of memory admitting the job");
-	}
+		return orch_errf(e, ORCH_EINVAL, "more than 64 chat messages");
+	if ((j = orch_calloc(1, sizeof(*j))) == NULL)
+		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	j->sv = sv;
 	for (size_t i = 0; i < m->n_messages; i++)
 		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content};
 	rv = prompt_encode(sv->f, sv->t, m->prompt, strlen(m->prompt), msgs, m->n_messages, &j->ids,
-	                   &e);
+	                   e);
 	if (rv != ORCH_OK) {
+		tok_ids_fini(&j->ids);
 		orch_free(j);
-		if (rv == ORCH_ENOMEM)
-			sv->degraded = true;
-		return send_error(sv, m->job_id,
-		                  rv == ORCH_ENOMEM                                    ? ORCH_EVRAM
-		                  : rv == ORCH_ETEMPLATE || rv == ORCH_ETEMPLATE_RAISE ? ORCH_EINVAL
-		                                                                       : rv,
-		                  e.msg);
+		if (rv == ORCH_ETEMPLATE || rv == ORCH_ETEMPLATE_RAISE)
+			return orch_errf(e, ORCH_EINVAL, "%s", e->msg);
+		return rv == ORCH_ENOMEM
+		               ? orch_errf(e, ORCH_EVRAM, "out of memory admitting the job")
+		               : rv;
 	}
 	j->sj.id = m->job_id;
 	j->sj.prompt = j->ids.v;
@@ -299,18 +298,11 @@ submit(struct serve *sv, const Orch__Submit *m)
 		j->sj.sp.repeat_penalty = p->repeat_penalty;
 		if (p->repeat_last_n)
 			j->sj.sp.repeat_last_n = p->repeat_last_n;
-		if (p->has_seed)
-			j->sj.sp.seed = p->seed;
 	}
-	if (m->sampling == NULL || !m->sampling->has_seed)
-		j->sj.sp.seed = samp_random_seed();
+	j->sj.sp.seed =
+	        m->sampling && m->sampling->has_seed ? m->sampling->seed : samp_random_seed();
 	uint32_t room = j->sj.n_prompt < sv->n_ctx ? sv->n_ctx - j->sj.n_prompt : 0;
 	j->sj.max_tokens = m->max_tokens == 0 || m->max_tokens > room ? room : m->max_tokens;
-	for (size_t i = 0; i < m->n_stop; i++) {
-		if ((j->stops[i] = orch_strndup(m->stop[i], strlen(m->stop[i]))) == NULL)
-			break;
-		j->sj.n_stops++;
-	}
 	j->sj.stops = (const char *const *)j->stops;
 	j->sj.ops = &job_ops;
 	j->sj.ctx = j;
@@ -318,19 +310,52 @@ submit(struct serve *sv, const Orch__Submit *m)
 	j->next = sv->jobs;
 	sv->jobs = j;
 	sv->n_jobs++;
-	if (j->sj.n_stops != m->n_stop || (rv = sched_submit(sv->s, &j->sj, &e)) != ORCH_OK) {
-		if (j->sj.n_stops != m->n_stop)
-			rv = ORCH_ENOMEM;
-		if (rv == ORCH_ENOMEM)
-			sv->degraded = true;
+	for (size_t i = 0; i < m->n_stop; i++) {
+		if ((j->stops[i] = orch_strndup(m->stop[i], strlen(m->stop[i]))) == NULL) {
+			job_free(sv, j);
+			return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
+		}
+		j->sj.n_stops++;
+	}
+	if ((rv = sched_submit(sv->s, &j->sj, e)) != ORCH_OK) {
 		job_free(sv, j);
-		return send_error(sv, m->job_id, rv == ORCH_ENOMEM ? ORCH_EVRAM : rv,
-		                  rv == ORCH_ENOMEM ? "out of memory admitting the job" : e.msg);
+		return rv == ORCH_ENOMEM
+		               ? orch_errf(e, ORCH_EVRAM, "out of memory admitting the job")
+		               : rv;
+	}
+	*ret = j;
+	return ORCH_OK;
+}
+
+static void
+submit(struct serve *sv, const Orch__Submit *m)
+{
+	struct orch_errinfo e = {0};
+	struct job *j = NULL;
+	bool inject = sv->fault_job != 0 && m->job_id == sv->fault_job;
+
+	if (sv->draining || stop_signal)
+		return send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker is draining");
+	if (find_job(sv, m->job_id) != NULL)
+		return send_error(sv, m->job_id, ORCH_EINVAL, "job_id is already in use");
+	if (sv->n_jobs >= sv->max_jobs)
+		return send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker's queue is full");
+	if (inject) /* test builds: allocation fault_n of this admission fails */
+		alloc_fail_after(sv->fault_n, 1);
+	orch_err rv = admit(sv, m, &j, &e);
+	if (inject)
+		alloc_fail_after(-1, 0);
+	if (rv != ORCH_OK || j == NULL) {
+		if (rv == ORCH_EVRAM)
+			sv->degraded = true;
+		orch_log(ORCH_LOG_WARNING, "job_refused", "job=%llu err=%s msg=\"%s\"",
+		         (unsigned long long)m->job_id, orch_err_wire(rv), e.msg);
+		return send_error(sv, m->job_id, rv, e.msg);
 	}
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Started st = ORCH__STARTED__INIT;
 	st.job_id = m->job_id;
-	st.prompt_tokens = (uint32_t)j->ids.n;
+	st.prompt_tokens = j->sj.n_prompt;
 	st.seed = j->sj.sp.seed;
 	env.body_case = ORCH__ENVELOPE__BODY_STARTED;
 	env.started = &st;
@@ -610,6 +635,12 @@ serve_run(const struct serve_opts *o)
 	struct sigaction sa = {0};
 	int rc = 1;
 
+	const char *fault = getenv("ORCH_FAULT_ADMIT");
+	if (fault != NULL) {
+		unsigned long long job = 0;
+		if (sscanf(fault, "%llu:%ld", &job, &sv.fault_n) == 2 && sv.fault_n >= 0)
+			sv.fault_job = job;
+	}
 	sa.sa_handler = on_sigterm;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);

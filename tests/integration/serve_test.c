@@ -459,6 +459,55 @@ test_load_failure(void)
 	ipc_close(c);
 }
 
+/*
+ * An allocation failure while admitting a job (ORCH_FAULT_ADMIT=JOB:N makes
+ * allocation N of job JOB's admission fail) fails that job with VRAM_OOM,
+ * frees what it had (ASan checks at exit), marks the next heartbeat
+ * degraded, and the next job runs. N walks every allocation of admission.
+ */
+static void
+test_alloc_failure(void)
+{
+	bool succeeded = false;
+
+	for (int n = 0; n < 64 && !succeeded; n++) {
+		char fault[32];
+		struct ipc_chan *c = NULL;
+		pid_t pid = 0;
+		snprintf(fault, sizeof(fault), "77:%d", n);
+		setenv("ORCH_FAULT_ADMIT", fault, 1);
+		start(&c, &pid);
+		unsetenv("ORCH_FAULT_ADMIT");
+		struct job_out jobs[2] = {{.id = 77}, {.id = 78}};
+		submit(c, 77, p_once, 0.0f, 1, 8);
+		run_until_ended(c, jobs, 1, NULL);
+		if (jobs[0].error_code == 0) {
+			succeeded = true; /* n is past the last allocation admission makes */
+			T_EQ(jobs[0].n, 8);
+		} else {
+			T_EQ(jobs[0].error_code, ORCH__ERROR_CODE__VRAM_OOM);
+			bool degraded = false;
+			for (int k = 0; k < 200 && !degraded; k++) {
+				Orch__Envelope *env = NULL;
+				if (ipc_recv(c, 10, &env, NULL) != ORCH_OK)
+					continue;
+				degraded = env->body_case == ORCH__ENVELOPE__BODY_HEARTBEAT &&
+				           env->heartbeat->degraded;
+				ipc_envelope_free(env);
+			}
+			T_TRUE(degraded);
+		}
+		submit(c, 78, p_once, 0.0f, 1, 8);
+		run_until_ended(c, &jobs[1], 1, NULL);
+		T_EQ(jobs[1].error_code, 0);
+		T_EQ(jobs[1].n, 8);
+		stop(c, pid);
+		if (t_failed_checks)
+			return;
+	}
+	T_TRUE(succeeded);
+}
+
 /* SIGKILL of the worker's parent makes the worker exit. */
 static void
 test_parent_death(void)
@@ -515,6 +564,7 @@ main(void)
 	T_RUN(test_drain);
 	T_RUN(test_shutdown);
 	T_RUN(test_load_failure);
+	T_RUN(test_alloc_failure);
 	T_RUN(test_parent_death);
 	unlink(url + strlen("ipc://"));
 	return t_done();
