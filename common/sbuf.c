@@ -79,6 +79,15 @@ sbuf_err(const struct sbuf *b)
 }
 
 void
+sbuf_clear(struct sbuf *b)
+{
+	b->n = 0;
+	b->oom = false;
+	if (b->p != NULL)
+		b->p[0] = '\0';
+}
+
+void
 sbuf_fini(struct sbuf *b)
 {
 	orch_free(b->p);

@@ -23,6 +23,9 @@ void sbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(pri
 /* sbuf_err - ORCH_ENOMEM if any append failed, else ORCH_OK. */
 orch_err sbuf_err(const struct sbuf *b);
 
+/* sbuf_clear - empty the string and forget a failure, keeping the memory for reuse. */
+void sbuf_clear(struct sbuf *b);
+
 /* sbuf_fini - free and reset; the struct may be reused. */
 void sbuf_fini(struct sbuf *b);
 

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "model.h"
 #include "prompt.h"
+#include "sbuf.h"
 #include "scheduler.h"
 #include "tokenizer.h"
 
@@ -65,7 +66,8 @@ struct serve {
 	/* this step's output */
 	Orch__TokenEntry *entries;
 	Orch__TokenEntry **entry_ptrs;
-	char **texts;
+	size_t *text_off; /* each entry's text in @text */
+	struct sbuf text; /* the step's texts, NUL-separated; reused step after step */
 	uint32_t n_entries, cap_entries;
 	struct ending *endings;
 	uint32_t n_endings;
@@ -145,20 +147,23 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 
 	if (sv->n_entries == sv->cap_entries)
 		return; /* cannot happen: the capacity is two per live job */
-	char *copy = orch_malloc(n + 1);
-	if (copy == NULL) {
+	size_t off = sv->text.n;
+	sbuf_put(&sv->text, text, n);
+	sbuf_putc(&sv->text, '\0');
+	if (sv->text.oom) { /* this text is lost, so the job cannot go on; the others' stay */
 		sched_cancel(sv->s, sj->id);
+		sv->text.oom = false;
+		sv->text.n = off;
+		if (sv->text.p != NULL)
+			sv->text.p[off] = '\0';
 		return;
 	}
-	memcpy(copy, text, n);
-	copy[n] = '\0';
 	Orch__TokenEntry *e = &sv->entries[sv->n_entries];
 	orch__token_entry__init(e);
 	e->job_id = sj->id;
 	e->index = index;
 	e->token_id = id;
-	e->text = copy;
-	sv->texts[sv->n_entries] = copy;
+	sv->text_off[sv->n_entries] = off;
 	sv->entry_ptrs[sv->n_entries] = e;
 	sv->n_entries++;
 }
@@ -210,6 +215,8 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 {
 	if (sv->n_entries > 0) {
 		Orch__Envelope env = ORCH__ENVELOPE__INIT;
+		for (uint32_t i = 0; i < sv->n_entries; i++) /* the buffer has stopped moving */
+			sv->entries[i].text = sv->text.p + sv->text_off[i];
 		Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
 		tb.step = sv->steps;
 		tb.sampled_ns = sampled_ns;
@@ -218,8 +225,7 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 		env.body_case = ORCH__ENVELOPE__BODY_TOKEN_BATCH;
 		env.token_batch = &tb;
 		send_env(sv, &env);
-		for (uint32_t i = 0; i < sv->n_entries; i++)
-			orch_free(sv->texts[i]);
+		sbuf_clear(&sv->text);
 		sv->n_entries = 0;
 	}
 	for (uint32_t i = 0; i < sv->n_endings; i++) {
@@ -602,9 +608,9 @@ load(struct serve *sv, struct orch_errinfo *e)
 	sv->cap_entries = 2 * sv->max_jobs;
 	sv->entries = orch_calloc(sv->cap_entries, sizeof(*sv->entries));
 	sv->entry_ptrs = orch_calloc(sv->cap_entries, sizeof(*sv->entry_ptrs));
-	sv->texts = orch_calloc(sv->cap_entries, sizeof(*sv->texts));
+	sv->text_off = orch_calloc(sv->cap_entries, sizeof(*sv->text_off));
 	sv->endings = orch_calloc(sv->max_jobs, sizeof(*sv->endings));
-	if (!sv->entries || !sv->entry_ptrs || !sv->texts || !sv->endings)
+	if (!sv->entries || !sv->entry_ptrs || !sv->text_off || !sv->endings)
 		return orch_errf(e, ORCH_ENOMEM, "out of memory");
 	return ORCH_OK;
 }
@@ -622,7 +628,8 @@ teardown(struct serve *sv)
 	gguf_close(sv->f);
 	orch_free(sv->entries);
 	orch_free(sv->entry_ptrs);
-	orch_free(sv->texts);
+	orch_free(sv->text_off);
+	sbuf_fini(&sv->text);
 	orch_free(sv->endings);
 	ipc_close(sv->ch);
 }
