@@ -1,0 +1,27 @@
+#include "subcmd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void
+usage(FILE *out, const char *prog, const struct subcmd *cmds, size_t n)
+{
+	fprintf(out, "usage: %s COMMAND [ARGS]\n", prog);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "  %s %s\n", prog, cmds[i].help);
+}
+
+int
+subcmd_main(const char *prog, const struct subcmd *cmds, size_t n, int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout, prog, cmds, n);
+		return argc < 2 ? 2 : 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(argv[1], cmds[i].name) == 0)
+			return cmds[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[1]);
+	usage(stderr, prog, cmds, n);
+	return 2;
+}
