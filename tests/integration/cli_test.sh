@@ -3,15 +3,7 @@
 # in the shared test data, JSON output, a synthesized model, bad inputs.
 set -uo pipefail
 
-bin=${ORCH_BIN:?ORCH_BIN not set}
-data=${ORCH_TESTDATA:?ORCH_TESTDATA not set}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+source "$(dirname "$0")/lib.sh"
 
 # Every GGUF in the test data: exit 0 and the expected architecture, except
 # the v1 file, which gets exactly one error line naming GGUF v1.
@@ -70,5 +62,4 @@ grep -q 'truncated' <("$bin/orchctl" inspect "$tmp/cut.gguf" 2>&1) && ok || bad 
 "$bin/orch-synth" --preset tiny-llama -o /nonexistent-dir/x.gguf 2>"$tmp/err"
 [[ $? -eq 1 ]] && grep -q '/nonexistent-dir/x.gguf' "$tmp/err" && ok || bad "unwritable output"
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish cli_test

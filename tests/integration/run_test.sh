@@ -5,16 +5,9 @@
 # input: bad options (exit 2), missing files, unknown devices, a prompt
 # longer than the context, an unsupported architecture (exit 1).
 set -uo pipefail
-bin=${ORCH_BIN:?ORCH_BIN not set}
-data=${ORCH_TESTDATA:?ORCH_TESTDATA not set}
+source "$(dirname "$0")/lib.sh"
 W=$bin/orch-worker
 M=$data/models/stories260K.gguf
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 # Golden tokens and logits, each file.
 for q in "" -Q8_0 -Q4_0; do
@@ -111,5 +104,4 @@ expect 1 "architecture 'gpt2' is not supported" --model "$data/vocab/ggml-vocab-
 head -c 1000 "$M" >"$tmp/cut.gguf"
 expect 1 "cut.gguf" --model "$tmp/cut.gguf" --prompt x
 
-echo "run_test: $pass passed, $fail failed"
-[[ $fail == 0 ]]
+finish run_test

@@ -3,15 +3,8 @@
 # real processes: ids, round trips, every chat-template golden through the
 # CLI (and the recorded raise, exit 3), the hf-json flag, bad inputs.
 set -uo pipefail
-bin=${ORCH_BIN:?ORCH_BIN not set}
-data=${ORCH_TESTDATA:?ORCH_TESTDATA not set}
+source "$(dirname "$0")/lib.sh"
 W=$bin/orch-worker
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0
-fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
 
 out=$("$W" tokenize --model "$data/models/stories260K.gguf" --add-special --parse-special --text "Once upon a time")
 [[ $out == "1 403 407 261 378" ]] && ok || bad "stories ids: $out"
@@ -78,5 +71,4 @@ echo '{"msgs": []}' >"$tmp/bad.json"
 printf '{%% if x %%}' >"$tmp/broken.jinja"
 "$W" chat-template --template "$tmp/broken.jinja" --messages "$tmp/hi.json" 2>"$tmp/e"; [[ $? -eq 1 ]] && grep -q 'broken.jinja:1:' "$tmp/e" && ok || bad "syntax error location: $(cat "$tmp/e")"
 
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+finish worker_cli_test
