@@ -7,6 +7,7 @@
  * level; its first caller logs a failure once, with orch_log_err().
  */
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "err.h"
 
@@ -25,6 +26,19 @@ enum orch_log_level {
 /* orch_log_set_level - lines above @level are dropped (default INFO). Thread: before threads start.
  */
 void orch_log_set_level(enum orch_log_level level);
+
+/*
+ * orch_log_sink - called with every line written (level, then the line
+ * without its "<N>" prefix and newline), after the write to stderr.
+ */
+typedef void (*orch_log_sink)(void *ctx, enum orch_log_level level, const char *line, size_t n);
+
+/*
+ * orch_log_set_sink - also hand every line to @fn (NULL: none). The sink may
+ * run on any thread that logs and must not log itself. Thread: set and clear
+ * it while no other thread logs (the worker: before and after its loop).
+ */
+void orch_log_set_sink(orch_log_sink fn, void *ctx);
 
 /* orch_log_enabled - whether a line at @level would be written. */
 bool orch_log_enabled(enum orch_log_level level);

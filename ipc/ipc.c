@@ -11,15 +11,15 @@
 #include <nng/protocol/pair1/pair.h>
 
 #include "alloc.h"
+#include "ipc_nng.h"
 
 struct ipc_chan {
 	nng_socket sock;
 	char url[256];
 };
 
-/* An NNG error as an orch_err with its text. */
-static orch_err
-nng_fail(int rv, const char *what, const struct ipc_chan *c, struct orch_errinfo *reterr)
+orch_err
+ipc_nng_err(int rv, const char *what, const char *url, struct orch_errinfo *reterr)
 {
 	orch_err code = ORCH_EIO;
 
@@ -42,7 +42,13 @@ nng_fail(int rv, const char *what, const struct ipc_chan *c, struct orch_errinfo
 	default:
 		break;
 	}
-	return orch_errf(reterr, code, "%s %s: %s", what, c ? c->url : "", nng_strerror(rv));
+	return orch_errf(reterr, code, "%s %s: %s", what, url ? url : "", nng_strerror(rv));
+}
+
+static orch_err
+nng_fail(int rv, const char *what, const struct ipc_chan *c, struct orch_errinfo *reterr)
+{
+	return ipc_nng_err(rv, what, c ? c->url : NULL, reterr);
 }
 
 orch_err

@@ -16,6 +16,9 @@ int cli_chat_template(int argc, char **argv);
 /* cli_serve - "serve --endpoint URL --model FILE ...": the worker process (serve.h). */
 int cli_serve(int argc, char **argv);
 
+/* cli_attach - "attach URL [--dump] [--topic T]... [--count N] [--timeout-ms N]": debug stream. */
+int cli_attach(int argc, char **argv);
+
 /* cli_run - "run --model FILE (--prompt T | --prompt-file F) [...]": one-shot generation. */
 int cli_run(int argc, char **argv);
 

@@ -16,7 +16,7 @@ usage(void)
 	fprintf(stderr,
 	        "usage: orch-worker serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID "
 	        "[--slots N] [--context N] [--threads N] [--heartbeat-ms N] "
-	        "[--supervisor-timeout-ms N] [--chunk N]\n");
+	        "[--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL]\n");
 }
 
 static bool
@@ -48,6 +48,7 @@ cli_serve(int argc, char **argv)
 	        {"heartbeat-ms", required_argument, NULL, 'h'},
 	        {"supervisor-timeout-ms", required_argument, NULL, 'T'},
 	        {"chunk", required_argument, NULL, 'k'},
+	        {"debug-endpoint", required_argument, NULL, 'D'},
 	        {NULL, 0, NULL, 0}};
 	struct serve_opts o = {.device = "cpu", .slots = 4, .heartbeat_ms = 1000, .chunk = 512};
 	int c;
@@ -83,6 +84,9 @@ cli_serve(int argc, char **argv)
 		case 'T':
 			ok = count("--supervisor-timeout-ms", optarg, 0, 3600000,
 			           &o.supervisor_timeout_ms);
+			break;
+		case 'D':
+			o.debug_endpoint = optarg;
 			break;
 		case 'k':
 			ok = count("--chunk", optarg, 1, 65536, &o.chunk);

@@ -9,7 +9,9 @@
 static const struct subcmd commands[] = {
 #ifdef ORCH_HAVE_IPC
         {"serve", cli_serve,
-         "serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID [--slots N] [--context N] [--threads N] [--heartbeat-ms N] [--supervisor-timeout-ms N] [--chunk N]"},
+         "serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID [--slots N] [--context N] [--threads N] [--heartbeat-ms N] [--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL]"},
+        {"attach", cli_attach,
+         "attach URL [--dump] [--topic log|step]... [--count N] [--timeout-ms N]"},
 #endif
         {"run", cli_run,
          "run --model FILE [--device cpu] (--prompt T | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32]"},

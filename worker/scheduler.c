@@ -34,6 +34,7 @@ struct sched {
 	struct be_seq *seqs;        /* [slots] */
 	struct sched_job **seq_job; /* [slots] */
 	struct samp_cand *work;     /* [n_vocab] */
+	struct sched_step_info last;
 };
 
 const char *
@@ -71,7 +72,7 @@ sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uin
 
 	if (s == NULL)
 		return ORCH_ENOMEM;
-	*s = (struct sched){ops, b, t, n_vocab, *cfg, NULL, NULL, NULL, NULL, NULL, NULL};
+	*s = (struct sched){.ops = ops, .b = b, .t = t, .n_vocab = n_vocab, .cfg = *cfg};
 	s->slots = orch_calloc(cfg->slots, sizeof(*s->slots));
 	s->seqs = orch_calloc(cfg->slots, sizeof(*s->seqs));
 	s->seq_job = orch_calloc(cfg->slots, sizeof(*s->seq_job));
@@ -298,9 +299,20 @@ sched_step(struct sched *s)
 		if (s->slots[i] != NULL && s->slots[i]->cancel)
 			finish(s, s->slots[i], SCHED_CANCELLED, ORCH_ECANCELLED, "cancelled");
 	admit(s);
+	s->last = (struct sched_step_info){0};
 	if ((n = build_batch(s)) == 0)
 		return;
+	s->last.seqs = n;
+	for (uint32_t i = 0; i < n; i++) {
+		if (s->seq_job[i]->state == J_DECODE)
+			s->last.decode_seqs++;
+		else
+			s->last.prefill_tokens += s->seqs[i].n_tokens;
+	}
+	double t0 = now_ms();
 	orch_err rv = s->ops->forward(s->b, s->seqs, n, &logits, &e);
+	double t1 = now_ms();
+	s->last.forward_ms = t1 - t0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct sched_job *j = s->seq_job[i];
 		if (rv != ORCH_OK) {
@@ -317,6 +329,19 @@ sched_step(struct sched *s)
 		             samp_sample(&j->sp, lg, s->n_vocab, j->hist, j->n_hist, j->tokens_out,
 		                         s->work));
 	}
+	s->last.sample_ms = now_ms() - t1;
+}
+
+void
+sched_last_step(const struct sched *s, struct sched_step_info *ret)
+{
+	*ret = s->last;
+}
+
+const char *
+sched_job_state(const struct sched_job *j)
+{
+	return j->state == J_DECODE ? "decode" : j->state == J_PREFILL ? "prefill" : "waiting";
 }
 
 void

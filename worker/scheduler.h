@@ -95,6 +95,21 @@ void sched_cancel(struct sched *s, uint64_t id);
 /* sched_step - one forward step (nothing when idle). Backend errors end the step's jobs. */
 void sched_step(struct sched *s);
 
+/* What the last sched_step did (zeros when it had nothing to run). */
+struct sched_step_info {
+	uint32_t seqs;           /* sequences in the batch */
+	uint32_t decode_seqs;    /* of which decoding (one token each) */
+	uint32_t prefill_tokens; /* prompt tokens fed */
+	double forward_ms;       /* the backend's forward pass */
+	double sample_ms;        /* sampling, detokenization and callbacks */
+};
+
+/* sched_last_step - what the last sched_step did. */
+void sched_last_step(const struct sched *s, struct sched_step_info *ret);
+
+/* sched_job_state - "waiting", "prefill" or "decode" for a job not yet ended. */
+const char *sched_job_state(const struct sched_job *j);
+
 /* sched_usage - running jobs (slots in use) and the KV cells they fill. */
 void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
 

@@ -7,8 +7,7 @@
  * Heartbeat when one is due. While idle it waits on the channel until the
  * next heartbeat. A Cancel therefore takes effect at the next step.
  */
-#include "serve.h"
-
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,66 +17,11 @@
 #include <unistd.h>
 
 #include "alloc.h"
-#include "backend.h"
-#include "ggml_type.h"
-#include "gguf.h"
-#include "ipc.h"
 #include "log.h"
-#include "model.h"
 #include "prompt.h"
-#include "sbuf.h"
-#include "scheduler.h"
-#include "tokenizer.h"
+#include "serve_int.h"
 
 #define SEND_TIMEOUT_MS 5000
-#define N_TYPES         64 /* ggml type ids are below this */
-#define MAX_STOPS       16
-
-struct job {
-	struct sched_job sj;
-	struct tok_ids ids;
-	char *stops[MAX_STOPS];
-	uint64_t deadline_ms;
-	bool timed_out, live;
-	struct serve *sv;
-	struct job *next;
-};
-
-/* A terminal event waiting for the end of the step. */
-struct ending {
-	struct job *j;
-	enum sched_finish why;
-	orch_err err;
-	char msg[256];
-};
-
-struct serve {
-	const struct serve_opts *o;
-	struct ipc_chan *ch;
-	struct gguf_file *f;
-	struct model m;
-	struct tok *t;
-	const struct be_ops *ops;
-	struct be_model *b;
-	struct sched *s;
-	uint32_t n_ctx, max_jobs;
-	struct job *jobs; /* live jobs */
-	uint32_t n_jobs;
-	/* this step's output */
-	Orch__TokenEntry *entries;
-	Orch__TokenEntry **entry_ptrs;
-	size_t *text_off; /* each entry's text in @text */
-	struct sbuf text; /* the step's texts, NUL-separated; reused step after step */
-	uint32_t n_entries, cap_entries;
-	struct ending *endings;
-	uint32_t n_endings;
-	uint64_t steps;
-	bool draining, degraded;
-	int last_pct;
-	/* ORCH_FAULT_ADMIT="JOB:N" (test builds): allocation N admitting job JOB fails */
-	uint64_t fault_job;
-	long fault_n;
-};
 
 static volatile sig_atomic_t stop_signal;
 
@@ -88,13 +32,22 @@ on_sigterm(int sig)
 	stop_signal = 1;
 }
 
-static uint64_t
-now_ms(void)
+uint64_t
+serve_now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static uint64_t
@@ -106,8 +59,8 @@ unix_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void
-send_env(struct serve *sv, Orch__Envelope *env)
+void
+serve_send(struct serve *sv, Orch__Envelope *env)
 {
 	struct orch_errinfo e = {0};
 
@@ -116,8 +69,8 @@ send_env(struct serve *sv, Orch__Envelope *env)
 		         ipc_body_name(env->body_case), e.msg);
 }
 
-static void
-send_error(struct serve *sv, uint64_t job, orch_err code, const char *msg)
+void
+serve_send_error(struct serve *sv, uint64_t job, orch_err code, const char *msg)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Error er = ORCH__ERROR__INIT;
@@ -134,7 +87,7 @@ send_error(struct serve *sv, uint64_t job, orch_err code, const char *msg)
 	}
 	env.body_case = ORCH__ENVELOPE__BODY_ERROR;
 	env.error = &er;
-	send_env(sv, &env);
+	serve_send(sv, &env);
 }
 
 /* ---- scheduler callbacks: collect the step's output ---- */
@@ -193,8 +146,8 @@ find_job(struct serve *sv, uint64_t id)
 	return NULL;
 }
 
-static void
-job_free(struct serve *sv, struct job *j)
+void
+serve_job_free(struct serve *sv, struct job *j)
 {
 	for (struct job **p = &sv->jobs; *p != NULL; p = &(*p)->next) {
 		if (*p == j) {
@@ -213,6 +166,7 @@ job_free(struct serve *sv, struct job *j)
 static void
 flush_step(struct serve *sv, uint64_t sampled_ns)
 {
+	sv->last_entries = sv->n_entries;
 	if (sv->n_entries > 0) {
 		Orch__Envelope env = ORCH__ENVELOPE__INIT;
 		for (uint32_t i = 0; i < sv->n_entries; i++) /* the buffer has stopped moving */
@@ -224,7 +178,7 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 		tb.tokens = sv->entry_ptrs;
 		env.body_case = ORCH__ENVELOPE__BODY_TOKEN_BATCH;
 		env.token_batch = &tb;
-		send_env(sv, &env);
+		serve_send(sv, &env);
 		sbuf_clear(&sv->text);
 		sv->n_entries = 0;
 	}
@@ -232,10 +186,11 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 		struct ending *e = &sv->endings[i];
 		struct sched_job *sj = &e->j->sj;
 		if (e->why == SCHED_CANCELLED) {
-			send_error(sv, sj->id, e->j->timed_out ? ORCH_ETIMEOUT : ORCH_ECANCELLED,
-			           e->j->timed_out ? "deadline passed" : "cancelled");
+			serve_send_error(sv, sj->id,
+			                 e->j->timed_out ? ORCH_ETIMEOUT : ORCH_ECANCELLED,
+			                 e->j->timed_out ? "deadline passed" : "cancelled");
 		} else if (e->why == SCHED_ERROR) {
-			send_error(sv, sj->id, e->err, e->msg);
+			serve_send_error(sv, sj->id, e->err, e->msg);
 		} else {
 			Orch__Envelope env = ORCH__ENVELOPE__INIT;
 			Orch__End end = ORCH__END__INIT;
@@ -251,9 +206,9 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 			end.seed = sj->sp.seed;
 			env.body_case = ORCH__ENVELOPE__BODY_END;
 			env.end = &end;
-			send_env(sv, &env);
+			serve_send(sv, &env);
 		}
-		job_free(sv, e->j);
+		serve_job_free(sv, e->j);
 	}
 	sv->n_endings = 0;
 }
@@ -313,18 +268,20 @@ admit(struct serve *sv, const Orch__Submit *m, struct job **ret, struct orch_err
 	j->sj.ops = &job_ops;
 	j->sj.ctx = j;
 	j->deadline_ms = m->deadline_unix_ms;
+	j->submitted_ms = serve_now_ms();
+	snprintf(j->correlation, sizeof(j->correlation), "%s", m->correlation_id);
 	j->next = sv->jobs;
 	sv->jobs = j;
 	sv->n_jobs++;
 	for (size_t i = 0; i < m->n_stop; i++) {
 		if ((j->stops[i] = orch_strndup(m->stop[i], strlen(m->stop[i]))) == NULL) {
-			job_free(sv, j);
+			serve_job_free(sv, j);
 			return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 		}
 		j->sj.n_stops++;
 	}
 	if ((rv = sched_submit(sv->s, &j->sj, e)) != ORCH_OK) {
-		job_free(sv, j);
+		serve_job_free(sv, j);
 		return rv == ORCH_ENOMEM
 		               ? orch_errf(e, ORCH_EVRAM, "out of memory admitting the job")
 		               : rv;
@@ -341,11 +298,12 @@ submit(struct serve *sv, const Orch__Submit *m)
 	bool inject = sv->fault_job != 0 && m->job_id == sv->fault_job;
 
 	if (sv->draining || stop_signal)
-		return send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker is draining");
+		return serve_send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker is draining");
 	if (find_job(sv, m->job_id) != NULL)
-		return send_error(sv, m->job_id, ORCH_EINVAL, "job_id is already in use");
+		return serve_send_error(sv, m->job_id, ORCH_EINVAL, "job_id is already in use");
 	if (sv->n_jobs >= sv->max_jobs)
-		return send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker's queue is full");
+		return serve_send_error(sv, m->job_id, ORCH_EQUEUE_FULL,
+		                        "the worker's queue is full");
 	if (inject) /* test builds: allocation fault_n of this admission fails */
 		alloc_fail_after(sv->fault_n, 1);
 	orch_err rv = admit(sv, m, &j, &e);
@@ -356,7 +314,7 @@ submit(struct serve *sv, const Orch__Submit *m)
 			sv->degraded = true;
 		orch_log(ORCH_LOG_WARNING, "job_refused", "job=%llu err=%s msg=\"%s\"",
 		         (unsigned long long)m->job_id, orch_err_wire(rv), e.msg);
-		return send_error(sv, m->job_id, rv, e.msg);
+		return serve_send_error(sv, m->job_id, rv, e.msg);
 	}
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Started st = ORCH__STARTED__INIT;
@@ -365,7 +323,7 @@ submit(struct serve *sv, const Orch__Submit *m)
 	st.seed = j->sj.sp.seed;
 	env.body_case = ORCH__ENVELOPE__BODY_STARTED;
 	env.started = &st;
-	send_env(sv, &env);
+	serve_send(sv, &env);
 	orch_log(ORCH_LOG_INFO, "job_start", "job=%llu correlation=%s prompt_tokens=%u",
 	         (unsigned long long)m->job_id, m->correlation_id, j->sj.n_prompt);
 }
@@ -394,24 +352,31 @@ handle(struct serve *sv, const Orch__Envelope *env)
 	}
 }
 
+void
+serve_status(struct serve *sv, Orch__Heartbeat *hb)
+{
+	uint64_t needed;
+
+	sched_usage(sv->s, &hb->slots_busy, &hb->kv_cells_used);
+	hb->slots_total = sv->o->slots;
+	hb->kv_cells_total = (uint64_t)sv->o->slots * sv->n_ctx;
+	sv->ops->memory(sv->b, &needed, &hb->memory_used);
+	hb->residency_ok = true; /* weights are mapped host memory on the cpu device */
+	hb->decode_steps = sv->steps;
+	hb->degraded = sv->degraded;
+	hb->draining = sv->draining;
+}
+
 static void
 heartbeat(struct serve *sv)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Heartbeat hb = ORCH__HEARTBEAT__INIT;
-	uint64_t needed;
 
-	sched_usage(sv->s, &hb.slots_busy, &hb.kv_cells_used);
-	hb.slots_total = sv->o->slots;
-	hb.kv_cells_total = (uint64_t)sv->o->slots * sv->n_ctx;
-	sv->ops->memory(sv->b, &needed, &hb.memory_used);
-	hb.residency_ok = true; /* weights are mapped host memory on the cpu device */
-	hb.decode_steps = sv->steps;
-	hb.degraded = sv->degraded;
-	hb.draining = sv->draining;
+	serve_status(sv, &hb);
 	env.body_case = ORCH__ENVELOPE__BODY_HEARTBEAT;
 	env.heartbeat = &hb;
-	send_env(sv, &env);
+	serve_send(sv, &env);
 	sv->degraded = false;
 }
 
@@ -437,17 +402,26 @@ cancel_expired(struct serve *sv)
 static int
 loop(struct serve *sv)
 {
-	uint64_t next_hb = now_ms(), last_rx = now_ms();
+	uint64_t next_hb = serve_now_ms(), last_rx = serve_now_ms();
 	bool shutdown = false;
 
 	for (;;) {
-		uint64_t now = now_ms();
+		uint64_t now = serve_now_ms();
 		if (now >= next_hb) {
 			heartbeat(sv);
 			next_hb = now + sv->o->heartbeat_ms;
 		}
 		bool idle = sched_idle(sv->s);
 		int wait = idle ? (int)(next_hb - now) : 0;
+		if (sv->dbg != NULL) { /* wait on both the channel and state-dump requests */
+			if (wait > 0) {
+				struct pollfd p[2] = {{ipc_recv_fd(sv->ch), POLLIN, 0},
+				                      {ipc_debug_request_fd(sv->dbg), POLLIN, 0}};
+				poll(p, 2, wait);
+				wait = 0;
+			}
+			serve_debug_poll(sv);
+		}
 		for (;;) {
 			Orch__Envelope *env = NULL;
 			struct orch_errinfo e = {0};
@@ -463,7 +437,7 @@ loop(struct serve *sv)
 				shutdown = true;
 				break;
 			}
-			last_rx = now_ms();
+			last_rx = serve_now_ms();
 			wait = 0;
 			shutdown |= !handle(sv, env);
 			ipc_envelope_free(env);
@@ -471,9 +445,9 @@ loop(struct serve *sv)
 		if (stop_signal)
 			shutdown = true;
 		if (sv->o->supervisor_timeout_ms &&
-		    now_ms() - last_rx > sv->o->supervisor_timeout_ms) {
+		    serve_now_ms() - last_rx > sv->o->supervisor_timeout_ms) {
 			orch_log(ORCH_LOG_WARNING, "supervisor_gone", "silent_ms=%llu",
-			         (unsigned long long)(now_ms() - last_rx));
+			         (unsigned long long)(serve_now_ms() - last_rx));
 			shutdown = true;
 		}
 		if (shutdown) {
@@ -489,11 +463,14 @@ loop(struct serve *sv)
 		}
 		cancel_expired(sv);
 		if (!sched_idle(sv->s)) {
+			uint64_t t0 = mono_ns();
 			sched_step(sv->s);
 			sv->steps++;
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			flush_step(sv, (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec);
+			uint64_t t1 = mono_ns();
+			flush_step(sv, t1);
+			if (sv->dbg != NULL)
+				serve_debug_step(sv, (double)(t1 - t0) / 1e6,
+				                 (double)(mono_ns() - t1) / 1e6);
 		}
 		if (sv->draining && sched_idle(sv->s)) {
 			orch_log(ORCH_LOG_INFO, "drained", "steps=%llu",
@@ -501,137 +478,6 @@ loop(struct serve *sv)
 			return 0;
 		}
 	}
-}
-
-/* ---- start-up ---- */
-
-/* LoadProgress at every multiple of 5 % the load crosses (so 0, 25, 50, 75, 100 always appear). */
-static void
-progress(void *ctx, uint64_t done, uint64_t total)
-{
-	struct serve *sv = ctx;
-	int pct = total ? (int)(100 * done / total) : 100;
-
-	for (int p = (sv->last_pct / 5 + 1) * 5; p <= pct; p += 5) {
-		Orch__Envelope env = ORCH__ENVELOPE__INIT;
-		Orch__LoadProgress lp = ORCH__LOAD_PROGRESS__INIT;
-		lp.percent = (uint32_t)p;
-		lp.bytes_done = done;
-		lp.bytes_total = total;
-		env.body_case = ORCH__ENVELOPE__BODY_LOAD_PROGRESS;
-		env.load_progress = &lp;
-		send_env(sv, &env);
-		orch_log(ORCH_LOG_INFO, "model_load_progress", "percent=%d bytes=%llu", p,
-		         (unsigned long long)done);
-		sv->last_pct = p;
-	}
-}
-
-static void
-send_hello(struct serve *sv)
-{
-	Orch__Envelope env = ORCH__ENVELOPE__INIT;
-	Orch__Hello h = ORCH__HELLO__INIT;
-	char build[] = "orch-" PROJECT_VERSION;
-
-	h.protocol_version = IPC_PROTOCOL_VERSION;
-	h.build_id = build;
-	h.worker_id = (char *)(uintptr_t)sv->o->worker_id;
-	h.device = (char *)(uintptr_t)sv->o->device;
-	h.model_path = (char *)(uintptr_t)sv->o->model;
-	h.pid = (uint32_t)getpid();
-	env.body_case = ORCH__ENVELOPE__BODY_HELLO;
-	env.hello = &h;
-	send_env(sv, &env);
-}
-
-static void
-send_ready(struct serve *sv)
-{
-	Orch__Envelope env = ORCH__ENVELOPE__INIT;
-	Orch__Ready r = ORCH__READY__INIT;
-	char *kinds[N_TYPES];
-	bool seen[N_TYPES] = {false};
-	uint64_t needed;
-	struct gguf_str name = {0};
-	char name_buf[128] = "", arch[16], tk[8];
-
-	for (size_t i = 0; i < gguf_tensor_count(sv->f); i++) {
-		uint32_t ty = gguf_tensor_at(sv->f, i)->type;
-		if (ty < N_TYPES && !seen[ty]) {
-			seen[ty] = true;
-			kinds[r.n_quant_kinds++] = (char *)(uintptr_t)ggml_type_name(ty);
-		}
-	}
-	gguf_get_str(sv->f, "general.name", &name);
-	snprintf(name_buf, sizeof(name_buf), "%.*s", (int)(name.len < 127 ? name.len : 127),
-	         name.ptr ? name.ptr : "");
-	snprintf(arch, sizeof(arch), "%s", model_arch_name(sv->m.hp.arch));
-	snprintf(tk, sizeof(tk), "%s", tok_kind(sv->t) == TOK_SPM ? "spm" : "bpe");
-	sv->ops->memory(sv->b, &needed, &r.memory_used);
-	r.context_length = sv->n_ctx;
-	r.slots = sv->o->slots;
-	r.quant_kinds = kinds;
-	r.tokenizer_kind = tk;
-	r.vocab_size = sv->m.hp.n_vocab;
-	r.architecture = arch;
-	r.model_name = name_buf;
-	env.body_case = ORCH__ENVELOPE__BODY_READY;
-	env.ready = &r;
-	send_env(sv, &env);
-}
-
-static orch_err
-load(struct serve *sv, struct orch_errinfo *e)
-{
-	orch_err rv;
-
-	if ((rv = be_for_device(sv->o->device, &sv->ops, e)) != ORCH_OK ||
-	    (rv = gguf_open(sv->o->model, &sv->f, e)) != ORCH_OK ||
-	    (rv = model_load(sv->f, &sv->m, e)) != ORCH_OK ||
-	    (rv = tok_load_gguf(sv->f, &sv->t, e)) != ORCH_OK)
-		return rv;
-	if (tok_n_vocab(sv->t) != sv->m.hp.n_vocab)
-		return orch_errf(e, ORCH_EMODEL_LOAD,
-		                 "%s: the vocabulary has %u tokens, the model %u", sv->o->model,
-		                 tok_n_vocab(sv->t), sv->m.hp.n_vocab);
-	sv->n_ctx = sv->o->n_ctx ? sv->o->n_ctx
-	                         : (sv->m.hp.n_ctx_train < 4096 ? sv->m.hp.n_ctx_train : 4096);
-	struct be_config cfg = {sv->o->slots, sv->n_ctx, false, sv->o->threads,
-	                        sv->o->chunk + sv->o->slots};
-	struct sched_config sc = {sv->o->slots, sv->n_ctx, sv->o->chunk};
-	if ((rv = sv->ops->load(&sv->m, &cfg, progress, sv, &sv->b, e)) != ORCH_OK)
-		return rv;
-	if (sched_new(sv->ops, sv->b, sv->t, sv->m.hp.n_vocab, &sc, &sv->s) != ORCH_OK)
-		return orch_errf(e, ORCH_ENOMEM, "out of memory");
-	sv->max_jobs = 4 * sv->o->slots + 16;
-	sv->cap_entries = 2 * sv->max_jobs;
-	sv->entries = orch_calloc(sv->cap_entries, sizeof(*sv->entries));
-	sv->entry_ptrs = orch_calloc(sv->cap_entries, sizeof(*sv->entry_ptrs));
-	sv->text_off = orch_calloc(sv->cap_entries, sizeof(*sv->text_off));
-	sv->endings = orch_calloc(sv->max_jobs, sizeof(*sv->endings));
-	if (!sv->entries || !sv->entry_ptrs || !sv->text_off || !sv->endings)
-		return orch_errf(e, ORCH_ENOMEM, "out of memory");
-	return ORCH_OK;
-}
-
-static void
-teardown(struct serve *sv)
-{
-	while (sv->jobs != NULL)
-		job_free(sv, sv->jobs);
-	sched_free(sv->s);
-	if (sv->b != NULL)
-		sv->ops->free(sv->b);
-	tok_free(sv->t);
-	model_free(&sv->m);
-	gguf_close(sv->f);
-	orch_free(sv->entries);
-	orch_free(sv->entry_ptrs);
-	orch_free(sv->text_off);
-	sbuf_fini(&sv->text);
-	orch_free(sv->endings);
-	ipc_close(sv->ch);
 }
 
 int
@@ -658,20 +504,28 @@ serve_run(const struct serve_opts *o)
 		orch_log_err(e.code, &e, "ipc_open_failed", "endpoint=%s", o->endpoint);
 		return 1;
 	}
-	send_hello(&sv);
+	sv.started_ms = serve_now_ms();
+	serve_hello(&sv);
+	orch_err rv = ORCH_OK;
+	if (o->debug_endpoint != NULL && (rv = serve_debug_open(&sv, &e)) != ORCH_OK) {
+		orch_log_err(rv, &e, "debug_open_failed", "endpoint=%s", o->debug_endpoint);
+		serve_send_error(&sv, 0, rv, e.msg);
+		serve_teardown(&sv);
+		return 1;
+	}
 	orch_log(ORCH_LOG_INFO, "model_load_start", "model=%s device=%s", o->model, o->device);
-	orch_err rv = load(&sv, &e);
+	rv = serve_load(&sv, &e);
 	if (rv != ORCH_OK) {
 		orch_log_err(rv, &e, "model_load_failed", "model=%s", o->model);
-		send_error(&sv, 0, rv == ORCH_ENOMEM ? ORCH_EINSUFFICIENT_VRAM : rv, e.msg);
+		serve_send_error(&sv, 0, rv == ORCH_ENOMEM ? ORCH_EINSUFFICIENT_VRAM : rv, e.msg);
 	} else {
 		if (sv.last_pct < 100)
-			progress(&sv, 1, 1);
+			serve_progress(&sv, 1, 1);
 		orch_log(ORCH_LOG_INFO, "model_load_complete", "model=%s ctx=%u slots=%u", o->model,
 		         sv.n_ctx, o->slots);
-		send_ready(&sv);
+		serve_ready(&sv);
 		rc = loop(&sv);
 	}
-	teardown(&sv);
+	serve_teardown(&sv);
 	return rc;
 }

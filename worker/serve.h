@@ -13,6 +13,7 @@ extern "C" {
 
 struct serve_opts {
 	const char *endpoint, *model, *device, *worker_id;
+	const char *debug_endpoint; /* NULL: no debug stream */
 	uint32_t slots, n_ctx, threads, heartbeat_ms;
 	uint32_t supervisor_timeout_ms; /* exit when nothing arrives for this long; 0: never */
 	uint32_t chunk;                 /* prompt tokens per step */

@@ -6,6 +6,7 @@
  * oversized messages from a raw NNG peer; protocol versions are checked.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/pair1/pair.h>
 
+#include "debug.h"
 #include "ipc.h"
 #include "rng.h"
 #include "t.h"
@@ -341,6 +343,96 @@ test_open_errors(void)
 	T_STREQ(ipc_body_name((Orch__Envelope__BodyCase)99), "unknown");
 }
 
+struct dump_req {
+	const char *url;
+	orch_err rv;
+	struct sbuf out;
+};
+
+static void *
+dump_thread(void *arg)
+{
+	struct dump_req *r = arg;
+
+	r->rv = ipc_debug_dump(r->url, 5000, &r->out, NULL);
+	return NULL;
+}
+
+/* The debug stream's control URL, topic filtering and a request answered. */
+static void
+test_debug_stream(void)
+{
+	char ctl[64], url[128], req[16];
+	struct orch_errinfo e = {0};
+	struct ipc_debug *d = NULL;
+	struct ipc_debug_sub *all = NULL, *steps = NULL;
+	struct sbuf r = {0};
+	const char *only_step[] = {"step"};
+
+	T_OK(ipc_debug_ctl_url("ipc:///run/orch/w1.debug", ctl, sizeof(ctl), NULL));
+	T_STREQ(ctl, "ipc:///run/orch/w1.debug.ctl");
+	T_OK(ipc_debug_ctl_url("tcp://127.0.0.1:7000", ctl, sizeof(ctl), NULL));
+	T_STREQ(ctl, "tcp://127.0.0.1:7001");
+	T_ERR(ipc_debug_ctl_url("tcp://127.0.0.1:65535", ctl, sizeof(ctl), &e), ORCH_EINVAL);
+	T_ERR(ipc_debug_ctl_url("tcp://127.0.0.1:x", ctl, sizeof(ctl), &e), ORCH_EINVAL);
+	T_ERR(ipc_debug_ctl_url("tcp://127.0.0.1", ctl, sizeof(ctl), &e), ORCH_EINVAL);
+	T_ERR(ipc_debug_ctl_url("inproc://x", ctl, sizeof(ctl), &e), ORCH_EINVAL);
+	T_TRUE(strstr(e.msg, "inproc://x") != NULL);
+	T_ERR(ipc_debug_ctl_url("ipc://", ctl, sizeof(ctl), &e), ORCH_EINVAL);
+	T_ERR(ipc_debug_ctl_url("ipc:///a/very/long/path/that/does/not/fit/in/sixty/four/bytes",
+	                        ctl, sizeof(ctl), &e),
+	      ORCH_EINVAL);
+
+	snprintf(url, sizeof(url), "ipc:///tmp/orch-ipc-debug-%d.sock", (int)getpid());
+	T_OK(ipc_debug_open(url, &d, NULL));
+	T_TRUE(ipc_debug_request_fd(d) >= 0);
+	T_OK(ipc_debug_sub_open(url, NULL, 0, &all, NULL));
+	T_OK(ipc_debug_sub_open(url, only_step, 1, &steps, NULL));
+	/* subscriptions connect in the background: publish until both have one */
+	bool got_all = false, got_step = false;
+	for (int i = 0; i < 500 && !(got_all && got_step); i++) {
+		ipc_debug_publishf(d, "log", "event=x n=%d", i);
+		ipc_debug_publishf(d, "step", "step=%d", i);
+		ipc_debug_publish(d, "stepx", "no", 2); /* not "step": filtered out */
+		while (ipc_debug_sub_next(all, 5, &r, NULL) == ORCH_OK)
+			got_all |= strncmp(r.p, "log event=x n=", 14) == 0;
+		while (ipc_debug_sub_next(steps, 5, &r, NULL) == ORCH_OK) {
+			T_TRUE(strncmp(r.p, "step step=", 10) == 0);
+			got_step = true;
+		}
+	}
+	T_TRUE(got_all && got_step);
+	T_TRUE(!ipc_debug_request(d, req, sizeof(req)));
+
+	/* a dump request from another thread: poll, take, reply */
+	struct dump_req dr = {url, ORCH_EIO, {0}};
+	pthread_t th;
+	T_TRUE(pthread_create(&th, NULL, dump_thread, &dr) == 0);
+	struct pollfd p = {ipc_debug_request_fd(d), POLLIN, 0};
+	T_EQ(poll(&p, 1, 5000), 1);
+	T_TRUE(ipc_debug_request(d, req, sizeof(req)));
+	T_STREQ(req, "dump");
+	T_OK(ipc_debug_reply(d, "worker id=x\n", 12, NULL));
+	pthread_join(th, NULL);
+	T_OK(dr.rv);
+	T_STREQ(dr.out.p, "worker id=x\n");
+	sbuf_fini(&dr.out);
+
+	/* nobody there: a dump times out */
+	ipc_debug_sub_close(all);
+	ipc_debug_sub_close(steps);
+	ipc_debug_close(d);
+	T_ERR(ipc_debug_dump(url, 200, &r, &e), ORCH_EAGAIN);
+	T_ERR(ipc_debug_open("bogus://x", &d, &e), ORCH_EINVAL);
+	T_TRUE(d == NULL);
+	T_ERR(ipc_debug_sub_open("bogus://x", NULL, 0, &all, &e), ORCH_EINVAL);
+	sbuf_fini(&r);
+	unlink(url + strlen("ipc://"));
+	char path[160];
+	snprintf(path, sizeof(path), "%s.ctl", url + strlen("ipc://"));
+	unlink(path);
+}
+
 int
 main(void)
 {
@@ -349,5 +441,6 @@ main(void)
 	T_RUN(test_live_ipc);
 	T_RUN(test_live_tcp);
 	T_RUN(test_open_errors);
+	T_RUN(test_debug_stream);
 	return t_done();
 }
