@@ -25,3 +25,10 @@ q8=$work/qwen2.5-0.5b-Q8_0.gguf
 for m in "$data/models/stories260K.gguf" "$q8" "$model"; do
 	"$build/bin/engine_bench" "$m" 1 2
 done
+
+# The supervisor <-> worker hop (issue 5): the channel alone, then a real
+# worker with 1 and 64 concurrent jobs.
+if [[ -x $build/bin/ipc_bench ]]; then
+	"$build/bin/ipc_bench" raw 200000
+	"$build/bin/ipc_bench" worker "$build/bin/orch-worker" "$data/models/stories260K.gguf" 2>/dev/null
+fi
