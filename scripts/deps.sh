@@ -11,6 +11,8 @@ pkgs=(
 	libpcre2-dev                         # tokenizer pre-tokenizer regexes
 	libnng-dev                           # supervisor <-> worker channel (ipc/)
 	libprotobuf-c-dev protobuf-c-compiler # its messages (proto/orch.proto)
+	libevent-dev libinih-dev libsystemd-dev # orchd: event loop + HTTP, config, sd_notify
+	curl prometheus                      # orchd tests: HTTP client, promtool check metrics
 	python3                              # JSON checks in tests/integration
 )
 

@@ -1,0 +1,372 @@
+/*
+ * admin.c - the admin API (docs/http-api.md): HTTP/JSON on a unix socket
+ * (mode 0660), and optionally on TCP with its own bearer token.
+ *
+ *   GET    /admin/status                  models, workers, devices, memory, queue, uptime
+ *   GET    /admin/workers                 one object per worker
+ *   POST   /admin/models                  load {name, path, device, slots, context, replicas}
+ *   DELETE /admin/models/NAME             unload (drain, then stop)
+ *   POST   /admin/workers/ID/restart
+ *   GET    /admin/models/NAME/events      SSE: progress and state changes
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/keyvalq_struct.h>
+
+#include "alloc.h"
+#include "api_params.h"
+#include "log.h"
+#include "orchd.h"
+#include "readfile.h"
+
+static cJSON *
+worker_json(const struct worker *w)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "id", w->id);
+	cJSON_AddStringToObject(o, "model", w->model->cfg.name);
+	cJSON_AddStringToObject(o, "device", w->device);
+	cJSON_AddStringToObject(o, "state", workers_state_name(w->state));
+	cJSON_AddNumberToObject(o, "pid", w->pid);
+	cJSON_AddNumberToObject(o, "load_percent", w->load_pct);
+	cJSON_AddNumberToObject(o, "memory_used_bytes", (double)w->memory_used);
+	cJSON_AddNumberToObject(o, "slots_busy", w->slots_busy);
+	cJSON_AddNumberToObject(o, "slots_total", w->slots_total);
+	cJSON_AddNumberToObject(o, "kv_cells_used", (double)w->kv_used);
+	cJSON_AddNumberToObject(o, "kv_cells_total", (double)w->kv_total);
+	cJSON_AddNumberToObject(o, "jobs", w->jobs);
+	cJSON_AddNumberToObject(o, "restarts", w->restarts);
+	cJSON_AddNumberToObject(o, "last_exit_status", w->last_exit);
+	cJSON_AddBoolToObject(o, "residency_ok", w->residency_ok);
+	cJSON_AddBoolToObject(o, "degraded", w->degraded);
+	cJSON_AddStringToObject(o, "debug_endpoint", w->debug_url);
+	return o;
+}
+
+static cJSON *
+model_json(const struct model *m)
+{
+	cJSON *o = cJSON_CreateObject(), *devs = cJSON_AddArrayToObject(o, "devices");
+
+	cJSON_AddStringToObject(o, "name", m->cfg.name);
+	cJSON_AddStringToObject(o, "path", m->cfg.path);
+	cJSON_AddStringToObject(o, "state", models_state_name(m->state));
+	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
+		cJSON_AddItemToArray(devs, cJSON_CreateString(m->cfg.devices[i]));
+	cJSON_AddNumberToObject(o, "slots", m->cfg.slots);
+	cJSON_AddNumberToObject(o, "context", m->cfg.context);
+	cJSON_AddNumberToObject(o, "replicas", m->cfg.replicas);
+	cJSON_AddBoolToObject(o, "preload", m->cfg.preload);
+	cJSON_AddNumberToObject(o, "queued", m->queued);
+	cJSON_AddNumberToObject(o, "restarts", m->restarts);
+	uint32_t pct = 0;
+	for (uint32_t i = 0; i < m->n_workers; i++)
+		pct += m->workers[i]->load_pct;
+	cJSON_AddNumberToObject(o, "load_percent", m->n_workers ? pct / m->n_workers : 0);
+	if (m->error[0])
+		cJSON_AddStringToObject(o, "error", m->error);
+	if (m->state == MODEL_FAILED)
+		cJSON_AddNumberToObject(o, "last_exit_status", m->last_exit);
+	return o;
+}
+
+cJSON *
+admin_status(struct orchd *d)
+{
+	cJSON *o = cJSON_CreateObject(), *ms = cJSON_AddArrayToObject(o, "models");
+	cJSON *ws = cJSON_AddArrayToObject(o, "workers"),
+	      *devs = cJSON_AddArrayToObject(o, "devices");
+	uint64_t mem = 0;
+	uint32_t queued = 0, running = 0;
+
+	cJSON_AddStringToObject(o, "version", PROJECT_VERSION);
+	cJSON_AddNumberToObject(o, "pid", getpid());
+	cJSON_AddNumberToObject(o, "uptime_s", (double)(orchd_now_ms() - d->started_ms) / 1e3);
+	cJSON_AddStringToObject(o, "listen", d->cfg.listen);
+	cJSON_AddBoolToObject(o, "ready", models_all_ready(d));
+	cJSON_AddBoolToObject(o, "stopping", d->stopping);
+	for (struct model *m = d->models; m; m = m->next) {
+		cJSON_AddItemToArray(ms, model_json(m));
+		queued += m->queued;
+		for (uint32_t i = 0; i < m->n_workers; i++) {
+			cJSON_AddItemToArray(ws, worker_json(m->workers[i]));
+			mem += m->workers[i]->memory_used;
+			running += m->workers[i]->jobs;
+		}
+	}
+	/* NVML inventory is not read yet: the cpu device is always there */
+	cJSON *cpu = cJSON_CreateObject();
+	cJSON_AddStringToObject(cpu, "id", "cpu");
+	cJSON_AddNumberToObject(cpu, "memory_used_bytes", (double)mem);
+	cJSON_AddItemToArray(devs, cpu);
+	cJSON_AddNumberToObject(o, "queued", queued);
+	cJSON_AddNumberToObject(o, "running", running);
+	cJSON_AddNumberToObject(o, "open_streams", d->n_conns);
+	return o;
+}
+
+void
+admin_model_event(struct orchd *d, struct model *m, const char *what)
+{
+	(void)d;
+	if (m->n_followers == 0)
+		return;
+	cJSON *o = model_json(m);
+	cJSON_AddStringToObject(o, "event", what);
+	char *text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	struct sbuf b = {0};
+	sbuf_printf(&b, "event: %s\ndata: %s\n\n", what, text ? text : "{}");
+	free(text);
+	for (uint32_t i = 0; i < m->n_followers; i++)
+		http_sse_write(m->followers[i], b.p, b.n);
+	sbuf_fini(&b);
+}
+
+static void
+on_follower_close(struct evhttp_connection *conn, void *arg)
+{
+	struct model *m = arg;
+
+	for (uint32_t i = 0; i < m->n_followers; i++)
+		if (evhttp_request_get_connection(m->followers[i]) == conn) {
+			m->followers[i] = m->followers[--m->n_followers];
+			return;
+		}
+}
+
+static void
+follow(struct orchd *d, struct evhttp_request *req, struct model *m)
+{
+	struct evhttp_request **f = orch_reallocarray(m->followers, m->n_followers + 1, sizeof(*f));
+
+	if (f == NULL)
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	m->followers = f;
+	f[m->n_followers++] = req;
+	evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_follower_close, m);
+	http_sse_start(req);
+	admin_model_event(d, m, "state");
+}
+
+/* POST /admin/models: a new model (or a stopped or failed one again). */
+static void
+load(struct orchd *d, struct evhttp_request *req)
+{
+	static const char *const keys[] = {"name",    "path",     "device",  "slots",
+	                                   "context", "replicas", "threads", NULL};
+	cJSON *root = http_body(d, req);
+	const char *name = NULL, *path = NULL;
+	struct orch_errinfo e = {0};
+	struct orchd_config tmp = {0};
+	struct cfg_model *cm;
+	char section[CFG_NAME_MAX + 16];
+
+	if (root == NULL)
+		return;
+	if (!params_known(req, root, keys) || !params_string(req, root, "name", true, &name) ||
+	    !params_string(req, root, "path", false, &path))
+		goto out;
+	struct model *m = models_find(d, name);
+	if (m != NULL && path == NULL) { /* load a configured model */
+		models_start(d, m);
+		http_json(req, 202, model_json(m));
+		goto out;
+	}
+	if (m != NULL) {
+		http_error(req, ORCH_EINVAL, "name", "model '%s' exists; unload it first", name);
+		goto out;
+	}
+	if (path == NULL) {
+		http_error(req, ORCH_EINVAL, "path", "'path' is required for a new model");
+		goto out;
+	}
+	if (access(path, R_OK) != 0) {
+		http_error(req, ORCH_EMODEL_LOAD, "path", "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	snprintf(section, sizeof(section), "model \"%s\"", name);
+	const cJSON *it;
+	bool ok = cfg_model_add(&tmp, name, &cm, &e) == ORCH_OK;
+	cJSON_ArrayForEach(it, root)
+	{
+		char num[32];
+		const char *v = NULL;
+		if (!ok || strcmp(it->string, "name") == 0)
+			continue;
+		if (cJSON_IsString(it)) {
+			v = it->valuestring;
+		} else if (cJSON_IsNumber(it)) {
+			snprintf(num, sizeof(num), "%.0f", it->valuedouble);
+			v = num;
+		} else if (cJSON_IsArray(it) && strcmp(it->string, "device") == 0) {
+			struct sbuf list = {0};
+			const cJSON *x;
+			cJSON_ArrayForEach(x, it)
+			        sbuf_printf(&list, "%s%s", list.n ? "," : "",
+			                    cJSON_IsString(x) ? x->valuestring : "?");
+			ok = cfg_set(&tmp, section, it->string, list.p ? list.p : "", &e) ==
+			     ORCH_OK;
+			sbuf_fini(&list);
+			continue;
+		}
+		if (v == NULL) {
+			ok = false;
+			orch_errf(&e, ORCH_EINVAL, "'%s' has the wrong type", it->string);
+			break;
+		}
+		ok = cfg_set(&tmp, section, it->string, v, &e) == ORCH_OK;
+	}
+	if (!ok) {
+		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
+	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
+		http_error(req, e.code, "name", "%s", e.msg);
+	} else {
+		models_start(d, m);
+		http_json(req, 202, model_json(m));
+	}
+	cfg_free(&tmp);
+out:
+	cJSON_Delete(root);
+}
+
+static void
+route(struct evhttp_request *req, void *arg)
+{
+	struct orchd *d = arg;
+	const char *uri = evhttp_request_get_uri(req);
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	char path[512], name[256];
+	size_t n = strcspn(uri, "?");
+
+	snprintf(path, sizeof(path), "%.*s", (int)(n < sizeof(path) - 1 ? n : sizeof(path) - 1),
+	         uri);
+	if (strcmp(path, "/admin/status") == 0 && cmd == EVHTTP_REQ_GET)
+		return http_json(req, 200, admin_status(d));
+	if (strcmp(path, "/admin/workers") == 0 && cmd == EVHTTP_REQ_GET) {
+		cJSON *a = cJSON_CreateArray();
+		for (struct model *m = d->models; m; m = m->next)
+			for (uint32_t i = 0; i < m->n_workers; i++)
+				cJSON_AddItemToArray(a, worker_json(m->workers[i]));
+		return http_json(req, 200, a);
+	}
+	if (strcmp(path, "/admin/models") == 0 && cmd == EVHTTP_REQ_POST)
+		return load(d, req);
+	if (sscanf(path, "/admin/models/%255[^/]", name) == 1) {
+		struct model *m = models_find(d, name);
+		const char *rest = path + strlen("/admin/models/") + strlen(name);
+		if (m == NULL)
+			return http_error(req, ORCH_EMODEL_NOT_FOUND, "name", "no model '%s'",
+			                  name);
+		if (rest[0] == '\0' && cmd == EVHTTP_REQ_DELETE) {
+			cJSON *o = model_json(m);
+			models_unload(d, m, false);
+			return http_json(req, 202, o);
+		}
+		if (strcmp(rest, "/events") == 0 && cmd == EVHTTP_REQ_GET)
+			return follow(d, req, m);
+	}
+	if (sscanf(path, "/admin/workers/%255[^/]/restart", name) == 1 && cmd == EVHTTP_REQ_POST) {
+		struct worker *w = workers_find(d, name);
+		if (w == NULL)
+			return http_error(req, ORCH_EINVAL, "id", "no worker '%s'", name);
+		workers_restart(d, w);
+		return http_json(req, 202, worker_json(w));
+	}
+	cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
+	cJSON_AddStringToObject(e, "code", "NOT_FOUND");
+	cJSON_AddStringToObject(e, "message", "no such admin route");
+	http_json(req, 404, r);
+}
+
+static void
+route_tcp(struct evhttp_request *req, void *arg)
+{
+	struct orchd *d = arg;
+	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+
+	if (h == NULL || strncmp(h, "Bearer ", 7) != 0 || strcmp(h + 7, d->admin_token) != 0) {
+		cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
+		cJSON_AddStringToObject(e, "code", "UNAUTHORIZED");
+		cJSON_AddStringToObject(e, "message", "the admin token is needed");
+		return http_json(req, 401, r);
+	}
+	route(req, d);
+}
+
+orch_err
+admin_start(struct orchd *d, struct orch_errinfo *reterr)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	if (strlen(d->cfg.admin_socket) >= sizeof(sa.sun_path))
+		return orch_errf(reterr, ORCH_EINVAL, "admin_socket path is too long");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->cfg.admin_socket);
+	unlink(sa.sun_path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
+		return orch_errf(reterr, ORCH_EIO, "socket: %s", strerror(errno));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sa.sun_path, 0660) != 0 ||
+	    listen(fd, 64) != 0) {
+		int err = errno;
+		close(fd);
+		return orch_errf(reterr, ORCH_EIO, "admin socket %s: %s", sa.sun_path,
+		                 strerror(err));
+	}
+	if ((d->admin_http = evhttp_new(d->base)) == NULL ||
+	    evhttp_accept_socket(d->admin_http, fd) != 0) {
+		close(fd);
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	}
+	evhttp_set_allowed_methods(d->admin_http,
+	                           EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+	evhttp_set_max_body_size(d->admin_http, 1u << 20);
+	evhttp_set_gencb(d->admin_http, route, d);
+	orch_log(ORCH_LOG_INFO, "admin_listening", "socket=%s", sa.sun_path);
+	if (d->cfg.admin_listen[0]) {
+		char *tok = NULL;
+		size_t n = 0;
+		if (d->cfg.admin_token_file[0] == '\0' ||
+		    orch_read_file(d->cfg.admin_token_file, 4096, &tok, &n, reterr) != ORCH_OK)
+			return d->cfg.admin_token_file[0]
+			               ? ORCH_EIO
+			               : orch_errf(reterr, ORCH_EINVAL,
+			                           "admin_listen needs admin_token_file");
+		tok[strcspn(tok, "\r\n")] = '\0';
+		snprintf(d->admin_token, sizeof(d->admin_token), "%s", tok);
+		orch_free(tok);
+		if (d->admin_token[0] == '\0')
+			return orch_errf(reterr, ORCH_EINVAL, "admin_token_file is empty");
+		char host[128];
+		const char *colon = strrchr(d->cfg.admin_listen, ':');
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - d->cfg.admin_listen),
+		         d->cfg.admin_listen);
+		if ((d->admin_tcp = evhttp_new(d->base)) == NULL ||
+		    evhttp_bind_socket(d->admin_tcp, host, (ev_uint16_t)atoi(colon + 1)) != 0)
+			return orch_errf(reterr, ORCH_EIO, "cannot listen on %s",
+			                 d->cfg.admin_listen);
+		evhttp_set_allowed_methods(d->admin_tcp,
+		                           EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+		evhttp_set_gencb(d->admin_tcp, route_tcp, d);
+	}
+	return ORCH_OK;
+}
+
+void
+admin_stop(struct orchd *d)
+{
+	if (d->admin_http)
+		evhttp_free(d->admin_http);
+	if (d->admin_tcp)
+		evhttp_free(d->admin_tcp);
+	d->admin_http = d->admin_tcp = NULL;
+	unlink(d->cfg.admin_socket);
+}

@@ -1,0 +1,361 @@
+/*
+ * config.c - the INI file and its keys. Parsing goes through one table of
+ * [server] keys and one of model keys, so the documentation
+ * (docs/configuration.md) and the code list the same names.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+#include "alloc.h"
+#include "parse.h"
+
+#define MIB (1024u * 1024u)
+
+void
+cfg_defaults(struct orchd_config *c)
+{
+	*c = (struct orchd_config){0};
+	snprintf(c->listen, sizeof(c->listen), "127.0.0.1:8080");
+	snprintf(c->runtime_dir, sizeof(c->runtime_dir), "/run/orchd");
+	snprintf(c->admin_socket, sizeof(c->admin_socket), "/run/orchd/orchd.sock");
+	c->max_queue = 64;
+	c->request_timeout_s = 600;
+	c->max_tokens = 2048;
+	c->max_prompt_chars = 32768;
+	c->max_body_bytes = 4 * MIB;
+	c->max_header_bytes = 16384;
+	c->max_connections = 4096;
+	c->events_keep_s = 300;
+	c->sse_keepalive_s = 15;
+	c->handshake_timeout_s = 10;
+	c->load_timeout_s = 120;
+	c->heartbeat_timeout_s = 10;
+	c->shutdown_timeout_s = 30;
+	c->evict = CFG_EVICT_NONE;
+	c->vram_headroom_bytes = 512ull * MIB;
+}
+
+/* ---- values ---- */
+
+static orch_err
+set_str(char *dst, size_t n, const char *key, const char *v, struct orch_errinfo *e)
+{
+	if (strlen(v) >= n)
+		return orch_errf(e, ORCH_EINVAL, "%s is longer than %zu bytes", key, n - 1);
+	snprintf(dst, n, "%s", v);
+	return ORCH_OK;
+}
+
+static orch_err
+set_u32(uint32_t *dst, uint64_t lo, uint64_t hi, const char *key, const char *v,
+        struct orch_errinfo *e)
+{
+	uint64_t x;
+
+	if (orch_parse_u64(v, lo, hi, &x) != ORCH_OK)
+		return orch_errf(e, ORCH_EINVAL, "%s wants an integer in [%llu, %llu], got '%s'",
+		                 key, (unsigned long long)lo, (unsigned long long)hi, v);
+	*dst = (uint32_t)x;
+	return ORCH_OK;
+}
+
+static orch_err
+set_bool(bool *dst, const char *key, const char *v, struct orch_errinfo *e)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+		*dst = true;
+	else if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+		*dst = false;
+	else
+		return orch_errf(e, ORCH_EINVAL, "%s wants yes or no, got '%s'", key, v);
+	return ORCH_OK;
+}
+
+/* "HOST:PORT" with a port in 1..65535. */
+static orch_err
+set_addr(char *dst, size_t n, const char *key, const char *v, struct orch_errinfo *e)
+{
+	const char *colon = strrchr(v, ':');
+	uint64_t port;
+
+	if (colon == NULL || colon == v || orch_parse_u64(colon + 1, 1, 65535, &port) != ORCH_OK)
+		return orch_errf(e, ORCH_EINVAL, "%s wants HOST:PORT, got '%s'", key, v);
+	return set_str(dst, n, key, v, e);
+}
+
+static bool
+device_ok(const char *d)
+{
+	uint64_t n;
+
+	return strcmp(d, "cpu") == 0 ||
+	       (strncmp(d, "cuda:", 5) == 0 && orch_parse_u64(d + 5, 0, 63, &n) == ORCH_OK);
+}
+
+static orch_err
+set_devices(struct cfg_model *m, const char *v, struct orch_errinfo *e)
+{
+	char buf[256];
+	char *save = NULL;
+
+	if (set_str(buf, sizeof(buf), "device", v, e) != ORCH_OK)
+		return ORCH_EINVAL;
+	m->n_devices = 0;
+	for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		if (!device_ok(t))
+			return orch_errf(e, ORCH_EINVAL, "device wants cpu or cuda:N, got '%s'", t);
+		if (m->n_devices == CFG_MAX_DEVICES)
+			return orch_errf(e, ORCH_EINVAL, "more than %d devices", CFG_MAX_DEVICES);
+		snprintf(m->devices[m->n_devices++], sizeof(m->devices[0]), "%s", t);
+	}
+	if (m->n_devices == 0)
+		return orch_errf(e, ORCH_EINVAL, "device is empty");
+	return ORCH_OK;
+}
+
+/* ---- keys ---- */
+
+static orch_err
+set_server(struct orchd_config *c, const char *k, const char *v, struct orch_errinfo *e)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		uint64_t lo, hi;
+	} nums[] = {
+	        {"max_queue", offsetof(struct orchd_config, max_queue), 0, 1000000},
+	        {"request_timeout_s", offsetof(struct orchd_config, request_timeout_s), 1, 86400},
+	        {"max_tokens", offsetof(struct orchd_config, max_tokens), 1, 1u << 20},
+	        {"max_prompt_chars", offsetof(struct orchd_config, max_prompt_chars), 1, 1u << 26},
+	        {"max_body_bytes", offsetof(struct orchd_config, max_body_bytes), 1024, 1u << 30},
+	        {"max_header_bytes", offsetof(struct orchd_config, max_header_bytes), 1024,
+	         1u << 20},
+	        {"max_connections", offsetof(struct orchd_config, max_connections), 1, 1000000},
+	        {"events_keep_s", offsetof(struct orchd_config, events_keep_s), 0, 86400},
+	        {"sse_keepalive_s", offsetof(struct orchd_config, sse_keepalive_s), 1, 3600},
+	        {"handshake_timeout_s", offsetof(struct orchd_config, handshake_timeout_s), 1,
+	         3600},
+	        {"load_timeout_s", offsetof(struct orchd_config, load_timeout_s), 1, 86400},
+	        {"heartbeat_timeout_s", offsetof(struct orchd_config, heartbeat_timeout_s), 1,
+	         3600},
+	        {"shutdown_timeout_s", offsetof(struct orchd_config, shutdown_timeout_s), 1, 3600},
+	};
+
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if (strcmp(k, nums[i].key) == 0)
+			return set_u32((uint32_t *)(void *)((char *)c + nums[i].off), nums[i].lo,
+			               nums[i].hi, k, v, e);
+	if (strcmp(k, "listen") == 0)
+		return set_addr(c->listen, sizeof(c->listen), k, v, e);
+	if (strcmp(k, "admin_listen") == 0)
+		return v[0] ? set_addr(c->admin_listen, sizeof(c->admin_listen), k, v, e)
+		            : set_str(c->admin_listen, sizeof(c->admin_listen), k, v, e);
+	if (strcmp(k, "admin_socket") == 0)
+		return set_str(c->admin_socket, sizeof(c->admin_socket), k, v, e);
+	if (strcmp(k, "admin_token_file") == 0)
+		return set_str(c->admin_token_file, sizeof(c->admin_token_file), k, v, e);
+	if (strcmp(k, "runtime_dir") == 0)
+		return set_str(c->runtime_dir, sizeof(c->runtime_dir), k, v, e);
+	if (strcmp(k, "api_keys_file") == 0)
+		return set_str(c->api_keys_file, sizeof(c->api_keys_file), k, v, e);
+	if (strcmp(k, "worker_bin") == 0)
+		return set_str(c->worker_bin, sizeof(c->worker_bin), k, v, e);
+	if (strcmp(k, "evict") == 0) {
+		if (strcmp(v, "lru") == 0)
+			c->evict = CFG_EVICT_LRU;
+		else if (strcmp(v, "none") == 0)
+			c->evict = CFG_EVICT_NONE;
+		else
+			return orch_errf(e, ORCH_EINVAL, "evict wants none or lru, got '%s'", v);
+		return ORCH_OK;
+	}
+	if (strcmp(k, "vram_headroom_mib") == 0) {
+		uint32_t mib = 0;
+		if (set_u32(&mib, 0, 1u << 20, k, v, e) != ORCH_OK)
+			return ORCH_EINVAL;
+		c->vram_headroom_bytes = (uint64_t)mib * MIB;
+		return ORCH_OK;
+	}
+	return orch_errf(e, ORCH_EINVAL, "unknown key '%s' in [server]", k);
+}
+
+static orch_err
+set_model(struct cfg_model *m, const char *k, const char *v, struct orch_errinfo *e)
+{
+	if (strcmp(k, "path") == 0)
+		return set_str(m->path, sizeof(m->path), k, v, e);
+	if (strcmp(k, "device") == 0)
+		return set_devices(m, v, e);
+	if (strcmp(k, "slots") == 0)
+		return set_u32(&m->slots, 1, 256, k, v, e);
+	if (strcmp(k, "context") == 0)
+		return set_u32(&m->context, 16, 1u << 20, k, v, e);
+	if (strcmp(k, "replicas") == 0)
+		return set_u32(&m->replicas, 1, 64, k, v, e);
+	if (strcmp(k, "threads") == 0)
+		return set_u32(&m->threads, 0, 256, k, v, e);
+	if (strcmp(k, "preload") == 0)
+		return set_bool(&m->preload, k, v, e);
+	return orch_errf(e, ORCH_EINVAL, "unknown key '%s' in [model \"%s\"]", k, m->name);
+}
+
+struct cfg_model *
+cfg_model_find(const struct orchd_config *c, const char *name)
+{
+	for (uint32_t i = 0; i < c->n_models; i++)
+		if (strcmp(c->models[i].name, name) == 0)
+			return &c->models[i];
+	return NULL;
+}
+
+static bool
+name_ok(const char *n)
+{
+	if (n[0] == '\0' || strlen(n) >= CFG_NAME_MAX)
+		return false;
+	for (const char *p = n; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("._-:", *p))
+			return false;
+	return true;
+}
+
+orch_err
+cfg_model_add(struct orchd_config *c, const char *name, struct cfg_model **ret,
+              struct orch_errinfo *e)
+{
+	if (!name_ok(name))
+		return orch_errf(e, ORCH_EINVAL,
+		                 "model name '%s': want 1-%d of letters, digits and ._-:", name,
+		                 CFG_NAME_MAX - 1);
+	if (cfg_model_find(c, name) != NULL)
+		return orch_errf(e, ORCH_EINVAL, "model '%s' is defined twice", name);
+	struct cfg_model *m = orch_reallocarray(c->models, c->n_models + 1, sizeof(*m));
+	if (m == NULL)
+		return orch_errf(e, ORCH_ENOMEM, "out of memory");
+	c->models = m;
+	m = &c->models[c->n_models++];
+	*m = (struct cfg_model){.slots = 4, .replicas = 1, .n_devices = 1, .preload = true};
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	snprintf(m->devices[0], sizeof(m->devices[0]), "cpu");
+	*ret = m;
+	return ORCH_OK;
+}
+
+/* The model name of a section 'model "NAME"', or NULL. */
+static const char *
+model_section(const char *section, char *buf, size_t n)
+{
+	size_t len = strlen(section);
+
+	if (strncmp(section, "model \"", 7) != 0 || len < 9 || section[len - 1] != '"' ||
+	    len - 8 >= n)
+		return NULL;
+	snprintf(buf, n, "%.*s", (int)(len - 8), section + 7);
+	return buf;
+}
+
+orch_err
+cfg_set(struct orchd_config *c, const char *section, const char *key, const char *value,
+        struct orch_errinfo *e)
+{
+	char name[CFG_NAME_MAX + 8];
+
+	if (strcmp(section, "server") == 0)
+		return set_server(c, key, value, e);
+	if (model_section(section, name, sizeof(name)) != NULL) {
+		struct cfg_model *m = cfg_model_find(c, name);
+		if (m == NULL && cfg_model_add(c, name, &m, e) != ORCH_OK)
+			return ORCH_EINVAL;
+		return set_model(m, key, value, e);
+	}
+	return orch_errf(e, ORCH_EINVAL, "unknown section [%s] (want [server] or [model \"NAME\"])",
+	                 section);
+}
+
+/* ---- the file ---- */
+
+struct parse {
+	struct orchd_config *c;
+	struct orch_errinfo err; /* the first failure */
+	bool failed;
+	char last_section[CFG_NAME_MAX + 16];
+};
+
+static int
+on_pair(void *user, const char *section, const char *key, const char *value)
+{
+	struct parse *p = user;
+	struct orch_errinfo e = {0};
+
+	if (p->failed)
+		return 1; /* only the first error is reported */
+	/* a model section seen twice in one file is a duplicate, not a continuation */
+	if (strcmp(section, p->last_section) != 0) {
+		char name[CFG_NAME_MAX + 8];
+		if (model_section(section, name, sizeof(name)) && cfg_model_find(p->c, name)) {
+			orch_errf(&p->err, ORCH_EINVAL, "model '%s' is defined twice", name);
+			p->failed = true;
+			return 0;
+		}
+		snprintf(p->last_section, sizeof(p->last_section), "%s", section);
+	}
+	if (cfg_set(p->c, section, key, value, &e) != ORCH_OK) {
+		p->err = e;
+		p->failed = true;
+		return 0;
+	}
+	return 1;
+}
+
+orch_err
+cfg_load(struct orchd_config *c, const char *path, struct orch_errinfo *reterr)
+{
+	struct parse p = {.c = c};
+	static char inline_comments[] = ";#";
+
+	/* Debian's libinih takes its options at run time: "key = v  # note"
+	 * comments, and lines as long as a path may be. */
+	ini_inline_comment_prefixes = inline_comments;
+	ini_use_stack = false;
+	ini_max_line = CFG_PATH_MAX + 256;
+	FILE *f = fopen(path, "r");
+
+	if (f == NULL)
+		return orch_errf(reterr, ORCH_EIO, "%s: %m", path);
+	int line = ini_parse_file(f, on_pair, &p);
+	fclose(f);
+	if (line < 0)
+		return orch_errf(reterr, ORCH_EIO, "%s: cannot be read", path);
+	if (line > 0)
+		return orch_errf(reterr, ORCH_EINVAL, "%s:%d: %s", path, line,
+		                 p.failed ? p.err.msg : "not a key = value line or a [section]");
+	return ORCH_OK;
+}
+
+orch_err
+cfg_check(const struct orchd_config *c, struct orch_errinfo *reterr)
+{
+	for (uint32_t i = 0; i < c->n_models; i++) {
+		const struct cfg_model *m = &c->models[i];
+		if (m->path[0] == '\0')
+			return orch_errf(reterr, ORCH_EINVAL, "model '%s' has no path", m->name);
+	}
+	if (c->admin_socket[0] == '\0')
+		return orch_errf(reterr, ORCH_EINVAL, "admin_socket is empty");
+	return ORCH_OK;
+}
+
+void
+cfg_free(struct orchd_config *c)
+{
+	orch_free(c->models);
+	c->models = NULL;
+	c->n_models = 0;
+}

@@ -1,0 +1,87 @@
+#pragma once
+/*
+ * config.h - orchd's configuration (docs/configuration.md): an INI file read
+ * with libinih, then command-line flags over it. Every key is known; an
+ * unknown section or key, or a bad value, is an error naming the line.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define CFG_NAME_MAX    64
+#define CFG_PATH_MAX    1024
+#define CFG_MAX_DEVICES 8
+#define CFG_MAX_STOPS   4
+
+struct cfg_model {
+	char name[CFG_NAME_MAX];
+	char path[CFG_PATH_MAX];
+	char devices[CFG_MAX_DEVICES][16]; /* "cpu", "cuda:0" */
+	uint32_t n_devices;
+	uint32_t slots, context, replicas, threads;
+	bool preload;
+};
+
+enum cfg_evict { CFG_EVICT_NONE, CFG_EVICT_LRU };
+
+struct orchd_config {
+	/* [server] */
+	char listen[128]; /* HOST:PORT of the public API */
+	char admin_socket[CFG_PATH_MAX];
+	char admin_listen[128]; /* optional TCP HOST:PORT of the admin API ("" = none) */
+	char admin_token_file[CFG_PATH_MAX];
+	char runtime_dir[CFG_PATH_MAX];
+	char api_keys_file[CFG_PATH_MAX]; /* "" = no API keys */
+	char worker_bin[CFG_PATH_MAX];    /* "" = orch-worker beside orchd */
+	uint32_t max_queue;               /* per model */
+	uint32_t request_timeout_s;
+	uint32_t max_tokens;       /* cap on a request's max_tokens */
+	uint32_t max_prompt_chars; /* cap on a native prompt's length */
+	uint32_t max_body_bytes;
+	uint32_t max_header_bytes;
+	uint32_t max_connections;
+	uint32_t events_keep_s;   /* a finished job's events stay for resuming this long */
+	uint32_t sse_keepalive_s; /* comment line on an idle stream */
+	uint32_t handshake_timeout_s, load_timeout_s, heartbeat_timeout_s;
+	uint32_t shutdown_timeout_s;
+	uint32_t watchdog_s; /* unused unless systemd sets WATCHDOG_USEC */
+	enum cfg_evict evict;
+	uint64_t vram_headroom_bytes;
+	/* [model "NAME"] */
+	struct cfg_model *models;
+	uint32_t n_models;
+};
+
+/* cfg_defaults - every key at its default; no models. */
+void cfg_defaults(struct orchd_config *c);
+
+/*
+ * cfg_load - read @path over @c's current values. ORCH_EIO when it cannot
+ * be read, ORCH_EINVAL for an unknown section or key or a bad value, with
+ * "PATH:LINE: what" in the message.
+ */
+orch_err cfg_load(struct orchd_config *c, const char *path, struct orch_errinfo *reterr);
+
+/*
+ * cfg_set - set one key as the file would ("server", "listen", "0.0.0.0:80");
+ * for a model section, @section is its name. Used by flags and the admin API.
+ */
+orch_err cfg_set(struct orchd_config *c, const char *section, const char *key, const char *value,
+                 struct orch_errinfo *reterr);
+
+/* cfg_model_find - the model named @name, or NULL. */
+struct cfg_model *cfg_model_find(const struct orchd_config *c, const char *name);
+
+/*
+ * cfg_model_add - add a model with defaults, named @name; *@ret points at it
+ * (valid until the next add). ORCH_EINVAL for a bad or duplicate name.
+ */
+orch_err cfg_model_add(struct orchd_config *c, const char *name, struct cfg_model **ret,
+                       struct orch_errinfo *reterr);
+
+/* cfg_check - whole-config checks (a model without a path, ...). */
+orch_err cfg_check(const struct orchd_config *c, struct orch_errinfo *reterr);
+
+/* cfg_free - free the models. */
+void cfg_free(struct orchd_config *c);

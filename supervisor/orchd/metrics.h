@@ -1,0 +1,42 @@
+#pragma once
+/*
+ * metrics.h - orchd's Prometheus metrics (DESIGN.md §8): counters and
+ * histograms kept per model, gauges read from the registry when scraped.
+ */
+#include <stdint.h>
+
+#include "err.h"
+#include "sbuf.h"
+
+#define MET_BUCKETS 16
+
+struct histo {
+	uint64_t counts[MET_BUCKETS]; /* cumulative at render time, per bucket here */
+	uint64_t count;
+	double sum;
+};
+
+/* Per model. Outcomes: the finish reasons, then every orch_err code. */
+#define MET_OUTCOMES (3 + ORCH_ERR_COUNT)
+
+struct model_metrics {
+	uint64_t requests[MET_OUTCOMES];
+	uint64_t prompt_tokens, generation_tokens;
+	uint64_t loads, load_failures;
+	uint64_t cancelled_by_client;
+	struct histo ttft, itl, e2e, load;
+};
+
+/* Whole daemon. */
+struct metrics {
+	uint64_t http_responses[6]; /* by status class: [1]=1xx ... [5]=5xx */
+	uint64_t rejected_queue_full, rejected_connections;
+};
+
+/* histo_observe - add @seconds to @h (buckets from 1 ms to 600 s). */
+void histo_observe(struct histo *h, double seconds);
+
+struct orchd;
+
+/* metrics_render - the Prometheus text exposition of @d into @out. */
+void metrics_render(struct orchd *d, struct sbuf *out);

@@ -1,0 +1,277 @@
+/*
+ * models.c - the registry: each configured model, its workers, its state
+ * (stopped, loading, ready, failed, unloading), its bounded FIFO queue, and
+ * placement of jobs on the READY worker with the fewest outstanding tokens.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "orchd.h"
+
+const char *
+models_state_name(enum model_state s)
+{
+	static const char *const names[] = {"stopped", "loading", "ready", "failed", "unloading"};
+	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
+}
+
+struct model *
+models_find(struct orchd *d, const char *name)
+{
+	for (struct model *m = d->models; m; m = m->next)
+		if (strcmp(m->cfg.name, name) == 0)
+			return m;
+	return NULL;
+}
+
+orch_err
+models_add(struct orchd *d, const struct cfg_model *cfg, struct model **ret,
+           struct orch_errinfo *reterr)
+{
+	struct model *m;
+
+	if (models_find(d, cfg->name) != NULL)
+		return orch_errf(reterr, ORCH_EINVAL, "model '%s' exists", cfg->name);
+	if ((m = orch_calloc(1, sizeof(*m))) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	m->d = d;
+	m->cfg = *cfg;
+	m->workers = orch_calloc(cfg->replicas, sizeof(*m->workers));
+	if (m->workers == NULL) {
+		orch_free(m);
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	}
+	for (uint32_t i = 0; i < cfg->replicas; i++) {
+		if ((m->workers[i] = workers_new(d, m, i)) == NULL) {
+			models_free(d, m);
+			return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+		}
+		m->n_workers++;
+	}
+	m->state = MODEL_STOPPED;
+	m->next = NULL;
+	struct model **tail = &d->models;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = m;
+	if (ret)
+		*ret = m;
+	return ORCH_OK;
+}
+
+void
+models_start(struct orchd *d, struct model *m)
+{
+	if (m->state == MODEL_LOADING || m->state == MODEL_READY || d->stopping)
+		return;
+	m->error[0] = '\0';
+	m->n_fail = 0;
+	m->state = MODEL_LOADING;
+	m->load_started_ms = orchd_now_ms();
+	orch_log(ORCH_LOG_INFO, "model_load", "model=%s path=%s replicas=%u", m->cfg.name,
+	         m->cfg.path, m->n_workers);
+	for (uint32_t i = 0; i < m->n_workers; i++) {
+		struct worker *w = m->workers[i];
+		struct orch_errinfo e = {0};
+		if (w->pid > 0 || w->state == WORKER_BACKOFF)
+			continue;
+		w->restarts = 0;
+		w->backoff_ms = 0;
+		if (workers_spawn(d, w, &e) != ORCH_OK) {
+			orch_log_err(e.code, &e, "worker_spawn_failed", "worker=%s", w->id);
+			snprintf(m->error, sizeof(m->error), "%s", e.msg);
+		}
+	}
+	models_worker_state(d, m);
+	admin_model_event(d, m, "state");
+}
+
+void
+models_unload(struct orchd *d, struct model *m, bool remove)
+{
+	m->remove_when_stopped |= remove;
+	m->state = MODEL_UNLOADING;
+	orch_log(ORCH_LOG_INFO, "model_unload", "model=%s", m->cfg.name);
+	/* queued jobs have no worker to wait for any more */
+	while (m->queue_head) {
+		struct job *j = m->queue_head;
+		models_unqueue(j);
+		jobs_fail(d, j, ORCH_EMODEL_NOT_FOUND, "the model was unloaded");
+	}
+	for (uint32_t i = 0; i < m->n_workers; i++)
+		workers_drain(d, m->workers[i]);
+	models_worker_state(d, m);
+}
+
+void
+models_unqueue(struct job *j)
+{
+	struct model *m = j->model;
+
+	for (struct job **p = &m->queue_head; *p; p = &(*p)->next_queue) {
+		if (*p != j)
+			continue;
+		*p = j->next_queue;
+		if (m->queue_tail == j) {
+			m->queue_tail = NULL;
+			for (struct job *q = m->queue_head; q; q = q->next_queue)
+				m->queue_tail = q;
+		}
+		j->next_queue = NULL;
+		m->queued--;
+		return;
+	}
+}
+
+/* The READY worker of @m with room and the fewest outstanding tokens, or NULL. */
+static struct worker *
+pick(struct model *m)
+{
+	struct worker *best = NULL;
+
+	for (uint32_t i = 0; i < m->n_workers; i++) {
+		struct worker *w = m->workers[i];
+		/* a worker takes up to 4 × slots jobs; the rest wait here, in order */
+		if (w->state != WORKER_READY ||
+		    w->jobs >= 4 * (w->slots_total ? w->slots_total : 1))
+			continue;
+		if (best == NULL || w->outstanding < best->outstanding)
+			best = w;
+	}
+	return best;
+}
+
+static bool
+place(struct orchd *d, struct worker *w, struct job *j)
+{
+	j->worker = w;
+	j->state = JOB_RUNNING;
+	w->jobs++;
+	w->outstanding += j->max_tokens;
+	if (!workers_submit(d, w, j)) {
+		jobs_fail(d, j, ORCH_EWORKER_LOST, "the worker did not take the job");
+		return false;
+	}
+	j->model->last_used_ms = orchd_now_ms();
+	return true;
+}
+
+void
+models_dispatch(struct orchd *d, struct model *m)
+{
+	struct worker *w;
+
+	while (m->queue_head && (w = pick(m)) != NULL) {
+		struct job *j = m->queue_head;
+		models_unqueue(j);
+		place(d, w, j);
+	}
+}
+
+orch_err
+models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
+{
+	struct model *m = j->model;
+	struct worker *w;
+
+	if (m->state == MODEL_FAILED)
+		return orch_errf(reterr, ORCH_EMODEL_LOAD, "model '%s' failed to load: %s",
+		                 m->cfg.name, m->error);
+	if (m->state == MODEL_UNLOADING)
+		return orch_errf(reterr, ORCH_EQUEUE_FULL, "model '%s' is being unloaded",
+		                 m->cfg.name);
+	if (m->queue_head == NULL && (w = pick(m)) != NULL) {
+		place(d, w, j);
+		return ORCH_OK;
+	}
+	if (m->queued >= d->cfg.max_queue) {
+		d->metrics.rejected_queue_full++;
+		return orch_errf(reterr, ORCH_EQUEUE_FULL, "the queue of model '%s' is full (%u)",
+		                 m->cfg.name, d->cfg.max_queue);
+	}
+	j->state = JOB_QUEUED;
+	if (m->queue_tail)
+		m->queue_tail->next_queue = j;
+	else
+		m->queue_head = j;
+	m->queue_tail = j;
+	m->queued++;
+	if (m->state == MODEL_STOPPED)
+		models_start(d, m);
+	return ORCH_OK;
+}
+
+void
+models_worker_state(struct orchd *d, struct model *m)
+{
+	uint32_t ready = 0, live = 0, stopped = 0;
+	enum model_state before = m->state;
+
+	for (uint32_t i = 0; i < m->n_workers; i++) {
+		enum worker_state s = m->workers[i]->state;
+		ready += s == WORKER_READY;
+		live += s == WORKER_STARTING || s == WORKER_LOADING || s == WORKER_BACKOFF;
+		stopped += s == WORKER_STOPPED && m->workers[i]->pid <= 0;
+	}
+	if (m->state == MODEL_UNLOADING) {
+		if (stopped == m->n_workers) {
+			m->state = MODEL_STOPPED;
+			orch_log(ORCH_LOG_INFO, "model_unloaded", "model=%s", m->cfg.name);
+		}
+	} else if (ready > 0) {
+		m->state = MODEL_READY;
+	} else if (live > 0) {
+		m->state = MODEL_LOADING;
+	} else if (m->state == MODEL_LOADING || m->state == MODEL_READY) {
+		m->state = MODEL_FAILED; /* every worker gave up */
+		if (m->error[0] == '\0')
+			snprintf(m->error, sizeof(m->error), "every worker stopped");
+	}
+	if (m->state == MODEL_FAILED) {
+		while (m->queue_head) {
+			struct job *j = m->queue_head;
+			models_unqueue(j);
+			jobs_fail(d, j, ORCH_EMODEL_LOAD, m->error);
+		}
+	}
+	if (m->state != before) {
+		orch_log(ORCH_LOG_INFO, "model_state", "model=%s state=%s", m->cfg.name,
+		         models_state_name(m->state));
+		admin_model_event(d, m, "state");
+		orchd_state_changed(d);
+	}
+	if (m->state == MODEL_STOPPED && m->remove_when_stopped) {
+		struct model **p = &d->models;
+		while (*p && *p != m)
+			p = &(*p)->next;
+		if (*p)
+			*p = m->next;
+		models_free(d, m);
+	}
+}
+
+bool
+models_all_ready(const struct orchd *d)
+{
+	for (const struct model *m = d->models; m; m = m->next)
+		if (m->cfg.preload && m->state != MODEL_READY)
+			return false;
+	return true;
+}
+
+void
+models_free(struct orchd *d, struct model *m)
+{
+	for (struct job *j = d->jobs; j; j = j->next_all)
+		if (j->model == m)
+			j->model = NULL;
+	for (uint32_t i = 0; i < m->n_workers; i++)
+		workers_free(m->workers[i]);
+	orch_free(m->workers);
+	for (uint32_t i = 0; i < m->n_followers; i++)
+		evhttp_send_reply_end(m->followers[i]);
+	orch_free(m->followers);
+	orch_free(m);
+}
