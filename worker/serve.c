@@ -462,6 +462,8 @@ loop(struct serve *sv)
 			return 0;
 		}
 		cancel_expired(sv);
+		if (sv->n_endings > 0) /* jobs cancelled before their first step end now */
+			flush_step(sv, 0);
 		if (!sched_idle(sv->s)) {
 			uint64_t t0 = mono_ns();
 			sched_step(sv->s);

@@ -190,7 +190,7 @@ load(struct orchd *d, struct evhttp_request *req)
 		goto out;
 	}
 	if (access(path, R_OK) != 0) {
-		http_error(req, ORCH_EMODEL_LOAD, "path", "%s: %s", path, strerror(errno));
+		http_error(req, ORCH_EINVAL, "path", "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	snprintf(section, sizeof(section), "model \"%s\"", name);

@@ -423,6 +423,29 @@ test_drain(void)
 	ipc_close(c);
 }
 
+/* A job cancelled in the same breath as its Submit ends at once, on an otherwise idle worker. */
+static void
+test_cancel_queued(void)
+{
+	struct ipc_chan *c = NULL;
+	pid_t pid = 0;
+	struct job_out j = {.id = 31};
+
+	start(&c, &pid);
+	submit(c, 31, p_once, 0.0f, 1, 200);
+	control(c, ORCH__ENVELOPE__BODY_CANCEL, 31);
+	for (int t = 0; t < 50 && !j.ended; t++) { /* 500 ms, half a heartbeat period */
+		Orch__Envelope *env = NULL;
+		if (ipc_recv(c, 10, &env, NULL) == ORCH_OK) {
+			absorb(env, &j, 1, NULL);
+			ipc_envelope_free(env);
+		}
+	}
+	T_TRUE(j.ended);
+	T_EQ(j.error_code, ORCH__ERROR_CODE__CANCELLED);
+	stop(c, pid);
+}
+
 /* Shutdown and SIGTERM cancel active jobs (each gets its terminal event) and exit 0. */
 static void
 test_shutdown(void)
@@ -731,6 +754,7 @@ main(void)
 	T_RUN(test_jobs);
 	T_RUN(test_malformed);
 	T_RUN(test_drain);
+	T_RUN(test_cancel_queued);
 	T_RUN(test_shutdown);
 	T_RUN(test_load_failure);
 	T_RUN(test_alloc_failure);

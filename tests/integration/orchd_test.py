@@ -1,0 +1,421 @@
+#!/usr/bin/env python3
+"""orchd_test - a real orchd with real workers (cpu device, stories260K) on
+loopback, driven by curl and by plain HTTP clients: golden text through
+/execute, event order, 32 concurrent streams across 2 models equal to their
+solo runs, cancel by disconnect, kill -9 of a worker mid-stream, queue full,
+bad requests, stream resume, OpenAI endpoints, admin API, metrics checked by
+promtool, sd_notify, SIGHUP reload and SIGTERM.
+
+A paused worker (SIGSTOP) holds jobs in flight deterministically where a
+test needs a job to still be running; it is resumed (SIGCONT) well inside
+the heartbeat timeout."""
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+BIN = os.environ["ORCH_BIN"]
+DATA = os.environ["ORCH_TESTDATA"]
+MODEL = os.path.join(DATA, "models", "stories260K.gguf")
+MODEL_Q8 = os.path.join(DATA, "models", "stories260K-Q8_0.gguf")
+PORT = 20000 + os.getpid() % 20000
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, file=sys.stderr, flush=True)
+
+
+def conn(timeout=30):
+    return http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
+
+
+def post(path, body, headers=None):
+    c = conn()
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    c.request("POST", path, data, headers or {"Content-Type": "application/json"})
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    return r.status, dict(r.getheaders()), text
+
+
+def get(path, headers=None):
+    c = conn()
+    c.request("GET", path, headers=headers or {})
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    return r.status, dict(r.getheaders()), text
+
+
+def sse_events(text):
+    """[(id, event, data)] of an SSE body."""
+    out = []
+    for block in text.split("\n\n"):
+        ev = {"id": None, "event": "message", "data": None}
+        for line in block.split("\n"):
+            if line.startswith("id: "):
+                ev["id"] = int(line[4:])
+            elif line.startswith("event: "):
+                ev["event"] = line[7:]
+            elif line.startswith("data: "):
+                ev["data"] = line[6:]
+        if ev["data"] is not None:
+            out.append(ev)
+    return out
+
+
+def execute(model, prompt, n, seed=1, temp=0.0, job_id=None, extra=None):
+    body = {"job_id": job_id or "j%d-%f" % (seed, time.time()), "model": model,
+            "prompt": prompt, "max_tokens": n, "temperature": temp, "seed": seed}
+    body.update(extra or {})
+    st, _, text = post("/execute", body)
+    return st, sse_events(text)
+
+
+def text_of(events):
+    return "".join(json.loads(e["data"])["t"] for e in events if e["event"] == "token")
+
+
+def admin(method, path, body=None):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(ADMIN)
+    c = http.client.HTTPConnection("localhost")
+    c.sock = s
+    c.request(method, path, json.dumps(body) if body is not None else None)
+    r = c.getresponse()
+    t = r.read().decode()
+    c.close()
+    return r.status, t
+
+
+def worker_pid(model):
+    st, t = admin("GET", "/admin/workers")
+    for w in json.loads(t):
+        if w["model"] == model:
+            return w["pid"], w["state"]
+    return 0, None
+
+
+def wait_ready(model, timeout=20):
+    end = time.time() + timeout
+    while time.time() < end:
+        pid, state = worker_pid(model)
+        if state == "ready":
+            return pid
+        time.sleep(0.05)
+    return 0
+
+
+def metric(name, labels):
+    _, _, text = get("/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all('%s="%s"' % kv in line for kv in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+tmp = tempfile.mkdtemp()
+ADMIN = os.path.join(tmp, "orchd.sock")
+notify_path = os.path.join(tmp, "notify.sock")
+notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+notify.bind(notify_path)
+notify.settimeout(0.1)
+conf = os.path.join(tmp, "orchd.conf")
+with open(conf, "w") as f:
+    f.write("""[server]
+listen = 127.0.0.1:%d
+admin_socket = %s
+runtime_dir = %s   # inline comments work
+max_queue = 2
+max_body_bytes = 65536
+heartbeat_timeout_s = 10
+events_keep_s = 60
+
+[model "a"]
+path = %s
+device = cpu
+slots = 8
+context = 256
+threads = 1
+
+[model "b"]
+path = %s
+slots = 8
+context = 256
+threads = 1
+
+[model "q"]
+path = %s
+slots = 1
+context = 256
+threads = 1
+""" % (PORT, ADMIN, tmp, MODEL, MODEL_Q8, MODEL))
+
+# --check-config, and a config error naming its line
+r = subprocess.run([BIN + "/orchd", "--config", conf, "--check-config"], capture_output=True, text=True)
+check(r.returncode == 0 and "3 models" in r.stdout, "check-config: %r" % (r.stdout + r.stderr))
+badconf = os.path.join(tmp, "bad.conf")
+with open(badconf, "w") as f:
+    f.write("[server]\nlisten = 127.0.0.1:1\nbogus_key = 1\n")
+r = subprocess.run([BIN + "/orchd", "--config", badconf, "--check-config"], capture_output=True, text=True)
+check(r.returncode == 1 and "bad.conf:3:" in r.stderr and "bogus_key" in r.stderr,
+      "unknown key names its line: %r" % r.stderr)
+
+env = dict(os.environ, NOTIFY_SOCKET=notify_path, WATCHDOG_USEC="400000")
+env.pop("WATCHDOG_PID", None)
+log = open(os.path.join(tmp, "orchd.log"), "w")
+orchd = subprocess.Popen([BIN + "/orchd", "--config", conf], stdout=log, stderr=subprocess.STDOUT, env=env)
+notes = []
+stop_notes = threading.Event()
+
+
+def read_notes():  # as systemd would: always reading, so orchd never blocks on it
+    while not stop_notes.is_set():
+        try:
+            notes.extend(notify.recv(4096).decode().split("\n"))
+        except socket.timeout:
+            pass
+
+
+threading.Thread(target=read_notes, daemon=True).start()
+try:
+    end = time.time() + 20
+    while time.time() < end and "READY=1" not in notes:
+        time.sleep(0.05)
+    check("READY=1" in notes, "sd_notify READY=1: %r" % notes[:5])
+    check(any(n.startswith("STATUS=") for n in notes), "sd_notify STATUS")
+    end = time.time() + 1.5
+    while time.time() < end and "WATCHDOG=1" not in notes:
+        time.sleep(0.05)
+    check("WATCHDOG=1" in notes, "sd_notify WATCHDOG=1")
+    st, _, t = get("/ready")
+    check(st == 200 and json.loads(t)["models"]["a"] == "ready", "ready: %s %s" % (st, t))
+    check(get("/health")[0] == 200, "health")
+
+    # golden text through curl
+    golden = json.load(open(os.path.join(DATA, "models", "golden-stories260K.json")))["cases"][0]
+    ids = [str(i) for i in golden["generated_tokens"]]
+    want = subprocess.run([BIN + "/orch-worker", "detokenize", "--model", MODEL] + ids,
+                          capture_output=True, text=True).stdout.rstrip("\n")
+    body = json.dumps({"job_id": "golden", "model": "a", "prompt": "Once upon a time",
+                       "max_tokens": 64, "temperature": 0})
+    out = subprocess.run(["curl", "-sN", "http://127.0.0.1:%d/execute" % PORT, "-d", body],
+                         capture_output=True, text=True).stdout
+    evs = sse_events(out)
+    check(text_of(evs) == want, "golden text: %r vs %r" % (text_of(evs)[:60], want[:60]))
+    names = [e["event"] for e in evs]
+    check(names[0] == "started" and names[-1] == "end" and names.count("end") == 1 and
+          "error" not in names and set(names[1:-1]) == {"token"}, "event order %r" % names[:3])
+    check([e["id"] for e in evs] == list(range(1, len(evs) + 1)), "event ids")
+    endd = json.loads(evs[-1]["data"])
+    check(endd["tokens_out"] == 64 and endd["finish_reason"] == "length", "end %r" % endd)
+
+    # 32 concurrent streams across 2 models, each equal to its solo run
+    prompts = ["Once upon a time", "The dog", "Lily saw", "One day", "Tom was", "The sun",
+               "A little bird", "She liked"]
+    cases = [("a" if k % 2 == 0 else "b", prompts[k % 8], 40, k + 1, 0.8) for k in range(32)]
+    solo = [text_of(execute(m, p, n, s, t)[1]) for (m, p, n, s, t) in cases]
+    results = [None] * 32
+
+    def run(k):
+        m, p, n, s, t = cases[k]
+        results[k] = text_of(execute(m, p, n, s, t, job_id="c%d" % k)[1])
+    th = [threading.Thread(target=run, args=(k,)) for k in range(32)]
+    [t.start() for t in th]
+    [t.join() for t in th]
+    same = sum(results[k] == solo[k] for k in range(32))
+    check(same == 32 and all(solo), "32 concurrent streams equal solo runs: %d/32" % same)
+
+    # cancel by disconnect: the worker paused, a client goes away mid-stream
+    pid_q = wait_ready("q")
+    before = metric("orch_client_cancellations_total", {"model": "q"})
+    os.kill(pid_q, signal.SIGSTOP)
+    c = conn()
+    c.request("POST", "/execute", json.dumps({"job_id": "gone", "model": "q",
+              "prompt": "Once upon a time", "max_tokens": 200}))
+    resp = c.getresponse()
+    check(resp.status == 200, "stream started")
+    time.sleep(0.2)
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    time.sleep(0.2)
+    os.kill(pid_q, signal.SIGCONT)
+    t0 = time.time()
+    while time.time() - t0 < 1.0 and metric("orch_requests_total", {"model": "q", "outcome": "CANCELLED"}) < 1:
+        time.sleep(0.05)
+    check(metric("orch_requests_total", {"model": "q", "outcome": "CANCELLED"}) >= 1,
+          "cancelled in the worker within 1 s of the disconnect")
+    check(metric("orch_client_cancellations_total", {"model": "q"}) == before + 1, "client cancellation counted")
+
+    # queue full: the worker paused holds 4 jobs, the queue 2, the next gets 429
+    os.kill(pid_q, signal.SIGSTOP)
+    held = []
+    for k in range(6):
+        c = conn()
+        c.request("POST", "/execute", json.dumps({"job_id": "qf%d" % k, "model": "q",
+                  "prompt": "Once", "max_tokens": 4}))
+        held.append((c, c.getresponse()))
+    st, hdr, t = post("/execute", {"job_id": "qf-over", "model": "q", "prompt": "Once", "max_tokens": 4})
+    check(st == 429 and "Retry-After" in hdr and json.loads(t)["error"]["code"] == "QUEUE_FULL",
+          "queue full: %s %r" % (st, t[:120]))
+    os.kill(pid_q, signal.SIGCONT)
+    done = 0
+    for c, r in held:
+        done += "event: end" in r.read().decode()
+        c.close()
+    check(done == 6, "the held jobs finish: %d/6" % done)
+
+    # bad requests, while a stream runs on another model
+    side = {}
+    th = threading.Thread(target=lambda: side.update(t=text_of(execute("b", "The dog", 40, 7, 0.8)[1])))
+    th.start()
+    bads = [
+        ({"job_id": "x", "model": "a", "prompt": "hi", "temperature": "hot"}, 400, "temperature"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "temperature": 3}, 400, "temperature"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "top_p": 1.5}, 400, "top_p"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "top_k": -1}, 400, "top_k"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "max_tokens": 0}, 400, "max_tokens"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "max_tokens": 4096}, 400, "max_tokens"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "repetition_penalty": 2.5}, 400, "repetition_penalty"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
+        ({"job_id": "x", "model": "a", "prompt": ""}, 400, "prompt"),
+        ({"job_id": "x", "model": "a", "prompt": "x" * 32769}, 400, "prompt"),
+        ({"job_id": "", "model": "a", "prompt": "hi"}, 400, "job_id"),
+        ({"model": "a", "prompt": "hi"}, 400, "job_id"),
+        ({"job_id": "x", "model": "a", "prompt": "hi", "bogus": 1}, 400, "bogus"),
+        ({"job_id": "x", "model": "zzz", "prompt": "hi"}, 404, "model"),
+        ({"job_id": "golden", "model": "a", "prompt": "hi"}, 400, "job_id"),
+    ]
+    for body, want_st, param in bads:
+        st, _, t = post("/execute", body)
+        ok = st == want_st
+        try:
+            e = json.loads(t)["error"]
+            ok = ok and e["param"] == param and e["code"] in ("INVALID_REQUEST", "MODEL_NOT_FOUND")
+        except Exception:
+            ok = False
+        check(ok, "bad request %r -> %s %s" % (list(body)[-1], st, t[:100]))
+    st, _, t = post("/execute", "{not json")
+    check(st == 400 and json.loads(t)["error"]["code"] == "INVALID_REQUEST", "bad json")
+    st, _, t = post("/execute", "[1,2]")
+    check(st == 400, "not an object")
+    st, _, _ = post("/execute", "{" + " " * 70000 + "}")
+    check(st == 413, "oversized body: %s" % st)
+    st, _, t = post("/v1/chat/completions", {"model": "a", "messages": [{"role": "user", "content": "x"}], "tools": []})
+    check(st == 400 and json.loads(t)["error"]["param"] == "tools", "unsupported OpenAI parameter")
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": "x", "n": 2})
+    check(st == 400 and json.loads(t)["error"]["param"] == "n", "n=2 refused")
+    th.join()
+    check(side.get("t") == solo[[k for k in range(32) if cases[k][1] == "The dog" and cases[k][3] == 7][0]]
+          if any(cases[k][3] == 7 and cases[k][1] == "The dog" for k in range(32)) else bool(side.get("t")),
+          "a stream beside the bad requests is unaffected")
+
+    # resume: drop after 3 events, come back with Last-Event-ID
+    full = execute("a", "Once upon a time", 60, 5, 0.8)[1]
+    c = conn()
+    c.request("POST", "/execute", json.dumps({"job_id": "res", "model": "a", "prompt": "Once upon a time",
+              "max_tokens": 60, "temperature": 0.8, "seed": 5, "resume_grace_s": 10}))
+    r = c.getresponse()
+    first = b""
+    while first.count(b"\n\n") < 3:
+        first += r.read1(1)
+    c.close()
+    head = sse_events(first.decode())[:3]
+    st, _, t = get("/jobs/res/events", {"Last-Event-ID": str(head[-1]["id"])})
+    rest = sse_events(t)
+    check(st == 200 and rest and rest[0]["id"] == head[-1]["id"] + 1, "resume continues after the last id")
+    check(text_of(head + rest) == text_of(full) and rest[-1]["event"] == "end", "resumed text equals the full run")
+    check(get("/jobs/nope/events")[0] == 404, "resume of an unknown job")
+    st, _, t = post("/cancel", {"job_id": "res"})
+    check(st == 202, "cancel of a finished job is harmless")
+    check(post("/cancel", {"job_id": "zzz"})[0] == 404, "cancel of an unknown job")
+
+    # OpenAI endpoints (the npm client runs in orchd_openai_test)
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": "Once upon a time", "max_tokens": 64, "temperature": 0})
+    o = json.loads(t)
+    check(st == 200 and o["choices"][0]["text"] == want and o["usage"]["completion_tokens"] == 64,
+          "completion equals golden")
+    st, _, t = post("/v1/chat/completions", {"model": "a", "messages": [{"role": "user", "content": "Hi"}],
+                                             "max_tokens": 8, "stream": True, "stream_options": {"include_usage": True}})
+    lines = [l for l in t.split("\n") if l.startswith("data: ")]
+    check(lines[-1] == "data: [DONE]" and '"usage"' in lines[-2] and '"role":"assistant"' in lines[0],
+          "chat stream shape")
+    st, _, t = get("/v1/models")
+    check(st == 200 and {m["id"] for m in json.loads(t)["data"]} == {"a", "b", "q"}, "models list")
+
+    # kill -9 of a worker mid-stream: WORKER_LOST, retriable; back READY; next succeeds
+    pid_a = wait_ready("a")
+    os.kill(pid_a, signal.SIGSTOP)
+    res = {}
+    th = threading.Thread(target=lambda: res.update(ev=execute("a", "Once upon a time", 100)[1]))
+    th.start()
+    time.sleep(0.3)
+    os.kill(pid_a, signal.SIGKILL)
+    th.join(10)
+    last = res.get("ev", [{}])[-1]
+    errd = json.loads(last.get("data", "{}"))
+    check(last.get("event") == "error" and errd.get("code") == "WORKER_LOST" and errd.get("retriable") is True,
+          "WORKER_LOST: %r" % errd)
+    pid2 = wait_ready("a", 15)
+    check(pid2 and pid2 != pid_a, "the worker is back READY")
+    check(text_of(execute("a", "Once upon a time", 64)[1]) == want, "the next request succeeds")
+    check(metric("orch_worker_restarts_total", {"model": "a"}) >= 1, "restart counted")
+
+    # admin: load a new model, watch it, unload it
+    st, t = admin("POST", "/admin/models", {"name": "c", "path": MODEL, "slots": 2, "context": 128, "threads": 1})
+    check(st == 202, "admin load: %s %s" % (st, t[:100]))
+    check(wait_ready("c") > 0, "loaded model c is ready")
+    st, t = admin("POST", "/admin/models", {"name": "d", "path": "/nonexistent.gguf"})
+    check(st == 400 and "nonexistent" in t, "load of a missing file refused: %s" % st)
+    st, t = admin("DELETE", "/admin/models/c")
+    check(st == 202, "admin unload")
+    end = time.time() + 10
+    while time.time() < end and json.loads(admin("GET", "/admin/status")[1])["models"][-1]["state"] != "stopped":
+        time.sleep(0.05)
+    check(json.loads(admin("GET", "/admin/status")[1])["models"][-1]["state"] == "stopped", "unloaded")
+
+    # metrics pass promtool
+    _, _, text = get("/metrics")
+    mpath = os.path.join(tmp, "metrics.txt")
+    open(mpath, "w").write(text)
+    if shutil.which("promtool"):
+        r = subprocess.run(["promtool", "check", "metrics"], stdin=open(mpath), capture_output=True, text=True)
+        check(r.returncode == 0, "promtool check metrics: %s" % (r.stdout + r.stderr)[:300])
+    else:
+        check(False, "promtool is missing (Debian package prometheus)")
+    for name in ("orch_requests_total", "orch_time_to_first_token_seconds_bucket", "orch_queue_depth",
+                 "orch_kv_cache_usage_ratio", "orch_worker_memory_used_bytes", "orch_model_loads_total"):
+        check(name in text, "metric %s" % name)
+
+    # SIGTERM: STOPPING, drain, exit 0
+    orchd.send_signal(signal.SIGTERM)
+    rc = orchd.wait(15)
+    check(rc == 0, "exit 0 after SIGTERM: %s" % rc)
+    time.sleep(0.3)
+    check("STOPPING=1" in notes, "sd_notify STOPPING=1")
+finally:
+    stop_notes.set()
+    if orchd.poll() is None:
+        orchd.kill()
+        orchd.wait()
+    log.close()
+    if failed:
+        sys.stderr.write("".join(l for l in open(os.path.join(tmp, "orchd.log")) if "load_progress" not in l)[-12000:])
+    shutil.rmtree(tmp, ignore_errors=True)
+
+print("orchd_test: %d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
