@@ -136,11 +136,16 @@ on_follower_close(struct evhttp_connection *conn, void *arg)
 {
 	struct model *m = arg;
 
-	for (uint32_t i = 0; i < m->n_followers; i++)
-		if (evhttp_request_get_connection(m->followers[i]) == conn) {
-			m->followers[i] = m->followers[--m->n_followers];
-			return;
-		}
+	for (uint32_t i = 0; i < m->n_followers; i++) {
+		struct evhttp_request *req = m->followers[i];
+		struct evhttp_connection *c = evhttp_request_get_connection(req);
+		if (c != conn && c != NULL)
+			continue;
+		m->followers[i] = m->followers[--m->n_followers];
+		if (c == NULL) /* detached by the client's going: ours to free (jobs.c) */
+			evhttp_send_reply_end(req);
+		return;
+	}
 }
 
 static void
@@ -310,7 +315,7 @@ admin_start(struct orchd *d, struct orch_errinfo *reterr)
 
 	if (strlen(d->cfg.admin_socket) >= sizeof(sa.sun_path))
 		return orch_errf(reterr, ORCH_EINVAL, "admin_socket path is too long");
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->cfg.admin_socket);
+	memcpy(sa.sun_path, d->cfg.admin_socket, strlen(d->cfg.admin_socket) + 1);
 	unlink(sa.sun_path);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
 		return orch_errf(reterr, ORCH_EIO, "socket: %s", strerror(errno));

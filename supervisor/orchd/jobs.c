@@ -147,7 +147,12 @@ on_stream_close(struct evhttp_connection *conn, void *arg)
 	struct orchd *d = j->d;
 
 	(void)conn;
-	s->req = NULL; /* libevent frees it */
+	/* A client gone mid-reply leaves libevent's request detached from its
+	 * connection and ours to free, which ending the reply does. A request
+	 * still attached is the connection's to free. */
+	if (s->req && evhttp_request_get_connection(s->req) == NULL)
+		evhttp_send_reply_end(s->req);
+	s->req = NULL;
 	stream_detach(s);
 	if (j->state == JOB_DONE || j->streams != NULL)
 		return;

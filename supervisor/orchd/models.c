@@ -270,8 +270,12 @@ models_free(struct orchd *d, struct model *m)
 	for (uint32_t i = 0; i < m->n_workers; i++)
 		workers_free(m->workers[i]);
 	orch_free(m->workers);
-	for (uint32_t i = 0; i < m->n_followers; i++)
+	for (uint32_t i = 0; i < m->n_followers; i++) {
+		struct evhttp_connection *c = evhttp_request_get_connection(m->followers[i]);
+		if (c)
+			evhttp_connection_set_closecb(c, NULL, NULL);
 		evhttp_send_reply_end(m->followers[i]);
+	}
 	orch_free(m->followers);
 	orch_free(m);
 }
