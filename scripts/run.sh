@@ -1,25 +1,34 @@
 #!/usr/bin/env bash
-# run.sh BUILD - what 'make run' does.
-#
-# orchd (the supervisor) and orch-worker do not exist yet: the engine, the
-# worker and the daemon arrive with later issues. Until then 'make run' says
-# so, synthesizes the default model (qwen2.5-0.5b shapes with the real Qwen2
-# tokenizer, Q4_K_M) and describes it with 'orchctl inspect', which is what
-# orchd will load. When orchd lands this script starts it on 127.0.0.1.
+# run.sh BUILD - what 'make run' does: start orchd on 127.0.0.1:8080 with
+# the default model, stories260K (a real Llama model from the test data), on
+# the best device present. The CUDA backend is not built yet (issue 7), so
+# that device is the cpu for now. Runtime files go in BUILD/run.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-build}
+build=$(cd "${1:-build}" && pwd)
 data=${ORCH_TESTDATA:-$root/../shared/testdata}
-model=$build/run/default-qwen2.5-0.5b-Q4_K_M.gguf
-vocab=()
-[[ -f $data/vocab/ggml-vocab-qwen2.gguf ]] && vocab=(--vocab "$data/vocab/ggml-vocab-qwen2.gguf")
-
-if [[ -x $build/bin/orchd ]]; then
-	exec "$build/bin/orchd" --listen 127.0.0.1:8080
+run=$build/run
+model=$data/models/stories260K.gguf
+mkdir -p "$run"
+if [[ ! -f $model ]]; then
+	echo "make run: $model is missing (../shared/testdata beside the checkout)" >&2
+	exit 1
 fi
+cat >"$run/orchd.conf" <<CONF
+# written by scripts/run.sh (make run)
+[server]
+listen = 127.0.0.1:8080
+admin_socket = $run/orchd.sock
+runtime_dir = $run
 
-echo "make run: orchd is not built yet (it arrives with the supervisor issue);"
-echo "make run: synthesizing the default model and describing it instead."
-mkdir -p "$build/run"
-[[ -f $model ]] || "$build/bin/orch-synth" --preset qwen2.5-0.5b --quant Q4_K_M "${vocab[@]}" --seed 1 -o "$model"
-"$build/bin/orchctl" inspect --context 4096 --slots 4 "$model"
+[model "stories260k"]
+path = $model
+device = cpu
+slots = 8
+context = 512
+preload = yes
+CONF
+echo "make run: orchd on http://127.0.0.1:8080, admin socket $run/orchd.sock"
+echo "make run: try  curl -N localhost:8080/v1/completions -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
+echo "make run: and  ORCHD_SOCKET=$run/orchd.sock $build/bin/orchctl status"
+exec "$build/bin/orchd" --config "$run/orchd.conf"

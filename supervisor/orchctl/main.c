@@ -1,11 +1,17 @@
 /*
- * orchctl - the orch admin CLI. Subcommands are one table; those that talk
- * to orchd arrive with the supervisor, inspect works on files alone.
+ * orchctl - the orch admin CLI. Subcommands are one table; status, ps, load
+ * and unload talk to orchd's admin socket, inspect works on files alone.
  */
 #include "orchctl.h"
 #include "subcmd.h"
 
 static const struct subcmd commands[] = {
+        {"status", orchctl_status,
+         "status [--json] [--socket PATH]  models, devices, jobs, uptime"},
+        {"ps", orchctl_ps, "ps [--json] [--socket PATH]  one line per worker"},
+        {"load", orchctl_load,
+         "load NAME [PATH] [--device D] [--slots N] [--context N] [--wait] [--socket PATH]"},
+        {"unload", orchctl_unload, "unload NAME [--socket PATH]  drain, then stop its workers"},
         {"inspect", orchctl_inspect,
          "inspect [--json] [--tensors] [--context N] [--slots S] FILE.gguf...  describe a model file"},
 };

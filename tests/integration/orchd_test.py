@@ -110,6 +110,13 @@ def worker_pid(model):
     return 0, None
 
 
+def worker_pid_url(model):
+    for w in json.loads(admin("GET", "/admin/workers")[1]):
+        if w["model"] == model:
+            return w["debug_endpoint"]
+    return ""
+
+
 def wait_ready(model, timeout=20):
     end = time.time() + timeout
     while time.time() < end:
@@ -387,6 +394,28 @@ try:
     while time.time() < end and json.loads(admin("GET", "/admin/status")[1])["models"][-1]["state"] != "stopped":
         time.sleep(0.05)
     check(json.loads(admin("GET", "/admin/status")[1])["models"][-1]["state"] == "stopped", "unloaded")
+
+    # orchctl against the running orchd
+    def orchctl(*args):
+        return subprocess.run([BIN + "/orchctl"] + list(args) + ["--socket", ADMIN], capture_output=True, text=True)
+    r = orchctl("status")
+    check(r.returncode == 0 and "MODEL" in r.stdout and "\na " in r.stdout, "orchctl status: %r" % r.stdout[:200])
+    r = orchctl("status", "--json")
+    check(r.returncode == 0 and len(json.loads(r.stdout)["models"]) >= 3, "orchctl status --json")
+    r = orchctl("ps")
+    check(r.returncode == 0 and "a-0" in r.stdout and "ready" in r.stdout, "orchctl ps: %r" % r.stdout[:200])
+    r = orchctl("load", "e", MODEL, "--slots", "2", "--context", "128", "--wait")
+    check(r.returncode == 0 and "e: loading" in r.stdout and "e: ready" in r.stdout, "orchctl load --wait: %r" % r.stdout[-200:])
+    r = orchctl("load", "f", "/nonexistent.gguf")
+    check(r.returncode == 1 and "nonexistent" in r.stderr, "orchctl load of a missing file")
+    r = orchctl("unload", "e")
+    check(r.returncode == 0, "orchctl unload")
+    r = orchctl("unload", "zzz")
+    check(r.returncode == 1, "orchctl unload of an unknown model")
+    r = subprocess.run([BIN + "/orchctl", "status", "--socket", os.path.join(tmp, "none.sock")], capture_output=True, text=True)
+    check(r.returncode == 1 and "cannot reach orchd" in r.stderr, "orchctl without orchd")
+    r = subprocess.run([BIN + "/orch-worker", "attach", worker_pid_url("a"), "--dump"], capture_output=True, text=True)
+    check(r.returncode == 0 and r.stdout.startswith("worker id=a-0 "), "attach --dump to a worker of orchd: %r" % r.stdout[:80])
 
     # metrics pass promtool
     _, _, text = get("/metrics")

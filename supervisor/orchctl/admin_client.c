@@ -1,0 +1,216 @@
+/*
+ * admin_client.c - orchctl's side of the admin API: one HTTP/1.1 request
+ * over orchd's unix socket (--socket PATH, else $ORCHD_SOCKET, else
+ * /run/orchd/orchd.sock), and the read commands status and ps.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "orchctl.h"
+#include "sbuf.h"
+
+#define DEFAULT_SOCKET "/run/orchd/orchd.sock"
+
+const char *
+orchctl_socket(const char *flag)
+{
+	const char *env = getenv("ORCHD_SOCKET");
+
+	return flag ? flag : env && env[0] ? env : DEFAULT_SOCKET;
+}
+
+int
+orchctl_request(const char *sock, const char *method, const char *path, const char *body,
+                int *status, char **ret)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sbuf in = {0};
+	char buf[8192];
+	int fd;
+
+	*ret = NULL;
+	if (strlen(sock) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "orchctl: socket path too long: %s\n", sock);
+		return -1;
+	}
+	memcpy(sa.sun_path, sock, strlen(sock) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		fprintf(stderr, "orchctl: cannot reach orchd at %s: %s (is it running? --socket)\n",
+		        sock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	int n = snprintf(buf, sizeof(buf),
+	                 "%s %s HTTP/1.1\r\nHost: orchd\r\nConnection: close\r\n"
+	                 "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+	                 method, path, body ? strlen(body) : 0);
+	if (write(fd, buf, (size_t)n) != n ||
+	    (body && write(fd, body, strlen(body)) != (ssize_t)strlen(body))) {
+		fprintf(stderr, "orchctl: write to %s: %s\n", sock, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	ssize_t k;
+	while ((k = read(fd, buf, sizeof(buf))) > 0)
+		sbuf_put(&in, buf, (size_t)k);
+	close(fd);
+	if (in.p == NULL || sscanf(in.p, "HTTP/1.%*d %d", status) != 1) {
+		fprintf(stderr, "orchctl: no HTTP answer from %s\n", sock);
+		sbuf_fini(&in);
+		return -1;
+	}
+	char *bodyp = strstr(in.p, "\r\n\r\n");
+	*ret = strdup(bodyp ? bodyp + 4 : "");
+	sbuf_fini(&in);
+	return *ret ? 0 : -1;
+}
+
+/* GET @path and parse it; prints the error and returns NULL on failure. */
+static cJSON *
+get_json(const char *sock, const char *path, char **raw)
+{
+	int status = 0;
+	char *body;
+
+	if (orchctl_request(sock, "GET", path, NULL, &status, &body) != 0)
+		return NULL;
+	cJSON *j = cJSON_Parse(body);
+	if (status != 200 || j == NULL) {
+		fprintf(stderr, "orchctl: %s: HTTP %d: %s\n", path, status, body);
+		cJSON_Delete(j);
+		free(body);
+		return NULL;
+	}
+	*raw = body;
+	return j;
+}
+
+static const char *
+str(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+	return cJSON_IsString(v) ? v->valuestring : "-";
+}
+
+static double
+num(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItem(o, k);
+	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+/* --socket and --json, shared by the read commands. */
+static bool
+read_opts(int argc, char **argv, const char **sock, bool *json)
+{
+	static const struct option longopts[] = {{"socket", required_argument, NULL, 's'},
+	                                         {"json", no_argument, NULL, 'j'},
+	                                         {NULL, 0, NULL, 0}};
+	const char *flag = NULL;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c == 's')
+			flag = optarg;
+		else if (c == 'j')
+			*json = true;
+		else
+			return false;
+	}
+	*sock = orchctl_socket(flag);
+	return optind == argc;
+}
+
+int
+orchctl_status(int argc, char **argv)
+{
+	const char *sock;
+	bool json = false;
+	char *raw = NULL;
+
+	if (!read_opts(argc, argv, &sock, &json)) {
+		fprintf(stderr, "usage: orchctl status [--json] [--socket PATH]\n");
+		return 2;
+	}
+	cJSON *s = get_json(sock, "/admin/status", &raw);
+	if (s == NULL)
+		return 1;
+	if (json) {
+		printf("%s", raw);
+	} else {
+		const cJSON *m, *d;
+		printf("orchd %s  pid %.0f  up %.0f s  listen %s  %s\n", str(s, "version"),
+		       num(s, "pid"), num(s, "uptime_s"), str(s, "listen"),
+		       cJSON_IsTrue(cJSON_GetObjectItem(s, "ready")) ? "ready" : "not ready");
+		printf("jobs: %.0f running, %.0f queued, %.0f open streams\n", num(s, "running"),
+		       num(s, "queued"), num(s, "open_streams"));
+		printf("%-24s %-10s %-8s %6s %6s %8s  %s\n", "MODEL", "STATE", "DEVICE", "SLOTS",
+		       "QUEUED", "RESTARTS", "PATH");
+		cJSON_ArrayForEach(m, cJSON_GetObjectItem(s, "models"))
+		{
+			const cJSON *devs = cJSON_GetObjectItem(m, "devices");
+			printf("%-24s %-10s %-8s %6.0f %6.0f %8.0f  %s\n", str(m, "name"),
+			       str(m, "state"),
+			       cJSON_IsString(cJSON_GetArrayItem(devs, 0))
+			               ? cJSON_GetArrayItem(devs, 0)->valuestring
+			               : "-",
+			       num(m, "slots"), num(m, "queued"), num(m, "restarts"),
+			       str(m, "path"));
+			if (cJSON_GetObjectItem(m, "error"))
+				printf("  error: %s\n", str(m, "error"));
+		}
+		cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "devices"))
+		        printf("device %s: %.1f MiB used by workers\n", str(d, "id"),
+		               num(d, "memory_used_bytes") / 1048576.0);
+	}
+	cJSON_Delete(s);
+	free(raw);
+	return 0;
+}
+
+int
+orchctl_ps(int argc, char **argv)
+{
+	const char *sock;
+	bool json = false;
+	char *raw = NULL;
+	const cJSON *w;
+
+	if (!read_opts(argc, argv, &sock, &json)) {
+		fprintf(stderr, "usage: orchctl ps [--json] [--socket PATH]\n");
+		return 2;
+	}
+	cJSON *a = get_json(sock, "/admin/workers", &raw);
+	if (a == NULL)
+		return 1;
+	if (json) {
+		printf("%s", raw);
+	} else {
+		printf("%-24s %-20s %-8s %-9s %8s %10s %9s %8s\n", "WORKER", "MODEL", "DEVICE",
+		       "STATE", "PID", "MEM_MIB", "SLOTS", "RESTARTS");
+		cJSON_ArrayForEach(w, a)
+		{
+			char slots[32];
+			snprintf(slots, sizeof(slots), "%.0f/%.0f", num(w, "slots_busy"),
+			         num(w, "slots_total"));
+			printf("%-24s %-20s %-8s %-9s %8.0f %10.1f %9s %8.0f\n", str(w, "id"),
+			       str(w, "model"), str(w, "device"), str(w, "state"), num(w, "pid"),
+			       num(w, "memory_used_bytes") / 1048576.0, slots, num(w, "restarts"));
+		}
+	}
+	cJSON_Delete(a);
+	free(raw);
+	return 0;
+}
