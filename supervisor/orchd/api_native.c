@@ -44,7 +44,6 @@ api_native_execute(struct orchd *d, struct evhttp_request *req)
 	cJSON *root = http_body(d, req);
 	const char *job_id = NULL, *model = NULL, *prompt = NULL;
 	int64_t grace = 0;
-	struct orch_errinfo e = {0};
 	struct job *j = NULL;
 	struct model *m;
 
@@ -90,11 +89,7 @@ api_native_execute(struct orchd *d, struct evhttp_request *req)
 		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		goto fail;
 	}
-	if (models_submit(d, j, &e) != ORCH_OK) {
-		http_error(req, e.code, "model", "%s", e.msg);
-		goto fail;
-	}
-	jobs_attach(d, j, req, true, 0);
+	api_submit(d, req, j, true);
 	cJSON_Delete(root);
 	return;
 fail:

@@ -171,7 +171,6 @@ api_openai_completions(struct orchd *d, struct evhttp_request *req, bool chat)
 	cJSON *root = http_body(d, req);
 	const char *model = NULL;
 	bool stream = false, usage = false;
-	struct orch_errinfo e = {0};
 	struct job *j = NULL;
 	struct model *m;
 
@@ -219,11 +218,7 @@ api_openai_completions(struct orchd *d, struct evhttp_request *req, bool chat)
 	    !params_stop(req, root, j) ||
 	    !(chat ? parse_messages(req, root, j) : parse_prompt(d, req, root, j)))
 		goto fail;
-	if (models_submit(d, j, &e) != ORCH_OK) {
-		http_error(req, e.code, "model", "%s", e.msg);
-		goto fail;
-	}
-	jobs_attach(d, j, req, stream, 0);
+	api_submit(d, req, j, stream);
 	cJSON_Delete(root);
 	return;
 fail:

@@ -193,3 +193,16 @@ params_utf8_chars(const char *s)
 		n += ((unsigned char)*s & 0xC0u) != 0x80u;
 	return n;
 }
+
+void
+api_submit(struct orchd *d, struct evhttp_request *req, struct job *j, bool streaming)
+{
+	struct orch_errinfo e = {0};
+
+	if (models_submit(d, j, &e) != ORCH_OK) {
+		http_error(req, e.code, "model", "%s", e.msg);
+		jobs_free(d, j);
+		return;
+	}
+	jobs_attach(d, j, req, streaming, 0);
+}

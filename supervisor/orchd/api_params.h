@@ -41,3 +41,9 @@ bool params_sampling(struct orchd *d, struct evhttp_request *req, const cJSON *r
 
 /* params_utf8_chars - the number of code points in @s. */
 size_t params_utf8_chars(const char *s);
+
+/*
+ * api_submit - hand @j to its model (placed or queued) and follow it on
+ * @req; when refused (queue full, model failed) answer the error and free @j.
+ */
+void api_submit(struct orchd *d, struct evhttp_request *req, struct job *j, bool streaming);

@@ -540,33 +540,33 @@ control(struct worker *w, Orch__Envelope__BodyCase what)
 	workers_send(w, &env);
 }
 
-void
-workers_drain(struct orchd *d, struct worker *w)
+/* Drain (finish active jobs, then exit) or shut down (cancel them) @w. */
+static void
+wind_down(struct worker *w, bool drain)
 {
-	(void)d;
 	if (w->pid <= 0) {
 		w->state = WORKER_STOPPED;
 		if (w->ev_timer)
 			event_del(w->ev_timer);
 		return;
 	}
-	w->state = WORKER_DRAINING;
-	control(w, ORCH__ENVELOPE__BODY_DRAIN);
+	w->state = drain ? WORKER_DRAINING : WORKER_STOPPED;
+	control(w, drain ? ORCH__ENVELOPE__BODY_DRAIN : ORCH__ENVELOPE__BODY_SHUTDOWN);
+	w->spawned_ms = orchd_now_ms(); /* shutdown_timeout_s counts from here */
+}
+
+void
+workers_drain(struct orchd *d, struct worker *w)
+{
+	(void)d;
+	wind_down(w, true);
 }
 
 void
 workers_stop(struct orchd *d, struct worker *w)
 {
 	(void)d;
-	if (w->pid <= 0) {
-		w->state = WORKER_STOPPED;
-		if (w->ev_timer)
-			event_del(w->ev_timer);
-		return;
-	}
-	w->state = WORKER_STOPPED;
-	control(w, ORCH__ENVELOPE__BODY_SHUTDOWN);
-	w->spawned_ms = orchd_now_ms();
+	wind_down(w, false);
 }
 
 void
