@@ -32,11 +32,35 @@ jobs_new(struct orchd *d, enum job_kind kind, struct model *m)
 		orch_free(j);
 		return NULL;
 	}
+	/* room for the events of a short job; growth never finds the array empty */
+	if ((j->events = orch_calloc(64, sizeof(*j->events))) == NULL) {
+		event_free(j->ev_timer);
+		orch_free(j);
+		return NULL;
+	}
+	j->cap_events = 64;
 	j->d = d;
 	j->next_all = d->jobs;
 	d->jobs = j;
 	d->n_jobs++;
+	j->live_next = d->live;
+	if (d->live)
+		d->live->live_prev = j;
+	d->live = j;
 	return j;
+}
+
+/* Take @j out of the live list (once it ended, or when freed). */
+static void
+unlink_live(struct orchd *d, struct job *j)
+{
+	if (j->live_prev)
+		j->live_prev->live_next = j->live_next;
+	else if (d->live == j)
+		d->live = j->live_next;
+	if (j->live_next)
+		j->live_next->live_prev = j->live_prev;
+	j->live_prev = j->live_next = NULL;
 }
 
 struct job *
@@ -51,7 +75,7 @@ jobs_find_ext(struct orchd *d, const char *ext_id)
 struct job *
 jobs_find(struct orchd *d, uint64_t id)
 {
-	for (struct job *j = d->jobs; j; j = j->next_all)
+	for (struct job *j = d->live; j; j = j->live_next)
 		if (j->id == id)
 			return j;
 	return NULL;
@@ -223,6 +247,7 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 
 	j->state = JOB_DONE;
 	j->ended_ms = now;
+	unlink_live(d, j);
 	if (j->model) {
 		struct model_metrics *mm = &j->model->met;
 		mm->requests[outcome(ev)]++;
@@ -253,16 +278,13 @@ jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
 {
 	if (j->state == JOB_DONE)
 		return; /* exactly one terminal event */
-	if (j->n_events == j->cap_events) {
-		uint32_t cap = j->cap_events ? 2 * j->cap_events : 64;
+	bool terminal = ev->type == EV_END || ev->type == EV_ERROR;
+	/* the last slot is kept for the terminal event, so a job always ends */
+	if (!terminal && j->n_events + 1 == j->cap_events) {
+		uint32_t cap = 2 * j->cap_events;
 		struct job_event *e = orch_reallocarray(j->events, cap, sizeof(*e));
-		if (e == NULL) {
-			if (ev->type != EV_END && ev->type != EV_ERROR)
-				return; /* a lost token beats a lost terminal event */
-			j->events[j->n_events - 1] = *ev; /* overwrite: the stream still ends */
-			j->events[j->n_events - 1].text = NULL;
-			goto terminal;
-		}
+		if (e == NULL)
+			return; /* out of memory: this token's event is lost, not the job's end */
 		j->events = e;
 		j->cap_events = cap;
 	}
@@ -283,8 +305,7 @@ jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
 		if (ev->text)
 			sbuf_puts(&j->text, ev->text);
 	}
-terminal:
-	if (ev->type == EV_END || ev->type == EV_ERROR)
+	if (terminal)
 		finish(d, j, ev);
 	for (struct stream *s = j->streams, *next; s; s = next) {
 		next = s->next;
@@ -379,9 +400,11 @@ jobs_from_worker(struct orchd *d, struct worker *w, const Orch__Envelope *env)
 void
 jobs_worker_lost(struct orchd *d, struct worker *w, const char *why)
 {
-	for (struct job *j = d->jobs; j; j = j->next_all)
-		if (j->worker == w && j->state != JOB_DONE)
+	for (struct job *j = d->live, *next; j; j = next) {
+		next = j->live_next; /* failing it takes it out of the list */
+		if (j->worker == w)
 			jobs_fail(d, j, ORCH_EWORKER_LOST, why);
+	}
 }
 
 /* Keep-alive while running; the detach grace; expiry once done. */
@@ -422,6 +445,7 @@ jobs_free(struct orchd *d, struct job *j)
 			d->n_jobs--;
 			break;
 		}
+	unlink_live(d, j);
 	while (j->streams) {
 		struct stream *s = j->streams;
 		stream_unhook(s);

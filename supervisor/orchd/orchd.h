@@ -148,6 +148,7 @@ struct job {
 	bool detached;          /* every stream is gone; waiting resume_grace_s for one */
 	struct event *ev_timer; /* keep-alive while running; expiry once done */
 	struct job *next_all, *next_queue;
+	struct job *live_prev, *live_next; /* in orchd.live until its terminal event */
 };
 
 struct orchd {
@@ -156,7 +157,8 @@ struct orchd {
 	const char *config_path;
 	char worker_bin[CFG_PATH_MAX];
 	struct model *models;
-	struct job *jobs;
+	struct job *jobs; /* every job, kept events_keep_s after it ends */
+	struct job *live; /* the jobs not ended: what worker messages are about */
 	uint64_t next_job_id;
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;

@@ -494,7 +494,6 @@ workers_submit(struct orchd *d, struct worker *w, struct job *j)
 	Orch__ChatMessage msgs[64], *mp[64];
 	char empty[] = "";
 
-	(void)d;
 	s.job_id = j->id;
 	s.prompt = j->prompt ? j->prompt : empty;
 	s.sampling = &j->sp;
