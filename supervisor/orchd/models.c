@@ -224,6 +224,8 @@ models_worker_state(struct orchd *d, struct model *m)
 		m->state = MODEL_READY;
 	} else if (live > 0) {
 		m->state = MODEL_LOADING;
+	} else if (d->stopping && stopped == m->n_workers) {
+		m->state = MODEL_STOPPED; /* orchd's own shutdown, not a failure */
 	} else if (m->state == MODEL_LOADING || m->state == MODEL_READY) {
 		m->state = MODEL_FAILED; /* every worker gave up */
 		if (m->error[0] == '\0')

@@ -351,7 +351,7 @@ try:
     check(st == 202, "cancel of a finished job is harmless")
     check(post("/cancel", {"job_id": "zzz"})[0] == 404, "cancel of an unknown job")
 
-    # OpenAI endpoints (the npm client runs in orchd_openai_test)
+    # OpenAI endpoints
     st, _, t = post("/v1/completions", {"model": "a", "prompt": "Once upon a time", "max_tokens": 64, "temperature": 0})
     o = json.loads(t)
     check(st == 200 and o["choices"][0]["text"] == want and o["usage"]["completion_tokens"] == 64,
@@ -363,6 +363,16 @@ try:
           "chat stream shape")
     st, _, t = get("/v1/models")
     check(st == 200 and {m["id"] for m in json.loads(t)["data"]} == {"a", "b", "q"}, "models list")
+    # the official openai npm client (installed by 'make deps' in tests/interop)
+    interop = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop")
+    if os.path.isdir(os.path.join(interop, "node_modules", "openai")):
+        gpath = os.path.join(tmp, "golden.txt")
+        open(gpath, "w").write(want)
+        r = subprocess.run(["node", os.path.join(interop, "openai_client.mjs"), "http://127.0.0.1:%d/v1" % PORT,
+                            "a", gpath], capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0 and "all passed" in r.stdout, "openai npm client: %s" % (r.stdout + r.stderr)[-1500:])
+    else:
+        check(False, "the openai npm package is not installed in tests/interop: run 'make deps'")
 
     # kill -9 of a worker mid-stream: WORKER_LOST, retriable; back READY; next succeeds
     pid_a = wait_ready("a")
@@ -436,6 +446,8 @@ try:
     check(rc == 0, "exit 0 after SIGTERM: %s" % rc)
     time.sleep(0.3)
     check("STOPPING=1" in notes, "sd_notify STOPPING=1")
+    log.flush()
+    check("state=failed" not in open(os.path.join(tmp, "orchd.log")).read(), "no model reads failed after a clean shutdown")
 finally:
     stop_notes.set()
     if orchd.poll() is None:

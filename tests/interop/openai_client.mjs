@@ -1,0 +1,80 @@
+// openai_client.mjs - the official `openai` npm client against a running
+// orchd: models list, a chat completion (plain and streamed, which must agree
+// at temperature 0), a completion that must equal the golden text, a streamed
+// completion, and the client's own error class for an unknown model.
+//
+// usage: node openai_client.mjs BASE_URL MODEL GOLDEN_TEXT_FILE
+// Prints one line per check; exit status 1 when any fails.
+import { readFileSync } from "node:fs";
+import OpenAI from "openai";
+
+const [baseURL, model, goldenFile] = process.argv.slice(2);
+const golden = readFileSync(goldenFile, "utf8");
+const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 30000 });
+let failed = 0;
+
+function check(cond, what, detail) {
+	console.log(`${cond ? "ok  " : "FAIL"} ${what}${cond ? "" : ": " + JSON.stringify(detail)}`);
+	if (!cond) failed++;
+}
+
+const models = await client.models.list();
+const ids = [];
+for await (const m of models) ids.push(m.id);
+check(ids.includes(model), "models.list names the model", ids);
+
+const messages = [{ role: "user", content: "Tell me a story" }];
+const chat = await client.chat.completions.create({ model, messages, max_tokens: 16, temperature: 0 });
+const content = chat.choices[0]?.message?.content;
+check(typeof content === "string" && content.length > 0, "chat completion has content", chat);
+check(chat.choices[0].message.role === "assistant", "chat message role", chat.choices[0]);
+check(chat.usage?.completion_tokens > 0 && chat.usage.total_tokens ===
+	chat.usage.prompt_tokens + chat.usage.completion_tokens, "chat usage", chat.usage);
+check(["stop", "length"].includes(chat.choices[0].finish_reason), "chat finish_reason", chat.choices[0]);
+
+const stream = await client.chat.completions.create({
+	model, messages, max_tokens: 16, temperature: 0, stream: true,
+	stream_options: { include_usage: true },
+});
+let streamed = "";
+let usage = null;
+let finish = null;
+for await (const chunk of stream) {
+	if (chunk.usage) usage = chunk.usage;
+	for (const c of chunk.choices) {
+		streamed += c.delta?.content ?? "";
+		if (c.finish_reason) finish = c.finish_reason;
+	}
+}
+check(streamed === content, "streamed chat equals the plain one", { streamed, content });
+check(usage?.completion_tokens === chat.usage.completion_tokens, "streamed chat usage", usage);
+check(finish === chat.choices[0].finish_reason, "streamed chat finish_reason", finish);
+
+const prompt = "Once upon a time";
+const comp = await client.completions.create({ model, prompt, max_tokens: 64, temperature: 0 });
+check(comp.choices[0].text === golden, "completion equals the golden text",
+	{ got: comp.choices[0].text, want: golden });
+check(comp.usage?.completion_tokens === 64, "completion usage", comp.usage);
+
+const cstream = await client.completions.create({ model, prompt, max_tokens: 64, temperature: 0, stream: true });
+let ctext = "";
+for await (const chunk of cstream) ctext += chunk.choices[0]?.text ?? "";
+check(ctext === golden, "streamed completion equals the golden text", ctext);
+
+try {
+	await client.completions.create({ model: "no-such-model", prompt, max_tokens: 4 });
+	check(false, "unknown model is an error", "no error");
+} catch (e) {
+	check(e instanceof OpenAI.NotFoundError && e.status === 404, "unknown model is NotFoundError",
+		{ status: e.status, message: e.message });
+}
+try {
+	await client.completions.create({ model, prompt, max_tokens: 4, logprobs: 2 });
+	check(false, "unsupported parameter is an error", "no error");
+} catch (e) {
+	check(e instanceof OpenAI.BadRequestError && /logprobs/.test(e.message),
+		"unsupported parameter is BadRequestError naming it", { status: e.status, message: e.message });
+}
+
+console.log(`openai_client: ${failed ? failed + " failed" : "all passed"}`);
+process.exit(failed ? 1 : 0);
