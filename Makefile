@@ -6,8 +6,9 @@ GPU_BUILD  ?= build-gpu
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 FUZZ_SECONDS ?= 3600
+PREFIX     ?= /usr/local
 
-.PHONY: all run test deps build configure test-unit test-asan fuzz-smoke fuzz format format-check bench gpu clean
+.PHONY: all run test deps build configure install test-unit test-asan fuzz-smoke fuzz format format-check bench gpu clean
 
 all: build
 
@@ -25,6 +26,13 @@ configure:
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
+
+# Programs, systemd unit, sysusers/tmpfiles snippets, config (scripts/install.sh).
+# DESTDIR=DIR stages into DIR for a package.
+install: deps
+	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+	cmake --build $(BUILD) -j$(JOBS)
+	scripts/install.sh "$(BUILD)"
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)

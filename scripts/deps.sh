@@ -13,6 +13,7 @@ pkgs=(
 	libprotobuf-c-dev protobuf-c-compiler # its messages (proto/orch.proto)
 	libevent-dev libinih-dev libsystemd-dev # orchd: event loop + HTTP, config, sd_notify
 	curl prometheus                      # orchd tests: HTTP client, promtool check metrics
+	systemd                              # systemd-analyze, -sysusers, -tmpfiles: unit checks
 	python3                              # JSON checks in tests/integration
 )
 
