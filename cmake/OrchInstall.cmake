@@ -23,3 +23,5 @@ install(FILES systemd/orchd.tmpfiles DESTINATION ${ORCH_SYSTEMD_LIBDIR}/tmpfiles
 install(FILES systemd/orchd.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES docs/operations.md docs/configuration.md docs/http-api.md docs/openapi.yaml
 	DESTINATION ${CMAKE_INSTALL_DOCDIR} OPTIONAL)
+install(FILES supervisor/orchctl/orchctl.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
+	RENAME orchctl)

@@ -19,6 +19,7 @@
  */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 #include "sbuf.h"
@@ -101,6 +102,19 @@ void ipc_debug_sub_close(struct ipc_debug_sub *s);
  */
 orch_err ipc_debug_dump(const char *url, int timeout_ms, struct sbuf *out,
                         struct orch_errinfo *reterr);
+
+/* One record of the stream, NUL-terminated, for ipc_debug_follow's caller. */
+typedef void ipc_debug_emit_fn(const char *record, void *arg);
+
+/*
+ * ipc_debug_follow - the loop of a command-line client: subscribes to @url
+ * (@topics as for ipc_debug_sub_open) and calls @emit for each record until
+ * @count of them (0: no end), or until no record came for @timeout_ms (-1:
+ * wait forever), or an error. Problems go to stderr prefixed with @prog.
+ * Returns the exit code: 0 after @count records, else 1.
+ */
+int ipc_debug_follow(const char *prog, const char *url, const char *const *topics, size_t n_topics,
+                     uint64_t count, int timeout_ms, ipc_debug_emit_fn *emit, void *arg);
 
 #ifdef __cplusplus
 }

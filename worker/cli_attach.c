@@ -36,40 +36,12 @@ attach_dump(const char *url, int timeout_ms)
 	return 0;
 }
 
-static int
-attach_stream(const char *url, const char *const *topics, size_t n_topics, uint64_t count,
-              int timeout_ms)
+static void
+print_record(const char *record, void *arg)
 {
-	struct orch_errinfo e = {0};
-	struct ipc_debug_sub *s;
-	struct sbuf rec = {0};
-	uint64_t seen = 0;
-	int rc = 0;
-
-	if (ipc_debug_sub_open(url, topics, n_topics, &s, &e) != ORCH_OK) {
-		fprintf(stderr, "orch-worker attach: %s\n", e.msg);
-		return 1;
-	}
-	while (count == 0 || seen < count) {
-		orch_err rv = ipc_debug_sub_next(s, timeout_ms, &rec, &e);
-		if (rv == ORCH_EAGAIN) {
-			fprintf(stderr, "orch-worker attach: no record from %s for %d ms\n", url,
-			        timeout_ms);
-			rc = 1;
-			break;
-		}
-		if (rv != ORCH_OK) {
-			fprintf(stderr, "orch-worker attach: %s\n", e.msg);
-			rc = 1;
-			break;
-		}
-		printf("%s\n", rec.p);
-		fflush(stdout);
-		seen++;
-	}
-	sbuf_fini(&rec);
-	ipc_debug_sub_close(s);
-	return rc;
+	(void)arg;
+	printf("%s\n", record);
+	fflush(stdout);
 }
 
 int
@@ -117,5 +89,6 @@ cli_attach(int argc, char **argv)
 	}
 	if (dump)
 		return attach_dump(argv[optind], timeout ? (int)timeout : 5000);
-	return attach_stream(argv[optind], topics, n_topics, count, timeout ? (int)timeout : -1);
+	return ipc_debug_follow("orch-worker attach", argv[optind], topics, n_topics, count,
+	                        timeout ? (int)timeout : -1, print_record, NULL);
 }

@@ -1,7 +1,7 @@
 /*
  * admin_client.c - orchctl's side of the admin API: one HTTP/1.1 request
  * over orchd's unix socket (--socket PATH, else $ORCHD_SOCKET, else
- * /run/orchd/orchd.sock), and the read commands status and ps.
+ * /run/orchd/orchd.sock), JSON helpers, and the read commands status and ps.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -76,9 +76,8 @@ orchctl_request(const char *sock, const char *method, const char *path, const ch
 	return *ret ? 0 : -1;
 }
 
-/* GET @path and parse it; prints the error and returns NULL on failure. */
-static cJSON *
-get_json(const char *sock, const char *path, char **raw)
+cJSON *
+orchctl_get_json(const char *sock, const char *path, char **raw)
 {
 	int status = 0;
 	char *body;
@@ -96,18 +95,64 @@ get_json(const char *sock, const char *path, char **raw)
 	return j;
 }
 
-static const char *
-str(const cJSON *o, const char *k)
+const char *
+orchctl_str(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItem(o, k);
 	return cJSON_IsString(v) ? v->valuestring : "-";
 }
 
-static double
-num(const cJSON *o, const char *k)
+double
+orchctl_num(const cJSON *o, const char *k)
 {
 	const cJSON *v = cJSON_GetObjectItem(o, k);
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
+}
+
+cJSON *
+orchctl_find_worker(const char *sock, const char *name)
+{
+	char *raw = NULL;
+	cJSON *all = orchctl_get_json(sock, "/admin/workers", &raw), *found = NULL;
+	const cJSON *w;
+	struct sbuf ids = {0};
+	int of_model = 0;
+
+	if (all == NULL)
+		return NULL;
+	cJSON_ArrayForEach(w, all)
+	{
+		if (strcmp(orchctl_str(w, "id"), name) == 0) {
+			found = (cJSON *)w;
+			of_model = 1;
+			break;
+		}
+		if (strcmp(orchctl_str(w, "model"), name) == 0) {
+			found = (cJSON *)w;
+			sbuf_printf(&ids, "%s%s", of_model++ ? ", " : "", orchctl_str(w, "id"));
+		}
+	}
+	if (found == NULL)
+		fprintf(stderr, "orchctl: no worker or model '%s' (see orchctl ps)\n", name);
+	else if (of_model > 1)
+		fprintf(stderr, "orchctl: model '%s' has %d workers (%s): name one\n", name,
+		        of_model, ids.p);
+	cJSON *ret = found && of_model == 1 ? cJSON_Duplicate(found, true) : NULL;
+	sbuf_fini(&ids);
+	cJSON_Delete(all);
+	free(raw);
+	return ret;
+}
+
+void
+orchctl_print_json(cJSON *o)
+{
+	char *s = cJSON_PrintUnformatted(o);
+
+	printf("%s\n", s ? s : "{}");
+	fflush(stdout);
+	free(s);
+	cJSON_Delete(o);
 }
 
 /* --socket and --json, shared by the read commands. */
@@ -144,36 +189,37 @@ orchctl_status(int argc, char **argv)
 		fprintf(stderr, "usage: orchctl status [--json] [--socket PATH]\n");
 		return 2;
 	}
-	cJSON *s = get_json(sock, "/admin/status", &raw);
+	cJSON *s = orchctl_get_json(sock, "/admin/status", &raw);
 	if (s == NULL)
 		return 1;
 	if (json) {
 		printf("%s", raw);
 	} else {
 		const cJSON *m, *d;
-		printf("orchd %s  pid %.0f  up %.0f s  listen %s  %s\n", str(s, "version"),
-		       num(s, "pid"), num(s, "uptime_s"), str(s, "listen"),
+		printf("orchd %s  pid %.0f  up %.0f s  listen %s  %s\n", orchctl_str(s, "version"),
+		       orchctl_num(s, "pid"), orchctl_num(s, "uptime_s"), orchctl_str(s, "listen"),
 		       cJSON_IsTrue(cJSON_GetObjectItem(s, "ready")) ? "ready" : "not ready");
-		printf("jobs: %.0f running, %.0f queued, %.0f open streams\n", num(s, "running"),
-		       num(s, "queued"), num(s, "open_streams"));
+		printf("jobs: %.0f running, %.0f queued, %.0f open streams\n",
+		       orchctl_num(s, "running"), orchctl_num(s, "queued"),
+		       orchctl_num(s, "open_streams"));
 		printf("%-24s %-10s %-8s %6s %6s %8s  %s\n", "MODEL", "STATE", "DEVICE", "SLOTS",
 		       "QUEUED", "RESTARTS", "PATH");
 		cJSON_ArrayForEach(m, cJSON_GetObjectItem(s, "models"))
 		{
 			const cJSON *devs = cJSON_GetObjectItem(m, "devices");
-			printf("%-24s %-10s %-8s %6.0f %6.0f %8.0f  %s\n", str(m, "name"),
-			       str(m, "state"),
+			printf("%-24s %-10s %-8s %6.0f %6.0f %8.0f  %s\n", orchctl_str(m, "name"),
+			       orchctl_str(m, "state"),
 			       cJSON_IsString(cJSON_GetArrayItem(devs, 0))
 			               ? cJSON_GetArrayItem(devs, 0)->valuestring
 			               : "-",
-			       num(m, "slots"), num(m, "queued"), num(m, "restarts"),
-			       str(m, "path"));
+			       orchctl_num(m, "slots"), orchctl_num(m, "queued"),
+			       orchctl_num(m, "restarts"), orchctl_str(m, "path"));
 			if (cJSON_GetObjectItem(m, "error"))
-				printf("  error: %s\n", str(m, "error"));
+				printf("  error: %s\n", orchctl_str(m, "error"));
 		}
 		cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "devices"))
-		        printf("device %s: %.1f MiB used by workers\n", str(d, "id"),
-		               num(d, "memory_used_bytes") / 1048576.0);
+		        printf("device %s: %.1f MiB used by workers\n", orchctl_str(d, "id"),
+		               orchctl_num(d, "memory_used_bytes") / 1048576.0);
 	}
 	cJSON_Delete(s);
 	free(raw);
@@ -192,7 +238,7 @@ orchctl_ps(int argc, char **argv)
 		fprintf(stderr, "usage: orchctl ps [--json] [--socket PATH]\n");
 		return 2;
 	}
-	cJSON *a = get_json(sock, "/admin/workers", &raw);
+	cJSON *a = orchctl_get_json(sock, "/admin/workers", &raw);
 	if (a == NULL)
 		return 1;
 	if (json) {
@@ -203,11 +249,14 @@ orchctl_ps(int argc, char **argv)
 		cJSON_ArrayForEach(w, a)
 		{
 			char slots[32];
-			snprintf(slots, sizeof(slots), "%.0f/%.0f", num(w, "slots_busy"),
-			         num(w, "slots_total"));
-			printf("%-24s %-20s %-8s %-9s %8.0f %10.1f %9s %8.0f\n", str(w, "id"),
-			       str(w, "model"), str(w, "device"), str(w, "state"), num(w, "pid"),
-			       num(w, "memory_used_bytes") / 1048576.0, slots, num(w, "restarts"));
+			snprintf(slots, sizeof(slots), "%.0f/%.0f", orchctl_num(w, "slots_busy"),
+			         orchctl_num(w, "slots_total"));
+			printf("%-24s %-20s %-8s %-9s %8.0f %10.1f %9s %8.0f\n",
+			       orchctl_str(w, "id"), orchctl_str(w, "model"),
+			       orchctl_str(w, "device"), orchctl_str(w, "state"),
+			       orchctl_num(w, "pid"),
+			       orchctl_num(w, "memory_used_bytes") / 1048576.0, slots,
+			       orchctl_num(w, "restarts"));
 		}
 	}
 	cJSON_Delete(a);

@@ -1,6 +1,7 @@
 /*
- * orchctl - the orch admin CLI. Subcommands are one table; status, ps, load
- * and unload talk to orchd's admin socket, inspect works on files alone.
+ * orchctl - the orch admin CLI. Subcommands are one table; status, ps, load,
+ * unload and logs talk to orchd's admin socket, attach to a worker's debug
+ * stream as well, inspect works on files alone.
  */
 #include "orchctl.h"
 #include "subcmd.h"
@@ -12,6 +13,13 @@ static const struct subcmd commands[] = {
         {"load", orchctl_load,
          "load NAME [PATH] [--device D] [--slots N] [--context N] [--wait] [--socket PATH]"},
         {"unload", orchctl_unload, "unload NAME [--socket PATH]  drain, then stop its workers"},
+#ifdef ORCHCTL_HAVE_ATTACH
+        {"attach", orchctl_attach,
+         "attach WORKER [--dump | --gdb] [--topic log|step]... [--count N] [--json] [--socket "
+         "PATH]  its debug stream"},
+#endif
+        {"logs", orchctl_logs,
+         "logs WORKER [-n N] [-f] [--json] [--socket PATH]  its output lines"},
         {"inspect", orchctl_inspect,
          "inspect [--json] [--tensors] [--context N] [--slots S] FILE.gguf...  describe a model file"},
 };

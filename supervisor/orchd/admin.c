@@ -8,6 +8,7 @@
  *   DELETE /admin/models/NAME             unload (drain, then stop)
  *   POST   /admin/workers/ID/restart
  *   GET    /admin/models/NAME/events      SSE: progress and state changes
+ *   GET    /admin/workers/ID/logs         its last output lines (?lines=N, ?since=SEQ)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
 #include "alloc.h"
@@ -244,6 +246,76 @@ out:
 }
 
 static void
+not_found(struct evhttp_request *req, const char *what, const char *name)
+{
+	cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
+	char msg[320];
+
+	snprintf(msg, sizeof(msg), "no %s%s%s%s", what, name ? " '" : "", name ? name : "",
+	         name ? "'" : "");
+	cJSON_AddStringToObject(e, "code", "NOT_FOUND");
+	cJSON_AddStringToObject(e, "message", msg);
+	http_json(req, 404, r);
+}
+
+/* A query parameter of @uri as a number in [0, @max], else @def. */
+static uint64_t
+query_u64(const char *uri, const char *key, uint64_t def, uint64_t max)
+{
+	const char *q = strchr(uri, '?');
+	struct evkeyvalq kv = {0};
+	uint64_t v = def;
+
+	if (q == NULL || evhttp_parse_query_str(q + 1, &kv) != 0)
+		return def;
+	const char *s = evhttp_find_header(&kv, key);
+	char *end;
+	if (s != NULL && *s >= '0' && *s <= '9') {
+		unsigned long long x = strtoull(s, &end, 10);
+		if (*end == '\0')
+			v = x > max ? max : x;
+	}
+	evhttp_clear_headers(&kv);
+	return v;
+}
+
+/*
+ * GET /admin/workers/ID/logs: the kept lines, oldest first, each with its
+ * number; ?since=SEQ returns those from SEQ on ('orchctl logs --follow'),
+ * else the last ?lines=N (default 100).
+ */
+static void
+logs(struct evhttp_request *req, const struct worker *w)
+{
+	const char *uri = evhttp_request_get_uri(req);
+	uint64_t oldest = w->log_next > WORKER_LOG_LINES ? w->log_next - WORKER_LOG_LINES : 0;
+	uint64_t since = query_u64(uri, "since", UINT64_MAX, UINT64_MAX);
+	uint64_t lines = query_u64(uri, "lines", 100, WORKER_LOG_LINES);
+	uint64_t first = since != UINT64_MAX   ? since
+	                 : w->log_next > lines ? w->log_next - lines
+	                                       : 0;
+	cJSON *o = cJSON_CreateObject();
+
+	if (first < oldest)
+		first = oldest;
+	cJSON_AddStringToObject(o, "worker", w->id);
+	cJSON_AddNumberToObject(o, "pid", w->pid);
+	cJSON_AddNumberToObject(o, "first", (double)first);
+	cJSON_AddNumberToObject(o, "next", (double)w->log_next);
+	cJSON *a = cJSON_AddArrayToObject(o, "lines");
+	for (uint64_t i = first; i < w->log_next; i++) {
+		const struct worker_line *l = &w->log[i % WORKER_LOG_LINES];
+		cJSON *x = cJSON_CreateObject();
+		cJSON_AddNumberToObject(x, "seq", (double)i);
+		cJSON_AddNumberToObject(x, "unix_ms", (double)l->unix_ms);
+		cJSON_AddStringToObject(x, "source", l->ours ? "orchd" : "worker");
+		cJSON_AddStringToObject(x, "text", l->text);
+		cJSON_AddItemToArray(a, x);
+	}
+	http_json(req, 200, o);
+}
+
+static void
 route(struct evhttp_request *req, void *arg)
 {
 	struct orchd *d = arg;
@@ -279,17 +351,19 @@ route(struct evhttp_request *req, void *arg)
 		if (strcmp(rest, "/events") == 0 && cmd == EVHTTP_REQ_GET)
 			return follow(d, req, m);
 	}
-	if (sscanf(path, "/admin/workers/%255[^/]/restart", name) == 1 && cmd == EVHTTP_REQ_POST) {
+	if (sscanf(path, "/admin/workers/%255[^/]", name) == 1) {
 		struct worker *w = workers_find(d, name);
+		const char *rest = path + strlen("/admin/workers/") + strlen(name);
 		if (w == NULL)
-			return http_error(req, ORCH_EINVAL, "id", "no worker '%s'", name);
-		workers_restart(d, w);
-		return http_json(req, 202, worker_json(w));
+			return not_found(req, "worker", name);
+		if (strcmp(rest, "/restart") == 0 && cmd == EVHTTP_REQ_POST) {
+			workers_restart(d, w);
+			return http_json(req, 202, worker_json(w));
+		}
+		if (strcmp(rest, "/logs") == 0 && cmd == EVHTTP_REQ_GET)
+			return logs(req, w);
 	}
-	cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
-	cJSON_AddStringToObject(e, "code", "NOT_FOUND");
-	cJSON_AddStringToObject(e, "message", "no such admin route");
-	http_json(req, 404, r);
+	not_found(req, "such admin route", NULL);
 }
 
 static void

@@ -60,7 +60,15 @@ enum worker_state {
 	WORKER_STOPPED,
 };
 
-#define WORKER_TAIL 16 /* stderr lines kept */
+#define WORKER_LOG_LINES 256 /* output lines kept for 'orchctl logs' */
+#define WORKER_TAIL      16  /* of them, the most in a failure's message */
+
+/* One line of a worker's output, or orchd's note about the process. */
+struct worker_line {
+	uint64_t unix_ms;
+	bool ours; /* orchd's note ("spawned pid N", "exited with status N") */
+	char text[247];
+};
 
 struct worker {
 	char id[CFG_NAME_MAX + 16];
@@ -73,9 +81,10 @@ struct worker {
 	struct ipc_chan *ch;
 	struct event *ev_recv, *ev_pid, *ev_log, *ev_timer;
 	char sock_path[CFG_PATH_MAX + 128], debug_url[CFG_PATH_MAX + 160];
-	struct sbuf log_partial; /* an unfinished stderr line */
-	char tail[WORKER_TAIL][256];
-	uint32_t tail_next;
+	struct sbuf log_partial;                  /* an unfinished stderr line */
+	struct worker_line log[WORKER_LOG_LINES]; /* a ring */
+	uint64_t log_next;                        /* lines ever kept: the next one's number */
+	uint64_t log_spawn;                       /* number of this process's first line */
 	uint32_t load_pct;
 	uint64_t spawned_ms, last_msg_ms, last_progress_ms;
 	uint32_t restarts;

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -88,6 +89,19 @@ workers_send(struct worker *w, Orch__Envelope *env)
 
 /* ---- the process's output ---- */
 
+/* Keeps one line in @w's ring for 'orchctl logs' and failure messages. */
+static void
+keep_line(struct worker *w, bool ours, const char *line, size_t n)
+{
+	struct worker_line *l = &w->log[w->log_next++ % WORKER_LOG_LINES];
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	l->unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	l->ours = ours;
+	snprintf(l->text, sizeof(l->text), "%.*s", (int)n, line);
+}
+
 static void
 log_line(struct worker *w, const char *line, size_t n)
 {
@@ -95,7 +109,7 @@ log_line(struct worker *w, const char *line, size_t n)
 		n--;
 	if (n == 0)
 		return;
-	snprintf(w->tail[w->tail_next++ % WORKER_TAIL], sizeof(w->tail[0]), "%.*s", (int)n, line);
+	keep_line(w, false, line, n);
 	/* the worker's own "<N>" prefix is dropped: its line is our value */
 	if (n > 3 && line[0] == '<' && line[2] == '>') {
 		line += 3;
@@ -137,18 +151,21 @@ on_log(evutil_socket_t fd, short what, void *arg)
 		sbuf_put(&w->log_partial, buf + start, (size_t)k - start);
 }
 
-/* The last lines of the worker's output, joined by " | ". */
+/* The last lines of this process's output, joined by " | ". */
 static void
 tail_text(const struct worker *w, char *out, size_t n)
 {
+	uint64_t first = w->log_next > WORKER_TAIL ? w->log_next - WORKER_TAIL : 0;
 	size_t used = 0;
 
+	if (first < w->log_spawn)
+		first = w->log_spawn;
 	out[0] = '\0';
-	for (uint32_t i = 0; i < WORKER_TAIL && used + 1 < n; i++) {
-		const char *t = w->tail[(w->tail_next + i) % WORKER_TAIL];
-		if (t[0] == '\0')
+	for (uint64_t i = first; i < w->log_next && used + 1 < n; i++) {
+		const struct worker_line *l = &w->log[i % WORKER_LOG_LINES];
+		if (l->ours)
 			continue;
-		int k = snprintf(out + used, n - used, "%s%s", used ? " | " : "", t);
+		int k = snprintf(out + used, n - used, "%s%s", used ? " | " : "", l->text);
 		used += k > 0 ? (size_t)k : 0;
 	}
 }
@@ -315,12 +332,16 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	if (waitpid(w->pid, &st, WNOHANG) <= 0)
 		return;
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	bool intended = w->state == WORKER_STOPPED || w->state == WORKER_DRAINING;
+	bool intended = w->state == WORKER_STOPPED || w->state == WORKER_DRAINING || w->restart_now;
 	bool permanent = w->last_exit < 0; /* a load error no retry fixes */
 	snprintf(why, sizeof(why), "worker %s exited with status %d", w->id, code);
 	orch_log(intended && code == 0 ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "worker_exit",
 	         "worker=%s pid=%d status=%d intended=%s", w->id, (int)w->pid, code,
 	         intended ? "yes" : "no");
+	char note[96];
+	int k = snprintf(note, sizeof(note), "orchd: pid %d exited with status %d%s", (int)w->pid,
+	                 code, intended ? "" : " (unexpected)");
+	keep_line(w, true, note, (size_t)k);
 	w->pid = 0;
 	close_process(w);
 	jobs_worker_lost(d, w, why);
@@ -480,7 +501,10 @@ workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 	w->spawned_ms = w->last_msg_ms = orchd_now_ms();
 	w->load_pct = 0;
 	w->last_exit = 0;
-	memset(w->tail, 0, sizeof(w->tail));
+	char note[96];
+	int k = snprintf(note, sizeof(note), "orchd: spawned pid %d on %s", (int)w->pid, w->device);
+	keep_line(w, true, note, (size_t)k);
+	w->log_spawn = w->log_next;
 	orch_log(ORCH_LOG_INFO, "worker_spawn", "worker=%s pid=%d model=%s device=%s", w->id,
 	         (int)w->pid, mc->path, w->device);
 	return ORCH_OK;

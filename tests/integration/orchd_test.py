@@ -426,6 +426,59 @@ try:
     check(r.returncode == 1 and "cannot reach orchd" in r.stderr, "orchctl without orchd")
     r = subprocess.run([BIN + "/orch-worker", "attach", worker_pid_url("a"), "--dump"], capture_output=True, text=True)
     check(r.returncode == 0 and r.stdout.startswith("worker id=a-0 "), "attach --dump to a worker of orchd: %r" % r.stdout[:80])
+    r = orchctl("attach", "a", "--dump")
+    check(r.returncode == 0 and r.stdout.startswith("worker id=a-0 "), "orchctl attach --dump: %r" % r.stdout[:80])
+    r = orchctl("attach", "a-0", "--dump", "--json")
+    o = json.loads(r.stdout) if r.returncode == 0 else {}
+    check(o.get("worker", {}).get("id") == "a-0" and isinstance(o["worker"].get("slots_total"), int)
+          and o.get("jobs") == [], "orchctl attach --dump --json: %r" % r.stdout[:200])
+    att = subprocess.Popen([BIN + "/orchctl", "attach", "a", "--topic", "step", "--count", "3", "--json",
+                            "--timeout-ms", "10000", "--socket", ADMIN], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    execute("a", "Once upon a time", 8)
+    out, _ = att.communicate(timeout=15)
+    recs = [json.loads(l) for l in out.splitlines()]
+    check(att.returncode == 0 and len(recs) == 3 and all(x["topic"] == "step" and x["step"] > 0 for x in recs),
+          "orchctl attach --topic step --count 3 --json: %r" % out[:300])
+    r = orchctl("attach", "zzz")
+    check(r.returncode == 1 and "no worker or model 'zzz'" in r.stderr, "orchctl attach to an unknown worker")
+    r = orchctl("attach")
+    check(r.returncode == 2 and "usage" in r.stderr, "orchctl attach without a worker is a usage error")
+    fakebin = os.path.join(tmp, "fakebin")
+    os.makedirs(fakebin, exist_ok=True)
+    with open(os.path.join(fakebin, "gdb"), "w") as f:
+        f.write("#!/bin/sh\necho \"gdb $*\"\n")
+    os.chmod(os.path.join(fakebin, "gdb"), 0o755)
+    r = subprocess.run([BIN + "/orchctl", "attach", "a", "--gdb", "--socket", ADMIN], capture_output=True, text=True,
+                       env=dict(os.environ, PATH=fakebin + ":" + os.environ["PATH"]))
+    check(r.returncode == 0 and r.stdout.strip() == "gdb -p %d" % wait_ready("a"), "orchctl attach --gdb execs gdb -p PID: %r" % r.stdout)
+    r = orchctl("logs", "a", "-n", "5")
+    check(r.returncode == 0 and len(r.stdout.splitlines()) == 5 and "event=" in r.stdout, "orchctl logs -n 5: %r" % r.stdout[-300:])
+    r = orchctl("logs", "a-0", "--json")
+    ls = [json.loads(l) for l in r.stdout.splitlines()]
+    check(r.returncode == 0 and any(x["source"] == "orchd" and "exited with status 137" in x["text"] for x in ls)
+          and any(x["source"] == "orchd" and x["text"].startswith("orchd: spawned pid") for x in ls),
+          "orchctl logs --json keeps the killed process's lines and orchd's notes")
+    fol = subprocess.Popen([BIN + "/orchctl", "logs", "a", "-f", "-n", "1", "--socket", ADMIN], stdout=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    execute("a", "Once upon a time", 4, job_id="follow-me")
+    time.sleep(1.2)
+    fol.terminate()
+    out, _ = fol.communicate(timeout=5)
+    check("follow-me" in out, "orchctl logs --follow shows new lines: %r" % out[-300:])
+    r = orchctl("logs", "zzz")
+    check(r.returncode == 1, "orchctl logs of an unknown worker")
+    st, t = admin("GET", "/admin/workers/zzz/logs")
+    check(st == 404 and json.loads(t)["error"]["code"] == "NOT_FOUND", "admin logs of an unknown worker: 404")
+    comp = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "supervisor", "orchctl", "orchctl.bash")
+    def complete(line):
+        script = ('source %s; COMP_WORDS=(%s); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _orchctl; '
+                  'printf "%%s\\n" "${COMPREPLY[@]}"' % (comp, line))
+        return subprocess.run(["bash", "-c", script], capture_output=True, text=True,
+                              env=dict(os.environ, PATH=BIN + ":" + os.environ["PATH"])).stdout.split()
+    check(complete("orchctl at") == ["attach"], "completion of a command")
+    check("a-0" in complete("orchctl logs --socket %s ''" % ADMIN), "completion of a worker id from orchd")
+    check(complete("orchctl attach a --to") == ["--topic"], "completion of an option")
 
     # metrics pass promtool
     _, _, text = get("/metrics")

@@ -1,0 +1,41 @@
+/*
+ * debug_follow.c - the subscriber loop shared by "orch-worker attach" and
+ * "orchctl attach": they differ only in how a record is printed.
+ */
+#include <stdio.h>
+
+#include "debug.h"
+
+int
+ipc_debug_follow(const char *prog, const char *url, const char *const *topics, size_t n_topics,
+                 uint64_t count, int timeout_ms, ipc_debug_emit_fn *emit, void *arg)
+{
+	struct orch_errinfo e = {0};
+	struct ipc_debug_sub *s;
+	struct sbuf rec = {0};
+	uint64_t seen = 0;
+	int rc = 0;
+
+	if (ipc_debug_sub_open(url, topics, n_topics, &s, &e) != ORCH_OK) {
+		fprintf(stderr, "%s: %s\n", prog, e.msg);
+		return 1;
+	}
+	while (count == 0 || seen < count) {
+		orch_err rv = ipc_debug_sub_next(s, timeout_ms, &rec, &e);
+		if (rv == ORCH_EAGAIN) {
+			fprintf(stderr, "%s: no record from %s for %d ms\n", prog, url, timeout_ms);
+			rc = 1;
+			break;
+		}
+		if (rv != ORCH_OK) {
+			fprintf(stderr, "%s: %s\n", prog, e.msg);
+			rc = 1;
+			break;
+		}
+		emit(rec.p, arg);
+		seen++;
+	}
+	sbuf_fini(&rec);
+	ipc_debug_sub_close(s);
+	return rc;
+}

@@ -1,0 +1,57 @@
+# bash completion for orchctl; installed as share/bash-completion/completions/orchctl.
+# Worker ids and model names come from the running orchd ('orchctl ps'),
+# through the --socket given on the line when there is one.
+
+_orchctl_ps_column() { # $1: 1 = worker ids, 2 = model names
+	local sock=() i
+	for ((i = 1; i < ${#COMP_WORDS[@]} - 1; i++)); do
+		[[ ${COMP_WORDS[i]} == --socket ]] && sock=(--socket "${COMP_WORDS[i + 1]}")
+	done
+	orchctl ps "${sock[@]}" 2>/dev/null | awk -v c="$1" 'NR > 1 { print $c }' | sort -u
+}
+
+_orchctl() {
+	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
+	local cmds="status ps load unload attach logs inspect --help"
+	COMPREPLY=()
+	if ((COMP_CWORD == 1)); then
+		mapfile -t COMPREPLY < <(compgen -W "$cmds" -- "$cur")
+		return
+	fi
+	case $prev in
+	--socket)
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		return ;;
+	--topic)
+		mapfile -t COMPREPLY < <(compgen -W "log step" -- "$cur")
+		return ;;
+	--device)
+		mapfile -t COMPREPLY < <(compgen -W "cpu cuda:0 cuda:1 cuda:2 cuda:3" -- "$cur")
+		return ;;
+	--slots | --context | --count | --timeout-ms | --lines | -n)
+		return ;;
+	esac
+	local opts words=()
+	case ${COMP_WORDS[1]} in
+	status | ps) opts="--json --socket" ;;
+	load) opts="--device --slots --context --wait --socket" ;;
+	unload)
+		opts="--socket"
+		mapfile -t words < <(_orchctl_ps_column 2) ;;
+	attach)
+		opts="--dump --gdb --topic --count --timeout-ms --json --socket"
+		mapfile -t words < <(_orchctl_ps_column 1) ;;
+	logs)
+		opts="--lines --follow --json --socket"
+		mapfile -t words < <(_orchctl_ps_column 1) ;;
+	inspect) opts="--json --tensors --context --slots" ;;
+	esac
+	if [[ $cur == -* ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
+	elif [[ ${COMP_WORDS[1]} == inspect || (${COMP_WORDS[1]} == load && COMP_CWORD -ge 3) ]]; then
+		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+	else
+		mapfile -t COMPREPLY < <(compgen -W "${words[*]}" -- "$cur")
+	fi
+}
+complete -F _orchctl orchctl
