@@ -217,9 +217,15 @@ orchctl_status(int argc, char **argv)
 			if (cJSON_GetObjectItem(m, "error"))
 				printf("  error: %s\n", orchctl_str(m, "error"));
 		}
-		cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "devices"))
-		        printf("device %s: %.1f MiB used by workers\n", orchctl_str(d, "id"),
-		               orchctl_num(d, "memory_used_bytes") / 1048576.0);
+		printf("%-8s %10s %10s %10s  %s\n", "DEVICE", "TOTAL_MIB", "FREE_MIB", "OURS_MIB",
+		       "NAME");
+		cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "devices")) printf(
+		        "%-8s %10.0f %10.0f %10.1f  %s\n", orchctl_str(d, "id"),
+		        orchctl_num(d, "memory_total_bytes") / 1048576.0,
+		        orchctl_num(d, "memory_free_bytes") / 1048576.0,
+		        orchctl_num(d, "memory_used_bytes") / 1048576.0, orchctl_str(d, "name"));
+		if (cJSON_GetObjectItem(s, "devices_note"))
+			printf("(%s)\n", orchctl_str(s, "devices_note"));
 	}
 	cJSON_Delete(s);
 	free(raw);

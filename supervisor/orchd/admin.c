@@ -73,8 +73,19 @@ model_json(const struct model *m)
 	for (uint32_t i = 0; i < m->n_workers; i++)
 		pct += m->workers[i]->load_pct;
 	cJSON_AddNumberToObject(o, "load_percent", m->n_workers ? pct / m->n_workers : 0);
+	if (m->need_known)
+		cJSON_AddNumberToObject(o, "memory_estimate_bytes", (double)m->need_bytes);
+	cJSON_AddNumberToObject(
+	        o, "last_used_unix_ms",
+	        m->last_used_ms ? (double)(m->d->started_unix + m->last_used_ms - m->d->started_ms)
+	                        : 0);
+	cJSON_AddNumberToObject(o, "evictions", (double)m->met.evictions);
 	if (m->error[0])
 		cJSON_AddStringToObject(o, "error", m->error);
+	if (m->error[0] && m->state == MODEL_FAILED)
+		cJSON_AddStringToObject(
+		        o, "error_code",
+		        orch_err_wire(m->error_code ? m->error_code : ORCH_EMODEL_LOAD));
 	if (m->state == MODEL_FAILED)
 		cJSON_AddNumberToObject(o, "last_exit_status", m->last_exit);
 	return o;
@@ -104,11 +115,25 @@ admin_status(struct orchd *d)
 			running += m->workers[i]->jobs;
 		}
 	}
-	/* NVML inventory is not read yet: the cpu device is always there */
-	cJSON *cpu = cJSON_CreateObject();
-	cJSON_AddStringToObject(cpu, "id", "cpu");
-	cJSON_AddNumberToObject(cpu, "memory_used_bytes", (double)mem);
-	cJSON_AddItemToArray(devs, cpu);
+	devices_refresh(&d->devices);
+	for (uint32_t i = 0; i < d->devices.n; i++) {
+		const struct device_info *di = &d->devices.dev[i];
+		cJSON *x = cJSON_CreateObject();
+		uint64_t ours = 0;
+		for (struct model *m = d->models; m; m = m->next)
+			for (uint32_t k = 0; k < m->n_workers; k++)
+				if (strcmp(m->workers[k]->device, di->id) == 0)
+					ours += m->workers[k]->memory_used;
+		cJSON_AddStringToObject(x, "id", di->id);
+		cJSON_AddStringToObject(x, "name", di->name);
+		cJSON_AddNumberToObject(x, "memory_total_bytes", (double)di->total);
+		cJSON_AddNumberToObject(x, "memory_free_bytes", (double)di->free);
+		cJSON_AddNumberToObject(x, "memory_used_bytes", (double)ours);
+		cJSON_AddItemToArray(devs, x);
+	}
+	if (d->devices.nvml_note[0])
+		cJSON_AddStringToObject(o, "devices_note", d->devices.nvml_note);
+	cJSON_AddNumberToObject(o, "memory_used_bytes", (double)mem);
 	cJSON_AddNumberToObject(o, "queued", queued);
 	cJSON_AddNumberToObject(o, "running", running);
 	cJSON_AddNumberToObject(o, "open_streams", d->n_conns);

@@ -40,6 +40,8 @@ cfg_defaults(struct orchd_config *c)
 	c->shutdown_timeout_s = 30;
 	c->evict = CFG_EVICT_NONE;
 	c->vram_headroom_bytes = 512ull * MIB;
+	c->evict_wait_s = 60;
+	snprintf(c->nvml_library, sizeof(c->nvml_library), "libnvidia-ml.so.1");
 }
 
 /* ---- values ---- */
@@ -183,6 +185,17 @@ set_server(struct orchd_config *c, const char *k, const char *v, struct orch_err
 		c->vram_headroom_bytes = (uint64_t)mib * MIB;
 		return ORCH_OK;
 	}
+	if (strcmp(k, "cpu_memory_mib") == 0) {
+		uint32_t mib = 0;
+		if (set_u32(&mib, 0, UINT32_MAX, k, v, e) != ORCH_OK)
+			return ORCH_EINVAL;
+		c->cpu_memory_bytes = (uint64_t)mib * MIB;
+		return ORCH_OK;
+	}
+	if (strcmp(k, "evict_wait_s") == 0)
+		return set_u32(&c->evict_wait_s, 1, 3600, k, v, e);
+	if (strcmp(k, "nvml_library") == 0)
+		return set_str(c->nvml_library, sizeof(c->nvml_library), k, v, e);
 	return orch_errf(e, ORCH_EINVAL, "unknown key '%s' in [server]", k);
 }
 

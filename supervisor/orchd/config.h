@@ -48,6 +48,9 @@ struct orchd_config {
 	uint32_t watchdog_s; /* unused unless systemd sets WATCHDOG_USEC */
 	enum cfg_evict evict;
 	uint64_t vram_headroom_bytes;
+	uint64_t cpu_memory_bytes; /* cap on what orchd places on cpu; 0 = MemAvailable only */
+	uint32_t evict_wait_s;     /* how long a start waits for evicted models' memory */
+	char nvml_library[CFG_PATH_MAX]; /* dlopen()ed for the GPU inventory */
 	/* [model "NAME"] */
 	struct cfg_model *models;
 	uint32_t n_models;

@@ -245,6 +245,9 @@ run(struct orchd *d)
 	}
 	if ((d->base = event_base_new()) == NULL)
 		return 1;
+	/* cuda:N is NVML's index N (PCI bus order); make the workers' CUDA agree */
+	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
+	devices_open(&d->devices, d->cfg.nvml_library);
 	for (int i = 0; i < 3; i++) {
 		sev[i] = evsignal_new(d->base, sigs[i], on_signal, d);
 		event_add(sev[i], NULL);
@@ -289,6 +292,7 @@ run(struct orchd *d)
 	if (d->ev_shutdown)
 		event_free(d->ev_shutdown);
 	event_base_free(d->base);
+	devices_close(&d->devices);
 	return 0;
 }
 

@@ -80,6 +80,11 @@ g_load_fail(const struct model *m)
 	return (double)m->met.load_failures;
 }
 static double
+g_evictions(const struct model *m)
+{
+	return (double)m->met.evictions;
+}
+static double
 g_client_cancel(const struct model *m)
 {
 	return (double)m->met.cancelled_by_client;
@@ -133,6 +138,9 @@ metrics_render(struct orchd *d, struct sbuf *o)
 	          g_loads);
 	per_model(d, o, "orch_model_load_failures_total", "counter",
 	          "Times a model was marked failed.", g_load_fail);
+	per_model(d, o, "orch_model_evictions_total", "counter",
+	          "Times the model was unloaded to make room for another (evict = lru).",
+	          g_evictions);
 	per_model(d, o, "orch_client_cancellations_total", "counter",
 	          "Jobs cancelled because their client went away.", g_client_cancel);
 	static const struct {
@@ -190,6 +198,16 @@ metrics_render(struct orchd *d, struct sbuf *o)
 	for (int c = 1; c <= 5; c++)
 		sbuf_printf(o, "orch_http_responses_total{class=\"%dxx\"} %llu\n", c,
 		            (unsigned long long)d->metrics.http_responses[c]);
+	devices_refresh(&d->devices);
+	family(o, "orch_device_memory_total_bytes", "gauge", "Memory of a device (cpu: MemTotal).");
+	for (uint32_t i = 0; i < d->devices.n; i++)
+		sbuf_printf(o, "orch_device_memory_total_bytes{device=\"%s\"} %llu\n",
+		            d->devices.dev[i].id, (unsigned long long)d->devices.dev[i].total);
+	family(o, "orch_device_memory_free_bytes", "gauge",
+	       "Free memory of a device (NVML; cpu: MemAvailable).");
+	for (uint32_t i = 0; i < d->devices.n; i++)
+		sbuf_printf(o, "orch_device_memory_free_bytes{device=\"%s\"} %llu\n",
+		            d->devices.dev[i].id, (unsigned long long)d->devices.dev[i].free);
 	family(o, "orch_open_streams", "gauge", "Client streams open.");
 	sbuf_printf(o, "orch_open_streams %u\n", d->n_conns);
 }

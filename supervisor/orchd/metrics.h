@@ -22,7 +22,7 @@ struct histo {
 struct model_metrics {
 	uint64_t requests[MET_OUTCOMES];
 	uint64_t prompt_tokens, generation_tokens;
-	uint64_t loads, load_failures;
+	uint64_t loads, load_failures, evictions;
 	uint64_t cancelled_by_client;
 	struct histo ttft, itl, e2e, load;
 };

@@ -61,22 +61,61 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model **ret,
 	return ORCH_OK;
 }
 
-void
-models_start(struct orchd *d, struct model *m)
+#define WAIT_POLL_MS 250
+
+static void start_workers(struct orchd *d, struct model *m);
+
+/* A start waiting for memory: try again, or give up after evict_wait_s. */
+static void
+on_wait(evutil_socket_t fd, short what, void *arg)
 {
-	if (m->state == MODEL_LOADING || m->state == MODEL_READY || d->stopping)
+	struct model *m = arg;
+	struct orchd *d = m->d;
+
+	(void)fd;
+	(void)what;
+	if (m->state != MODEL_LOADING || m->wait_since_ms == 0)
 		return;
-	m->error[0] = '\0';
-	m->n_fail = 0;
-	m->state = MODEL_LOADING;
-	m->load_started_ms = orchd_now_ms();
-	orch_log(ORCH_LOG_INFO, "model_load", "model=%s path=%s replicas=%u", m->cfg.name,
-	         m->cfg.path, m->n_workers);
+	if (orchd_now_ms() - m->wait_since_ms > d->cfg.evict_wait_s * 1000ull) {
+		for (uint32_t i = 0; i < m->n_workers; i++)
+			if (m->workers[i]->state == WORKER_WAITING)
+				m->workers[i]->state = WORKER_STOPPED;
+		snprintf(m->error, sizeof(m->error),
+		         "memory for model '%s' did not come free within evict_wait_s (%u s)",
+		         m->cfg.name, d->cfg.evict_wait_s);
+		m->error_code = ORCH_EINSUFFICIENT_VRAM;
+		m->wait_since_ms = 0;
+		models_worker_state(d, m);
+		return;
+	}
+	start_workers(d, m);
+}
+
+/* Start each worker of @m that is not running, if its device has room. */
+static void
+start_workers(struct orchd *d, struct model *m)
+{
+	bool waiting = false;
+
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		struct worker *w = m->workers[i];
 		struct orch_errinfo e = {0};
 		if (w->pid > 0 || w->state == WORKER_BACKOFF)
 			continue;
+		switch (placement_check(d, w, &e)) {
+		case PLACE_WAIT:
+			w->state = WORKER_WAITING;
+			waiting = true;
+			continue;
+		case PLACE_REFUSE:
+			w->state = WORKER_STOPPED;
+			orch_log_err(e.code, &e, "placement_refused", "worker=%s", w->id);
+			snprintf(m->error, sizeof(m->error), "%s", e.msg);
+			m->error_code = e.code;
+			continue;
+		case PLACE_FIT:
+			break;
+		}
 		w->restarts = 0;
 		w->backoff_ms = 0;
 		if (workers_spawn(d, w, &e) != ORCH_OK) {
@@ -84,7 +123,41 @@ models_start(struct orchd *d, struct model *m)
 			snprintf(m->error, sizeof(m->error), "%s", e.msg);
 		}
 	}
+	if (waiting && m->ev_wait == NULL)
+		m->ev_wait = evtimer_new(d->base, on_wait, m);
+	if (waiting && m->ev_wait) {
+		struct timeval tv = {0, WAIT_POLL_MS * 1000};
+		if (m->wait_since_ms == 0)
+			m->wait_since_ms = orchd_now_ms();
+		evtimer_add(m->ev_wait, &tv);
+	} else if (!waiting) {
+		m->wait_since_ms = 0;
+	}
 	models_worker_state(d, m);
+}
+
+void
+models_start(struct orchd *d, struct model *m)
+{
+	struct orch_errinfo e = {0};
+
+	if (m->state == MODEL_LOADING || m->state == MODEL_READY || d->stopping)
+		return;
+	m->error[0] = '\0';
+	m->error_code = ORCH_OK;
+	m->n_fail = 0;
+	m->state = MODEL_LOADING;
+	m->load_started_ms = orchd_now_ms();
+	orch_log(ORCH_LOG_INFO, "model_load", "model=%s path=%s replicas=%u", m->cfg.name,
+	         m->cfg.path, m->n_workers);
+	if (placement_estimate(m, &e) != ORCH_OK) { /* the worker would fail the same way */
+		snprintf(m->error, sizeof(m->error), "%s", e.msg);
+		m->met.load_failures++;
+		orch_log_err(e.code, &e, "model_failed", "model=%s", m->cfg.name);
+		models_worker_state(d, m);
+	} else {
+		start_workers(d, m);
+	}
 	admin_model_event(d, m, "state");
 }
 
@@ -176,6 +249,10 @@ models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 	struct model *m = j->model;
 	struct worker *w;
 
+	if (m->state == MODEL_FAILED && m->error_code == ORCH_EINSUFFICIENT_VRAM)
+		models_start(d, m); /* memory may have come free since */
+	if (m->state == MODEL_FAILED && m->error_code == ORCH_EINSUFFICIENT_VRAM)
+		return orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM, "%s", m->error);
 	if (m->state == MODEL_FAILED)
 		return orch_errf(reterr, ORCH_EMODEL_LOAD, "model '%s' failed to load: %s",
 		                 m->cfg.name, m->error);
@@ -212,7 +289,8 @@ models_worker_state(struct orchd *d, struct model *m)
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		enum worker_state s = m->workers[i]->state;
 		ready += s == WORKER_READY;
-		live += s == WORKER_STARTING || s == WORKER_LOADING || s == WORKER_BACKOFF;
+		live += s == WORKER_STARTING || s == WORKER_LOADING || s == WORKER_BACKOFF ||
+		        s == WORKER_WAITING;
 		stopped += s == WORKER_STOPPED && m->workers[i]->pid <= 0;
 	}
 	if (m->state == MODEL_UNLOADING) {
@@ -235,7 +313,7 @@ models_worker_state(struct orchd *d, struct model *m)
 		while (m->queue_head) {
 			struct job *j = m->queue_head;
 			models_unqueue(j);
-			jobs_fail(d, j, ORCH_EMODEL_LOAD, m->error);
+			jobs_fail(d, j, m->error_code ? m->error_code : ORCH_EMODEL_LOAD, m->error);
 		}
 	}
 	if (m->state != before) {
@@ -279,5 +357,7 @@ models_free(struct orchd *d, struct model *m)
 		evhttp_send_reply_end(m->followers[i]);
 	}
 	orch_free(m->followers);
+	if (m->ev_wait)
+		event_free(m->ev_wait);
 	orch_free(m);
 }

@@ -20,6 +20,7 @@
 #include <event2/http.h>
 
 #include "config.h"
+#include "devices.h"
 #include "ipc.h"
 #include "metrics.h"
 #include "sbuf.h"
@@ -38,7 +39,12 @@ struct model {
 	struct job *queue_head, *queue_tail; /* waiting for a worker */
 	uint32_t queued;
 	uint64_t last_used_ms;
-	char error[512]; /* why it failed */
+	char error[512];     /* why it failed */
+	orch_err error_code; /* ORCH_OK: a failed load (MODEL_LOAD_FAILED) */
+	uint64_t need_bytes; /* memory estimate on cpu (placement.c); GPUs add the runtime */
+	bool need_known;
+	struct event *ev_wait;  /* retries a start waiting for evicted models' memory */
+	uint64_t wait_since_ms; /* 0: not waiting */
 	int last_exit;
 	uint64_t fail_ms[5]; /* the last failures' times, for "5 in 10 minutes" */
 	uint32_t n_fail;
@@ -58,6 +64,7 @@ enum worker_state {
 	WORKER_DRAINING,
 	WORKER_BACKOFF, /* dead, waiting to restart */
 	WORKER_STOPPED,
+	WORKER_WAITING, /* not started: waiting for memory (placement.c) */
 };
 
 #define WORKER_LOG_LINES 256 /* output lines kept for 'orchctl logs' */
@@ -165,6 +172,7 @@ struct orchd {
 	struct orchd_config cfg;
 	const char *config_path;
 	char worker_bin[CFG_PATH_MAX];
+	struct devices devices;
 	struct model *models;
 	struct job *jobs; /* every job, kept events_keep_s after it ends */
 	struct job *live; /* the jobs not ended: what worker messages are about */
@@ -185,6 +193,17 @@ uint64_t orchd_now_ms(void);
 uint64_t orchd_unix_ms(void);
 /* orchd_state_changed - readiness or a status line may have changed (sd_notify). */
 void orchd_state_changed(struct orchd *d);
+
+/* ---- placement.c ---- */
+enum place_result { PLACE_FIT, PLACE_WAIT, PLACE_REFUSE };
+/* placement_estimate - read @m's file for its memory estimate; errors are the file's. */
+orch_err placement_estimate(struct model *m, struct orch_errinfo *reterr);
+/*
+ * placement_check - whether @w fits on its device now: PLACE_FIT; PLACE_WAIT
+ * when memory is coming back (evicted or unloading models); PLACE_REFUSE
+ * with ORCH_EINSUFFICIENT_VRAM and the bytes needed and free in @reterr.
+ */
+enum place_result placement_check(struct orchd *d, struct worker *w, struct orch_errinfo *reterr);
 
 /* ---- models.c ---- */
 struct model *models_find(struct orchd *d, const char *name);

@@ -37,8 +37,8 @@ daemon_of(struct worker *w)
 const char *
 workers_state_name(enum worker_state s)
 {
-	static const char *const names[] = {"starting", "loading", "ready",
-	                                    "draining", "backoff", "stopped"};
+	static const char *const names[] = {"starting", "loading", "ready",  "draining",
+	                                    "backoff",  "stopped", "waiting"};
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 

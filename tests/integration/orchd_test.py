@@ -26,56 +26,11 @@ DATA = os.environ["ORCH_TESTDATA"]
 MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 MODEL_Q8 = os.path.join(DATA, "models", "stories260K-Q8_0.gguf")
 PORT = 20000 + os.getpid() % 20000
-passed = failed = 0
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import orchd_lib  # noqa: E402
+from orchd_lib import check, conn, post, get, sse_events, admin  # noqa: E402
 
-
-def check(cond, what):
-    global passed, failed
-    if cond:
-        passed += 1
-    else:
-        failed += 1
-        print("FAIL:", what, file=sys.stderr, flush=True)
-
-
-def conn(timeout=30):
-    return http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
-
-
-def post(path, body, headers=None):
-    c = conn()
-    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    c.request("POST", path, data, headers or {"Content-Type": "application/json"})
-    r = c.getresponse()
-    text = r.read().decode()
-    c.close()
-    return r.status, dict(r.getheaders()), text
-
-
-def get(path, headers=None):
-    c = conn()
-    c.request("GET", path, headers=headers or {})
-    r = c.getresponse()
-    text = r.read().decode()
-    c.close()
-    return r.status, dict(r.getheaders()), text
-
-
-def sse_events(text):
-    """[(id, event, data)] of an SSE body."""
-    out = []
-    for block in text.split("\n\n"):
-        ev = {"id": None, "event": "message", "data": None}
-        for line in block.split("\n"):
-            if line.startswith("id: "):
-                ev["id"] = int(line[4:])
-            elif line.startswith("event: "):
-                ev["event"] = line[7:]
-            elif line.startswith("data: "):
-                ev["data"] = line[6:]
-        if ev["data"] is not None:
-            out.append(ev)
-    return out
+orchd_lib.PORT = PORT
 
 
 def execute(model, prompt, n, seed=1, temp=0.0, job_id=None, extra=None):
@@ -88,18 +43,6 @@ def execute(model, prompt, n, seed=1, temp=0.0, job_id=None, extra=None):
 
 def text_of(events):
     return "".join(json.loads(e["data"])["t"] for e in events if e["event"] == "token")
-
-
-def admin(method, path, body=None):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(ADMIN)
-    c = http.client.HTTPConnection("localhost")
-    c.sock = s
-    c.request(method, path, json.dumps(body) if body is not None else None)
-    r = c.getresponse()
-    t = r.read().decode()
-    c.close()
-    return r.status, t
 
 
 def worker_pid(model):
@@ -137,6 +80,7 @@ def metric(name, labels):
 
 tmp = tempfile.mkdtemp()
 ADMIN = os.path.join(tmp, "orchd.sock")
+orchd_lib.ADMIN = ADMIN
 notify_path = os.path.join(tmp, "notify.sock")
 notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 notify.bind(notify_path)
@@ -507,9 +451,9 @@ finally:
         orchd.kill()
         orchd.wait()
     log.close()
-    if failed:
+    if orchd_lib.failed:
         sys.stderr.write("".join(l for l in open(os.path.join(tmp, "orchd.log")) if "load_progress" not in l)[-12000:])
     shutil.rmtree(tmp, ignore_errors=True)
 
-print("orchd_test: %d passed, %d failed" % (passed, failed))
-sys.exit(1 if failed else 0)
+print("orchd_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
+sys.exit(1 if orchd_lib.failed else 0)

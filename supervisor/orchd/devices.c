@@ -1,0 +1,181 @@
+/*
+ * devices.c - the device inventory: /proc/meminfo for cpu, NVML through
+ * dlopen for GPUs. The few NVML entry points used are declared here from
+ * NVML's documented C API, so building needs no driver headers.
+ */
+#include "devices.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+/* NVML's C API: nvmlReturn_t is an int (0 = NVML_SUCCESS), a device an opaque handle. */
+typedef int nvml_ret;
+typedef struct nvml_dev *nvml_dev;
+struct nvml_memory {
+	unsigned long long total, free, used;
+};
+
+struct nvml_api {
+	nvml_ret (*init)(void);
+	nvml_ret (*shutdown)(void);
+	nvml_ret (*count)(unsigned int *);
+	nvml_ret (*handle)(unsigned int, nvml_dev *);
+	nvml_ret (*name)(nvml_dev, char *, unsigned int);
+	nvml_ret (*memory)(nvml_dev, struct nvml_memory *);
+	const char *(*error)(nvml_ret);
+};
+
+static struct nvml_api api;
+
+static void
+cpu_memory(struct device_info *d)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	unsigned long long kib;
+
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemTotal: %llu kB", &kib) == 1)
+			d->total = kib * 1024;
+		else if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			d->free = kib * 1024;
+	}
+	fclose(f);
+}
+
+static void
+cpu_name(struct device_info *d)
+{
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	char line[256];
+
+	snprintf(d->name, sizeof(d->name), "cpu");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char *colon = strchr(line, ':');
+		if (strncmp(line, "model name", 10) != 0 || colon == NULL)
+			continue;
+		snprintf(d->name, sizeof(d->name), "%.*s", (int)strcspn(colon + 2, "\n"),
+		         colon + 2);
+		break;
+	}
+	fclose(f);
+}
+
+/* dlsym into a function pointer without a cast between object and function pointers. */
+static bool
+sym(void *h, const char *name, void *fnptr, size_t size)
+{
+	void *p = dlsym(h, name);
+
+	if (p == NULL)
+		return false;
+	memcpy(fnptr, &p, size);
+	return true;
+}
+
+static bool
+load_nvml(struct devices *inv, const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	if (h == NULL) {
+		snprintf(inv->nvml_note, sizeof(inv->nvml_note), "no NVML (%s): cpu only",
+		         dlerror());
+		return false;
+	}
+	if (!sym(h, "nvmlInit_v2", &api.init, sizeof(api.init)) ||
+	    !sym(h, "nvmlShutdown", &api.shutdown, sizeof(api.shutdown)) ||
+	    !sym(h, "nvmlDeviceGetCount_v2", &api.count, sizeof(api.count)) ||
+	    !sym(h, "nvmlDeviceGetHandleByIndex_v2", &api.handle, sizeof(api.handle)) ||
+	    !sym(h, "nvmlDeviceGetName", &api.name, sizeof(api.name)) ||
+	    !sym(h, "nvmlDeviceGetMemoryInfo", &api.memory, sizeof(api.memory)) ||
+	    !sym(h, "nvmlErrorString", &api.error, sizeof(api.error))) {
+		snprintf(inv->nvml_note, sizeof(inv->nvml_note),
+		         "%s lacks an NVML entry point: cpu only", lib);
+		dlclose(h);
+		return false;
+	}
+	nvml_ret r = api.init();
+	if (r != 0) {
+		snprintf(inv->nvml_note, sizeof(inv->nvml_note), "NVML init: %s: cpu only",
+		         api.error(r));
+		dlclose(h);
+		return false;
+	}
+	inv->nvml = h;
+	return true;
+}
+
+void
+devices_open(struct devices *inv, const char *nvml_library)
+{
+	memset(inv, 0, sizeof(*inv));
+	snprintf(inv->dev[0].id, sizeof(inv->dev[0].id), "cpu");
+	cpu_name(&inv->dev[0]);
+	inv->n = 1;
+	if (load_nvml(inv, nvml_library)) {
+		unsigned int count = 0;
+		nvml_ret r = api.count(&count);
+		if (r != 0)
+			snprintf(inv->nvml_note, sizeof(inv->nvml_note), "NVML device count: %s",
+			         api.error(r));
+		for (unsigned int i = 0; r == 0 && i < count && inv->n < DEVICES_MAX; i++) {
+			struct device_info *d = &inv->dev[inv->n++];
+			nvml_dev h;
+			snprintf(d->id, sizeof(d->id), "cuda:%u", i);
+			snprintf(d->name, sizeof(d->name), "?");
+			if (api.handle(i, &h) == 0)
+				api.name(h, d->name, sizeof(d->name));
+		}
+		if (r == 0 && count == 0)
+			snprintf(inv->nvml_note, sizeof(inv->nvml_note),
+			         "NVML sees no GPU: cpu only");
+	}
+	devices_refresh(inv);
+	for (uint32_t i = 0; i < inv->n; i++)
+		orch_log(ORCH_LOG_INFO, "device", "id=%s name=\"%s\" total=%llu free=%llu",
+		         inv->dev[i].id, inv->dev[i].name, (unsigned long long)inv->dev[i].total,
+		         (unsigned long long)inv->dev[i].free);
+	if (inv->nvml_note[0])
+		orch_log(ORCH_LOG_INFO, "devices", "note=\"%s\"", inv->nvml_note);
+}
+
+void
+devices_refresh(struct devices *inv)
+{
+	cpu_memory(&inv->dev[0]);
+	for (uint32_t i = 1; inv->nvml && i < inv->n; i++) {
+		struct nvml_memory mem;
+		nvml_dev h;
+		if (api.handle(i - 1, &h) == 0 && api.memory(h, &mem) == 0) {
+			inv->dev[i].total = mem.total;
+			inv->dev[i].free = mem.free;
+		}
+	}
+}
+
+struct device_info *
+devices_find(struct devices *inv, const char *id)
+{
+	for (uint32_t i = 0; i < inv->n; i++)
+		if (strcmp(inv->dev[i].id, id) == 0)
+			return &inv->dev[i];
+	return NULL;
+}
+
+void
+devices_close(struct devices *inv)
+{
+	if (inv->nvml) {
+		api.shutdown();
+		dlclose(inv->nvml);
+		inv->nvml = NULL;
+	}
+}

@@ -1,0 +1,72 @@
+"""orchd_lib - what the orchd integration tests share: pass/fail counting,
+plain HTTP to the public API on 127.0.0.1:PORT, SSE parsing, and the admin
+API on the unix socket ADMIN. A test sets PORT and ADMIN first."""
+import http.client
+import json
+import socket
+import sys
+
+PORT = 0
+ADMIN = ""
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what, file=sys.stderr, flush=True)
+
+
+def conn(timeout=30):
+    return http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
+
+
+def post(path, body, headers=None):
+    c = conn()
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    c.request("POST", path, data, headers or {"Content-Type": "application/json"})
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    return r.status, dict(r.getheaders()), text
+
+
+def get(path, headers=None):
+    c = conn()
+    c.request("GET", path, headers=headers or {})
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    return r.status, dict(r.getheaders()), text
+
+
+def sse_events(text):
+    """[(id, event, data)] of an SSE body."""
+    out = []
+    for block in text.split("\n\n"):
+        ev = {"id": None, "event": "message", "data": None}
+        for line in block.split("\n"):
+            if line.startswith("id: "):
+                ev["id"] = int(line[4:])
+            elif line.startswith("event: "):
+                ev["event"] = line[7:]
+            elif line.startswith("data: "):
+                ev["data"] = line[6:]
+        if ev["data"] is not None:
+            out.append(ev)
+    return out
+
+
+def admin(method, path, body=None):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(ADMIN)
+    c = http.client.HTTPConnection("localhost")
+    c.sock = s
+    c.request(method, path, json.dumps(body) if body is not None else None)
+    r = c.getresponse()
+    t = r.read().decode()
+    c.close()
+    return r.status, t
