@@ -32,3 +32,8 @@ if [[ -x $build/bin/ipc_bench ]]; then
 	"$build/bin/ipc_bench" raw 200000
 	"$build/bin/ipc_bench" worker "$build/bin/orch-worker" "$data/models/stories260K.gguf" 2>/dev/null
 fi
+
+# orchd under load (issue 6): supervisor overhead, concurrent streams, idle streams.
+if [[ -x $build/bin/orchd ]]; then
+	"$root/bench/orchd_bench.sh" "$build" "$model"
+fi

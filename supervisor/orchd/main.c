@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -238,6 +239,11 @@ run(struct orchd *d)
 	uint64_t usec = 0;
 
 	signal(SIGPIPE, SIG_IGN);
+	struct rlimit nofile; /* each stream is a socket: take all the descriptors allowed */
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	if (mkdir(d->cfg.runtime_dir, 0750) != 0 && errno != EEXIST) {
 		orch_log(ORCH_LOG_ERR, "runtime_dir_failed", "dir=%s err=\"%s\"",
 		         d->cfg.runtime_dir, strerror(errno));
