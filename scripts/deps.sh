@@ -33,7 +33,8 @@ install_npm() {
 	# Pinned by tests/interop/package-lock.json; skipped when already installed.
 	local dir
 	dir="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
-	if [ ! -d "$dir/node_modules/@huggingface/gguf" ] || [ ! -d "$dir/node_modules/openai" ]; then
+	if [ ! -d "$dir/node_modules/@huggingface/gguf" ] || [ ! -d "$dir/node_modules/openai" ] ||
+		[ ! -d "$dir/node_modules/@apidevtools/swagger-parser" ]; then
 		echo "deps: installing the interop test packages (npm ci in tests/interop)"
 		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 	fi

@@ -424,6 +424,27 @@ try:
     check("a-0" in complete("orchctl logs --socket %s ''" % ADMIN), "completion of a worker id from orchd")
     check(complete("orchctl attach a --to") == ["--topic"], "completion of an option")
 
+    # every operation of docs/openapi.json (validated by an independent OpenAPI parser) is routed
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    if os.path.isdir(os.path.join(interop, "node_modules", "@apidevtools", "swagger-parser")):
+        r = subprocess.run(["node", os.path.join(interop, "openapi_check.mjs"), os.path.join(root, "docs", "openapi.json")],
+                           capture_output=True, text=True, timeout=60)
+        ops = [l.split(" ", 1) for l in r.stdout.splitlines()]
+        check(r.returncode == 0 and len(ops) >= 16, "docs/openapi.json is valid OpenAPI 3: %s" % r.stderr[-500:])
+        for method, path in ops:
+            concrete = path.replace("{job_id}", "zzz").replace("{name}", "zzz").replace("{id}", "zzz")
+            body = {} if method == "POST" else None
+            if path.startswith("/admin/"):
+                st, t = admin(method, concrete, body)
+            elif method == "GET":
+                st, _, t = get(concrete)
+            else:
+                st, _, t = post(concrete, body)
+            check(not (st == 404 and ("no route" in t or "no such admin route" in t)),
+                  "documented %s %s is routed: %s %s" % (method, path, st, t[:120]))
+    else:
+        check(False, "swagger-parser is not installed in tests/interop: run 'make deps'")
+
     # metrics pass promtool
     _, _, text = get("/metrics")
     mpath = os.path.join(tmp, "metrics.txt")
