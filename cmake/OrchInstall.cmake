@@ -21,7 +21,7 @@ install(FILES ${CMAKE_BINARY_DIR}/systemd/orchd.service DESTINATION ${ORCH_SYSTE
 install(FILES systemd/orchd.sysusers DESTINATION ${ORCH_SYSTEMD_LIBDIR}/sysusers.d RENAME orchd.conf)
 install(FILES systemd/orchd.tmpfiles DESTINATION ${ORCH_SYSTEMD_LIBDIR}/tmpfiles.d RENAME orchd.conf)
 install(FILES systemd/orchd.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
-install(FILES docs/operations.md docs/configuration.md docs/http-api.md docs/openapi.yaml
-	DESTINATION ${CMAKE_INSTALL_DOCDIR} OPTIONAL)
+install(FILES docs/operations.md docs/configuration.md docs/http-api.md docs/openapi.json
+	DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(FILES supervisor/orchctl/orchctl.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
 	RENAME orchctl)

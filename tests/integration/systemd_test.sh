@@ -23,7 +23,7 @@ DESTDIR=$stage "$src/scripts/install.sh" "$build" >"$tmp/install.log" 2>&1 ||
 for f in "$prefix/bin/orchd" "$prefix/bin/orch-worker" "$prefix/bin/orchctl" \
 	"$sysdir/systemd/system/orchd.service" "$sysdir/sysusers.d/orchd.conf" \
 	"$sysdir/tmpfiles.d/orchd.conf" /etc/orchd/orchd.conf \
-	"$prefix/share/bash-completion/completions/orchctl"; do
+	"$prefix/share/bash-completion/completions/orchctl" "$prefix/share/doc/orch/openapi.json"; do
 	[[ -e $stage$f ]] && ok "installed $f" || bad "missing $stage$f"
 done
 unit=$stage$sysdir/systemd/system/orchd.service
