@@ -103,6 +103,12 @@ void ipc_debug_sub_close(struct ipc_debug_sub *s);
 orch_err ipc_debug_dump(const char *url, int timeout_ms, struct sbuf *out,
                         struct orch_errinfo *reterr);
 
+/*
+ * ipc_debug_add_topic - append @topic ("log" or "step") to @topics, which
+ * holds *@n of @max; false when it is neither or there is no room.
+ */
+bool ipc_debug_add_topic(const char **topics, size_t *n, size_t max, const char *topic);
+
 /* One record of the stream, NUL-terminated, for ipc_debug_follow's caller. */
 typedef void ipc_debug_emit_fn(const char *record, void *arg);
 

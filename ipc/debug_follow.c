@@ -3,8 +3,18 @@
  * "orchctl attach": they differ only in how a record is printed.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "debug.h"
+
+bool
+ipc_debug_add_topic(const char **topics, size_t *n, size_t max, const char *topic)
+{
+	if (*n == max || (strcmp(topic, "log") != 0 && strcmp(topic, "step") != 0))
+		return false;
+	topics[(*n)++] = topic;
+	return true;
+}
 
 int
 ipc_debug_follow(const char *prog, const char *url, const char *const *topics, size_t n_topics,

@@ -65,13 +65,9 @@ cli_attach(int argc, char **argv)
 			dump = true;
 			break;
 		case 't':
-			if (n_topics == MAX_TOPICS ||
-			    (strcmp(optarg, "log") != 0 && strcmp(optarg, "step") != 0)) {
+			ok = ipc_debug_add_topic(topics, &n_topics, MAX_TOPICS, optarg);
+			if (!ok)
 				fprintf(stderr, "orch-worker attach: --topic is log or step\n");
-				ok = false;
-			} else {
-				topics[n_topics++] = optarg;
-			}
 			break;
 		case 'n':
 			ok = orch_parse_u64(optarg, 1, UINT64_MAX, &count) == ORCH_OK;

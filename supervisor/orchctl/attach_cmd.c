@@ -135,11 +135,7 @@ orchctl_attach(int argc, char **argv)
 			gdb = true;
 			break;
 		case 't':
-			if (n_topics == MAX_TOPICS ||
-			    (strcmp(optarg, "log") != 0 && strcmp(optarg, "step") != 0))
-				ok = false;
-			else
-				topics[n_topics++] = optarg;
+			ok = ipc_debug_add_topic(topics, &n_topics, MAX_TOPICS, optarg);
 			break;
 		case 'n':
 			ok = orch_parse_u64(optarg, 1, UINT64_MAX, &count) == ORCH_OK;

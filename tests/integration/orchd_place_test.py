@@ -105,6 +105,17 @@ def worker_pid(model):
     return 0
 
 
+def busy(model):
+    """Pause @model's worker with a job in flight: (pid, thread, result)."""
+    pid = worker_pid(model)
+    os.kill(pid, signal.SIGSTOP)
+    res = {}
+    th = threading.Thread(target=lambda: res.update(st=complete(model, 16)[0]))
+    th.start()
+    time.sleep(0.3)
+    return pid, th, res
+
+
 try:
     # ---- inventory and GPU refusals, with a stand-in NVML: 600 MiB free on cuda:0
     p = start("gpu", "nvml_library = %s\nvram_headroom_mib = 512" % FAKE,
@@ -167,32 +178,22 @@ try:
     _, _, text = get("/metrics")
     check('orch_model_evictions_total{model="x"} 1' in text, "eviction metric")
     # y busy (its worker paused with a job in flight): x comes back by evicting z, not y
-    pid_y = worker_pid("y")
-    os.kill(pid_y, signal.SIGSTOP)
-    res = {}
-    th = threading.Thread(target=lambda: res.update(y=complete("y", 16)))
-    th.start()
-    time.sleep(0.3)
+    pid_y, th_y, res_y = busy("y")
     st, _ = complete("x")
     check(st == 200, "x loads again: %s" % st)
     check(model_state("z").get("state") == "stopped" and model_state("y").get("state") == "ready",
           "z evicted, busy y kept: z=%s y=%s" % (model_state("z").get("state"), model_state("y").get("state")))
-    # now x idle, y busy: z again evicts x; then with x and z... make both others busy
-    pid_x = worker_pid("x")
-    os.kill(pid_x, signal.SIGSTOP)
-    res2 = {}
-    th2 = threading.Thread(target=lambda: res2.update(x=complete("x", 16)))
-    th2.start()
-    time.sleep(0.3)
+    # x busy too: z has no idle model to evict
+    pid_x, th_x, res_x = busy("x")
     st, oz = complete("z")
     e = oz.get("error", {})
     check(st == 503 and e.get("code") == "INSUFFICIENT_VRAM" and "even evicting every idle model" in e.get("message", ""),
           "only busy models left: refused: %s %r" % (st, e))
     os.kill(pid_x, signal.SIGCONT)
     os.kill(pid_y, signal.SIGCONT)
-    th.join(15)
-    th2.join(15)
-    check(res.get("y", (0,))[0] == 200 and res2.get("x", (0,))[0] == 200, "the paused jobs finish")
+    th_x.join(15)
+    th_y.join(15)
+    check(res_y.get("st") == 200 and res_x.get("st") == 200, "the paused jobs finish")
     stop(p)
 
     # ---- evict = none: refused, naming the bytes
