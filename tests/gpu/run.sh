@@ -42,6 +42,30 @@ for t in $tests; do
 	rows+=("$(printf '%-24s %-9s %8.2fs  memcheck %-7s racecheck %-7s' "$t" "$res" "$secs" "$mem" "$race")")
 done
 
+# orchd's GPU inventory through the real NVML (when orchd was built here:
+# it needs NNG, protobuf-c, libevent, libinih and libsystemd).
+if [[ -x $build/bin/orchd ]]; then
+	inv=$out/orchd-inventory
+	mkdir -p "$inv"
+	printf '[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s/s.sock\nruntime_dir = %s\n' \
+		$((40000 + $$ % 10000)) "$inv" "$inv" >"$inv/orchd.conf"
+	"$build/bin/orchd" --config "$inv/orchd.conf" >"$inv/orchd.log" 2>&1 &
+	opid=$!
+	sleep 1
+	res="FAIL"
+	if curl -sf --unix-socket "$inv/s.sock" http://orchd/admin/status >"$inv/status.json" &&
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; sys.exit(0 if any(x["id"]=="cuda:0" and x["memory_total_bytes"]>0 and x["memory_free_bytes"]>0 for x in d) else 1)' "$inv/status.json"; then
+		res=pass
+	else
+		failed=$((failed + 1))
+	fi
+	kill "$opid" 2>/dev/null
+	wait "$opid" 2>/dev/null
+	rows+=("$(printf '%-24s %-9s (NVML inventory: %s)' orchd_nvml "$res" "$(grep -o 'event=device id=cuda:0[^<]*' "$inv/orchd.log" | head -n 1)")")
+else
+	rows+=("$(printf '%-24s %-9s (orchd not built here: NNG/protobuf-c/libevent/inih/libsystemd missing)' orchd_nvml skip)")
+fi
+
 echo
 echo "== GPU tests ($(head -n 1 "$out/$(echo $tests | cut -d' ' -f1).log" 2>/dev/null))"
 printf '%s\n' "${rows[@]}"
