@@ -11,20 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "backend.h"
+#include "clock.h"
 #include "gguf.h"
 #include "model.h"
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int32_t
 argmax(const float *v, uint32_t n)
@@ -53,17 +44,17 @@ bench(const struct model *m, uint32_t threads, const char *name)
 	for (int i = 0; i < 128; i++)
 		prompt[i] = i == 0 ? 1 : (int32_t)(100 + (uint32_t)i * 7 % (m->hp.n_vocab - 100));
 	struct be_seq s = {0, 0, prompt, 128, true};
-	double t0 = now_s();
+	double t0 = (double)orch_mono_ns() / 1e9;
 	be_cpu_ops.forward(b, &s, 1, &lg, &e);
-	double prefill = now_s() - t0;
+	double prefill = (double)orch_mono_ns() / 1e9 - t0;
 	int32_t tok = argmax(lg, m->hp.n_vocab);
-	t0 = now_s();
+	t0 = (double)orch_mono_ns() / 1e9;
 	for (uint32_t i = 0; i < 128; i++) {
 		s = (struct be_seq){0, 128 + i, &tok, 1, true};
 		be_cpu_ops.forward(b, &s, 1, &lg, &e);
 		tok = argmax(lg, m->hp.n_vocab);
 	}
-	double decode = (now_s() - t0) / 128;
+	double decode = ((double)orch_mono_ns() / 1e9 - t0) / 128;
 	printf("%-28s threads %u: prefill %8.1f tok/s  decode %7.2f tok/s (%.1f ms/token)", name,
 	       threads, 128 / prefill, 1 / decode, decode * 1e3);
 	for (uint32_t B = 1; B <= 16; B *= 4) {
@@ -76,7 +67,7 @@ bench(const struct model *m, uint32_t threads, const char *name)
 		be_cpu_ops.forward(b, seqs, B, &lg, &e);
 		for (uint32_t k = 0; k < B; k++)
 			toks[k] = argmax(lg + (uint64_t)k * m->hp.n_vocab, m->hp.n_vocab);
-		t0 = now_s();
+		t0 = (double)orch_mono_ns() / 1e9;
 		for (uint32_t step = 0; step < 32; step++) {
 			for (uint32_t k = 0; k < B; k++)
 				seqs[k] =
@@ -85,7 +76,7 @@ bench(const struct model *m, uint32_t threads, const char *name)
 			for (uint32_t k = 0; k < B; k++)
 				toks[k] = argmax(lg + (uint64_t)k * m->hp.n_vocab, m->hp.n_vocab);
 		}
-		printf("  batch %2u: %7.1f tok/s", B, B * 32 / (now_s() - t0));
+		printf("  batch %2u: %7.1f tok/s", B, B * 32 / ((double)orch_mono_ns() / 1e9 - t0));
 	}
 	printf("\n");
 	be_cpu_ops.free(b);

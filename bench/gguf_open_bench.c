@@ -8,18 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "gguf.h"
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static int
 cmp_double(const void *a, const void *b)
@@ -63,10 +54,10 @@ main(int argc, char **argv)
 		bytes = gguf_size(f);
 		gguf_close(f);
 		for (int i = 0; i < iters; i++) {
-			double t0 = now_ms();
+			double t0 = (double)orch_mono_ns() / 1e6;
 			gguf_open(argv[a], &f, NULL);
 			gguf_close(f);
-			t[i] = now_ms() - t0;
+			t[i] = (double)orch_mono_ns() / 1e6 - t0;
 		}
 		qsort(t, (size_t)iters, sizeof(*t), cmp_double);
 		const char *base = strrchr(argv[a], '/');

@@ -21,22 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "ipc.h"
 
 #define MAX_SAMPLES (1u << 21)
 #define ROUNDS      8 /* of the worker runs */
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int
 cmp_u64(const void *a, const void *b)
@@ -81,12 +72,12 @@ raw_sender(const char *url, int go_fd, uint32_t n_flood, uint32_t entries)
 		e[i].text = text;
 		ep[i] = &e[i];
 	}
-	uint64_t next = mono_ns();
+	uint64_t next = orch_mono_ns();
 	for (uint32_t m = 0; m < PACED + n_flood; m++) {
 		Orch__Envelope env = ORCH__ENVELOPE__INIT;
 		Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
 		if (m < PACED) {
-			while (mono_ns() < next)
+			while (orch_mono_ns() < next)
 				;
 			next += PACE_NS;
 		}
@@ -95,7 +86,7 @@ raw_sender(const char *url, int go_fd, uint32_t n_flood, uint32_t entries)
 		tb.step = m < PACED ? m : FLOOD_FLAG | m;
 		tb.n_tokens = entries;
 		tb.tokens = ep;
-		tb.sampled_ns = mono_ns();
+		tb.sampled_ns = orch_mono_ns();
 		env.body_case = ORCH__ENVELOPE__BODY_TOKEN_BATCH;
 		env.token_batch = &tb;
 		if (ipc_send(c, &env, 10000, NULL) != ORCH_OK)
@@ -139,7 +130,7 @@ bench_raw(uint32_t n_flood)
 			Orch__Envelope *env;
 			if (ipc_recv(c, 10000, &env, NULL) != ORCH_OK)
 				break;
-			uint64_t now = mono_ns();
+			uint64_t now = orch_mono_ns();
 			const Orch__TokenBatch *tb = env->token_batch;
 			if (tb->step & FLOOD_FLAG) {
 				if (flood++ == 0)
@@ -193,7 +184,7 @@ bench_worker(const char *bin, const char *model)
 	}
 	for (int r = 0; r < 2; r++) {
 		uint32_t jobs = concurrency[r];
-		uint64_t msgs = 0, tokens = 0, bytes = 0, t0 = mono_ns();
+		uint64_t msgs = 0, tokens = 0, bytes = 0, t0 = orch_mono_ns();
 		size_t n = 0;
 		char prompt[] = "Once upon a time";
 		for (uint32_t round = 0; round < ROUNDS; round++) {
@@ -219,7 +210,7 @@ bench_worker(const char *bin, const char *model)
 			while (ended < jobs) {
 				if (ipc_recv(c, 30000, &env, NULL) != ORCH_OK)
 					return 1;
-				uint64_t now = mono_ns();
+				uint64_t now = orch_mono_ns();
 				if (env->body_case == ORCH__ENVELOPE__BODY_TOKEN_BATCH) {
 					if (n < MAX_SAMPLES)
 						lat[n++] = now - env->token_batch->sampled_ns;
@@ -234,7 +225,7 @@ bench_worker(const char *bin, const char *model)
 		}
 		char what[64];
 		snprintf(what, sizeof(what), "worker, %u concurrent jobs", jobs);
-		report(what, lat, n, msgs, bytes, tokens, (double)(mono_ns() - t0) / 1e9);
+		report(what, lat, n, msgs, bytes, tokens, (double)(orch_mono_ns() - t0) / 1e9);
 	}
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);

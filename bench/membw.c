@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "clock.h"
 
 struct part {
 	const float *p;
@@ -33,15 +34,6 @@ reader(void *arg)
 	return NULL;
 }
 
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -57,7 +49,7 @@ main(int argc, char **argv)
 		for (int rep = 0; rep < 5; rep++) {
 			pthread_t th[64];
 			struct part parts[64];
-			double t0 = now_s();
+			double t0 = (double)orch_mono_ns() / 1e9;
 			for (int t = 0; t < threads; t++) {
 				parts[t] = (struct part){buf + n / (size_t)threads * (size_t)t,
 				                         n / (size_t)threads, 0};
@@ -65,7 +57,7 @@ main(int argc, char **argv)
 			}
 			for (int t = 0; t < threads; t++)
 				pthread_join(th[t], NULL);
-			double dt = now_s() - t0;
+			double dt = (double)orch_mono_ns() / 1e9 - t0;
 			best = dt < best ? dt : best;
 		}
 		printf("membw: %zu MiB, %d thread%s: %.2f GB/s\n", mib, threads,

@@ -31,8 +31,9 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 enum phase { P_IDLE, P_HEAD, P_CHUNK_SIZE, P_CHUNK_DATA, P_CHUNK_END, P_DONE };
 
@@ -75,15 +76,6 @@ static struct opts o = {.host = "127.0.0.1",
                         .max_tokens = 128};
 static struct stats st;
 static uint32_t started_requests;
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int
 cmp_double(const void *a, const void *b)
@@ -175,7 +167,7 @@ client_start(struct client *c, int ep)
 	c->seen_end = c->errored = false;
 	c->tokens = 0;
 	c->event[0] = '\0';
-	c->t_send = now_ns();
+	c->t_send = orch_mono_ns();
 	c->t_first = c->t_last = 0;
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
 	return epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) == 0;
@@ -211,7 +203,7 @@ sse_line(struct client *c, const char *line, size_t n)
 	if (n >= 7 && memcmp(line, "event: ", 7) == 0) {
 		snprintf(c->event, sizeof(c->event), "%.*s", (int)(n - 7), line + 7);
 	} else if (n >= 5 && memcmp(line, "data:", 5) == 0) {
-		uint64_t t = now_ns();
+		uint64_t t = orch_mono_ns();
 		if (strcmp(c->event, "token") == 0) {
 			if (c->tokens == 0)
 				c->t_first = t;
@@ -353,7 +345,7 @@ run_load(void)
 	st.rate = calloc(total, sizeof(double));
 	if (cs == NULL || ep < 0 || st.ttft == NULL || st.rate == NULL)
 		return 1;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = orch_mono_ns();
 	for (uint32_t i = 0; i < o.streams && started_requests < total; i++) {
 		cs[i].id = (int)i;
 		if (client_start(&cs[i], ep)) {
@@ -386,7 +378,7 @@ run_load(void)
 			}
 		}
 	}
-	double wall = (double)(now_ns() - t0) / 1e9;
+	double wall = (double)(orch_mono_ns() - t0) / 1e9;
 	double ttft50 = pct(st.ttft, st.n_ttft, 0.5), ttft99 = pct(st.ttft, st.n_ttft, 0.99);
 	double itl50 = pct(st.itl, st.n_itl, 0.5), itl99 = pct(st.itl, st.n_itl, 0.99);
 	double rate50 = pct(st.rate, st.n_rate, 0.5);
@@ -424,9 +416,9 @@ run_idle(void)
 			st.errors++;
 	}
 	/* wait until every stream has its headers (or failed), then hold */
-	uint64_t deadline = now_ns() + 30000000000ull;
+	uint64_t deadline = orch_mono_ns() + 30000000000ull;
 	struct epoll_event evs[256];
-	while (open_ok + st.errors < o.idle && now_ns() < deadline) {
+	while (open_ok + st.errors < o.idle && orch_mono_ns() < deadline) {
 		int n = epoll_wait(ep, evs, 256, 1000);
 		for (int i = 0; i < n; i++) {
 			struct client *c = evs[i].data.ptr;
@@ -443,8 +435,8 @@ run_idle(void)
 			}
 		}
 	}
-	uint64_t hold_end = now_ns() + (uint64_t)o.hold_s * 1000000000ull;
-	while (now_ns() < hold_end) { /* read keep-alives; count streams that end */
+	uint64_t hold_end = orch_mono_ns() + (uint64_t)o.hold_s * 1000000000ull;
+	while (orch_mono_ns() < hold_end) { /* read keep-alives; count streams that end */
 		int n = epoll_wait(ep, evs, 256, 200);
 		for (int i = 0; i < n; i++) {
 			struct client *c = evs[i].data.ptr;

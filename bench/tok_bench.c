@@ -11,22 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cjson/cJSON.h>
 
+#include "clock.h"
 #include "gguf.h"
 #include "jinja.h"
 #include "tokenizer.h"
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static char *
 slurp(const char *path, size_t *n)
@@ -62,9 +53,9 @@ bench_encode(const char *dir, const char *vocab, const char *text, size_t n)
 	}
 	for (int rep = 0; rep < 3; rep++) {
 		struct tok_ids ids = {0};
-		double t0 = now_s();
+		double t0 = (double)orch_mono_ns() / 1e9;
 		tok_encode(t, text, n, 0, &ids);
-		double dt = now_s() - t0;
+		double dt = (double)orch_mono_ns() / 1e9 - t0;
 		best = dt < best ? dt : best;
 		ntok = ids.n;
 		tok_ids_fini(&ids);
@@ -95,22 +86,22 @@ bench_templates(const char *dir)
 		struct jinja_tmpl *t = NULL;
 		snprintf(path, sizeof(path), "%s/templates/%s.jinja", dir, names[i]);
 		char *src = slurp(path, &n);
-		double t0 = now_s();
+		double t0 = (double)orch_mono_ns() / 1e9;
 		for (int k = 0; k < 100; k++) {
 			jinja_free(t);
 			t = NULL;
 			jinja_compile(names[i], src, n, &t, NULL);
 		}
-		double compile = (now_s() - t0) / 100;
+		double compile = ((double)orch_mono_ns() / 1e9 - t0) / 100;
 		int reps = 2000;
-		t0 = now_s();
+		t0 = (double)orch_mono_ns() / 1e9;
 		for (int k = 0; k < reps; k++) {
 			struct sbuf out = {0};
 			jinja_render(t, vars, &o, &out, NULL);
 			sbuf_fini(&out);
 		}
 		printf("template %-38s compile %6.1f us  render %6.1f us\n", names[i],
-		       compile * 1e6, (now_s() - t0) / reps * 1e6);
+		       compile * 1e6, ((double)orch_mono_ns() / 1e9 - t0) / reps * 1e6);
 		jinja_free(t);
 		free(src);
 	}

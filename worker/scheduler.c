@@ -16,9 +16,9 @@
 #include "scheduler.h"
 
 #include <string.h>
-#include <time.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "tokenizer.h"
 
 enum { J_WAITING, J_PREFILL, J_DECODE };
@@ -53,15 +53,6 @@ sched_finish_name(enum sched_finish f)
 		return "error";
 	}
 	return "?";
-}
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 orch_err
@@ -117,7 +108,7 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	j->cancel = false;
 	j->pending = (struct sbuf){0};
 	detok_init(&j->dt, s->t, TOK_STRIP_PREFIX);
-	j->t_start = now_ms();
+	j->t_start = (double)orch_mono_ns() / 1e6;
 	j->t_first = 0;
 	j->next = NULL;
 	if (s->waiting_tail)
@@ -131,7 +122,7 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 static void
 finish(struct sched *s, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
 {
-	double now = now_ms();
+	double now = (double)orch_mono_ns() / 1e6;
 
 	if (why != SCHED_STOP && why != SCHED_ERROR && why != SCHED_CANCELLED) {
 		detok_finish(&j->dt, &j->pending); /* flush what was held back */
@@ -220,7 +211,7 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 	uint32_t index = j->tokens_out;
 
 	if (j->t_first == 0)
-		j->t_first = now_ms();
+		j->t_first = (double)orch_mono_ns() / 1e6;
 	if (tok_is_eog(s->t, id)) {
 		finish(s, j, SCHED_EOS, ORCH_OK, NULL);
 		return;
@@ -309,9 +300,9 @@ sched_step(struct sched *s)
 		else
 			s->last.prefill_tokens += s->seqs[i].n_tokens;
 	}
-	double t0 = now_ms();
+	double t0 = (double)orch_mono_ns() / 1e6;
 	orch_err rv = s->ops->forward(s->b, s->seqs, n, &logits, &e);
-	double t1 = now_ms();
+	double t1 = (double)orch_mono_ns() / 1e6;
 	s->last.forward_ms = t1 - t0;
 	for (uint32_t i = 0; i < n; i++) {
 		struct sched_job *j = s->seq_job[i];
@@ -329,7 +320,7 @@ sched_step(struct sched *s)
 		             samp_sample(&j->sp, lg, s->n_vocab, j->hist, j->n_hist, j->tokens_out,
 		                         s->work));
 	}
-	s->last.sample_ms = now_ms() - t1;
+	s->last.sample_ms = (double)orch_mono_ns() / 1e6 - t1;
 }
 
 void

@@ -13,10 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "log.h"
 #include "prompt.h"
 #include "serve_int.h"
@@ -30,33 +30,6 @@ on_sigterm(int sig)
 {
 	(void)sig;
 	stop_signal = 1;
-}
-
-uint64_t
-serve_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static uint64_t
-mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t
-unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 void
@@ -268,7 +241,7 @@ admit(struct serve *sv, const Orch__Submit *m, struct job **ret, struct orch_err
 	j->sj.ops = &job_ops;
 	j->sj.ctx = j;
 	j->deadline_ms = m->deadline_unix_ms;
-	j->submitted_ms = serve_now_ms();
+	j->submitted_ms = orch_mono_ms();
 	snprintf(j->correlation, sizeof(j->correlation), "%s", m->correlation_id);
 	j->next = sv->jobs;
 	sv->jobs = j;
@@ -391,7 +364,7 @@ cancel_expired(struct serve *sv)
 		if (j->deadline_ms == 0 || j->timed_out)
 			continue;
 		if (now == 0)
-			now = unix_ms();
+			now = orch_unix_ms();
 		if (now >= j->deadline_ms) {
 			j->timed_out = true;
 			sched_cancel(sv->s, j->sj.id);
@@ -402,11 +375,11 @@ cancel_expired(struct serve *sv)
 static int
 loop(struct serve *sv)
 {
-	uint64_t next_hb = serve_now_ms(), last_rx = serve_now_ms();
+	uint64_t next_hb = orch_mono_ms(), last_rx = orch_mono_ms();
 	bool shutdown = false;
 
 	for (;;) {
-		uint64_t now = serve_now_ms();
+		uint64_t now = orch_mono_ms();
 		if (now >= next_hb) {
 			heartbeat(sv);
 			next_hb = now + sv->o->heartbeat_ms;
@@ -437,7 +410,7 @@ loop(struct serve *sv)
 				shutdown = true;
 				break;
 			}
-			last_rx = serve_now_ms();
+			last_rx = orch_mono_ms();
 			wait = 0;
 			shutdown |= !handle(sv, env);
 			ipc_envelope_free(env);
@@ -445,9 +418,9 @@ loop(struct serve *sv)
 		if (stop_signal)
 			shutdown = true;
 		if (sv->o->supervisor_timeout_ms &&
-		    serve_now_ms() - last_rx > sv->o->supervisor_timeout_ms) {
+		    orch_mono_ms() - last_rx > sv->o->supervisor_timeout_ms) {
 			orch_log(ORCH_LOG_WARNING, "supervisor_gone", "silent_ms=%llu",
-			         (unsigned long long)(serve_now_ms() - last_rx));
+			         (unsigned long long)(orch_mono_ms() - last_rx));
 			shutdown = true;
 		}
 		if (shutdown) {
@@ -465,14 +438,14 @@ loop(struct serve *sv)
 		if (sv->n_endings > 0) /* jobs cancelled before their first step end now */
 			flush_step(sv, 0);
 		if (!sched_idle(sv->s)) {
-			uint64_t t0 = mono_ns();
+			uint64_t t0 = orch_mono_ns();
 			sched_step(sv->s);
 			sv->steps++;
-			uint64_t t1 = mono_ns();
+			uint64_t t1 = orch_mono_ns();
 			flush_step(sv, t1);
 			if (sv->dbg != NULL)
 				serve_debug_step(sv, (double)(t1 - t0) / 1e6,
-				                 (double)(mono_ns() - t1) / 1e6);
+				                 (double)(orch_mono_ns() - t1) / 1e6);
 		}
 		if (sv->draining && sched_idle(sv->s)) {
 			orch_log(ORCH_LOG_INFO, "drained", "steps=%llu",
@@ -506,7 +479,7 @@ serve_run(const struct serve_opts *o)
 		orch_log_err(e.code, &e, "ipc_open_failed", "endpoint=%s", o->endpoint);
 		return 1;
 	}
-	sv.started_ms = serve_now_ms();
+	sv.started_ms = orch_mono_ms();
 	serve_hello(&sv);
 	orch_err rv = ORCH_OK;
 	if (o->debug_endpoint != NULL && (rv = serve_debug_open(&sv, &e)) != ORCH_OK) {

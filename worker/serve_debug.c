@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "log.h"
 #include "serve_int.h"
 
@@ -68,7 +69,7 @@ static void
 dump(struct serve *sv, struct sbuf *b)
 {
 	Orch__Heartbeat hb = ORCH__HEARTBEAT__INIT;
-	uint64_t needed = 0, used = 0, now = serve_now_ms();
+	uint64_t needed = 0, used = 0, now = orch_mono_ms();
 
 	serve_status(sv, &hb);
 	sv->ops->memory(sv->b, &needed, &used);

@@ -72,9 +72,6 @@ struct serve {
 
 /* ---- serve.c ---- */
 
-/* serve_now_ms - CLOCK_MONOTONIC in milliseconds. */
-uint64_t serve_now_ms(void);
-
 /* serve_send - send @env to the supervisor; a failure is logged. */
 void serve_send(struct serve *sv, Orch__Envelope *env);
 

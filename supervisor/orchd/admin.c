@@ -102,7 +102,7 @@ admin_status(struct orchd *d)
 
 	cJSON_AddStringToObject(o, "version", PROJECT_VERSION);
 	cJSON_AddNumberToObject(o, "pid", getpid());
-	cJSON_AddNumberToObject(o, "uptime_s", (double)(orchd_now_ms() - d->started_ms) / 1e3);
+	cJSON_AddNumberToObject(o, "uptime_s", (double)(orch_mono_ms() - d->started_ms) / 1e3);
 	cJSON_AddStringToObject(o, "listen", d->cfg.listen);
 	cJSON_AddBoolToObject(o, "ready", models_all_ready(d));
 	cJSON_AddBoolToObject(o, "stopping", d->stopping);

@@ -25,8 +25,8 @@ jobs_new(struct orchd *d, enum job_kind kind, struct model *m)
 	j->model = m;
 	snprintf(j->model_name, sizeof(j->model_name), "%s", m->cfg.name);
 	orch__sampling_params__init(&j->sp);
-	j->created_ms = orchd_now_ms();
-	j->created_unix = orchd_unix_ms();
+	j->created_ms = orch_mono_ms();
+	j->created_unix = orch_unix_ms();
 	j->ev_timer = event_new(d->base, -1, 0, job_timer, j);
 	if (j->ev_timer == NULL) {
 		orch_free(j);
@@ -243,7 +243,7 @@ outcome(const struct job_event *ev)
 static void
 finish(struct orchd *d, struct job *j, const struct job_event *ev)
 {
-	uint64_t now = orchd_now_ms();
+	uint64_t now = orch_mono_ms();
 
 	j->state = JOB_DONE;
 	j->ended_ms = now;
@@ -292,7 +292,7 @@ jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
 	*e = *ev;
 	e->text = ev->text ? orch_strndup(ev->text, strlen(ev->text)) : NULL;
 	if (ev->type == EV_TOKEN) {
-		uint64_t now = orchd_now_ms();
+		uint64_t now = orch_mono_ms();
 		if (j->first_token_ms == 0) {
 			j->first_token_ms = now;
 			if (j->model)
@@ -353,7 +353,7 @@ jobs_from_worker(struct orchd *d, struct worker *w, const Orch__Envelope *env)
 		if ((j = jobs_find(d, env->started->job_id)) != NULL) {
 			struct job_event ev = {.type = EV_STARTED, .seed = env->started->seed};
 			j->prompt_tokens = env->started->prompt_tokens;
-			j->started_ms = orchd_now_ms();
+			j->started_ms = orch_mono_ms();
 			jobs_event(d, j, &ev);
 		}
 		break;

@@ -18,27 +18,10 @@
 #include <systemd/sd-daemon.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "log.h"
 #include "orchd.h"
 #include "readfile.h"
-
-uint64_t
-orchd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-uint64_t
-orchd_unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- systemd ---- */
 
@@ -164,7 +147,7 @@ on_shutdown_tick(evutil_socket_t fd, short what, void *arg)
 	for (struct model *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			live |= m->workers[i]->pid > 0;
-	if (!live || orchd_now_ms() - d->stop_ms > d->cfg.shutdown_timeout_s * 1000ull) {
+	if (!live || orch_mono_ms() - d->stop_ms > d->cfg.shutdown_timeout_s * 1000ull) {
 		orch_log(ORCH_LOG_INFO, "shutdown", "workers_left=%s", live ? "killed" : "none");
 		event_base_loopexit(d->base, NULL);
 	}
@@ -183,7 +166,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	if (d->stopping)
 		return;
 	d->stopping = true;
-	d->stop_ms = orchd_now_ms();
+	d->stop_ms = orch_mono_ms();
 	sd_notify(0, "STOPPING=1");
 	orch_log(ORCH_LOG_INFO, "stopping", "signal=%d", (int)sig);
 	for (struct model *m = d->models; m; m = m->next) {
@@ -396,8 +379,8 @@ main(int argc, char **argv)
 		snprintf(d.worker_bin, sizeof(d.worker_bin), "%s", d.cfg.worker_bin);
 	else
 		default_worker_bin(d.worker_bin, sizeof(d.worker_bin));
-	d.started_ms = orchd_now_ms();
-	d.started_unix = orchd_unix_ms();
+	d.started_ms = orch_mono_ms();
+	d.started_unix = orch_unix_ms();
 	srandom((unsigned)(d.started_unix ^ (uint64_t)getpid()));
 	rc = run(&d);
 	for (uint32_t i = 0; i < d.n_api_keys; i++)

@@ -76,7 +76,7 @@ on_wait(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (m->state != MODEL_LOADING || m->wait_since_ms == 0)
 		return;
-	if (orchd_now_ms() - m->wait_since_ms > d->cfg.evict_wait_s * 1000ull) {
+	if (orch_mono_ms() - m->wait_since_ms > d->cfg.evict_wait_s * 1000ull) {
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			if (m->workers[i]->state == WORKER_WAITING)
 				m->workers[i]->state = WORKER_STOPPED;
@@ -128,7 +128,7 @@ start_workers(struct orchd *d, struct model *m)
 	if (waiting && m->ev_wait) {
 		struct timeval tv = {0, WAIT_POLL_MS * 1000};
 		if (m->wait_since_ms == 0)
-			m->wait_since_ms = orchd_now_ms();
+			m->wait_since_ms = orch_mono_ms();
 		evtimer_add(m->ev_wait, &tv);
 	} else if (!waiting) {
 		m->wait_since_ms = 0;
@@ -147,7 +147,7 @@ models_start(struct orchd *d, struct model *m)
 	m->error_code = ORCH_OK;
 	m->n_fail = 0;
 	m->state = MODEL_LOADING;
-	m->load_started_ms = orchd_now_ms();
+	m->load_started_ms = orch_mono_ms();
 	orch_log(ORCH_LOG_INFO, "model_load", "model=%s path=%s replicas=%u", m->cfg.name,
 	         m->cfg.path, m->n_workers);
 	if (placement_estimate(m, &e) != ORCH_OK) { /* the worker would fail the same way */
@@ -227,7 +227,7 @@ place(struct orchd *d, struct worker *w, struct job *j)
 		jobs_fail(d, j, ORCH_EWORKER_LOST, "the worker did not take the job");
 		return false;
 	}
-	j->model->last_used_ms = orchd_now_ms();
+	j->model->last_used_ms = orch_mono_ms();
 	return true;
 }
 

@@ -19,6 +19,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "clock.h"
 #include "config.h"
 #include "devices.h"
 #include "ipc.h"
@@ -189,8 +190,6 @@ struct orchd {
 };
 
 /* ---- main.c ---- */
-uint64_t orchd_now_ms(void);
-uint64_t orchd_unix_ms(void);
 /* orchd_state_changed - readiness or a status line may have changed (sd_notify). */
 void orchd_state_changed(struct orchd *d);
 

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -94,10 +93,8 @@ static void
 keep_line(struct worker *w, bool ours, const char *line, size_t n)
 {
 	struct worker_line *l = &w->log[w->log_next++ % WORKER_LOG_LINES];
-	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	l->unix_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	l->unix_ms = orch_unix_ms();
 	l->ours = ours;
 	snprintf(l->text, sizeof(l->text), "%.*s", (int)n, line);
 }
@@ -207,7 +204,7 @@ on_msg(evutil_socket_t fd, short what, void *arg)
 			         w->id, e.msg);
 			continue;
 		}
-		uint64_t now = orchd_now_ms();
+		uint64_t now = orch_mono_ms();
 		w->last_msg_ms = now;
 		switch (env->body_case) {
 		case ORCH__ENVELOPE__BODY_HELLO:
@@ -276,7 +273,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct orchd *d = daemon_of(w);
-	uint64_t now = orchd_now_ms();
+	uint64_t now = orch_mono_ms();
 
 	(void)fd;
 	(void)what;
@@ -366,7 +363,7 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	m->restarts++;
 	w->restarts++;
 	tail_text(w, tail, sizeof(tail));
-	if (permanent || too_many_failures(m, orchd_now_ms())) {
+	if (permanent || too_many_failures(m, orch_mono_ms())) {
 		char msg[sizeof(m->error)];
 		if (snprintf(msg, sizeof(msg), "%s (status %d); output: %s",
 		             m->error[0] ? m->error : why, code, tail) >= (int)sizeof(msg))
@@ -498,7 +495,7 @@ workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 	event_add(w->ev_log, NULL);
 	event_add(w->ev_timer, &second);
 	w->state = WORKER_STARTING;
-	w->spawned_ms = w->last_msg_ms = orchd_now_ms();
+	w->spawned_ms = w->last_msg_ms = orch_mono_ms();
 	w->load_pct = 0;
 	w->last_exit = 0;
 	char note[96];
@@ -575,7 +572,7 @@ wind_down(struct worker *w, bool drain)
 	}
 	w->state = drain ? WORKER_DRAINING : WORKER_STOPPED;
 	control(w, drain ? ORCH__ENVELOPE__BODY_DRAIN : ORCH__ENVELOPE__BODY_SHUTDOWN);
-	w->spawned_ms = orchd_now_ms(); /* shutdown_timeout_s counts from here */
+	w->spawned_ms = orch_mono_ms(); /* shutdown_timeout_s counts from here */
 }
 
 void
