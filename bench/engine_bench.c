@@ -31,7 +31,8 @@ argmax(const float *v, uint32_t n)
 static int
 bench(const struct model *m, uint32_t threads, const char *name)
 {
-	struct be_config cfg = {16, 512, false, threads, 160};
+	struct be_config cfg = {
+	        .slots = 16, .n_ctx = 512, .threads = threads, .max_batch_tokens = 160};
 	struct be_model *b = NULL;
 	struct orch_errinfo e = {0};
 	const float *lg;

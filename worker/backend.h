@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "sampler.h"
 
 struct model;
 struct be_model;
@@ -29,6 +30,9 @@ struct be_config {
 	bool kv_f32;               /* KV cache in F32 (default F16) */
 	uint32_t threads;          /* CPU threads; 0: one per core */
 	uint32_t max_batch_tokens; /* tokens one forward step may carry */
+	const char *device;        /* "cpu", "cuda:N" (NULL: "cpu") */
+	const char *model_path;    /* for messages (may be NULL) */
+	bool no_graphs;            /* cuda: run every step eagerly, no CUDA graphs */
 };
 
 struct be_seq {
@@ -37,6 +41,21 @@ struct be_seq {
 	const int32_t *tokens; /* [n_tokens] */
 	uint32_t n_tokens;
 	bool want_logits; /* logits of tokens[n_tokens - 1] */
+};
+
+/* One sequence's sampling, for forward_sample. */
+struct be_sample {
+	const struct samp_params *sp;
+	const int32_t *hist; /* the job's prompt and generated tokens so far */
+	uint32_t n_hist;
+	uint64_t index; /* index of the token being generated: the Philox counter */
+};
+
+/* What a backend tells about its device (empty strings on the cpu). */
+struct be_info {
+	char device[160];        /* "NVIDIA H200, compute 9.0, 132 SMs, 140.4 GiB" */
+	char cuda_version[32];   /* CUDA runtime, "13.0" */
+	char driver_version[32]; /* the CUDA version the driver supports, "13.0" */
 };
 
 /* be_progress_fn - load progress: @done of @total bytes of weights are in place. */
@@ -61,7 +80,9 @@ struct be_ops {
 	 * forward - one step over @n sequences. *@ret_logits points to one
 	 * n_vocab row per sequence with want_logits, in order, valid until the
 	 * next call. ORCH_ECONTEXT when a sequence would pass n_ctx,
-	 * ORCH_EINVAL for more than max_batch_tokens tokens or a bad slot or token.
+	 * ORCH_EINVAL for more than max_batch_tokens tokens or a bad slot or token,
+	 * ORCH_ECUDA for a device error (then check() tells whether the context
+	 * survived).
 	 * Thread: one caller at a time.
 	 */
 	orch_err (*forward)(struct be_model *b, const struct be_seq *seqs, uint32_t n,
@@ -69,6 +90,34 @@ struct be_ops {
 
 	/* free - release everything; NULL is fine. */
 	void (*free)(struct be_model *b);
+
+	/* ---- optional (NULL when the backend lacks them) ---- */
+
+	/*
+	 * forward_sample - forward, then sample on the device: @samp[i] is used
+	 * for each sequence with want_logits, and *@ret_ids gets one token per
+	 * such sequence, in order — the same token samp_sample() picks from the
+	 * same logits. Only the ids come back to the host.
+	 */
+	orch_err (*forward_sample)(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+	                           const struct be_sample *samp, int32_t *ret_ids,
+	                           struct orch_errinfo *reterr);
+
+	/*
+	 * reserve - make @slot's KV cache ready before a job uses it. ORCH_EVRAM
+	 * when device memory is short: that job fails, the worker keeps serving.
+	 */
+	orch_err (*reserve)(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr);
+
+	/* info - @device's description, runtime and driver; needs no loaded model. */
+	void (*info)(const char *device, struct be_info *ret);
+
+	/*
+	 * check - residency: every allocation is still device memory and the
+	 * device answers. ORCH_EVRAM when something is no longer resident,
+	 * ORCH_ECUDA when the context is unusable (the worker must exit).
+	 */
+	orch_err (*check)(struct be_model *b, struct orch_errinfo *reterr);
 };
 
 extern const struct be_ops be_cpu_ops;

@@ -28,7 +28,7 @@
 
 struct run_opts {
 	const char *model, *device, *prompt, *prompt_file, *format, *dump_path;
-	bool chat, jsonl, kv_f32;
+	bool chat, jsonl, kv_f32, no_graphs;
 	uint32_t n, n_ctx, threads, dump_n;
 	struct samp_params sp;
 	bool seed_given;
@@ -178,6 +178,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	                                         {"format", required_argument, NULL, 'F'},
 	                                         {"dump-logits", required_argument, NULL, 'L'},
 	                                         {"kv-f32", no_argument, NULL, 'K'},
+	                                         {"no-graphs", no_argument, NULL, 'G'},
 	                                         {NULL, 0, NULL, 0}};
 	uint32_t k;
 	uint64_t seed;
@@ -259,6 +260,9 @@ parse_args(int argc, char **argv, struct run_opts *o)
 		case 'K':
 			o->kv_f32 = true;
 			break;
+		case 'G':
+			o->no_graphs = true;
+			break;
 		default:
 			ok = false;
 		}
@@ -269,7 +273,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	if (o->model == NULL || (o->prompt == NULL) == (o->prompt_file == NULL) || optind != argc ||
 	    (!o->jsonl && strcmp(o->format, "text") != 0)) {
 		fprintf(stderr,
-		        "usage: orch-worker run --model FILE [--device cpu] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32]\n");
+		        "usage: orch-worker run --model FILE [--device cpu|cuda:N] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32] [--no-graphs]\n");
 		return 2;
 	}
 	if (!o->seed_given)
@@ -308,7 +312,14 @@ generate(const struct run_opts *o, struct gguf_file *f, const struct model *m, c
 	int rc = 1;
 	uint32_t n_ctx =
 	        o->n_ctx ? o->n_ctx : (m->hp.n_ctx_train < 4096 ? m->hp.n_ctx_train : 4096);
-	struct be_config cfg = {1, n_ctx, o->kv_f32, o->threads, 512 + 1};
+	struct be_config cfg = {.slots = 1,
+	                        .n_ctx = n_ctx,
+	                        .kv_f32 = o->kv_f32,
+	                        .threads = o->threads,
+	                        .max_batch_tokens = 512 + 1,
+	                        .device = o->device,
+	                        .model_path = o->model,
+	                        .no_graphs = o->no_graphs};
 	struct sched_config sc = {1, n_ctx, 512};
 	static const struct sched_job_ops jops = {on_token, on_logits, on_end};
 

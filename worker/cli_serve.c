@@ -16,7 +16,7 @@ usage(void)
 	fprintf(stderr,
 	        "usage: orch-worker serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID "
 	        "[--slots N] [--context N] [--threads N] [--heartbeat-ms N] "
-	        "[--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL]\n");
+	        "[--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL] [--residency-check-s N] [--no-graphs]\n");
 }
 
 static bool
@@ -49,8 +49,11 @@ cli_serve(int argc, char **argv)
 	        {"supervisor-timeout-ms", required_argument, NULL, 'T'},
 	        {"chunk", required_argument, NULL, 'k'},
 	        {"debug-endpoint", required_argument, NULL, 'D'},
+	        {"residency-check-s", required_argument, NULL, 'r'},
+	        {"no-graphs", no_argument, NULL, 'G'},
 	        {NULL, 0, NULL, 0}};
-	struct serve_opts o = {.device = "cpu", .slots = 4, .heartbeat_ms = 1000, .chunk = 512};
+	struct serve_opts o = {
+	        .device = "cpu", .slots = 4, .heartbeat_ms = 1000, .chunk = 512, .residency_s = 60};
 	int c;
 	bool ok = true;
 
@@ -90,6 +93,12 @@ cli_serve(int argc, char **argv)
 			break;
 		case 'k':
 			ok = count("--chunk", optarg, 1, 65536, &o.chunk);
+			break;
+		case 'r':
+			ok = count("--residency-check-s", optarg, 1, 86400, &o.residency_s);
+			break;
+		case 'G':
+			o.no_graphs = true;
 			break;
 		default:
 			ok = false;

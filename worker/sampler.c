@@ -130,7 +130,8 @@ samp_sample(const struct samp_params *p, const float *logits, uint32_t n_vocab, 
 		n = (uint32_t)p->top_k;
 	double sum = 0.0;
 	for (uint32_t i = 0; i < n; i++) {
-		c[i].p = expf(c[i].logit - c[0].logit);
+		/* exp in double, rounded once: what the GPU sampler computes too */
+		c[i].p = (float)exp((double)(c[i].logit - c[0].logit));
 		sum += (double)c[i].p;
 	}
 	if (p->top_p < 1.0f) {

@@ -34,6 +34,8 @@ struct sched {
 	struct be_seq *seqs;        /* [slots] */
 	struct sched_job **seq_job; /* [slots] */
 	struct samp_cand *work;     /* [n_vocab] */
+	struct be_sample *samp;     /* [slots]: for a backend that samples (forward_sample) */
+	int32_t *ids;               /* [slots] */
 	struct sched_step_info last;
 };
 
@@ -68,7 +70,10 @@ sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uin
 	s->seqs = orch_calloc(cfg->slots, sizeof(*s->seqs));
 	s->seq_job = orch_calloc(cfg->slots, sizeof(*s->seq_job));
 	s->work = orch_calloc(n_vocab, sizeof(*s->work));
-	if (s->slots == NULL || s->seqs == NULL || s->seq_job == NULL || s->work == NULL) {
+	s->samp = orch_calloc(cfg->slots, sizeof(*s->samp));
+	s->ids = orch_calloc(cfg->slots, sizeof(*s->ids));
+	if (s->slots == NULL || s->seqs == NULL || s->seq_job == NULL || s->work == NULL ||
+	    s->samp == NULL || s->ids == NULL) {
 		sched_free(s);
 		return ORCH_ENOMEM;
 	}
@@ -85,6 +90,8 @@ sched_free(struct sched *s)
 	orch_free(s->seqs);
 	orch_free(s->seq_job);
 	orch_free(s->work);
+	orch_free(s->samp);
+	orch_free(s->ids);
 	orch_free(s);
 }
 
@@ -247,6 +254,12 @@ admit(struct sched *s)
 		j->slot = i;
 		j->state = J_PREFILL;
 		s->slots[i] = j;
+		/* a backend that allocates a slot's KV on first use: VRAM_OOM fails this job only
+		 */
+		struct orch_errinfo e = {0};
+		orch_err rv = s->ops->reserve ? s->ops->reserve(s->b, i, &e) : ORCH_OK;
+		if (rv != ORCH_OK)
+			finish(s, j, SCHED_ERROR, rv, e.msg);
 	}
 }
 
@@ -283,7 +296,7 @@ void
 sched_step(struct sched *s)
 {
 	struct orch_errinfo e = {0};
-	const float *logits;
+	const float *logits = NULL;
 	uint32_t n, row = 0;
 
 	for (uint32_t i = 0; i < s->cfg.slots; i++)
@@ -300,8 +313,16 @@ sched_step(struct sched *s)
 		else
 			s->last.prefill_tokens += s->seqs[i].n_tokens;
 	}
+	/* sampling on the device when the backend can and no job wants the raw logits */
+	bool dev_sample = s->ops->forward_sample != NULL;
+	for (uint32_t i = 0; i < n && dev_sample; i++) {
+		struct sched_job *j = s->seq_job[i];
+		dev_sample = j->ops->on_logits == NULL;
+		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out};
+	}
 	double t0 = (double)orch_mono_ns() / 1e6;
-	orch_err rv = s->ops->forward(s->b, s->seqs, n, &logits, &e);
+	orch_err rv = dev_sample ? s->ops->forward_sample(s->b, s->seqs, n, s->samp, s->ids, &e)
+	                         : s->ops->forward(s->b, s->seqs, n, &logits, &e);
 	double t1 = (double)orch_mono_ns() / 1e6;
 	s->last.forward_ms = t1 - t0;
 	for (uint32_t i = 0; i < n; i++) {
@@ -313,6 +334,10 @@ sched_step(struct sched *s)
 		j->fed += s->seqs[i].n_tokens;
 		if (!s->seqs[i].want_logits)
 			continue;
+		if (dev_sample) {
+			accept_token(s, j, s->ids[row++]);
+			continue;
+		}
 		const float *lg = logits + (uint64_t)row++ * s->n_vocab;
 		if (j->ops->on_logits)
 			j->ops->on_logits(j->ctx, j, j->tokens_out, lg, s->n_vocab);

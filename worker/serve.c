@@ -102,6 +102,10 @@ on_end(void *ctx, struct sched_job *sj, enum sched_finish why, orch_err err, con
 	struct ending *e = &sv->endings[sv->n_endings++];
 
 	(void)sj;
+	if (err == ORCH_EVRAM)
+		sv->degraded = true;
+	if (err == ORCH_ECUDA)
+		sv->cuda_error = true;
 	e->j = j;
 	e->why = why;
 	e->err = err;
@@ -334,7 +338,7 @@ serve_status(struct serve *sv, Orch__Heartbeat *hb)
 	hb->slots_total = sv->o->slots;
 	hb->kv_cells_total = (uint64_t)sv->o->slots * sv->n_ctx;
 	sv->ops->memory(sv->b, &needed, &hb->memory_used);
-	hb->residency_ok = true; /* weights are mapped host memory on the cpu device */
+	hb->residency_ok = sv->resident;
 	hb->decode_steps = sv->steps;
 	hb->degraded = sv->degraded;
 	hb->draining = sv->draining;
@@ -372,6 +376,35 @@ cancel_expired(struct serve *sv)
 	}
 }
 
+/*
+ * Residency: every --residency-check-s seconds (and after a CUDA error) the
+ * backend checks that everything it allocated is still device memory. A
+ * failed check marks the worker unhealthy in its heartbeats; a lost CUDA
+ * context makes it exit (status 1) so that orchd restarts it.
+ */
+static bool
+check_device(struct serve *sv, uint64_t now)
+{
+	struct orch_errinfo e = {0};
+
+	if (sv->ops->check == NULL)
+		return true;
+	if (!sv->cuda_error && now < sv->next_check_ms)
+		return true;
+	sv->next_check_ms = now + (uint64_t)sv->o->residency_s * 1000;
+	orch_err rv = sv->ops->check(sv->b, &e);
+	if (rv == ORCH_ECUDA) {
+		orch_log(ORCH_LOG_ERR, "cuda_lost", "msg=\"%s\"", e.msg);
+		return false;
+	}
+	sv->cuda_error = false;
+	if ((rv == ORCH_OK) != sv->resident)
+		orch_log(rv == ORCH_OK ? ORCH_LOG_INFO : ORCH_LOG_ERR, "residency",
+		         "resident=%s msg=\"%s\"", rv == ORCH_OK ? "true" : "false", e.msg);
+	sv->resident = rv == ORCH_OK;
+	return true;
+}
+
 static int
 loop(struct serve *sv)
 {
@@ -380,6 +413,10 @@ loop(struct serve *sv)
 
 	for (;;) {
 		uint64_t now = orch_mono_ms();
+		if (!check_device(sv, now)) {
+			flush_step(sv, 0);
+			return 1;
+		}
 		if (now >= next_hb) {
 			heartbeat(sv);
 			next_hb = now + sv->o->heartbeat_ms;
@@ -458,7 +495,8 @@ loop(struct serve *sv)
 int
 serve_run(const struct serve_opts *o)
 {
-	struct serve sv = {.o = o, .last_pct = -5}; /* -5: 0 % is the first mark */
+	struct serve sv = {
+	        .o = o, .last_pct = -5, .resident = true}; /* -5: 0 % is the first mark */
 	struct orch_errinfo e = {0};
 	struct sigaction sa = {0};
 	int rc = 1;

@@ -17,6 +17,8 @@ struct serve_opts {
 	uint32_t slots, n_ctx, threads, heartbeat_ms;
 	uint32_t supervisor_timeout_ms; /* exit when nothing arrives for this long; 0: never */
 	uint32_t chunk;                 /* prompt tokens per step */
+	uint32_t residency_s;           /* seconds between residency checks (cuda) */
+	bool no_graphs;                 /* cuda: no CUDA graphs */
 };
 
 /* serve_run - serve until Drain completes, Shutdown or SIGTERM (0), or a failure (1). */

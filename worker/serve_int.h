@@ -64,6 +64,9 @@ struct serve {
 	uint32_t n_endings;
 	uint64_t steps;
 	bool draining, degraded;
+	bool resident;          /* the last residency check passed (always, on the cpu) */
+	bool cuda_error;        /* a job failed with CUDA_ERROR: check the context now */
+	uint64_t next_check_ms; /* monotonic: the next residency check */
 	int last_pct;
 	/* ORCH_FAULT_ADMIT="JOB:N" (test builds): allocation N admitting job JOB fails */
 	uint64_t fault_job;

@@ -47,6 +47,14 @@ serve_hello(struct serve *sv)
 	h.device = (char *)(uintptr_t)sv->o->device;
 	h.model_path = (char *)(uintptr_t)sv->o->model;
 	h.pid = (uint32_t)getpid();
+	/* the CUDA runtime and driver, when the device's backend can be opened now */
+	struct be_info info = {0};
+	if (sv->ops == NULL)
+		(void)be_for_device(sv->o->device, &sv->ops, NULL);
+	if (sv->ops != NULL && sv->ops->info != NULL)
+		sv->ops->info(sv->o->device, &info);
+	h.cuda_version = info.cuda_version;
+	h.driver_version = info.driver_version;
 	env.body_case = ORCH__ENVELOPE__BODY_HELLO;
 	env.hello = &h;
 	serve_send(sv, &env);
@@ -104,8 +112,13 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 		                 tok_n_vocab(sv->t), sv->m.hp.n_vocab);
 	sv->n_ctx = sv->o->n_ctx ? sv->o->n_ctx
 	                         : (sv->m.hp.n_ctx_train < 4096 ? sv->m.hp.n_ctx_train : 4096);
-	struct be_config cfg = {sv->o->slots, sv->n_ctx, false, sv->o->threads,
-	                        sv->o->chunk + sv->o->slots};
+	struct be_config cfg = {.slots = sv->o->slots,
+	                        .n_ctx = sv->n_ctx,
+	                        .threads = sv->o->threads,
+	                        .max_batch_tokens = sv->o->chunk + sv->o->slots,
+	                        .device = sv->o->device,
+	                        .model_path = sv->o->model,
+	                        .no_graphs = sv->o->no_graphs};
 	struct sched_config sc = {sv->o->slots, sv->n_ctx, sv->o->chunk};
 	if ((rv = sv->ops->load(&sv->m, &cfg, serve_progress, sv, &sv->b, e)) != ORCH_OK)
 		return rv;

@@ -98,7 +98,11 @@ expect 2 "format" --model "$M" --prompt x --format xml
 expect 2 "unrecognized" --model "$M" --prompt x --bogus
 expect 1 "No such file" --model "$tmp/none.gguf" --prompt x
 expect 1 "CONTEXT_LENGTH_EXCEEDED" --model "$M" --prompt "$(printf 'a %.0s' {1..100})" --context 32
-expect 1 "CUDA backend" --model "$M" --device cuda:0 --prompt x
+# Without a GPU (or without the CUDA module) cuda:0 is a clear error, never a CPU fallback.
+if ! nvidia-smi -L >/dev/null 2>&1; then
+	expect 1 "device cuda:0: " --model "$M" --device cuda:0 --prompt x
+fi
+expect 1 "cuda:x" --model "$M" --device cuda:x --prompt x
 expect 1 "device" --model "$M" --device tpu --prompt x
 expect 1 "architecture 'gpt2' is not supported" --model "$data/vocab/ggml-vocab-gpt-2.gguf" --prompt x
 head -c 1000 "$M" >"$tmp/cut.gguf"

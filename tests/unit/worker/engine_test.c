@@ -37,7 +37,11 @@ eng_open(struct eng *e, const char *path, uint32_t slots, uint32_t n_ctx, uint32
          bool kv_f32)
 {
 	struct orch_errinfo err = {0};
-	struct be_config cfg = {slots, n_ctx, kv_f32, 2, chunk + slots};
+	struct be_config cfg = {.slots = slots,
+	                        .n_ctx = n_ctx,
+	                        .kv_f32 = kv_f32,
+	                        .threads = 2,
+	                        .max_batch_tokens = chunk + slots};
 	struct sched_config sc = {slots, n_ctx, chunk};
 
 	memset(e, 0, sizeof(*e));

@@ -1,0 +1,436 @@
+/*
+ * cuda_backend.c - the CUDA backend: the device and its context, the exact
+ * footprint and the VRAM check, the arena, load, memory, free.
+ *
+ * Design notes
+ * - Everything a step touches lives in device memory from plain
+ *   cudaMalloc: one arena sized at load from the exact footprint (weights,
+ *   activations for max_batch_tokens, sampling state, the cuBLAS
+ *   workspace) plus one KV allocation per slot. The KV of every slot is in
+ *   the footprint the load checks against cudaMemGetInfo, but a slot's is
+ *   allocated when a job first uses it (reserve): if another process took
+ *   the memory in between, that job fails with VRAM_OOM and the worker
+ *   keeps serving.
+ * - Host memory on the step path is pinned (step inputs, sampled ids,
+ *   logits for callers that want them) and only staged through.
+ * - The module is loaded with dlopen for a cuda:N device; be_cuda_ops is
+ *   its one exported symbol.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "cuda_int.h"
+#include "ggml_type.h"
+#include "gguf.h"
+#include "parse.h"
+
+#define MIB(x) ((unsigned long long)((x) >> 20))
+
+orch_err
+cu_fail(struct be_model *b, cudaError_t ce, const char *what, struct orch_errinfo *reterr)
+{
+	if (ce == cudaErrorMemoryAllocation) {
+		(void)cudaGetLastError();
+		return orch_errf(reterr, ORCH_EVRAM, "%s: out of device memory", what);
+	}
+	/* a sticky error survives a clear and fails the next synchronization too */
+	(void)cudaGetLastError();
+	if (b != NULL && cudaDeviceSynchronize() != cudaSuccess)
+		b->dead = true;
+	return orch_errf(reterr, ORCH_ECUDA, "%s: %s (%s)%s", what, cudaGetErrorString(ce),
+	                 cudaGetErrorName(ce),
+	                 b != NULL && b->dead ? "; the CUDA context is unusable" : "");
+}
+
+void *
+cu_arena_take(struct be_model *b, uint64_t bytes)
+{
+	uint64_t n = (bytes + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
+
+	if (b->arena_used + n > b->arena_bytes)
+		return NULL;
+	void *p = b->arena + b->arena_used;
+	b->arena_used += n;
+	return p;
+}
+
+static uint64_t
+al(uint64_t bytes)
+{
+	return (bytes + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
+}
+
+/* What the arena holds besides the weights, for B tokens a step; also sets the shapes. */
+static uint64_t
+scratch_bytes(struct be_model *b, uint64_t sort_tmp)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	uint64_t B =
+	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
+	uint64_t S = b->slots_pad, V = hp->n_vocab, f = sizeof(float), s1 = b->cfg.slots + 1u;
+
+	return 3 * al(B * hp->n_embd * f) + al(B * b->qkv_dim * f) + al(B * b->q_dim * f) +
+	       al(B * 2 * hp->n_ff * f) + al(S * hp->n_embd * f) + al(S * V * f) +
+	       al(B * hp->n_head * b->n_split * (hp->head_dim + 2ull) * f) +
+	       al((uint64_t)CU_GEMM_TILE_ROWS * b->max_ne0 * 2) + al(B * b->max_ne0 * 2) +
+	       al(CU_BLAS_WS_BYTES) + al(b->step_bytes) + al(S * sizeof(struct cuk_samp)) +
+	       al(s1 * b->hist_cap * 4) + 2 * al(2 * S * V * 4) + al(S * V * 4) + al(S * 4) +
+	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *));
+}
+
+static orch_err
+parse_device(const char *dev, int *ret, struct orch_errinfo *reterr)
+{
+	uint64_t v;
+
+	if (dev == NULL || strncmp(dev, "cuda:", 5) != 0 ||
+	    orch_parse_u64(dev + 5, 0, 1023, &v) != ORCH_OK)
+		return orch_errf(reterr, ORCH_EINVAL, "device '%s': want cuda:N", dev ? dev : "");
+	*ret = (int)v;
+	return ORCH_OK;
+}
+
+static void
+fill_info(int dev, struct be_info *ret)
+{
+	int drv = 0, rt = 0;
+	struct cudaDeviceProp p;
+
+	memset(ret, 0, sizeof(*ret));
+	if (cudaGetDeviceProperties(&p, dev) == cudaSuccess)
+		snprintf(ret->device, sizeof(ret->device), "%.96s, compute %d.%d, %d SMs, %.1f GiB",
+		         p.name, p.major, p.minor, p.multiProcessorCount,
+		         (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+	if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
+		snprintf(ret->cuda_version, sizeof(ret->cuda_version), "%d.%d", rt / 1000,
+		         rt % 1000 / 10);
+	if (cudaDriverGetVersion(&drv) == cudaSuccess && drv > 0)
+		snprintf(ret->driver_version, sizeof(ret->driver_version), "%d.%d", drv / 1000,
+		         drv % 1000 / 10);
+}
+
+static void
+cuda_info(const char *device, struct be_info *ret)
+{
+	int dev = 0;
+
+	if (parse_device(device, &dev, NULL) == ORCH_OK)
+		fill_info(dev, ret);
+	else
+		memset(ret, 0, sizeof(*ret));
+}
+
+static orch_err
+open_device(struct be_model *b, struct orch_errinfo *reterr)
+{
+	int count = 0;
+	cudaError_t ce = cudaGetDeviceCount(&count);
+	struct cudaDeviceProp p;
+	char why[256] = "";
+
+	if (ce != cudaSuccess || count == 0)
+		return orch_errf(reterr, ORCH_EUNSUPPORTED, "device %s: no CUDA device (%s)",
+		                 b->cfg.device,
+		                 ce != cudaSuccess ? cudaGetErrorString(ce) : "0 devices");
+	if (b->dev >= count)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "device %s: this machine has %d CUDA device%s", b->cfg.device,
+		                 count, count == 1 ? "" : "s");
+	if ((ce = cudaSetDevice(b->dev)) != cudaSuccess ||
+	    (ce = cudaGetDeviceProperties(&p, b->dev)) != cudaSuccess)
+		return cu_fail(NULL, ce, "opening the device", reterr);
+	fill_info(b->dev, &b->info);
+	if ((ce = cuk_limits_check(b->dev, why, sizeof(why))) != cudaSuccess)
+		return orch_errf(
+		        reterr, ORCH_EUNSUPPORTED,
+		        "device %s (%.96s, compute %d.%d): this build has no usable kernels "
+		        "for it (%s); build with its architecture in ORCH_CUDA_ARCHS",
+		        b->cfg.device, p.name, p.major, p.minor, why);
+	return ORCH_OK;
+}
+
+static orch_err
+check_model(struct be_model *b, struct orch_errinfo *reterr)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	const struct model *m = b->m;
+
+	if (hp->head_dim > CUK_ATTN_MAX_D)
+		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
+		                 hp->head_dim, CUK_ATTN_MAX_D);
+	if (b->cfg.max_batch_tokens > 65535 || b->cfg.slots > 256 || b->cfg.slots == 0)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "max_batch_tokens %u (≤ 65535) or slots %u (1..256) out of range",
+		                 b->cfg.max_batch_tokens, b->cfg.slots);
+	for (uint32_t l = 0; l <= hp->n_layer; l++) {
+		const struct model_layer *L = l < hp->n_layer ? &m->layers[l] : NULL;
+		const struct gguf_tensor *ts[] = {
+		        L ? L->wq : m->tok_embd, L ? L->wk : m->output,   L ? L->wv : NULL,
+		        L ? L->wqkv : NULL,      L ? L->wo : NULL,        L ? L->w_gate : NULL,
+		        L ? L->w_up : NULL,      L ? L->w_gate_up : NULL, L ? L->w_down : NULL};
+		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+			if (ts[i] != NULL && !cuk_type_supported(ts[i]->type))
+				return orch_errf(reterr, ORCH_EUNSUPPORTED,
+				                 "tensor %s: type %s has no CUDA kernels",
+				                 ts[i]->name, ggml_type_name(ts[i]->type));
+	}
+	return ORCH_OK;
+}
+
+static void
+set_shapes(struct be_model *b)
+{
+	const struct model_hparams *hp = &b->m->hp;
+
+	b->q_dim = hp->n_head * hp->head_dim;
+	b->kv_dim = hp->n_head_kv * hp->head_dim;
+	b->qkv_dim = b->q_dim + 2 * b->kv_dim;
+	b->max_ne0 = hp->n_embd > b->q_dim ? hp->n_embd : b->q_dim;
+	b->max_ne0 = hp->n_ff > b->max_ne0 ? hp->n_ff : b->max_ne0;
+	b->n_split = (b->cfg.n_ctx + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT;
+	b->slots_pad = 1;
+	b->n_buckets = 0;
+	while (b->n_buckets < CU_MAX_BUCKETS) {
+		b->bucket[b->n_buckets++] = b->slots_pad;
+		if (b->slots_pad >= b->cfg.slots)
+			break;
+		b->slots_pad *= 2;
+	}
+	b->theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot);
+	b->hist_cap = b->cfg.n_ctx + 1;
+	b->kv_slot_bytes =
+	        (uint64_t)hp->n_layer * b->cfg.n_ctx * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
+	uint64_t B =
+	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
+	b->step_bytes = B * 12 + (uint64_t)b->slots_pad * 4;
+}
+
+/* Carve the step-input arrays out of @base (device, host staging or mirror). */
+static void
+carve_step(struct be_model *b, uint8_t *base, struct cu_step *s)
+{
+	uint64_t B = (b->step_bytes - (uint64_t)b->slots_pad * 4) / 12;
+
+	s->tok = (int32_t *)(void *)base;
+	s->pos = (uint32_t *)(void *)(base + 4 * B);
+	s->slot = (uint32_t *)(void *)(base + 8 * B);
+	s->rows = (uint32_t *)(void *)(base + 12 * B);
+}
+
+static orch_err
+carve_arena(struct be_model *b)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	uint64_t B =
+	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
+	uint64_t S = b->slots_pad, V = hp->n_vocab, f = sizeof(float), s1 = b->cfg.slots + 1u;
+
+	b->x = cu_arena_take(b, B * hp->n_embd * f);
+	b->xn = cu_arena_take(b, B * hp->n_embd * f);
+	b->tmp = cu_arena_take(b, B * hp->n_embd * f);
+	b->qkv = cu_arena_take(b, B * b->qkv_dim * f);
+	b->att = cu_arena_take(b, B * b->q_dim * f);
+	b->gu = cu_arena_take(b, B * 2 * hp->n_ff * f);
+	b->last = cu_arena_take(b, S * hp->n_embd * f);
+	b->logits = cu_arena_take(b, S * V * f);
+	b->part = cu_arena_take(b, B * hp->n_head * b->n_split * (hp->head_dim + 2ull) * f);
+	b->gemm_w = cu_arena_take(b, (uint64_t)CU_GEMM_TILE_ROWS * b->max_ne0 * 2);
+	b->gemm_x = cu_arena_take(b, B * b->max_ne0 * 2);
+	b->blas_ws = cu_arena_take(b, CU_BLAS_WS_BYTES);
+	b->d_step = cu_arena_take(b, b->step_bytes);
+	b->d_samp = cu_arena_take(b, S * sizeof(struct cuk_samp));
+	b->d_hist = cu_arena_take(b, s1 * b->hist_cap * 4);
+	b->d_keys = cu_arena_take(b, 2 * S * V * 4);
+	b->d_vals = cu_arena_take(b, 2 * S * V * 4);
+	b->d_probs = cu_arena_take(b, S * V * 4);
+	b->d_ids = cu_arena_take(b, S * 4);
+	b->d_seg = cu_arena_take(b, (S + 1) * 4);
+	b->sort_tmp = cu_arena_take(b, b->sort_tmp_bytes);
+	b->d_k_base = cu_arena_take(b, s1 * sizeof(void *));
+	b->d_v_base = cu_arena_take(b, s1 * sizeof(void *));
+	if (b->d_v_base == NULL)
+		return ORCH_EINTERNAL;
+	carve_step(b, b->d_step, &b->d);
+	return ORCH_OK;
+}
+
+static orch_err
+host_buffers(struct be_model *b, struct orch_errinfo *reterr)
+{
+	uint64_t S = b->slots_pad, s1 = b->cfg.slots + 1u;
+	cudaError_t ce;
+
+	if ((ce = cudaMallocHost((void **)&b->h_step, b->step_bytes)) != cudaSuccess ||
+	    (ce = cudaMallocHost((void **)&b->h_samp, S * sizeof(struct cuk_samp))) !=
+	            cudaSuccess ||
+	    (ce = cudaMallocHost((void **)&b->h_ids, S * 4)) != cudaSuccess ||
+	    (ce = cudaMallocHost((void **)&b->h_logits, S * b->m->hp.n_vocab * 4)) != cudaSuccess)
+		return orch_errf(reterr, ORCH_ENOMEM, "pinned host memory: %s",
+		                 cudaGetErrorString(ce));
+	b->mir_step = orch_calloc(1, b->step_bytes);
+	b->mir_samp = orch_calloc(S, sizeof(struct cuk_samp));
+	b->k_slot = orch_calloc(s1, sizeof(void *));
+	b->v_slot = orch_calloc(s1, sizeof(void *));
+	b->hist_dev = orch_calloc(s1, sizeof(uint32_t));
+	b->runs = orch_calloc(b->cfg.max_batch_tokens + S, sizeof(struct cu_run));
+	if (!b->mir_step || !b->mir_samp || !b->k_slot || !b->v_slot || !b->hist_dev || !b->runs)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of host memory");
+	carve_step(b, b->h_step, &b->h);
+	carve_step(b, b->mir_step, &b->mir);
+	return ORCH_OK;
+}
+
+/* Device state that starts at fixed values: segment offsets, empty histories, KV tables. */
+static orch_err
+init_state(struct be_model *b, struct orch_errinfo *reterr)
+{
+	uint32_t S = b->slots_pad, s1 = b->cfg.slots + 1u;
+	uint32_t *seg = (uint32_t *)(void *)b->h_logits; /* pinned, free until the first step */
+	cudaError_t ce;
+
+	for (uint32_t i = 0; i <= S; i++)
+		seg[i] = i * b->m->hp.n_vocab;
+	if ((ce = cudaMemcpyAsync(b->d_seg, seg, (S + 1) * 4, cudaMemcpyHostToDevice, b->st)) !=
+	            cudaSuccess ||
+	    (ce = cudaMemsetAsync(b->d_k_base, 0, s1 * sizeof(void *), b->st)) != cudaSuccess ||
+	    (ce = cudaMemsetAsync(b->d_v_base, 0, s1 * sizeof(void *), b->st)) != cudaSuccess ||
+	    (ce = cudaStreamSynchronize(b->st)) != cudaSuccess)
+		return cu_fail(b, ce, "initializing device state", reterr);
+	return ORCH_OK;
+}
+
+static void cuda_free(struct be_model *b);
+
+static orch_err
+cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn progress, void *ctx,
+          struct be_model **ret, struct orch_errinfo *reterr)
+{
+	struct be_model *b = orch_calloc(1, sizeof(*b));
+	size_t free_b = 0, total_b = 0;
+	cudaError_t ce;
+	orch_err rv;
+
+	if (b == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	b->m = m;
+	b->cfg = *cfg;
+	if ((rv = parse_device(cfg->device, &b->dev, reterr)) != ORCH_OK ||
+	    (rv = check_model(b, reterr)) != ORCH_OK || (rv = open_device(b, reterr)) != ORCH_OK)
+		goto fail;
+	set_shapes(b);
+	if ((ce = cuk_sample_tmp_bytes(b->slots_pad, m->hp.n_vocab, &b->sort_tmp_bytes)) !=
+	    cudaSuccess) {
+		rv = cu_fail(b, ce, "sizing the sampler's sort", reterr);
+		goto fail;
+	}
+	b->weight_bytes = cu_weight_bytes(m);
+	b->arena_bytes = b->weight_bytes + scratch_bytes(b, b->sort_tmp_bytes);
+	uint64_t kv_all = 2 * b->kv_slot_bytes * (b->cfg.slots + 1u);
+	b->bytes_needed = b->arena_bytes + kv_all + CU_GRAPH_RESERVE_BYTES;
+	if ((ce = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
+		rv = cu_fail(b, ce, "cudaMemGetInfo", reterr);
+		goto fail;
+	}
+	if (b->bytes_needed > free_b) {
+		rv = orch_errf(
+		        reterr, ORCH_EINSUFFICIENT_VRAM,
+		        "device %s: model %s needs %llu MiB of VRAM (weights %llu, KV cache "
+		        "%llu for %u slots × %u positions, scratch %llu), %llu MiB free of %llu",
+		        cfg->device, cfg->model_path ? cfg->model_path : "(unnamed)",
+		        MIB(b->bytes_needed), MIB(b->weight_bytes), MIB(kv_all), cfg->slots,
+		        cfg->n_ctx, MIB(b->arena_bytes - b->weight_bytes + CU_GRAPH_RESERVE_BYTES),
+		        MIB((uint64_t)free_b), MIB((uint64_t)total_b));
+		goto fail;
+	}
+	if ((ce = cudaStreamCreateWithFlags(&b->st, cudaStreamNonBlocking)) != cudaSuccess ||
+	    (ce = cudaMalloc((void **)&b->arena, b->arena_bytes)) != cudaSuccess) {
+		rv = ce == cudaErrorMemoryAllocation
+		             ? orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM,
+		                         "device %s: model %s: allocating %llu MiB failed",
+		                         cfg->device, cfg->model_path ? cfg->model_path : "",
+		                         MIB(b->arena_bytes))
+		             : cu_fail(b, ce, "creating the stream and arena", reterr);
+		goto fail;
+	}
+	b->arena_used = 0;
+	if ((rv = cu_upload(b, progress, ctx, reterr)) != ORCH_OK)
+		goto fail;
+	if (carve_arena(b) != ORCH_OK) {
+		rv = orch_errf(reterr, ORCH_EINTERNAL, "arena footprint miscounted");
+		goto fail;
+	}
+	if (cublasCreate(&b->blas) != CUBLAS_STATUS_SUCCESS ||
+	    cublasSetStream(b->blas, b->st) != CUBLAS_STATUS_SUCCESS ||
+	    cublasSetWorkspace(b->blas, b->blas_ws, CU_BLAS_WS_BYTES) != CUBLAS_STATUS_SUCCESS ||
+	    cublasSetMathMode(b->blas, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS) {
+		rv = orch_errf(reterr, ORCH_ECUDA, "cuBLAS could not be initialized");
+		goto fail;
+	}
+	if ((rv = host_buffers(b, reterr)) != ORCH_OK || (rv = init_state(b, reterr)) != ORCH_OK ||
+	    (rv = cu_reserve(b, b->cfg.slots, reterr)) != ORCH_OK ||
+	    (rv = cu_graphs_build(b, reterr)) != ORCH_OK)
+		goto fail;
+	*ret = b;
+	return ORCH_OK;
+fail:
+	cuda_free(b);
+	return rv;
+}
+
+static void
+cuda_memory(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used)
+{
+	uint64_t used = b->arena_bytes;
+
+	for (uint32_t s = 0; s <= b->cfg.slots; s++)
+		if (b->k_slot != NULL && b->k_slot[s] != NULL)
+			used += 2 * b->kv_slot_bytes;
+	*ret_needed = b->bytes_needed;
+	*ret_used = used;
+}
+
+static void
+cuda_free(struct be_model *b)
+{
+	if (b == NULL)
+		return;
+	for (uint32_t i = 0; i < b->n_buckets; i++)
+		if (b->graph[i] != NULL)
+			cudaGraphExecDestroy(b->graph[i]);
+	if (b->blas != NULL)
+		cublasDestroy(b->blas);
+	for (uint32_t s = 0; b->k_slot != NULL && s <= b->cfg.slots; s++) {
+		cudaFree(b->k_slot[s]);
+		cudaFree(b->v_slot[s]);
+	}
+	cudaFree(b->arena);
+	cudaFreeHost(b->h_step);
+	cudaFreeHost(b->h_samp);
+	cudaFreeHost(b->h_ids);
+	cudaFreeHost(b->h_logits);
+	if (b->st != NULL)
+		cudaStreamDestroy(b->st);
+	free(b->layers);
+	free(b->mir_step);
+	free(b->mir_samp);
+	free(b->k_slot);
+	free(b->v_slot);
+	free(b->hist_dev);
+	free(b->runs);
+	free(b);
+}
+
+__attribute__((visibility("default"))) const struct be_ops be_cuda_ops = {
+        .name = "cuda",
+        .load = cuda_load,
+        .memory = cuda_memory,
+        .forward = cu_forward,
+        .free = cuda_free,
+        .forward_sample = cu_forward_sample,
+        .reserve = cu_reserve,
+        .info = cuda_info,
+        .check = cu_check,
+};

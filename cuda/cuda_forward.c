@@ -1,0 +1,320 @@
+/*
+ * cuda_forward.c - one forward step on the device, and the decode graphs.
+ *
+ * Design notes
+ * - The step's inputs (token ids, positions, KV slots, which rows give
+ *   logits) are read by the kernels from device arrays. They are staged in
+ *   pinned memory and uploaded in one copy only when they differ from what
+ *   the device holds: after a sampled decode step the device advances them
+ *   itself (cuda_sample.c), so a steady decode step uploads nothing and
+ *   copies back only the sampled ids.
+ * - A decode-only step of n sequences replays the CUDA graph of the
+ *   smallest bucket (1, 2, 4, ...) ≥ n, captured at load after a warm-up;
+ *   the bucket's spare entries compute a dummy token in the padding slot.
+ *   The graph is the same kernels with the same arguments as the eager
+ *   path, sized for the whole context (attention parts past a token's
+ *   position return at once), so tokens are identical with and without it.
+ * - Nothing here allocates or synchronizes the device; the callers
+ *   synchronize the stream once, when the ids or logits come back.
+ */
+#include <string.h>
+
+#include "cuda_int.h"
+#include "gguf.h"
+
+static orch_err
+check_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_T,
+            struct orch_errinfo *reterr)
+{
+	uint64_t T = 0;
+
+	if (n == 0 || n > b->cfg.slots)
+		return orch_errf(reterr, ORCH_EINVAL, "a batch of %u sequences (1..%u)", n,
+		                 b->cfg.slots);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct be_seq *s = &seqs[i];
+		if (s->slot >= b->cfg.slots || s->n_tokens == 0)
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "sequence %u: bad slot %u or no tokens", i, s->slot);
+		for (uint32_t k = 0; k < i; k++)
+			if (seqs[k].slot == s->slot)
+				return orch_errf(reterr, ORCH_EINVAL,
+				                 "slot %u appears twice in one batch", s->slot);
+		if ((uint64_t)s->pos + s->n_tokens > b->cfg.n_ctx)
+			return orch_errf(
+			        reterr, ORCH_ECONTEXT,
+			        "sequence in slot %u needs %llu positions, the context holds %u",
+			        s->slot, (unsigned long long)s->pos + s->n_tokens, b->cfg.n_ctx);
+		for (uint32_t k = 0; k < s->n_tokens; k++)
+			if (s->tokens[k] < 0 || (uint32_t)s->tokens[k] >= b->m->hp.n_vocab)
+				return orch_errf(reterr, ORCH_EINVAL,
+				                 "token id %d is outside the vocabulary",
+				                 s->tokens[k]);
+		T += s->n_tokens;
+	}
+	if (T > b->cfg.max_batch_tokens)
+		return orch_errf(reterr, ORCH_EINVAL, "batch of %llu tokens exceeds %u",
+		                 (unsigned long long)T, b->cfg.max_batch_tokens);
+	*ret_T = (uint32_t)T;
+	return ORCH_OK;
+}
+
+#define TRY(call)                                 \
+	do {                                      \
+		if ((ce = (call)) != cudaSuccess) \
+			return ce;                \
+	} while (0)
+
+static cudaError_t
+attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	const struct cu_layer *L = &b->layers[l];
+	struct cuk_kv kv = {(void *const *)b->d_k_base,
+	                    (void *const *)b->d_v_base,
+	                    b->cfg.n_ctx,
+	                    b->kv_dim,
+	                    l,
+	                    !b->cfg.kv_f32};
+	cudaError_t ce;
+
+	/* x += the previous layer's FFN output, then the attention norm */
+	TRY(cuk_rmsnorm(b->x, l > 0 ? b->tmp : NULL, L->attn_norm, hp->n_embd, hp->rms_eps, T, NULL,
+	                b->xn, b->st));
+	if (L->fused_qkv) {
+		TRY(cu_matmul(b, &L->wqkv, 0, b->qkv_dim, b->xn, hp->n_embd, b->qkv, b->qkv_dim,
+		              NULL));
+	} else {
+		TRY(cu_matmul(b, &L->wq, 0, b->q_dim, b->xn, hp->n_embd, b->qkv, b->qkv_dim,
+		              L->bq));
+		TRY(cu_matmul(b, &L->wk, 0, b->kv_dim, b->xn, hp->n_embd, b->qkv + b->q_dim,
+		              b->qkv_dim, L->bk));
+		TRY(cu_matmul(b, &L->wv, 0, b->kv_dim, b->xn, hp->n_embd,
+		              b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv));
+	}
+	TRY(cuk_rope(b->qkv, b->qkv_dim, T, b->d.pos, hp->n_head, hp->n_head_kv, hp->head_dim,
+	             hp->n_rot, b->theta_scale, b->rope_freqs, hp->rope_neox, b->st));
+	TRY(cuk_kv_append(&kv, b->qkv, b->qkv_dim, b->q_dim, T, b->d.slot, b->d.pos, b->st));
+	TRY(cuk_attention(&kv, b->qkv, b->qkv_dim, T, b->d.slot, b->d.pos, hp->n_head,
+	                  hp->n_head_kv, hp->head_dim, n_split, b->part, b->att, b->q_dim, b->st));
+	return cu_matmul(b, &L->wo, 0, hp->n_embd, b->att, b->q_dim, b->tmp, hp->n_embd, NULL);
+}
+
+static cudaError_t
+ffn_block(struct be_model *b, uint32_t l, uint32_t T)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	const struct cu_layer *L = &b->layers[l];
+	uint64_t ld = 2ull * hp->n_ff;
+	cudaError_t ce;
+
+	/* x += attention output, then the FFN norm */
+	TRY(cuk_rmsnorm(b->x, b->tmp, L->ffn_norm, hp->n_embd, hp->rms_eps, T, NULL, b->xn, b->st));
+	if (L->fused_gate_up) { /* gate rows first, then up: one product into [gate | up] */
+		TRY(cu_matmul(b, &L->w_gate_up, 0, 2 * hp->n_ff, b->xn, hp->n_embd, b->gu, ld,
+		              NULL));
+	} else {
+		TRY(cu_matmul(b, &L->w_gate, 0, hp->n_ff, b->xn, hp->n_embd, b->gu, ld, NULL));
+		TRY(cu_matmul(b, &L->w_up, 0, hp->n_ff, b->xn, hp->n_embd, b->gu + hp->n_ff, ld,
+		              NULL));
+	}
+	TRY(cuk_swiglu(b->gu, b->gu + hp->n_ff, ld, hp->n_ff, T, b->st));
+	return cu_matmul(b, &L->w_down, 0, hp->n_embd, b->gu, ld, b->tmp, hp->n_embd, NULL);
+}
+
+/* The whole step over T tokens whose inputs are on the device; logits of @n_out rows. */
+static cudaError_t
+run_layers(struct be_model *b, uint32_t T, uint32_t n_out, uint32_t n_split)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	cudaError_t ce;
+
+	TRY(cuk_embed(&b->tok_embd, b->d.tok, T, b->x, b->st));
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		TRY(attention_block(b, l, T, n_split));
+		TRY(ffn_block(b, l, T));
+	}
+	TRY(cuk_add(b->x, b->tmp, (uint64_t)T * hp->n_embd, b->st));
+	TRY(cuk_rmsnorm(b->x, NULL, b->output_norm, hp->n_embd, hp->rms_eps, n_out, b->d.rows,
+	                b->last, b->st));
+	return cu_matmul_rows(&b->output, b->last, hp->n_embd, n_out, b->logits, hp->n_vocab,
+	                      b->st);
+}
+
+/* Upload the staged inputs for @T tokens and @n_out outputs unless the device has them. */
+static cudaError_t
+upload_step(struct be_model *b, uint32_t T, uint32_t n_out)
+{
+	bool same = b->mir_T == T && memcmp(b->h.tok, b->mir.tok, T * 4ull) == 0 &&
+	            memcmp(b->h.pos, b->mir.pos, T * 4ull) == 0 &&
+	            memcmp(b->h.slot, b->mir.slot, T * 4ull) == 0 &&
+	            memcmp(b->h.rows, b->mir.rows, n_out * 4ull) == 0;
+
+	if (same)
+		return cudaSuccess;
+	memcpy(b->mir_step, b->h_step, b->step_bytes);
+	b->mir_T = T;
+	return cudaMemcpyAsync(b->d_step, b->h_step, b->step_bytes, cudaMemcpyHostToDevice, b->st);
+}
+
+/* Stage a step of @T padding tokens (slot `slots`, position 0) and as many outputs. */
+static void
+stage_padding(struct be_model *b, uint32_t from, uint32_t T)
+{
+	for (uint32_t i = from; i < T; i++) {
+		b->h.tok[i] = 0;
+		b->h.pos[i] = 0;
+		b->h.slot[i] = b->cfg.slots;
+		if (i < b->slots_pad)
+			b->h.rows[i] = i;
+	}
+}
+
+orch_err
+cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_n_out,
+        struct orch_errinfo *reterr)
+{
+	uint32_t T = 0, t = 0, n_out = 0, max_pos = 0, bucket = 0;
+	bool decode = true;
+	cudaError_t ce;
+	orch_err rv;
+
+	if (b->dead)
+		return orch_errf(reterr, ORCH_ECUDA, "the CUDA context is unusable");
+	if ((rv = check_batch(b, seqs, n, &T, reterr)) != ORCH_OK)
+		return rv;
+	for (uint32_t i = 0; i < n; i++)
+		if (b->k_slot[seqs[i].slot] == NULL &&
+		    (rv = cu_reserve(b, seqs[i].slot, reterr)) != ORCH_OK)
+			return rv;
+	b->n_runs = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct be_seq *s = &seqs[i];
+		bool gemm = s->n_tokens > CU_MMV_MAX_TOKENS;
+		struct cu_run *last = b->n_runs ? &b->runs[b->n_runs - 1] : NULL;
+		if (last && !gemm && !last->gemm)
+			last->n += s->n_tokens;
+		else
+			b->runs[b->n_runs++] = (struct cu_run){t, s->n_tokens, gemm};
+		if (s->pos == 0) /* a new job in the slot: its history starts over */
+			b->hist_dev[s->slot] = 0;
+		for (uint32_t k = 0; k < s->n_tokens; k++, t++) {
+			b->h.tok[t] = s->tokens[k];
+			b->h.pos[t] = s->pos + k;
+			b->h.slot[t] = s->slot;
+		}
+		max_pos = s->pos + s->n_tokens > max_pos ? s->pos + s->n_tokens : max_pos;
+		if (s->want_logits)
+			b->h.rows[n_out++] = t - 1;
+		decode = decode && s->n_tokens == 1 && s->want_logits;
+	}
+	for (uint32_t k = 0; decode && !b->cfg.no_graphs && k < b->n_buckets; k++)
+		if (b->graph[k] != NULL && b->bucket[k] >= n) {
+			bucket = k + 1;
+			break;
+		}
+	if (bucket) {
+		uint32_t B = b->bucket[bucket - 1];
+		stage_padding(b, n, B);
+		if ((ce = upload_step(b, B, B)) != cudaSuccess ||
+		    (ce = cudaGraphLaunch(b->graph[bucket - 1], b->st)) != cudaSuccess)
+			goto fail;
+		b->graph_steps++;
+	} else {
+		if ((ce = upload_step(b, T, n_out)) != cudaSuccess ||
+		    (ce = run_layers(b, T, n_out,
+		                     (max_pos + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT)) !=
+		            cudaSuccess)
+			goto fail;
+	}
+	b->steps++;
+	*ret_n_out = n_out;
+	return ORCH_OK;
+fail:
+	b->mir_T = 0;
+	return cu_fail(b, ce, "forward step", reterr);
+}
+
+orch_err
+cu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const float **ret_logits,
+           struct orch_errinfo *reterr)
+{
+	uint32_t n_out = 0;
+	cudaError_t ce;
+	orch_err rv = cu_step(b, seqs, n, &n_out, reterr);
+
+	if (rv != ORCH_OK)
+		return rv;
+	/* the device-side histories were not advanced: re-send them before the next sampling */
+	for (uint32_t i = 0; i < n; i++)
+		b->hist_dev[seqs[i].slot] = 0;
+	if ((ce = cudaMemcpyAsync(b->h_logits, b->logits, (uint64_t)n_out * b->m->hp.n_vocab * 4,
+	                          cudaMemcpyDeviceToHost, b->st)) != cudaSuccess ||
+	    (ce = cudaStreamSynchronize(b->st)) != cudaSuccess)
+		return cu_fail(b, ce, "copying logits back", reterr);
+	*ret_logits = b->h_logits;
+	return ORCH_OK;
+}
+
+/* One eager step of @T padding tokens; @gemm: as one long sequence (prefill path). */
+static cudaError_t
+warm_up(struct be_model *b, uint32_t T, bool gemm)
+{
+	cudaError_t ce;
+
+	stage_padding(b, 0, T);
+	if (gemm)
+		for (uint32_t i = 0; i < T; i++)
+			b->h.pos[i] = i;
+	b->runs[0] = (struct cu_run){0, T, gemm};
+	b->n_runs = 1;
+	if ((ce = upload_step(b, T, T > b->slots_pad ? b->slots_pad : T)) != cudaSuccess ||
+	    (ce = run_layers(b, T, T > b->slots_pad ? b->slots_pad : T,
+	                     (T + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT)) != cudaSuccess)
+		return ce;
+	return cudaStreamSynchronize(b->st);
+}
+
+static cudaError_t
+capture(struct be_model *b, uint32_t k)
+{
+	uint32_t B = b->bucket[k];
+	cudaGraph_t g = NULL;
+	cudaError_t ce, ce2;
+
+	b->runs[0] = (struct cu_run){0, B, false};
+	b->n_runs = 1;
+	if ((ce = cudaStreamBeginCapture(b->st, cudaStreamCaptureModeThreadLocal)) != cudaSuccess)
+		return ce;
+	ce = run_layers(b, B, B, b->n_split);
+	ce2 = cudaStreamEndCapture(b->st, &g);
+	if (ce == cudaSuccess)
+		ce = ce2;
+	if (ce == cudaSuccess)
+		ce = cudaGraphInstantiate(&b->graph[k], g, 0);
+	if (g != NULL)
+		cudaGraphDestroy(g);
+	if (ce == cudaSuccess && (ce = cudaGraphLaunch(b->graph[k], b->st)) == cudaSuccess)
+		ce = cudaStreamSynchronize(b->st);
+	return ce;
+}
+
+orch_err
+cu_graphs_build(struct be_model *b, struct orch_errinfo *reterr)
+{
+	uint32_t long_T = b->cfg.max_batch_tokens < 2 * CU_MMV_MAX_TOKENS ? b->cfg.max_batch_tokens
+	                                                                  : 2 * CU_MMV_MAX_TOKENS;
+	cudaError_t ce;
+
+	/* every path once, so that module loading and cuBLAS set-up happen now */
+	if (long_T > CU_MMV_MAX_TOKENS && (ce = warm_up(b, long_T, true)) != cudaSuccess)
+		return cu_fail(b, ce, "warm-up (prefill path)", reterr);
+	for (uint32_t k = 0; k < b->n_buckets; k++) {
+		if ((ce = warm_up(b, b->bucket[k], false)) != cudaSuccess)
+			return cu_fail(b, ce, "warm-up (decode path)", reterr);
+		if (!b->cfg.no_graphs && (ce = capture(b, k)) != cudaSuccess)
+			return cu_fail(b, ce, "capturing a decode graph", reterr);
+	}
+	b->mir_T = 0;
+	return ORCH_OK;
+}

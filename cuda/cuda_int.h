@@ -1,0 +1,171 @@
+#pragma once
+/*
+ * cuda_int.h - the CUDA backend's model state, shared by its files
+ * (cuda_backend.c, cuda_load.c, cuda_matmul.c, cuda_forward.c,
+ * cuda_sample.c, cuda_check.c). Not for use outside cuda/.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "kernels.h"
+#include "model.h"
+
+/* Decode graph buckets: batch sizes 1, 2, 4, ... up to the first ≥ slots. */
+#define CU_MAX_BUCKETS 10
+/* Rows of a weight matrix dequantized to F16 at a time for a prefill GEMM. */
+#define CU_GEMM_TILE_ROWS 4096u
+/* A sequence with more new tokens than this goes through the GEMM path. */
+#define CU_MMV_MAX_TOKENS CUK_MMV_MAX_B
+/* cuBLAS workspace, and what graphs and the runtime may take beyond the arena. */
+#define CU_BLAS_WS_BYTES       (32ull << 20)
+#define CU_GRAPH_RESERVE_BYTES (64ull << 20)
+/* Every arena allocation is aligned to this. */
+#define CU_ALIGN 256u
+
+struct cu_layer {
+	const float *attn_norm, *ffn_norm;
+	struct cuk_mat wq, wk, wv, wqkv, wo, w_gate, w_up, w_gate_up, w_down;
+	const float *bq, *bk, *bv;
+	bool fused_qkv, fused_gate_up;
+};
+
+/* A step's per-token inputs, as uploaded (pinned host copy and device copy share the layout). */
+struct cu_step {
+	int32_t *tok;   /* [B] token ids */
+	uint32_t *pos;  /* [B] positions */
+	uint32_t *slot; /* [B] KV slots */
+	uint32_t *rows; /* [slots_pad] token row whose logits each output takes */
+};
+
+/* One contiguous group of a step's tokens computed by one kind of matmul. */
+struct cu_run {
+	uint32_t tok0, n; /* tokens [tok0, tok0 + n) */
+	bool gemm;        /* one sequence with more than CU_MMV_MAX_TOKENS tokens */
+};
+
+struct be_model {
+	const struct model *m;
+	struct be_config cfg;
+	int dev;
+	struct be_info info;
+	cudaStream_t st;
+	cublasHandle_t blas;
+	bool dead; /* a sticky error: the context is unusable */
+
+	/* the arena: one cudaMalloc of the exact footprint */
+	uint8_t *arena;
+	uint64_t arena_bytes, arena_used;
+
+	/* weights */
+	struct cuk_mat tok_embd, output;
+	const float *output_norm, *rope_freqs;
+	struct cu_layer *layers; /* host array [n_layer] of device pointers */
+	uint64_t weight_bytes;
+
+	/* shapes */
+	uint32_t q_dim, kv_dim, qkv_dim, max_ne0, n_split, slots_pad;
+	float theta_scale;
+
+	/* KV cache: one allocation per slot, made by reserve (slot `slots`: padding) */
+	void **k_slot, **v_slot;     /* host [slots + 1] */
+	void **d_k_base, **d_v_base; /* device [slots + 1] */
+	uint64_t kv_slot_bytes;      /* K (or V) bytes of one slot */
+
+	/* activations for B = max_batch_tokens tokens */
+	float *x, *xn, *tmp, *qkv, *att, *gu, *last, *logits, *part;
+	uint16_t *gemm_w, *gemm_x; /* F16 weight tile, F16 activations */
+	void *blas_ws;
+
+	/* step inputs: device, pinned host staging, and what the device holds now */
+	struct cu_step d, h, mir;
+	uint8_t *d_step, *h_step, *mir_step;
+	uint64_t step_bytes;
+	uint32_t mir_T; /* tokens the mirror describes; 0: unknown */
+
+	/* sampling */
+	struct cuk_samp *d_samp, *h_samp, *mir_samp;
+	uint32_t mir_samp_n;
+	int32_t *d_hist;    /* [slots + 1][hist_cap] */
+	uint32_t *hist_dev; /* host [slots + 1]: tokens of the slot's history on the device */
+	uint32_t hist_cap;
+	float *d_keys, *d_probs;
+	int32_t *d_vals, *d_ids, *h_ids;
+	uint32_t *d_seg;
+	void *sort_tmp;
+	size_t sort_tmp_bytes;
+	float *h_logits; /* pinned [slots_pad][n_vocab] */
+
+	/* decode graphs */
+	uint32_t n_buckets, bucket[CU_MAX_BUCKETS];
+	cudaGraphExec_t graph[CU_MAX_BUCKETS];
+
+	/* the step being built */
+	struct cu_run *runs;
+	uint32_t n_runs;
+
+	uint64_t bytes_needed, bytes_used;
+	uint64_t steps, graph_steps;
+};
+
+/* ---- cuda_backend.c ---- */
+
+/* cu_fail - turn CUDA error @ce from @what into ORCH_ECUDA (ORCH_EVRAM for an allocation). */
+orch_err cu_fail(struct be_model *b, cudaError_t ce, const char *what, struct orch_errinfo *reterr);
+
+/* cu_arena_take - @bytes of the arena (aligned); NULL when the footprint was miscounted. */
+void *cu_arena_take(struct be_model *b, uint64_t bytes);
+
+/* ---- cuda_load.c ---- */
+
+/* cu_upload - every weight tensor of b->m into the arena, through pinned double buffers. */
+orch_err cu_upload(struct be_model *b, be_progress_fn progress, void *ctx,
+                   struct orch_errinfo *reterr);
+
+/* cu_weight_bytes - the arena bytes all weight tensors take (aligned). */
+uint64_t cu_weight_bytes(const struct model *m);
+
+/* ---- cuda_matmul.c ---- */
+
+/*
+ * cu_matmul - y[t][r] = W[row0 + r] · x[t] (+ bias) for r < @rows and every
+ * token of the step (b->runs): mat-vec kernels for runs of small sequences,
+ * dequantized F16 tiles and cuBLAS for a long one.
+ */
+cudaError_t cu_matmul(struct be_model *b, const struct cuk_mat *w, uint32_t row0, uint32_t rows,
+                      const float *x, uint64_t x_ld, float *y, uint64_t y_ld, const float *bias);
+
+/* cu_matmul_rows - the same over @n rows of x all taken as one run of mat-vecs. */
+cudaError_t cu_matmul_rows(const struct cuk_mat *w, const float *x, uint64_t x_ld, uint32_t n,
+                           float *y, uint64_t y_ld, cudaStream_t st);
+
+/* ---- cuda_forward.c ---- */
+
+/* cu_forward - the backend's forward op: logits come back to the host. */
+orch_err cu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+                    const float **ret_logits, struct orch_errinfo *reterr);
+
+/*
+ * cu_step - check the batch, upload its inputs (unless the device holds them
+ * already) and compute the logits of the @ret_n_out sequences that want
+ * them into b->logits, replaying a decode graph where one fits.
+ */
+orch_err cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_n_out,
+                 struct orch_errinfo *reterr);
+
+/* cu_graphs_build - warm up and capture one decode graph per bucket (load). */
+orch_err cu_graphs_build(struct be_model *b, struct orch_errinfo *reterr);
+
+/* ---- cuda_sample.c ---- */
+
+orch_err cu_forward_sample(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+                           const struct be_sample *samp, int32_t *ret_ids,
+                           struct orch_errinfo *reterr);
+
+/* ---- cuda_check.c ---- */
+
+orch_err cu_check(struct be_model *b, struct orch_errinfo *reterr);
+orch_err cu_reserve(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr);

@@ -1,0 +1,176 @@
+#pragma once
+/*
+ * kernels.h - host launchers of the CUDA backend's kernels (cuda/kernels/, one .cu file each).
+ *
+ * Every launcher enqueues on @st and returns the launch's cudaError_t
+ * (cudaGetLastError after the launch); none synchronizes, allocates or
+ * copies between host and device, so all of them can be captured in a CUDA
+ * graph. Pointers are device pointers unless a comment says otherwise.
+ * Per-step values (token ids, positions, slots) are read from device arrays
+ * so that a captured graph replays with new values.
+ *
+ * Each kernel has a CPU twin in the engine (worker/backend/cpu, worker/sampler.c,
+ * common/quant.c) that tests/gpu compares it with.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most activation rows one mat-vec launch carries (decode batch per launch). */
+#define CUK_MMV_MAX_B 8
+
+/* The longest head a attention kernel handles; positions per split of the KV length. */
+#define CUK_ATTN_MAX_D 256
+#define CUK_ATTN_SPLIT 256
+
+/* A weight matrix in device memory: @rows rows of @ne0 elements of ggml @type. */
+struct cuk_mat {
+	const void *data;
+	uint32_t type;
+	uint32_t ne0, rows;
+	uint64_t row_bytes;
+};
+
+/* cuk_type_supported - whether the kernels compute with weights of ggml @type. */
+bool cuk_type_supported(uint32_t type);
+
+/* cuk_limits_check - whether every kernel's launch shape fits device @dev (0: yes). */
+cudaError_t cuk_limits_check(int dev, char *why, size_t why_len);
+
+/*
+ * cuk_dequant - rows [row0, row0 + rows) of @w, dequantized exactly as
+ * dequant_row() does, into @out: F16 (as uint16_t bits) when @f16, else F32,
+ * @ld elements from one row to the next.
+ */
+cudaError_t cuk_dequant(const struct cuk_mat *w, uint32_t row0, uint32_t rows, void *out,
+                        uint64_t ld, bool f16, cudaStream_t st);
+
+/*
+ * cuk_mmv - y[b][r] = Σ_i W[row0 + r][i] · x[b][i] (+ bias[row0 + r]) for
+ * b < @B (≤ CUK_MMV_MAX_B) and r < @rows: weights dequantized in registers,
+ * fp32 accumulation. x is [B][x_ld] floats, y [B][y_ld]. A (row, b) result
+ * does not depend on B.
+ */
+cudaError_t cuk_mmv(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const float *x,
+                    uint64_t x_ld, uint32_t B, float *y, uint64_t y_ld, const float *bias,
+                    cudaStream_t st);
+
+/* cuk_f32_to_f16 - @T rows of @n floats (row stride @x_ld) to F16 bits, packed (round to nearest
+ * even). */
+cudaError_t cuk_f32_to_f16(const float *x, uint64_t x_ld, uint32_t n, uint32_t T, uint16_t *y,
+                           cudaStream_t st);
+
+/* cuk_add_bias - y[t][r] += bias[r] for @T rows of @n (row stride @ld). */
+cudaError_t cuk_add_bias(float *y, uint64_t ld, const float *bias, uint32_t n, uint32_t T,
+                         cudaStream_t st);
+
+/*
+ * cuk_embed - x[t] = row tok[t] of @emb (any supported type) for t < @T,
+ * each row of emb->ne0 floats.
+ */
+cudaError_t cuk_embed(const struct cuk_mat *emb, const int32_t *tok, uint32_t T, float *x,
+                      cudaStream_t st);
+
+/*
+ * cuk_rmsnorm - out[t] = x[t] / sqrt(mean(x[t]²) + eps) · w for t < @T rows
+ * of @n. When @delta is not NULL, x[t] += delta[t] first (written back): the
+ * residual add fused with the next norm. @rows_idx (NULL: identity) picks
+ * which x rows feed out row t.
+ */
+cudaError_t cuk_rmsnorm(float *x, const float *delta, const float *w, uint32_t n, float eps,
+                        uint32_t T, const uint32_t *rows_idx, float *out, cudaStream_t st);
+
+/* cuk_add - x[i] += d[i] for @n floats. */
+cudaError_t cuk_add(float *x, const float *d, uint64_t n, cudaStream_t st);
+
+/*
+ * cuk_rope - rotate Q (@n_head heads) and K (@n_head_kv heads) of each of @T
+ * tokens in place; token t's row of @qkv (stride @ld) holds Q at 0 and K at
+ * n_head·head_dim, its position is pos[t]. @theta_scale = base^(-2/n_rot);
+ * @factors (n_rot/2, NULL: none) divide the frequencies; @neox pairs
+ * (i, i + n_rot/2) instead of (2i, 2i + 1).
+ */
+cudaError_t cuk_rope(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n_head,
+                     uint32_t n_head_kv, uint32_t head_dim, uint32_t n_rot, float theta_scale,
+                     const float *factors, bool neox, cudaStream_t st);
+
+/*
+ * The KV cache: slot s of layer l holds positions [0, n_ctx) of kv_dim
+ * elements (F16 bits or F32) at k_base[s] + (l · n_ctx + pos) · kv_dim.
+ */
+struct cuk_kv {
+	void *const *k_base, *const *v_base; /* device arrays [slots + 1] of device pointers */
+	uint32_t n_ctx, kv_dim, layer;
+	bool f16;
+};
+
+/*
+ * cuk_kv_append - store K and V of each of @T tokens (at kv_off and
+ * kv_off + kv_dim of its @qkv row) at slot slot[t], position pos[t].
+ */
+cudaError_t cuk_kv_append(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint64_t kv_off,
+                          uint32_t T, const uint32_t *slot, const uint32_t *pos, cudaStream_t st);
+
+/*
+ * cuk_attention - for each token t < @T and head h: softmax(q·K/√d)·V over
+ * positions [0, pos[t]] of slot slot[t] (causal; GQA: head h reads KV head
+ * h / (n_head / n_head_kv)). q at qkv + t·ld + h·d; output at
+ * out + t·out_ld + h·d. The KV length is split in @n_split parts of
+ * CUK_ATTN_SPLIT positions (parts past pos[t] do nothing); @part holds
+ * T · n_head · n_split · (d + 2) floats.
+ */
+cudaError_t cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T,
+                          const uint32_t *slot, const uint32_t *pos, uint32_t n_head,
+                          uint32_t n_head_kv, uint32_t d, uint32_t n_split, float *part, float *out,
+                          uint64_t out_ld, cudaStream_t st);
+
+/* cuk_swiglu - g[t][i] = silu(g[t][i]) · u[t][i] for T rows of @n (row strides @ld). */
+cudaError_t cuk_swiglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
+                       cudaStream_t st);
+
+/* ---- sampling (samp_sample's steps on the device) ---- */
+
+/* One sequence's sampling parameters and state, as the device reads them. */
+struct cuk_samp {
+	float temperature, top_p, min_p, repeat_penalty;
+	int32_t top_k;
+	uint32_t repeat_last_n;
+	uint64_t seed, index; /* the Philox key and counter */
+	uint32_t slot;        /* history: the first n_hist tokens at hist + slot · hist_cap */
+	uint32_t n_hist;
+};
+
+/*
+ * cuk_sample - the token of each of @n logit rows (@n_vocab each, modified in
+ * place by the penalty) into ids[i], exactly as samp_sample() picks it.
+ * @hist holds the per-slot histories (prompt and generated tokens, @hist_cap
+ * each). @any_random: some row has temperature > 0 (then the rows are
+ * sorted): @sort_tmp of @sort_tmp_bytes (cuk_sample_tmp_bytes), @keys and
+ * @vals of 2 · n · n_vocab each, @probs of n · n_vocab, @seg the n + 1 row
+ * offsets i · n_vocab.
+ */
+cudaError_t cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *sp,
+                       const int32_t *hist, uint32_t hist_cap, bool any_random, void *sort_tmp,
+                       size_t sort_tmp_bytes, float *keys, int32_t *vals, float *probs,
+                       const uint32_t *seg, int32_t *ids, cudaStream_t st);
+
+/* cuk_sample_tmp_bytes - scratch cuk_sample's sort needs for @n rows of @n_vocab. */
+cudaError_t cuk_sample_tmp_bytes(uint32_t n, uint32_t n_vocab, size_t *ret);
+
+/*
+ * cuk_advance - after sampling: for i < @n, tok[i] = ids[i], pos[i] += 1,
+ * ids[i] appended to the history of sp[i].slot, sp[i].index and
+ * sp[i].n_hist += 1 — the next decode step's inputs, made on the device.
+ */
+cudaError_t cuk_advance(uint32_t n, const int32_t *ids, int32_t *tok, uint32_t *pos,
+                        struct cuk_samp *sp, int32_t *hist, uint32_t hist_cap, cudaStream_t st);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,280 @@
+/*
+ * sample.cu - samp_sample() on the device: NaN → -inf, repetition penalty,
+ * greedy argmax, temperature, a stable descending sort by logit (ties stay
+ * in id order), top-k, top-p, min-p and the Philox draw.
+ *
+ * Design notes
+ * - The steps and their float arithmetic are the CPU sampler's: the same
+ *   divisions, the probabilities as (float)exp((double)(l - l0)), the
+ *   comparisons in the same precision. Only the double sums are formed in a
+ *   different order (per-thread runs, then the runs in order), which moves
+ *   them by ~1e-16 relative: a draw could pick another token only if it
+ *   fell that close to a boundary.
+ * - One block per row for the penalty, argmax and the filters; the sort is
+ *   CUB's segmented radix sort (stable), over rows that sample at random.
+ */
+#include <cub/device/device_segmented_sort.cuh>
+#include <math.h>
+
+#include "../kernels.h"
+#include "check.h"
+#include "common.cuh"
+
+namespace
+{
+
+constexpr int THREADS = 256;
+
+__device__ __forceinline__ double
+philox_uniform(uint64_t seed, uint64_t index)
+{
+	uint32_t c0 = (uint32_t)index, c1 = (uint32_t)(index >> 32), c2 = 0, c3 = 0;
+	uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+
+	for (int r = 0; r < 10; r++) {
+		uint32_t hi0 = __umulhi(0xD2511F53u, c0), lo0 = 0xD2511F53u * c0;
+		uint32_t hi1 = __umulhi(0xCD9E8D57u, c2), lo1 = 0xCD9E8D57u * c2;
+		c0 = hi1 ^ c1 ^ k0;
+		c1 = lo1;
+		c2 = hi0 ^ c3 ^ k1;
+		c3 = lo0;
+		k0 += 0x9E3779B9u;
+		k1 += 0xBB67AE85u;
+	}
+	return (double)c0 / 4294967296.0;
+}
+
+/* Per row: NaN → -inf, penalty, then greedy rows get their id and the others sort keys. */
+__global__ void
+__launch_bounds__(THREADS)
+        prep_kernel(float *logits, uint32_t n_vocab, const cuk_samp *sp, const int32_t *hist,
+                    uint32_t hist_cap, float *keys, int32_t *vals, int32_t *ids)
+{
+	__shared__ float best_v[THREADS];
+	__shared__ uint32_t best_j[THREADS];
+	const cuk_samp p = sp[blockIdx.x];
+	float *lg = logits + (uint64_t)blockIdx.x * n_vocab;
+	uint32_t tid = threadIdx.x;
+
+	for (uint32_t j = tid; j < n_vocab; j += THREADS)
+		if (isnan(lg[j]))
+			lg[j] = -INFINITY;
+	__syncthreads();
+	if (p.repeat_penalty != 1.0f && p.repeat_penalty > 0.0f) {
+		const int32_t *h = hist + (uint64_t)p.slot * hist_cap;
+		uint32_t nh = min(p.n_hist, hist_cap);
+		uint32_t from = nh > p.repeat_last_n ? nh - p.repeat_last_n : 0;
+		for (uint32_t i = from + tid; i < nh; i += THREADS) {
+			int32_t id = h[i];
+			bool seen = id < 0 || (uint32_t)id >= n_vocab;
+			for (uint32_t k = from; k < i && !seen; k++)
+				seen = h[k] == id;
+			if (!seen) /* distinct ids: no two threads write one logit */
+				lg[id] = lg[id] > 0 ? __fdiv_rn(lg[id], p.repeat_penalty)
+				                    : __fmul_rn(lg[id], p.repeat_penalty);
+		}
+		__syncthreads();
+	}
+	if (p.temperature <= 0.0f) { /* greedy: the first maximum */
+		float bv = -INFINITY;
+		uint32_t bj = tid;
+		for (uint32_t j = tid; j < n_vocab; j += THREADS)
+			if (lg[j] > bv) {
+				bv = lg[j];
+				bj = j;
+			}
+		best_v[tid] = bv;
+		best_j[tid] = bj;
+		__syncthreads();
+		for (uint32_t s = THREADS / 2; s > 0; s >>= 1) {
+			if (tid < s) {
+				float ov = best_v[tid + s];
+				uint32_t oj = best_j[tid + s];
+				if (ov > best_v[tid] || (ov == best_v[tid] && oj < best_j[tid])) {
+					best_v[tid] = ov;
+					best_j[tid] = oj;
+				}
+			}
+			__syncthreads();
+		}
+		if (tid == 0)
+			ids[blockIdx.x] = (int32_t)best_j[0];
+	}
+	for (uint32_t j = tid; j < n_vocab; j += THREADS) {
+		float k = p.temperature > 0.0f ? __fdiv_rn(lg[j], p.temperature) : lg[j];
+		keys[(uint64_t)blockIdx.x * n_vocab + j] =
+		        k == 0.0f ? 0.0f : k; /* -0 sorts as +0 */
+		vals[(uint64_t)blockIdx.x * n_vocab + j] = (int32_t)j;
+	}
+}
+
+/* Σ over [0, n) of pr in THREADS contiguous runs: each thread's run sum and the exclusive offsets.
+ */
+__device__ double
+runs_sum(const float *pr, uint32_t n, double *off)
+{
+	__shared__ double total;
+	uint32_t tid = threadIdx.x, seg = (n + THREADS - 1) / THREADS;
+	uint32_t lo = min(n, tid * seg), hi = min(n, lo + seg);
+	double s = 0.0;
+
+	for (uint32_t j = lo; j < hi; j++)
+		s += (double)pr[j];
+	off[tid] = s;
+	__syncthreads();
+	if (tid == 0) {
+		double acc = 0.0;
+		for (int t = 0; t < THREADS; t++) {
+			double v = off[t];
+			off[t] = acc;
+			acc += v;
+		}
+		total = acc;
+	}
+	__syncthreads();
+	return total;
+}
+
+/* Per random row, on its sorted keys: top-k, probabilities, top-p, min-p, the draw. */
+__global__ void
+__launch_bounds__(THREADS) filter_kernel(uint32_t n_vocab, const cuk_samp *sp, const float *keys,
+                                         const int32_t *vals, float *probs, int32_t *ids)
+{
+	__shared__ double off[THREADS];
+	__shared__ uint32_t cut;
+	const cuk_samp p = sp[blockIdx.x];
+	const float *k = keys + (uint64_t)blockIdx.x * n_vocab;
+	const int32_t *v = vals + (uint64_t)blockIdx.x * n_vocab;
+	float *pr = probs + (uint64_t)blockIdx.x * n_vocab;
+	uint32_t tid = threadIdx.x, n = n_vocab;
+
+	if (p.temperature <= 0.0f)
+		return;
+	if (p.top_k > 0 && (uint32_t)p.top_k < n)
+		n = (uint32_t)p.top_k;
+	for (uint32_t j = tid; j < n; j += THREADS)
+		pr[j] = (float)exp((double)(k[j] - k[0]));
+	__syncthreads();
+	double sum = runs_sum(pr, n, off);
+	uint32_t seg = (n + THREADS - 1) / THREADS, lo = min(n, tid * seg), hi = min(n, lo + seg);
+	if (tid == 0)
+		cut = n;
+	__syncthreads();
+	if (p.top_p < 1.0f) { /* the shortest prefix (≥ 1) whose mass reaches top_p */
+		double thr = (double)p.top_p * sum, cum = off[tid];
+		for (uint32_t j = lo; j < hi; j++) {
+			cum += (double)pr[j];
+			if (!(cum < thr)) {
+				atomicMin(&cut, j + 1);
+				break;
+			}
+		}
+		__syncthreads();
+		n = cut;
+	}
+	if (p.min_p > 0.0f) { /* then the prefix within min_p of the top */
+		float floor_p = p.min_p * pr[0];
+		for (uint32_t j = max(1u, tid); j < n; j += THREADS)
+			if (!(pr[j] >= floor_p)) {
+				atomicMin(&cut, j);
+				break;
+			}
+		__syncthreads();
+		n = cut;
+	}
+	sum = runs_sum(pr, n, off);
+	seg = (n + THREADS - 1) / THREADS, lo = min(n, tid * seg), hi = min(n, lo + seg);
+	if (tid == 0)
+		cut = n - 1;
+	__syncthreads();
+	double u = philox_uniform(p.seed, p.index) * sum, cum = off[tid];
+	for (uint32_t j = lo; j < hi; j++) {
+		cum += (double)pr[j];
+		if (u < cum) {
+			atomicMin(&cut, j);
+			break;
+		}
+	}
+	__syncthreads();
+	if (tid == 0)
+		ids[blockIdx.x] = v[cut];
+}
+
+__global__ void
+advance_kernel(uint32_t n, const int32_t *ids, int32_t *tok, uint32_t *pos, cuk_samp *sp,
+               int32_t *hist, uint32_t hist_cap)
+{
+	uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= n)
+		return;
+	tok[i] = ids[i];
+	pos[i] += 1;
+	sp[i].index += 1;
+	uint32_t nh = sp[i].n_hist;
+	if (nh < hist_cap)
+		hist[(uint64_t)sp[i].slot * hist_cap + nh] = ids[i];
+	sp[i].n_hist = nh + 1;
+}
+
+} // namespace
+
+extern "C" cudaError_t
+cuk_sample_tmp_bytes(uint32_t n, uint32_t n_vocab, size_t *ret)
+{
+	int items = (int)((uint64_t)n * n_vocab);
+
+	if ((uint64_t)n * n_vocab > 0x7fffffffu)
+		return cudaErrorInvalidValue;
+	return cub::DeviceSegmentedSort::StableSortPairsDescending(
+	        nullptr, *ret, (const float *)nullptr, (float *)nullptr, (const int32_t *)nullptr,
+	        (int32_t *)nullptr, items, (int)n, (const uint32_t *)nullptr,
+	        (const uint32_t *)nullptr);
+}
+
+extern "C" cudaError_t
+cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *sp,
+           const int32_t *hist, uint32_t hist_cap, bool any_random, void *sort_tmp,
+           size_t sort_tmp_bytes, float *keys, int32_t *vals, float *probs, const uint32_t *seg,
+           int32_t *ids, cudaStream_t st)
+{
+	uint64_t items = (uint64_t)n * n_vocab;
+	cudaError_t e;
+
+	if (n == 0)
+		return cudaSuccess;
+	if (items > 0x7fffffffu || n_vocab == 0)
+		return cudaErrorInvalidValue;
+	prep_kernel<<<n, THREADS, 0, st>>>(logits, n_vocab, sp, hist, hist_cap, keys, vals, ids);
+	if ((e = cuk::launched()) != cudaSuccess || !any_random)
+		return e;
+	size_t bytes = sort_tmp_bytes;
+	e = cub::DeviceSegmentedSort::StableSortPairsDescending(sort_tmp, bytes, keys, keys + items,
+	                                                        vals, vals + items, (int)items,
+	                                                        (int)n, seg, seg + 1, st);
+	if (e != cudaSuccess)
+		return e;
+	filter_kernel<<<n, THREADS, 0, st>>>(n_vocab, sp, keys + items, vals + items, probs, ids);
+	return cuk::launched();
+}
+
+extern "C" cudaError_t
+cuk_advance(uint32_t n, const int32_t *ids, int32_t *tok, uint32_t *pos, struct cuk_samp *sp,
+            int32_t *hist, uint32_t hist_cap, cudaStream_t st)
+{
+	if (n == 0)
+		return cudaSuccess;
+	advance_kernel<<<cuk::div_up(n, 128), 128, 0, st>>>(n, ids, tok, pos, sp, hist, hist_cap);
+	return cuk::launched();
+}
+
+cudaError_t
+cuk_check_sample(char *why, size_t why_len)
+{
+	cudaError_t e;
+
+	if ((e = cuk::fits(prep_kernel, THREADS, "sample_prep", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(filter_kernel, THREADS, "sample_filter", why, why_len)) != cudaSuccess)
+		return e;
+	return cuk::fits(advance_kernel, 128, "sample_advance", why, why_len);
+}
