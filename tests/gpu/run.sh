@@ -42,6 +42,26 @@ for t in $tests; do
 	rows+=("$(printf '%-24s %-9s %8.2fs  memcheck %-7s racecheck %-7s' "$t" "$res" "$secs" "$mem" "$race")")
 done
 
+# The benchmarks (bench/RESULTS.md): synthesized qwen2.5-0.5b and
+# phi3-mini-4k Q4_K_M, written here by orch-synth.
+bench_rows=()
+if [[ -x $build/bin/orch-gpu-bench && -x $build/bin/orch-synth ]]; then
+	mdir=$out/models
+	mkdir -p "$mdir"
+	for p in qwen2.5-0.5b phi3-mini-4k; do
+		"$build/bin/orch-synth" --preset "$p" --quant Q4_K_M --seed 7 -o "$mdir/$p-Q4_K_M.gguf" \
+			>>"$out/synth.log" 2>&1 || echo "orch-synth $p failed (see $out/synth.log)"
+	done
+	if "$build/bin/orch-gpu-bench" "$mdir"/qwen2.5-0.5b-Q4_K_M.gguf "$mdir"/phi3-mini-4k-Q4_K_M.gguf \
+		>"$out/gpu-bench.txt" 2>&1; then
+		mapfile -t bench_rows <"$out/gpu-bench.txt"
+	else
+		failed=$((failed + 1))
+		bench_rows=("orch-gpu-bench FAILED: $(tail -n 3 "$out/gpu-bench.txt")")
+	fi
+	rm -rf "$mdir"
+fi
+
 # orchd's GPU inventory through the real NVML (when orchd was built here:
 # it needs NNG, protobuf-c, libevent, libinih and libsystemd).
 if [[ -x $build/bin/orchd ]]; then
@@ -69,5 +89,9 @@ fi
 echo
 echo "== GPU tests ($(head -n 1 "$out/$(echo $tests | cut -d' ' -f1).log" 2>/dev/null))"
 printf '%s\n' "${rows[@]}"
+if [[ ${#bench_rows[@]} -gt 0 ]]; then
+	echo "== benchmarks (orch-gpu-bench)"
+	printf '%s\n' "${bench_rows[@]}"
+fi
 echo "gpu: $((${#rows[@]} - failed)) passed, $failed failed"
 [[ $failed -eq 0 ]]

@@ -1,0 +1,212 @@
+/*
+ * gpu_bench.c - orch-gpu-bench: the CUDA backend's numbers on cuda:0, for
+ * bench/RESULTS.md. First the device's copy bandwidth (a 2 GiB
+ * device-to-device copy, bytes read + written, median of 10); then per
+ * model (GGUF paths on the command line, e.g. orch-synth's qwen2.5-0.5b and
+ * phi3-mini-4k Q4_K_M):
+ *   load time and GB/s (weights / load, warm-up and graph capture included);
+ *   decode tok/s at batch 1 (128-token prompt, 256 greedy tokens, sampled
+ *   on the device) and the fraction of the copy bandwidth it reaches
+ *   (weight bytes read per token / time per token / copy bandwidth);
+ *   prefill tok/s for a 512-token prompt; batched decode tok/s at 8 and
+ *   64 sequences; batch-1 decode again with a busy thread on every core.
+ * Prints one table row per model. Exits 77 without a CUDA device.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "clock.h"
+#include "ggml_type.h"
+#include "gguf.h"
+#include "model.h"
+#include "sampler.h"
+
+extern const struct be_ops be_cuda_ops;
+
+static double
+copy_bandwidth(void)
+{
+	const size_t n = 1ull << 30;
+	void *a = NULL, *b = NULL;
+	cudaEvent_t e0, e1;
+	float ms[10];
+
+	if (cudaMalloc(&a, n) != cudaSuccess || cudaMalloc(&b, n) != cudaSuccess)
+		return 0;
+	cudaMemset(a, 1, n);
+	cudaEventCreate(&e0);
+	cudaEventCreate(&e1);
+	cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice);
+	for (int i = 0; i < 10; i++) {
+		cudaEventRecord(e0, 0);
+		cudaMemcpy(i % 2 ? a : b, i % 2 ? b : a, n, cudaMemcpyDeviceToDevice);
+		cudaEventRecord(e1, 0);
+		cudaEventSynchronize(e1);
+		cudaEventElapsedTime(&ms[i], e0, e1);
+	}
+	for (int i = 0; i < 10; i++) /* median */
+		for (int k = i + 1; k < 10; k++)
+			if (ms[k] < ms[i]) {
+				float t = ms[i];
+				ms[i] = ms[k];
+				ms[k] = t;
+			}
+	cudaFree(a);
+	cudaFree(b);
+	return 2.0 * (double)n / ((double)(ms[4] + ms[5]) / 2 / 1e3) / 1e9;
+}
+
+struct seq_state {
+	int32_t hist[2048];
+	uint32_t n_hist;
+	struct samp_params sp;
+};
+
+/* One step of @n sequences (slots slot0..) of @len tokens each from their histories; greedy. */
+static double
+step(const struct be_ops *ops, struct be_model *b, struct seq_state *ss, uint32_t slot0, uint32_t n,
+     uint32_t len)
+{
+	struct be_seq seqs[64];
+	struct be_sample smp[64];
+	int32_t ids[64];
+	struct orch_errinfo e = {0};
+	uint64_t t0 = orch_mono_ns();
+
+	for (uint32_t i = 0; i < n; i++) {
+		seqs[i] = (struct be_seq){slot0 + i, ss[i].n_hist - len,
+		                          ss[i].hist + ss[i].n_hist - len, len, true};
+		smp[i] = (struct be_sample){&ss[i].sp, ss[i].hist, ss[i].n_hist, 0};
+	}
+	if (ops->forward_sample(b, seqs, n, smp, ids, &e) != ORCH_OK) {
+		fprintf(stderr, "orch-gpu-bench: %s\n", e.msg);
+		exit(1);
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ss[i].hist[ss[i].n_hist++] = ids[i];
+	return (double)(orch_mono_ns() - t0) / 1e9;
+}
+
+static atomic_bool stop_busy;
+
+static void *
+busy(void *arg)
+{
+	volatile uint64_t x = 0;
+
+	(void)arg;
+	while (!atomic_load(&stop_busy))
+		x++;
+	return NULL;
+}
+
+static double
+decode_b1(struct be_model *b, struct seq_state *ss)
+{
+	double t = 0;
+
+	ss[0].n_hist = 128;
+	step(&be_cuda_ops, b, ss, 0, 1, 128);
+	for (int i = 0; i < 256; i++)
+		t += step(&be_cuda_ops, b, ss, 0, 1, 1);
+	return 256 / t;
+}
+
+int
+main(int argc, char **argv)
+{
+	int count = 0;
+
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		printf("SKIP: no CUDA device\n");
+		return 77;
+	}
+	double bw = copy_bandwidth();
+	printf("device copy bandwidth: %.0f GB/s (read + write, 1 GiB D2D, median of 10)\n", bw);
+	printf("%-28s %7s %7s %9s %6s %9s %8s %8s %9s\n", "model", "load_s", "load_GBs",
+	       "dec1_tok/s", "bw%", "pre512/s", "dec8/s", "dec64/s", "dec1_busy");
+	for (int a = 1; a < argc; a++) {
+		struct gguf_file *f = NULL;
+		struct model m = {0};
+		struct be_model *b = NULL;
+		struct orch_errinfo e = {0};
+		struct be_config cfg = {.slots = 64,
+		                        .n_ctx = 1024,
+		                        .max_batch_tokens = 512 + 64,
+		                        .device = "cuda:0",
+		                        .model_path = argv[a]};
+		struct seq_state *ss = calloc(64, sizeof(*ss));
+
+		if (ss == NULL || gguf_open(argv[a], &f, &e) || model_load(f, &m, &e)) {
+			fprintf(stderr, "orch-gpu-bench: %s: %s\n", argv[a], e.msg);
+			return 1;
+		}
+		uint64_t t0 = orch_mono_ns();
+		if (be_cuda_ops.load(&m, &cfg, NULL, NULL, &b, &e) != ORCH_OK) {
+			fprintf(stderr, "orch-gpu-bench: %s\n", e.msg);
+			return 1;
+		}
+		double load_s = (double)(orch_mono_ns() - t0) / 1e9;
+		uint64_t wbytes = 0, rowb = 0;
+		for (uint32_t l = 0; l < m.hp.n_layer; l++) {
+			const struct gguf_tensor *ts[] = {
+			        m.layers[l].wq,   m.layers[l].wk,        m.layers[l].wv,
+			        m.layers[l].wqkv, m.layers[l].wo,        m.layers[l].w_gate,
+			        m.layers[l].w_up, m.layers[l].w_gate_up, m.layers[l].w_down};
+			for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+				wbytes += ts[i] ? ts[i]->nbytes : 0;
+		}
+		wbytes += m.output->nbytes; /* read whole per token; the embedding: one row */
+		ggml_row_bytes(m.tok_embd->type, m.hp.n_embd, &rowb);
+		for (uint32_t i = 0; i < 64; i++) {
+			ss[i].sp = samp_defaults();
+			ss[i].sp.temperature = 0;
+			for (uint32_t k = 0; k < 600; k++)
+				ss[i].hist[k] = (int32_t)((k * 7 + i * 13) % 1000 + 3);
+		}
+		double dec1 = decode_b1(b, ss);
+		double per_tok = 1.0 / dec1, frac = (double)(wbytes + rowb) / per_tok / (bw * 1e9);
+		ss[0].n_hist = 512;
+		double pre = 512 / step(&be_cuda_ops, b, ss, 0, 1, 512);
+		double dec[2];
+		for (int k = 0; k < 2; k++) {
+			uint32_t n = k ? 64 : 8;
+			double t = 0;
+			for (uint32_t i = 0; i < n; i++) {
+				ss[i].n_hist = 16;
+				step(&be_cuda_ops, b, ss + i, i, 1, 16);
+			}
+			for (int s = 0; s < 64; s++)
+				t += step(&be_cuda_ops, b, ss, 0, n, 1);
+			dec[k] = n * 64 / t;
+		}
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		pthread_t th[512];
+		atomic_store(&stop_busy, false);
+		for (long i = 0; i < ncpu && i < 512; i++)
+			pthread_create(&th[i], NULL, busy, NULL);
+		double dec1_busy = decode_b1(b, ss);
+		atomic_store(&stop_busy, true);
+		for (long i = 0; i < ncpu && i < 512; i++)
+			pthread_join(th[i], NULL);
+		const char *name = strrchr(argv[a], '/') ? strrchr(argv[a], '/') + 1 : argv[a];
+		printf("%-28.28s %7.2f %7.2f %9.1f %5.1f%% %9.0f %8.0f %8.0f %8.1f (%+.1f%%)\n",
+		       name, load_s,
+		       (double)(wbytes + (m.output != m.tok_embd ? m.tok_embd->nbytes : 0)) /
+		               load_s / 1e9,
+		       dec1, 100 * frac, pre, dec[0], dec[1], dec1_busy,
+		       100 * (dec1_busy / dec1 - 1));
+		be_cuda_ops.free(b);
+		model_free(&m);
+		gguf_close(f);
+		free(ss);
+	}
+	return 0;
+}

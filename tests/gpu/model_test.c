@@ -1,0 +1,363 @@
+/*
+ * model_test.c - the CUDA backend end to end on cuda:0, through the
+ * scheduler:
+ * - stories260K F32, Q8_0, Q4_0: 64 greedy tokens (sampled on the device)
+ *   equal llama.cpp's goldens; logits of steps 0 and 1 within tolerance;
+ * - synthesized qwen2.5-0.5b and phi3-mini-4k (Q4_K_M, written here by
+ *   orch-synth): GPU logits vs CPU logits for 32 decode steps, greedy
+ *   tokens equal;
+ * - greedy tokens identical with and without CUDA graphs, across two runs,
+ *   and alone vs next to other sequences;
+ * - VRAM: a job whose KV slot cannot be allocated fails with VRAM_OOM and
+ *   the next one succeeds; a load that does not fit is INSUFFICIENT_VRAM,
+ *   and orch-worker run exits 1 with the numbers.
+ * Exits 77 where no CUDA device exists.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <cuda_runtime_api.h>
+
+#include "backend.h"
+#include "gguf.h"
+#include "model.h"
+#include "sampler.h"
+#include "scheduler.h"
+#include "synth.h"
+#include "t.h"
+#include "tokenizer.h"
+
+extern const struct be_ops be_cuda_ops;
+
+struct eng {
+	const struct be_ops *ops;
+	struct gguf_file *f;
+	struct model m;
+	struct tok *t;
+	struct be_model *b;
+	struct sched *s;
+};
+
+static orch_err
+eng_open(struct eng *e, const struct be_ops *ops, const char *path, uint32_t slots, bool graphs,
+         struct orch_errinfo *err)
+{
+	struct be_config cfg = {.slots = slots,
+	                        .n_ctx = 512,
+	                        .threads = 4,
+	                        .max_batch_tokens = 64 + slots,
+	                        .device = ops == &be_cuda_ops ? "cuda:0" : "cpu",
+	                        .model_path = path,
+	                        .no_graphs = !graphs};
+	struct sched_config sc = {slots, 512, 64};
+	orch_err rv;
+
+	memset(e, 0, sizeof(*e));
+	e->ops = ops;
+	if ((rv = gguf_open(path, &e->f, err)) || (rv = model_load(e->f, &e->m, err)) ||
+	    (rv = tok_load_gguf(e->f, &e->t, err)) ||
+	    (rv = ops->load(&e->m, &cfg, NULL, NULL, &e->b, err)))
+		return rv;
+	return sched_new(ops, e->b, e->t, e->m.hp.n_vocab, &sc, &e->s);
+}
+
+static void
+eng_close(struct eng *e)
+{
+	sched_free(e->s);
+	if (e->b)
+		e->ops->free(e->b);
+	tok_free(e->t);
+	model_free(&e->m);
+	gguf_close(e->f);
+}
+
+struct out {
+	int32_t ids[256];
+	uint32_t n;
+	float *logits; /* [steps][n_vocab] when logits are wanted */
+	uint32_t n_logits, n_vocab;
+	orch_err err;
+	bool done;
+};
+
+static void
+on_token(void *ctx, struct sched_job *j, uint32_t index, int32_t id, const char *text, size_t n)
+{
+	struct out *o = ctx;
+
+	(void)j, (void)index, (void)text, (void)n;
+	if (id >= 0 && o->n < 256)
+		o->ids[o->n++] = id;
+}
+
+static void
+on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *lg, uint32_t n_vocab)
+{
+	struct out *o = ctx;
+
+	(void)j;
+	if (index < o->n_logits)
+		memcpy(o->logits + (uint64_t)index * n_vocab, lg, n_vocab * 4ull);
+	o->n_vocab = n_vocab;
+}
+
+static void
+on_end(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
+{
+	struct out *o = ctx;
+
+	(void)j, (void)why, (void)msg;
+	o->err = err;
+	o->done = true;
+}
+
+static const struct sched_job_ops with_logits = {on_token, on_logits, on_end};
+static const struct sched_job_ops ids_only = {on_token, NULL, on_end}; /* device sampling */
+
+/* Greedy @max tokens of @prompt; logits of the first @n_logits steps when @logits. */
+static void
+generate(struct eng *e, const int32_t *prompt, uint32_t n_prompt, uint32_t max, float *logits,
+         uint32_t n_logits, struct out *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->logits = logits;
+	o->n_logits = n_logits;
+	struct sched_job j = {.id = 1,
+	                      .prompt = prompt,
+	                      .n_prompt = n_prompt,
+	                      .max_tokens = max,
+	                      .ops = logits ? &with_logits : &ids_only,
+	                      .ctx = o};
+	j.sp = samp_defaults();
+	j.sp.temperature = 0;
+	T_OK(sched_submit(e->s, &j, NULL));
+	while (!sched_idle(e->s))
+		sched_step(e->s);
+}
+
+static double
+max_rel(const float *a, const float *b, uint64_t n)
+{
+	double scale = 0, diff = 0;
+
+	for (uint64_t i = 0; i < n; i++) {
+		if (!isfinite(a[i]))
+			return INFINITY;
+		scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
+		diff = fabs(a[i] - b[i]) > diff ? fabs(a[i] - b[i]) : diff;
+	}
+	return diff / scale;
+}
+
+static void
+golden(const char *model, const char *gold)
+{
+	size_t n;
+	char *g = t_read_file(t_path(gold), &n);
+	cJSON *root = g ? cJSON_ParseWithLength(g, n) : NULL;
+	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"), 0);
+	const cJSON *pt = cJSON_GetObjectItem(c, "prompt_tokens");
+	int32_t prompt[16];
+	uint32_t np = (uint32_t)cJSON_GetArraySize(pt);
+	struct out *o = calloc(1, sizeof(*o));
+	float *lg = calloc(2 * 512, sizeof(float));
+	struct eng e;
+	struct orch_errinfo err = {0};
+
+	free(g);
+	T_TRUE(c != NULL && np <= 16 && o && lg);
+	for (uint32_t i = 0; i < np; i++)
+		prompt[i] = cJSON_GetArrayItem(pt, (int)i)->valueint;
+	T_OK(eng_open(&e, &be_cuda_ops, t_path(model), 1, true, &err));
+	generate(&e, prompt, np, 64, NULL, 0, o); /* sampled on the device */
+	const cJSON *want = cJSON_GetObjectItem(c, "generated_tokens");
+	T_EQ(o->n, cJSON_GetArraySize(want));
+	for (uint32_t i = 0; i < o->n; i++)
+		if (o->ids[i] != cJSON_GetArrayItem(want, (int)i)->valueint) {
+			T_FAIL_("%s on cuda:0: token %u is %d, llama.cpp has %d", model, i,
+			        o->ids[i], cJSON_GetArrayItem(want, (int)i)->valueint);
+			break;
+		}
+	generate(&e, prompt, np, 2, lg, 2, o); /* logits back to the host */
+	double worst = 0;
+	for (int s = 0; s < 2; s++) {
+		const cJSON *gl = cJSON_GetObjectItem(
+		        cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), s), "logits");
+		float ref[512];
+		for (int i = 0; i < 512; i++)
+			ref[i] = (float)cJSON_GetArrayItem(gl, i)->valuedouble;
+		double d = max_rel(lg + s * 512, ref, 512);
+		worst = d > worst ? d : worst;
+	}
+	printf("%s on cuda:0: 64 greedy tokens equal llama.cpp; logits max rel %.2e (bound 2e-3)\n",
+	       model, worst);
+	T_TRUE(worst <= 2e-3);
+	eng_close(&e);
+	cJSON_Delete(root);
+	free(o);
+	free(lg);
+}
+
+static void
+test_golden(void)
+{
+	golden("models/stories260K.gguf", "models/golden-stories260K.json");
+	golden("models/stories260K-Q8_0.gguf", "models/golden-stories260K-Q8_0.json");
+	golden("models/stories260K-Q4_0.gguf", "models/golden-stories260K-Q4_0.json");
+}
+
+static const int32_t synth_prompt[8] = {1, 300, 301, 302, 303, 304, 305, 306};
+
+/* The synthesized models: GPU vs CPU logits for 32 steps, tokens; graphs, reruns, batching. */
+static void
+test_synth(void)
+{
+	static const char *presets[] = {"qwen2.5-0.5b", "phi3-mini-4k"};
+	char path[256];
+
+	for (int k = 0; k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/orch-gpu-%s-%d.gguf",
+		         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", presets[k], (int)getpid());
+		struct synth_opts so = {presets[k], "Q4_K_M", NULL, 0, 7, path};
+		T_OK(synth_write(&so, NULL));
+		struct eng cpu, gpu, nog, bat;
+		struct orch_errinfo err = {0};
+		T_OK(eng_open(&cpu, &be_cpu_ops, path, 1, false, &err));
+		T_OK(eng_open(&gpu, &be_cuda_ops, path, 1, true, &err));
+		uint32_t V = cpu.m.hp.n_vocab;
+		float *lc = malloc(32ull * V * 4), *lgp = malloc(32ull * V * 4);
+		struct out *oc = calloc(1, sizeof(*oc)), *og = calloc(1, sizeof(*og));
+		struct out *o2 = calloc(1, sizeof(*o2)), *o3 = calloc(1, sizeof(*o3));
+		generate(&cpu, synth_prompt, 8, 32, lc, 32, oc);
+		generate(&gpu, synth_prompt, 8, 32, lgp, 32, og);
+		double worst = 0;
+		for (uint32_t s = 0; s < 32 && s < og->n; s++) {
+			double d = max_rel(lgp + (uint64_t)s * V, lc + (uint64_t)s * V, V);
+			worst = d > worst ? d : worst;
+		}
+		printf("%s Q4_K_M: GPU vs CPU logits over 32 steps, max rel %.2e (bound 2e-2)\n",
+		       presets[k], worst);
+		T_TRUE(worst <= 2e-2);
+		T_EQ(og->n, oc->n);
+		if (memcmp(og->ids, oc->ids, oc->n * 4) != 0)
+			T_FAIL_("%s: greedy tokens differ between cuda:0 and cpu", presets[k]);
+		/* device sampling (ids only), twice, with graphs; then without graphs */
+		generate(&gpu, synth_prompt, 8, 32, NULL, 0, o2);
+		generate(&gpu, synth_prompt, 8, 32, NULL, 0, o3);
+		T_TRUE(o2->n == og->n && memcmp(o2->ids, og->ids, og->n * 4) == 0);
+		T_TRUE(o3->n == o2->n && memcmp(o3->ids, o2->ids, o2->n * 4) == 0);
+		T_OK(eng_open(&nog, &be_cuda_ops, path, 1, false, &err));
+		generate(&nog, synth_prompt, 8, 32, NULL, 0, o3);
+		if (o3->n != o2->n || memcmp(o3->ids, o2->ids, o2->n * 4) != 0)
+			T_FAIL_("%s: tokens differ with and without CUDA graphs", presets[k]);
+		/* next to two other sequences (a 5-slot engine, three jobs at once) */
+		T_OK(eng_open(&bat, &be_cuda_ops, path, 5, true, &err));
+		struct out *ob = calloc(3, sizeof(*ob));
+		struct sched_job jobs[3];
+		int32_t other[2][5] = {{1, 400, 401, 402, 403}, {1, 500, 501, 502, 503}};
+		for (int q = 0; q < 3; q++) {
+			jobs[q] = (struct sched_job){.id = (uint64_t)q + 1,
+			                             .prompt = q == 0 ? synth_prompt : other[q - 1],
+			                             .n_prompt = q == 0 ? 8 : 5,
+			                             .max_tokens = 32,
+			                             .ops = &ids_only,
+			                             .ctx = &ob[q]};
+			jobs[q].sp = samp_defaults();
+			jobs[q].sp.temperature = 0;
+			T_OK(sched_submit(bat.s, &jobs[q], NULL));
+		}
+		while (!sched_idle(bat.s))
+			sched_step(bat.s);
+		if (ob[0].n != o2->n || memcmp(ob[0].ids, o2->ids, o2->n * 4) != 0)
+			T_FAIL_("%s: tokens differ alone and next to other sequences", presets[k]);
+		eng_close(&cpu), eng_close(&gpu), eng_close(&nog), eng_close(&bat);
+		free(lc), free(lgp), free(oc), free(og), free(o2), free(o3), free(ob);
+		unlink(path);
+	}
+}
+
+/* Take all but @keep bytes of the device's free memory; returns the blocks (NULL-terminated). */
+static void **
+hog(size_t keep)
+{
+	void **blocks = calloc(4096, sizeof(void *));
+	size_t n = 0, fr, tot;
+
+	for (size_t sz = 1ull << 30; sz >= (1u << 20) && n < 4095;) {
+		cudaMemGetInfo(&fr, &tot);
+		if (fr < keep + sz || cudaMalloc(&blocks[n], sz) != cudaSuccess) {
+			(void)cudaGetLastError();
+			blocks[n] = NULL;
+			sz /= 2;
+			continue;
+		}
+		n++;
+	}
+	return blocks;
+}
+
+static void
+unhog(void **blocks)
+{
+	for (size_t i = 0; blocks[i] != NULL; i++)
+		cudaFree(blocks[i]);
+	free(blocks);
+}
+
+static void
+test_vram(void)
+{
+	struct eng e;
+	struct orch_errinfo err = {0};
+	struct out *o = calloc(1, sizeof(*o));
+	int32_t prompt[5] = {1, 403, 407, 261, 378};
+
+	T_OK(eng_open(&e, &be_cuda_ops, t_path("models/stories260K.gguf"), 2, true, &err));
+	void **h = hog(0); /* another process took the memory after load */
+	generate(&e, prompt, 5, 8, NULL, 0, o);
+	printf("a job with no VRAM for its KV slot: %s\n", orch_err_name(o->err));
+	T_EQ(o->err, ORCH_EVRAM);
+	unhog(h);
+	generate(&e, prompt, 5, 8, NULL, 0, o);
+	T_EQ(o->err, ORCH_OK);
+	T_EQ(o->n, 8);
+	T_OK(e.ops->check(e.b, &err));
+	eng_close(&e);
+
+	/* a load that does not fit: a clear error, and orch-worker run exits 1 */
+	h = hog(64u << 20);
+	T_ERR(eng_open(&e, &be_cuda_ops, t_path("models/stories260K.gguf"), 2, true, &err),
+	      ORCH_EINSUFFICIENT_VRAM);
+	printf("load with 64 MiB free: %s\n", err.msg);
+	T_TRUE(strstr(err.msg, "cuda:0") && strstr(err.msg, "stories260K") &&
+	       strstr(err.msg, "MiB free"));
+	eng_close(&e);
+	char cmd[1024];
+	snprintf(cmd, sizeof(cmd),
+	         "%s/orch-worker run --model %s --device cuda:0 --prompt x -n 4 2>&1 | grep -q "
+	         "MiB.free; s=(${PIPESTATUS[@]}); test ${s[0]} = 1 -a ${s[1]} = 0",
+	         getenv("ORCH_BIN") ? getenv("ORCH_BIN") : ".", t_path("models/stories260K.gguf"));
+	char full[1200];
+	snprintf(full, sizeof(full), "bash -c '%s'", cmd);
+	T_EQ(system(full), 0);
+	unhog(h);
+	free(o);
+}
+
+int
+main(void)
+{
+	int count = 0;
+
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
+		T_SKIP("no CUDA device");
+	T_RUN(test_golden);
+	T_RUN(test_synth);
+	T_RUN(test_vram);
+	return t_done();
+}
