@@ -22,43 +22,6 @@
 #include "cuda_int.h"
 #include "gguf.h"
 
-static orch_err
-check_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_T,
-            struct orch_errinfo *reterr)
-{
-	uint64_t T = 0;
-
-	if (n == 0 || n > b->cfg.slots)
-		return orch_errf(reterr, ORCH_EINVAL, "a batch of %u sequences (1..%u)", n,
-		                 b->cfg.slots);
-	for (uint32_t i = 0; i < n; i++) {
-		const struct be_seq *s = &seqs[i];
-		if (s->slot >= b->cfg.slots || s->n_tokens == 0)
-			return orch_errf(reterr, ORCH_EINVAL,
-			                 "sequence %u: bad slot %u or no tokens", i, s->slot);
-		for (uint32_t k = 0; k < i; k++)
-			if (seqs[k].slot == s->slot)
-				return orch_errf(reterr, ORCH_EINVAL,
-				                 "slot %u appears twice in one batch", s->slot);
-		if ((uint64_t)s->pos + s->n_tokens > b->cfg.n_ctx)
-			return orch_errf(
-			        reterr, ORCH_ECONTEXT,
-			        "sequence in slot %u needs %llu positions, the context holds %u",
-			        s->slot, (unsigned long long)s->pos + s->n_tokens, b->cfg.n_ctx);
-		for (uint32_t k = 0; k < s->n_tokens; k++)
-			if (s->tokens[k] < 0 || (uint32_t)s->tokens[k] >= b->m->hp.n_vocab)
-				return orch_errf(reterr, ORCH_EINVAL,
-				                 "token id %d is outside the vocabulary",
-				                 s->tokens[k]);
-		T += s->n_tokens;
-	}
-	if (T > b->cfg.max_batch_tokens)
-		return orch_errf(reterr, ORCH_EINVAL, "batch of %llu tokens exceeds %u",
-		                 (unsigned long long)T, b->cfg.max_batch_tokens);
-	*ret_T = (uint32_t)T;
-	return ORCH_OK;
-}
-
 #define TRY(call)                                 \
 	do {                                      \
 		if ((ce = (call)) != cudaSuccess) \
@@ -181,7 +144,9 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 
 	if (b->dead)
 		return orch_errf(reterr, ORCH_ECUDA, "the CUDA context is unusable");
-	if ((rv = check_batch(b, seqs, n, &T, reterr)) != ORCH_OK)
+	if (n == 0)
+		return orch_errf(reterr, ORCH_EINVAL, "an empty batch");
+	if ((rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, seqs, n, &T, reterr)) != ORCH_OK)
 		return rv;
 	for (uint32_t i = 0; i < n; i++)
 		if (b->k_slot[seqs[i].slot] == NULL &&

@@ -123,6 +123,14 @@ struct be_ops {
 extern const struct be_ops be_cpu_ops;
 
 /*
+ * be_check_batch - what every forward checks first: slots in range and
+ * distinct, tokens in the vocabulary, positions inside n_ctx (ORCH_ECONTEXT),
+ * at most max_batch_tokens in all (ORCH_EINVAL). *@ret_T: the tokens.
+ */
+orch_err be_check_batch(const struct be_config *cfg, uint32_t n_vocab, const struct be_seq *seqs,
+                        uint32_t n, uint32_t *ret_T, struct orch_errinfo *reterr);
+
+/*
  * be_for_device - the backend of @device: "cpu", or "cuda:N". A CUDA device
  * in a build or on a machine without CUDA is ORCH_EUNSUPPORTED with a clear
  * message: a worker never falls back to the CPU silently.

@@ -22,40 +22,6 @@
 #include "gguf.h"
 #include "quant.h"
 
-static orch_err
-check_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_T,
-            struct orch_errinfo *reterr)
-{
-	uint64_t T = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		const struct be_seq *s = &seqs[i];
-		if (s->slot >= b->cfg.slots || s->n_tokens == 0)
-			return orch_errf(reterr, ORCH_EINVAL,
-			                 "sequence %u: bad slot %u or no tokens", i, s->slot);
-		for (uint32_t k = 0; k < i; k++)
-			if (seqs[k].slot == s->slot)
-				return orch_errf(reterr, ORCH_EINVAL,
-				                 "slot %u appears twice in one batch", s->slot);
-		if ((uint64_t)s->pos + s->n_tokens > b->cfg.n_ctx)
-			return orch_errf(
-			        reterr, ORCH_ECONTEXT,
-			        "sequence in slot %u needs %llu positions, the context holds %u",
-			        s->slot, (unsigned long long)s->pos + s->n_tokens, b->cfg.n_ctx);
-		for (uint32_t k = 0; k < s->n_tokens; k++)
-			if (s->tokens[k] < 0 || (uint32_t)s->tokens[k] >= b->m->hp.n_vocab)
-				return orch_errf(reterr, ORCH_EINVAL,
-				                 "token id %d is outside the vocabulary",
-				                 s->tokens[k]);
-		T += s->n_tokens;
-	}
-	if (T > b->cfg.max_batch_tokens)
-		return orch_errf(reterr, ORCH_EINVAL, "batch of %llu tokens exceeds %u",
-		                 (unsigned long long)T, b->cfg.max_batch_tokens);
-	*ret_T = (uint32_t)T;
-	return ORCH_OK;
-}
-
 /* Byte offset of (layer, slot, pos) in a cache of @elem-byte elements. */
 static uint64_t
 kv_off(const struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, size_t elem)
@@ -191,7 +157,7 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 	const struct model_hparams *hp = &m->hp;
 	uint32_t T = 0, t = 0, n_out = 0;
 	uint64_t row_bytes;
-	orch_err rv = check_batch(b, seqs, n, &T, reterr);
+	orch_err rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, seqs, n, &T, reterr);
 
 	if (rv != ORCH_OK)
 		return rv;
