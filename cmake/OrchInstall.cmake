@@ -17,6 +17,12 @@ file(READ ${CMAKE_SOURCE_DIR}/systemd/orchd.service _unit)
 string(REPLACE "/usr/local/bin/orchd" "${CMAKE_INSTALL_FULL_BINDIR}/orchd" _unit "${_unit}")
 string(REPLACE "/usr/local/share/doc/orch" "${CMAKE_INSTALL_FULL_DOCDIR}" _unit "${_unit}")
 file(WRITE ${CMAKE_BINARY_DIR}/systemd/orchd.service "${_unit}")
+# The CUDA backend module, where orch-worker looks for it (../lib/orch beside bin/),
+# keeping the rpath to the CUDA toolkit's libraries.
+if(TARGET orch-cuda)
+	set_target_properties(orch-cuda PROPERTIES INSTALL_RPATH "${CUDAToolkit_LIBRARY_DIR}")
+	install(TARGETS orch-cuda LIBRARY DESTINATION lib/orch)
+endif()
 install(FILES ${CMAKE_BINARY_DIR}/systemd/orchd.service DESTINATION ${ORCH_SYSTEMD_LIBDIR}/systemd/system)
 install(FILES systemd/orchd.sysusers DESTINATION ${ORCH_SYSTEMD_LIBDIR}/sysusers.d RENAME orchd.conf)
 install(FILES systemd/orchd.tmpfiles DESTINATION ${ORCH_SYSTEMD_LIBDIR}/tmpfiles.d RENAME orchd.conf)

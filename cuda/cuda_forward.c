@@ -267,8 +267,10 @@ capture(struct be_model *b, uint32_t k)
 orch_err
 cu_graphs_build(struct be_model *b, struct orch_errinfo *reterr)
 {
-	uint32_t long_T = b->cfg.max_batch_tokens < 2 * CU_MMV_MAX_TOKENS ? b->cfg.max_batch_tokens
-	                                                                  : 2 * CU_MMV_MAX_TOKENS;
+	uint32_t long_T = 2 * CU_MMV_MAX_TOKENS; /* positions 0.. of the padding slot */
+
+	long_T = b->cfg.max_batch_tokens < long_T ? b->cfg.max_batch_tokens : long_T;
+	long_T = b->cfg.n_ctx < long_T ? b->cfg.n_ctx : long_T;
 	cudaError_t ce;
 
 	/* every path once, so that module loading and cuBLAS set-up happen now */
