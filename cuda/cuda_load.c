@@ -29,42 +29,18 @@ aligned(uint64_t n)
 	return (n + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
 }
 
-/* Each distinct tensor of @m, in a fixed order; the tied output is the embedding. */
-static uint32_t
-tensors(const struct model *m, const struct gguf_tensor **out)
+static void
+add_aligned(const struct gguf_tensor *t, void *ctx)
 {
-	uint32_t n = 0;
-
-	out[n++] = m->tok_embd;
-	out[n++] = m->output_norm;
-	if (m->output != m->tok_embd)
-		out[n++] = m->output;
-	if (m->rope_freqs)
-		out[n++] = m->rope_freqs;
-	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
-		const struct model_layer *L = &m->layers[l];
-		const struct gguf_tensor *ts[] = {L->attn_norm, L->wq,       L->wk,     L->wv,
-		                                  L->wqkv,      L->bq,       L->bk,     L->bv,
-		                                  L->wo,        L->ffn_norm, L->w_gate, L->w_up,
-		                                  L->w_gate_up, L->w_down};
-		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
-			if (ts[i] != NULL)
-				out[n++] = ts[i];
-	}
-	return n;
+	*(uint64_t *)ctx += aligned(t->nbytes);
 }
 
 uint64_t
 cu_weight_bytes(const struct model *m)
 {
-	const struct gguf_tensor **ts = orch_calloc(4 + 14ull * m->hp.n_layer, sizeof(*ts));
 	uint64_t total = 0;
 
-	if (ts == NULL)
-		return UINT64_MAX;
-	for (uint32_t i = 0, n = tensors(m, ts); i < n; i++)
-		total += aligned(ts[i]->nbytes);
-	free(ts);
+	model_for_each_tensor(m, add_aligned, &total);
 	return total;
 }
 

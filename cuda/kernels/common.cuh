@@ -5,17 +5,9 @@
 
 namespace cuk {
 
-__device__ __forceinline__ float
-warp_sum(float v)
-{
-#pragma unroll
-	for (int o = 16; o > 0; o >>= 1)
-		v += __shfl_xor_sync(0xffffffffu, v, o);
-	return v;
-}
-
-__device__ __forceinline__ double
-warp_sum_d(double v)
+template <typename T>
+__device__ __forceinline__ T
+warp_sum(T v)
 {
 #pragma unroll
 	for (int o = 16; o > 0; o >>= 1)
@@ -49,7 +41,24 @@ div_up(uint64_t a, uint64_t b)
 
 #include <stdio.h>
 
+#include "../kernels.h"
+#include "ggml_type.h"
+
 namespace cuk {
+
+/* every_type - @one(type, why, why_len) for each type the kernels support; the first error. */
+static inline cudaError_t
+every_type(cudaError_t (*one)(uint32_t, char *, size_t), char *why, size_t why_len)
+{
+	for (uint32_t t = 0; t < GGML_TYPE_ID_LIMIT; t++) {
+		if (!cuk_type_supported(t))
+			continue;
+		cudaError_t e = one(t, why, why_len);
+		if (e != cudaSuccess)
+			return e;
+	}
+	return cudaSuccess;
+}
 
 /*
  * fits - whether @kernel exists for the current device (its binary has code

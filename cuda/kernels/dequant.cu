@@ -89,12 +89,5 @@ dequant_check_type(uint32_t type, char *why, size_t why_len)
 cudaError_t
 cuk_check_dequant(char *why, size_t why_len)
 {
-	for (uint32_t t = 0; t < GGML_TYPE_ID_LIMIT; t++) {
-		if (!cuk_type_supported(t))
-			continue;
-		cudaError_t e = dequant_check_type(t, why, why_len);
-		if (e != cudaSuccess)
-			return e;
-	}
-	return cudaSuccess;
+	return cuk::every_type(dequant_check_type, why, why_len);
 }

@@ -80,12 +80,5 @@ embed_check_type(uint32_t type, char *why, size_t why_len)
 cudaError_t
 cuk_check_embed(char *why, size_t why_len)
 {
-	for (uint32_t t = 0; t < GGML_TYPE_ID_LIMIT; t++) {
-		if (!cuk_type_supported(t))
-			continue;
-		cudaError_t e = embed_check_type(t, why, why_len);
-		if (e != cudaSuccess)
-			return e;
-	}
-	return cudaSuccess;
+	return cuk::every_type(embed_check_type, why, why_len);
 }

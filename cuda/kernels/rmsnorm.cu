@@ -31,7 +31,7 @@ __launch_bounds__(THREADS) rmsnorm_kernel(float *x, const float *delta, const fl
 		}
 		s += (double)__fmul_rn(v, v);
 	}
-	s = cuk::warp_sum_d(s);
+	s = cuk::warp_sum(s);
 	if (threadIdx.x % 32 == 0)
 		part[threadIdx.x / 32] = s;
 	__syncthreads();

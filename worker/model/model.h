@@ -58,6 +58,13 @@ orch_err model_load(const struct gguf_file *f, struct model *m, struct orch_erri
 /* model_free - free what model_load allocated; the struct may be reused. */
 void model_free(struct model *m);
 
+/*
+ * model_for_each_tensor - @fn on each distinct tensor of @m: the embedding,
+ * output norm, output (unless tied), rope factors, then each layer's.
+ */
+void model_for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *),
+                           void *ctx);
+
 /* model_arch_name - "llama", "qwen2", "phi3". */
 const char *model_arch_name(enum model_arch a);
 

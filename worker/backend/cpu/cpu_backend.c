@@ -17,26 +17,6 @@
 #include "gguf.h"
 
 static void
-for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *), void *ctx)
-{
-	const struct gguf_tensor *top[] = {m->tok_embd, m->output_norm, m->output, m->rope_freqs};
-
-	for (size_t i = 0; i < 4; i++)
-		if (top[i] != NULL && (i != 2 || top[i] != m->tok_embd))
-			fn(top[i], ctx);
-	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
-		const struct model_layer *L = &m->layers[l];
-		const struct gguf_tensor *ts[] = {L->attn_norm, L->wq,       L->wk,     L->wv,
-		                                  L->wqkv,      L->bq,       L->bk,     L->bv,
-		                                  L->wo,        L->ffn_norm, L->w_gate, L->w_up,
-		                                  L->w_gate_up, L->w_down};
-		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
-			if (ts[i] != NULL)
-				fn(ts[i], ctx);
-	}
-}
-
-static void
 add_bytes(const struct gguf_tensor *t, void *ctx)
 {
 	*(uint64_t *)ctx += t->nbytes;
@@ -150,7 +130,7 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 		rv = orch_errf(reterr, ORCH_ENOMEM, "cpu backend: out of memory");
 		goto fail;
 	}
-	for_each_tensor(m, add_bytes, &b->weight_bytes);
+	model_for_each_tensor(m, add_bytes, &b->weight_bytes);
 	if ((rv = alloc_buffers(b, reterr)) != ORCH_OK)
 		goto fail;
 	tc.total = b->weight_bytes;
@@ -158,7 +138,7 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 	tc.ctx = ctx;
 	if (progress)
 		progress(ctx, 0, tc.total);
-	for_each_tensor(m, touch_tensor, &tc);
+	model_for_each_tensor(m, touch_tensor, &tc);
 	if (progress)
 		progress(ctx, tc.total, tc.total);
 	*ret = b;
