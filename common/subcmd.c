@@ -18,9 +18,15 @@ subcmd_main(const char *prog, const struct subcmd *cmds, size_t n, int argc, cha
 		usage(argc < 2 ? stderr : stdout, prog, cmds, n);
 		return argc < 2 ? 2 : 0;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(argv[1], cmds[i].name) == 0)
-			return cmds[i].run(argc - 1, argv + 1);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(argv[1], cmds[i].name) != 0)
+			continue;
+		if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+			printf("usage: %s %s\n", prog, cmds[i].help);
+			return 0;
+		}
+		return cmds[i].run(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "%s: unknown command '%s'\n", prog, argv[1]);
 	usage(stderr, prog, cmds, n);
 	return 2;

@@ -2,7 +2,8 @@
 /*
  * subcmd.h - "PROG COMMAND [ARGS]" dispatch shared by orchctl and
  * orch-worker: a table of commands, usage on stderr (exit 2) or with --help
- * on stdout (exit 0), and "unknown command" for anything else.
+ * on stdout (exit 0), "PROG COMMAND --help" prints that command's usage line
+ * (exit 0), and "unknown command" for anything else.
  */
 #include <stddef.h>
 

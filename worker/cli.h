@@ -22,11 +22,18 @@ int cli_attach(int argc, char **argv);
 /* cli_run - "run --model FILE (--prompt T | --prompt-file F) [...]": one-shot generation. */
 int cli_run(int argc, char **argv);
 
+#include <stdbool.h>
+
+struct model_text;
 struct tok;
 
 /*
- * cli_load_tok - the tokenizer of @model: its GGUF metadata, or with
- * @kind "hf-json" the tokenizer.json in the model's directory. Prints the
- * error and returns NULL on failure.
+ * cli_load_text - the tokenizer and chat template of @model into @mt
+ * (zeroed): from its GGUF metadata, or with @kind "hf-json" from the
+ * tokenizer.json and tokenizer_config.json in the model's directory
+ * (model_text.h). Prints the error and returns false on failure.
  */
+bool cli_load_text(const char *model, const char *kind, struct model_text *mt);
+
+/* cli_load_tok - just the tokenizer of cli_load_text(); NULL on failure (printed). */
 struct tok *cli_load_tok(const char *model, const char *kind);

@@ -17,10 +17,9 @@
 #include <cjson/cJSON.h>
 
 #include "alloc.h"
-#include "chat.h"
 #include "cli.h"
-#include "gguf.h"
 #include "jinja.h"
+#include "model_text.h"
 #include "readfile.h"
 #include "tokenizer.h"
 
@@ -38,10 +37,9 @@ parse_now(const char *s)
 
 /* bos_token/eos_token from the model when the messages file does not set them. */
 static void
-default_tokens(const char *model, cJSON *vars)
+default_tokens(const struct tok *t, cJSON *vars)
 {
-	struct tok *t = cli_load_tok(model, NULL);
-	int32_t ids[2] = {t ? tok_bos(t) : -1, t ? tok_eos(t) : -1};
+	int32_t ids[2] = {tok_bos(t), tok_eos(t)};
 	static const char *const keys[2] = {"bos_token", "eos_token"};
 
 	for (int i = 0; i < 2; i++) {
@@ -52,33 +50,36 @@ default_tokens(const char *model, cJSON *vars)
 			cJSON_AddStringToObject(vars, keys[i], copy ? copy : "");
 		free(copy);
 	}
-	tok_free(t);
 }
 
 static struct jinja_tmpl *
-load_template(const char *model, const char *tmpl_path)
+read_template(const char *tmpl_path)
 {
 	struct jinja_tmpl *t = NULL;
 	struct orch_errinfo e = {0};
-	bool fallback = false;
+	size_t n;
+	char *src = NULL;
 
-	if (tmpl_path != NULL) {
-		size_t n;
-		char *src = NULL;
-		if (orch_read_file(tmpl_path, CLI_MAX_INPUT, &src, &n, &e) != ORCH_OK ||
-		    jinja_compile(tmpl_path, src, n, &t, &e) != ORCH_OK)
-			fprintf(stderr, "orch-worker: %s\n", e.msg);
-		orch_free(src);
-		return t;
-	}
-	struct gguf_file *f = NULL;
-	if (gguf_open(model, &f, &e) != ORCH_OK ||
-	    chat_template_from_gguf(f, &t, &fallback, &e) != ORCH_OK)
+	if (orch_read_file(tmpl_path, CLI_MAX_INPUT, &src, &n, &e) != ORCH_OK ||
+	    jinja_compile(tmpl_path, src, n, &t, &e) != ORCH_OK)
 		fprintf(stderr, "orch-worker: %s\n", e.msg);
-	else if (fallback)
+	orch_free(src);
+	return t;
+}
+
+/* The model's template (taking it from @mt), saying so when it is the fallback. */
+static struct jinja_tmpl *
+model_template(const char *model, struct model_text *mt, cJSON *vars)
+{
+	struct jinja_tmpl *t = mt->tmpl;
+
+	default_tokens(mt->tok, vars);
+	if (t == NULL)
+		fprintf(stderr, "orch-worker: %s\n", mt->tmpl_err.msg);
+	else if (mt->origin == CHAT_FALLBACK)
 		fprintf(stderr, "orch-worker: %s has no chat template; using the fallback format\n",
 		        model);
-	gguf_close(f);
+	mt->tmpl = NULL;
 	return t;
 }
 
@@ -109,8 +110,9 @@ cli_chat_template(int argc, char **argv)
 	                                         {"messages", required_argument, NULL, 'j'},
 	                                         {"no-generation-prompt", no_argument, NULL, 'n'},
 	                                         {"now", required_argument, NULL, 'w'},
+	                                         {"tokenizer", required_argument, NULL, 'k'},
 	                                         {NULL, 0, NULL, 0}};
-	const char *model = NULL, *tmpl = NULL, *msgs = NULL;
+	const char *model = NULL, *tmpl = NULL, *msgs = NULL, *kind = NULL;
 	bool gen = true;
 	int64_t now = -1;
 	int c, rc = 1;
@@ -129,6 +131,9 @@ cli_chat_template(int argc, char **argv)
 		case 'n':
 			gen = false;
 			break;
+		case 'k':
+			kind = optarg;
+			break;
 		case 'w':
 			if ((now = parse_now(optarg)) == -2) {
 				fprintf(stderr,
@@ -141,9 +146,10 @@ cli_chat_template(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((model == NULL) == (tmpl == NULL) || msgs == NULL || optind != argc) {
+	if ((model == NULL) == (tmpl == NULL) || msgs == NULL || optind != argc ||
+	    (kind != NULL && model == NULL)) {
 		fprintf(stderr,
-		        "usage: orch-worker chat-template (--model FILE | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]\n");
+		        "usage: orch-worker chat-template (--model FILE [--tokenizer gguf|hf-json] | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]\n");
 		return 2;
 	}
 	size_t n = 0;
@@ -165,12 +171,16 @@ cli_chat_template(int argc, char **argv)
 	cJSON_AddBoolToObject(vars, "add_generation_prompt", gen);
 	if (!cJSON_HasObjectItem(vars, "tools"))
 		cJSON_AddNullToObject(vars, "tools");
-	if (model != NULL)
-		default_tokens(model, vars);
-	struct jinja_tmpl *t = load_template(model, tmpl);
+	struct model_text mt = {0};
+	struct jinja_tmpl *t = NULL;
+	if (model == NULL)
+		t = read_template(tmpl);
+	else if (cli_load_text(model, kind, &mt))
+		t = model_template(model, &mt, vars);
 	if (t != NULL)
 		rc = render(t, vars, now);
 	jinja_free(t);
+	model_text_fini(&mt);
 	cJSON_Delete(vars);
 	return rc;
 }

@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "gguf.h"
 #include "model.h"
+#include "model_text.h"
 #include "parse.h"
 #include "prompt.h"
 #include "readfile.h"
@@ -32,6 +33,7 @@ struct run_opts {
 	uint32_t n, n_ctx, threads, dump_n;
 	struct samp_params sp;
 	bool seed_given;
+	enum text_source tokenizer;
 	const char *stops[16];
 	uint32_t n_stops;
 };
@@ -179,6 +181,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	                                         {"dump-logits", required_argument, NULL, 'L'},
 	                                         {"kv-f32", no_argument, NULL, 'K'},
 	                                         {"no-graphs", no_argument, NULL, 'G'},
+	                                         {"tokenizer", required_argument, NULL, 'z'},
 	                                         {NULL, 0, NULL, 0}};
 	uint32_t k;
 	uint64_t seed;
@@ -263,6 +266,14 @@ parse_args(int argc, char **argv, struct run_opts *o)
 		case 'G':
 			o->no_graphs = true;
 			break;
+		case 'z':
+			if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
+				fprintf(stderr,
+				        "orch-worker run: --tokenizer wants gguf or hf-json, got '%s'\n",
+				        optarg);
+				ok = false;
+			}
+			break;
 		default:
 			ok = false;
 		}
@@ -273,7 +284,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	if (o->model == NULL || (o->prompt == NULL) == (o->prompt_file == NULL) || optind != argc ||
 	    (!o->jsonl && strcmp(o->format, "text") != 0)) {
 		fprintf(stderr,
-		        "usage: orch-worker run --model FILE [--device cpu|cuda:N] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32] [--no-graphs]\n");
+		        "usage: orch-worker run --model FILE [--device cpu|cuda:N] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32] [--no-graphs] [--tokenizer gguf|hf-json]\n");
 		return 2;
 	}
 	if (!o->seed_given)
@@ -283,8 +294,8 @@ parse_args(int argc, char **argv, struct run_opts *o)
 
 /* The prompt's ids: BOS per the model, special text parsed. */
 static orch_err
-prompt_ids(const struct run_opts *o, const struct gguf_file *f, const struct tok *t,
-           struct tok_ids *ids, struct orch_errinfo *e)
+prompt_ids(const struct run_opts *o, const struct model_text *mt, struct tok_ids *ids,
+           struct orch_errinfo *e)
 {
 	char *text = NULL;
 	size_t n = o->prompt ? strlen(o->prompt) : 0;
@@ -294,13 +305,13 @@ prompt_ids(const struct run_opts *o, const struct gguf_file *f, const struct tok
 		return rv;
 	const char *src = text ? text : o->prompt;
 	struct prompt_msg user = {"user", src};
-	rv = prompt_encode(f, t, src, n, o->chat ? &user : NULL, o->chat ? 1 : 0, ids, e);
+	rv = prompt_encode(mt, src, n, o->chat ? &user : NULL, o->chat ? 1 : 0, ids, e);
 	orch_free(text);
 	return rv;
 }
 
 static int
-generate(const struct run_opts *o, struct gguf_file *f, const struct model *m, const struct tok *t)
+generate(const struct run_opts *o, const struct model *m, const struct model_text *mt)
 {
 	const struct be_ops *ops;
 	struct be_model *b = NULL;
@@ -324,9 +335,9 @@ generate(const struct run_opts *o, struct gguf_file *f, const struct model *m, c
 	static const struct sched_job_ops jops = {on_token, on_logits, on_end};
 
 	if (be_for_device(o->device, &ops, &e) != ORCH_OK ||
-	    prompt_ids(o, f, t, &ids, &e) != ORCH_OK ||
+	    prompt_ids(o, mt, &ids, &e) != ORCH_OK ||
 	    ops->load(m, &cfg, progress, &last_pct, &b, &e) != ORCH_OK ||
-	    sched_new(ops, b, t, m->hp.n_vocab, &sc, &s) != ORCH_OK) {
+	    sched_new(ops, b, mt->tok, m->hp.n_vocab, &sc, &s) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: %s\n", e.msg[0] ? e.msg : "out of memory");
 		goto out;
 	}
@@ -371,24 +382,20 @@ cli_run(int argc, char **argv)
 	struct run_opts o = {0};
 	struct gguf_file *f = NULL;
 	struct model m = {0};
-	struct tok *t = NULL;
+	struct model_text mt = {0};
 	struct orch_errinfo e = {0};
 	int rc = parse_args(argc, argv, &o);
 
 	if (rc != 0)
 		return rc;
 	if (gguf_open(o.model, &f, &e) != ORCH_OK || model_load(f, &m, &e) != ORCH_OK ||
-	    tok_load_gguf(f, &t, &e) != ORCH_OK) {
+	    model_text_load(o.model, f, o.tokenizer, m.hp.n_vocab, &mt, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: %s\n", e.msg);
 		rc = 1;
-	} else if (tok_n_vocab(t) != m.hp.n_vocab) {
-		fprintf(stderr, "orch-worker: %s: the tokenizer has %u tokens, the model %u\n",
-		        o.model, tok_n_vocab(t), m.hp.n_vocab);
-		rc = 1;
 	} else {
-		rc = generate(&o, f, &m, t);
+		rc = generate(&o, &m, &mt);
 	}
-	tok_free(t);
+	model_text_fini(&mt);
 	model_free(&m);
 	gguf_close(f);
 	return rc;

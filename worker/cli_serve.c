@@ -16,7 +16,8 @@ usage(void)
 	fprintf(stderr,
 	        "usage: orch-worker serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID "
 	        "[--slots N] [--context N] [--threads N] [--heartbeat-ms N] "
-	        "[--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL] [--residency-check-s N] [--no-graphs]\n");
+	        "[--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL] [--residency-check-s N] [--no-graphs] "
+	        "[--tokenizer gguf|hf-json]\n");
 }
 
 static bool
@@ -51,6 +52,7 @@ cli_serve(int argc, char **argv)
 	        {"debug-endpoint", required_argument, NULL, 'D'},
 	        {"residency-check-s", required_argument, NULL, 'r'},
 	        {"no-graphs", no_argument, NULL, 'G'},
+	        {"tokenizer", required_argument, NULL, 'K'},
 	        {NULL, 0, NULL, 0}};
 	struct serve_opts o = {
 	        .device = "cpu", .slots = 4, .heartbeat_ms = 1000, .chunk = 512, .residency_s = 60};
@@ -99,6 +101,14 @@ cli_serve(int argc, char **argv)
 			break;
 		case 'G':
 			o.no_graphs = true;
+			break;
+		case 'K':
+			if (text_source_parse(optarg, &o.tokenizer) != ORCH_OK) {
+				fprintf(stderr,
+				        "orch-worker serve: --tokenizer wants gguf or hf-json, got '%s'\n",
+				        optarg);
+				ok = false;
+			}
 			break;
 		default:
 			ok = false;

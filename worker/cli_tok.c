@@ -6,7 +6,6 @@
  * of strings. detokenize prints the text exactly, with no newline added.
  */
 #include <getopt.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,33 +13,43 @@
 #include "alloc.h"
 #include "cli.h"
 #include "gguf.h"
+#include "model_text.h"
 #include "parse.h"
 #include "readfile.h"
 #include "sbuf.h"
 #include "tokenizer.h"
 
+bool
+cli_load_text(const char *model, const char *kind, struct model_text *mt)
+{
+	struct gguf_file *f = NULL;
+	struct orch_errinfo e = {0};
+	enum text_source src;
+	bool ok;
+
+	if (text_source_parse(kind, &src) != ORCH_OK) {
+		fprintf(stderr, "orch-worker: --tokenizer wants gguf or hf-json, got '%s'\n", kind);
+		return false;
+	}
+	ok = gguf_open(model, &f, &e) == ORCH_OK &&
+	     model_text_load(model, f, src, 0, mt, &e) == ORCH_OK;
+	if (!ok)
+		fprintf(stderr, "orch-worker: %s\n", e.msg);
+	gguf_close(f);
+	return ok;
+}
+
 struct tok *
 cli_load_tok(const char *model, const char *kind)
 {
-	struct gguf_file *f = NULL;
-	struct tok *t = NULL;
-	struct orch_errinfo e = {0};
+	struct model_text mt = {0};
+	struct tok *t;
 
-	if (kind != NULL && strcmp(kind, "hf-json") == 0) {
-		char dir[4096], path[4200];
-		snprintf(dir, sizeof(dir), "%s", model);
-		snprintf(path, sizeof(path), "%s/tokenizer.json", dirname(dir));
-		if (tok_load_hf_json(path, &t, &e) != ORCH_OK)
-			fprintf(stderr, "orch-worker: %s\n", e.msg);
-		return t;
-	}
-	if (kind != NULL && strcmp(kind, "gguf") != 0) {
-		fprintf(stderr, "orch-worker: --tokenizer wants gguf or hf-json, got '%s'\n", kind);
+	if (!cli_load_text(model, kind, &mt))
 		return NULL;
-	}
-	if (gguf_open(model, &f, &e) != ORCH_OK || tok_load_gguf(f, &t, &e) != ORCH_OK)
-		fprintf(stderr, "orch-worker: %s\n", e.msg);
-	gguf_close(f);
+	t = mt.tok;
+	mt.tok = NULL;
+	model_text_fini(&mt);
 	return t;
 }
 

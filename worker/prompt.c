@@ -10,7 +10,6 @@
 #include <cjson/cJSON.h>
 
 #include "alloc.h"
-#include "chat.h"
 #include "jinja.h"
 #include "sbuf.h"
 
@@ -26,17 +25,20 @@ token_string(const struct tok *t, int32_t id)
 
 /* @msgs rendered by the model's template into *@ret (*@ret_n bytes). */
 static orch_err
-render(const struct gguf_file *f, const struct tok *t, const struct prompt_msg *msgs, size_t n_msgs,
-       char **ret, size_t *ret_n, struct orch_errinfo *reterr)
+render(const struct model_text *mt, const struct prompt_msg *msgs, size_t n_msgs, char **ret,
+       size_t *ret_n, struct orch_errinfo *reterr)
 {
-	struct jinja_tmpl *tmpl = NULL;
+	const struct tok *t = mt->tok;
 	struct sbuf out = {0};
-	bool fallback;
 	orch_err rv = ORCH_ENOMEM;
 	cJSON *vars = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(vars, "messages");
 	char *bos = token_string(t, tok_bos(t)), *eos = token_string(t, tok_eos(t));
 
 	*ret = NULL;
+	if (mt->tmpl == NULL) {
+		rv = orch_errf(reterr, ORCH_ETEMPLATE, "%s", mt->tmpl_err.msg);
+		goto out;
+	}
 	if (vars == NULL || arr == NULL || bos == NULL || eos == NULL)
 		goto out;
 	for (size_t i = 0; i < n_msgs; i++) {
@@ -51,8 +53,7 @@ render(const struct gguf_file *f, const struct tok *t, const struct prompt_msg *
 	    cJSON_AddStringToObject(vars, "bos_token", bos) == NULL ||
 	    cJSON_AddStringToObject(vars, "eos_token", eos) == NULL)
 		goto out;
-	if ((rv = chat_template_from_gguf(f, &tmpl, &fallback, reterr)) != ORCH_OK ||
-	    (rv = jinja_render(tmpl, vars, NULL, &out, reterr)) != ORCH_OK)
+	if ((rv = jinja_render(mt->tmpl, vars, NULL, &out, reterr)) != ORCH_OK)
 		goto out;
 	if ((*ret = sbuf_take(&out, ret_n)) == NULL)
 		rv = orch_errf(reterr, ORCH_ENOMEM, "out of memory");
@@ -60,7 +61,6 @@ out:
 	if (rv == ORCH_ENOMEM && *ret == NULL)
 		orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	sbuf_fini(&out);
-	jinja_free(tmpl);
 	cJSON_Delete(vars);
 	free(bos);
 	free(eos);
@@ -68,10 +68,11 @@ out:
 }
 
 orch_err
-prompt_encode(const struct gguf_file *f, const struct tok *t, const char *text, size_t n,
+prompt_encode(const struct model_text *mt, const char *text, size_t n,
               const struct prompt_msg *msgs, size_t n_msgs, struct tok_ids *ids,
               struct orch_errinfo *reterr)
 {
+	const struct tok *t = mt->tok;
 	unsigned flags = TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL;
 	char *rendered = NULL;
 	orch_err rv;
@@ -79,7 +80,7 @@ prompt_encode(const struct gguf_file *f, const struct tok *t, const char *text, 
 	if (n_msgs > 0) {
 		size_t bl;
 		const char *bos = tok_bos(t) >= 0 ? tok_text(t, tok_bos(t), &bl) : NULL;
-		if ((rv = render(f, t, msgs, n_msgs, &rendered, &n, reterr)) != ORCH_OK)
+		if ((rv = render(mt, msgs, n_msgs, &rendered, &n, reterr)) != ORCH_OK)
 			return rv;
 		if (bos != NULL && n >= bl && memcmp(rendered, bos, bl) == 0)
 			flags = TOK_PARSE_SPECIAL; /* the template wrote BOS itself */

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #include "err.h"
-#include "gguf.h"
+#include "model_text.h"
 #include "tokenizer.h"
 
 #ifdef __cplusplus
@@ -20,11 +20,12 @@ struct prompt_msg {
 };
 
 /*
- * prompt_encode - the ids of @text (@n bytes) when @n_msgs is 0, else of
- * @msgs rendered with add_generation_prompt. ORCH_ETEMPLATE or
- * ORCH_ETEMPLATE_RAISE with the template's message, ORCH_ENOMEM.
+ * prompt_encode - the ids, by @mt's tokenizer, of @text (@n bytes) when
+ * @n_msgs is 0, else of @msgs rendered by @mt's chat template with
+ * add_generation_prompt. ORCH_ETEMPLATE or ORCH_ETEMPLATE_RAISE with the
+ * template's message, ORCH_ENOMEM.
  */
-orch_err prompt_encode(const struct gguf_file *f, const struct tok *t, const char *text, size_t n,
+orch_err prompt_encode(const struct model_text *mt, const char *text, size_t n,
                        const struct prompt_msg *msgs, size_t n_msgs, struct tok_ids *ids,
                        struct orch_errinfo *reterr);
 

@@ -212,8 +212,7 @@ admit(struct serve *sv, const Orch__Submit *m, struct job **ret, struct orch_err
 	j->sv = sv;
 	for (size_t i = 0; i < m->n_messages; i++)
 		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content};
-	rv = prompt_encode(sv->f, sv->t, m->prompt, strlen(m->prompt), msgs, m->n_messages, &j->ids,
-	                   e);
+	rv = prompt_encode(&sv->mt, m->prompt, strlen(m->prompt), msgs, m->n_messages, &j->ids, e);
 	if (rv != ORCH_OK) {
 		tok_ids_fini(&j->ids);
 		orch_free(j);

@@ -5,7 +5,10 @@
  * one TokenBatch per decode step, Cancel, Heartbeat, Drain, Shutdown.
  * Exactly one terminal event (End or Error) per accepted job.
  */
+#include <stdbool.h>
 #include <stdint.h>
+
+#include "model_text.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -19,6 +22,7 @@ struct serve_opts {
 	uint32_t chunk;                 /* prompt tokens per step */
 	uint32_t residency_s;           /* seconds between residency checks (cuda) */
 	bool no_graphs;                 /* cuda: no CUDA graphs */
+	enum text_source tokenizer;     /* gguf, or hf-json beside the model */
 };
 
 /* serve_run - serve until Drain completes, Shutdown or SIGTERM (0), or a failure (1). */

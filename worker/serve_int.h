@@ -12,6 +12,7 @@
 #include "gguf.h"
 #include "ipc.h"
 #include "model.h"
+#include "model_text.h"
 #include "sbuf.h"
 #include "scheduler.h"
 #include "serve.h"
@@ -46,7 +47,7 @@ struct serve {
 	uint64_t started_ms;   /* monotonic */
 	struct gguf_file *f;
 	struct model m;
-	struct tok *t;
+	struct model_text mt; /* tokenizer and chat template */
 	const struct be_ops *ops;
 	struct be_model *b;
 	struct sched *s;

@@ -82,7 +82,7 @@ serve_ready(struct serve *sv)
 	snprintf(name_buf, sizeof(name_buf), "%.*s", (int)(name.len < 127 ? name.len : 127),
 	         name.ptr ? name.ptr : "");
 	snprintf(arch, sizeof(arch), "%s", model_arch_name(sv->m.hp.arch));
-	snprintf(tk, sizeof(tk), "%s", tok_kind(sv->t) == TOK_SPM ? "spm" : "bpe");
+	snprintf(tk, sizeof(tk), "%s", tok_kind(sv->mt.tok) == TOK_SPM ? "spm" : "bpe");
 	sv->ops->memory(sv->b, &needed, &r.memory_used);
 	r.context_length = sv->n_ctx;
 	r.slots = sv->o->slots;
@@ -91,6 +91,8 @@ serve_ready(struct serve *sv)
 	r.vocab_size = sv->m.hp.n_vocab;
 	r.architecture = arch;
 	r.model_name = name_buf;
+	r.tokenizer_source = (char *)(uintptr_t)text_source_name(sv->mt.source);
+	r.chat_template = (char *)(uintptr_t)chat_origin_name(sv->mt.origin);
 	env.body_case = ORCH__ENVELOPE__BODY_READY;
 	env.ready = &r;
 	serve_send(sv, &env);
@@ -104,12 +106,9 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 	if ((rv = be_for_device(sv->o->device, &sv->ops, e)) != ORCH_OK ||
 	    (rv = gguf_open(sv->o->model, &sv->f, e)) != ORCH_OK ||
 	    (rv = model_load(sv->f, &sv->m, e)) != ORCH_OK ||
-	    (rv = tok_load_gguf(sv->f, &sv->t, e)) != ORCH_OK)
+	    (rv = model_text_load(sv->o->model, sv->f, sv->o->tokenizer, sv->m.hp.n_vocab, &sv->mt,
+	                          e)) != ORCH_OK)
 		return rv;
-	if (tok_n_vocab(sv->t) != sv->m.hp.n_vocab)
-		return orch_errf(e, ORCH_EMODEL_LOAD,
-		                 "%s: the vocabulary has %u tokens, the model %u", sv->o->model,
-		                 tok_n_vocab(sv->t), sv->m.hp.n_vocab);
 	sv->n_ctx = sv->o->n_ctx ? sv->o->n_ctx
 	                         : (sv->m.hp.n_ctx_train < 4096 ? sv->m.hp.n_ctx_train : 4096);
 	struct be_config cfg = {.slots = sv->o->slots,
@@ -122,7 +121,7 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 	struct sched_config sc = {sv->o->slots, sv->n_ctx, sv->o->chunk};
 	if ((rv = sv->ops->load(&sv->m, &cfg, serve_progress, sv, &sv->b, e)) != ORCH_OK)
 		return rv;
-	if (sched_new(sv->ops, sv->b, sv->t, sv->m.hp.n_vocab, &sc, &sv->s) != ORCH_OK)
+	if (sched_new(sv->ops, sv->b, sv->mt.tok, sv->m.hp.n_vocab, &sc, &sv->s) != ORCH_OK)
 		return orch_errf(e, ORCH_ENOMEM, "out of memory");
 	sv->max_jobs = 4 * sv->o->slots + 16;
 	sv->cap_entries = 2 * sv->max_jobs;
@@ -143,7 +142,7 @@ serve_teardown(struct serve *sv)
 	sched_free(sv->s);
 	if (sv->b != NULL)
 		sv->ops->free(sv->b);
-	tok_free(sv->t);
+	model_text_fini(&sv->mt);
 	model_free(&sv->m);
 	gguf_close(sv->f);
 	orch_free(sv->entries);

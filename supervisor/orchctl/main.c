@@ -11,7 +11,7 @@ static const struct subcmd commands[] = {
          "status [--json] [--socket PATH]  models, devices, jobs, uptime"},
         {"ps", orchctl_ps, "ps [--json] [--socket PATH]  one line per worker"},
         {"load", orchctl_load,
-         "load NAME [PATH] [--device D] [--slots N] [--context N] [--wait] [--socket PATH]"},
+         "load NAME [PATH] [--device D] [--slots N] [--context N] [--tokenizer gguf|hf-json] [--wait] [--socket PATH]"},
         {"unload", orchctl_unload, "unload NAME [--socket PATH]  drain, then stop its workers"},
 #ifdef ORCHCTL_HAVE_ATTACH
         {"attach", orchctl_attach,

@@ -83,10 +83,13 @@ wait_ready(const char *sock, const char *name)
 int
 orchctl_load(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-	        {"device", required_argument, NULL, 'd'},  {"slots", required_argument, NULL, 's'},
-	        {"context", required_argument, NULL, 'c'}, {"wait", no_argument, NULL, 'w'},
-	        {"socket", required_argument, NULL, 'S'},  {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {{"device", required_argument, NULL, 'd'},
+	                                         {"slots", required_argument, NULL, 's'},
+	                                         {"context", required_argument, NULL, 'c'},
+	                                         {"wait", no_argument, NULL, 'w'},
+	                                         {"socket", required_argument, NULL, 'S'},
+	                                         {"tokenizer", required_argument, NULL, 'k'},
+	                                         {NULL, 0, NULL, 0}};
 	const char *sock_flag = NULL;
 	bool wait = false;
 	cJSON *req = cJSON_CreateObject();
@@ -94,8 +97,8 @@ orchctl_load(int argc, char **argv)
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (c == 'd')
-			cJSON_AddStringToObject(req, "device", optarg);
+		if (c == 'd' || c == 'k')
+			cJSON_AddStringToObject(req, c == 'd' ? "device" : "tokenizer", optarg);
 		else if (c == 's' || c == 'c')
 			cJSON_AddNumberToObject(req, c == 's' ? "slots" : "context", atof(optarg));
 		else if (c == 'w')
@@ -128,7 +131,7 @@ orchctl_load(int argc, char **argv)
 usage:
 	cJSON_Delete(req);
 	fprintf(stderr, "usage: orchctl load NAME [PATH] [--device D] [--slots N] [--context N] "
-	                "[--wait] [--socket PATH]\n");
+	                "[--tokenizer gguf|hf-json] [--wait] [--socket PATH]\n");
 	return 2;
 }
 

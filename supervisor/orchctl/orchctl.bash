@@ -28,13 +28,16 @@ _orchctl() {
 	--device)
 		mapfile -t COMPREPLY < <(compgen -W "cpu cuda:0 cuda:1 cuda:2 cuda:3" -- "$cur")
 		return ;;
+	--tokenizer)
+		mapfile -t COMPREPLY < <(compgen -W "gguf hf-json" -- "$cur")
+		return ;;
 	--slots | --context | --count | --timeout-ms | --lines | -n)
 		return ;;
 	esac
 	local opts words=()
 	case ${COMP_WORDS[1]} in
 	status | ps) opts="--json --socket" ;;
-	load) opts="--device --slots --context --wait --socket" ;;
+	load) opts="--device --slots --context --tokenizer --wait --socket" ;;
 	unload)
 		opts="--socket"
 		mapfile -t words < <(_orchctl_ps_column 2) ;;

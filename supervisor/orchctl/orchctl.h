@@ -15,7 +15,8 @@ int orchctl_status(int argc, char **argv);
 /* orchctl_ps - "orchctl ps [--json] [--socket PATH]": one line per worker. */
 int orchctl_ps(int argc, char **argv);
 
-/* orchctl_load - "orchctl load NAME [PATH] [--device D] [--slots N] [--context N] [--wait]". */
+/* orchctl_load - "orchctl load NAME [PATH] [--device D] [--slots N] [--context N] [--tokenizer T]
+ * [--wait]". */
 int orchctl_load(int argc, char **argv);
 
 /* orchctl_unload - "orchctl unload NAME": drain, then stop its workers. */

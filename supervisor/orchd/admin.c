@@ -67,6 +67,9 @@ model_json(const struct model *m)
 	cJSON_AddNumberToObject(o, "context", m->cfg.context);
 	cJSON_AddNumberToObject(o, "replicas", m->cfg.replicas);
 	cJSON_AddBoolToObject(o, "preload", m->cfg.preload);
+	cJSON_AddStringToObject(o, "tokenizer", m->cfg.hf_tokenizer ? "hf-json" : "gguf");
+	if (m->chat_template[0])
+		cJSON_AddStringToObject(o, "chat_template", m->chat_template);
 	cJSON_AddNumberToObject(o, "queued", m->queued);
 	cJSON_AddNumberToObject(o, "restarts", m->restarts);
 	uint32_t pct = 0;
@@ -193,8 +196,8 @@ follow(struct orchd *d, struct evhttp_request *req, struct model *m)
 static void
 load(struct orchd *d, struct evhttp_request *req)
 {
-	static const char *const keys[] = {"name",    "path",     "device",  "slots",
-	                                   "context", "replicas", "threads", NULL};
+	static const char *const keys[] = {"name",     "path",    "device",    "slots", "context",
+	                                   "replicas", "threads", "tokenizer", NULL};
 	cJSON *root = http_body(d, req);
 	const char *name = NULL, *path = NULL;
 	struct orch_errinfo e = {0};

@@ -370,6 +370,8 @@ api_openai_models(struct orchd *d, struct evhttp_request *req)
 		cJSON_AddNumberToObject(it, "created", (double)(d->started_unix / 1000));
 		cJSON_AddStringToObject(it, "owned_by", "orch");
 		cJSON_AddStringToObject(it, "state", models_state_name(m->state));
+		if (m->chat_template[0])
+			cJSON_AddStringToObject(it, "chat_template", m->chat_template);
 		if (m->state == MODEL_FAILED) {
 			cJSON_AddStringToObject(it, "error", m->error);
 			cJSON_AddNumberToObject(it, "last_exit_status", m->last_exit);

@@ -216,6 +216,13 @@ set_model(struct cfg_model *m, const char *k, const char *v, struct orch_errinfo
 		return set_u32(&m->threads, 0, 256, k, v, e);
 	if (strcmp(k, "preload") == 0)
 		return set_bool(&m->preload, k, v, e);
+	if (strcmp(k, "tokenizer") == 0) {
+		if (strcmp(v, "gguf") != 0 && strcmp(v, "hf-json") != 0)
+			return orch_errf(e, ORCH_EINVAL,
+			                 "tokenizer wants gguf or hf-json, got '%s'", v);
+		m->hf_tokenizer = strcmp(v, "hf-json") == 0;
+		return ORCH_OK;
+	}
 	return orch_errf(e, ORCH_EINVAL, "unknown key '%s' in [model \"%s\"]", k, m->name);
 }
 

@@ -21,6 +21,7 @@ struct cfg_model {
 	uint32_t n_devices;
 	uint32_t slots, context, replicas, threads;
 	bool preload;
+	bool hf_tokenizer; /* tokenizer = hf-json: tokenizer.json beside the GGUF */
 };
 
 enum cfg_evict { CFG_EVICT_NONE, CFG_EVICT_LRU };

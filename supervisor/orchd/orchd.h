@@ -44,6 +44,7 @@ struct model {
 	orch_err error_code; /* ORCH_OK: a failed load (MODEL_LOAD_FAILED) */
 	uint64_t need_bytes; /* memory estimate on cpu (placement.c); GPUs add the runtime */
 	bool need_known;
+	char chat_template[24]; /* "model", "tokenizer_config", "fallback"; "": not known yet */
 	struct event *ev_wait;  /* retries a start waiting for evicted models' memory */
 	uint64_t wait_since_ms; /* 0: not waiting */
 	int last_exit;

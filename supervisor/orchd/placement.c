@@ -49,6 +49,9 @@ placement_estimate(struct model *m, struct orch_errinfo *reterr)
 	if ((rv = gguf_open(m->cfg.path, &f, reterr)) != ORCH_OK)
 		return rv;
 	rv = model_info_get(f, &mi, reterr);
+	if (rv == ORCH_OK && !m->cfg.hf_tokenizer && m->chat_template[0] == '\0') /* Ready says */
+		snprintf(m->chat_template, sizeof(m->chat_template), "%s",
+		         mi.chat_template_bytes ? "model" : "fallback");
 	if (rv == ORCH_OK &&
 	    model_mem_estimate(&mi, m->cfg.context, m->cfg.slots, 2, &est) == ORCH_OK) {
 		m->need_bytes = est.total - MODEL_RUNTIME_OVERHEAD_BYTES;

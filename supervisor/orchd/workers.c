@@ -230,6 +230,9 @@ on_msg(evutil_socket_t fd, short what, void *arg)
 			w->slots_total = env->ready->slots;
 			w->memory_used = env->ready->memory_used;
 			w->backoff_ms = 0;
+			if (env->ready->chat_template && env->ready->chat_template[0])
+				snprintf(w->model->chat_template, sizeof(w->model->chat_template),
+				         "%s", env->ready->chat_template);
 			orch_log(ORCH_LOG_INFO, "worker_ready", "worker=%s pid=%d ms=%llu", w->id,
 			         (int)w->pid, (unsigned long long)(now - w->spawned_ms));
 			histo_observe(&w->model->met.load, (double)(now - w->spawned_ms) / 1e3);
@@ -457,6 +460,10 @@ workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 	if (mc->threads) {
 		argv[n++] = "--threads";
 		argv[n++] = threads;
+	}
+	if (mc->hf_tokenizer) {
+		argv[n++] = "--tokenizer";
+		argv[n++] = "hf-json";
 	}
 	argv[n] = NULL;
 	posix_spawn_file_actions_init(&fa);

@@ -307,6 +307,8 @@ try:
           "chat stream shape")
     st, _, t = get("/v1/models")
     check(st == 200 and {m["id"] for m in json.loads(t)["data"]} == {"a", "b", "q"}, "models list")
+    check(all(m.get("chat_template") == "fallback" for m in json.loads(t)["data"]),
+          "/v1/models says stories260K (no template) chats in the fallback format: %s" % t[:300])
     # the official openai npm client (installed by 'make deps' in tests/interop)
     interop = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop")
     if os.path.isdir(os.path.join(interop, "node_modules", "openai")):
@@ -348,6 +350,33 @@ try:
     while time.time() < end and json.loads(admin("GET", "/admin/status")[1])["models"][-1]["state"] != "stopped":
         time.sleep(0.05)
     check(json.loads(admin("GET", "/admin/status")[1])["models"][-1]["state"] == "stopped", "unloaded")
+
+    # tokenizer = hf-json: tokenizer.json and tokenizer_config.json (with a chat template) beside the GGUF
+    hf = os.path.join(tmp, "hf")
+    os.mkdir(hf)
+    subprocess.run([BIN + "/orch-synth", "--preset", "tiny-qwen2", "--vocab",
+                    os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf"), "--seed", "5", "-o",
+                    os.path.join(hf, "m.gguf")], check=True, capture_output=True)
+    subprocess.run([BIN + "/orch-tokjson", os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf"),
+                    os.path.join(hf, "tokenizer.json")], check=True)
+    with open(os.path.join(hf, "tokenizer_config.json"), "w") as f:
+        json.dump({"eos_token": "<|endoftext|>", "chat_template":
+                   "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}<assistant>"}, f)
+    st, t = admin("POST", "/admin/models", {"name": "h", "path": os.path.join(hf, "m.gguf"), "slots": 1,
+                                            "context": 128, "threads": 1, "tokenizer": "bogus"})
+    check(st == 400 and "gguf or hf-json" in t, "admin load with a bad tokenizer: %s %s" % (st, t[:120]))
+    st, t = admin("POST", "/admin/models", {"name": "h", "path": os.path.join(hf, "m.gguf"), "slots": 1,
+                                            "context": 128, "threads": 1, "tokenizer": "hf-json"})
+    check(st == 202 and wait_ready("h") > 0, "hf-json model loads: %s %s" % (st, t[:120]))
+    st, _, t = post("/v1/chat/completions", {"model": "h", "messages": [{"role": "user", "content": "Hi"}],
+                                             "max_tokens": 4, "temperature": 0})
+    check(st == 200 and json.loads(t)["usage"]["prompt_tokens"] == 7,  # <user>Hi<assistant>: 7 qwen2 tokens, no BOS
+          "chat through tokenizer_config.json's template: %s %s" % (st, t[:200]))
+    ms = {m["id"]: m for m in json.loads(get("/v1/models")[2])["data"]}
+    check(ms["h"].get("chat_template") == "tokenizer_config", "/v1/models: h's template: %r" % ms["h"])
+    hs = [m for m in json.loads(admin("GET", "/admin/status")[1])["models"] if m["name"] == "h"]
+    check(hs and hs[0].get("tokenizer") == "hf-json", "admin status shows the tokenizer: %r" % hs)
+    admin("DELETE", "/admin/models/h")
 
     # orchctl against the running orchd
     def orchctl(*args):

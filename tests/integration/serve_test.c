@@ -220,6 +220,8 @@ start(struct ipc_chan **c, pid_t *pid)
 	T_EQ(env->ready->context_length, 256);
 	T_EQ(env->ready->vocab_size, 512);
 	T_STREQ(env->ready->architecture, "llama");
+	T_STREQ(env->ready->tokenizer_source, "gguf");
+	T_STREQ(env->ready->chat_template, "fallback"); /* stories260K has none */
 	ipc_envelope_free(env);
 }
 

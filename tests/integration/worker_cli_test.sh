@@ -71,4 +71,27 @@ echo '{"msgs": []}' >"$tmp/bad.json"
 printf '{%% if x %%}' >"$tmp/broken.jinja"
 "$W" chat-template --template "$tmp/broken.jinja" --messages "$tmp/hi.json" 2>"$tmp/e"; [[ $? -eq 1 ]] && grep -q 'broken.jinja:1:' "$tmp/e" && ok || bad "syntax error location: $(cat "$tmp/e")"
 
+# hf-json in a serving model: run (ids, text, chat) and chat-template with a
+# tiny-qwen2 whose directory holds tokenizer.json and tokenizer_config.json.
+"$bin/orch-synth" --preset tiny-qwen2 --vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 5 -o "$tmp/m/tq.gguf" >/dev/null 2>&1 || bad "synth tiny-qwen2"
+runq() { "$W" run --model "$tmp/m/tq.gguf" --prompt 'Grüße, 世界 👋' -n 12 --temperature 0 --format jsonl "$@" 2>/dev/null; }
+a=$(runq | sed 's/"prefill_ms.*//'); b=$(runq --tokenizer hf-json | sed 's/"prefill_ms.*//')
+[[ -n $a && $a == "$b" ]] && ok || bad "run: hf-json tokens differ from gguf"
+printf '{"eos_token": "<|endoftext|>", "chat_template": "{%% for m in messages %%}<{{ m.role }}>{{ m.content }}{%% endfor %%}<assistant>"}' >"$tmp/m/tokenizer_config.json"
+out=$("$W" chat-template --model "$tmp/m/tq.gguf" --tokenizer hf-json --messages "$tmp/hi.json")
+[[ $out == '<user>Hi<assistant>' ]] && ok || bad "tokenizer_config.json template: $out"
+out=$("$W" chat-template --model "$tmp/m/tq.gguf" --messages "$tmp/hi.json")
+[[ $out == *'<|im_start|>assistant' ]] && ok || bad "gguf template without --tokenizer: $out"
+out=$("$W" run --model "$tmp/m/tq.gguf" --tokenizer hf-json --chat --prompt Hi -n 1 --format jsonl 2>/dev/null | tail -1)
+[[ $out == '{"prompt_tokens":7,'* ]] && ok || bad "run --chat through tokenizer_config.json: $out"
+printf '{"chat_template": "{%% if %%}"}' >"$tmp/m/tokenizer_config.json"
+"$W" run --model "$tmp/m/tq.gguf" --tokenizer hf-json --chat --prompt Hi -n 1 2>"$tmp/e" >/dev/null
+[[ $? -eq 1 ]] && grep -q 'tokenizer_config.json:1:' "$tmp/e" && ok || bad "broken config template: $(cat "$tmp/e")"
+runq --tokenizer hf-json >/dev/null && ok || bad "a broken template does not stop raw prompts"
+printf '{"chat_template": ' >"$tmp/m/tokenizer_config.json"
+runq --tokenizer hf-json; [[ $? -eq 1 ]] && ok || bad "malformed tokenizer_config.json accepted"
+"$W" run --model "$data/models/stories260K.gguf" --tokenizer hf-json --prompt x 2>"$tmp/e"; [[ $? -eq 1 ]] && grep -q 'tokenizer.json' "$tmp/e" && ok || bad "run: missing tokenizer.json"
+runq --tokenizer spm; [[ $? -eq 2 ]] && ok || bad "run --tokenizer spm accepted"
+out=$("$W" run --help) && [[ $out == 'usage: orch-worker run --model FILE'* ]] && ok || bad "run --help: $out"
+
 finish worker_cli_test
