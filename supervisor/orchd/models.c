@@ -52,6 +52,7 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model **ret,
 	}
 	m->state = MODEL_STOPPED;
 	m->next = NULL;
+	placement_estimate(m, NULL); /* facts for /v1/models before the first start; errors then */
 	struct model **tail = &d->models;
 	while (*tail)
 		tail = &(*tail)->next;

@@ -196,7 +196,10 @@ void orchd_state_changed(struct orchd *d);
 
 /* ---- placement.c ---- */
 enum place_result { PLACE_FIT, PLACE_WAIT, PLACE_REFUSE };
-/* placement_estimate - read @m's file for its memory estimate; errors are the file's. */
+/*
+ * placement_estimate - read @m's file for its memory estimate and whether it
+ * has a chat template (m->chat_template, until a Ready says); errors are the file's.
+ */
 orch_err placement_estimate(struct model *m, struct orch_errinfo *reterr);
 /*
  * placement_check - whether @w fits on its device now: PLACE_FIT; PLACE_WAIT

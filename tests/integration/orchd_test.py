@@ -114,11 +114,15 @@ path = %s
 slots = 1
 context = 256
 threads = 1
-""" % (PORT, ADMIN, tmp, MODEL, MODEL_Q8, MODEL))
+
+[model "z"]
+path = %s
+preload = no
+""" % (PORT, ADMIN, tmp, MODEL, MODEL_Q8, MODEL, os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf")))
 
 # --check-config, and a config error naming its line
 r = subprocess.run([BIN + "/orchd", "--config", conf, "--check-config"], capture_output=True, text=True)
-check(r.returncode == 0 and "3 models" in r.stdout, "check-config: %r" % (r.stdout + r.stderr))
+check(r.returncode == 0 and "4 models" in r.stdout, "check-config: %r" % (r.stdout + r.stderr))
 badconf = os.path.join(tmp, "bad.conf")
 with open(badconf, "w") as f:
     f.write("[server]\nlisten = 127.0.0.1:1\nbogus_key = 1\n")
@@ -306,9 +310,11 @@ try:
     check(lines[-1] == "data: [DONE]" and '"usage"' in lines[-2] and '"role":"assistant"' in lines[0],
           "chat stream shape")
     st, _, t = get("/v1/models")
-    check(st == 200 and {m["id"] for m in json.loads(t)["data"]} == {"a", "b", "q"}, "models list")
-    check(all(m.get("chat_template") == "fallback" for m in json.loads(t)["data"]),
+    ms = {m["id"]: m for m in json.loads(t)["data"]}
+    check(st == 200 and set(ms) == {"a", "b", "q", "z"} and ms["z"]["state"] == "stopped", "models list")
+    check(all(ms[k].get("chat_template") == "fallback" for k in "abq"),
           "/v1/models says stories260K (no template) chats in the fallback format: %s" % t[:300])
+    check(ms["z"].get("chat_template") == "model", "a model never started has its template known: %r" % ms["z"])
     # the official openai npm client (installed by 'make deps' in tests/interop)
     interop = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop")
     if os.path.isdir(os.path.join(interop, "node_modules", "openai")):
