@@ -413,9 +413,17 @@ try:
           and o.get("jobs") == [], "orchctl attach --dump --json: %r" % r.stdout[:200])
     att = subprocess.Popen([BIN + "/orchctl", "attach", "a", "--topic", "step", "--count", "3", "--json",
                             "--timeout-ms", "10000", "--socket", ADMIN], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.3)
-    execute("a", "Once upon a time", 8)
-    out, _ = att.communicate(timeout=15)
+    # the subscriber may join late on a loaded machine (pub/sub drops what came
+    # before): keep a-0 stepping until it has its three records
+    end = time.time() + 20
+    while att.poll() is None and time.time() < end:
+        execute("a", "Once upon a time", 4)
+        time.sleep(0.05)
+    try:
+        out, _ = att.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        att.kill()
+        out, _ = att.communicate()
     recs = [json.loads(l) for l in out.splitlines()]
     check(att.returncode == 0 and len(recs) == 3 and all(x["topic"] == "step" and x["step"] > 0 for x in recs),
           "orchctl attach --topic step --count 3 --json: %r" % out[:300])
@@ -439,8 +447,9 @@ try:
           and any(x["source"] == "orchd" and x["text"].startswith("orchd: spawned pid") for x in ls),
           "orchctl logs --json keeps the killed process's lines and orchd's notes")
     fol = subprocess.Popen([BIN + "/orchctl", "logs", "a", "-f", "-n", "1", "--socket", ADMIN], stdout=subprocess.PIPE, text=True)
-    time.sleep(0.3)
-    execute("a", "Once upon a time", 4, job_id="follow-me")
+    for k in range(2):  # the second job's lines come well after the follower has started
+        time.sleep(0.3 if k == 0 else 1.2)
+        execute("a", "Once upon a time", 4, job_id="follow-me-%d" % k)
     time.sleep(1.2)
     fol.terminate()
     out, _ = fol.communicate(timeout=5)
