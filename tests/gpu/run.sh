@@ -3,7 +3,8 @@
 # with an NVIDIA GPU (the device tool runs it from the repository root).
 # Logs go to $OUT (or build-gpu/out); a short table is printed last.
 # Each test also runs under compute-sanitizer memcheck and racecheck when the
-# toolkit has it.
+# toolkit has it. On the device tool: run scripts/gpu-deps.sh here once, then
+#   run(command="tests/gpu/run.sh", carry=[".gpudeps"])
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${GPU_BUILD:-$root/build-gpu}
@@ -12,7 +13,36 @@ mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 
 nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed (see $out/nvidia-smi.txt)"
-if ! cmake -S "$root" -B "$build" -DORCH_CUDA=ON >"$out/configure.log" 2>&1; then
+
+# Libraries the GPU machine may lack, carried as Debian packages
+# (scripts/gpu-deps.sh fetches them here into .gpudeps/; the device tool
+# carries that folder): unpacked into a private prefix, found through
+# pkg-config's sysroot and CMake's prefix path, loaded through
+# LD_LIBRARY_PATH. Used only when the machine's own pkg-config cannot find
+# PCRE2 and cJSON (or with ORCH_GPU_DEPS=carried, to try it anywhere).
+cmake_extra=()
+have_deps() { command -v pkg-config >/dev/null && pkg-config --exists libpcre2-8 libcjson; }
+if { [[ ${ORCH_GPU_DEPS:-} == carried ]] || ! have_deps; } && compgen -G "$root/.gpudeps/*.deb" >/dev/null; then
+	deps=$build/deps
+	rm -rf "$deps"
+	mkdir -p "$deps"
+	for f in "$root"/.gpudeps/*.deb; do
+		if command -v dpkg >/dev/null; then
+			dpkg -x "$f" "$deps"
+		else
+			(cd "$deps" && ar p "$f" "$(ar t "$f" | grep '^data.tar')" | tar -xJ)
+		fi
+	done
+	lib=$deps/usr/lib/x86_64-linux-gnu
+	export PATH=$deps/usr/bin:$PATH
+	export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$deps/usr/share/pkgconfig
+	export PKG_CONFIG_SYSROOT_DIR=$deps
+	export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	cmake_extra=(-DCMAKE_PREFIX_PATH="$deps/usr" -DPKG_CONFIG_EXECUTABLE="$deps/usr/bin/pkg-config")
+	grep -qF "$deps" "$build/CMakeCache.txt" 2>/dev/null || rm -f "$build/CMakeCache.txt"
+	echo "using the carried packages of .gpudeps (unpacked in $deps)"
+fi
+if ! cmake -S "$root" -B "$build" -DORCH_CUDA=ON "${cmake_extra[@]}" >"$out/configure.log" 2>&1; then
 	tail -n 30 "$out/configure.log"
 	echo "configure failed"
 	exit 1
