@@ -124,30 +124,39 @@ static orch_err
 load_hf(const char *model_path, const struct gguf_file *f, uint32_t n_vocab, struct model_text *mt,
         struct orch_errinfo *reterr)
 {
-	char path[4200];
+	char path[4200], cfg_path[4200];
 	struct orch_errinfo e = {0};
 	const char *src = NULL;
 	cJSON *cfg = NULL;
 	orch_err rv;
 
+	/* tokenizer_config.json once, for the tokenizer's BOS/EOS and the template */
+	beside(model_path, "tokenizer_config.json", cfg_path, sizeof(cfg_path));
+	if ((rv = hf_config_template(cfg_path, &cfg, &src, reterr)) != ORCH_OK)
+		goto out;
 	beside(model_path, "tokenizer.json", path, sizeof(path));
-	if ((rv = tok_load_hf_json(path, &mt->tok, &e)) != ORCH_OK)
-		return orch_errf(reterr, rv == ORCH_ENOMEM ? rv : ORCH_EMODEL_LOAD,
-		                 "--tokenizer hf-json: %s", e.msg);
-	if (n_vocab != 0 && tok_n_vocab(mt->tok) > n_vocab)
-		return orch_errf(reterr, ORCH_EMODEL_LOAD,
-		                 "%s has %u tokens, more than the model's %u output rows", path,
-		                 tok_n_vocab(mt->tok), n_vocab);
-	beside(model_path, "tokenizer_config.json", path, sizeof(path));
-	rv = hf_config_template(path, &cfg, &src, reterr);
-	if (rv == ORCH_OK && src != NULL) {
+	if ((rv = tok_load_hf_json_config(path, cfg, &mt->tok, &e)) != ORCH_OK) {
+		rv = orch_errf(reterr, rv == ORCH_ENOMEM ? rv : ORCH_EMODEL_LOAD,
+		               "--tokenizer hf-json: %s", e.msg);
+		goto out;
+	}
+	if (n_vocab != 0 && tok_n_vocab(mt->tok) > n_vocab) {
+		rv = orch_errf(reterr, ORCH_EMODEL_LOAD,
+		               "%s has %u tokens, more than the model's %u output rows", path,
+		               tok_n_vocab(mt->tok), n_vocab);
+		goto out;
+	}
+	if (src != NULL) {
 		mt->origin = CHAT_FROM_TOKENIZER_CONFIG;
-		rv = compile(mt, path, src, strlen(src));
-	} else if (rv == ORCH_OK) {
+		rv = compile(mt, cfg_path, src, strlen(src));
+	} else {
 		rv = gguf_template(f, mt);
 	}
+	if (rv == ORCH_ENOMEM)
+		rv = orch_errf(reterr, rv, "out of memory");
+out:
 	cJSON_Delete(cfg);
-	return rv == ORCH_ENOMEM ? orch_errf(reterr, rv, "out of memory") : rv;
+	return rv;
 }
 
 static orch_err

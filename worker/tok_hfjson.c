@@ -197,17 +197,10 @@ load_merges(struct tok *t, const cJSON *merges, const char *regex, const char *p
 	return rv;
 }
 
-/* BOS/EOS and their add flags from tokenizer_config.json in the same directory. */
+/* BOS/EOS and their add flags from a parsed tokenizer_config.json (NULL: none). */
 static void
-load_config(struct tok *t, const char *path)
+apply_config(struct tok *t, const cJSON *cfg)
 {
-	char dir[4096], cfg_path[4200];
-	struct orch_errinfo ignore;
-	orch_err rv;
-
-	snprintf(dir, sizeof(dir), "%s", path);
-	snprintf(cfg_path, sizeof(cfg_path), "%s/tokenizer_config.json", dirname(dir));
-	cJSON *cfg = read_json(cfg_path, &ignore, &rv);
 	static const char *const keys[2] = {"bos_token", "eos_token"};
 	for (int i = 0; cfg != NULL && i < 2; i++) {
 		const cJSON *v = cJSON_GetObjectItem(cfg, keys[i]);
@@ -219,11 +212,10 @@ load_config(struct tok *t, const char *path)
 	}
 	t->add_bos = cJSON_IsTrue(cJSON_GetObjectItem(cfg, "add_bos_token"));
 	t->add_eos = cJSON_IsTrue(cJSON_GetObjectItem(cfg, "add_eos_token"));
-	cJSON_Delete(cfg);
 }
 
 static orch_err
-load(struct tok *t, const cJSON *j, const char *path, struct orch_errinfo *reterr)
+load(struct tok *t, const cJSON *j, const char *path, const cJSON *cfg, struct orch_errinfo *reterr)
 {
 	const cJSON *model = cJSON_GetObjectItem(j, "model");
 	const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(model, "type"));
@@ -258,12 +250,13 @@ load(struct tok *t, const cJSON *j, const char *path, struct orch_errinfo *reter
 	if ((rv = load_merges(t, merges, regex, path, reterr)) != ORCH_OK)
 		return rv;
 	t->ignore_merges = cJSON_IsTrue(cJSON_GetObjectItem(model, "ignore_merges"));
-	load_config(t, path);
+	apply_config(t, cfg);
 	return tok_finish_load(t, reterr);
 }
 
 orch_err
-tok_load_hf_json(const char *path, struct tok **ret, struct orch_errinfo *reterr)
+tok_load_hf_json_config(const char *path, const void *config, struct tok **ret,
+                        struct orch_errinfo *reterr)
 {
 	struct tok *t = NULL;
 	orch_err rv;
@@ -276,7 +269,7 @@ tok_load_hf_json(const char *path, struct tok **ret, struct orch_errinfo *reterr
 		goto out;
 	}
 	memset(t->byte_tok, 0xff, sizeof(t->byte_tok));
-	rv = load(t, j, path, reterr);
+	rv = load(t, j, path, (const cJSON *)config, reterr);
 	if (rv == ORCH_OK) {
 		*ret = t;
 		t = NULL;
@@ -284,5 +277,20 @@ tok_load_hf_json(const char *path, struct tok **ret, struct orch_errinfo *reterr
 out:
 	tok_free(t);
 	cJSON_Delete(j);
+	return rv;
+}
+
+orch_err
+tok_load_hf_json(const char *path, struct tok **ret, struct orch_errinfo *reterr)
+{
+	char dir[4096], cfg_path[4200];
+	struct orch_errinfo ignore;
+	orch_err rv;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	snprintf(cfg_path, sizeof(cfg_path), "%s/tokenizer_config.json", dirname(dir));
+	cJSON *cfg = read_json(cfg_path, &ignore, &rv); /* optional: absent or bad, no BOS/EOS */
+	rv = tok_load_hf_json_config(path, cfg, ret, reterr);
+	cJSON_Delete(cfg);
 	return rv;
 }

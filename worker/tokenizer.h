@@ -76,6 +76,13 @@ orch_err tok_load_gguf(const struct gguf_file *f, struct tok **ret, struct orch_
  */
 orch_err tok_load_hf_json(const char *path, struct tok **ret, struct orch_errinfo *reterr);
 
+/*
+ * tok_load_hf_json_config - tok_load_hf_json() with tokenizer_config.json
+ * already parsed by the caller: @config is its cJSON object, or NULL for none.
+ */
+orch_err tok_load_hf_json_config(const char *path, const void *config, struct tok **ret,
+                                 struct orch_errinfo *reterr);
+
 /* tok_pre_regex - the regex of GGUF pre-tokenizer name @pre, or NULL when unknown. */
 const char *tok_pre_regex(const char *pre);
 
