@@ -11,6 +11,22 @@ ADMIN = ""
 passed = failed = 0
 
 
+def free_port(seed):
+    """A TCP port on 127.0.0.1 that nothing listens on, below Linux's ephemeral
+    range (32768-60999), so no client connection of this machine holds it either."""
+    for k in range(12000):
+        port = 20000 + (seed + k) % 12000
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            pass
+        finally:
+            s.close()
+    raise RuntimeError("no free port in 20000-31999")
+
+
 def check(cond, what):
     global passed, failed
     if cond:

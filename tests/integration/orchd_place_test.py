@@ -44,7 +44,7 @@ MIB = 1 << 20
 
 def start(name, server, models, env_extra=None):
     """An orchd with [server] lines @server and model sections @models."""
-    port = 20000 + (os.getpid() + 7 * len(procs)) % 20000
+    port = orchd_lib.free_port(os.getpid() + 7 * len(procs))
     sock = os.path.join(tmp, name + ".sock")
     conf = os.path.join(tmp, name + ".conf")
     with open(conf, "w") as f:

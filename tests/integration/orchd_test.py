@@ -25,10 +25,11 @@ BIN = os.environ["ORCH_BIN"]
 DATA = os.environ["ORCH_TESTDATA"]
 MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 MODEL_Q8 = os.path.join(DATA, "models", "stories260K-Q8_0.gguf")
-PORT = 20000 + os.getpid() % 20000
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, conn, post, get, sse_events, admin  # noqa: E402
+
+PORT = orchd_lib.free_port(os.getpid())
 
 orchd_lib.PORT = PORT
 
@@ -411,22 +412,24 @@ try:
     o = json.loads(r.stdout) if r.returncode == 0 else {}
     check(o.get("worker", {}).get("id") == "a-0" and isinstance(o["worker"].get("slots_total"), int)
           and o.get("jobs") == [], "orchctl attach --dump --json: %r" % r.stdout[:200])
+    att_path = os.path.join(tmp, "attach.out")
     att = subprocess.Popen([BIN + "/orchctl", "attach", "a", "--topic", "step", "--count", "3", "--json",
-                            "--timeout-ms", "10000", "--socket", ADMIN], stdout=subprocess.PIPE, text=True)
+                            "--timeout-ms", "10000", "--socket", ADMIN], stdout=open(att_path, "w"), text=True)
     # the subscriber may join late on a loaded machine (pub/sub drops what came
-    # before): keep a-0 stepping until it has its three records
+    # before): keep a-0 stepping until the subscriber has printed three records
     end = time.time() + 20
-    while att.poll() is None and time.time() < end:
+    while att.poll() is None and time.time() < end and open(att_path).read().count("\n") < 3:
         execute("a", "Once upon a time", 4)
         time.sleep(0.05)
     try:
-        out, _ = att.communicate(timeout=15)
+        att.wait(timeout=15)
     except subprocess.TimeoutExpired:
         att.kill()
-        out, _ = att.communicate()
+        att.wait()
+    out = open(att_path).read()
     recs = [json.loads(l) for l in out.splitlines()]
     check(att.returncode == 0 and len(recs) == 3 and all(x["topic"] == "step" and x["step"] > 0 for x in recs),
-          "orchctl attach --topic step --count 3 --json: %r" % out[:300])
+          "orchctl attach --topic step --count 3 --json: rc=%s, %d records: %r" % (att.returncode, len(recs), out[-300:]))
     r = orchctl("attach", "zzz")
     check(r.returncode == 1 and "no worker or model 'zzz'" in r.stderr, "orchctl attach to an unknown worker")
     r = orchctl("attach")
