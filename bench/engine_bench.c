@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
-#include "clock.h"
-#include "gguf.h"
-#include "model.h"
+#include "base/clock.h"
+#include "engine/backend.h"
+#include "engine/engine.h"
+#include "engine/model/model.h"
 
 static int32_t
 argmax(const float *v, uint32_t n)
@@ -29,19 +29,25 @@ argmax(const float *v, uint32_t n)
 }
 
 static int
-bench(const struct model *m, uint32_t threads, const char *name)
+bench(const char *path, uint32_t threads, const char *name)
 {
-	struct be_config cfg = {
-	        .slots = 16, .n_ctx = 512, .threads = threads, .max_batch_tokens = 160};
-	struct be_model *b = NULL;
+	struct engine_config cfg = {.model_path = path,
+	                            .ops = &be_cpu_ops,
+	                            .slots = 16,
+	                            .n_ctx = 512,
+	                            .chunk = 144, /* 160 tokens a step, with the slots */
+	                            .threads = threads};
+	struct engine *eng = NULL;
 	struct orch_errinfo e = {0};
 	const float *lg;
 	int32_t prompt[128], toks[16];
 
-	if (be_cpu_ops.load(m, &cfg, NULL, NULL, &b, &e) != ORCH_OK) {
+	if (engine_open(&cfg, &eng, &e) != ORCH_OK) {
 		fprintf(stderr, "engine_bench: %s\n", e.msg);
 		return 1;
 	}
+	const struct model *m = &eng->m;
+	struct be_model *b = eng->b;
 	for (int i = 0; i < 128; i++)
 		prompt[i] = i == 0 ? 1 : (int32_t)(100 + (uint32_t)i * 7 % (m->hp.n_vocab - 100));
 	struct be_seq s = {0, 0, prompt, 128, true};
@@ -80,30 +86,21 @@ bench(const struct model *m, uint32_t threads, const char *name)
 		printf("  batch %2u: %7.1f tok/s", B, B * 32 / ((double)orch_mono_ns() / 1e9 - t0));
 	}
 	printf("\n");
-	be_cpu_ops.free(b);
+	engine_close(eng);
 	return 0;
 }
 
 int
 main(int argc, char **argv)
 {
-	struct gguf_file *f = NULL;
-	struct model m;
-	struct orch_errinfo e = {0};
 	int rc = 0;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: engine_bench MODEL.gguf [THREADS...]\n");
 		return 2;
 	}
-	if (gguf_open(argv[1], &f, &e) != ORCH_OK || model_load(f, &m, &e) != ORCH_OK) {
-		fprintf(stderr, "engine_bench: %s\n", e.msg);
-		return 1;
-	}
 	const char *name = strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1];
 	for (int a = 2; a < argc || a == 2; a++)
-		rc |= bench(&m, argc > a ? (uint32_t)atoi(argv[a]) : 1, name);
-	model_free(&m);
-	gguf_close(f);
+		rc |= bench(argv[1], argc > a ? (uint32_t)atoi(argv[a]) : 1, name);
 	return rc;
 }

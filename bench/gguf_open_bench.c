@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "gguf.h"
+#include "base/clock.h"
+#include "gguf/gguf.h"
 
 static int
 cmp_double(const void *a, const void *b)

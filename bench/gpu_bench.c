@@ -21,12 +21,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
-#include "clock.h"
-#include "ggml_type.h"
-#include "gguf.h"
-#include "model.h"
-#include "sampler.h"
+#include "base/clock.h"
+#include "engine/backend.h"
+#include "engine/engine.h"
+#include "engine/model/model.h"
+#include "engine/sampler.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
 
 extern const struct be_ops be_cuda_ops;
 
@@ -133,26 +134,24 @@ main(int argc, char **argv)
 	printf("%-28s %7s %7s %9s %6s %9s %8s %8s %9s\n", "model", "load_s", "load_GBs",
 	       "dec1_tok/s", "bw%", "pre512/s", "dec8/s", "dec64/s", "dec1_busy");
 	for (int a = 1; a < argc; a++) {
-		struct gguf_file *f = NULL;
-		struct model m = {0};
-		struct be_model *b = NULL;
+		struct engine *eng = NULL;
 		struct orch_errinfo e = {0};
-		struct be_config cfg = {.slots = 64,
-		                        .n_ctx = 1024,
-		                        .max_batch_tokens = 512 + 64,
-		                        .device = "cuda:0",
-		                        .model_path = argv[a]};
+		struct engine_config cfg = {.model_path = argv[a],
+		                            .device = "cuda:0",
+		                            .ops = &be_cuda_ops,
+		                            .slots = 64,
+		                            .n_ctx = 1024,
+		                            .chunk = 512};
 		struct seq_state *ss = calloc(64, sizeof(*ss));
 
-		if (ss == NULL || gguf_open(argv[a], &f, &e) || model_load(f, &m, &e)) {
+		/* load time: the whole engine_open (mapping, model, text, weights to VRAM) */
+		uint64_t t0 = orch_mono_ns();
+		if (ss == NULL || engine_open(&cfg, &eng, &e) != ORCH_OK) {
 			fprintf(stderr, "orch-gpu-bench: %s: %s\n", argv[a], e.msg);
 			return 1;
 		}
-		uint64_t t0 = orch_mono_ns();
-		if (be_cuda_ops.load(&m, &cfg, NULL, NULL, &b, &e) != ORCH_OK) {
-			fprintf(stderr, "orch-gpu-bench: %s\n", e.msg);
-			return 1;
-		}
+		const struct model m = eng->m;
+		struct be_model *b = eng->b;
 		double load_s = (double)(orch_mono_ns() - t0) / 1e9;
 		uint64_t wbytes = 0, rowb = 0;
 		for (uint32_t l = 0; l < m.hp.n_layer; l++) {
@@ -203,9 +202,7 @@ main(int argc, char **argv)
 		               load_s / 1e9,
 		       dec1, 100 * frac, pre, dec[0], dec[1], dec1_busy,
 		       100 * (dec1_busy / dec1 - 1));
-		be_cuda_ops.free(b);
-		model_free(&m);
-		gguf_close(f);
+		engine_close(eng);
 		free(ss);
 	}
 	return 0;

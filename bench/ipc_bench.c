@@ -23,8 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "ipc.h"
+#include "base/clock.h"
+#include "ipc/ipc.h"
 
 #define MAX_SAMPLES (1u << 21)
 #define ROUNDS      8 /* of the worker runs */

@@ -33,7 +33,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 
 enum phase { P_IDLE, P_HEAD, P_CHUNK_SIZE, P_CHUNK_DATA, P_CHUNK_END, P_DONE };
 

@@ -14,10 +14,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "clock.h"
-#include "gguf.h"
-#include "jinja.h"
-#include "tokenizer.h"
+#include "base/clock.h"
+#include "gguf/gguf.h"
+#include "text/jinja/jinja.h"
+#include "text/tokenizer.h"
 
 static char *
 slurp(const char *path, size_t *n)

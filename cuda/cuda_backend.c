@@ -21,11 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
+#include "base/parse.h"
 #include "cuda_int.h"
-#include "ggml_type.h"
-#include "gguf.h"
-#include "parse.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
 
 #define MIB(x) ((unsigned long long)((x) >> 20))
 

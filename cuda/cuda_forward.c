@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "cuda_int.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #define TRY(call)                                 \
 	do {                                      \

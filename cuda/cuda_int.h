@@ -10,9 +10,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
+#include "engine/backend.h"
+#include "engine/model/model.h"
 #include "kernels.h"
-#include "model.h"
 
 /* Decode graph buckets: batch sizes 1, 2, 4, ... up to the first ≥ slots. */
 #define CU_MAX_BUCKETS 10

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 #include "cuda_int.h"
-#include "gguf.h"
+#include "gguf/gguf.h"
 
 #define STAGE_BYTES (64u << 20)
 

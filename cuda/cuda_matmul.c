@@ -14,7 +14,7 @@
  *   GEMM per sequence, so its result depends only on its own tokens.
  */
 #include "cuda_int.h"
-#include "ggml_type.h"
+#include "gguf/ggml_type.h"
 
 cudaError_t
 cu_matmul_rows(const struct cuk_mat *w, const float *x, uint64_t x_ld, uint32_t n, float *y,

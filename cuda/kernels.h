@@ -9,8 +9,8 @@
  * Per-step values (token ids, positions, slots) are read from device arrays
  * so that a captured graph replays with new values.
  *
- * Each kernel has a CPU twin in the engine (worker/backend/cpu, worker/sampler.c,
- * common/quant.c) that tests/gpu compares it with.
+ * Each kernel has a CPU twin in the engine (worker/engine/cpu, worker/engine/sampler.c,
+ * common/gguf/quant.c) that tests/gpu compares it with.
  */
 #include <stdbool.h>
 #include <stddef.h>

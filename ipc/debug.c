@@ -16,7 +16,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 #include "ipc_nng.h"
 
 #define URL_MAX 256

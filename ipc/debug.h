@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "sbuf.h"
+#include "base/err.h"
+#include "base/sbuf.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,7 +10,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/pair1/pair.h>
 
-#include "alloc.h"
+#include "base/alloc.h"
 #include "ipc_nng.h"
 
 struct ipc_chan {

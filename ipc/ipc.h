@@ -15,8 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "orch.pb-c.h"
+#include "base/err.h"
+#include "proto/orch.pb-c.h"
 
 #ifdef __cplusplus
 extern "C" {

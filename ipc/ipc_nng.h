@@ -2,7 +2,7 @@
 /*
  * ipc_nng.h - internal to ipc/: NNG error numbers as orch_err codes.
  */
-#include "err.h"
+#include "base/err.h"
 
 /*
  * ipc_nng_err - NNG error @rv as an orch_err (timeouts ORCH_EAGAIN, closed

@@ -42,7 +42,7 @@ div_up(uint64_t a, uint64_t b)
 #include <stdio.h>
 
 #include "../kernels.h"
-#include "ggml_type.h"
+#include "gguf/ggml_type.h"
 
 namespace cuk {
 

@@ -3,7 +3,7 @@
  * deq.cuh - dequantization of 32 consecutive weights in registers, for
  * every weight type the kernels support. deq32<T>(row, c, w) writes
  * elements [32c, 32c + 32) of a row into w[0..31] with the arithmetic of
- * common/quant.c (products and sums rounded separately: no fused
+ * common/gguf/quant.c (products and sums rounded separately: no fused
  * multiply-add), so the values are bit-identical to dequant_row().
  *
  * Loads are as wide as the block layout lets them be: 16 bytes where the
@@ -13,7 +13,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "ggml_type.h"
+#include "gguf/ggml_type.h"
 
 namespace cuk {
 

@@ -6,7 +6,7 @@
 
 #include "../kernels.h"
 #include "check.h"
-#include "ggml_type.h"
+#include "gguf/ggml_type.h"
 
 extern "C" bool
 cuk_type_supported(uint32_t type)

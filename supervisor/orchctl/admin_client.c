@@ -15,8 +15,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/sbuf.h"
 #include "orchctl.h"
-#include "sbuf.h"
 
 #define DEFAULT_SOCKET "/run/orchd/orchd.sock"
 

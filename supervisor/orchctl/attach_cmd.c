@@ -12,10 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "debug.h"
+#include "base/parse.h"
+#include "base/sbuf.h"
+#include "ipc/debug.h"
 #include "orchctl.h"
-#include "parse.h"
-#include "sbuf.h"
 
 #define MAX_TOPICS 8
 

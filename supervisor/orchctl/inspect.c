@@ -14,11 +14,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "ggml_type.h"
-#include "gguf.h"
-#include "model_info.h"
+#include "base/parse.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+#include "gguf/model_info.h"
 #include "orchctl.h"
-#include "parse.h"
 
 struct inspect_opts {
 	bool json;

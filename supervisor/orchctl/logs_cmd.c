@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/parse.h"
 #include "orchctl.h"
-#include "parse.h"
 
 #define FOLLOW_POLL_MS 500
 

@@ -3,8 +3,8 @@
  * unload and logs talk to orchd's admin socket, attach to a worker's debug
  * stream as well, inspect works on files alone.
  */
+#include "base/subcmd.h"
 #include "orchctl.h"
-#include "subcmd.h"
 
 static const struct subcmd commands[] = {
         {"status", orchctl_status,

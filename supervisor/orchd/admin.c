@@ -22,11 +22,11 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "alloc.h"
 #include "api_params.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/log.h"
+#include "base/readfile.h"
 #include "orchd.h"
-#include "readfile.h"
 
 static cJSON *
 worker_json(const struct worker *w)

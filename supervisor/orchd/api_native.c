@@ -9,9 +9,9 @@
 
 #include <event2/keyvalq_struct.h>
 
-#include "alloc.h"
 #include "api_params.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "orchd.h"
 
 #define JOB_ID_MAX 127

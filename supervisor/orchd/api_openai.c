@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "alloc.h"
 #include "api_params.h"
+#include "base/alloc.h"
 #include "orchd.h"
 
 static const char *const completion_keys[] = {"model",

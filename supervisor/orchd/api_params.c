@@ -7,8 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "ipc.h"
+#include "base/alloc.h"
+#include "ipc/ipc.h"
 
 bool
 params_known(struct evhttp_request *req, const cJSON *root, const char *const *names)

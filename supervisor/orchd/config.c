@@ -13,8 +13,8 @@
 
 #include <ini.h>
 
-#include "alloc.h"
-#include "parse.h"
+#include "base/alloc.h"
+#include "base/parse.h"
 
 #define MIB (1024u * 1024u)
 

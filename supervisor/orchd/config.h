@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "err.h"
+#include "base/err.h"
 
 #define CFG_NAME_MAX    64
 #define CFG_PATH_MAX    1024

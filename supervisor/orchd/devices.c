@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 
 /* NVML's C API: nvmlReturn_t is an int (0 = NVML_SUCCESS), a device an opaque handle. */
 typedef int nvml_ret;

@@ -10,8 +10,8 @@
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
-#include "alloc.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "orchd.h"
 
 static void

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "orchd.h"
 
 static void job_timer(evutil_socket_t fd, short what, void *arg);

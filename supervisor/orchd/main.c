@@ -17,11 +17,11 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "alloc.h"
-#include "clock.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/readfile.h"
 #include "orchd.h"
-#include "readfile.h"
 
 /* ---- systemd ---- */
 

@@ -5,8 +5,8 @@
  */
 #include <stdint.h>
 
-#include "err.h"
-#include "sbuf.h"
+#include "base/err.h"
+#include "base/sbuf.h"
 
 #define MET_BUCKETS 16
 

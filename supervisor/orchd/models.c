@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "orchd.h"
 
 const char *

@@ -19,12 +19,12 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "clock.h"
+#include "base/clock.h"
+#include "base/sbuf.h"
 #include "config.h"
 #include "devices.h"
-#include "ipc.h"
+#include "ipc/ipc.h"
 #include "metrics.h"
-#include "sbuf.h"
 
 struct worker;
 struct job;

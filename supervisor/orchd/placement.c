@@ -1,7 +1,7 @@
 /*
  * placement.c - whether a worker fits on its device before it is started.
  *
- * A model needs its memory estimate (common/model_info.h, what `orchctl
+ * A model needs its memory estimate (common/gguf/model_info.h, what `orchctl
  * inspect` prints) for its slots and context; on cpu less the CUDA runtime
  * part. A device has its free memory now (NVML, /proc/meminfo) minus the
  * estimates of our workers still starting or loading there (their memory is
@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "log.h"
-#include "model_info.h"
+#include "base/log.h"
+#include "gguf/gguf.h"
+#include "gguf/model_info.h"
 #include "orchd.h"
 
 #define MIB (1024.0 * 1024.0)

@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "log.h"
+#include "base/alloc.h"
+#include "base/log.h"
 #include "orchd.h"
 
 extern char **environ;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "ipc.h"
+#include "ipc/ipc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -8,7 +8,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "jinja.h"
+#include "text/jinja/jinja.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,13 +17,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include "cpu.h"
-#include "fp16.h"
-#include "ggml_type.h"
+#include "base/rng.h"
+#include "engine/cpu/cpu.h"
+#include "engine/sampler.h"
+#include "gguf/fp16.h"
+#include "gguf/ggml_type.h"
+#include "gguf/quant.h"
 #include "kernels.h"
-#include "quant.h"
-#include "rng.h"
-#include "sampler.h"
 #include "t.h"
 
 static struct rng r;

@@ -22,21 +22,23 @@
 #include <cjson/cJSON.h>
 #include <cuda_runtime_api.h>
 
-#include "backend.h"
-#include "gguf.h"
-#include "model.h"
-#include "sampler.h"
-#include "scheduler.h"
+#include "engine/backend.h"
+#include "engine/engine.h"
+#include "engine/model/model.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "gguf/gguf.h"
 #include "synth.h"
 #include "t.h"
-#include "tokenizer.h"
+#include "text/tokenizer.h"
 
 extern const struct be_ops be_cuda_ops;
 
+/* An engine (engine_open) on @ops and short names for what the tests use of it. */
 struct eng {
+	struct engine *x;
 	const struct be_ops *ops;
-	struct gguf_file *f;
-	struct model m;
+	const struct model *m;
 	struct tok *t;
 	struct be_model *b;
 	struct sched *s;
@@ -46,34 +48,28 @@ static orch_err
 eng_open(struct eng *e, const struct be_ops *ops, const char *path, uint32_t slots, bool graphs,
          struct orch_errinfo *err)
 {
-	struct be_config cfg = {.slots = slots,
-	                        .n_ctx = 512,
-	                        .threads = 4,
-	                        .max_batch_tokens = 64 + slots,
-	                        .device = ops == &be_cuda_ops ? "cuda:0" : "cpu",
-	                        .model_path = path,
-	                        .no_graphs = !graphs};
-	struct sched_config sc = {slots, 512, 64};
+	struct engine_config cfg = {.model_path = path,
+	                            .device = ops == &be_cuda_ops ? "cuda:0" : "cpu",
+	                            .ops = ops,
+	                            .slots = slots,
+	                            .n_ctx = 512,
+	                            .chunk = 64,
+	                            .threads = 4,
+	                            .no_graphs = !graphs};
 	orch_err rv;
 
 	memset(e, 0, sizeof(*e));
-	e->ops = ops;
-	if ((rv = gguf_open(path, &e->f, err)) || (rv = model_load(e->f, &e->m, err)) ||
-	    (rv = tok_load_gguf(e->f, &e->t, err)) ||
-	    (rv = ops->load(&e->m, &cfg, NULL, NULL, &e->b, err)))
+	if ((rv = engine_open(&cfg, &e->x, err)) != ORCH_OK)
 		return rv;
-	return sched_new(ops, e->b, e->t, e->m.hp.n_vocab, &sc, &e->s);
+	*e = (struct eng){e->x, ops, &e->x->m, e->x->mt.tok, e->x->b, e->x->s};
+	return ORCH_OK;
 }
 
 static void
 eng_close(struct eng *e)
 {
-	sched_free(e->s);
-	if (e->b)
-		e->ops->free(e->b);
-	tok_free(e->t);
-	model_free(&e->m);
-	gguf_close(e->f);
+	engine_close(e->x);
+	e->x = NULL;
 }
 
 struct out {
@@ -229,7 +225,7 @@ test_synth(void)
 		struct orch_errinfo err = {0};
 		T_OK(eng_open(&cpu, &be_cpu_ops, path, 1, false, &err));
 		T_OK(eng_open(&gpu, &be_cuda_ops, path, 1, true, &err));
-		uint32_t V = cpu.m.hp.n_vocab;
+		uint32_t V = cpu.m->hp.n_vocab;
 		float *lc = malloc(32ull * V * 4), *lgp = malloc(32ull * V * 4);
 		struct out *oc = calloc(1, sizeof(*oc)), *og = calloc(1, sizeof(*og));
 		struct out *o2 = calloc(1, sizeof(*o2)), *o3 = calloc(1, sizeof(*o3));

@@ -22,8 +22,8 @@
 #include <nng/protocol/pair1/pair.h>
 #include <nng/protocol/reqrep0/req.h>
 
-#include "debug.h"
-#include "ipc.h"
+#include "ipc/debug.h"
+#include "ipc/ipc.h"
 #include "t.h"
 
 #define MAX_TOK 256

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "parse.h"
+#include "base/parse.h"
 #include "synth.h"
 
 static void

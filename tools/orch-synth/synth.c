@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "ggml_type.h"
-#include "gguf_write.h"
-#include "quant.h"
-#include "rng.h"
+#include "base/alloc.h"
+#include "base/rng.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf_write.h"
+#include "gguf/quant.h"
 
 enum kind { K_WEIGHT, K_NORM, K_BIAS, K_ROPE };
 

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ggml_type.h"
+#include "gguf/ggml_type.h"
 #include "synth.h"
 
 static const struct {

@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "gguf.h"
-#include "gguf_write.h"
+#include "base/alloc.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_write.h"
 #include "synth.h"
 
 #define SPM_SPACE "\xe2\x96\x81" /* U+2581 "▁" */

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "gguf/gguf.h"
 #include "tokjson.h"
 
 int

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "sbuf.h"
-#include "tokenizer.h"
+#include "base/sbuf.h"
+#include "gguf/gguf.h"
+#include "text/tokenizer.h"
 
 static void
 json_str(struct sbuf *b, const char *s, size_t n)

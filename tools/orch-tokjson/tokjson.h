@@ -4,7 +4,7 @@
  * vocabulary of a GGUF file (orch-tokjson). Used to check that the hf-json
  * tokenizer backend and the GGUF one agree.
  */
-#include "err.h"
+#include "base/err.h"
 
 struct gguf_file;
 

@@ -15,9 +15,9 @@
 #include <nng/nng.h>
 #include <nng/protocol/pair1/pair.h>
 
-#include "debug.h"
-#include "ipc.h"
-#include "rng.h"
+#include "base/rng.h"
+#include "ipc/debug.h"
+#include "ipc/ipc.h"
 #include "t.h"
 
 /* protobuf-c's strings are char *: writable copies of the literals the tests use */

@@ -5,9 +5,9 @@
  */
 #include <unistd.h>
 
-#include "ggml_type.h"
-#include "gguf.h"
-#include "quant.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+#include "gguf/quant.h"
 #include "synth.h"
 #include "t.h"
 

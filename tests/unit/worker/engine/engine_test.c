@@ -1,0 +1,609 @@
+/*
+ * engine_test.c - the CPU engine against llama.cpp on the real stories260K
+ * model (64 greedy tokens exactly, logits of steps 0 and 1 within
+ * tolerance, for F32, Q8_0 and Q4_0), prompt lengths up to and past the
+ * context, batch-composition and chunk-size independence, stop strings
+ * split across tokens, F32 vs F16 KV, synthesized tiny-qwen2/tiny-phi3
+ * end to end, the SIMD/scalar twins, and the sampler.
+ */
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/rng.h"
+#include "engine/backend.h"
+#include "engine/cpu/cpu.h"
+#include "engine/engine.h"
+#include "engine/model/model.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "gguf/fp16.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+#include "gguf/quant.h"
+#include "synth.h"
+#include "t.h"
+#include "text/tokenizer.h"
+
+/* An engine (engine_open) and short names for what the tests use of it. */
+struct eng {
+	struct engine *x;
+	const struct model *m;
+	struct tok *t;
+	struct be_model *b;
+	struct sched *s;
+};
+
+static int
+eng_open(struct eng *e, const char *path, uint32_t slots, uint32_t n_ctx, uint32_t chunk,
+         bool kv_f32)
+{
+	struct orch_errinfo err = {0};
+	struct engine_config cfg = {.model_path = path,
+	                            .ops = &be_cpu_ops,
+	                            .slots = slots,
+	                            .n_ctx = n_ctx,
+	                            .chunk = chunk,
+	                            .threads = 2,
+	                            .kv_f32 = kv_f32};
+
+	memset(e, 0, sizeof(*e));
+	if (engine_open(&cfg, &e->x, &err) != ORCH_OK) {
+		fprintf(stderr, "%s: %s\n", path, err.msg);
+		return 0;
+	}
+	*e = (struct eng){e->x, &e->x->m, e->x->mt.tok, e->x->b, e->x->s};
+	return 1;
+}
+
+static void
+eng_close(struct eng *e)
+{
+	engine_close(e->x);
+}
+
+/* A job's outputs, collected by the callbacks. */
+struct out {
+	int32_t ids[4096];
+	uint32_t n;
+	char text[16384];
+	size_t text_n;
+	float logits[2][4096]; /* steps 0 and 1; the models here have ≤ 4096 tokens */
+	bool have_logits[2];
+	uint32_t n_vocab;
+	enum sched_finish why;
+	orch_err err;
+	bool done;
+};
+
+static void
+on_token(void *ctx, struct sched_job *j, uint32_t index, int32_t id, const char *text, size_t n)
+{
+	struct out *o = ctx;
+
+	(void)j;
+	(void)index;
+	if (id >= 0 && o->n < 4096)
+		o->ids[o->n++] = id;
+	if (o->text_n + n < sizeof(o->text)) {
+		memcpy(o->text + o->text_n, text, n);
+		o->text_n += n;
+		o->text[o->text_n] = '\0';
+	}
+}
+
+static void
+on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *lg, uint32_t n_vocab)
+{
+	struct out *o = ctx;
+
+	(void)j;
+	if (index < 2 && n_vocab <= 4096) {
+		memcpy(o->logits[index], lg, n_vocab * sizeof(float));
+		o->have_logits[index] = true;
+	}
+	o->n_vocab = n_vocab;
+}
+
+static void
+on_end(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
+{
+	struct out *o = ctx;
+
+	(void)j;
+	(void)msg;
+	o->why = why;
+	o->err = err;
+	o->done = true;
+}
+
+static const struct sched_job_ops ops = {on_token, on_logits, on_end};
+
+static struct sched_job
+job(uint64_t id, const struct tok_ids *p, uint32_t max_tokens, struct out *o)
+{
+	struct sched_job j = {.id = id,
+	                      .prompt = p->v,
+	                      .n_prompt = (uint32_t)p->n,
+	                      .max_tokens = max_tokens,
+	                      .ops = &ops,
+	                      .ctx = o};
+
+	j.sp = samp_defaults();
+	j.sp.temperature = 0.0f;
+	memset(o, 0, sizeof(*o));
+	return j;
+}
+
+static void
+run_all(struct eng *e)
+{
+	while (!sched_idle(e->s))
+		sched_step(e->s);
+}
+
+/* Greedy 64 tokens and step-0/1 logits against llama.cpp's golden file. */
+static void
+golden(const char *model, const char *gold, double tol)
+{
+	struct eng e;
+	size_t n;
+	char *g = t_read_file(t_path(gold), &n);
+	cJSON *root = g ? cJSON_ParseWithLength(g, n) : NULL;
+	const cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "cases"), 0);
+	struct tok_ids ids = {0};
+	struct out *o = calloc(1, sizeof(*o));
+
+	free(g);
+	T_TRUE(c != NULL && o != NULL && eng_open(&e, t_path(model), 1, 256, 64, false));
+	T_OK(tok_encode(e.t, "Once upon a time", 16, TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL, &ids));
+	T_EQ(ids.n, cJSON_GetArraySize(cJSON_GetObjectItem(c, "prompt_tokens")));
+	struct sched_job j = job(1, &ids, 64, o);
+	T_OK(sched_submit(e.s, &j, NULL));
+	run_all(&e);
+	const cJSON *want = cJSON_GetObjectItem(c, "generated_tokens");
+	T_EQ(o->n, cJSON_GetArraySize(want));
+	for (uint32_t i = 0; i < o->n; i++) {
+		int w = cJSON_GetArrayItem(want, (int)i)->valueint;
+		if (o->ids[i] != w) {
+			T_FAIL_("%s: token %u is %d (\"%s\"), llama.cpp has %d", model, i,
+			        o->ids[i], o->text, w);
+			break;
+		}
+	}
+	double worst = 0;
+	for (int step = 0; step < 2; step++) {
+		const cJSON *lg = cJSON_GetObjectItem(
+		        cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), step), "logits");
+		double scale = 0, diff = 0;
+		for (uint32_t i = 0; i < o->n_vocab; i++) {
+			double w = cJSON_GetArrayItem(lg, (int)i)->valuedouble;
+			scale = fabs(w) > scale ? fabs(w) : scale;
+			diff = fabs(w - (double)o->logits[step][i]) > diff
+			               ? fabs(w - (double)o->logits[step][i])
+			               : diff;
+		}
+		worst = diff / scale > worst ? diff / scale : worst;
+	}
+	printf("%s: 64 tokens equal; logits max |Δ| / max |logit| = %.2e (bound %.0e)\n", model,
+	       worst, tol);
+	T_TRUE(worst <= tol);
+	free(o);
+	tok_ids_fini(&ids);
+	cJSON_Delete(root);
+	eng_close(&e);
+}
+
+static void
+test_golden_f32(void)
+{
+	golden("models/stories260K.gguf", "models/golden-stories260K.json", 1e-3);
+}
+
+static void
+test_golden_q8_0(void)
+{
+	golden("models/stories260K-Q8_0.gguf", "models/golden-stories260K-Q8_0.json", 1e-4);
+}
+
+static void
+test_golden_q4_0(void)
+{
+	golden("models/stories260K-Q4_0.gguf", "models/golden-stories260K-Q4_0.json", 1e-4);
+}
+
+/* Prompts of 1, 2, 100 and exactly context-length tokens; one more is CONTEXT_LENGTH_EXCEEDED. */
+static void
+test_prompt_lengths(void)
+{
+	static const uint32_t lens[] = {1, 2, 100, 128};
+	struct eng e;
+	struct out *o = calloc(1, sizeof(*o));
+	int32_t toks[129];
+	struct orch_errinfo err = {0};
+
+	T_TRUE(o != NULL && eng_open(&e, t_path("models/stories260K.gguf"), 1, 128, 32, false));
+	toks[0] = 1;
+	for (uint32_t i = 1; i < 129; i++)
+		toks[i] = 300 + (int32_t)(i % 100);
+	for (size_t k = 0; k < 4; k++) {
+		struct tok_ids p = {toks, lens[k], lens[k]};
+		struct sched_job j = job(k, &p, 8, o);
+		T_OK(sched_submit(e.s, &j, NULL));
+		run_all(&e);
+		T_TRUE(o->done && o->why != SCHED_ERROR);
+		T_EQ(o->n, lens[k] == 128 ? 1 : 8); /* a full context leaves room for one token */
+		T_EQ(o->why, SCHED_LENGTH);
+	}
+	struct tok_ids p = {toks, 129, 129};
+	struct sched_job j = job(9, &p, 8, o);
+	T_ERR(sched_submit(e.s, &j, &err), ORCH_ECONTEXT);
+	T_STREQ(orch_err_wire(err.code), "CONTEXT_LENGTH_EXCEEDED");
+	free(o);
+	eng_close(&e);
+}
+
+/* Three prompts alone, then together, then with tiny prefill chunks: identical tokens. */
+static void
+test_batch_independence(void)
+{
+	static const char *prompts[] = {"Once upon a time", "The little dog",
+	                                "Lily and Ben went to the park"};
+	struct out *alone = calloc(3, sizeof(*alone)), *together = calloc(3, sizeof(*together));
+	struct tok_ids ids[3] = {{0}};
+	struct eng e1, e3, ec;
+
+	T_TRUE(alone && together);
+	T_TRUE(eng_open(&e1, t_path("models/stories260K-Q8_0.gguf"), 1, 256, 64, false));
+	T_TRUE(eng_open(&e3, t_path("models/stories260K-Q8_0.gguf"), 3, 256, 64, false));
+	T_TRUE(eng_open(&ec, t_path("models/stories260K-Q8_0.gguf"), 3, 256, 3, false));
+	for (int k = 0; k < 3; k++) {
+		T_OK(tok_encode(e1.t, prompts[k], strlen(prompts[k]), TOK_ADD_SPECIAL, &ids[k]));
+		struct sched_job j = job((uint64_t)k, &ids[k], 40, &alone[k]);
+		T_OK(sched_submit(e1.s, &j, NULL));
+		run_all(&e1);
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		struct eng *e = pass ? &ec : &e3;
+		struct sched_job jobs[3];
+		for (int k = 0; k < 3; k++) {
+			jobs[k] = job((uint64_t)k, &ids[k], (uint32_t)(40 - 10 * k), &together[k]);
+			T_OK(sched_submit(e->s, &jobs[k], NULL));
+		}
+		run_all(e);
+		for (int k = 0; k < 3; k++) {
+			T_EQ(together[k].n, 40 - 10 * k);
+			if (memcmp(together[k].ids, alone[k].ids,
+			           together[k].n * sizeof(int32_t)) != 0)
+				T_FAIL_("prompt %d: tokens differ when batched (%s)", k,
+				        pass ? "chunk 3" : "chunk 64");
+		}
+	}
+	for (int k = 0; k < 3; k++)
+		tok_ids_fini(&ids[k]);
+	free(alone);
+	free(together);
+	eng_close(&e1);
+	eng_close(&e3);
+	eng_close(&ec);
+}
+
+/* A stop string spanning two tokens ends the text before it; it is never emitted. */
+static void
+test_stop_strings(void)
+{
+	struct eng e;
+	struct tok_ids ids = {0};
+	struct out *o = calloc(1, sizeof(*o));
+	static const char *const stops[] = {"girl na", "zzz"};
+
+	T_TRUE(o && eng_open(&e, t_path("models/stories260K.gguf"), 1, 256, 64, false));
+	T_OK(tok_encode(e.t, "Once upon a time", 16, TOK_ADD_SPECIAL, &ids));
+	struct sched_job j = job(1, &ids, 64, o);
+	j.stops = stops;
+	j.n_stops = 2;
+	T_OK(sched_submit(e.s, &j, NULL));
+	run_all(&e);
+	T_EQ(o->why, SCHED_STOP);
+	T_STREQ(o->text, ", there was a little ");
+	tok_ids_fini(&ids);
+	free(o);
+	eng_close(&e);
+}
+
+static void
+test_kv_f32(void)
+{
+	struct eng a, b;
+	struct tok_ids ids = {0};
+	struct out *oa = calloc(1, sizeof(*oa)), *ob = calloc(1, sizeof(*ob));
+
+	T_TRUE(oa && ob && eng_open(&a, t_path("models/stories260K.gguf"), 1, 256, 64, false) &&
+	       eng_open(&b, t_path("models/stories260K.gguf"), 1, 256, 64, true));
+	T_OK(tok_encode(a.t, "Once upon a time", 16, TOK_ADD_SPECIAL, &ids));
+	struct sched_job ja = job(1, &ids, 64, oa), jb = job(1, &ids, 64, ob);
+	T_OK(sched_submit(a.s, &ja, NULL));
+	T_OK(sched_submit(b.s, &jb, NULL));
+	run_all(&a);
+	run_all(&b);
+	T_EQ(oa->n, ob->n);
+	T_TRUE(memcmp(oa->ids, ob->ids, oa->n * sizeof(int32_t)) == 0);
+	uint64_t need, used;
+	be_cpu_ops.memory(b.b, &need, &used);
+	T_TRUE(used >= need / 2 && need > 0);
+	tok_ids_fini(&ids);
+	free(oa);
+	free(ob);
+	eng_close(&a);
+	eng_close(&b);
+}
+
+/* Synthesized tiny-qwen2 and tiny-phi3: finite logits, identical across two runs. */
+static void
+test_tiny_models(void)
+{
+	static const char *presets[] = {"tiny-qwen2", "tiny-phi3", "tiny-llama"};
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/orch-engine-test-%d.gguf", (int)getpid());
+	for (int k = 0; k < 3; k++) {
+		struct synth_opts so = {presets[k], "Q4_K_M", NULL, 0, 7, path};
+		struct out *o[2] = {calloc(1, sizeof(struct out)), calloc(1, sizeof(struct out))};
+		int32_t prompt[6] = {1, 300, 301, 302, 303, 304};
+		struct tok_ids p = {prompt, 6, 6};
+		T_OK(synth_write(&so, NULL));
+		for (int run = 0; run < 2; run++) {
+			struct eng e;
+			T_TRUE(o[run] && eng_open(&e, path, 1, 64, 16, false));
+			struct sched_job j = job(1, &p, 16, o[run]);
+			j.sp = samp_defaults(); /* sampled, with a fixed seed */
+			j.sp.seed = 11;
+			T_OK(sched_submit(e.s, &j, NULL));
+			run_all(&e);
+			T_TRUE(o[run]->why == SCHED_LENGTH || o[run]->why == SCHED_EOS);
+			for (int s = 0; s < 2; s++)
+				for (uint32_t i = 0; o[run]->have_logits[s] && i < o[run]->n_vocab;
+				     i++)
+					if (!isfinite(o[run]->logits[s][i]))
+						T_FAIL_("%s: non-finite logit", presets[k]);
+			eng_close(&e);
+		}
+		T_EQ(o[0]->n, o[1]->n);
+		T_TRUE(memcmp(o[0]->ids, o[1]->ids, o[0]->n * sizeof(int32_t)) == 0);
+		T_TRUE(memcmp(o[0]->logits[0], o[1]->logits[0], o[0]->n_vocab * sizeof(float)) ==
+		       0);
+		for (int run = 0; run < 2; run++) {
+			free(o[run]);
+		}
+	}
+	unlink(path);
+}
+
+/* The AVX2/FMA dot and its scalar twin agree (atol 1e-5 + rtol 1e-5 · Σ|a·b|). */
+static void
+test_simd_twins(void)
+{
+	struct rng r;
+	float a[1031], b[1031];
+	cpu_dot_fn simd = cpu_dot_select(true), scalar = cpu_dot_select(false);
+
+	if (!cpu_has_avx2())
+		printf("SKIP: no AVX2 here; only the scalar dot is tested\n");
+	rng_seed(&r, 5);
+	for (uint64_t n = 1; n <= 1031; n += (n < 40 ? 1 : 97)) {
+		double mag = 0;
+		for (uint64_t i = 0; i < n; i++) {
+			a[i] = rng_normalish(&r);
+			b[i] = rng_normalish(&r);
+			mag += fabs((double)a[i] * (double)b[i]);
+		}
+		double x = (double)simd(a, b, n), y = (double)scalar(a, b, n);
+		T_NEAR(x, y, 1e-5 + 1e-5 * mag);
+	}
+}
+
+/* The AVX2 dequantizers give exactly the scalar reference's floats, on random blocks. */
+static void
+test_dequant_twins(void)
+{
+	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_K,
+	                                 GGML_TYPE_F16};
+	static float x[1024], a[1024], b[1024];
+	static uint8_t blk[1024 * 4];
+	struct rng r;
+
+	if (!cpu_has_avx2()) {
+		printf("SKIP: no AVX2 here; the AVX2 dequantizers are not tested\n");
+		return;
+	}
+	rng_seed(&r, 3);
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+		for (int rep = 0; rep < 20; rep++) {
+			for (int i = 0; i < 1024; i++)
+				x[i] = rng_normalish(&r) * (rep % 2 ? 0.01f : 3.0f);
+			T_OK(quant_row(types[k], x, blk, 1024));
+			for (int i = 0; i < 64; i++) /* also arbitrary bits in the codes */
+				blk[(rng_next(&r) % 1024) + 4] ^= (uint8_t)rng_next(&r);
+			T_TRUE(cpu_dequant_row(types[k], blk, a, 1024, true));
+			T_TRUE(cpu_dequant_row(types[k], blk, b, 1024, false));
+			for (int i = 0; i < 1024; i++)
+				if (a[i] != b[i] &&
+				    !(isnan(a[i]) && isnan(b[i]))) /* ±0 compare equal */
+					T_FAIL_("%s: element %d: AVX2 %.9g, scalar %.9g",
+					        ggml_type_name(types[k]), i, (double)a[i],
+					        (double)b[i]);
+			if (t_failed_checks)
+				return;
+		}
+	}
+}
+
+/*
+ * The integer dots (Q8_0/Q4_0/Q5_0 weights × Q8_0 activations, K-quants ×
+ * cpu_q8k activations): AVX2 and scalar agree, and both equal the dot of the
+ * dequantized rows.
+ */
+static void
+test_qdot_twins(void)
+{
+	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+	static float x[2048], w[2048], dx[2048], dw[2048];
+	static uint8_t wq[2048 * 2], xq[2048 / 32 * 40];
+	struct rng r;
+
+	if (!cpu_has_avx2())
+		printf("SKIP: no AVX2 here; only the scalar integer dots are tested\n");
+	rng_seed(&r, 11);
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+		bool kq = cpu_qdot_act(types[k]) == CPU_ACT_Q8K;
+		T_TRUE(cpu_qdot_supported(types[k]));
+		for (int rep = 0; rep < 20; rep++) {
+			uint64_t n = (kq ? 256u : 32u) * (1u + rng_next(&r) % 8u);
+			for (uint64_t i = 0; i < n; i++) {
+				x[i] = rng_normalish(&r) * (rep % 2 ? 0.01f : 3.0f);
+				w[i] = rng_normalish(&r) +
+				       (rep % 3 ? 0.0f : 1.0f); /* mins in use */
+			}
+			T_OK(quant_row(types[k], w, wq, n));
+			cpu_quant_act(types[k], x, xq, n);
+			T_TRUE(cpu_dequant_row(types[k], wq, dw, n, false));
+			if (kq) { /* x ≈ d·q, and the block sums are the codes' sums */
+				const struct cpu_q8k *a = (const struct cpu_q8k *)(const void *)xq;
+				for (uint64_t i = 0; i < n; i++)
+					dx[i] = a[i / 256].d * (float)a[i / 256].q[i % 256];
+				for (uint64_t g = 0; g < n / 16; g++) {
+					int sum = 0;
+					for (uint64_t i = 16 * g; i < 16 * g + 16; i++)
+						sum += a[i / 256].q[i % 256];
+					T_EQ(a[g / 16].bsums[g % 16], sum);
+				}
+			} else { /* Q8_0's codes and scale, and the block code sums */
+				const struct cpu_q8b *a = (const struct cpu_q8b *)(const void *)xq;
+				uint8_t q8[34];
+				for (uint64_t b = 0; b < n / 32; b++) {
+					int sum = 0;
+					T_OK(quant_row(GGML_TYPE_Q8_0, x + 32 * b, q8, 32));
+					T_TRUE(memcmp(q8 + 2, a[b].q, 32) == 0);
+					T_TRUE(fp16_to_f32((uint16_t)(q8[0] | q8[1] << 8)) ==
+					       a[b].d);
+					for (int i = 0; i < 32; i++) {
+						dx[32 * b + (uint64_t)i] =
+						        a[b].d * (float)a[b].q[i];
+						sum += a[b].q[i];
+					}
+					T_EQ(a[b].s, sum);
+				}
+			}
+			double ref = 0, mag = 0, xerr = 0, xmax = 0;
+			for (uint64_t i = 0; i < n; i++) {
+				ref += (double)dw[i] * (double)dx[i];
+				mag += fabs((double)dw[i] * (double)dx[i]);
+				xerr = fmax(xerr, fabs((double)(dx[i] - x[i])));
+				xmax = fmax(xmax, fabs((double)x[i]));
+			}
+			/* half a step, plus 127 × the rounding of Q8_0's F16 scale */
+			T_TRUE(xerr <= xmax / 127.0 * 0.6);
+			double s = (double)cpu_qdot_scalar(types[k], wq, xq, n);
+			T_NEAR(s, ref, 1e-5 * mag + 1e-30);
+			if (cpu_has_avx2())
+				T_NEAR((double)cpu_qdot(types[k], wq, xq, n, true), s,
+				       1e-5 * mag + 1e-30);
+		}
+	}
+	T_TRUE(!cpu_qdot_supported(GGML_TYPE_Q2_K));
+	T_TRUE(!cpu_qdot_supported(GGML_TYPE_F16));
+}
+
+/* The AVX2 attention of one head agrees with the scalar twin, F16 and F32 caches. */
+static void
+test_attn_twins(void)
+{
+	static float q[64], k32[50 * 64], v32[50 * 64], sc[50], o1[64], o2[64];
+	static uint16_t k16[50 * 64], v16[50 * 64];
+	struct rng r;
+
+	if (!cpu_has_avx2()) {
+		printf("SKIP: no AVX2 here; the AVX2 attention is not tested\n");
+		return;
+	}
+	rng_seed(&r, 13);
+	for (int i = 0; i < 50 * 64; i++) {
+		k32[i] = rng_normalish(&r);
+		v32[i] = rng_normalish(&r);
+		k16[i] = fp16_from_f32(k32[i]);
+		v16[i] = fp16_from_f32(v32[i]);
+	}
+	for (int i = 0; i < 64; i++)
+		q[i] = rng_normalish(&r);
+	for (int f16 = 0; f16 < 2; f16++) {
+		for (uint32_t n = 1; n <= 50; n += 7) {
+			struct cpu_attn a = {f16 ? (const void *)k16 : k32,
+			                     f16 ? (const void *)v16 : v32,
+			                     64,
+			                     64,
+			                     f16 != 0,
+			                     true};
+			cpu_attn_head(&a, q, n, sc, o1);
+			a.simd = false;
+			cpu_attn_head(&a, q, n, sc, o2);
+			for (int i = 0; i < 64; i++)
+				T_NEAR((double)o1[i], (double)o2[i], 1e-5);
+		}
+	}
+}
+
+static void
+test_philox_and_sampler(void)
+{
+	static const uint32_t zero[4] = {0}, zkey[2] = {0}, ones[4] = {~0u, ~0u, ~0u, ~0u},
+	                      okey[2] = {~0u, ~0u};
+	uint32_t out[4];
+	struct samp_cand work[8];
+	float lg[8] = {1, 5, 3, 5, -2, 0, 2, 4};
+	struct samp_params p = samp_defaults();
+
+	samp_philox(zero, zkey, out); /* Random123 known answers */
+	T_EQ(out[0], 0x6627e8d5u);
+	T_EQ(out[3], 0x9b00dbd8u);
+	samp_philox(ones, okey, out);
+	T_EQ(out[0], 0x408f276du);
+	T_EQ(out[3], 0x6d5451fdu);
+	p.temperature = 0;
+	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 1); /* first maximum */
+	p.temperature = 1;
+	p.top_k = 1;
+	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 1); /* top-k 1 = greedy, ties by id */
+	int32_t hist[1] = {1};
+	p.repeat_penalty = 2.0f;
+	T_EQ(samp_sample(&p, lg, 8, hist, 1, 0, work), 3); /* 5 / 2 < 5 */
+	p = samp_defaults();
+	p.min_p = 0.5f;
+	int counts[8] = {0};
+	for (uint64_t i = 0; i < 4000; i++)
+		counts[samp_sample(&p, lg, 8, NULL, 0, i, work)]++;
+	T_TRUE(counts[0] == 0 && counts[2] == 0 && counts[7] == 0); /* below min-p */
+	T_TRUE(counts[1] > 1700 && counts[3] > 1700); /* two equal logits, ~half each */
+	p.seed = 99;
+	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 17, work), samp_sample(&p, lg, 8, NULL, 0, 17, work));
+}
+
+int
+main(void)
+{
+	T_RUN(test_golden_f32);
+	T_RUN(test_golden_q8_0);
+	T_RUN(test_golden_q4_0);
+	T_RUN(test_prompt_lengths);
+	T_RUN(test_batch_independence);
+	T_RUN(test_stop_strings);
+	T_RUN(test_kv_f32);
+	T_RUN(test_tiny_models);
+	T_RUN(test_simd_twins);
+	T_RUN(test_dequant_twins);
+	T_RUN(test_qdot_twins);
+	T_RUN(test_attn_twins);
+	T_RUN(test_philox_and_sampler);
+	return t_done();
+}

@@ -1,0 +1,193 @@
+/*
+ * model_test - what model_load refuses, and how it says so: an unsupported
+ * architecture (by name), a missing hyper-parameter key (by name), a tensor
+ * of an unsupported type (name and type), a wrongly shaped tensor, phi3
+ * long-rope scaling, rope scaling in general; and the optional keys'
+ * defaults. Each case is a synthesized tiny model rewritten with one change.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/model/model.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_write.h"
+#include "synth.h"
+#include "t.h"
+
+/* One change to a model: drop a key, set a string key, retype or reshape a tensor. */
+struct change {
+	const char *drop_key;
+	const char *str_key, *str_val;
+	const char *u32_key;
+	uint32_t u32_val;
+	const char *tensor;   /* tensor to change */
+	uint32_t tensor_type; /* its new type (data zeroed), or 0 */
+	uint64_t tensor_ne0;  /* its new ne[0] (data zeroed), or 0 */
+	const char *add_tensor;
+};
+
+static char src[64];
+
+static void
+make_source(const char *preset)
+{
+	struct synth_opts so = {preset, "Q8_0", NULL, 1, 3, src};
+
+	snprintf(src, sizeof(src), "/tmp/orch-model-test-%d.gguf", (int)getpid());
+	T_OK(synth_write(&so, NULL));
+}
+
+/* The source model with @c applied, loaded: model_load's code in *@rv, its message in @msg. */
+static void
+load_changed(const struct change *c, orch_err *rv, char *msg, size_t msg_size)
+{
+	struct gguf_file *f = NULL, *g = NULL;
+	struct gguf_writer *w = NULL;
+	struct orch_errinfo e = {0};
+	void *buf = NULL, *zero = NULL;
+	size_t size = 0;
+	struct model m;
+
+	*rv = ORCH_EINVAL;
+	T_OK(gguf_open(src, &f, NULL));
+	T_OK(gguf_writer_new(&w));
+	for (size_t i = 0; i < gguf_kv_count(f); i++) {
+		const struct gguf_kv *kv = gguf_kv_at(f, i);
+		if (c->drop_key && strcmp(kv->key, c->drop_key) == 0)
+			continue;
+		if (strcmp(kv->key, "general.alignment") != 0)
+			T_OK(gguf_writer_set_value(w, kv->key, &kv->value));
+	}
+	if (c->str_key)
+		T_OK(gguf_writer_set_str(w, c->str_key, c->str_val));
+	if (c->u32_key)
+		T_OK(gguf_writer_set_u32(w, c->u32_key, c->u32_val));
+	zero = calloc(1, 1 << 24);
+	for (size_t i = 0; i < gguf_tensor_count(f); i++) {
+		const struct gguf_tensor *t = gguf_tensor_at(f, i);
+		if (c->tensor && strcmp(t->name, c->tensor) == 0) {
+			uint64_t ne[GGUF_MAX_DIMS];
+			memcpy(ne, t->ne, sizeof(ne));
+			if (c->tensor_ne0)
+				ne[0] = c->tensor_ne0;
+			T_OK(gguf_writer_add_tensor(w, t->name,
+			                            c->tensor_type ? c->tensor_type : t->type,
+			                            t->n_dims, ne, zero));
+			continue;
+		}
+		T_OK(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data));
+	}
+	if (c->add_tensor) {
+		uint64_t ne[1] = {32};
+		T_OK(gguf_writer_add_tensor(w, c->add_tensor, GGML_TYPE_F32, 1, ne, zero));
+	}
+	T_OK(gguf_writer_write_mem(w, NULL, NULL, &buf, &size, NULL));
+	T_OK(gguf_open_mem(buf, size, "changed.gguf", &g, NULL));
+	*rv = model_load(g, &m, &e);
+	if (*rv == ORCH_OK)
+		model_free(&m);
+	snprintf(msg, msg_size, "%s", e.msg);
+	gguf_close(g);
+	free(buf);
+	free(zero);
+	gguf_writer_free(w);
+	gguf_close(f);
+}
+
+static void
+expect(const struct change *c, orch_err code, const char *needle)
+{
+	char msg[512] = "";
+	orch_err rv;
+
+	load_changed(c, &rv, msg, sizeof(msg));
+	if (rv != code)
+		printf("message: %s\n", msg);
+	T_EQ(rv, code);
+	if (needle != NULL && strstr(msg, needle) == NULL)
+		T_FAIL_("message '%s' does not contain '%s'", msg, needle);
+}
+
+static void
+test_unchanged_loads(void)
+{
+	make_source("tiny-qwen2");
+	expect(&(struct change){0}, ORCH_OK, NULL);
+	unlink(src);
+}
+
+static void
+test_unsupported_architecture(void)
+{
+	make_source("tiny-llama");
+	expect(&(struct change){.str_key = "general.architecture", .str_val = "gpt2"},
+	       ORCH_EUNSUPPORTED, "architecture 'gpt2' is not supported");
+	expect(&(struct change){.drop_key = "general.architecture"}, ORCH_ENOTFOUND,
+	       "general.architecture is missing");
+	unlink(src);
+}
+
+static void
+test_missing_keys(void)
+{
+	static const char *required[] = {
+	        "qwen2.embedding_length",     "qwen2.block_count",
+	        "qwen2.attention.head_count", "qwen2.attention.layer_norm_rms_epsilon",
+	        "qwen2.context_length",       "qwen2.feed_forward_length"};
+
+	make_source("tiny-qwen2");
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		expect(&(struct change){.drop_key = required[i]}, ORCH_ENOTFOUND, required[i]);
+	/*
+	 * Documented defaults (docs/DECISIONS.md): head_count_kv = head_count,
+	 * which this GQA model's K/V tensors then contradict; freq_base 10000.
+	 */
+	expect(&(struct change){.drop_key = "qwen2.attention.head_count_kv"}, ORCH_EGGUF_SHAPE,
+	       "tensor blk.0.attn_k.weight is [256, 128], want [256, 256]");
+	expect(&(struct change){.drop_key = "qwen2.rope.freq_base"}, ORCH_OK, NULL);
+	unlink(src);
+}
+
+static void
+test_bad_tensors(void)
+{
+	make_source("tiny-qwen2");
+	expect(&(struct change){.tensor = "blk.0.ffn_up.weight", .tensor_type = GGML_TYPE_IQ4_NL},
+	       ORCH_EUNSUPPORTED, "tensor blk.0.ffn_up.weight has type IQ4_NL");
+	expect(&(struct change){.tensor = "blk.0.attn_q.weight", .tensor_ne0 = 512},
+	       ORCH_EGGUF_SHAPE, "tensor blk.0.attn_q.weight is [512");
+	expect(&(struct change){.tensor = "output_norm.weight", .tensor_type = GGML_TYPE_F16},
+	       ORCH_EUNSUPPORTED, "F32 only");
+	expect(&(struct change){.str_key = "qwen2.rope.scaling.type", .str_val = "yarn"},
+	       ORCH_EUNSUPPORTED, "rope scaling 'yarn' is not supported");
+	unlink(src);
+}
+
+static void
+test_phi3_long_rope(void)
+{
+	make_source("tiny-phi3");
+	expect(&(struct change){0}, ORCH_OK, NULL);
+	/* 4 heads, 4 KV heads: the head_count_kv default fits */
+	expect(&(struct change){.drop_key = "phi3.attention.head_count_kv"}, ORCH_OK, NULL);
+	expect(&(struct change){.u32_key = "phi3.rope.scaling.original_context_length",
+	                        .u32_val = 1024},
+	       ORCH_EUNSUPPORTED, "phi3 long-rope scaling");
+	expect(&(struct change){.add_tensor = "rope_factors_long.weight"}, ORCH_EUNSUPPORTED,
+	       "phi3 long-rope scaling");
+	unlink(src);
+}
+
+int
+main(void)
+{
+	T_RUN(test_unchanged_loads);
+	T_RUN(test_unsupported_architecture);
+	T_RUN(test_missing_keys);
+	T_RUN(test_bad_tensors);
+	T_RUN(test_phi3_long_rope);
+	return t_done();
+}

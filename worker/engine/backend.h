@@ -1,0 +1,138 @@
+#pragma once
+/*
+ * backend.h - the one interface both compute backends implement (CPU now,
+ * CUDA later, loaded as its own shared object for cuda:N). Nothing above it
+ * knows which backend runs.
+ *
+ * A backend holds the weights of a struct model, a KV cache of
+ * slots × n_ctx positions allocated once at load, and scratch for one
+ * forward step of up to max_batch_tokens tokens. A forward step takes a
+ * batch of sequences, each with its KV slot, the position of its first new
+ * token and its new tokens (many for prefill, one for decode); it appends
+ * their K/V to the slot and returns the logits of the last token of each
+ * sequence that asked for them.
+ *
+ * Results do not depend on batch composition: a sequence computed alone or
+ * next to others gives bit-identical logits.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "sampler.h"
+
+struct model;
+struct be_model;
+
+struct be_config {
+	uint32_t slots;            /* sequences the KV cache holds */
+	uint32_t n_ctx;            /* positions per sequence */
+	bool kv_f32;               /* KV cache in F32 (default F16) */
+	uint32_t threads;          /* CPU threads; 0: one per core */
+	uint32_t max_batch_tokens; /* tokens one forward step may carry */
+	const char *device;        /* "cpu", "cuda:N" (NULL: "cpu") */
+	const char *model_path;    /* for messages (may be NULL) */
+	bool no_graphs;            /* cuda: run every step eagerly, no CUDA graphs */
+};
+
+struct be_seq {
+	uint32_t slot;         /* KV slot, < slots */
+	uint32_t pos;          /* position of tokens[0]; the slot's positions < pos are kept */
+	const int32_t *tokens; /* [n_tokens] */
+	uint32_t n_tokens;
+	bool want_logits; /* logits of tokens[n_tokens - 1] */
+};
+
+/* One sequence's sampling, for forward_sample. */
+struct be_sample {
+	const struct samp_params *sp;
+	const int32_t *hist; /* the job's prompt and generated tokens so far */
+	uint32_t n_hist;
+	uint64_t index; /* index of the token being generated: the Philox counter */
+};
+
+/* What a backend tells about its device (empty strings on the cpu). */
+struct be_info {
+	char device[160];        /* "NVIDIA H200, compute 9.0, 132 SMs, 140.4 GiB" */
+	char cuda_version[32];   /* CUDA runtime, "13.0" */
+	char driver_version[32]; /* the CUDA version the driver supports, "13.0" */
+};
+
+/* be_progress_fn - load progress: @done of @total bytes of weights are in place. */
+typedef void (*be_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+struct be_ops {
+	const char *name; /* "cpu", "cuda" */
+
+	/*
+	 * load - prepare @m (whose GGUF stays mapped) for computing with @cfg.
+	 * ORCH_ENOMEM (host) or ORCH_EINSUFFICIENT_VRAM (device), with what was
+	 * needed in the message; ORCH_EINVAL for a bad config.
+	 */
+	orch_err (*load)(const struct model *m, const struct be_config *cfg,
+	                 be_progress_fn progress, void *ctx, struct be_model **ret,
+	                 struct orch_errinfo *reterr);
+
+	/* memory - bytes the backend needs for weights + KV + scratch, and holds now. */
+	void (*memory)(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used);
+
+	/*
+	 * forward - one step over @n sequences. *@ret_logits points to one
+	 * n_vocab row per sequence with want_logits, in order, valid until the
+	 * next call. ORCH_ECONTEXT when a sequence would pass n_ctx,
+	 * ORCH_EINVAL for more than max_batch_tokens tokens or a bad slot or token,
+	 * ORCH_ECUDA for a device error (then check() tells whether the context
+	 * survived).
+	 * Thread: one caller at a time.
+	 */
+	orch_err (*forward)(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+	                    const float **ret_logits, struct orch_errinfo *reterr);
+
+	/* free - release everything; NULL is fine. */
+	void (*free)(struct be_model *b);
+
+	/* ---- optional (NULL when the backend lacks them) ---- */
+
+	/*
+	 * forward_sample - forward, then sample on the device: @samp[i] is used
+	 * for each sequence with want_logits, and *@ret_ids gets one token per
+	 * such sequence, in order — the same token samp_sample() picks from the
+	 * same logits. Only the ids come back to the host.
+	 */
+	orch_err (*forward_sample)(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+	                           const struct be_sample *samp, int32_t *ret_ids,
+	                           struct orch_errinfo *reterr);
+
+	/*
+	 * reserve - make @slot's KV cache ready before a job uses it. ORCH_EVRAM
+	 * when device memory is short: that job fails, the worker keeps serving.
+	 */
+	orch_err (*reserve)(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr);
+
+	/* info - @device's description, runtime and driver; needs no loaded model. */
+	void (*info)(const char *device, struct be_info *ret);
+
+	/*
+	 * check - residency: every allocation is still device memory and the
+	 * device answers. ORCH_EVRAM when something is no longer resident,
+	 * ORCH_ECUDA when the context is unusable (the worker must exit).
+	 */
+	orch_err (*check)(struct be_model *b, struct orch_errinfo *reterr);
+};
+
+extern const struct be_ops be_cpu_ops;
+
+/*
+ * be_check_batch - what every forward checks first: slots in range and
+ * distinct, tokens in the vocabulary, positions inside n_ctx (ORCH_ECONTEXT),
+ * at most max_batch_tokens in all (ORCH_EINVAL). *@ret_T: the tokens.
+ */
+orch_err be_check_batch(const struct be_config *cfg, uint32_t n_vocab, const struct be_seq *seqs,
+                        uint32_t n, uint32_t *ret_T, struct orch_errinfo *reterr);
+
+/*
+ * be_for_device - the backend of @device: "cpu", or "cuda:N". A CUDA device
+ * in a build or on a machine without CUDA is ORCH_EUNSUPPORTED with a clear
+ * message: a worker never falls back to the CPU silently.
+ */
+orch_err be_for_device(const char *device, const struct be_ops **ret, struct orch_errinfo *reterr);

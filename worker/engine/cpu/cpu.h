@@ -1,0 +1,157 @@
+#pragma once
+/*
+ * cpu.h - what the CPU backend's files share: the thread pool (cpu_pool.c),
+ * the matrix products (cpu_matmul.c), the element-wise ops (cpu_ops.c) and
+ * the forward step (cpu_forward.c). Not for use outside worker/engine/cpu.
+ */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/backend.h"
+
+struct gguf_tensor;
+struct model;
+
+/* ---- thread pool: a parallel for over [0, n), split in contiguous ranges ---- */
+
+typedef void (*cpu_task_fn)(void *ctx, uint32_t thread, uint64_t begin, uint64_t end);
+
+struct cpu_pool;
+
+/* cpu_pool_new - @n threads in all (the caller's included; n - 1 are started). */
+orch_err cpu_pool_new(uint32_t n, struct cpu_pool **ret);
+void cpu_pool_free(struct cpu_pool *p);
+uint32_t cpu_pool_threads(const struct cpu_pool *p);
+
+/*
+ * cpu_pool_for - run @fn over [0, @n) split among the threads; returns when
+ * all are done. @cost estimates the work of one item (multiply-adds): a loop
+ * of less than CPU_POOL_MIN_COST in all runs on the caller alone.
+ */
+void cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn, void *ctx);
+
+#define CPU_POOL_MIN_COST (1u << 17)
+
+/* ---- matrix products ---- */
+
+/*
+ * cpu_matmul - y[t][r] = Σ_i W[r][i] · x[t][i] (+ bias[r]) for @T tokens:
+ * W is @w (rows of w->ne[0], any supported type, dequantized a row at a
+ * time), x is [T][ne0], y is [T][@y_stride] starting at column @col0 of
+ * rows [@row0, @row0 + @rows). @scratch holds threads × ne0 floats; for
+ * the types of cpu_qdot_supported x is first quantized into @xq (T rows of
+ * cpu_act_row_bytes, at most ne0/32 × 40 bytes) and the products are
+ * integer dots (cpu_qdot).
+ * Each (row, token) dot product is computed the same way whatever T is.
+ */
+/* A dot product of n floats: the AVX2/FMA kernel or its scalar twin. */
+typedef float (*cpu_dot_fn)(const float *a, const float *b, uint64_t n);
+
+void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
+                uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
+                const struct gguf_tensor *bias, float *scratch, uint8_t *xq);
+
+/*
+ * cpu_dequant_row - @n values of type @type at @src into @y: the AVX2 kernel
+ * of Q8_0/Q4_0/Q5_0/Q4_K/Q6_K when @simd (the caller checked the CPU), else
+ * the scalar reference; both give the same floats. False for unsupported types.
+ */
+bool cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd);
+
+/*
+ * cpu_qdot_act - how activations are quantized for integer dots with weights
+ * of @type: GGML_TYPE_Q8_0 (Q8_0's codes and scale, as struct cpu_q8b) for
+ * Q8_0/Q4_0/Q5_0, CPU_ACT_Q8K (struct cpu_q8k) for
+ * Q4_K/Q5_K/Q6_K, 0 for types computed in float after dequantization.
+ */
+#define CPU_ACT_Q8K 0x10000u
+uint32_t cpu_qdot_act(uint32_t type);
+
+/*
+ * How far ahead (bytes) the dot kernels prefetch the weight stream. The
+ * hardware prefetcher alone left decode at 55 % of the bandwidth a plain
+ * read gets; 4 KiB ahead reaches ~90 % on Q8_0 rows (bench/RESULTS.md).
+ */
+#define CPU_PREFETCH_AHEAD 4096
+
+/* cpu_qdot_supported - weight types computed as integer dots (cpu_qdot_act != 0). */
+bool cpu_qdot_supported(uint32_t type);
+
+/* cpu_act_row_bytes - bytes of one quantized activation row of @n for weights of @type. */
+uint64_t cpu_act_row_bytes(uint32_t type, uint64_t n);
+
+/* cpu_quant_act - quantize activation row @x of @n for dots with weights of @type. */
+void cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n);
+
+/*
+ * cpu_qdot - Σ over @n elements of weight row @w times activation row @xq
+ * quantized by cpu_quant_act for @type: AVX2 when @simd, else scalar.
+ */
+float cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd);
+float cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n);
+
+/* An activation block for Q8_0/Q4_0/Q5_0 dots: x ≈ d·q (d is Q8_0's F16 scale), s = Σ q. */
+struct cpu_q8b {
+	float d;
+	int32_t s;
+	int8_t q[32];
+};
+
+void cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n);
+
+/* An activation super-block for K-quant dots: x ≈ d·q; bsums[g] = Σ q[16g..16g+15]. */
+struct cpu_q8k {
+	float d;
+	int16_t bsums[16];
+	int8_t q[256];
+};
+
+void cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n);
+float cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n, bool simd);
+float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
+
+/* ---- attention ---- */
+
+#define CPU_ATTN_MAX_D 512
+
+/* One KV head of one slot: position p's key at k + p·stride elements (F16 or F32). */
+struct cpu_attn {
+	const void *k, *v;
+	uint64_t stride; /* elements from one position to the next */
+	uint32_t d;      /* head dimension, ≤ CPU_ATTN_MAX_D */
+	bool f16;        /* cache elements are F16, else F32 */
+	bool simd;       /* AVX2/F16C kernels (the caller checked the CPU) */
+};
+
+/*
+ * cpu_attn_head - softmax(q·K / √d)·V over positions [0, @n_pos) for query
+ * head @q (d floats) into @out (d floats); @sc is n_pos floats of scratch.
+ */
+void cpu_attn_head(const struct cpu_attn *a, const float *q, uint32_t n_pos, float *sc, float *out);
+
+/* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
+cpu_dot_fn cpu_dot_select(bool allow_simd);
+
+/* cpu_dot_scalar - the portable dot product (8 partial sums, as the SIMD one keeps). */
+float cpu_dot_scalar(const float *a, const float *b, uint64_t n);
+
+/* cpu_has_avx2 - whether the AVX2/FMA/F16C kernels run on this CPU. */
+bool cpu_has_avx2(void);
+
+/* ---- element-wise and attention ops ---- */
+
+/* cpu_rmsnorm - out = x / sqrt(mean(x²) + eps) · w, as ggml computes it (sum in double). */
+void cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *out);
+
+/*
+ * cpu_rope - rotate the first @n_rot dims of each of @n_heads heads of
+ * @head_dim in @x for position @pos; @neox pairs (i, i + n_rot/2) instead
+ * of (2i, 2i + 1); @factors (n_rot/2, may be NULL) divide the frequencies.
+ */
+void cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
+              float base, bool neox, const float *factors);
+
+/* cpu_swiglu - g[i] = silu(g[i]) · u[i]. */
+void cpu_swiglu(float *g, const float *u, uint32_t n);

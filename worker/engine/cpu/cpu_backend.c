@@ -1,0 +1,178 @@
+/*
+ * cpu_backend.c - the CPU backend: load, memory accounting, free.
+ *
+ * Weights are used where they lie, in the read-only mapping of the GGUF
+ * file, in their own format (no dequantized copy). Load touches every page
+ * of them, reporting progress, so the disk reads happen at load and not in
+ * the first request. The KV cache and all scratch are allocated here, once;
+ * a forward step allocates nothing.
+ */
+#include "cpu_backend.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "gguf/fp16.h"
+#include "gguf/gguf.h"
+
+static void
+add_bytes(const struct gguf_tensor *t, void *ctx)
+{
+	*(uint64_t *)ctx += t->nbytes;
+}
+
+struct touch {
+	uint64_t done, total, next_report;
+	be_progress_fn progress;
+	void *ctx;
+	volatile uint8_t sink;
+};
+
+static void
+touch_tensor(const struct gguf_tensor *t, void *ctx)
+{
+	struct touch *tc = ctx;
+	const volatile uint8_t *p = t->data;
+
+	for (uint64_t off = 0; off < t->nbytes; off += 4096) {
+		tc->sink = (uint8_t)(tc->sink + p[off]);
+		tc->done += t->nbytes - off < 4096 ? t->nbytes - off : 4096;
+		if (tc->progress && tc->done >= tc->next_report) {
+			tc->progress(tc->ctx, tc->done, tc->total);
+			tc->next_report += tc->total / 100 + 1;
+		}
+	}
+}
+
+static void *
+balloc(struct be_model *b, size_t n)
+{
+	void *p = orch_calloc(1, n);
+
+	if (p != NULL)
+		b->bytes_used += n;
+	return p;
+}
+
+static orch_err
+alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	uint64_t B = b->cfg.max_batch_tokens, S = b->cfg.slots, th = cpu_pool_threads(b->pool);
+	uint64_t kv =
+	        (uint64_t)hp->n_layer * S * b->cfg.n_ctx * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
+	size_t f = sizeof(float);
+
+	b->bytes_needed =
+	        b->weight_bytes + 2 * kv + 65536 * f +
+	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * hp->n_ff) +
+	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * (b->max_ne0 + b->cfg.n_ctx)) +
+	        (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 34 + 2 * B * sizeof(uint32_t);
+	if ((b->k_cache = balloc(b, (size_t)kv)) == NULL ||
+	    (b->v_cache = balloc(b, (size_t)kv)) == NULL ||
+	    (b->f16 = balloc(b, 65536 * f)) == NULL ||
+	    (b->x = balloc(b, B * hp->n_embd * f)) == NULL ||
+	    (b->xn = balloc(b, B * hp->n_embd * f)) == NULL ||
+	    (b->tmp = balloc(b, B * hp->n_embd * f)) == NULL ||
+	    (b->qkv = balloc(b, B * b->qkv_dim * f)) == NULL ||
+	    (b->att = balloc(b, B * b->q_dim * f)) == NULL ||
+	    (b->gate = balloc(b, B * hp->n_ff * f)) == NULL ||
+	    (b->up = balloc(b, B * hp->n_ff * f)) == NULL ||
+	    (b->last = balloc(b, S * hp->n_embd * f)) == NULL ||
+	    (b->logits = balloc(b, S * hp->n_vocab * f)) == NULL ||
+	    (b->mm_scratch = balloc(b, th * b->max_ne0 * f)) == NULL ||
+	    (b->xq = balloc(b, (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 40)) == NULL ||
+	    (b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL ||
+	    (b->tok_seq = balloc(b, B * sizeof(uint32_t))) == NULL ||
+	    (b->tok_pos = balloc(b, B * sizeof(uint32_t))) == NULL)
+		return orch_errf(
+		        reterr, ORCH_ENOMEM,
+		        "cpu backend: cannot allocate %llu bytes (KV cache %llu for %u slots x %u context)",
+		        (unsigned long long)(b->bytes_needed - b->weight_bytes),
+		        (unsigned long long)(2 * kv), b->cfg.slots, b->cfg.n_ctx);
+	for (uint32_t h = 0; h < 65536; h++)
+		b->f16[h] = fp16_to_f32((uint16_t)h);
+	b->bytes_used += b->weight_bytes;
+	return ORCH_OK;
+}
+
+static void cpu_free(struct be_model *b);
+
+static orch_err
+cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn progress, void *ctx,
+         struct be_model **ret, struct orch_errinfo *reterr)
+{
+	const struct model_hparams *hp = &m->hp;
+	struct be_model *b;
+	struct touch tc = {0};
+	orch_err rv;
+
+	if (cfg->slots == 0 || cfg->n_ctx == 0 || cfg->max_batch_tokens == 0 || cfg->slots > 4096)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "cpu backend: slots, context and batch must be positive");
+	if (hp->head_dim > CPU_ATTN_MAX_D)
+		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cpu backend: head_dim %u is over 512",
+		                 hp->head_dim);
+	if ((b = orch_calloc(1, sizeof(*b))) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "cpu backend: out of memory");
+	b->m = m;
+	b->cfg = *cfg;
+	b->q_dim = hp->head_dim * hp->n_head;
+	b->kv_dim = hp->head_dim * hp->n_head_kv;
+	b->qkv_dim = b->q_dim + 2 * b->kv_dim;
+	b->max_ne0 = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
+	b->max_ne0 = b->max_ne0 > b->q_dim ? b->max_ne0 : b->q_dim;
+	b->dot = cpu_dot_select(true);
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	uint32_t threads = cfg->threads ? cfg->threads : (uint32_t)(cores > 0 ? cores : 1);
+	if (cpu_pool_new(threads > 256 ? 256 : threads, &b->pool) != ORCH_OK) {
+		rv = orch_errf(reterr, ORCH_ENOMEM, "cpu backend: out of memory");
+		goto fail;
+	}
+	model_for_each_tensor(m, add_bytes, &b->weight_bytes);
+	if ((rv = alloc_buffers(b, reterr)) != ORCH_OK)
+		goto fail;
+	tc.total = b->weight_bytes;
+	tc.progress = progress;
+	tc.ctx = ctx;
+	if (progress)
+		progress(ctx, 0, tc.total);
+	model_for_each_tensor(m, touch_tensor, &tc);
+	if (progress)
+		progress(ctx, tc.total, tc.total);
+	*ret = b;
+	return ORCH_OK;
+fail:
+	cpu_free(b);
+	return rv;
+}
+
+static void
+cpu_memory(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used)
+{
+	*ret_needed = b->bytes_needed;
+	*ret_used = b->bytes_used;
+}
+
+static void
+cpu_free(struct be_model *b)
+{
+	if (b == NULL)
+		return;
+	cpu_pool_free(b->pool);
+	void *bufs[] = {b->k_cache,    b->v_cache, b->f16,    b->x,       b->xn,     b->tmp,
+	                b->qkv,        b->att,     b->gate,   b->up,      b->last,   b->logits,
+	                b->mm_scratch, b->xq,      b->scores, b->tok_seq, b->tok_pos};
+	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+		orch_free(bufs[i]);
+	orch_free(b);
+}
+
+const struct be_ops be_cpu_ops = {
+        .name = "cpu",
+        .load = cpu_load,
+        .memory = cpu_memory,
+        .forward = cpu_forward,
+        .free = cpu_free,
+};

@@ -1,0 +1,30 @@
+#pragma once
+/* cpu_backend.h - the CPU backend's model state, shared by cpu_backend.c and cpu_forward.c. */
+#include "cpu.h"
+#include "engine/model/model.h"
+
+struct be_model {
+	const struct model *m;
+	struct be_config cfg;
+	struct cpu_pool *pool;
+	cpu_dot_fn dot;
+	uint32_t q_dim, kv_dim, qkv_dim, max_ne0;
+	void *k_cache, *v_cache; /* [n_layer][slots][n_ctx][kv_dim], F16 bits or F32 */
+	float *f16;              /* [65536] F16 bits → float */
+	/* scratch for max_batch_tokens (B) tokens */
+	float *x, *xn, *tmp; /* [B][n_embd] */
+	float *qkv;          /* [B][q + 2 kv] */
+	float *att;          /* [B][q] */
+	float *gate, *up;    /* [B][n_ff] */
+	float *last;         /* [slots][n_embd] */
+	float *logits;       /* [slots][n_vocab] */
+	float *mm_scratch;   /* [threads][max_ne0] */
+	uint8_t *xq;   /* [max(B, slots)][max_ne0 / 32 · 40]: x quantized (cpu_q8b or cpu_q8k) */
+	float *scores; /* [threads][n_ctx] */
+	uint32_t *tok_seq, *tok_pos; /* [B] */
+	uint64_t weight_bytes, bytes_needed, bytes_used;
+};
+
+/* cpu_forward - the backend's forward op (cpu_forward.c). */
+orch_err cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+                     const float **ret_logits, struct orch_errinfo *reterr);

@@ -1,0 +1,156 @@
+/*
+ * cpu_dequant.c - AVX2 row dequantization for the block types that carry
+ * most weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K), falling back to the scalar
+ * reference (common/gguf/quant.c) for every other type or CPU.
+ *
+ * Each block's codes are unpacked to bytes with scalar bit operations, then
+ * converted and scaled eight lanes at a time. The per-element arithmetic is
+ * the reference's (q·d, or d·q − m with the same operands; no FMA
+ * contraction in ISO C mode), so both paths give bit-identical floats;
+ * cpu_dequant_test checks that.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "cpu_avx2.h"
+#include "gguf/ggml_type.h"
+#include "gguf/quant.h"
+
+__attribute__((target("f16c"))) static float
+f16(const uint8_t *p)
+{
+	uint16_t h;
+
+	memcpy(&h, p, 2);
+	return _cvtsh_ss(h);
+}
+
+/* y[i] = (float)(q[i] - off) * d for 8·@groups codes. */
+__attribute__((target("avx2,fma,f16c"))) static void
+scale_codes(const uint8_t *q, int off, float d, float *y, int groups)
+{
+	__m256 vd = _mm256_set1_ps(d);
+	__m256i vo = _mm256_set1_epi32(off);
+
+	for (int g = 0; g < groups; g++) {
+		__m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(q + 8 * g));
+		__m256i v = _mm256_sub_epi32(_mm256_cvtepu8_epi32(b), vo);
+		_mm256_storeu_ps(y + 8 * g, _mm256_mul_ps(_mm256_cvtepi32_ps(v), vd));
+	}
+}
+
+/* y[i] = dl·(float)q[i] − ml for 8·@groups codes (K-quants with mins). */
+__attribute__((target("avx2,fma,f16c"))) static void
+affine_codes(const uint8_t *q, float dl, float ml, float *y, int groups)
+{
+	__m256 vd = _mm256_set1_ps(dl), vm = _mm256_set1_ps(ml);
+
+	for (int g = 0; g < groups; g++) {
+		__m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(q + 8 * g));
+		__m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+		_mm256_storeu_ps(y + 8 * g, _mm256_sub_ps(_mm256_mul_ps(vd, v), vm));
+	}
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void
+q8_0(const uint8_t *b, float *y)
+{
+	__m256 vd = _mm256_set1_ps(f16(b));
+
+	for (int g = 0; g < 4; g++) {
+		__m128i v = _mm_loadl_epi64((const __m128i *)(const void *)(b + 2 + 8 * g));
+		__m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v));
+		_mm256_storeu_ps(y + 8 * g, _mm256_mul_ps(f, vd));
+	}
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void
+q4_0_q5_0(const uint8_t *b, float *y, bool five)
+{
+	const uint8_t *qs = b + (five ? 6 : 2);
+	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)qs), m4 = _mm_set1_epi8(0x0f);
+	__m128i lo = _mm_and_si128(raw, m4), hi = _mm_and_si128(_mm_srli_epi16(raw, 4), m4);
+	__m256i codes = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+	uint8_t q[32];
+
+	if (five) {
+		uint32_t qh;
+		memcpy(&qh, b + 2, 4);
+		codes = _mm256_or_si256(codes, _mm256_and_si256(cpu_avx2_bits_to_bytes(qh),
+		                                                _mm256_set1_epi8(0x10)));
+	}
+	_mm256_storeu_si256((__m256i *)(void *)q, codes);
+	scale_codes(q, five ? 16 : 8, f16(b), y, 4);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void
+q4_k(const uint8_t *b, float *y)
+{
+	float d = f16(b), dmin = f16(b + 2);
+	const uint8_t *p = b + 4, *qs = b + 16;
+	uint8_t q[32];
+
+	for (int j = 0; j < 8; j++) {
+		int sc, m;
+		if (j < 4) {
+			sc = p[j] & 63;
+			m = p[j + 4] & 63;
+		} else {
+			sc = (p[j + 4] & 15) | ((p[j - 4] >> 6) << 4);
+			m = (p[j + 4] >> 4) | ((p[j] >> 6) << 4);
+		}
+		const uint8_t *src = qs + 32 * (j / 2);
+		for (int l = 0; l < 32; l++)
+			q[l] = (uint8_t)((src[l] >> (4 * (j % 2))) & 15);
+		affine_codes(q, d * (float)sc, dmin * (float)m, y + 32 * j, 4);
+	}
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void
+q6_k(const uint8_t *b, float *y)
+{
+	float d = f16(b + 208);
+	uint8_t q[16];
+
+	for (int sb = 0; sb < 16; sb++) {
+		int n = sb / 8, k = (sb % 8) / 2, h = sb % 2;
+		const uint8_t *ql = b + 64 * n + 32 * (k % 2), *qh = b + 128 + 32 * n;
+		for (int l = 0; l < 16; l++) {
+			int i = 16 * h + l;
+			q[l] = (uint8_t)(((ql[i] >> (4 * (k / 2))) & 15) |
+			                 (((qh[i] >> (2 * k)) & 3) << 4));
+		}
+		scale_codes(q, 32, d * (float)(int8_t)b[192 + sb], y + 16 * sb, 2);
+	}
+}
+
+bool
+cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd)
+{
+	const struct ggml_type_info *t = ggml_type_get(type);
+	const uint8_t *b = src;
+
+	if (!simd || t == NULL ||
+	    (type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_0 &&
+	     type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K))
+		return dequant_row(type, src, y, n) == ORCH_OK;
+	for (uint64_t i = 0; i < n / t->block_size; i++, b += t->block_bytes, y += t->block_size) {
+		switch (type) {
+		case GGML_TYPE_Q8_0:
+			q8_0(b, y);
+			break;
+		case GGML_TYPE_Q4_0:
+		case GGML_TYPE_Q5_0:
+			q4_0_q5_0(b, y, type == GGML_TYPE_Q5_0);
+			break;
+		case GGML_TYPE_Q4_K:
+			q4_k(b, y);
+			break;
+		default:
+			q6_k(b, y);
+			break;
+		}
+	}
+	return true;
+}

@@ -1,0 +1,190 @@
+/*
+ * cpu_forward.c - one forward step of the CPU backend over a batch.
+ *
+ * Design notes
+ * - The batch's tokens are flattened (token t belongs to sequence
+ *   tok_seq[t] at position tok_pos[t]); every matrix product runs once over
+ *   all of them, so prefill is matrix-matrix and decode shares the weight
+ *   reads of all sequences in the step.
+ * - Each token's arithmetic is independent of the others in the batch
+ *   (same kernels, same order), so a sequence's logits are bit-identical
+ *   whether it runs alone or next to others.
+ * - Attention reads the sequence's own KV slot, positions 0..pos (causal).
+ *   With an F16 cache it mirrors ggml: Q is rounded to F16 before Q·K, and
+ *   the softmax weights to F16 before they weight V.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cpu_backend.h"
+#include "gguf/fp16.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+#include "gguf/quant.h"
+
+/* Byte offset of (layer, slot, pos) in a cache of @elem-byte elements. */
+static uint64_t
+kv_off(const struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, size_t elem)
+{
+	return (((uint64_t)layer * b->cfg.slots + slot) * b->cfg.n_ctx + pos) * b->kv_dim * elem;
+}
+
+static void
+kv_store(struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, const float *k,
+         const float *v)
+{
+	size_t elem = b->cfg.kv_f32 ? 4 : 2;
+	uint8_t *kd = (uint8_t *)b->k_cache + kv_off(b, layer, slot, pos, elem);
+	uint8_t *vd = (uint8_t *)b->v_cache + kv_off(b, layer, slot, pos, elem);
+
+	if (b->cfg.kv_f32) {
+		memcpy(kd, k, b->kv_dim * sizeof(float));
+		memcpy(vd, v, b->kv_dim * sizeof(float));
+		return;
+	}
+	for (uint32_t i = 0; i < b->kv_dim; i++) {
+		uint16_t hk = fp16_from_f32(k[i]), hv = fp16_from_f32(v[i]);
+		memcpy(kd + 2 * i, &hk, 2);
+		memcpy(vd + 2 * i, &hv, 2);
+	}
+}
+
+struct att_job {
+	struct be_model *b;
+	const struct be_seq *seqs;
+	uint32_t layer;
+};
+
+/* One (token, head) pair: softmax(q·K / √d) · V over positions 0..pos of the slot. */
+static void
+attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
+{
+	const struct att_job *j = ctx;
+	struct be_model *b = j->b;
+	const struct model_hparams *hp = &b->m->hp;
+	uint32_t d = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+	float *sc = b->scores + (uint64_t)thread * b->cfg.n_ctx;
+	size_t elem = b->cfg.kv_f32 ? 4 : 2;
+
+	for (uint64_t th = begin; th < end; th++) {
+		uint32_t t = (uint32_t)(th / hp->n_head), h = (uint32_t)(th % hp->n_head);
+		uint32_t slot = j->seqs[b->tok_seq[t]].slot, kvh = h / group;
+		uint64_t off = kv_off(b, j->layer, slot, 0, elem) + (uint64_t)kvh * d * elem;
+		struct cpu_attn a = {(const uint8_t *)b->k_cache + off,
+		                     (const uint8_t *)b->v_cache + off,
+		                     b->kv_dim,
+		                     d,
+		                     !b->cfg.kv_f32,
+		                     b->dot != cpu_dot_scalar};
+		cpu_attn_head(&a, b->qkv + (uint64_t)t * b->qkv_dim + (uint64_t)h * d,
+		              b->tok_pos[t] + 1, sc,
+		              b->att + (uint64_t)t * b->q_dim + (uint64_t)h * d);
+	}
+}
+
+static void
+attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint32_t il)
+{
+	const struct model *m = b->m;
+	const struct model_hparams *hp = &m->hp;
+	const struct model_layer *L = &m->layers[il];
+	const float *factors = m->rope_freqs ? m->rope_freqs->data : NULL;
+	struct att_job aj = {b, seqs, il};
+
+	for (uint32_t t = 0; t < T; t++)
+		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->attn_norm->data, hp->n_embd,
+		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
+	if (L->wqkv != NULL) {
+		cpu_matmul(b->pool, b->dot, L->wqkv, 0, b->qkv_dim, b->xn, T, b->qkv, b->qkv_dim,
+		           NULL, b->mm_scratch, b->xq);
+	} else {
+		cpu_matmul(b->pool, b->dot, L->wq, 0, b->q_dim, b->xn, T, b->qkv, b->qkv_dim, L->bq,
+		           b->mm_scratch, b->xq);
+		cpu_matmul(b->pool, b->dot, L->wk, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim,
+		           b->qkv_dim, L->bk, b->mm_scratch, b->xq);
+		cpu_matmul(b->pool, b->dot, L->wv, 0, b->kv_dim, b->xn, T,
+		           b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv, b->mm_scratch, b->xq);
+	}
+	for (uint32_t t = 0; t < T; t++) {
+		float *q = b->qkv + (uint64_t)t * b->qkv_dim;
+		cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t], hp->rope_base,
+		         hp->rope_neox, factors);
+		cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
+		         hp->rope_base, hp->rope_neox, factors);
+		kv_store(b, il, seqs[b->tok_seq[t]].slot, b->tok_pos[t], q + b->q_dim,
+		         q + b->q_dim + b->kv_dim);
+	}
+	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head,
+	             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
+	cpu_matmul(b->pool, b->dot, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, NULL,
+	           b->mm_scratch, b->xq);
+	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
+		b->x[i] += b->tmp[i];
+}
+
+static void
+ffn_block(struct be_model *b, uint32_t T, uint32_t il)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	const struct model_layer *L = &b->m->layers[il];
+
+	for (uint32_t t = 0; t < T; t++)
+		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->ffn_norm->data, hp->n_embd,
+		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
+	if (L->w_gate_up != NULL) { /* fused: gate rows first, then up */
+		cpu_matmul(b->pool, b->dot, L->w_gate_up, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
+		           NULL, b->mm_scratch, b->xq);
+		cpu_matmul(b->pool, b->dot, L->w_gate_up, hp->n_ff, hp->n_ff, b->xn, T, b->up,
+		           hp->n_ff, NULL, b->mm_scratch, b->xq);
+	} else {
+		cpu_matmul(b->pool, b->dot, L->w_gate, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
+		           NULL, b->mm_scratch, b->xq);
+		cpu_matmul(b->pool, b->dot, L->w_up, 0, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL,
+		           b->mm_scratch, b->xq);
+	}
+	cpu_swiglu(b->gate, b->up, T * hp->n_ff);
+	cpu_matmul(b->pool, b->dot, L->w_down, 0, hp->n_embd, b->gate, T, b->tmp, hp->n_embd, NULL,
+	           b->mm_scratch, b->xq);
+	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
+		b->x[i] += b->tmp[i];
+}
+
+orch_err
+cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const float **ret_logits,
+            struct orch_errinfo *reterr)
+{
+	const struct model *m = b->m;
+	const struct model_hparams *hp = &m->hp;
+	uint32_t T = 0, t = 0, n_out = 0;
+	uint64_t row_bytes;
+	orch_err rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, seqs, n, &T, reterr);
+
+	if (rv != ORCH_OK)
+		return rv;
+	ggml_row_bytes(m->tok_embd->type, hp->n_embd, &row_bytes);
+	for (uint32_t s = 0; s < n; s++) {
+		for (uint32_t k = 0; k < seqs[s].n_tokens; k++, t++) {
+			b->tok_seq[t] = s;
+			b->tok_pos[t] = seqs[s].pos + k;
+			dequant_row(m->tok_embd->type,
+			            (const uint8_t *)m->tok_embd->data +
+			                    (uint64_t)seqs[s].tokens[k] * row_bytes,
+			            b->x + (uint64_t)t * hp->n_embd, hp->n_embd);
+		}
+	}
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		attention_block(b, seqs, T, il);
+		ffn_block(b, T, il);
+	}
+	for (uint32_t s = 0, end = 0; s < n; s++) {
+		end += seqs[s].n_tokens;
+		if (seqs[s].want_logits)
+			cpu_rmsnorm(b->x + (uint64_t)(end - 1) * hp->n_embd, m->output_norm->data,
+			            hp->n_embd, hp->rms_eps,
+			            b->last + (uint64_t)n_out++ * hp->n_embd);
+	}
+	cpu_matmul(b->pool, b->dot, m->output, 0, hp->n_vocab, b->last, n_out, b->logits,
+	           hp->n_vocab, NULL, b->mm_scratch, b->xq);
+	*ret_logits = b->logits;
+	return ORCH_OK;
+}

@@ -1,0 +1,132 @@
+/*
+ * cpu_matmul.c - matrix products over weights in their file format.
+ *
+ * For the integer-dot types (cpu_qdot_supported) the batch's activations are
+ * quantized once per product and each weight row is dotted with every token
+ * straight from the file's blocks; any other type has each row dequantized
+ * once into a per-thread scratch row (in L1) and dotted in float. Either way
+ * prefill reads the weights once for all its tokens and decode once per
+ * step. Threads split the output rows. Kernels are AVX2/FMA/F16C when the
+ * CPU has them (chosen at run time), else scalar; both are tested.
+ */
+#include <cpuid.h>
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "cpu_avx2.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+#include "gguf/quant.h"
+
+float
+cpu_dot_scalar(const float *a, const float *b, uint64_t n)
+{
+	float acc[8] = {0};
+	uint64_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		for (unsigned k = 0; k < 8; k++)
+			acc[k] += a[i + k] * b[i + k];
+	float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+	for (; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float
+dot_avx2(const float *a, const float *b, uint64_t n)
+{
+	__m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+	uint64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+		acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8),
+		                       acc1);
+	}
+	for (; i + 8 <= n; i += 8)
+		acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+	float s = cpu_avx2_hsum(_mm256_add_ps(acc0, acc1));
+	for (; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+bool
+cpu_has_avx2(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma"))
+		return false;
+	return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+
+cpu_dot_fn
+cpu_dot_select(bool allow_simd)
+{
+	return allow_simd && cpu_has_avx2() ? dot_avx2 : cpu_dot_scalar;
+}
+
+struct mm_job {
+	const struct gguf_tensor *w, *bias;
+	uint64_t row0, row_bytes;
+	const float *x;
+	uint32_t T;
+	float *y, *scratch;
+	uint64_t y_stride;
+	cpu_dot_fn dot;
+	bool simd;
+	const uint8_t *xq; /* x quantized for integer dots (cpu_quant_act), or NULL */
+	uint64_t xq_row;   /* bytes per quantized x row */
+};
+
+static void
+mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
+{
+	const struct mm_job *j = ctx;
+	uint64_t ne0 = j->w->ne[0];
+	float *row = j->scratch + (uint64_t)thread * ne0;
+
+	for (uint64_t r = begin; r < end; r++) {
+		const uint8_t *src = (const uint8_t *)j->w->data + (j->row0 + r) * j->row_bytes;
+		const float *wr = (const float *)(const void *)src;
+		if (j->w->type != GGML_TYPE_F32 && j->xq == NULL) {
+			cpu_dequant_row(j->w->type, src, row, ne0, j->simd);
+			wr = row;
+		}
+		float b = 0.0f;
+		if (j->bias != NULL)
+			memcpy(&b, (const float *)j->bias->data + j->row0 + r, sizeof(b));
+		if (j->xq != NULL) {
+			for (uint32_t t = 0; t < j->T; t++)
+				j->y[t * j->y_stride + r] =
+				        cpu_qdot(j->w->type, src, j->xq + t * j->xq_row, ne0,
+				                 j->simd) +
+				        b;
+			continue;
+		}
+		for (uint32_t t = 0; t < j->T; t++)
+			j->y[t * j->y_stride + r] = j->dot(wr, j->x + t * ne0, ne0) + b;
+	}
+}
+
+void
+cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
+           uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
+           const struct gguf_tensor *bias, float *scratch, uint8_t *xq)
+{
+	struct mm_job j = {
+	        w, bias, row0, 0, x, T, y, scratch, y_stride, dot, dot != cpu_dot_scalar, NULL, 0};
+
+	ggml_row_bytes(w->type, w->ne[0], &j.row_bytes);
+	if (cpu_qdot_supported(w->type)) {
+		j.xq_row = cpu_act_row_bytes(w->type, w->ne[0]);
+		for (uint32_t t = 0; t < T; t++)
+			cpu_quant_act(w->type, x + (uint64_t)t * w->ne[0], xq + t * j.xq_row,
+			              w->ne[0]);
+		j.xq = xq;
+	}
+	cpu_pool_for(pool, rows, w->ne[0] * (T ? T : 1), mm_rows, &j);
+}

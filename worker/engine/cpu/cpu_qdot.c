@@ -1,0 +1,223 @@
+/*
+ * cpu_qdot.c - integer dot products: which activation format goes with which
+ * weight type, and the dots of Q8_0 / Q4_0 / Q5_0 weight rows with an
+ * activation row quantized as Q8_0 (struct cpu_q8b), as llama.cpp computes
+ * them; the K-quant dots are in cpu_qdot_k.c. Per 32-element block: the
+ * exact int32 sum of code products times the two scales, accumulated in
+ * float; Q4_0/Q5_0 codes stay unsigned and their offset is removed with the
+ * activation block's code sum. The AVX2 kernel (which prefetches the weight
+ * stream) and the scalar twin compute the same integer sums; only the float
+ * accumulation order differs.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "cpu_avx2.h"
+#include "gguf/fp16.h"
+#include "gguf/ggml_type.h"
+#include "gguf/quant.h"
+
+/* Activation rows fit in the space cpu_matmul's callers give (ne0/32 × 40 bytes). */
+_Static_assert(sizeof(struct cpu_q8k) <= 8 * 40, "cpu_q8k larger than 8 x 40 bytes");
+_Static_assert(sizeof(struct cpu_q8b) == 40, "cpu_q8b is not 40 bytes");
+
+uint32_t
+cpu_qdot_act(uint32_t type)
+{
+	switch (type) {
+	case GGML_TYPE_Q8_0:
+	case GGML_TYPE_Q4_0:
+	case GGML_TYPE_Q5_0:
+		return GGML_TYPE_Q8_0;
+	case GGML_TYPE_Q4_K:
+	case GGML_TYPE_Q5_K:
+	case GGML_TYPE_Q6_K:
+		return CPU_ACT_Q8K;
+	default:
+		return 0;
+	}
+}
+
+bool
+cpu_qdot_supported(uint32_t type)
+{
+	return cpu_qdot_act(type) != 0;
+}
+
+uint64_t
+cpu_act_row_bytes(uint32_t type, uint64_t n)
+{
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		return n / 256 * sizeof(struct cpu_q8k);
+	return n / 32 * sizeof(struct cpu_q8b);
+}
+
+void
+cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n)
+{
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		cpu_quant_q8k(x, xq, n);
+	else
+		cpu_quant_q8b(x, xq, n);
+}
+
+void
+cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n)
+{
+	uint8_t blk[34];
+
+	for (uint64_t i = 0; i < n / 32; i++, x += 32, y++) {
+		quant_row(GGML_TYPE_Q8_0, x, blk, 32); /* exactly Q8_0's codes and F16 scale */
+		y->d = fp16_load(blk);
+		memcpy(y->q, blk + 2, 32);
+		y->s = 0;
+		for (int k = 0; k < 32; k++)
+			y->s += y->q[k];
+	}
+}
+
+/*
+ * The 32 codes of one weight block: signed for Q8_0, unsigned (0..15, 0..31)
+ * for Q4_0/Q5_0, whose values are code - @off (8, 16); *@off is 0 for Q8_0.
+ */
+static void
+codes(uint32_t type, const uint8_t *b, int *q, int *off)
+{
+	*off = 0;
+	if (type == GGML_TYPE_Q8_0) {
+		for (int j = 0; j < 32; j++)
+			q[j] = (int8_t)b[2 + j];
+		return;
+	}
+	bool five = type == GGML_TYPE_Q5_0;
+	const uint8_t *qs = b + (five ? 6 : 2);
+	uint32_t qh = 0;
+	if (five)
+		memcpy(&qh, b + 2, 4);
+	*off = five ? 16 : 8;
+	for (int j = 0; j < 16; j++) {
+		q[j] = (int)((qs[j] & 0xfu) | (((qh >> j) & 1u) << 4));
+		q[j + 16] = (int)((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
+	}
+}
+
+/*
+ * Σ over blocks of dw·dx·Σ c·q, minus off · Σ dw·dx·s: the offset of Q4_0/Q5_0
+ * codes is taken out with the activation block's code sum s. The AVX2
+ * kernel accumulates the same two sums.
+ */
+static float
+qdot_q8_scalar(uint32_t type, const void *w, const struct cpu_q8b *x, uint64_t n)
+{
+	const struct ggml_type_info *t = ggml_type_get(type);
+	const uint8_t *wb = w;
+	float sum = 0.0f, corr = 0.0f;
+	int q[32], off = 0;
+
+	for (uint64_t i = 0; i < n / 32; i++, wb += t->block_bytes, x++) {
+		int32_t s = 0;
+		codes(type, wb, q, &off);
+		for (int k = 0; k < 32; k++)
+			s += q[k] * x->q[k];
+		float dd = fp16_load(wb) * x->d;
+		sum += dd * (float)s;
+		corr += dd * (float)x->s;
+	}
+	return sum - (float)off * corr;
+}
+
+/* The 32 codes of one weight block, as codes() gives them. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256i
+codes_avx2(uint32_t type, const uint8_t *b)
+{
+	if (type == GGML_TYPE_Q8_0)
+		return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
+	bool five = type == GGML_TYPE_Q5_0;
+	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + (five ? 6 : 2)));
+	__m128i m4 = _mm_set1_epi8(0x0f);
+	__m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(raw, m4)),
+	                                    _mm_and_si128(_mm_srli_epi16(raw, 4), m4), 1);
+	if (five) {
+		uint32_t qh;
+		memcpy(&qh, b + 2, 4);
+		c = _mm256_or_si256(
+		        c, _mm256_and_si256(cpu_avx2_bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
+	}
+	return c;
+}
+
+struct qacc {
+	__m256 sum;
+	float corr;
+};
+
+/* One block into @a: dw·dx times the eight int32 partial sums of code products; dw·dx·s. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+block_avx2(uint32_t type, const uint8_t *wb, const struct cpu_q8b *x, struct qacc *a)
+{
+	__m256i c = codes_avx2(type, wb);
+	__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x->q);
+	__m256i p;
+	if (type == GGML_TYPE_Q8_0) /* |c| · sign(c)·b: unsigned × signed bytes */
+		p = _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(b, c));
+	else /* the codes are unsigned already */
+		p = _mm256_maddubs_epi16(c, b);
+	__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+	uint16_t hw;
+	memcpy(&hw, wb, 2);
+	float dd = _cvtsh_ss(hw) * x->d;
+	a->sum = _mm256_fmadd_ps(_mm256_set1_ps(dd), s, a->sum);
+	if (type != GGML_TYPE_Q8_0)
+		a->corr += dd * (float)x->s;
+}
+
+/* The loop for one weight type (a constant once inlined), two blocks per step. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline float
+qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const struct cpu_q8b *x,
+          uint64_t nb)
+{
+	struct qacc a0 = {_mm256_setzero_ps(), 0.0f}, a1 = {_mm256_setzero_ps(), 0.0f};
+	uint64_t i = 0;
+
+	for (; i + 2 <= nb; i += 2, wb += 2 * block_bytes, x += 2) {
+		_mm_prefetch((const char *)wb + CPU_PREFETCH_AHEAD, _MM_HINT_T0);
+		_mm_prefetch((const char *)wb + CPU_PREFETCH_AHEAD + 2 * block_bytes - 1,
+		             _MM_HINT_T0);
+		block_avx2(type, wb, x, &a0);
+		block_avx2(type, wb + block_bytes, x + 1, &a1);
+	}
+	if (i < nb)
+		block_avx2(type, wb, x, &a0);
+	float off = type == GGML_TYPE_Q8_0 ? 0.0f : type == GGML_TYPE_Q4_0 ? 8.0f : 16.0f;
+	return cpu_avx2_hsum(_mm256_add_ps(a0.sum, a1.sum)) - off * (a0.corr + a1.corr);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static float
+qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
+{
+	switch (type) {
+	case GGML_TYPE_Q8_0:
+		return qdot_loop(GGML_TYPE_Q8_0, 34, w, xq, n / 32);
+	case GGML_TYPE_Q4_0:
+		return qdot_loop(GGML_TYPE_Q4_0, 18, w, xq, n / 32);
+	default:
+		return qdot_loop(GGML_TYPE_Q5_0, 22, w, xq, n / 32);
+	}
+}
+
+float
+cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n)
+{
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		return cpu_qdot_k_scalar(type, w, xq, n);
+	return qdot_q8_scalar(type, w, xq, n);
+}
+
+float
+cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd)
+{
+	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		return cpu_qdot_k(type, w, xq, n, simd);
+	return simd ? qdot_avx2(type, w, xq, n) : qdot_q8_scalar(type, w, xq, n);
+}

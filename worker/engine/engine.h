@@ -1,0 +1,71 @@
+#pragma once
+/*
+ * engine.h - a model ready to generate: the one chain
+ *
+ *   GGUF file -> model (engine/model) -> tokenizer and chat template
+ *   (text/model_text) -> backend for the device (engine/backend) ->
+ *   scheduler (engine/scheduler)
+ *
+ * and the one rule for the default context. `orch-worker serve` and `run`,
+ * the engine and GPU model tests and the benchmarks open a model through
+ * here and nowhere else.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/backend.h"
+#include "engine/model/model.h"
+#include "text/model_text.h"
+
+struct gguf_file;
+struct sched;
+
+#define ENGINE_DEFAULT_CTX \
+	4096 /* the default context stops here (llama.cpp's server: the trained one) */
+#define ENGINE_DEFAULT_CHUNK 512 /* prefill tokens of one sequence in one step */
+
+struct engine_config {
+	const char *model_path;     /* the GGUF file */
+	const char *device;         /* "cpu", "cuda:N"; NULL: "cpu" */
+	const struct be_ops *ops;   /* NULL: be_for_device(device); tests and benchmarks name one */
+	enum text_source tokenizer; /* TEXT_GGUF (0) or TEXT_HF_JSON */
+	uint32_t slots;             /* sequences at once; 0: 1 */
+	uint32_t n_ctx;             /* positions per sequence; 0: engine_default_ctx() */
+	uint32_t chunk;          /* prefill tokens per sequence per step; 0: ENGINE_DEFAULT_CHUNK */
+	uint32_t threads;        /* CPU threads; 0: one per core */
+	bool kv_f32;             /* KV cache in F32 (default F16) */
+	bool no_graphs;          /* cuda: no CUDA graphs */
+	be_progress_fn progress; /* load progress; may be NULL */
+	void *progress_ctx;
+};
+
+struct engine {
+	struct gguf_file *f;  /* mapped for as long as the engine lives */
+	struct model m;       /* hyper-parameters and tensors (views into @f) */
+	struct model_text mt; /* tokenizer and chat template */
+	const struct be_ops *ops;
+	struct be_model *b; /* weights, KV cache, scratch on the device */
+	struct sched *s;    /* continuous batching over @b */
+	uint32_t slots, n_ctx, chunk;
+};
+
+/*
+ * engine_default_ctx - the context a model gets when none is asked for:
+ * its trained context, at most ENGINE_DEFAULT_CTX.
+ */
+uint32_t engine_default_ctx(const struct model *m);
+
+/*
+ * engine_open - open @cfg->model_path and make it ready to generate on
+ * @cfg->device: *@ret owns everything. Errors are the first failing step's:
+ * gguf_open's, model_load's, model_text_load's, be_for_device's, the
+ * backend's load (ORCH_EINSUFFICIENT_VRAM, ORCH_ENOMEM...); on failure
+ * nothing is left open. Blocks for the whole load.
+ * Thread: any; the engine is then used by one thread at a time.
+ */
+orch_err engine_open(const struct engine_config *cfg, struct engine **ret,
+                     struct orch_errinfo *reterr);
+
+/* engine_close - free all of @e, in the reverse order; NULL is fine. */
+void engine_close(struct engine *e);

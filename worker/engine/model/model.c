@@ -1,0 +1,187 @@
+/*
+ * model.c - architecture detection, hyper-parameters and tensor lookup
+ * shared by the per-architecture files.
+ *
+ * Every hyper-parameter comes from "{arch}.*" metadata and a missing one is
+ * an error naming the key, with two exceptions llama.cpp also makes:
+ * attention.head_count_kv defaults to head_count (no GQA), and
+ * rope.freq_base to 10000 (stories260K has none).
+ */
+#include "model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+#include "gguf/quant.h"
+
+const char *
+model_arch_name(enum model_arch a)
+{
+	switch (a) {
+	case MODEL_LLAMA:
+		return "llama";
+	case MODEL_QWEN2:
+		return "qwen2";
+	case MODEL_PHI3:
+		return "phi3";
+	}
+	return "?";
+}
+
+static orch_err
+get_u32(const struct gguf_file *f, const char *arch, const char *suffix, uint32_t *out,
+        bool required, struct orch_errinfo *reterr)
+{
+	char key[128];
+	uint64_t v;
+	orch_err rv;
+
+	snprintf(key, sizeof(key), "%s.%s", arch, suffix);
+	rv = gguf_get_uint(f, key, &v);
+	if (rv == ORCH_ENOTFOUND && !required)
+		return ORCH_OK;
+	if (rv == ORCH_ENOTFOUND)
+		return orch_errf(reterr, rv, "%s: required key %s is missing", gguf_name(f), key);
+	if (rv != ORCH_OK || v == 0 || v > 1u << 24)
+		return orch_errf(reterr, ORCH_ETYPE, "%s: key %s must be an integer 1..16777216",
+		                 gguf_name(f), key);
+	*out = (uint32_t)v;
+	return ORCH_OK;
+}
+
+static orch_err
+get_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *out, bool required,
+        struct orch_errinfo *reterr)
+{
+	char key[128];
+	double v;
+	orch_err rv;
+
+	snprintf(key, sizeof(key), "%s.%s", arch, suffix);
+	rv = gguf_get_float(f, key, &v);
+	if (rv == ORCH_ENOTFOUND && !required)
+		return ORCH_OK;
+	if (rv != ORCH_OK)
+		return orch_errf(reterr, rv, "%s: %s key %s", gguf_name(f),
+		                 rv == ORCH_ENOTFOUND ? "required" : "float", key);
+	*out = (float)v;
+	return ORCH_OK;
+}
+
+static orch_err
+read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *hp,
+             struct orch_errinfo *reterr)
+{
+	orch_err rv;
+
+	hp->rope_base = 10000.0f;
+	if ((rv = get_u32(f, arch, "embedding_length", &hp->n_embd, true, reterr)) ||
+	    (rv = get_u32(f, arch, "block_count", &hp->n_layer, true, reterr)) ||
+	    (rv = get_u32(f, arch, "attention.head_count", &hp->n_head, true, reterr)) ||
+	    (rv = get_u32(f, arch, "feed_forward_length", &hp->n_ff, true, reterr)) ||
+	    (rv = get_u32(f, arch, "context_length", &hp->n_ctx_train, true, reterr)) ||
+	    (rv = get_u32(f, arch, "rope.dimension_count", &hp->n_rot, true, reterr)) ||
+	    (rv = get_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps, true,
+	                  reterr)) ||
+	    (rv = get_f32(f, arch, "rope.freq_base", &hp->rope_base, false, reterr)))
+		return rv;
+	hp->n_head_kv = hp->n_head;
+	if ((rv = get_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false, reterr)))
+		return rv;
+	if (hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "%s: %u heads do not divide n_embd %u or the %u KV heads",
+		                 gguf_name(f), hp->n_head, hp->n_embd, hp->n_head_kv);
+	hp->head_dim = hp->n_embd / hp->n_head;
+	if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "%s: rope.dimension_count %u does not fit head_dim %u",
+		                 gguf_name(f), hp->n_rot, hp->head_dim);
+	char key[128];
+	struct gguf_str st;
+	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
+	if (gguf_get_str(f, key, &st) == ORCH_OK &&
+	    !(st.len == 4 && memcmp(st.ptr, "none", 4) == 0))
+		return orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                 "%s: rope scaling '%.*s' is not supported", gguf_name(f),
+		                 (int)(st.len > 32 ? 32 : st.len), st.ptr);
+	return ORCH_OK;
+}
+
+const struct gguf_tensor *
+model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t ne1, bool required,
+             orch_err *rv, struct orch_errinfo *reterr)
+{
+	const struct gguf_tensor *t = gguf_find_tensor(f, name);
+
+	if (*rv != ORCH_OK)
+		return NULL;
+	if (t == NULL) {
+		if (required)
+			*rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor %s is missing",
+			                gguf_name(f), name);
+		return NULL;
+	}
+	if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->n_dims > 2) {
+		*rv = orch_errf(reterr, ORCH_EGGUF_SHAPE,
+		                "%s: tensor %s is [%llu, %llu], want [%llu, %llu]", gguf_name(f),
+		                name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+		                (unsigned long long)ne0, (unsigned long long)(ne1 ? ne1 : 1));
+		return NULL;
+	}
+	if (!quant_supported(t->type) || (ne1 == 0 && t->type != GGML_TYPE_F32)) {
+		*rv = orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                "%s: tensor %s has type %s, which the engine does not support%s",
+		                gguf_name(f), name, ggml_type_name(t->type),
+		                ne1 == 0 ? " for a 1-D tensor (F32 only)" : "");
+		return NULL;
+	}
+	return t;
+}
+
+orch_err
+model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr)
+{
+	static const struct {
+		const char *name;
+		enum model_arch arch;
+		orch_err (*load)(const struct gguf_file *, struct model *, struct orch_errinfo *);
+	} archs[] = {{"llama", MODEL_LLAMA, model_llama_load},
+	             {"qwen2", MODEL_QWEN2, model_qwen2_load},
+	             {"phi3", MODEL_PHI3, model_phi3_load}};
+	struct gguf_str a;
+	char arch[64];
+	orch_err rv;
+
+	memset(m, 0, sizeof(*m));
+	if (gguf_get_str(f, "general.architecture", &a) != ORCH_OK)
+		return orch_errf(reterr, ORCH_ENOTFOUND, "%s: general.architecture is missing",
+		                 gguf_name(f));
+	snprintf(arch, sizeof(arch), "%.*s", (int)(a.len > 60 ? 60 : a.len), a.ptr);
+	for (size_t i = 0; i < sizeof(archs) / sizeof(archs[0]); i++) {
+		if (strcmp(arch, archs[i].name) != 0)
+			continue;
+		m->hp.arch = archs[i].arch;
+		if ((rv = read_hparams(f, arch, &m->hp, reterr)) != ORCH_OK)
+			return rv;
+		m->layers = orch_calloc(m->hp.n_layer, sizeof(*m->layers));
+		if (m->layers == NULL)
+			return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+		if ((rv = archs[i].load(f, m, reterr)) != ORCH_OK)
+			model_free(m);
+		return rv;
+	}
+	return orch_errf(reterr, ORCH_EUNSUPPORTED,
+	                 "%s: architecture '%s' is not supported (supported: llama, qwen2, phi3)",
+	                 gguf_name(f), arch);
+}
+
+void
+model_free(struct model *m)
+{
+	orch_free(m->layers);
+	m->layers = NULL;
+}

@@ -1,0 +1,81 @@
+#pragma once
+/*
+ * model.h - a model as the engine sees it: hyper-parameters from GGUF
+ * metadata and, per layer, the weight tensors of the architecture, mapped
+ * from GGUF tensor names with their shapes checked. One file per
+ * architecture (llama.c, qwen2.c, phi3.c) fills it; nothing above this
+ * layer knows the tensor names.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+struct gguf_file;
+struct gguf_tensor;
+
+enum model_arch { MODEL_LLAMA, MODEL_QWEN2, MODEL_PHI3 };
+
+struct model_hparams {
+	enum model_arch arch;
+	uint32_t n_layer, n_embd, n_head, n_head_kv, n_ff, n_vocab, n_ctx_train;
+	uint32_t head_dim, n_rot;
+	float rope_base, rms_eps;
+	bool rope_neox; /* pairs (i, i + n_rot/2) instead of (2i, 2i + 1) */
+};
+
+/* One layer's tensors; absent ones are NULL (fused or not in this architecture). */
+struct model_layer {
+	const struct gguf_tensor *attn_norm;     /* [n_embd] */
+	const struct gguf_tensor *wq, *wk, *wv;  /* [n_embd, q/kv width] */
+	const struct gguf_tensor *wqkv;          /* [n_embd, q + 2 kv] (phi3) */
+	const struct gguf_tensor *bq, *bk, *bv;  /* [width] (qwen2) */
+	const struct gguf_tensor *wo;            /* [q width, n_embd] */
+	const struct gguf_tensor *ffn_norm;      /* [n_embd] */
+	const struct gguf_tensor *w_gate, *w_up; /* [n_embd, n_ff] */
+	const struct gguf_tensor *w_gate_up;     /* [n_embd, 2 n_ff] (phi3: gate first) */
+	const struct gguf_tensor *w_down;        /* [n_ff, n_embd] */
+};
+
+struct model {
+	struct model_hparams hp;
+	const struct gguf_tensor *tok_embd;    /* [n_embd, n_vocab] */
+	const struct gguf_tensor *output_norm; /* [n_embd] */
+	const struct gguf_tensor *output;      /* [n_embd, n_vocab]; tok_embd when tied */
+	const struct gguf_tensor *rope_freqs;  /* [n_rot/2] or NULL (Llama 3 scaling) */
+	struct model_layer *layers;            /* [n_layer] */
+};
+
+/*
+ * model_load - describe the model in @f (which must outlive it). Errors name
+ * what is wrong: ORCH_EUNSUPPORTED for an unknown general.architecture or a
+ * rope scaling variant orch does not implement, ORCH_ENOTFOUND for a missing
+ * key or tensor, ORCH_EGGUF_SHAPE for a tensor of the wrong shape,
+ * ORCH_EUNSUPPORTED for a tensor type the engine cannot compute with.
+ */
+orch_err model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
+
+/* model_free - free what model_load allocated; the struct may be reused. */
+void model_free(struct model *m);
+
+/*
+ * model_for_each_tensor - @fn on each distinct tensor of @m: the embedding,
+ * output norm, output (unless tied), rope factors, then each layer's.
+ */
+void model_for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *),
+                           void *ctx);
+
+/* model_arch_name - "llama", "qwen2", "phi3". */
+const char *model_arch_name(enum model_arch a);
+
+/* ---- for the per-architecture files ---- */
+
+/* model_tensor - tensor @name with dims @ne0 × @ne1 (@ne1 0: 1-D); NULL and an error when @required
+ * and absent. */
+const struct gguf_tensor *model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0,
+                                       uint64_t ne1, bool required, orch_err *rv,
+                                       struct orch_errinfo *reterr);
+
+orch_err model_llama_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
+orch_err model_qwen2_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
+orch_err model_phi3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);

@@ -1,0 +1,52 @@
+#pragma once
+/*
+ * sampler.h - next-token selection, in this order: repetition penalty,
+ * temperature (0 = greedy argmax), top-k, top-p, min-p, then a draw.
+ *
+ * The draw uses Philox4x32-10 keyed by the job's seed with the token index
+ * as the counter, so the same seed gives the same tokens in any batch, on
+ * any thread, and on a GPU sampler that implements the same steps. Ties in
+ * ordering are broken by the lower token id.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+struct samp_params {
+	float temperature;      /* 0: greedy */
+	int32_t top_k;          /* <= 0: off */
+	float top_p;            /* >= 1: off */
+	float min_p;            /* <= 0: off */
+	float repeat_penalty;   /* 1: off */
+	uint32_t repeat_last_n; /* tokens the penalty looks back over (64 by default) */
+	uint64_t seed;
+};
+
+/* samp_defaults - temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1, last 64
+ * (llama.cpp's). */
+struct samp_params samp_defaults(void);
+
+/* A candidate: token and logit; the sampler's working array. */
+struct samp_cand {
+	int32_t id;
+	float logit, p;
+};
+
+/*
+ * samp_sample - the next token from @logits (@n_vocab) given the job's
+ * previous tokens @hist (@n_hist, prompt and generated, for the penalty)
+ * and the index of the token being generated (@index, the Philox counter).
+ * @work holds n_vocab candidates. Never fails; NaN logits are ignored.
+ */
+int32_t samp_sample(const struct samp_params *p, const float *logits, uint32_t n_vocab,
+                    const int32_t *hist, size_t n_hist, uint64_t index, struct samp_cand *work);
+
+/* samp_philox - Philox4x32-10 of counter @ctr with key @key, into @out. */
+void samp_philox(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
+/* samp_uniform - the draw for (@seed, @index): the first Philox word / 2^32, in [0, 1). */
+double samp_uniform(uint64_t seed, uint64_t index);
+
+/* samp_random_seed - a seed from the system's entropy, for jobs that gave none. */
+uint64_t samp_random_seed(void);

@@ -1,0 +1,385 @@
+/*
+ * scheduler.c - continuous batching.
+ *
+ * Design notes
+ * - A job is WAITING (queued), PREFILL (prompt being fed in chunks) or
+ *   DECODE (one sampled token fed per step). Slots are taken in queue order
+ *   and given back at on_end.
+ * - The first token is sampled from the logits of the last prompt token, in
+ *   the step that feeds it; after that each step feeds the previous token.
+ * - Text: detok deltas join job->pending; the earliest stop string found
+ *   there ends the job with the text before it; otherwise everything but the
+ *   longest suffix that could begin a stop string is emitted.
+ * - Tokens are sampled per job with Philox keyed by the job's seed and the
+ *   token's index, so batch composition never changes a job's tokens.
+ */
+#include "scheduler.h"
+
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "text/tokenizer.h"
+
+enum { J_WAITING, J_PREFILL, J_DECODE };
+
+struct sched {
+	const struct be_ops *ops;
+	struct be_model *b;
+	const struct tok *t;
+	uint32_t n_vocab;
+	struct sched_config cfg;
+	struct sched_job **slots; /* [slots]: running jobs */
+	struct sched_job *waiting, *waiting_tail;
+	struct be_seq *seqs;        /* [slots] */
+	struct sched_job **seq_job; /* [slots] */
+	struct samp_cand *work;     /* [n_vocab] */
+	struct be_sample *samp;     /* [slots]: for a backend that samples (forward_sample) */
+	int32_t *ids;               /* [slots] */
+	struct sched_step_info last;
+};
+
+const char *
+sched_finish_name(enum sched_finish f)
+{
+	switch (f) {
+	case SCHED_STOP:
+		return "stop";
+	case SCHED_LENGTH:
+		return "length";
+	case SCHED_EOS:
+		return "eos";
+	case SCHED_CANCELLED:
+		return "cancelled";
+	case SCHED_ERROR:
+		return "error";
+	}
+	return "?";
+}
+
+orch_err
+sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uint32_t n_vocab,
+          const struct sched_config *cfg, struct sched **ret)
+{
+	struct sched *s = orch_calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return ORCH_ENOMEM;
+	*s = (struct sched){.ops = ops, .b = b, .t = t, .n_vocab = n_vocab, .cfg = *cfg};
+	s->slots = orch_calloc(cfg->slots, sizeof(*s->slots));
+	s->seqs = orch_calloc(cfg->slots, sizeof(*s->seqs));
+	s->seq_job = orch_calloc(cfg->slots, sizeof(*s->seq_job));
+	s->work = orch_calloc(n_vocab, sizeof(*s->work));
+	s->samp = orch_calloc(cfg->slots, sizeof(*s->samp));
+	s->ids = orch_calloc(cfg->slots, sizeof(*s->ids));
+	if (s->slots == NULL || s->seqs == NULL || s->seq_job == NULL || s->work == NULL ||
+	    s->samp == NULL || s->ids == NULL) {
+		sched_free(s);
+		return ORCH_ENOMEM;
+	}
+	*ret = s;
+	return ORCH_OK;
+}
+
+void
+sched_free(struct sched *s)
+{
+	if (s == NULL)
+		return;
+	orch_free(s->slots);
+	orch_free(s->seqs);
+	orch_free(s->seq_job);
+	orch_free(s->work);
+	orch_free(s->samp);
+	orch_free(s->ids);
+	orch_free(s);
+}
+
+orch_err
+sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
+{
+	if (j->n_prompt == 0)
+		return orch_errf(reterr, ORCH_EINVAL, "job %llu: empty prompt",
+		                 (unsigned long long)j->id);
+	if (j->n_prompt > s->cfg.n_ctx)
+		return orch_errf(reterr, ORCH_ECONTEXT,
+		                 "job %llu: prompt of %u tokens exceeds the context of %u",
+		                 (unsigned long long)j->id, j->n_prompt, s->cfg.n_ctx);
+	j->hist = orch_calloc((size_t)j->n_prompt + j->max_tokens + 1, sizeof(*j->hist));
+	if (j->hist == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	memcpy(j->hist, j->prompt, j->n_prompt * sizeof(*j->hist));
+	j->n_hist = j->n_prompt;
+	j->state = J_WAITING;
+	j->fed = j->tokens_out = 0;
+	j->cancel = false;
+	j->pending = (struct sbuf){0};
+	detok_init(&j->dt, s->t, TOK_STRIP_PREFIX);
+	j->t_start = (double)orch_mono_ns() / 1e6;
+	j->t_first = 0;
+	j->next = NULL;
+	if (s->waiting_tail)
+		s->waiting_tail->next = j;
+	else
+		s->waiting = j;
+	s->waiting_tail = j;
+	return ORCH_OK;
+}
+
+static void
+finish(struct sched *s, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
+{
+	double now = (double)orch_mono_ns() / 1e6;
+
+	if (why != SCHED_STOP && why != SCHED_ERROR && why != SCHED_CANCELLED) {
+		detok_finish(&j->dt, &j->pending); /* flush what was held back */
+		if (j->pending.n > 0 && j->ops->on_token)
+			j->ops->on_token(j->ctx, j, j->tokens_out ? j->tokens_out - 1 : 0, -1,
+			                 j->pending.p, j->pending.n);
+	}
+	j->prefill_ms = (j->t_first > 0 ? j->t_first : now) - j->t_start;
+	j->decode_ms = j->t_first > 0 ? now - j->t_first : 0;
+	if (j->state != J_WAITING)
+		s->slots[j->slot] = NULL;
+	sbuf_fini(&j->pending);
+	orch_free(j->hist);
+	j->hist = NULL;
+	j->ops->on_end(j->ctx, j, why, err, msg);
+}
+
+void
+sched_cancel(struct sched *s, uint64_t id)
+{
+	for (struct sched_job **pp = &s->waiting; *pp != NULL; pp = &(*pp)->next) {
+		struct sched_job *j = *pp;
+		if (j->id != id)
+			continue;
+		*pp = j->next;
+		if (s->waiting_tail == j) {
+			s->waiting_tail = NULL;
+			for (struct sched_job *k = s->waiting; k != NULL; k = k->next)
+				s->waiting_tail = k;
+		}
+		finish(s, j, SCHED_CANCELLED, ORCH_ECANCELLED, "cancelled");
+		return;
+	}
+	for (uint32_t i = 0; i < s->cfg.slots; i++)
+		if (s->slots[i] != NULL && s->slots[i]->id == id)
+			s->slots[i]->cancel = true;
+}
+
+/* Length of the longest suffix of @p that begins some stop string. */
+static size_t
+stop_prefix_hold(const struct sched_job *j, const char *p, size_t n)
+{
+	size_t hold = 0;
+
+	for (uint32_t k = 0; k < j->n_stops; k++) {
+		size_t sl = strlen(j->stops[k]);
+		for (size_t len = sl > n ? n : sl - 1; len > hold; len--)
+			if (memcmp(p + n - len, j->stops[k], len) == 0) {
+				hold = len;
+				break;
+			}
+	}
+	return hold;
+}
+
+/* Emit what is safe of the pending text; true when a stop string was hit. */
+static bool
+emit_text(struct sched_job *j, uint32_t index, int32_t id)
+{
+	const char *p = j->pending.p ? j->pending.p : "";
+	size_t n = j->pending.n, cut = n, hold;
+	bool stop = false;
+
+	for (uint32_t k = 0; k < j->n_stops; k++) {
+		const char *hit =
+		        j->stops[k][0] ? memmem(p, n, j->stops[k], strlen(j->stops[k])) : NULL;
+		if (hit != NULL && (size_t)(hit - p) < cut) {
+			cut = (size_t)(hit - p);
+			stop = true;
+		}
+	}
+	hold = stop ? 0 : stop_prefix_hold(j, p, n);
+	cut = stop ? cut : n - hold;
+	if (j->ops->on_token)
+		j->ops->on_token(j->ctx, j, index, id, p, cut);
+	if (!stop && hold > 0)
+		memmove(j->pending.p, j->pending.p + cut, hold);
+	j->pending.n = stop ? 0 : hold;
+	return stop;
+}
+
+/* A token sampled for @j: emit it and decide whether the job goes on. */
+static void
+accept_token(struct sched *s, struct sched_job *j, int32_t id)
+{
+	uint32_t index = j->tokens_out;
+
+	if (j->t_first == 0)
+		j->t_first = (double)orch_mono_ns() / 1e6;
+	if (tok_is_eog(s->t, id)) {
+		finish(s, j, SCHED_EOS, ORCH_OK, NULL);
+		return;
+	}
+	j->tokens_out++;
+	j->hist[j->n_hist++] = id;
+	if (detok_push(&j->dt, id, &j->pending) != ORCH_OK) {
+		finish(s, j, SCHED_ERROR, ORCH_ENOMEM, "out of memory");
+		return;
+	}
+	if (emit_text(j, index, id)) {
+		finish(s, j, SCHED_STOP, ORCH_OK, NULL);
+		return;
+	}
+	if (j->tokens_out >= j->max_tokens || j->fed + 1 > s->cfg.n_ctx) {
+		finish(s, j, SCHED_LENGTH, ORCH_OK, NULL);
+		return;
+	}
+	j->state = J_DECODE;
+	j->last = id;
+}
+
+static void
+admit(struct sched *s)
+{
+	for (uint32_t i = 0; i < s->cfg.slots && s->waiting != NULL; i++) {
+		if (s->slots[i] != NULL)
+			continue;
+		struct sched_job *j = s->waiting;
+		s->waiting = j->next;
+		if (s->waiting == NULL)
+			s->waiting_tail = NULL;
+		j->slot = i;
+		j->state = J_PREFILL;
+		s->slots[i] = j;
+		/* a backend that allocates a slot's KV on first use: VRAM_OOM fails this job only
+		 */
+		struct orch_errinfo e = {0};
+		orch_err rv = s->ops->reserve ? s->ops->reserve(s->b, i, &e) : ORCH_OK;
+		if (rv != ORCH_OK)
+			finish(s, j, SCHED_ERROR, rv, e.msg);
+	}
+}
+
+/* The batch: every decoding job's token, then prompt chunks up to cfg.chunk tokens. */
+static uint32_t
+build_batch(struct sched *s)
+{
+	uint32_t n = 0, budget = s->cfg.chunk;
+
+	for (uint32_t pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < s->cfg.slots; i++) {
+			struct sched_job *j = s->slots[i];
+			if (j == NULL || j->state != (pass == 0 ? J_DECODE : J_PREFILL))
+				continue;
+			struct be_seq *q = &s->seqs[n];
+			if (pass == 0) {
+				*q = (struct be_seq){j->slot, j->fed, &j->last, 1, true};
+			} else {
+				uint32_t k = j->n_prompt - j->fed < budget ? j->n_prompt - j->fed
+				                                           : budget;
+				if (k == 0)
+					continue;
+				*q = (struct be_seq){j->slot, j->fed, j->prompt + j->fed, k,
+				                     j->fed + k == j->n_prompt};
+				budget -= k;
+			}
+			s->seq_job[n++] = j;
+		}
+	}
+	return n;
+}
+
+void
+sched_step(struct sched *s)
+{
+	struct orch_errinfo e = {0};
+	const float *logits = NULL;
+	uint32_t n, row = 0;
+
+	for (uint32_t i = 0; i < s->cfg.slots; i++)
+		if (s->slots[i] != NULL && s->slots[i]->cancel)
+			finish(s, s->slots[i], SCHED_CANCELLED, ORCH_ECANCELLED, "cancelled");
+	admit(s);
+	s->last = (struct sched_step_info){0};
+	if ((n = build_batch(s)) == 0)
+		return;
+	s->last.seqs = n;
+	for (uint32_t i = 0; i < n; i++) {
+		if (s->seq_job[i]->state == J_DECODE)
+			s->last.decode_seqs++;
+		else
+			s->last.prefill_tokens += s->seqs[i].n_tokens;
+	}
+	/* sampling on the device when the backend can and no job wants the raw logits */
+	bool dev_sample = s->ops->forward_sample != NULL;
+	for (uint32_t i = 0; i < n && dev_sample; i++) {
+		struct sched_job *j = s->seq_job[i];
+		dev_sample = j->ops->on_logits == NULL;
+		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out};
+	}
+	double t0 = (double)orch_mono_ns() / 1e6;
+	orch_err rv = dev_sample ? s->ops->forward_sample(s->b, s->seqs, n, s->samp, s->ids, &e)
+	                         : s->ops->forward(s->b, s->seqs, n, &logits, &e);
+	double t1 = (double)orch_mono_ns() / 1e6;
+	s->last.forward_ms = t1 - t0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct sched_job *j = s->seq_job[i];
+		if (rv != ORCH_OK) {
+			finish(s, j, SCHED_ERROR, rv, e.msg);
+			continue;
+		}
+		j->fed += s->seqs[i].n_tokens;
+		if (!s->seqs[i].want_logits)
+			continue;
+		if (dev_sample) {
+			accept_token(s, j, s->ids[row++]);
+			continue;
+		}
+		const float *lg = logits + (uint64_t)row++ * s->n_vocab;
+		if (j->ops->on_logits)
+			j->ops->on_logits(j->ctx, j, j->tokens_out, lg, s->n_vocab);
+		accept_token(s, j,
+		             samp_sample(&j->sp, lg, s->n_vocab, j->hist, j->n_hist, j->tokens_out,
+		                         s->work));
+	}
+	s->last.sample_ms = (double)orch_mono_ns() / 1e6 - t1;
+}
+
+void
+sched_last_step(const struct sched *s, struct sched_step_info *ret)
+{
+	*ret = s->last;
+}
+
+const char *
+sched_job_state(const struct sched_job *j)
+{
+	return j->state == J_DECODE ? "decode" : j->state == J_PREFILL ? "prefill" : "waiting";
+}
+
+void
+sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells)
+{
+	*busy = 0;
+	*kv_cells = 0;
+	for (uint32_t i = 0; i < s->cfg.slots; i++) {
+		if (s->slots[i] == NULL)
+			continue;
+		(*busy)++;
+		*kv_cells += s->slots[i]->fed;
+	}
+}
+
+bool
+sched_idle(const struct sched *s)
+{
+	if (s->waiting != NULL)
+		return false;
+	for (uint32_t i = 0; i < s->cfg.slots; i++)
+		if (s->slots[i] != NULL)
+			return false;
+	return true;
+}

@@ -1,0 +1,117 @@
+#pragma once
+/*
+ * scheduler.h - continuous batching over one backend: up to `slots` jobs run
+ * together; between steps finished jobs leave and waiting ones enter. A
+ * step carries one token for every decoding job plus up to `chunk` prompt
+ * tokens of prefilling jobs, so a long prompt cannot stall the others.
+ *
+ * Per job: sampling (sampler.h), streaming detokenization (detok.h), stop
+ * conditions — end-of-generation tokens, max_tokens, a full context, and
+ * stop strings matched on the text (a string split across tokens is caught
+ * and never emitted: text that could start one is held back). Every
+ * accepted job gets exactly one on_end.
+ * Thread: one caller drives a sched (submit, step, cancel); callbacks run on it.
+ */
+#include "backend.h"
+#include "base/sbuf.h"
+#include "sampler.h"
+#include "text/detok.h"
+
+enum sched_finish { SCHED_STOP, SCHED_LENGTH, SCHED_EOS, SCHED_CANCELLED, SCHED_ERROR };
+
+/* sched_finish_name - "stop", "length", "eos", "cancelled", "error". */
+const char *sched_finish_name(enum sched_finish f);
+
+struct sched_job;
+
+struct sched_job_ops {
+	/*
+	 * on_token - generated token @index (@id) and the text it completes (may
+	 * be empty: held back as an incomplete character or a possible stop
+	 * string start). At the end of a job that did not stop on a stop string,
+	 * held-back text comes in one last call with @id -1.
+	 */
+	void (*on_token)(void *ctx, struct sched_job *j, uint32_t index, int32_t id,
+	                 const char *text, size_t n);
+	/* on_logits - optional: the raw logits token @index was sampled from. */
+	void (*on_logits)(void *ctx, struct sched_job *j, uint32_t index, const float *logits,
+	                  uint32_t n_vocab);
+	/* on_end - the job is over (@err set for SCHED_ERROR); its slot is free again. */
+	void (*on_end)(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err,
+	               const char *msg);
+};
+
+struct sched_job {
+	/* set by the caller before sched_submit; kept alive until on_end */
+	uint64_t id;
+	const int32_t *prompt;
+	uint32_t n_prompt;
+	struct samp_params sp;
+	uint32_t max_tokens;
+	const char *const *stops;
+	uint32_t n_stops;
+	const struct sched_job_ops *ops;
+	void *ctx;
+	/* results, valid in on_end */
+	uint32_t tokens_out;
+	double prefill_ms, decode_ms;
+	/* owner: sched */
+	int state;
+	uint32_t slot, fed;
+	int32_t last;
+	int32_t *hist; /* prompt + generated, capacity n_prompt + max_tokens */
+	uint32_t n_hist;
+	struct detok dt;
+	struct sbuf pending;
+	double t_start, t_first;
+	bool cancel;
+	struct sched_job *next;
+};
+
+struct sched;
+
+struct sched_config {
+	uint32_t slots, n_ctx,
+	        chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
+};
+
+/*
+ * sched_new - a scheduler over backend @b (made with @ops for the same slots
+ * and n_ctx, and max_batch_tokens ≥ chunk + slots) and tokenizer @t.
+ */
+orch_err sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t,
+                   uint32_t n_vocab, const struct sched_config *cfg, struct sched **ret);
+void sched_free(struct sched *s);
+
+/*
+ * sched_submit - queue @j. ORCH_ECONTEXT when its prompt is longer than the
+ * context (or empty: ORCH_EINVAL); then no on_end follows. ORCH_ENOMEM.
+ */
+orch_err sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr);
+
+/* sched_cancel - end job @id with SCHED_CANCELLED within one step; unknown ids are ignored. */
+void sched_cancel(struct sched *s, uint64_t id);
+
+/* sched_step - one forward step (nothing when idle). Backend errors end the step's jobs. */
+void sched_step(struct sched *s);
+
+/* What the last sched_step did (zeros when it had nothing to run). */
+struct sched_step_info {
+	uint32_t seqs;           /* sequences in the batch */
+	uint32_t decode_seqs;    /* of which decoding (one token each) */
+	uint32_t prefill_tokens; /* prompt tokens fed */
+	double forward_ms;       /* the backend's forward pass */
+	double sample_ms;        /* sampling, detokenization and callbacks */
+};
+
+/* sched_last_step - what the last sched_step did. */
+void sched_last_step(const struct sched *s, struct sched_step_info *ret);
+
+/* sched_job_state - "waiting", "prefill" or "decode" for a job not yet ended. */
+const char *sched_job_state(const struct sched_job *j);
+
+/* sched_usage - running jobs (slots in use) and the KV cells they fill. */
+void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
+
+/* sched_idle - no job is waiting or running. */
+bool sched_idle(const struct sched *s);

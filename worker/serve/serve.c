@@ -1,0 +1,544 @@
+/*
+ * serve.c - the serving worker's loop.
+ *
+ * One thread drives everything: it drains the channel (Submit, Cancel,
+ * Drain, Shutdown), runs one scheduler step, sends that step's TokenBatch
+ * and then the terminal events of the jobs that ended in it, and sends a
+ * Heartbeat when one is due. While idle it waits on the channel until the
+ * next heartbeat. A Cancel therefore takes effect at the next step.
+ */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "serve_int.h"
+#include "text/prompt.h"
+
+#define SEND_TIMEOUT_MS 5000
+
+static volatile sig_atomic_t stop_signal;
+
+static void
+on_sigterm(int sig)
+{
+	(void)sig;
+	stop_signal = 1;
+}
+
+void
+serve_send(struct serve *sv, Orch__Envelope *env)
+{
+	struct orch_errinfo e = {0};
+
+	if (ipc_send(sv->ch, env, SEND_TIMEOUT_MS, &e) != ORCH_OK)
+		orch_log(ORCH_LOG_WARNING, "ipc_send_failed", "body=%s msg=\"%s\"",
+		         ipc_body_name(env->body_case), e.msg);
+}
+
+void
+serve_send_error(struct serve *sv, uint64_t job, orch_err code, const char *msg)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Error er = ORCH__ERROR__INIT;
+	char buf[512];
+
+	snprintf(buf, sizeof(buf), "%s", msg ? msg : "");
+	er.job_id = job;
+	er.code = (Orch__ErrorCode)orch_err_proto(code);
+	er.message = buf;
+	er.retriable = orch_err_retriable(code);
+	if (job == 0) {
+		er.model_path = (char *)(uintptr_t)sv->o->model;
+		er.device = (char *)(uintptr_t)sv->o->device;
+	}
+	env.body_case = ORCH__ENVELOPE__BODY_ERROR;
+	env.error = &er;
+	serve_send(sv, &env);
+}
+
+/* ---- scheduler callbacks: collect the step's output ---- */
+
+static void
+on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char *text, size_t n)
+{
+	struct job *j = ctx;
+	struct serve *sv = j->sv;
+
+	if (sv->n_entries == sv->cap_entries)
+		return; /* cannot happen: the capacity is two per live job */
+	size_t off = sv->text.n;
+	sbuf_put(&sv->text, text, n);
+	sbuf_putc(&sv->text, '\0');
+	if (sv->text.oom) { /* this text is lost, so the job cannot go on; the others' stay */
+		sched_cancel(sv->eng->s, sj->id);
+		sv->text.oom = false;
+		sv->text.n = off;
+		if (sv->text.p != NULL)
+			sv->text.p[off] = '\0';
+		return;
+	}
+	Orch__TokenEntry *e = &sv->entries[sv->n_entries];
+	orch__token_entry__init(e);
+	e->job_id = sj->id;
+	e->index = index;
+	e->token_id = id;
+	sv->text_off[sv->n_entries] = off;
+	sv->entry_ptrs[sv->n_entries] = e;
+	sv->n_entries++;
+}
+
+static void
+on_end(void *ctx, struct sched_job *sj, enum sched_finish why, orch_err err, const char *msg)
+{
+	struct job *j = ctx;
+	struct serve *sv = j->sv;
+	struct ending *e = &sv->endings[sv->n_endings++];
+
+	(void)sj;
+	if (err == ORCH_EVRAM)
+		sv->degraded = true;
+	if (err == ORCH_ECUDA)
+		sv->cuda_error = true;
+	e->j = j;
+	e->why = why;
+	e->err = err;
+	snprintf(e->msg, sizeof(e->msg), "%s", msg ? msg : "");
+}
+
+static const struct sched_job_ops job_ops = {on_token, NULL, on_end};
+
+static struct job *
+find_job(struct serve *sv, uint64_t id)
+{
+	for (struct job *j = sv->jobs; j != NULL; j = j->next)
+		if (j->sj.id == id)
+			return j;
+	return NULL;
+}
+
+void
+serve_job_free(struct serve *sv, struct job *j)
+{
+	for (struct job **p = &sv->jobs; *p != NULL; p = &(*p)->next) {
+		if (*p == j) {
+			*p = j->next;
+			sv->n_jobs--;
+			break;
+		}
+	}
+	for (uint32_t i = 0; i < j->sj.n_stops; i++)
+		orch_free(j->stops[i]);
+	tok_ids_fini(&j->ids);
+	orch_free(j);
+}
+
+/* Send the step's TokenBatch, then its terminal events; free the ended jobs. */
+static void
+flush_step(struct serve *sv, uint64_t sampled_ns)
+{
+	sv->last_entries = sv->n_entries;
+	if (sv->n_entries > 0) {
+		Orch__Envelope env = ORCH__ENVELOPE__INIT;
+		for (uint32_t i = 0; i < sv->n_entries; i++) /* the buffer has stopped moving */
+			sv->entries[i].text = sv->text.p + sv->text_off[i];
+		Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
+		tb.step = sv->steps;
+		tb.sampled_ns = sampled_ns;
+		tb.n_tokens = sv->n_entries;
+		tb.tokens = sv->entry_ptrs;
+		env.body_case = ORCH__ENVELOPE__BODY_TOKEN_BATCH;
+		env.token_batch = &tb;
+		serve_send(sv, &env);
+		sbuf_clear(&sv->text);
+		sv->n_entries = 0;
+	}
+	for (uint32_t i = 0; i < sv->n_endings; i++) {
+		struct ending *e = &sv->endings[i];
+		struct sched_job *sj = &e->j->sj;
+		if (e->why == SCHED_CANCELLED) {
+			serve_send_error(sv, sj->id,
+			                 e->j->timed_out ? ORCH_ETIMEOUT : ORCH_ECANCELLED,
+			                 e->j->timed_out ? "deadline passed" : "cancelled");
+		} else if (e->why == SCHED_ERROR) {
+			serve_send_error(sv, sj->id, e->err, e->msg);
+		} else {
+			Orch__Envelope env = ORCH__ENVELOPE__INIT;
+			Orch__End end = ORCH__END__INIT;
+			end.job_id = sj->id;
+			end.tokens_out = sj->tokens_out;
+			end.prompt_tokens = sj->n_prompt;
+			end.finish_reason = e->why == SCHED_STOP ? ORCH__FINISH_REASON__FINISH_STOP
+			                    : e->why == SCHED_LENGTH
+			                            ? ORCH__FINISH_REASON__FINISH_LENGTH
+			                            : ORCH__FINISH_REASON__FINISH_EOS;
+			end.prefill_ms = sj->prefill_ms;
+			end.decode_ms = sj->decode_ms;
+			end.seed = sj->sp.seed;
+			env.body_case = ORCH__ENVELOPE__BODY_END;
+			env.end = &end;
+			serve_send(sv, &env);
+		}
+		serve_job_free(sv, e->j);
+	}
+	sv->n_endings = 0;
+}
+
+/* ---- incoming messages ---- */
+
+/*
+ * Admit @m as a new job in *@ret: tokenize, copy its parameters, hand it to
+ * the scheduler. On failure everything it allocated is freed, and the code
+ * is the wire one to answer with (VRAM_OOM for any allocation failure).
+ */
+static orch_err
+admit(struct serve *sv, const Orch__Submit *m, struct job **ret, struct orch_errinfo *e)
+{
+	struct prompt_msg msgs[64];
+	struct job *j;
+	orch_err rv;
+
+	*ret = NULL;
+	if (m->n_messages > sizeof(msgs) / sizeof(msgs[0]))
+		return orch_errf(e, ORCH_EINVAL, "more than 64 chat messages");
+	if ((j = orch_calloc(1, sizeof(*j))) == NULL)
+		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
+	j->sv = sv;
+	for (size_t i = 0; i < m->n_messages; i++)
+		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content};
+	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), msgs, m->n_messages, &j->ids,
+	                   e);
+	if (rv != ORCH_OK) {
+		tok_ids_fini(&j->ids);
+		orch_free(j);
+		if (rv == ORCH_ETEMPLATE || rv == ORCH_ETEMPLATE_RAISE)
+			return orch_errf(e, ORCH_EINVAL, "%s", e->msg);
+		return rv == ORCH_ENOMEM
+		               ? orch_errf(e, ORCH_EVRAM, "out of memory admitting the job")
+		               : rv;
+	}
+	j->sj.id = m->job_id;
+	j->sj.prompt = j->ids.v;
+	j->sj.n_prompt = (uint32_t)j->ids.n;
+	j->sj.sp = samp_defaults();
+	if (m->sampling != NULL) {
+		const Orch__SamplingParams *p = m->sampling;
+		j->sj.sp.temperature = p->temperature;
+		j->sj.sp.top_k = p->top_k > 1000000 ? 1000000 : (int32_t)p->top_k;
+		j->sj.sp.top_p = p->top_p;
+		j->sj.sp.min_p = p->min_p;
+		j->sj.sp.repeat_penalty = p->repeat_penalty;
+		if (p->repeat_last_n)
+			j->sj.sp.repeat_last_n = p->repeat_last_n;
+	}
+	j->sj.sp.seed =
+	        m->sampling && m->sampling->has_seed ? m->sampling->seed : samp_random_seed();
+	uint32_t room = j->sj.n_prompt < sv->eng->n_ctx ? sv->eng->n_ctx - j->sj.n_prompt : 0;
+	j->sj.max_tokens = m->max_tokens == 0 || m->max_tokens > room ? room : m->max_tokens;
+	j->sj.stops = (const char *const *)j->stops;
+	j->sj.ops = &job_ops;
+	j->sj.ctx = j;
+	j->deadline_ms = m->deadline_unix_ms;
+	j->submitted_ms = orch_mono_ms();
+	snprintf(j->correlation, sizeof(j->correlation), "%s", m->correlation_id);
+	j->next = sv->jobs;
+	sv->jobs = j;
+	sv->n_jobs++;
+	for (size_t i = 0; i < m->n_stop; i++) {
+		if ((j->stops[i] = orch_strndup(m->stop[i], strlen(m->stop[i]))) == NULL) {
+			serve_job_free(sv, j);
+			return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
+		}
+		j->sj.n_stops++;
+	}
+	if ((rv = sched_submit(sv->eng->s, &j->sj, e)) != ORCH_OK) {
+		serve_job_free(sv, j);
+		return rv == ORCH_ENOMEM
+		               ? orch_errf(e, ORCH_EVRAM, "out of memory admitting the job")
+		               : rv;
+	}
+	*ret = j;
+	return ORCH_OK;
+}
+
+static void
+submit(struct serve *sv, const Orch__Submit *m)
+{
+	struct orch_errinfo e = {0};
+	struct job *j = NULL;
+	bool inject = sv->fault_job != 0 && m->job_id == sv->fault_job;
+
+	if (sv->draining || stop_signal)
+		return serve_send_error(sv, m->job_id, ORCH_EQUEUE_FULL, "the worker is draining");
+	if (find_job(sv, m->job_id) != NULL)
+		return serve_send_error(sv, m->job_id, ORCH_EINVAL, "job_id is already in use");
+	if (sv->n_jobs >= sv->max_jobs)
+		return serve_send_error(sv, m->job_id, ORCH_EQUEUE_FULL,
+		                        "the worker's queue is full");
+	if (inject) /* test builds: allocation fault_n of this admission fails */
+		alloc_fail_after(sv->fault_n, 1);
+	orch_err rv = admit(sv, m, &j, &e);
+	if (inject)
+		alloc_fail_after(-1, 0);
+	if (rv != ORCH_OK || j == NULL) {
+		if (rv == ORCH_EVRAM)
+			sv->degraded = true;
+		orch_log(ORCH_LOG_WARNING, "job_refused", "job=%llu err=%s msg=\"%s\"",
+		         (unsigned long long)m->job_id, orch_err_wire(rv), e.msg);
+		return serve_send_error(sv, m->job_id, rv, e.msg);
+	}
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Started st = ORCH__STARTED__INIT;
+	st.job_id = m->job_id;
+	st.prompt_tokens = j->sj.n_prompt;
+	st.seed = j->sj.sp.seed;
+	env.body_case = ORCH__ENVELOPE__BODY_STARTED;
+	env.started = &st;
+	serve_send(sv, &env);
+	orch_log(ORCH_LOG_INFO, "job_start", "job=%llu correlation=%s prompt_tokens=%u",
+	         (unsigned long long)m->job_id, m->correlation_id, j->sj.n_prompt);
+}
+
+/* Handle one message; false for Shutdown. */
+static bool
+handle(struct serve *sv, const Orch__Envelope *env)
+{
+	switch (env->body_case) {
+	case ORCH__ENVELOPE__BODY_SUBMIT:
+		submit(sv, env->submit);
+		return true;
+	case ORCH__ENVELOPE__BODY_CANCEL:
+		sched_cancel(sv->eng->s, env->cancel->job_id); /* unknown ids are ignored */
+		return true;
+	case ORCH__ENVELOPE__BODY_DRAIN:
+		sv->draining = true;
+		orch_log(ORCH_LOG_INFO, "drain", "jobs=%u", sv->n_jobs);
+		return true;
+	case ORCH__ENVELOPE__BODY_SHUTDOWN:
+		return false;
+	default:
+		orch_log(ORCH_LOG_WARNING, "ipc_unexpected", "body=%s",
+		         ipc_body_name(env->body_case));
+		return true;
+	}
+}
+
+void
+serve_status(struct serve *sv, Orch__Heartbeat *hb)
+{
+	uint64_t needed;
+
+	sched_usage(sv->eng->s, &hb->slots_busy, &hb->kv_cells_used);
+	hb->slots_total = sv->o->slots;
+	hb->kv_cells_total = (uint64_t)sv->o->slots * sv->eng->n_ctx;
+	sv->eng->ops->memory(sv->eng->b, &needed, &hb->memory_used);
+	hb->residency_ok = sv->resident;
+	hb->decode_steps = sv->steps;
+	hb->degraded = sv->degraded;
+	hb->draining = sv->draining;
+}
+
+static void
+heartbeat(struct serve *sv)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Heartbeat hb = ORCH__HEARTBEAT__INIT;
+
+	serve_status(sv, &hb);
+	env.body_case = ORCH__ENVELOPE__BODY_HEARTBEAT;
+	env.heartbeat = &hb;
+	serve_send(sv, &env);
+	sv->degraded = false;
+}
+
+/* ---- the loop ---- */
+
+static void
+cancel_expired(struct serve *sv)
+{
+	uint64_t now = 0;
+
+	for (struct job *j = sv->jobs; j != NULL; j = j->next) {
+		if (j->deadline_ms == 0 || j->timed_out)
+			continue;
+		if (now == 0)
+			now = orch_unix_ms();
+		if (now >= j->deadline_ms) {
+			j->timed_out = true;
+			sched_cancel(sv->eng->s, j->sj.id);
+		}
+	}
+}
+
+/*
+ * Residency: every --residency-check-s seconds (and after a CUDA error) the
+ * backend checks that everything it allocated is still device memory. A
+ * failed check marks the worker unhealthy in its heartbeats; a lost CUDA
+ * context makes it exit (status 1) so that orchd restarts it.
+ */
+static bool
+check_device(struct serve *sv, uint64_t now)
+{
+	struct orch_errinfo e = {0};
+
+	if (sv->eng->ops->check == NULL)
+		return true;
+	if (!sv->cuda_error && now < sv->next_check_ms)
+		return true;
+	sv->next_check_ms = now + (uint64_t)sv->o->residency_s * 1000;
+	orch_err rv = sv->eng->ops->check(sv->eng->b, &e);
+	if (rv == ORCH_ECUDA) {
+		orch_log(ORCH_LOG_ERR, "cuda_lost", "msg=\"%s\"", e.msg);
+		return false;
+	}
+	sv->cuda_error = false;
+	if ((rv == ORCH_OK) != sv->resident)
+		orch_log(rv == ORCH_OK ? ORCH_LOG_INFO : ORCH_LOG_ERR, "residency",
+		         "resident=%s msg=\"%s\"", rv == ORCH_OK ? "true" : "false", e.msg);
+	sv->resident = rv == ORCH_OK;
+	return true;
+}
+
+static int
+loop(struct serve *sv)
+{
+	uint64_t next_hb = orch_mono_ms(), last_rx = orch_mono_ms();
+	bool shutdown = false;
+
+	for (;;) {
+		uint64_t now = orch_mono_ms();
+		if (!check_device(sv, now)) {
+			flush_step(sv, 0);
+			return 1;
+		}
+		if (now >= next_hb) {
+			heartbeat(sv);
+			next_hb = now + sv->o->heartbeat_ms;
+		}
+		bool idle = sched_idle(sv->eng->s);
+		int wait = idle ? (int)(next_hb - now) : 0;
+		if (sv->dbg != NULL) { /* wait on both the channel and state-dump requests */
+			if (wait > 0) {
+				struct pollfd p[2] = {{ipc_recv_fd(sv->ch), POLLIN, 0},
+				                      {ipc_debug_request_fd(sv->dbg), POLLIN, 0}};
+				poll(p, 2, wait);
+				wait = 0;
+			}
+			serve_debug_poll(sv);
+		}
+		for (;;) {
+			Orch__Envelope *env = NULL;
+			struct orch_errinfo e = {0};
+			orch_err rv = ipc_recv(sv->ch, wait, &env, &e);
+			if (rv == ORCH_EAGAIN)
+				break;
+			if (rv == ORCH_EPROTO) {
+				orch_log(ORCH_LOG_WARNING, "ipc_drop", "msg=\"%s\"", e.msg);
+				continue;
+			}
+			if (rv != ORCH_OK) {
+				orch_log(ORCH_LOG_WARNING, "ipc_closed", "msg=\"%s\"", e.msg);
+				shutdown = true;
+				break;
+			}
+			last_rx = orch_mono_ms();
+			wait = 0;
+			shutdown |= !handle(sv, env);
+			ipc_envelope_free(env);
+		}
+		if (stop_signal)
+			shutdown = true;
+		if (sv->o->supervisor_timeout_ms &&
+		    orch_mono_ms() - last_rx > sv->o->supervisor_timeout_ms) {
+			orch_log(ORCH_LOG_WARNING, "supervisor_gone", "silent_ms=%llu",
+			         (unsigned long long)(orch_mono_ms() - last_rx));
+			shutdown = true;
+		}
+		if (shutdown) {
+			for (struct job *j = sv->jobs; j != NULL; j = j->next)
+				sched_cancel(sv->eng->s, j->sj.id);
+			while (!sched_idle(sv->eng->s)) {
+				sched_step(sv->eng->s);
+				flush_step(sv, 0);
+			}
+			orch_log(ORCH_LOG_INFO, "shutdown", "steps=%llu",
+			         (unsigned long long)sv->steps);
+			return 0;
+		}
+		cancel_expired(sv);
+		if (sv->n_endings > 0) /* jobs cancelled before their first step end now */
+			flush_step(sv, 0);
+		if (!sched_idle(sv->eng->s)) {
+			uint64_t t0 = orch_mono_ns();
+			sched_step(sv->eng->s);
+			sv->steps++;
+			uint64_t t1 = orch_mono_ns();
+			flush_step(sv, t1);
+			if (sv->dbg != NULL)
+				serve_debug_step(sv, (double)(t1 - t0) / 1e6,
+				                 (double)(orch_mono_ns() - t1) / 1e6);
+		}
+		if (sv->draining && sched_idle(sv->eng->s)) {
+			orch_log(ORCH_LOG_INFO, "drained", "steps=%llu",
+			         (unsigned long long)sv->steps);
+			return 0;
+		}
+	}
+}
+
+int
+serve_run(const struct serve_opts *o)
+{
+	struct serve sv = {
+	        .o = o, .last_pct = -5, .resident = true}; /* -5: 0 % is the first mark */
+	struct orch_errinfo e = {0};
+	struct sigaction sa = {0};
+	int rc = 1;
+
+	const char *fault = getenv("ORCH_FAULT_ADMIT");
+	if (fault != NULL) {
+		unsigned long long job = 0;
+		if (sscanf(fault, "%llu:%ld", &job, &sv.fault_n) == 2 && sv.fault_n >= 0)
+			sv.fault_job = job;
+	}
+	sa.sa_handler = on_sigterm;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGTERM); /* the supervisor's death ends us */
+	if (getppid() == 1)
+		stop_signal = 1;
+	if (ipc_open(o->endpoint, IPC_DIAL, &sv.ch, &e) != ORCH_OK) {
+		orch_log_err(e.code, &e, "ipc_open_failed", "endpoint=%s", o->endpoint);
+		return 1;
+	}
+	sv.started_ms = orch_mono_ms();
+	serve_hello(&sv);
+	orch_err rv = ORCH_OK;
+	if (o->debug_endpoint != NULL && (rv = serve_debug_open(&sv, &e)) != ORCH_OK) {
+		orch_log_err(rv, &e, "debug_open_failed", "endpoint=%s", o->debug_endpoint);
+		serve_send_error(&sv, 0, rv, e.msg);
+		serve_teardown(&sv);
+		return 1;
+	}
+	orch_log(ORCH_LOG_INFO, "model_load_start", "model=%s device=%s", o->model, o->device);
+	rv = serve_load(&sv, &e);
+	if (rv != ORCH_OK) {
+		orch_log_err(rv, &e, "model_load_failed", "model=%s", o->model);
+		serve_send_error(&sv, 0, rv == ORCH_ENOMEM ? ORCH_EINSUFFICIENT_VRAM : rv, e.msg);
+	} else {
+		if (sv.last_pct < 100)
+			serve_progress(&sv, 1, 1);
+		orch_log(ORCH_LOG_INFO, "model_load_complete", "model=%s ctx=%u slots=%u", o->model,
+		         sv.eng->n_ctx, o->slots);
+		serve_ready(&sv);
+		rc = loop(&sv);
+	}
+	serve_teardown(&sv);
+	return rc;
+}

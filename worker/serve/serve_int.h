@@ -1,0 +1,116 @@
+#pragma once
+/*
+ * serve_int.h - internal to the serving worker: its state and the functions
+ * its files share. serve.c runs the loop and the jobs, serve_start.c the
+ * start-up and teardown, serve_debug.c the debug stream.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/sbuf.h"
+#include "engine/backend.h"
+#include "engine/engine.h"
+#include "engine/model/model.h"
+#include "engine/scheduler.h"
+#include "gguf/gguf.h"
+#include "ipc/debug.h"
+#include "ipc/ipc.h"
+#include "serve.h"
+#include "text/model_text.h"
+#include "text/tokenizer.h"
+
+#define MAX_STOPS 16 /* per job */
+
+struct job {
+	struct sched_job sj;
+	struct tok_ids ids;
+	char *stops[MAX_STOPS];
+	uint64_t deadline_ms;
+	uint64_t submitted_ms; /* monotonic */
+	char correlation[64];
+	bool timed_out;
+	struct serve *sv;
+	struct job *next;
+};
+
+/* A terminal event waiting for the end of the step. */
+struct ending {
+	struct job *j;
+	enum sched_finish why;
+	orch_err err;
+	char msg[256];
+};
+
+struct serve {
+	const struct serve_opts *o;
+	struct ipc_chan *ch;
+	struct ipc_debug *dbg; /* NULL without --debug-endpoint */
+	uint64_t started_ms;   /* monotonic */
+	struct engine *eng;    /* the model, its text side, the backend, the scheduler */
+	uint32_t max_jobs;
+	struct job *jobs; /* live jobs */
+	uint32_t n_jobs;
+	/* this step's output */
+	Orch__TokenEntry *entries;
+	Orch__TokenEntry **entry_ptrs;
+	size_t *text_off; /* each entry's text in @text */
+	struct sbuf text; /* the step's texts, NUL-separated; reused step after step */
+	uint32_t n_entries, cap_entries;
+	uint32_t last_entries; /* tokens the last step sent */
+	struct ending *endings;
+	uint32_t n_endings;
+	uint64_t steps;
+	bool draining, degraded;
+	bool resident;          /* the last residency check passed (always, on the cpu) */
+	bool cuda_error;        /* a job failed with CUDA_ERROR: check the context now */
+	uint64_t next_check_ms; /* monotonic: the next residency check */
+	int last_pct;
+	/* ORCH_FAULT_ADMIT="JOB:N" (test builds): allocation N admitting job JOB fails */
+	uint64_t fault_job;
+	long fault_n;
+};
+
+/* ---- serve.c ---- */
+
+/* serve_send - send @env to the supervisor; a failure is logged. */
+void serve_send(struct serve *sv, Orch__Envelope *env);
+
+/* serve_send_error - an Error for @job (0: the worker) with @code and @msg. */
+void serve_send_error(struct serve *sv, uint64_t job, orch_err code, const char *msg);
+
+/* serve_job_free - unlink @j from the live jobs and free it. */
+void serve_job_free(struct serve *sv, struct job *j);
+
+/* serve_status - the heartbeat's numbers (also the state dump's). */
+void serve_status(struct serve *sv, Orch__Heartbeat *hb);
+
+/* ---- serve_start.c ---- */
+
+/* serve_hello - send Hello. */
+void serve_hello(struct serve *sv);
+
+/* serve_progress - LoadProgress at every 5 % mark @done of @total crosses. */
+void serve_progress(void *ctx, uint64_t done, uint64_t total);
+
+/* serve_load - open, check and load the model, and allocate the step buffers. */
+orch_err serve_load(struct serve *sv, struct orch_errinfo *e);
+
+/* serve_ready - send Ready. */
+void serve_ready(struct serve *sv);
+
+/* serve_teardown - free everything serve_load and the jobs hold, close the channels. */
+void serve_teardown(struct serve *sv);
+
+/* ---- serve_debug.c ---- */
+
+/* serve_debug_open - bind --debug-endpoint and send log lines there too. */
+orch_err serve_debug_open(struct serve *sv, struct orch_errinfo *e);
+
+/* serve_debug_close - stop sending log lines there and close it (nothing when not open). */
+void serve_debug_close(struct serve *sv);
+
+/* serve_debug_step - publish the timings of the step that just ran. */
+void serve_debug_step(struct serve *sv, double step_ms, double flush_ms);
+
+/* serve_debug_poll - answer the waiting state-dump requests. */
+void serve_debug_poll(struct serve *sv);

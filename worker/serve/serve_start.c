@@ -1,0 +1,142 @@
+/*
+ * serve_start.c - the serving worker's start-up and teardown: Hello, the
+ * model load with LoadProgress marks, Ready; and freeing it all.
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/log.h"
+#include "gguf/ggml_type.h"
+#include "serve_int.h"
+
+#define N_TYPES 64 /* ggml type ids are below this */
+
+/* LoadProgress at every multiple of 5 % the load crosses (so 0, 25, 50, 75, 100 always appear). */
+void
+serve_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct serve *sv = ctx;
+	int pct = total ? (int)(100 * done / total) : 100;
+
+	for (int p = (sv->last_pct / 5 + 1) * 5; p <= pct; p += 5) {
+		Orch__Envelope env = ORCH__ENVELOPE__INIT;
+		Orch__LoadProgress lp = ORCH__LOAD_PROGRESS__INIT;
+		lp.percent = (uint32_t)p;
+		lp.bytes_done = done;
+		lp.bytes_total = total;
+		env.body_case = ORCH__ENVELOPE__BODY_LOAD_PROGRESS;
+		env.load_progress = &lp;
+		serve_send(sv, &env);
+		orch_log(ORCH_LOG_INFO, "model_load_progress", "percent=%d bytes=%llu", p,
+		         (unsigned long long)done);
+		sv->last_pct = p;
+	}
+}
+
+void
+serve_hello(struct serve *sv)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Hello h = ORCH__HELLO__INIT;
+	char build[] = "orch-" PROJECT_VERSION;
+
+	h.protocol_version = IPC_PROTOCOL_VERSION;
+	h.build_id = build;
+	h.worker_id = (char *)(uintptr_t)sv->o->worker_id;
+	h.device = (char *)(uintptr_t)sv->o->device;
+	h.model_path = (char *)(uintptr_t)sv->o->model;
+	h.pid = (uint32_t)getpid();
+	/* the CUDA runtime and driver, when the device's backend can be opened now */
+	struct be_info info = {0};
+	const struct be_ops *ops = NULL;
+	if (be_for_device(sv->o->device, &ops, NULL) == ORCH_OK && ops->info != NULL)
+		ops->info(sv->o->device, &info);
+	h.cuda_version = info.cuda_version;
+	h.driver_version = info.driver_version;
+	env.body_case = ORCH__ENVELOPE__BODY_HELLO;
+	env.hello = &h;
+	serve_send(sv, &env);
+}
+
+void
+serve_ready(struct serve *sv)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Ready r = ORCH__READY__INIT;
+	char *kinds[N_TYPES];
+	bool seen[N_TYPES] = {false};
+	uint64_t needed;
+	struct gguf_str name = {0};
+	char name_buf[128] = "", arch[16], tk[8];
+
+	for (size_t i = 0; i < gguf_tensor_count(sv->eng->f); i++) {
+		uint32_t ty = gguf_tensor_at(sv->eng->f, i)->type;
+		if (ty < N_TYPES && !seen[ty]) {
+			seen[ty] = true;
+			kinds[r.n_quant_kinds++] = (char *)(uintptr_t)ggml_type_name(ty);
+		}
+	}
+	gguf_get_str(sv->eng->f, "general.name", &name);
+	snprintf(name_buf, sizeof(name_buf), "%.*s", (int)(name.len < 127 ? name.len : 127),
+	         name.ptr ? name.ptr : "");
+	snprintf(arch, sizeof(arch), "%s", model_arch_name(sv->eng->m.hp.arch));
+	snprintf(tk, sizeof(tk), "%s", tok_kind(sv->eng->mt.tok) == TOK_SPM ? "spm" : "bpe");
+	sv->eng->ops->memory(sv->eng->b, &needed, &r.memory_used);
+	r.context_length = sv->eng->n_ctx;
+	r.slots = sv->o->slots;
+	r.quant_kinds = kinds;
+	r.tokenizer_kind = tk;
+	r.vocab_size = sv->eng->m.hp.n_vocab;
+	r.architecture = arch;
+	r.model_name = name_buf;
+	r.tokenizer_source = (char *)(uintptr_t)text_source_name(sv->eng->mt.source);
+	r.chat_template = (char *)(uintptr_t)chat_origin_name(sv->eng->mt.origin);
+	env.body_case = ORCH__ENVELOPE__BODY_READY;
+	env.ready = &r;
+	serve_send(sv, &env);
+}
+
+orch_err
+serve_load(struct serve *sv, struct orch_errinfo *e)
+{
+	struct engine_config cfg = {.model_path = sv->o->model,
+	                            .device = sv->o->device,
+	                            .tokenizer = sv->o->tokenizer,
+	                            .slots = sv->o->slots,
+	                            .n_ctx = sv->o->n_ctx,
+	                            .chunk = sv->o->chunk,
+	                            .threads = sv->o->threads,
+	                            .no_graphs = sv->o->no_graphs,
+	                            .progress = serve_progress,
+	                            .progress_ctx = sv};
+	orch_err rv;
+
+	if ((rv = engine_open(&cfg, &sv->eng, e)) != ORCH_OK)
+		return rv;
+	sv->max_jobs = 4 * sv->o->slots + 16;
+	sv->cap_entries = 2 * sv->max_jobs;
+	sv->entries = orch_calloc(sv->cap_entries, sizeof(*sv->entries));
+	sv->entry_ptrs = orch_calloc(sv->cap_entries, sizeof(*sv->entry_ptrs));
+	sv->text_off = orch_calloc(sv->cap_entries, sizeof(*sv->text_off));
+	sv->endings = orch_calloc(sv->max_jobs, sizeof(*sv->endings));
+	if (!sv->entries || !sv->entry_ptrs || !sv->text_off || !sv->endings)
+		return orch_errf(e, ORCH_ENOMEM, "out of memory");
+	return ORCH_OK;
+}
+
+void
+serve_teardown(struct serve *sv)
+{
+	while (sv->jobs != NULL)
+		serve_job_free(sv, sv->jobs);
+	engine_close(sv->eng);
+	sv->eng = NULL;
+	orch_free(sv->entries);
+	orch_free(sv->entry_ptrs);
+	orch_free(sv->text_off);
+	sbuf_fini(&sv->text);
+	orch_free(sv->endings);
+	serve_debug_close(sv);
+	ipc_close(sv->ch);
+}

@@ -1,0 +1,94 @@
+/*
+ * prompt.c - prompts as token ids (prompt.h), for `orch-worker run` and
+ * the serving worker alike.
+ */
+#include "prompt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/alloc.h"
+#include "base/sbuf.h"
+#include "text/jinja/jinja.h"
+
+/* The special token @id's text as a new C string ("" when there is none). */
+static char *
+token_string(const struct tok *t, int32_t id)
+{
+	size_t n;
+	const char *s = id >= 0 ? tok_text(t, id, &n) : NULL;
+
+	return s ? strndup(s, n) : strdup("");
+}
+
+/* @msgs rendered by the model's template into *@ret (*@ret_n bytes). */
+static orch_err
+render(const struct model_text *mt, const struct prompt_msg *msgs, size_t n_msgs, char **ret,
+       size_t *ret_n, struct orch_errinfo *reterr)
+{
+	const struct tok *t = mt->tok;
+	struct sbuf out = {0};
+	orch_err rv = ORCH_ENOMEM;
+	cJSON *vars = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(vars, "messages");
+	char *bos = token_string(t, tok_bos(t)), *eos = token_string(t, tok_eos(t));
+
+	*ret = NULL;
+	if (mt->tmpl == NULL) {
+		rv = orch_errf(reterr, ORCH_ETEMPLATE, "%s", mt->tmpl_err.msg);
+		goto out;
+	}
+	if (vars == NULL || arr == NULL || bos == NULL || eos == NULL)
+		goto out;
+	for (size_t i = 0; i < n_msgs; i++) {
+		cJSON *m = cJSON_CreateObject();
+		if (m == NULL || !cJSON_AddItemToArray(arr, m) ||
+		    cJSON_AddStringToObject(m, "role", msgs[i].role) == NULL ||
+		    cJSON_AddStringToObject(m, "content", msgs[i].content ? msgs[i].content : "") ==
+		            NULL)
+			goto out;
+	}
+	if (cJSON_AddBoolToObject(vars, "add_generation_prompt", true) == NULL ||
+	    cJSON_AddStringToObject(vars, "bos_token", bos) == NULL ||
+	    cJSON_AddStringToObject(vars, "eos_token", eos) == NULL)
+		goto out;
+	if ((rv = jinja_render(mt->tmpl, vars, NULL, &out, reterr)) != ORCH_OK)
+		goto out;
+	if ((*ret = sbuf_take(&out, ret_n)) == NULL)
+		rv = orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+out:
+	if (rv == ORCH_ENOMEM && *ret == NULL)
+		orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	sbuf_fini(&out);
+	cJSON_Delete(vars);
+	free(bos);
+	free(eos);
+	return rv;
+}
+
+orch_err
+prompt_encode(const struct model_text *mt, const char *text, size_t n,
+              const struct prompt_msg *msgs, size_t n_msgs, struct tok_ids *ids,
+              struct orch_errinfo *reterr)
+{
+	const struct tok *t = mt->tok;
+	unsigned flags = TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL;
+	char *rendered = NULL;
+	orch_err rv;
+
+	if (n_msgs > 0) {
+		size_t bl;
+		const char *bos = tok_bos(t) >= 0 ? tok_text(t, tok_bos(t), &bl) : NULL;
+		if ((rv = render(mt, msgs, n_msgs, &rendered, &n, reterr)) != ORCH_OK)
+			return rv;
+		if (bos != NULL && n >= bl && memcmp(rendered, bos, bl) == 0)
+			flags = TOK_PARSE_SPECIAL; /* the template wrote BOS itself */
+		text = rendered;
+	}
+	rv = tok_encode(t, text, n, flags, ids);
+	if (rv != ORCH_OK)
+		orch_errf(reterr, rv, "tokenizing the prompt: %s", orch_err_name(rv));
+	orch_free(rendered);
+	return rv;
+}
