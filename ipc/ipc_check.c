@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "base/finish.h"
 #include "ipc.h"
 
 static const char *const body_names[] = {
@@ -143,8 +144,8 @@ ipc_check(const Orch__Envelope *env, struct orch_errinfo *reterr)
 	case ORCH__ENVELOPE__BODY_END:
 		if (env->end->job_id == 0)
 			return bad(reterr, name, "job_id is 0");
-		if (env->end->finish_reason == ORCH__FINISH_REASON__FINISH_UNSPECIFIED ||
-		    env->end->finish_reason > ORCH__FINISH_REASON__FINISH_EOS)
+		enum orch_finish f;
+		if (!orch_finish_from_proto((uint32_t)env->end->finish_reason, &f))
 			return bad(reterr, name, "unknown finish_reason");
 		return ORCH_OK;
 	case ORCH__ENVELOPE__BODY_ERROR:

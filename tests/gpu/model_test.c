@@ -103,7 +103,7 @@ on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *lg, uint3
 }
 
 static void
-on_end(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
+on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
 {
 	struct out *o = ctx;
 

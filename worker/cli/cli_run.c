@@ -40,7 +40,7 @@ struct run_state {
 	const struct run_opts *o;
 	FILE *dump;
 	uint32_t dumped;
-	enum sched_finish why;
+	enum orch_finish why;
 	orch_err err;
 	char msg[512];
 	bool done;
@@ -96,7 +96,7 @@ on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *logits, u
 }
 
 static void
-on_end(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
+on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
 {
 	struct run_state *st = ctx;
 
@@ -104,11 +104,11 @@ on_end(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err, cons
 	st->err = err;
 	snprintf(st->msg, sizeof(st->msg), "%s", msg ? msg : "");
 	st->done = true;
-	if (st->o->jsonl && why != SCHED_ERROR)
+	if (st->o->jsonl && why != ORCH_FINISH_ERROR)
 		printf("{\"prompt_tokens\":%u,\"tokens_out\":%u,\"finish_reason\":\"%s\",\"prefill_ms\":%.3f,\"decode_ms\":%.3f,\"seed\":%llu}\n",
-		       j->n_prompt, j->tokens_out, sched_finish_name(why), j->prefill_ms,
+		       j->n_prompt, j->tokens_out, orch_finish_name(why), j->prefill_ms,
 		       j->decode_ms, (unsigned long long)j->sp.seed);
-	else if (!st->o->jsonl && why != SCHED_ERROR)
+	else if (!st->o->jsonl && why != ORCH_FINISH_ERROR)
 		putchar('\n');
 }
 
@@ -340,7 +340,7 @@ generate(const struct run_opts *o, struct engine *eng)
 	}
 	while (!st.done)
 		sched_step(eng->s);
-	if (st.why == SCHED_ERROR)
+	if (st.why == ORCH_FINISH_ERROR)
 		fprintf(stderr, "orch-worker: %s: %s\n", orch_err_wire(st.err), st.msg);
 	else
 		rc = 0;

@@ -39,24 +39,6 @@ struct sched {
 	struct sched_step_info last;
 };
 
-const char *
-sched_finish_name(enum sched_finish f)
-{
-	switch (f) {
-	case SCHED_STOP:
-		return "stop";
-	case SCHED_LENGTH:
-		return "length";
-	case SCHED_EOS:
-		return "eos";
-	case SCHED_CANCELLED:
-		return "cancelled";
-	case SCHED_ERROR:
-		return "error";
-	}
-	return "?";
-}
-
 orch_err
 sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uint32_t n_vocab,
           const struct sched_config *cfg, struct sched **ret)
@@ -127,11 +109,11 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 }
 
 static void
-finish(struct sched *s, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
+finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
 {
 	double now = (double)orch_mono_ns() / 1e6;
 
-	if (why != SCHED_STOP && why != SCHED_ERROR && why != SCHED_CANCELLED) {
+	if (why != ORCH_FINISH_STOP && why != ORCH_FINISH_ERROR && why != ORCH_FINISH_CANCELLED) {
 		detok_finish(&j->dt, &j->pending); /* flush what was held back */
 		if (j->pending.n > 0 && j->ops->on_token)
 			j->ops->on_token(j->ctx, j, j->tokens_out ? j->tokens_out - 1 : 0, -1,
@@ -160,7 +142,7 @@ sched_cancel(struct sched *s, uint64_t id)
 			for (struct sched_job *k = s->waiting; k != NULL; k = k->next)
 				s->waiting_tail = k;
 		}
-		finish(s, j, SCHED_CANCELLED, ORCH_ECANCELLED, "cancelled");
+		finish(s, j, ORCH_FINISH_CANCELLED, ORCH_ECANCELLED, "cancelled");
 		return;
 	}
 	for (uint32_t i = 0; i < s->cfg.slots; i++)
@@ -220,21 +202,21 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 	if (j->t_first == 0)
 		j->t_first = (double)orch_mono_ns() / 1e6;
 	if (tok_is_eog(s->t, id)) {
-		finish(s, j, SCHED_EOS, ORCH_OK, NULL);
+		finish(s, j, ORCH_FINISH_EOS, ORCH_OK, NULL);
 		return;
 	}
 	j->tokens_out++;
 	j->hist[j->n_hist++] = id;
 	if (detok_push(&j->dt, id, &j->pending) != ORCH_OK) {
-		finish(s, j, SCHED_ERROR, ORCH_ENOMEM, "out of memory");
+		finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
 		return;
 	}
 	if (emit_text(j, index, id)) {
-		finish(s, j, SCHED_STOP, ORCH_OK, NULL);
+		finish(s, j, ORCH_FINISH_STOP, ORCH_OK, NULL);
 		return;
 	}
 	if (j->tokens_out >= j->max_tokens || j->fed + 1 > s->cfg.n_ctx) {
-		finish(s, j, SCHED_LENGTH, ORCH_OK, NULL);
+		finish(s, j, ORCH_FINISH_LENGTH, ORCH_OK, NULL);
 		return;
 	}
 	j->state = J_DECODE;
@@ -259,7 +241,7 @@ admit(struct sched *s)
 		struct orch_errinfo e = {0};
 		orch_err rv = s->ops->reserve ? s->ops->reserve(s->b, i, &e) : ORCH_OK;
 		if (rv != ORCH_OK)
-			finish(s, j, SCHED_ERROR, rv, e.msg);
+			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 	}
 }
 
@@ -301,7 +283,7 @@ sched_step(struct sched *s)
 
 	for (uint32_t i = 0; i < s->cfg.slots; i++)
 		if (s->slots[i] != NULL && s->slots[i]->cancel)
-			finish(s, s->slots[i], SCHED_CANCELLED, ORCH_ECANCELLED, "cancelled");
+			finish(s, s->slots[i], ORCH_FINISH_CANCELLED, ORCH_ECANCELLED, "cancelled");
 	admit(s);
 	s->last = (struct sched_step_info){0};
 	if ((n = build_batch(s)) == 0)
@@ -328,7 +310,7 @@ sched_step(struct sched *s)
 	for (uint32_t i = 0; i < n; i++) {
 		struct sched_job *j = s->seq_job[i];
 		if (rv != ORCH_OK) {
-			finish(s, j, SCHED_ERROR, rv, e.msg);
+			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 			continue;
 		}
 		j->fed += s->seqs[i].n_tokens;

@@ -13,14 +13,10 @@
  * Thread: one caller drives a sched (submit, step, cancel); callbacks run on it.
  */
 #include "backend.h"
+#include "base/finish.h"
 #include "base/sbuf.h"
 #include "sampler.h"
 #include "text/detok.h"
-
-enum sched_finish { SCHED_STOP, SCHED_LENGTH, SCHED_EOS, SCHED_CANCELLED, SCHED_ERROR };
-
-/* sched_finish_name - "stop", "length", "eos", "cancelled", "error". */
-const char *sched_finish_name(enum sched_finish f);
 
 struct sched_job;
 
@@ -36,8 +32,8 @@ struct sched_job_ops {
 	/* on_logits - optional: the raw logits token @index was sampled from. */
 	void (*on_logits)(void *ctx, struct sched_job *j, uint32_t index, const float *logits,
 	                  uint32_t n_vocab);
-	/* on_end - the job is over (@err set for SCHED_ERROR); its slot is free again. */
-	void (*on_end)(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err,
+	/* on_end - the job is over (@err set for ORCH_FINISH_ERROR); its slot is free again. */
+	void (*on_end)(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err,
 	               const char *msg);
 };
 
@@ -89,7 +85,8 @@ void sched_free(struct sched *s);
  */
 orch_err sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr);
 
-/* sched_cancel - end job @id with SCHED_CANCELLED within one step; unknown ids are ignored. */
+/* sched_cancel - end job @id with ORCH_FINISH_CANCELLED within one step; unknown ids are ignored.
+ */
 void sched_cancel(struct sched *s, uint64_t id);
 
 /* sched_step - one forward step (nothing when idle). Backend errors end the step's jobs. */

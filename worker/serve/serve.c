@@ -95,7 +95,7 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 }
 
 static void
-on_end(void *ctx, struct sched_job *sj, enum sched_finish why, orch_err err, const char *msg)
+on_end(void *ctx, struct sched_job *sj, enum orch_finish why, orch_err err, const char *msg)
 {
 	struct job *j = ctx;
 	struct serve *sv = j->sv;
@@ -162,11 +162,11 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 	for (uint32_t i = 0; i < sv->n_endings; i++) {
 		struct ending *e = &sv->endings[i];
 		struct sched_job *sj = &e->j->sj;
-		if (e->why == SCHED_CANCELLED) {
+		if (e->why == ORCH_FINISH_CANCELLED) {
 			serve_send_error(sv, sj->id,
 			                 e->j->timed_out ? ORCH_ETIMEOUT : ORCH_ECANCELLED,
 			                 e->j->timed_out ? "deadline passed" : "cancelled");
-		} else if (e->why == SCHED_ERROR) {
+		} else if (e->why == ORCH_FINISH_ERROR) {
 			serve_send_error(sv, sj->id, e->err, e->msg);
 		} else {
 			Orch__Envelope env = ORCH__ENVELOPE__INIT;
@@ -174,10 +174,7 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 			end.job_id = sj->id;
 			end.tokens_out = sj->tokens_out;
 			end.prompt_tokens = sj->n_prompt;
-			end.finish_reason = e->why == SCHED_STOP ? ORCH__FINISH_REASON__FINISH_STOP
-			                    : e->why == SCHED_LENGTH
-			                            ? ORCH__FINISH_REASON__FINISH_LENGTH
-			                            : ORCH__FINISH_REASON__FINISH_EOS;
+			end.finish_reason = (Orch__FinishReason)orch_finish_proto(e->why);
 			end.prefill_ms = sj->prefill_ms;
 			end.decode_ms = sj->decode_ms;
 			end.seed = sj->sp.seed;

@@ -36,7 +36,7 @@ struct job {
 /* A terminal event waiting for the end of the step. */
 struct ending {
 	struct job *j;
-	enum sched_finish why;
+	enum orch_finish why;
 	orch_err err;
 	char msg[256];
 };

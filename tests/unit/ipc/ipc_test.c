@@ -15,6 +15,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/pair1/pair.h>
 
+#include "base/finish.h"
 #include "base/rng.h"
 #include "ipc/debug.h"
 #include "ipc/ipc.h"
@@ -155,6 +156,26 @@ test_round_trips(void)
 }
 
 /* Each invalid message is refused with ORCH_EPROTO, by ipc_check and after decoding. */
+/* orch.proto's FinishReason follows common/base/finish.c's table. */
+static void
+test_finish_table(void)
+{
+	enum orch_finish f;
+
+	T_EQ(orch_finish_proto(ORCH_FINISH_STOP), ORCH__FINISH_REASON__FINISH_STOP);
+	T_EQ(orch_finish_proto(ORCH_FINISH_LENGTH), ORCH__FINISH_REASON__FINISH_LENGTH);
+	T_EQ(orch_finish_proto(ORCH_FINISH_EOS), ORCH__FINISH_REASON__FINISH_EOS);
+	T_EQ(orch_finish_proto(ORCH_FINISH_CANCELLED), 0);
+	T_EQ(orch_finish_proto(ORCH_FINISH_ERROR), 0);
+	T_TRUE(!orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_UNSPECIFIED, &f));
+	T_TRUE(orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_EOS, &f));
+	T_EQ(f, ORCH_FINISH_EOS);
+	T_TRUE(!orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_EOS + 1, &f));
+	T_STREQ(orch_finish_openai(ORCH_FINISH_EOS), "stop");
+	T_STREQ(orch_finish_openai(ORCH_FINISH_LENGTH), "length");
+	T_STREQ(orch_finish_name(ORCH_FINISH_EOS), "eos");
+}
+
 static void
 test_invalid(void)
 {
@@ -438,6 +459,7 @@ int
 main(void)
 {
 	T_RUN(test_round_trips);
+	T_RUN(test_finish_table);
 	T_RUN(test_invalid);
 	T_RUN(test_live_ipc);
 	T_RUN(test_live_tcp);

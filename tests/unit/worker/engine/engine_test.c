@@ -71,7 +71,7 @@ struct out {
 	float logits[2][4096]; /* steps 0 and 1; the models here have ≤ 4096 tokens */
 	bool have_logits[2];
 	uint32_t n_vocab;
-	enum sched_finish why;
+	enum orch_finish why;
 	orch_err err;
 	bool done;
 };
@@ -106,7 +106,7 @@ on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *lg, uint3
 }
 
 static void
-on_end(void *ctx, struct sched_job *j, enum sched_finish why, orch_err err, const char *msg)
+on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
 {
 	struct out *o = ctx;
 
@@ -231,9 +231,9 @@ test_prompt_lengths(void)
 		struct sched_job j = job(k, &p, 8, o);
 		T_OK(sched_submit(e.s, &j, NULL));
 		run_all(&e);
-		T_TRUE(o->done && o->why != SCHED_ERROR);
+		T_TRUE(o->done && o->why != ORCH_FINISH_ERROR);
 		T_EQ(o->n, lens[k] == 128 ? 1 : 8); /* a full context leaves room for one token */
-		T_EQ(o->why, SCHED_LENGTH);
+		T_EQ(o->why, ORCH_FINISH_LENGTH);
 	}
 	struct tok_ids p = {toks, 129, 129};
 	struct sched_job j = job(9, &p, 8, o);
@@ -304,7 +304,7 @@ test_stop_strings(void)
 	j.n_stops = 2;
 	T_OK(sched_submit(e.s, &j, NULL));
 	run_all(&e);
-	T_EQ(o->why, SCHED_STOP);
+	T_EQ(o->why, ORCH_FINISH_STOP);
 	T_STREQ(o->text, ", there was a little ");
 	tok_ids_fini(&ids);
 	free(o);
@@ -360,7 +360,7 @@ test_tiny_models(void)
 			j.sp.seed = 11;
 			T_OK(sched_submit(e.s, &j, NULL));
 			run_all(&e);
-			T_TRUE(o[run]->why == SCHED_LENGTH || o[run]->why == SCHED_EOS);
+			T_TRUE(o[run]->why == ORCH_FINISH_LENGTH || o[run]->why == ORCH_FINISH_EOS);
 			for (int s = 0; s < 2; s++)
 				for (uint32_t i = 0; o[run]->have_logits[s] && i < o[run]->n_vocab;
 				     i++)
