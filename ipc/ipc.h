@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 #include "proto/orch.pb-c.h"
 
 #ifdef __cplusplus
@@ -28,11 +29,8 @@ extern "C" {
 /* The largest envelope accepted (bytes); larger ones are dropped. */
 #define IPC_MAX_MSG (16u << 20)
 
-/* Limits ipc_check enforces on decoded messages. */
-#define IPC_MAX_STOPS      16u
-#define IPC_MAX_STOP_BYTES 256u
-#define IPC_MAX_MESSAGES   4096u
-#define IPC_MAX_BATCH      4096u
+/* Limits ipc_check enforces on decoded messages (a job's: base/limits.h). */
+#define IPC_MAX_BATCH 4096u
 
 struct ipc_chan;
 

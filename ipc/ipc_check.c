@@ -71,17 +71,17 @@ check_submit(const Orch__Submit *s, struct orch_errinfo *reterr)
 		return bad(reterr, "submit", "a chat job without messages");
 	if (!s->chat && s->n_messages != 0)
 		return bad(reterr, "submit", "messages in a job that is not chat");
-	if (s->n_messages > IPC_MAX_MESSAGES)
+	if (s->n_messages > ORCH_MAX_MESSAGES)
 		return bad(reterr, "submit", "too many messages");
 	for (size_t i = 0; i < s->n_messages; i++)
 		if (s->messages[i] == NULL || s->messages[i]->role == NULL ||
 		    s->messages[i]->role[0] == '\0')
 			return bad(reterr, "submit", "a message without a role");
-	if (s->n_stop > IPC_MAX_STOPS)
+	if (s->n_stop > ORCH_MAX_STOPS)
 		return bad(reterr, "submit", "more than 16 stop strings");
 	for (size_t i = 0; i < s->n_stop; i++) {
 		size_t n = s->stop[i] ? strlen(s->stop[i]) : 0;
-		if (n == 0 || n > IPC_MAX_STOP_BYTES)
+		if (n == 0 || n > ORCH_MAX_STOP_BYTES)
 			return bad(reterr, "submit", "a stop string is empty or over 256 bytes");
 	}
 	return check_sampling(s->sampling, reterr);

@@ -108,9 +108,9 @@ parse_messages(struct evhttp_request *req, const cJSON *root, struct job *j)
 	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages"), *it;
 
 	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0 ||
-	    cJSON_GetArraySize(msgs) > 64) {
+	    cJSON_GetArraySize(msgs) > (int)ORCH_MAX_MESSAGES) {
 		http_error(req, ORCH_EINVAL, "messages",
-		           "'messages' must be an array of 1-64 messages");
+		           "'messages' must be an array of 1-%u messages", ORCH_MAX_MESSAGES);
 		return false;
 	}
 	j->messages = cJSON_CreateArray();

@@ -110,9 +110,9 @@ add_stop(struct evhttp_request *req, struct job *j, const cJSON *s)
 {
 	size_t n = strlen(s->valuestring);
 
-	if (n == 0 || n > IPC_MAX_STOP_BYTES) {
+	if (n == 0 || n > ORCH_MAX_STOP_BYTES) {
 		http_error(req, ORCH_EINVAL, "stop", "each stop string must be 1-%u bytes",
-		           IPC_MAX_STOP_BYTES);
+		           ORCH_MAX_STOP_BYTES);
 		return false;
 	}
 	if ((j->stops[j->n_stops] = orch_strndup(s->valuestring, n)) == NULL) {
@@ -137,8 +137,8 @@ params_stop(struct evhttp_request *req, const cJSON *root, struct job *j)
 		           "'stop' must be a string or an array of strings");
 		return false;
 	}
-	if (cJSON_GetArraySize(v) > CFG_MAX_STOPS) {
-		http_error(req, ORCH_EINVAL, "stop", "at most %d stop strings", CFG_MAX_STOPS);
+	if (cJSON_GetArraySize(v) > (int)ORCH_API_MAX_STOPS) {
+		http_error(req, ORCH_EINVAL, "stop", "at most %u stop strings", ORCH_API_MAX_STOPS);
 		return false;
 	}
 	cJSON_ArrayForEach(it, v)

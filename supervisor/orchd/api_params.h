@@ -27,7 +27,8 @@ bool params_string(struct evhttp_request *req, const cJSON *root, const char *na
 /* params_bool - optional boolean into *@out. */
 bool params_bool(struct evhttp_request *req, const cJSON *root, const char *name, bool *out);
 
-/* params_stop - "stop": a string or an array of up to CFG_MAX_STOPS strings, copied into @j. */
+/* params_stop - "stop": a string or an array of up to ORCH_API_MAX_STOPS strings, copied into @j.
+ */
 bool params_stop(struct evhttp_request *req, const cJSON *root, struct job *j);
 
 /*

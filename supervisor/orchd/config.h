@@ -12,7 +12,6 @@
 #define CFG_NAME_MAX    64
 #define CFG_PATH_MAX    1024
 #define CFG_MAX_DEVICES 8
-#define CFG_MAX_STOPS   4
 
 struct cfg_model {
 	char name[CFG_NAME_MAX];

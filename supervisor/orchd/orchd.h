@@ -20,6 +20,7 @@
 #include <event2/http.h>
 
 #include "base/clock.h"
+#include "base/limits.h"
 #include "base/sbuf.h"
 #include "config.h"
 #include "devices.h"
@@ -149,7 +150,7 @@ struct job {
 	char *prompt;
 	cJSON *messages; /* chat */
 	Orch__SamplingParams sp;
-	char *stops[CFG_MAX_STOPS];
+	char *stops[ORCH_API_MAX_STOPS];
 	uint32_t n_stops, max_tokens;
 	bool include_usage;
 	uint32_t resume_grace_s;

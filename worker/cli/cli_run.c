@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/alloc.h"
+#include "base/limits.h"
 #include "base/parse.h"
 #include "base/readfile.h"
 #include "cli.h"
@@ -32,7 +33,7 @@ struct run_opts {
 	struct samp_params sp;
 	bool seed_given;
 	enum text_source tokenizer;
-	const char *stops[16];
+	const char *stops[ORCH_MAX_STOPS];
 	uint32_t n_stops;
 };
 
@@ -235,9 +236,10 @@ parse_args(int argc, char **argv, struct run_opts *o)
 				        "orch-worker run: --seed wants an unsigned integer\n");
 			break;
 		case 'S':
-			if (o->n_stops == 16 || optarg[0] == '\0') {
+			if (o->n_stops == ORCH_MAX_STOPS || optarg[0] == '\0') {
 				fprintf(stderr,
-				        "orch-worker run: up to 16 non-empty --stop strings\n");
+				        "orch-worker run: up to %u non-empty --stop strings\n",
+				        ORCH_MAX_STOPS);
 				ok = false;
 			} else {
 				o->stops[o->n_stops++] = optarg;

@@ -197,13 +197,13 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 static orch_err
 admit(struct serve *sv, const Orch__Submit *m, struct job **ret, struct orch_errinfo *e)
 {
-	struct prompt_msg msgs[64];
+	struct prompt_msg msgs[ORCH_MAX_MESSAGES];
 	struct job *j;
 	orch_err rv;
 
 	*ret = NULL;
-	if (m->n_messages > sizeof(msgs) / sizeof(msgs[0]))
-		return orch_errf(e, ORCH_EINVAL, "more than 64 chat messages");
+	if (m->n_messages > ORCH_MAX_MESSAGES)
+		return orch_errf(e, ORCH_EINVAL, "more than %u chat messages", ORCH_MAX_MESSAGES);
 	if ((j = orch_calloc(1, sizeof(*j))) == NULL)
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	j->sv = sv;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/limits.h"
 #include "base/sbuf.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
@@ -19,12 +20,10 @@
 #include "text/model_text.h"
 #include "text/tokenizer.h"
 
-#define MAX_STOPS 16 /* per job */
-
 struct job {
 	struct sched_job sj;
 	struct tok_ids ids;
-	char *stops[MAX_STOPS];
+	char *stops[ORCH_MAX_STOPS];
 	uint64_t deadline_ms;
 	uint64_t submitted_ms; /* monotonic */
 	char correlation[64];

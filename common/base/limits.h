@@ -1,0 +1,21 @@
+#pragma once
+/*
+ * limits.h - the limits on a job that more than one process checks, each
+ * defined once: orchd's API refuses a request past them with a 400, the
+ * protocol check (ipc_check) refuses a Submit past them, and the worker and
+ * `orch-worker run` size their arrays by them.
+ */
+
+/* Chat messages in one request (the API, Submit, the worker's prompt). */
+#define ORCH_MAX_MESSAGES 64u
+
+/* Stop strings one job carries (Submit, the worker, `orch-worker run --stop`). */
+#define ORCH_MAX_STOPS 16u
+
+/* Of those, what the HTTP API accepts: OpenAI's limit, so clients see the same rule. */
+#define ORCH_API_MAX_STOPS 4u
+
+/* Bytes in one stop string. */
+#define ORCH_MAX_STOP_BYTES 256u
+
+_Static_assert(ORCH_API_MAX_STOPS <= ORCH_MAX_STOPS, "the API must fit the protocol");
