@@ -1,25 +1,24 @@
 #pragma once
 /* cli.h - orch-worker subcommands; each returns the process exit code. */
+#include <stddef.h>
+
+#include "base/subcmd.h"
 
 #define CLI_MAX_INPUT (256u << 20) /* text, template and JSON files */
 
-/* cli_tokenize - "tokenize --model FILE [--add-special] [--parse-special] [--pieces] (--text T |
- * --file F)". */
+/* The commands with their usage lines (commands.c): the one table of them. */
+extern const struct subcmd cli_commands[];
+extern const size_t cli_n_commands;
+
+/* cli_usage - "usage: orch-worker LINE" on stderr, the line from cli_commands. */
+void cli_usage(const char *name);
+
+/* Each command takes argv[0] = its name and returns the exit code (2: usage). */
 int cli_tokenize(int argc, char **argv);
-
-/* cli_detokenize - "detokenize --model FILE [--special] IDS...". */
 int cli_detokenize(int argc, char **argv);
-
-/* cli_chat_template - "chat-template (--model FILE | --template FILE) --messages FILE ...". */
 int cli_chat_template(int argc, char **argv);
-
-/* cli_serve - "serve --endpoint URL --model FILE ...": the worker process (serve.h). */
-int cli_serve(int argc, char **argv);
-
-/* cli_attach - "attach URL [--dump] [--topic T]... [--count N] [--timeout-ms N]": debug stream. */
+int cli_serve(int argc, char **argv); /* the worker process (serve/serve.h) */
 int cli_attach(int argc, char **argv);
-
-/* cli_run - "run --model FILE (--prompt T | --prompt-file F) [...]": one-shot generation. */
 int cli_run(int argc, char **argv);
 
 #include <stdbool.h>

@@ -13,13 +13,6 @@
 
 #define MAX_TOPICS 8
 
-static void
-usage(void)
-{
-	fprintf(stderr, "usage: orch-worker attach URL [--dump] [--topic log|step]... [--count N] "
-	                "[--timeout-ms N]\n");
-}
-
 static int
 attach_dump(const char *url, int timeout_ms)
 {
@@ -80,7 +73,7 @@ cli_attach(int argc, char **argv)
 		}
 	}
 	if (!ok || optind != argc - 1) {
-		usage();
+		cli_usage("attach");
 		return 2;
 	}
 	if (dump)

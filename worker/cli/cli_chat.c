@@ -148,8 +148,7 @@ cli_chat_template(int argc, char **argv)
 	}
 	if ((model == NULL) == (tmpl == NULL) || msgs == NULL || optind != argc ||
 	    (kind != NULL && model == NULL)) {
-		fprintf(stderr,
-		        "usage: orch-worker chat-template (--model FILE [--tokenizer gguf|hf-json] | --template FILE.jinja) --messages FILE.json [--no-generation-prompt] [--now 2024-07-26T00:00:00]\n");
+		cli_usage("chat-template");
 		return 2;
 	}
 	size_t n = 0;

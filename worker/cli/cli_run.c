@@ -159,6 +159,110 @@ parse_count(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint32_t 
 	return true;
 }
 
+/* The sampling options of run (--temperature ... --stop); false: not one of them or bad. */
+static bool
+sampling_opt(struct run_opts *o, int c, bool *ok)
+{
+	uint32_t k;
+	uint64_t seed;
+
+	switch (c) {
+	case 't':
+		*ok = parse_float("--temperature", optarg, 0, 2, &o->sp.temperature);
+		break;
+	case 'k':
+		*ok = parse_count("--top-k", optarg, 0, 1u << 24, &k);
+		o->sp.top_k = (int32_t)k;
+		break;
+	case 'P':
+		*ok = parse_float("--top-p", optarg, 0, 1, &o->sp.top_p);
+		break;
+	case 'M':
+		*ok = parse_float("--min-p", optarg, 0, 1, &o->sp.min_p);
+		break;
+	case 'r':
+		*ok = parse_float("--repeat-penalty", optarg, 0, 2, &o->sp.repeat_penalty);
+		break;
+	case 's':
+		*ok = orch_parse_u64(optarg, 0, UINT64_MAX, &seed) == ORCH_OK;
+		o->sp.seed = seed;
+		o->seed_given = true;
+		if (!*ok)
+			fprintf(stderr, "orch-worker run: --seed wants an unsigned integer\n");
+		break;
+	case 'S':
+		if (o->n_stops == ORCH_MAX_STOPS || optarg[0] == '\0') {
+			fprintf(stderr, "orch-worker run: up to %u non-empty --stop strings\n",
+			        ORCH_MAX_STOPS);
+			*ok = false;
+		} else {
+			o->stops[o->n_stops++] = optarg;
+		}
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* The other options of run; false for an unknown one. */
+static bool
+other_opt(struct run_opts *o, int c, int argc, char **argv, bool *ok)
+{
+	switch (c) {
+	case 'm':
+		o->model = optarg;
+		break;
+	case 'D':
+		o->device = optarg;
+		break;
+	case 'p':
+		o->prompt = optarg;
+		break;
+	case 'f':
+		o->prompt_file = optarg;
+		break;
+	case 'c':
+		o->chat = true;
+		break;
+	case 'n':
+		*ok = parse_count("-n", optarg, 1, 1u << 20, &o->n);
+		break;
+	case 'C':
+		*ok = parse_count("--context", optarg, 1, 1u << 22, &o->n_ctx);
+		break;
+	case 'T':
+		*ok = parse_count("--threads", optarg, 1, 256, &o->threads);
+		break;
+	case 'F':
+		o->format = optarg;
+		break;
+	case 'L':
+		*ok = optind < argc &&
+		      parse_count("--dump-logits", optarg, 1, 1u << 20, &o->dump_n);
+		if (*ok)
+			o->dump_path = argv[optind++];
+		break;
+	case 'K':
+		o->kv_f32 = true;
+		break;
+	case 'G':
+		o->no_graphs = true;
+		break;
+	case 'z':
+		if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
+			fprintf(stderr,
+			        "orch-worker run: --tokenizer wants gguf or hf-json, got '%s'\n",
+			        optarg);
+			*ok = false;
+		}
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
 static int
 parse_args(int argc, char **argv, struct run_opts *o)
 {
@@ -182,8 +286,6 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	                                         {"no-graphs", no_argument, NULL, 'G'},
 	                                         {"tokenizer", required_argument, NULL, 'z'},
 	                                         {NULL, 0, NULL, 0}};
-	uint32_t k;
-	uint64_t seed;
 	int c;
 
 	o->sp = samp_defaults();
@@ -192,99 +294,15 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	o->format = "text";
 	while ((c = getopt_long(argc, argv, "n:", longopts, NULL)) != -1) {
 		bool ok = true;
-		switch (c) {
-		case 'm':
-			o->model = optarg;
-			break;
-		case 'D':
-			o->device = optarg;
-			break;
-		case 'p':
-			o->prompt = optarg;
-			break;
-		case 'f':
-			o->prompt_file = optarg;
-			break;
-		case 'c':
-			o->chat = true;
-			break;
-		case 'n':
-			ok = parse_count("-n", optarg, 1, 1u << 20, &o->n);
-			break;
-		case 't':
-			ok = parse_float("--temperature", optarg, 0, 2, &o->sp.temperature);
-			break;
-		case 'k':
-			ok = parse_count("--top-k", optarg, 0, 1u << 24, &k);
-			o->sp.top_k = (int32_t)k;
-			break;
-		case 'P':
-			ok = parse_float("--top-p", optarg, 0, 1, &o->sp.top_p);
-			break;
-		case 'M':
-			ok = parse_float("--min-p", optarg, 0, 1, &o->sp.min_p);
-			break;
-		case 'r':
-			ok = parse_float("--repeat-penalty", optarg, 0, 2, &o->sp.repeat_penalty);
-			break;
-		case 's':
-			ok = orch_parse_u64(optarg, 0, UINT64_MAX, &seed) == ORCH_OK;
-			o->sp.seed = seed;
-			o->seed_given = true;
-			if (!ok)
-				fprintf(stderr,
-				        "orch-worker run: --seed wants an unsigned integer\n");
-			break;
-		case 'S':
-			if (o->n_stops == ORCH_MAX_STOPS || optarg[0] == '\0') {
-				fprintf(stderr,
-				        "orch-worker run: up to %u non-empty --stop strings\n",
-				        ORCH_MAX_STOPS);
-				ok = false;
-			} else {
-				o->stops[o->n_stops++] = optarg;
-			}
-			break;
-		case 'C':
-			ok = parse_count("--context", optarg, 1, 1u << 22, &o->n_ctx);
-			break;
-		case 'T':
-			ok = parse_count("--threads", optarg, 1, 256, &o->threads);
-			break;
-		case 'F':
-			o->format = optarg;
-			break;
-		case 'L':
-			ok = optind < argc &&
-			     parse_count("--dump-logits", optarg, 1, 1u << 20, &o->dump_n);
-			if (ok)
-				o->dump_path = argv[optind++];
-			break;
-		case 'K':
-			o->kv_f32 = true;
-			break;
-		case 'G':
-			o->no_graphs = true;
-			break;
-		case 'z':
-			if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
-				fprintf(stderr,
-				        "orch-worker run: --tokenizer wants gguf or hf-json, got '%s'\n",
-				        optarg);
-				ok = false;
-			}
-			break;
-		default:
+		if (!sampling_opt(o, c, &ok) && !other_opt(o, c, argc, argv, &ok))
 			ok = false;
-		}
 		if (!ok)
 			return 2;
 	}
 	o->jsonl = strcmp(o->format, "jsonl") == 0;
 	if (o->model == NULL || (o->prompt == NULL) == (o->prompt_file == NULL) || optind != argc ||
 	    (!o->jsonl && strcmp(o->format, "text") != 0)) {
-		fprintf(stderr,
-		        "usage: orch-worker run --model FILE [--device cpu|cuda:N] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32] [--no-graphs] [--tokenizer gguf|hf-json]\n");
+		cli_usage("run");
 		return 2;
 	}
 	if (!o->seed_given)

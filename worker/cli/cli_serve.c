@@ -10,16 +10,6 @@
 #include "cli.h"
 #include "serve/serve.h"
 
-static void
-usage(void)
-{
-	fprintf(stderr,
-	        "usage: orch-worker serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID "
-	        "[--slots N] [--context N] [--threads N] [--heartbeat-ms N] "
-	        "[--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL] [--residency-check-s N] [--no-graphs] "
-	        "[--tokenizer gguf|hf-json]\n");
-}
-
 static bool
 count(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint32_t *out)
 {
@@ -33,6 +23,64 @@ count(const char *flag, const char *s, uint64_t lo, uint64_t hi, uint32_t *out)
 	}
 	*out = (uint32_t)v;
 	return true;
+}
+
+/* One option into @o; *@ok false when its value is bad or it is unknown. */
+static void
+serve_opt(struct serve_opts *o, int c, bool *ok)
+{
+	switch (c) {
+	case 'e':
+		o->endpoint = optarg;
+		break;
+	case 'm':
+		o->model = optarg;
+		break;
+	case 'd':
+		o->device = optarg;
+		break;
+	case 'w':
+		o->worker_id = optarg;
+		break;
+	case 's':
+		*ok = count("--slots", optarg, 1, 256, &o->slots);
+		break;
+	case 'c':
+		*ok = count("--context", optarg, 1, 1u << 20, &o->n_ctx);
+		break;
+	case 't':
+		*ok = count("--threads", optarg, 1, 256, &o->threads);
+		break;
+	case 'h':
+		*ok = count("--heartbeat-ms", optarg, 10, 60000, &o->heartbeat_ms);
+		break;
+	case 'T':
+		*ok = count("--supervisor-timeout-ms", optarg, 0, 3600000,
+		            &o->supervisor_timeout_ms);
+		break;
+	case 'D':
+		o->debug_endpoint = optarg;
+		break;
+	case 'k':
+		*ok = count("--chunk", optarg, 1, 65536, &o->chunk);
+		break;
+	case 'r':
+		*ok = count("--residency-check-s", optarg, 1, 86400, &o->residency_s);
+		break;
+	case 'G':
+		o->no_graphs = true;
+		break;
+	case 'K':
+		if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
+			fprintf(stderr,
+			        "orch-worker serve: --tokenizer wants gguf or hf-json, got '%s'\n",
+			        optarg);
+			*ok = false;
+		}
+		break;
+	default:
+		*ok = false;
+	}
 }
 
 int
@@ -61,61 +109,10 @@ cli_serve(int argc, char **argv)
 
 	optind = 1;
 	while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'e':
-			o.endpoint = optarg;
-			break;
-		case 'm':
-			o.model = optarg;
-			break;
-		case 'd':
-			o.device = optarg;
-			break;
-		case 'w':
-			o.worker_id = optarg;
-			break;
-		case 's':
-			ok = count("--slots", optarg, 1, 256, &o.slots);
-			break;
-		case 'c':
-			ok = count("--context", optarg, 1, 1u << 20, &o.n_ctx);
-			break;
-		case 't':
-			ok = count("--threads", optarg, 1, 256, &o.threads);
-			break;
-		case 'h':
-			ok = count("--heartbeat-ms", optarg, 10, 60000, &o.heartbeat_ms);
-			break;
-		case 'T':
-			ok = count("--supervisor-timeout-ms", optarg, 0, 3600000,
-			           &o.supervisor_timeout_ms);
-			break;
-		case 'D':
-			o.debug_endpoint = optarg;
-			break;
-		case 'k':
-			ok = count("--chunk", optarg, 1, 65536, &o.chunk);
-			break;
-		case 'r':
-			ok = count("--residency-check-s", optarg, 1, 86400, &o.residency_s);
-			break;
-		case 'G':
-			o.no_graphs = true;
-			break;
-		case 'K':
-			if (text_source_parse(optarg, &o.tokenizer) != ORCH_OK) {
-				fprintf(stderr,
-				        "orch-worker serve: --tokenizer wants gguf or hf-json, got '%s'\n",
-				        optarg);
-				ok = false;
-			}
-			break;
-		default:
-			ok = false;
-		}
+		serve_opt(&o, c, &ok);
 	}
 	if (!ok || optind != argc || !o.endpoint || !o.model || !o.worker_id) {
-		usage();
+		cli_usage("serve");
 		return 2;
 	}
 	return serve_run(&o);

@@ -121,8 +121,7 @@ cli_tokenize(int argc, char **argv)
 		}
 	}
 	if (model == NULL || (text == NULL) == (file == NULL) || optind != argc) {
-		fprintf(stderr,
-		        "usage: orch-worker tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)\n");
+		cli_usage("tokenize");
 		return 2;
 	}
 	size_t n = text ? strlen(text) : 0;
@@ -171,8 +170,7 @@ cli_detokenize(int argc, char **argv)
 			return 2;
 	}
 	if (model == NULL) {
-		fprintf(stderr,
-		        "usage: orch-worker detokenize --model FILE [--tokenizer gguf|hf-json] [--special] IDS...\n");
+		cli_usage("detokenize");
 		return 2;
 	}
 	struct tok *t = cli_load_tok(model, kind);

@@ -68,7 +68,7 @@ serve_send_error(struct serve *sv, uint64_t job, orch_err code, const char *msg)
 static void
 on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char *text, size_t n)
 {
-	struct job *j = ctx;
+	struct serve_job *j = ctx;
 	struct serve *sv = j->sv;
 
 	if (sv->n_entries == sv->cap_entries)
@@ -97,7 +97,7 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 static void
 on_end(void *ctx, struct sched_job *sj, enum orch_finish why, orch_err err, const char *msg)
 {
-	struct job *j = ctx;
+	struct serve_job *j = ctx;
 	struct serve *sv = j->sv;
 	struct ending *e = &sv->endings[sv->n_endings++];
 
@@ -114,19 +114,19 @@ on_end(void *ctx, struct sched_job *sj, enum orch_finish why, orch_err err, cons
 
 static const struct sched_job_ops job_ops = {on_token, NULL, on_end};
 
-static struct job *
+static struct serve_job *
 find_job(struct serve *sv, uint64_t id)
 {
-	for (struct job *j = sv->jobs; j != NULL; j = j->next)
+	for (struct serve_job *j = sv->jobs; j != NULL; j = j->next)
 		if (j->sj.id == id)
 			return j;
 	return NULL;
 }
 
 void
-serve_job_free(struct serve *sv, struct job *j)
+serve_job_free(struct serve *sv, struct serve_job *j)
 {
-	for (struct job **p = &sv->jobs; *p != NULL; p = &(*p)->next) {
+	for (struct serve_job **p = &sv->jobs; *p != NULL; p = &(*p)->next) {
 		if (*p == j) {
 			*p = j->next;
 			sv->n_jobs--;
@@ -195,10 +195,10 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
  * is the wire one to answer with (VRAM_OOM for any allocation failure).
  */
 static orch_err
-admit(struct serve *sv, const Orch__Submit *m, struct job **ret, struct orch_errinfo *e)
+admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct orch_errinfo *e)
 {
 	struct prompt_msg msgs[ORCH_MAX_MESSAGES];
-	struct job *j;
+	struct serve_job *j;
 	orch_err rv;
 
 	*ret = NULL;
@@ -268,7 +268,7 @@ static void
 submit(struct serve *sv, const Orch__Submit *m)
 {
 	struct orch_errinfo e = {0};
-	struct job *j = NULL;
+	struct serve_job *j = NULL;
 	bool inject = sv->fault_job != 0 && m->job_id == sv->fault_job;
 
 	if (sv->draining || stop_signal)
@@ -361,7 +361,7 @@ cancel_expired(struct serve *sv)
 {
 	uint64_t now = 0;
 
-	for (struct job *j = sv->jobs; j != NULL; j = j->next) {
+	for (struct serve_job *j = sv->jobs; j != NULL; j = j->next) {
 		if (j->deadline_ms == 0 || j->timed_out)
 			continue;
 		if (now == 0)
@@ -402,6 +402,48 @@ check_device(struct serve *sv, uint64_t now)
 	return true;
 }
 
+/* Every message waiting (up to @wait ms for the first); false when the supervisor is gone or said
+ * so. */
+static bool
+receive(struct serve *sv, int wait, uint64_t *last_rx)
+{
+	bool go_on = true;
+
+	for (;;) {
+		Orch__Envelope *env = NULL;
+		struct orch_errinfo e = {0};
+		orch_err rv = ipc_recv(sv->ch, wait, &env, &e);
+		if (rv == ORCH_EAGAIN)
+			break;
+		if (rv == ORCH_EPROTO) {
+			orch_log(ORCH_LOG_WARNING, "ipc_drop", "msg=\"%s\"", e.msg);
+			continue;
+		}
+		if (rv != ORCH_OK) {
+			orch_log(ORCH_LOG_WARNING, "ipc_closed", "msg=\"%s\"", e.msg);
+			return false;
+		}
+		*last_rx = orch_mono_ms();
+		wait = 0;
+		go_on &= handle(sv, env);
+		ipc_envelope_free(env);
+	}
+	return go_on;
+}
+
+/* Shutdown: cancel every job and step until each has ended (and said so). */
+static void
+wind_down(struct serve *sv)
+{
+	for (struct serve_job *j = sv->jobs; j != NULL; j = j->next)
+		sched_cancel(sv->eng->s, j->sj.id);
+	while (!sched_idle(sv->eng->s)) {
+		sched_step(sv->eng->s);
+		flush_step(sv, 0);
+	}
+	orch_log(ORCH_LOG_INFO, "shutdown", "steps=%llu", (unsigned long long)sv->steps);
+}
+
 static int
 loop(struct serve *sv)
 {
@@ -429,26 +471,7 @@ loop(struct serve *sv)
 			}
 			serve_debug_poll(sv);
 		}
-		for (;;) {
-			Orch__Envelope *env = NULL;
-			struct orch_errinfo e = {0};
-			orch_err rv = ipc_recv(sv->ch, wait, &env, &e);
-			if (rv == ORCH_EAGAIN)
-				break;
-			if (rv == ORCH_EPROTO) {
-				orch_log(ORCH_LOG_WARNING, "ipc_drop", "msg=\"%s\"", e.msg);
-				continue;
-			}
-			if (rv != ORCH_OK) {
-				orch_log(ORCH_LOG_WARNING, "ipc_closed", "msg=\"%s\"", e.msg);
-				shutdown = true;
-				break;
-			}
-			last_rx = orch_mono_ms();
-			wait = 0;
-			shutdown |= !handle(sv, env);
-			ipc_envelope_free(env);
-		}
+		shutdown |= !receive(sv, wait, &last_rx);
 		if (stop_signal)
 			shutdown = true;
 		if (sv->o->supervisor_timeout_ms &&
@@ -458,14 +481,7 @@ loop(struct serve *sv)
 			shutdown = true;
 		}
 		if (shutdown) {
-			for (struct job *j = sv->jobs; j != NULL; j = j->next)
-				sched_cancel(sv->eng->s, j->sj.id);
-			while (!sched_idle(sv->eng->s)) {
-				sched_step(sv->eng->s);
-				flush_step(sv, 0);
-			}
-			orch_log(ORCH_LOG_INFO, "shutdown", "steps=%llu",
-			         (unsigned long long)sv->steps);
+			wind_down(sv);
 			return 0;
 		}
 		cancel_expired(sv);

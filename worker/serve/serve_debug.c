@@ -85,7 +85,7 @@ dump(struct serve *sv, struct sbuf *b)
 	            (unsigned long long)hb.kv_cells_used, (unsigned long long)hb.kv_cells_total,
 	            sv->eng->n_ctx, (unsigned long long)used, (unsigned long long)needed,
 	            hb.residency_ok ? "yes" : "no", sv->degraded ? "yes" : "no");
-	for (const struct job *j = sv->jobs; j != NULL; j = j->next) {
+	for (const struct serve_job *j = sv->jobs; j != NULL; j = j->next) {
 		const struct sched_job *sj = &j->sj;
 		sbuf_printf(b,
 		            "job id=%llu correlation=%s state=%s slot=%d prompt_tokens=%u fed=%u "

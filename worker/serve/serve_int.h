@@ -20,7 +20,7 @@
 #include "text/model_text.h"
 #include "text/tokenizer.h"
 
-struct job {
+struct serve_job {
 	struct sched_job sj;
 	struct tok_ids ids;
 	char *stops[ORCH_MAX_STOPS];
@@ -29,12 +29,12 @@ struct job {
 	char correlation[64];
 	bool timed_out;
 	struct serve *sv;
-	struct job *next;
+	struct serve_job *next;
 };
 
 /* A terminal event waiting for the end of the step. */
 struct ending {
-	struct job *j;
+	struct serve_job *j;
 	enum orch_finish why;
 	orch_err err;
 	char msg[256];
@@ -47,7 +47,7 @@ struct serve {
 	uint64_t started_ms;   /* monotonic */
 	struct engine *eng;    /* the model, its text side, the backend, the scheduler */
 	uint32_t max_jobs;
-	struct job *jobs; /* live jobs */
+	struct serve_job *jobs; /* live jobs */
 	uint32_t n_jobs;
 	/* this step's output */
 	Orch__TokenEntry *entries;
@@ -78,7 +78,7 @@ void serve_send(struct serve *sv, Orch__Envelope *env);
 void serve_send_error(struct serve *sv, uint64_t job, orch_err code, const char *msg);
 
 /* serve_job_free - unlink @j from the live jobs and free it. */
-void serve_job_free(struct serve *sv, struct job *j);
+void serve_job_free(struct serve *sv, struct serve_job *j);
 
 /* serve_status - the heartbeat's numbers (also the state dump's). */
 void serve_status(struct serve *sv, Orch__Heartbeat *hb);

@@ -141,14 +141,6 @@ tok_is_eog(const struct tok *t, int32_t id)
 	return false;
 }
 
-enum tok_type
-tok_type_of(const struct tok *t, int32_t id)
-{
-	if (id < 0 || (uint32_t)id >= t->n_vocab)
-		return TOK_TYPE_UNDEFINED;
-	return (enum tok_type)t->types[id];
-}
-
 const char *
 tok_text(const struct tok *t, int32_t id, size_t *len)
 {

@@ -120,7 +120,6 @@ int32_t tok_bos(const struct tok *t); /* -1 when the model has none */
 int32_t tok_eos(const struct tok *t);
 bool tok_is_eog(const struct tok *t, int32_t id); /* eos, eot, eom */
 bool tok_adds_space_prefix(const struct tok *t);  /* SPM dummy prefix */
-enum tok_type tok_type_of(const struct tok *t, int32_t id);
 
 /* tok_text - the raw vocabulary string of @id (not decoded), *@len bytes; NULL for bad ids. */
 const char *tok_text(const struct tok *t, int32_t id, size_t *len);
