@@ -5,10 +5,14 @@ FUZZ_BUILD ?= build-fuzz
 GPU_BUILD  ?= build-gpu
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
+# Warnings are errors here and in CI; a plain CMake build (a packager's) leaves them warnings.
+WERROR     ?= ON
+CLANG_BUILD ?= build-clang
+REL_BUILD  ?= build-release
 FUZZ_SECONDS ?= 3600
 PREFIX     ?= /usr/local
 
-.PHONY: all run test deps build configure install test-unit test-asan fuzz-smoke fuzz format format-check bench gpu clean
+.PHONY: all run test deps build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz format format-check bench gpu clean
 
 all: build
 
@@ -22,7 +26,7 @@ deps:
 	@scripts/deps.sh
 
 configure:
-	cmake -S . -B $(BUILD) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DORCH_WERROR=$(WERROR) $(CMAKE_ARGS)
 
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
@@ -30,7 +34,7 @@ build: configure
 # Programs, systemd unit, sysusers/tmpfiles snippets, config (scripts/install.sh).
 # DESTDIR=DIR stages into DIR for a package.
 install: deps
-	cmake -S . -B $(BUILD) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_INSTALL_PREFIX=$(PREFIX) $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j$(JOBS)
 	scripts/install.sh "$(BUILD)"
 
@@ -38,13 +42,23 @@ test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 test-asan:
-	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF
+	cmake -S . -B $(ASAN_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L 'unit|integration' -LE slow
 
+# The other compilers and optimisation levels a packager may use (make test
+# builds both): -O3 Release with gcc, and clang; warnings are errors in both.
+build-release:
+	cmake -S . -B $(REL_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Release -DORCH_CUDA=OFF -DBUILD_TESTING=OFF
+	cmake --build $(REL_BUILD) -j$(JOBS)
+
+build-clang:
+	CC=clang cmake -S . -B $(CLANG_BUILD) -DORCH_WERROR=$(WERROR) -DORCH_CUDA=OFF
+	cmake --build $(CLANG_BUILD) -j$(JOBS)
+
 # libFuzzer (clang): FUZZ_SECONDS per target; 'make fuzz-smoke' is the short CI run.
 fuzz:
-	CC=clang cmake -S . -B $(FUZZ_BUILD) -DORCH_FUZZ=ON -DORCH_CUDA=OFF -DBUILD_TESTING=OFF
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DORCH_WERROR=$(WERROR) -DORCH_FUZZ=ON -DORCH_CUDA=OFF -DBUILD_TESTING=OFF
 	cmake --build $(FUZZ_BUILD) -j$(JOBS) --target fuzzers
 	scripts/fuzz.sh "$(FUZZ_BUILD)" $(FUZZ_SECONDS)
 
@@ -65,4 +79,4 @@ gpu:
 	tests/gpu/run.sh
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD) $(REL_BUILD) $(CLANG_BUILD)

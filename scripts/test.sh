@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole suite, as 'make test' runs it: format check, normal build and
-# every test, the ASan+UBSan build of the unit and integration tests, and a
-# short libFuzzer run. Ends with one summary line "N passed, N failed".
+# every test, the ASan+UBSan build of the unit and integration tests, a
+# short libFuzzer run, and a Release (gcc -O3) and a clang build. Ends with
+# one summary line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -41,9 +42,12 @@ step() {
 step "format check" make --no-print-directory format-check
 step "build" make --no-print-directory build
 [[ -d build ]] && ctest_sum build
-step "asan build" bash -c 'cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF >/dev/null && cmake --build build-asan -j'"$jobs"
+step "asan build" bash -c 'cmake -S . -B build-asan -DORCH_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF >/dev/null && cmake --build build-asan -j'"$jobs"
 [[ -d build-asan ]] && ctest_sum build-asan -L 'unit|integration' -LE slow
 step "fuzz smoke" make --no-print-directory fuzz-smoke
+# A packager's builds must not regress: gcc -O3 Release and clang, warnings as errors.
+step "release build" make --no-print-directory build-release
+step "clang build" make --no-print-directory build-clang
 
 if [[ ${#steps_failed[@]} -gt 0 ]]; then
 	echo "failed steps: ${steps_failed[*]}"

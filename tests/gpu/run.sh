@@ -42,7 +42,7 @@ if { [[ ${ORCH_GPU_DEPS:-} == carried ]] || ! have_deps; } && compgen -G "$root/
 	grep -qF "$deps" "$build/CMakeCache.txt" 2>/dev/null || rm -f "$build/CMakeCache.txt"
 	echo "using the carried packages of .gpudeps (unpacked in $deps)"
 fi
-if ! cmake -S "$root" -B "$build" -DORCH_CUDA=ON "${cmake_extra[@]}" >"$out/configure.log" 2>&1; then
+if ! cmake -S "$root" -B "$build" -DORCH_WERROR=ON -DORCH_CUDA=ON "${cmake_extra[@]}" >"$out/configure.log" 2>&1; then
 	tail -n 30 "$out/configure.log"
 	echo "configure failed"
 	exit 1
