@@ -98,8 +98,8 @@ cur_u64(struct cursor *c, const char *what, uint64_t *ret)
 static orch_err
 cur_str(struct cursor *c, const char *what, struct gguf_str *ret)
 {
-	uint64_t at = c->pos, len;
-	const uint8_t *b;
+	uint64_t at = c->pos, len = 0;
+	const uint8_t *b = NULL;
 	char msg[160];
 	orch_err rv;
 
@@ -174,7 +174,7 @@ parse_scalar(struct cursor *c, uint32_t type, struct gguf_value *ret)
 {
 	size_t n = gguf_vtype_size(type);
 	uint64_t at = c->pos;
-	const uint8_t *b;
+	const uint8_t *b = NULL;
 	orch_err rv;
 
 	rv = cur_bytes(c, n, gguf_vtype_name(type), &b);
@@ -190,7 +190,7 @@ parse_scalar(struct cursor *c, uint32_t type, struct gguf_value *ret)
 static orch_err
 parse_array_elems(struct cursor *c, struct gguf_file *f, struct gguf_arr *a, unsigned depth)
 {
-	const uint8_t *b;
+	const uint8_t *b = NULL;
 	orch_err rv;
 
 	if (a->type == GGUF_VTYPE_STRING) {
@@ -236,7 +236,7 @@ static orch_err
 parse_array(struct cursor *c, struct gguf_file *f, unsigned depth, struct gguf_arr *a)
 {
 	uint64_t at = c->pos, min_bytes;
-	uint32_t et;
+	uint32_t et = 0;
 	char msg[160];
 	orch_err rv;
 
@@ -286,7 +286,7 @@ parse_kvs(struct cursor *c, struct gguf_file *f)
 	for (size_t i = 0; i < f->n_kv; i++) {
 		struct gguf_kv *kv = &f->kvs[i];
 		char *key = NULL;
-		uint32_t type;
+		uint32_t type = 0;
 
 		kv->offset = c->pos;
 		rv = cur_name(c, f, "metadata key", GGUF_MAX_KEY_BYTES, &key);
@@ -308,7 +308,7 @@ parse_kvs(struct cursor *c, struct gguf_file *f)
 static orch_err
 parse_version(struct cursor *c, struct gguf_file *f)
 {
-	uint32_t v;
+	uint32_t v = 0;
 	char msg[200];
 	orch_err rv = cur_u32(c, "version", &v);
 
@@ -334,8 +334,8 @@ parse_version(struct cursor *c, struct gguf_file *f)
 static orch_err
 parse_header(struct cursor *c, struct gguf_file *f)
 {
-	const uint8_t *magic;
-	uint64_t n_tensors, n_kv;
+	const uint8_t *magic = NULL;
+	uint64_t n_tensors = 0, n_kv = 0;
 	char msg[160];
 	orch_err rv;
 

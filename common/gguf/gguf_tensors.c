@@ -50,7 +50,7 @@ tread(struct tcur *c, void *dst, uint64_t n, const char *what)
 static orch_err
 read_name(struct tcur *c, struct gguf_tensor *t)
 {
-	uint64_t at = c->pos, len;
+	uint64_t at = c->pos, len = 0;
 	orch_err rv;
 
 	rv = tread(c, &len, 8, "tensor name length");

@@ -150,7 +150,7 @@ absorb(const Orch__Envelope *env, struct job_out *jobs, size_t n, int *heartbeat
 			if (env->end->job_id == j->id) {
 				T_TRUE(!j->ended); /* exactly one terminal event */
 				j->ended = true;
-				j->finish = env->end->finish_reason;
+				j->finish = (int)env->end->finish_reason;
 				j->tokens_out = env->end->tokens_out;
 			}
 			break;
@@ -158,7 +158,7 @@ absorb(const Orch__Envelope *env, struct job_out *jobs, size_t n, int *heartbeat
 			if (env->error->job_id == j->id) {
 				T_TRUE(!j->ended);
 				j->ended = true;
-				j->error_code = env->error->code;
+				j->error_code = (int)env->error->code;
 			}
 			break;
 		default:
