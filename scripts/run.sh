@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # run.sh BUILD - what 'make run' does: start orchd on 127.0.0.1:8080 with
-# the default model, stories260K (a real Llama model from the test data), on
-# the best device present. The CUDA backend is not built yet (issue 7), so
-# that device is the cpu for now. Runtime files go in BUILD/run.
+# the default model, stories260K (a real 1.1 MB Llama model kept in the
+# repository: models/, see NOTICE), on the cpu (the CUDA backend is not yet
+# verified on a GPU). Runtime files go in BUILD/run. ORCH_MODEL=FILE serves
+# another GGUF instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
-data=${ORCH_TESTDATA:-$root/../shared/testdata}
 run=$build/run
-model=$data/models/stories260K.gguf
+model=${ORCH_MODEL:-$root/models/stories260K.gguf}
 mkdir -p "$run"
 if [[ ! -f $model ]]; then
-	echo "make run: $model is missing (../shared/testdata beside the checkout)" >&2
+	echo "make run: $model is missing (the default model is models/stories260K.gguf in the repository)" >&2
 	exit 1
 fi
 cat >"$run/orchd.conf" <<CONF
