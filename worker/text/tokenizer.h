@@ -2,8 +2,8 @@
 /*
  * tokenizer.h - text ↔ token ids for the model families orch serves.
  *
- * Two kinds, both built from GGUF metadata ("gguf-bpe") or from a Hugging
- * Face tokenizer.json ("hf-json", tok_load_hf_json.h):
+ * Two kinds, both built from GGUF metadata ("gguf") or from a Hugging
+ * Face tokenizer.json ("hf-json", tok_load_hf_json() below):
  *   - SentencePiece-style (tokenizer.ggml.model = "llama"): score-driven
  *     merges over characters, dummy prefix space, "▁" for spaces, byte
  *     fallback to <0xNN> tokens.
