@@ -1,0 +1,184 @@
+/*
+ * serve_debug_test - a serving worker's debug stream (log and step records,
+ * the state dump, `orch-worker attach`), with serve_harness.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#include <nng/nng.h>
+#include <nng/protocol/pair1/pair.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "ipc/debug.h"
+#include "ipc/ipc.h"
+#include "serve_harness.h"
+#include "t.h"
+
+/* Read the records of @s for @ms; note a "step" one with timings and a "log" one of a job start. */
+static void
+scan_records(struct ipc_debug_sub *s, int ms, bool *step, bool *log)
+{
+	struct sbuf r = {0};
+
+	for (int t = 0; t < ms; t += 20) {
+		while (ipc_debug_sub_next(s, 20, &r, NULL) == ORCH_OK) {
+			*step |= strncmp(r.p, "step step=", 10) == 0 && strstr(r.p, " forward_ms=");
+			*log |= strncmp(r.p, "log level=info event=job_start ", 31) == 0;
+		}
+	}
+	sbuf_fini(&r);
+}
+
+/* Run @argv (a NULL-terminated list) and return its exit status and stdout (first 8 KiB). */
+static int
+run_cmd(const char *const *argv, char *out, size_t n)
+{
+	int fds[2];
+	size_t got = 0;
+
+	if (pipe(fds) != 0)
+		return -1;
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		close(fds[0]);
+		execv(argv[0], (char *const *)(uintptr_t)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	ssize_t k;
+	while (got + 1 < n && (k = read(fds[0], out + got, n - 1 - got)) > 0)
+		got += (size_t)k;
+	out[got] = '\0';
+	close(fds[0]);
+	return wait_exit(pid, 20000);
+}
+
+/*
+ * --debug-endpoint: log and step records reach a subscriber, a state dump
+ * lists the worker and its jobs, an unknown request gets an error reply,
+ * and `orch-worker attach` prints both; a bad endpoint fails the start.
+ */
+static void
+test_debug(void)
+{
+	char dbg[128], ctl[140], out[8192], bogus[] = "bogus";
+	struct ipc_chan *c = NULL;
+	struct ipc_debug_sub *sub = NULL;
+	struct sbuf d = {0};
+	pid_t pid = 0;
+
+	snprintf(dbg, sizeof(dbg), "ipc:///tmp/orch-serve-debug-%d.sock", (int)getpid());
+	debug_url = dbg;
+	T_OK(ipc_debug_sub_open(dbg, NULL, 0, &sub, NULL));
+	start(&c, &pid);
+
+	/* records: the subscription connects in the background, so run jobs until they flow */
+	bool step = false, log = false;
+	for (uint64_t id = 100; id < 150 && !(step && log); id++) {
+		struct job_out j = {.id = id};
+		submit(c, id, p_once, 0.0f, 1, 4);
+		run_until_ended(c, &j, 1, NULL);
+		scan_records(sub, 40, &step, &log);
+	}
+	T_TRUE(step);
+	T_TRUE(log);
+
+	/* a state dump with a job running, then without it */
+	struct job_out j = {.id = 77};
+	submit(c, 77, p_once, 0.0f, 1, 250);
+	while (j.n < 2) {
+		Orch__Envelope *env = NULL;
+		if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
+			break;
+		absorb(env, &j, 1, NULL);
+		ipc_envelope_free(env);
+	}
+	T_OK(ipc_debug_dump(dbg, 5000, &d, NULL));
+	T_TRUE(strncmp(d.p, "worker id=t1 ", 13) == 0);
+	T_TRUE(strstr(d.p, " slots_total=4 ") && strstr(d.p, " context=256 "));
+	T_TRUE(strstr(d.p, "\njob id=77 ") && strstr(d.p, " state=decode "));
+	control(c, ORCH__ENVELOPE__BODY_CANCEL, 77);
+	run_until_ended(c, &j, 1, NULL);
+	T_OK(ipc_debug_dump(dbg, 5000, &d, NULL));
+	T_TRUE(strstr(d.p, "job id=77") == NULL && strstr(d.p, " jobs=0 "));
+
+	/* an unknown request */
+	nng_socket req;
+	nng_msg *m = NULL;
+	T_OK(ipc_debug_ctl_url(dbg, ctl, sizeof(ctl), NULL));
+	T_TRUE(nng_req0_open(&req) == 0);
+	nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
+	T_TRUE(nng_dial(req, ctl, NULL, 0) == 0);
+	T_TRUE(nng_send(req, bogus, 5, 0) == 0);
+	T_TRUE(nng_recvmsg(req, &m, 0) == 0);
+	T_TRUE(m != NULL && strncmp(nng_msg_body(m), "error unknown request", 21) == 0);
+	nng_msg_free(m);
+	nng_close(req);
+
+	/* orch-worker attach: --dump, and a stream of step records */
+	const char *dump_argv[] = {worker_bin, "attach", dbg, "--dump", NULL};
+	T_EQ(run_cmd(dump_argv, out, sizeof(out)), 0);
+	T_TRUE(strncmp(out, "worker id=t1 ", 13) == 0);
+	pid_t att = fork();
+	if (att == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, STDOUT_FILENO);
+		execl(worker_bin, worker_bin, "attach", dbg, "--topic", "step", "--count", "3",
+		      "--timeout-ms", "20000", (char *)NULL);
+		_exit(127);
+	}
+	int st = -1;
+	for (uint64_t id = 200; id < 400 && st < 0; id++) {
+		struct job_out k = {.id = id};
+		submit(c, id, p_once, 0.0f, 1, 4);
+		run_until_ended(c, &k, 1, NULL);
+		st = wait_exit(att, 20);
+	}
+	T_EQ(st, 0);
+	stop(c, pid);
+	ipc_debug_sub_close(sub);
+	sbuf_fini(&d);
+
+	/* no worker there: attach --dump gives up with exit 1 */
+	const char *none_argv[] = {
+	        worker_bin, "attach",       "ipc:///tmp/orch-no-such-worker.sock",
+	        "--dump",   "--timeout-ms", "300",
+	        NULL};
+	T_EQ(run_cmd(none_argv, out, sizeof(out)), 1);
+
+	/* a bad endpoint: Hello, then Error naming it, then exit 1 */
+	Orch__Envelope *env = NULL;
+	debug_url = "bogus://x";
+	T_OK(ipc_open(url, IPC_LISTEN, &c, NULL));
+	pid = spawn(model, NULL);
+	T_OK(ipc_recv(c, 10000, &env, NULL));
+	T_EQ(env->body_case, ORCH__ENVELOPE__BODY_HELLO);
+	ipc_envelope_free(env);
+	T_OK(ipc_recv(c, 10000, &env, NULL));
+	T_EQ(env->body_case, ORCH__ENVELOPE__BODY_ERROR);
+	T_TRUE(strstr(env->error->message, "bogus://x") != NULL);
+	ipc_envelope_free(env);
+	T_EQ(wait_exit(pid, 5000), 1);
+	ipc_close(c);
+	debug_url = NULL;
+	unlink(dbg + strlen("ipc://"));
+	unlink(ctl + strlen("ipc://"));
+}
+int
+main(void)
+{
+	if (!harness_init())
+		return 1;
+	T_RUN(test_debug);
+	return t_done();
+}
