@@ -120,6 +120,23 @@ decode_b1(struct be_model *b, struct seq_state *ss)
 	return 256 / t;
 }
 
+/* Bytes of weights one decode step reads: every matrix whole, the embedding one row (not here). */
+static uint64_t
+weight_bytes(const struct model *m)
+{
+	uint64_t n = 0;
+
+	for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+		const struct gguf_tensor *ts[] = {
+		        m->layers[l].wq,   m->layers[l].wk,        m->layers[l].wv,
+		        m->layers[l].wqkv, m->layers[l].wo,        m->layers[l].w_gate,
+		        m->layers[l].w_up, m->layers[l].w_gate_up, m->layers[l].w_down};
+		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+			n += ts[i] ? ts[i]->nbytes : 0;
+	}
+	return n + m->output->nbytes;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -153,16 +170,7 @@ main(int argc, char **argv)
 		const struct model m = eng->m;
 		struct be_model *b = eng->b;
 		double load_s = (double)(orch_mono_ns() - t0) / 1e9;
-		uint64_t wbytes = 0, rowb = 0;
-		for (uint32_t l = 0; l < m.hp.n_layer; l++) {
-			const struct gguf_tensor *ts[] = {
-			        m.layers[l].wq,   m.layers[l].wk,        m.layers[l].wv,
-			        m.layers[l].wqkv, m.layers[l].wo,        m.layers[l].w_gate,
-			        m.layers[l].w_up, m.layers[l].w_gate_up, m.layers[l].w_down};
-			for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
-				wbytes += ts[i] ? ts[i]->nbytes : 0;
-		}
-		wbytes += m.output->nbytes; /* read whole per token; the embedding: one row */
+		uint64_t rowb = 0, wbytes = weight_bytes(&m);
 		ggml_row_bytes(m.tok_embd->type, m.hp.n_embd, &rowb);
 		for (uint32_t i = 0; i < 64; i++) {
 			ss[i].sp = samp_defaults();

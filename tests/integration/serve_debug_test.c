@@ -68,10 +68,56 @@ run_cmd(const char *const *argv, char *out, size_t n)
  * lists the worker and its jobs, an unknown request gets an error reply,
  * and `orch-worker attach` prints both; a bad endpoint fails the start.
  */
+/* An unknown request on the control socket answers an error. */
+static void
+check_unknown_request(const char *dbg, char *ctl, size_t ctl_n)
+{
+	char bogus[] = "bogus";
+	nng_socket req;
+	nng_msg *m = NULL;
+
+	T_OK(ipc_debug_ctl_url(dbg, ctl, ctl_n, NULL));
+	T_TRUE(nng_req0_open(&req) == 0);
+	nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
+	T_TRUE(nng_dial(req, ctl, NULL, 0) == 0);
+	T_TRUE(nng_send(req, bogus, 5, 0) == 0);
+	T_TRUE(nng_recvmsg(req, &m, 0) == 0);
+	T_TRUE(m != NULL && strncmp(nng_msg_body(m), "error unknown request", 21) == 0);
+	nng_msg_free(m);
+	nng_close(req);
+}
+
+/* orch-worker attach: --dump, and a stream of step records while jobs run on @c. */
+static void
+check_attach(struct ipc_chan *c, const char *dbg)
+{
+	char out[8192];
+
+	const char *dump_argv[] = {worker_bin, "attach", dbg, "--dump", NULL};
+	T_EQ(run_cmd(dump_argv, out, sizeof(out)), 0);
+	T_TRUE(strncmp(out, "worker id=t1 ", 13) == 0);
+	pid_t att = fork();
+	if (att == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, STDOUT_FILENO);
+		execl(worker_bin, worker_bin, "attach", dbg, "--topic", "step", "--count", "3",
+		      "--timeout-ms", "20000", (char *)NULL);
+		_exit(127);
+	}
+	int st = -1;
+	for (uint64_t id = 200; id < 400 && st < 0; id++) {
+		struct job_out k = {.id = id};
+		submit(c, id, p_once, 0.0f, 1, 4);
+		run_until_ended(c, &k, 1, NULL);
+		st = wait_exit(att, 20);
+	}
+	T_EQ(st, 0);
+}
+
 static void
 test_debug(void)
 {
-	char dbg[128], ctl[140], out[8192], bogus[] = "bogus";
+	char dbg[128], ctl[140], out[8192];
 	struct ipc_chan *c = NULL;
 	struct ipc_debug_sub *sub = NULL;
 	struct sbuf d = {0};
@@ -112,39 +158,8 @@ test_debug(void)
 	T_OK(ipc_debug_dump(dbg, 5000, &d, NULL));
 	T_TRUE(strstr(d.p, "job id=77") == NULL && strstr(d.p, " jobs=0 "));
 
-	/* an unknown request */
-	nng_socket req;
-	nng_msg *m = NULL;
-	T_OK(ipc_debug_ctl_url(dbg, ctl, sizeof(ctl), NULL));
-	T_TRUE(nng_req0_open(&req) == 0);
-	nng_socket_set_ms(req, NNG_OPT_RECVTIMEO, 5000);
-	T_TRUE(nng_dial(req, ctl, NULL, 0) == 0);
-	T_TRUE(nng_send(req, bogus, 5, 0) == 0);
-	T_TRUE(nng_recvmsg(req, &m, 0) == 0);
-	T_TRUE(m != NULL && strncmp(nng_msg_body(m), "error unknown request", 21) == 0);
-	nng_msg_free(m);
-	nng_close(req);
-
-	/* orch-worker attach: --dump, and a stream of step records */
-	const char *dump_argv[] = {worker_bin, "attach", dbg, "--dump", NULL};
-	T_EQ(run_cmd(dump_argv, out, sizeof(out)), 0);
-	T_TRUE(strncmp(out, "worker id=t1 ", 13) == 0);
-	pid_t att = fork();
-	if (att == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, STDOUT_FILENO);
-		execl(worker_bin, worker_bin, "attach", dbg, "--topic", "step", "--count", "3",
-		      "--timeout-ms", "20000", (char *)NULL);
-		_exit(127);
-	}
-	int st = -1;
-	for (uint64_t id = 200; id < 400 && st < 0; id++) {
-		struct job_out k = {.id = id};
-		submit(c, id, p_once, 0.0f, 1, 4);
-		run_until_ended(c, &k, 1, NULL);
-		st = wait_exit(att, 20);
-	}
-	T_EQ(st, 0);
+	check_unknown_request(dbg, ctl, sizeof(ctl));
+	check_attach(c, dbg);
 	stop(c, pid);
 	ipc_debug_sub_close(sub);
 	sbuf_fini(&d);
@@ -156,7 +171,18 @@ test_debug(void)
 	        NULL};
 	T_EQ(run_cmd(none_argv, out, sizeof(out)), 1);
 
-	/* a bad endpoint: Hello, then Error naming it, then exit 1 */
+	debug_url = NULL;
+	unlink(dbg + strlen("ipc://"));
+	unlink(ctl + strlen("ipc://"));
+}
+
+/* A bad debug endpoint: Hello, then an Error naming it, then exit 1. */
+static void
+test_bad_endpoint(void)
+{
+	struct ipc_chan *c = NULL;
+	pid_t pid;
+
 	Orch__Envelope *env = NULL;
 	debug_url = "bogus://x";
 	T_OK(ipc_open(url, IPC_LISTEN, &c, NULL));
@@ -171,14 +197,14 @@ test_debug(void)
 	T_EQ(wait_exit(pid, 5000), 1);
 	ipc_close(c);
 	debug_url = NULL;
-	unlink(dbg + strlen("ipc://"));
-	unlink(ctl + strlen("ipc://"));
 }
+
 int
 main(void)
 {
 	if (!harness_init())
 		return 1;
 	T_RUN(test_debug);
+	T_RUN(test_bad_endpoint);
 	return t_done();
 }
