@@ -28,6 +28,30 @@
 #include "serve_harness.h"
 #include "t.h"
 
+/* A duplicate job id is refused; the original job is unaffected. */
+static void
+check_duplicate_id(struct ipc_chan *c, int *heartbeats)
+{
+	struct job_out dup[2] = {{.id = 400}, {.id = 400}};
+	Orch__Envelope *env = NULL;
+	int refused = 0;
+
+	submit(c, 400, p_once, 0.0f, 1, 16);
+	submit(c, 400, p_once, 0.0f, 1, 16);
+	while (!dup[0].ended || refused == 0) {
+		if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
+			break;
+		if (env->body_case == ORCH__ENVELOPE__BODY_ERROR && env->error->job_id == 400 &&
+		    env->error->code == ORCH__ERROR_CODE__INVALID_REQUEST)
+			refused++;
+		else
+			absorb(env, dup, 1, heartbeats);
+		ipc_envelope_free(env);
+	}
+	T_EQ(refused, 1);
+	T_EQ(dup[0].n, 16);
+}
+
 static void
 test_jobs(void)
 {
@@ -90,24 +114,7 @@ test_jobs(void)
 	run_until_ended(c, &again, 1, &heartbeats);
 	T_EQ(again.n, 8);
 
-	/* a duplicate id is refused; the original job is unaffected */
-	struct job_out dup[2] = {{.id = 400}, {.id = 400}};
-	submit(c, 400, p_once, 0.0f, 1, 16);
-	submit(c, 400, p_once, 0.0f, 1, 16);
-	Orch__Envelope *env = NULL;
-	int refused = 0;
-	while (!dup[0].ended || refused == 0) {
-		if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
-			break;
-		if (env->body_case == ORCH__ENVELOPE__BODY_ERROR && env->error->job_id == 400 &&
-		    env->error->code == ORCH__ERROR_CODE__INVALID_REQUEST)
-			refused++;
-		else
-			absorb(env, dup, 1, &heartbeats);
-		ipc_envelope_free(env);
-	}
-	T_EQ(refused, 1);
-	T_EQ(dup[0].n, 16);
+	check_duplicate_id(c, &heartbeats);
 	T_TRUE(heartbeats > 0);
 	stop(c, pid);
 }

@@ -59,32 +59,16 @@ round_trip(const Orch__Envelope *env, Orch__Envelope **out)
 	return e;
 }
 
+/* A chat Submit with sampling parameters and stop strings survives encode and decode. */
 static void
-test_round_trips(void)
+test_round_trip_submit(void)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT, *out = NULL;
-	Orch__Hello hello = ORCH__HELLO__INIT;
 	Orch__Submit sub = ORCH__SUBMIT__INIT;
 	Orch__SamplingParams sp = ORCH__SAMPLING_PARAMS__INIT;
 	Orch__ChatMessage m0 = ORCH__CHAT_MESSAGE__INIT, m1 = ORCH__CHAT_MESSAGE__INIT;
 	Orch__ChatMessage *msgs[2] = {&m0, &m1};
 	char *stops[2] = {s10, s11};
-	Orch__TokenEntry t0 = ORCH__TOKEN_ENTRY__INIT, t1 = ORCH__TOKEN_ENTRY__INIT;
-	Orch__TokenEntry *toks[2] = {&t0, &t1};
-	Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
-	Orch__End end = ORCH__END__INIT;
-	Orch__Error err = ORCH__ERROR__INIT;
-
-	hello.protocol_version = IPC_PROTOCOL_VERSION;
-	hello.worker_id = s0;
-	hello.device = s1;
-	env.body_case = ORCH__ENVELOPE__BODY_HELLO;
-	env.hello = &hello;
-	T_OK(round_trip(&env, &out));
-	T_EQ(out->body_case, ORCH__ENVELOPE__BODY_HELLO);
-	T_STREQ(out->hello->worker_id, "w1");
-	T_OK(ipc_check_hello(out->hello, NULL));
-	ipc_envelope_free(out);
 
 	m0.role = s2;
 	m0.content = s3;
@@ -114,6 +98,29 @@ test_round_trips(void)
 	T_STREQ(out->submit->messages[1]->content, "Hi — 世界");
 	T_EQ(out->submit->sampling->seed, 1ull << 40);
 	T_STREQ(out->submit->stop[1], "User:");
+	ipc_envelope_free(out);
+}
+
+static void
+test_round_trips(void)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT, *out = NULL;
+	Orch__Hello hello = ORCH__HELLO__INIT;
+	Orch__TokenEntry t0 = ORCH__TOKEN_ENTRY__INIT, t1 = ORCH__TOKEN_ENTRY__INIT;
+	Orch__TokenEntry *toks[2] = {&t0, &t1};
+	Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
+	Orch__End end = ORCH__END__INIT;
+	Orch__Error err = ORCH__ERROR__INIT;
+
+	hello.protocol_version = IPC_PROTOCOL_VERSION;
+	hello.worker_id = s0;
+	hello.device = s1;
+	env.body_case = ORCH__ENVELOPE__BODY_HELLO;
+	env.hello = &hello;
+	T_OK(round_trip(&env, &out));
+	T_EQ(out->body_case, ORCH__ENVELOPE__BODY_HELLO);
+	T_STREQ(out->hello->worker_id, "w1");
+	T_OK(ipc_check_hello(out->hello, NULL));
 	ipc_envelope_free(out);
 
 	t0.job_id = 42;
@@ -459,6 +466,7 @@ int
 main(void)
 {
 	T_RUN(test_round_trips);
+	T_RUN(test_round_trip_submit);
 	T_RUN(test_finish_table);
 	T_RUN(test_invalid);
 	T_RUN(test_live_ipc);
