@@ -142,13 +142,7 @@ test_debug(void)
 	/* a state dump with a job running, then without it */
 	struct job_out j = {.id = 77};
 	submit(c, 77, p_once, 0.0f, 1, 250);
-	while (j.n < 2) {
-		Orch__Envelope *env = NULL;
-		if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
-			break;
-		absorb(env, &j, 1, NULL);
-		ipc_envelope_free(env);
-	}
+	run_until_tokens(c, &j, 1, 2, NULL);
 	T_OK(ipc_debug_dump(dbg, 5000, &d, NULL));
 	T_TRUE(strncmp(d.p, "worker id=t1 ", 13) == 0);
 	T_TRUE(strstr(d.p, " slots_total=4 ") && strstr(d.p, " context=256 "));

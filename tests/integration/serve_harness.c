@@ -155,6 +155,18 @@ absorb(const Orch__Envelope *env, struct job_out *jobs, size_t n, int *heartbeat
 
 /* Receive until every job in @jobs has ended (or 60 s pass). */
 void
+run_until_tokens(struct ipc_chan *c, struct job_out *jobs, size_t n, uint32_t want, int *heartbeats)
+{
+	while (jobs[0].n < want) {
+		Orch__Envelope *env = NULL;
+		if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
+			break;
+		absorb(env, jobs, n, heartbeats);
+		ipc_envelope_free(env);
+	}
+}
+
+void
 run_until_ended(struct ipc_chan *c, struct job_out *jobs, size_t n, int *heartbeats)
 {
 	for (int spins = 0; spins < 6000; spins++) {

@@ -33,6 +33,9 @@ void send_env(struct ipc_chan *c, Orch__Envelope *env);
 void submit(struct ipc_chan *c, uint64_t id, char *prompt, float temp, uint64_t seed, uint32_t max);
 void control(struct ipc_chan *c, Orch__Envelope__BodyCase what, uint64_t job);
 void absorb(const Orch__Envelope *env, struct job_out *jobs, size_t n, int *heartbeats);
+/* run_until_tokens - absorb messages until @jobs[0] has @want tokens (or 5 s pass quietly). */
+void run_until_tokens(struct ipc_chan *c, struct job_out *jobs, size_t n, uint32_t want,
+                      int *heartbeats);
 void run_until_ended(struct ipc_chan *c, struct job_out *jobs, size_t n, int *heartbeats);
 void start(struct ipc_chan **c, pid_t *pid);
 void stop(struct ipc_chan *c, pid_t pid);

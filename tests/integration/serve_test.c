@@ -94,13 +94,7 @@ test_jobs(void)
 	struct job_out pair[2] = {{.id = 300}, {.id = 301}};
 	submit(c, 300, p_once, 0.0f, 1, 200);
 	submit(c, 301, p_once, 0.0f, 1, 32);
-	while (pair[0].n < 3) {
-		Orch__Envelope *env = NULL;
-		if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
-			break;
-		absorb(env, pair, 2, &heartbeats);
-		ipc_envelope_free(env);
-	}
+	run_until_tokens(c, pair, 2, 3, &heartbeats);
 	control(c, ORCH__ENVELOPE__BODY_CANCEL, 300);
 	control(c, ORCH__ENVELOPE__BODY_CANCEL, 300);  /* repeated: harmless */
 	control(c, ORCH__ENVELOPE__BODY_CANCEL, 9999); /* unknown: harmless */
@@ -230,13 +224,7 @@ test_shutdown(void)
 		start(&c, &pid);
 		struct job_out j = {.id = 9};
 		submit(c, 9, p_once, 0.0f, 1, 250);
-		while (j.n < 2) {
-			Orch__Envelope *env = NULL;
-			if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
-				break;
-			absorb(env, &j, 1, NULL);
-			ipc_envelope_free(env);
-		}
+		run_until_tokens(c, &j, 1, 2, NULL);
 		if (how == 0)
 			control(c, ORCH__ENVELOPE__BODY_SHUTDOWN, 0);
 		else
