@@ -93,10 +93,9 @@ ipc_close(struct ipc_chan *c)
 }
 
 orch_err
-ipc_send(struct ipc_chan *c, const Orch__Envelope *env, int timeout_ms, struct orch_errinfo *reterr)
+ipc_encode(const Orch__Envelope *env, uint8_t **ret_buf, size_t *ret_n, struct orch_errinfo *reterr)
 {
 	orch_err e;
-	int rv;
 
 	if ((e = ipc_check(env, reterr)) != ORCH_OK)
 		return e;
@@ -108,12 +107,43 @@ ipc_send(struct ipc_chan *c, const Orch__Envelope *env, int timeout_ms, struct o
 	if (buf == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	orch__envelope__pack(env, buf);
+	*ret_buf = buf;
+	*ret_n = n;
+	return ORCH_OK;
+}
+
+orch_err
+ipc_send(struct ipc_chan *c, const Orch__Envelope *env, int timeout_ms, struct orch_errinfo *reterr)
+{
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	orch_err e;
+	int rv;
+
+	if ((e = ipc_encode(env, &buf, &n, reterr)) != ORCH_OK)
+		return e;
 	if (timeout_ms != 0)
 		nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO,
 		                  timeout_ms < 0 ? NNG_DURATION_INFINITE : timeout_ms);
 	rv = nng_send(c->sock, buf, n, timeout_ms == 0 ? NNG_FLAG_NONBLOCK : 0);
 	orch_free(buf);
 	return rv == 0 ? ORCH_OK : nng_fail(rv, "send on", c, reterr);
+}
+
+orch_err
+ipc_send_nb(struct ipc_chan *c, const uint8_t *buf, size_t n, struct orch_errinfo *reterr)
+{
+	int rv = nng_send(c->sock, (void *)(uintptr_t)buf, n, NNG_FLAG_NONBLOCK);
+
+	return rv == 0 ? ORCH_OK : nng_fail(rv, "send on", c, reterr);
+}
+
+int
+ipc_send_fd(struct ipc_chan *c)
+{
+	int fd = -1;
+
+	return nng_socket_get_int(c->sock, NNG_OPT_SENDFD, &fd) == 0 ? fd : -1;
 }
 
 orch_err

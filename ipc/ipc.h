@@ -60,6 +60,27 @@ orch_err ipc_send(struct ipc_chan *c, const Orch__Envelope *env, int timeout_ms,
                   struct orch_errinfo *reterr);
 
 /*
+ * ipc_encode - check and serialize @env into a new buffer *@ret_buf of
+ * *@ret_n bytes (orch_free it). ORCH_EPROTO for an envelope ipc_check
+ * refuses or one over IPC_MAX_MSG, ORCH_ENOMEM.
+ */
+orch_err ipc_encode(const Orch__Envelope *env, uint8_t **ret_buf, size_t *ret_n,
+                    struct orch_errinfo *reterr);
+
+/*
+ * ipc_send_nb - send @n bytes from ipc_encode without waiting (the buffer
+ * stays the caller's). ORCH_EAGAIN when the peer cannot take it now (poll
+ * ipc_send_fd and try again), ORCH_ECLOSED once closed. Never blocks.
+ */
+orch_err ipc_send_nb(struct ipc_chan *c, const uint8_t *buf, size_t n, struct orch_errinfo *reterr);
+
+/*
+ * ipc_send_fd - a file descriptor that polls readable when a send may
+ * succeed (NNG_OPT_SENDFD), for an event loop; -1 on failure.
+ */
+int ipc_send_fd(struct ipc_chan *c);
+
+/*
  * ipc_recv - the next valid envelope in *@ret (free with ipc_envelope_free),
  * waiting up to @timeout_ms (0: do not wait, -1: forever). ORCH_EAGAIN when
  * none arrived in time; ORCH_EPROTO when a message arrived but was malformed

@@ -21,6 +21,10 @@ enum wire {
 	W_WORKER_LOST,
 	W_QUEUE_FULL,
 	W_INTERNAL,
+	W_UNAUTHORIZED,
+	W_OVERLOADED,
+	W_JOB_NOT_FOUND,
+	W_NOT_FOUND,
 };
 
 static const struct {
@@ -41,6 +45,10 @@ static const struct {
         [W_WORKER_LOST] = {"WORKER_LOST", 503, true},
         [W_QUEUE_FULL] = {"QUEUE_FULL", 429, true},
         [W_INTERNAL] = {"INTERNAL", 500, false},
+        [W_UNAUTHORIZED] = {"UNAUTHORIZED", 401, false},
+        [W_OVERLOADED] = {"OVERLOADED", 503, true},
+        [W_JOB_NOT_FOUND] = {"JOB_NOT_FOUND", 404, false},
+        [W_NOT_FOUND] = {"NOT_FOUND", 404, false},
 };
 
 static const struct {
@@ -83,6 +91,10 @@ static const struct {
         [ORCH_EAGAIN] = {"ORCH_EAGAIN", W_INTERNAL},
         [ORCH_EPROTO] = {"ORCH_EPROTO", W_INTERNAL},
         [ORCH_ECLOSED] = {"ORCH_ECLOSED", W_WORKER_LOST},
+        [ORCH_EUNAUTHORIZED] = {"ORCH_EUNAUTHORIZED", W_UNAUTHORIZED},
+        [ORCH_EOVERLOADED] = {"ORCH_EOVERLOADED", W_OVERLOADED},
+        [ORCH_EJOB_NOT_FOUND] = {"ORCH_EJOB_NOT_FOUND", W_JOB_NOT_FOUND},
+        [ORCH_EROUTE_NOT_FOUND] = {"ORCH_EROUTE_NOT_FOUND", W_NOT_FOUND},
 };
 
 static enum wire

@@ -56,10 +56,15 @@ enum orch_err {
 	ORCH_EAGAIN = 33,  /* no message within the timeout */
 	ORCH_EPROTO = 34,  /* a malformed, oversized or incompatible message */
 	ORCH_ECLOSED = 35, /* the channel is closed */
+	/* the HTTP APIs only (never in a worker's Error message) */
+	ORCH_EUNAUTHORIZED = 36,    /* no valid bearer token */
+	ORCH_EOVERLOADED = 37,      /* too many open streams (max_connections) */
+	ORCH_EJOB_NOT_FOUND = 38,   /* no such job, or its events expired */
+	ORCH_EROUTE_NOT_FOUND = 39, /* no such route, worker or admin object */
 };
 typedef enum orch_err orch_err;
 
-#define ORCH_ERR_COUNT 36
+#define ORCH_ERR_COUNT 40
 
 /* Detail for a failure, filled by orch_errf(). Callers that do not care pass NULL. */
 struct orch_errinfo {

@@ -10,6 +10,8 @@
  *   GET    /admin/models/NAME/events      SSE: progress and state changes
  *   GET    /admin/workers/ID/logs         its last output lines (?lines=N, ?since=SEQ)
  */
+#include "admin.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,14 +21,20 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "api_params.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "base/readfile.h"
+#include "http.h"
+#include "models.h"
 #include "orchd.h"
+#include "params.h"
+#include "sse.h"
+#include "workers.h"
 
 static cJSON *
 worker_json(const struct worker *w)
@@ -54,7 +62,7 @@ worker_json(const struct worker *w)
 }
 
 static cJSON *
-model_json(const struct model *m)
+model_json(const struct model_entry *m)
 {
 	cJSON *o = cJSON_CreateObject(), *devs = cJSON_AddArrayToObject(o, "devices");
 
@@ -68,8 +76,8 @@ model_json(const struct model *m)
 	cJSON_AddNumberToObject(o, "replicas", m->cfg.replicas);
 	cJSON_AddBoolToObject(o, "preload", m->cfg.preload);
 	cJSON_AddStringToObject(o, "tokenizer", m->cfg.hf_tokenizer ? "hf-json" : "gguf");
-	if (m->chat_template[0])
-		cJSON_AddStringToObject(o, "chat_template", m->chat_template);
+	if (m->chat_template_origin[0])
+		cJSON_AddStringToObject(o, "chat_template", m->chat_template_origin);
 	cJSON_AddNumberToObject(o, "queued", m->queued);
 	cJSON_AddNumberToObject(o, "restarts", m->restarts);
 	uint32_t pct = 0;
@@ -109,7 +117,7 @@ admin_status(struct orchd *d)
 	cJSON_AddStringToObject(o, "listen", d->cfg.listen);
 	cJSON_AddBoolToObject(o, "ready", models_all_ready(d));
 	cJSON_AddBoolToObject(o, "stopping", d->stopping);
-	for (struct model *m = d->models; m; m = m->next) {
+	for (struct model_entry *m = d->models; m; m = m->next) {
 		cJSON_AddItemToArray(ms, model_json(m));
 		queued += m->queued;
 		for (uint32_t i = 0; i < m->n_workers; i++) {
@@ -123,7 +131,7 @@ admin_status(struct orchd *d)
 		const struct device_info *di = &d->devices.dev[i];
 		cJSON *x = cJSON_CreateObject();
 		uint64_t ours = 0;
-		for (struct model *m = d->models; m; m = m->next)
+		for (struct model_entry *m = d->models; m; m = m->next)
 			for (uint32_t k = 0; k < m->n_workers; k++)
 				if (strcmp(m->workers[k]->device, di->id) == 0)
 					ours += m->workers[k]->memory_used;
@@ -143,10 +151,28 @@ admin_status(struct orchd *d)
 	return o;
 }
 
+/* Take @s out of @m's followers. */
+static void
+drop_follower(struct model_entry *m, struct sse_stream *s)
+{
+	for (uint32_t i = 0; i < m->n_followers; i++)
+		if (m->followers[i] == s) {
+			m->followers[i] = m->followers[--m->n_followers];
+			return;
+		}
+}
+
 void
-admin_model_event(struct orchd *d, struct model *m, const char *what)
+admin_model_event(struct orchd *d, struct model_entry *m, const char *what)
 {
 	(void)d;
+	if (what == NULL) { /* the model goes */
+		while (m->n_followers > 0)
+			sse_end(m->followers[--m->n_followers]);
+		orch_free(m->followers);
+		m->followers = NULL;
+		return;
+	}
 	if (m->n_followers == 0)
 		return;
 	cJSON *o = model_json(m);
@@ -156,86 +182,50 @@ admin_model_event(struct orchd *d, struct model *m, const char *what)
 	struct sbuf b = {0};
 	sbuf_printf(&b, "event: %s\ndata: %s\n\n", what, text ? text : "{}");
 	free(text);
-	for (uint32_t i = 0; i < m->n_followers; i++)
-		http_sse_write(m->followers[i], b.p, b.n);
+	/* a follower cut as too slow leaves the array: walk it from the end */
+	for (uint32_t i = m->n_followers; i-- > 0;)
+		if (i < m->n_followers)
+			sse_write(m->followers[i], b.p, b.n);
 	sbuf_fini(&b);
 }
 
 static void
-on_follower_close(struct evhttp_connection *conn, void *arg)
+on_follower_gone(struct sse_stream *s, void *arg, const char *why)
 {
-	struct model *m = arg;
-
-	for (uint32_t i = 0; i < m->n_followers; i++) {
-		struct evhttp_request *req = m->followers[i];
-		struct evhttp_connection *c = evhttp_request_get_connection(req);
-		if (c != conn && c != NULL)
-			continue;
-		m->followers[i] = m->followers[--m->n_followers];
-		if (c == NULL) /* detached by the client's going: ours to free (jobs.c) */
-			evhttp_send_reply_end(req);
-		return;
-	}
+	(void)why;
+	drop_follower(arg, s);
 }
 
 static void
-follow(struct orchd *d, struct evhttp_request *req, struct model *m)
+follow(struct orchd *d, struct evhttp_request *req, struct model_entry *m)
 {
-	struct evhttp_request **f = orch_reallocarray(m->followers, m->n_followers + 1, sizeof(*f));
+	struct sse_stream **f = orch_reallocarray(m->followers, m->n_followers + 1, sizeof(*f));
 
 	if (f == NULL)
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	m->followers = f;
-	f[m->n_followers++] = req;
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_follower_close, m);
-	http_sse_start(req);
+	if (sse_start(d, req, on_follower_gone, m, &f[m->n_followers]) != ORCH_OK)
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	m->n_followers++;
 	admin_model_event(d, m, "state");
 }
 
-/* POST /admin/models: a new model (or a stopped or failed one again). */
-static void
-load(struct orchd *d, struct evhttp_request *req)
+/* The admin body's keys as config keys of @tmp's model @name (the file's syntax). */
+static bool
+model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root, struct orch_errinfo *e)
 {
-	static const char *const keys[] = {"name",     "path",    "device",    "slots", "context",
-	                                   "replicas", "threads", "tokenizer", NULL};
-	cJSON *root = http_body(d, req);
-	const char *name = NULL, *path = NULL;
-	struct orch_errinfo e = {0};
-	struct orchd_config tmp = {0};
-	struct cfg_model *cm;
 	char section[CFG_NAME_MAX + 16];
-
-	if (root == NULL)
-		return;
-	if (!params_known(req, root, keys) || !params_string(req, root, "name", true, &name) ||
-	    !params_string(req, root, "path", false, &path))
-		goto out;
-	struct model *m = models_find(d, name);
-	if (m != NULL && path == NULL) { /* load a configured model */
-		models_start(d, m);
-		http_json(req, 202, model_json(m));
-		goto out;
-	}
-	if (m != NULL) {
-		http_error(req, ORCH_EINVAL, "name", "model '%s' exists; unload it first", name);
-		goto out;
-	}
-	if (path == NULL) {
-		http_error(req, ORCH_EINVAL, "path", "'path' is required for a new model");
-		goto out;
-	}
-	if (access(path, R_OK) != 0) {
-		http_error(req, ORCH_EINVAL, "path", "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	snprintf(section, sizeof(section), "model \"%s\"", name);
+	struct cfg_model *cm;
 	const cJSON *it;
-	bool ok = cfg_model_add(&tmp, name, &cm, &e) == ORCH_OK;
+
+	snprintf(section, sizeof(section), "model \"%s\"", name);
+	if (cfg_model_add(tmp, name, &cm, e) != ORCH_OK)
+		return false;
 	cJSON_ArrayForEach(it, root)
 	{
 		char num[32];
 		const char *v = NULL;
-		if (!ok || strcmp(it->string, "name") == 0)
+		if (strcmp(it->string, "name") == 0)
 			continue;
 		if (cJSON_IsString(it)) {
 			v = it->valuestring;
@@ -248,19 +238,35 @@ load(struct orchd *d, struct evhttp_request *req)
 			cJSON_ArrayForEach(x, it)
 			        sbuf_printf(&list, "%s%s", list.n ? "," : "",
 			                    cJSON_IsString(x) ? x->valuestring : "?");
-			ok = cfg_set(&tmp, section, it->string, list.p ? list.p : "", &e) ==
-			     ORCH_OK;
+			bool ok = cfg_set(tmp, section, it->string, list.p ? list.p : "", e) ==
+			          ORCH_OK;
 			sbuf_fini(&list);
+			if (!ok)
+				return false;
 			continue;
 		}
 		if (v == NULL) {
-			ok = false;
-			orch_errf(&e, ORCH_EINVAL, "'%s' has the wrong type", it->string);
-			break;
+			orch_errf(e, ORCH_EINVAL, "'%s' has the wrong type", it->string);
+			return false;
 		}
-		ok = cfg_set(&tmp, section, it->string, v, &e) == ORCH_OK;
+		if (cfg_set(tmp, section, it->string, v, e) != ORCH_OK)
+			return false;
 	}
-	if (!ok) {
+	return true;
+}
+
+/* A new model from the body: checked, added and started. */
+static void
+load_new(struct orchd *d, struct evhttp_request *req, const cJSON *root, const char *name,
+         const char *path)
+{
+	struct orch_errinfo e = {0};
+	struct orchd_config tmp = {0};
+	struct model_entry *m;
+
+	if (access(path, R_OK) != 0)
+		return http_error(req, ORCH_EINVAL, "path", "%s: %s", path, strerror(errno));
+	if (!model_cfg(&tmp, name, root, &e)) {
 		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
 	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
 		http_error(req, e.code, "name", "%s", e.msg);
@@ -269,21 +275,47 @@ load(struct orchd *d, struct evhttp_request *req)
 		http_json(req, 202, model_json(m));
 	}
 	cfg_free(&tmp);
-out:
+}
+
+/* POST /admin/models: a new model (or a stopped or failed one again). */
+static void
+on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	static const char *const keys[] = {"name",     "path",    "device",    "slots", "context",
+	                                   "replicas", "threads", "tokenizer", NULL};
+	struct params_err pe = {0};
+	const char *body, *name = NULL, *path = NULL;
+	size_t n = http_body(req, &body);
+	cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
+	struct model_entry *m;
+
+	(void)arg;
+	if (!cJSON_IsObject(root))
+		params_fail(&pe, ORCH_EINVAL, NULL,
+		            n == 0 ? "the request has no body; want a JSON object"
+		                   : "the body is not a JSON object");
+	else if (!params_known(root, keys, &pe) || !params_string(root, "name", true, &name, &pe) ||
+	         !params_string(root, "path", false, &path, &pe))
+		;
+	else if ((m = models_find(d, name)) != NULL && path == NULL) { /* a configured model */
+		models_start(d, m);
+		http_json(req, 202, model_json(m));
+	} else if (m != NULL)
+		http_error(req, ORCH_EINVAL, "name", "model '%s' exists; unload it first", name);
+	else if (path == NULL)
+		http_error(req, ORCH_EINVAL, "path", "'path' is required for a new model");
+	else
+		load_new(d, req, root, name, path);
+	if (pe.code != ORCH_OK)
+		http_params_error(req, &pe);
 	cJSON_Delete(root);
 }
 
 static void
 not_found(struct evhttp_request *req, const char *what, const char *name)
 {
-	cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
-	char msg[320];
-
-	snprintf(msg, sizeof(msg), "no %s%s%s%s", what, name ? " '" : "", name ? name : "",
-	         name ? "'" : "");
-	cJSON_AddStringToObject(e, "code", "NOT_FOUND");
-	cJSON_AddStringToObject(e, "message", msg);
-	http_json(req, 404, r);
+	http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no %s%s%s%s", what, name ? " '" : "",
+	           name ? name : "", name ? "'" : "");
 }
 
 /* A query parameter of @uri as a number in [0, @max], else @def. */
@@ -344,68 +376,112 @@ logs(struct evhttp_request *req, const struct worker *w)
 }
 
 static void
+on_status(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	(void)arg;
+	http_json(req, 200, admin_status(d));
+}
+
+static void
+on_workers(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	(void)arg;
+	for (struct model_entry *m = d->models; m; m = m->next)
+		for (uint32_t i = 0; i < m->n_workers; i++)
+			cJSON_AddItemToArray(a, worker_json(m->workers[i]));
+	http_json(req, 200, a);
+}
+
+/* The model named @name, or answered 404. */
+static struct model_entry *
+model_or_reply(struct orchd *d, struct evhttp_request *req, const char *name)
+{
+	struct model_entry *m = models_find(d, name);
+
+	if (m == NULL)
+		http_error(req, ORCH_EMODEL_NOT_FOUND, "name", "no model '%s'", name);
+	return m;
+}
+
+/* The worker with id @id, or answered 404. */
+static struct worker *
+worker_or_reply(struct orchd *d, struct evhttp_request *req, const char *id)
+{
+	struct worker *w = workers_find(d, id);
+
+	if (w == NULL)
+		not_found(req, "worker", id);
+	return w;
+}
+
+static void
+on_unload(struct orchd *d, struct evhttp_request *req, const char *name)
+{
+	struct model_entry *m = model_or_reply(d, req, name);
+
+	if (m == NULL)
+		return;
+	cJSON *o = model_json(m);
+	models_unload(d, m, false);
+	http_json(req, 202, o);
+}
+
+static void
+on_events(struct orchd *d, struct evhttp_request *req, const char *name)
+{
+	struct model_entry *m = model_or_reply(d, req, name);
+
+	if (m != NULL)
+		follow(d, req, m);
+}
+
+static void
+on_restart(struct orchd *d, struct evhttp_request *req, const char *id)
+{
+	struct worker *w = worker_or_reply(d, req, id);
+
+	if (w == NULL)
+		return;
+	workers_restart(d, w);
+	http_json(req, 202, worker_json(w));
+}
+
+static void
+on_logs(struct orchd *d, struct evhttp_request *req, const char *id)
+{
+	struct worker *w = worker_or_reply(d, req, id);
+
+	if (w != NULL)
+		logs(req, w);
+}
+
+static const struct http_route admin_routes[] = {
+        {EVHTTP_REQ_GET, "/admin/status", false, NULL, on_status},
+        {EVHTTP_REQ_GET, "/admin/workers", false, NULL, on_workers},
+        {EVHTTP_REQ_POST, "/admin/models", false, NULL, on_load},
+        {EVHTTP_REQ_DELETE, "/admin/models/", true, "", on_unload},
+        {EVHTTP_REQ_GET, "/admin/models/", true, "/events", on_events},
+        {EVHTTP_REQ_POST, "/admin/workers/", true, "/restart", on_restart},
+        {EVHTTP_REQ_GET, "/admin/workers/", true, "/logs", on_logs},
+};
+
+static void
 route(struct evhttp_request *req, void *arg)
 {
-	struct orchd *d = arg;
-	const char *uri = evhttp_request_get_uri(req);
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-	char path[512], name[256];
-	size_t n = strcspn(uri, "?");
-
-	snprintf(path, sizeof(path), "%.*s", (int)(n < sizeof(path) - 1 ? n : sizeof(path) - 1),
-	         uri);
-	if (strcmp(path, "/admin/status") == 0 && cmd == EVHTTP_REQ_GET)
-		return http_json(req, 200, admin_status(d));
-	if (strcmp(path, "/admin/workers") == 0 && cmd == EVHTTP_REQ_GET) {
-		cJSON *a = cJSON_CreateArray();
-		for (struct model *m = d->models; m; m = m->next)
-			for (uint32_t i = 0; i < m->n_workers; i++)
-				cJSON_AddItemToArray(a, worker_json(m->workers[i]));
-		return http_json(req, 200, a);
-	}
-	if (strcmp(path, "/admin/models") == 0 && cmd == EVHTTP_REQ_POST)
-		return load(d, req);
-	if (sscanf(path, "/admin/models/%255[^/]", name) == 1) {
-		struct model *m = models_find(d, name);
-		const char *rest = path + strlen("/admin/models/") + strlen(name);
-		if (m == NULL)
-			return http_error(req, ORCH_EMODEL_NOT_FOUND, "name", "no model '%s'",
-			                  name);
-		if (rest[0] == '\0' && cmd == EVHTTP_REQ_DELETE) {
-			cJSON *o = model_json(m);
-			models_unload(d, m, false);
-			return http_json(req, 202, o);
-		}
-		if (strcmp(rest, "/events") == 0 && cmd == EVHTTP_REQ_GET)
-			return follow(d, req, m);
-	}
-	if (sscanf(path, "/admin/workers/%255[^/]", name) == 1) {
-		struct worker *w = workers_find(d, name);
-		const char *rest = path + strlen("/admin/workers/") + strlen(name);
-		if (w == NULL)
-			return not_found(req, "worker", name);
-		if (strcmp(rest, "/restart") == 0 && cmd == EVHTTP_REQ_POST) {
-			workers_restart(d, w);
-			return http_json(req, 202, worker_json(w));
-		}
-		if (strcmp(rest, "/logs") == 0 && cmd == EVHTTP_REQ_GET)
-			return logs(req, w);
-	}
-	not_found(req, "such admin route", NULL);
+	if (!http_dispatch(arg, req, admin_routes, sizeof(admin_routes) / sizeof(admin_routes[0])))
+		not_found(req, "such admin route", NULL);
 }
 
 static void
 route_tcp(struct evhttp_request *req, void *arg)
 {
 	struct orchd *d = arg;
-	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	const char *keys[] = {d->admin_token};
 
-	if (h == NULL || strncmp(h, "Bearer ", 7) != 0 || strcmp(h + 7, d->admin_token) != 0) {
-		cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
-		cJSON_AddStringToObject(e, "code", "UNAUTHORIZED");
-		cJSON_AddStringToObject(e, "message", "the admin token is needed");
-		return http_json(req, 401, r);
-	}
+	if (!http_bearer_ok(req, keys, 1))
+		return http_error(req, ORCH_EUNAUTHORIZED, NULL, "the admin token is needed");
 	route(req, d);
 }
 
@@ -437,6 +513,7 @@ admin_start(struct orchd *d, struct orch_errinfo *reterr)
 	                           EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_max_body_size(d->admin_http, 1u << 20);
 	evhttp_set_gencb(d->admin_http, route, d);
+	d->on_model_event = admin_model_event;
 	orch_log(ORCH_LOG_INFO, "admin_listening", "socket=%s", sa.sun_path);
 	if (d->cfg.admin_listen[0]) {
 		char *tok = NULL;

@@ -7,125 +7,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+#include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "api_params.h"
-#include "base/alloc.h"
-#include "base/log.h"
+#include "api.h"
+#include "http.h"
+#include "jobs.h"
 #include "orchd.h"
+#include "params.h"
+#include "request.h"
 
-#define JOB_ID_MAX 127
-
-static const char *const execute_keys[] = {
-        "job_id", "model",          "prompt", "max_tokens",         "temperature",
-        "top_p",  "top_k",          "min_p",  "repetition_penalty", "stop",
-        "seed",   "resume_grace_s", NULL};
-
-/* Room for one more stream, else 503 with Retry-After. */
-bool
-api_room(struct orchd *d, struct evhttp_request *req)
+void
+api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
-	if (d->n_conns < d->cfg.max_connections)
-		return true;
-	d->metrics.rejected_connections++;
-	http_retry_after(req, 1);
-	cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
-	cJSON_AddStringToObject(e, "code", "OVERLOADED");
-	cJSON_AddStringToObject(e, "message", "too many open streams (max_connections)");
-	cJSON_AddStringToObject(e, "type", "server_error");
-	cJSON_AddBoolToObject(e, "retriable", true);
-	http_json(req, 503, root);
-	return false;
+	(void)arg;
+	api_start(d, req, REQUEST_EXECUTE);
+}
+
+static bool
+cancel_job(struct orchd *d, struct evhttp_request *req, const char *job_id)
+{
+	struct job *j = jobs_find_ext(d, job_id);
+
+	if (j == NULL) {
+		http_error(req, ORCH_EJOB_NOT_FOUND, "job_id",
+		           "no such job (or its events expired)");
+		return false;
+	}
+	if (j->state != JOB_DONE)
+		jobs_cancel(d, j, "cancelled through /cancel");
+	cJSON *r = cJSON_CreateObject();
+	cJSON_AddStringToObject(r, "job_id", job_id);
+	cJSON_AddStringToObject(r, "status", j->state == JOB_DONE ? "finished" : "cancelling");
+	http_json(req, 202, r);
+	return true;
 }
 
 void
-api_native_execute(struct orchd *d, struct evhttp_request *req)
+api_native_cancel(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
-	cJSON *root = http_body(d, req);
-	const char *job_id = NULL, *model = NULL, *prompt = NULL;
-	int64_t grace = 0;
-	struct job *j = NULL;
-	struct model *m;
-
-	if (root == NULL)
-		return;
-	if (!params_known(req, root, execute_keys) ||
-	    !params_string(req, root, "job_id", true, &job_id) ||
-	    !params_string(req, root, "model", true, &model) ||
-	    !params_string(req, root, "prompt", true, &prompt) ||
-	    !params_int(req, root, "resume_grace_s", 0, 300, &grace))
-		goto out;
-	if (job_id[0] == '\0' || strlen(job_id) > JOB_ID_MAX) {
-		http_error(req, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes", JOB_ID_MAX);
-		goto out;
-	}
-	if (prompt[0] == '\0' || params_utf8_chars(prompt) > d->cfg.max_prompt_chars) {
-		http_error(req, ORCH_EINVAL, "prompt", "'prompt' must be 1-%u characters",
-		           d->cfg.max_prompt_chars);
-		goto out;
-	}
-	if (jobs_find_ext(d, job_id) != NULL) {
-		http_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", job_id);
-		goto out;
-	}
-	if ((m = models_find(d, model)) == NULL) {
-		http_error(req, ORCH_EMODEL_NOT_FOUND, "model", "model '%s' is not configured",
-		           model);
-		goto out;
-	}
-	if (!api_room(d, req))
-		goto out;
-	if ((j = jobs_new(d, JOB_NATIVE, m)) == NULL) {
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
-		goto out;
-	}
-	snprintf(j->ext_id, sizeof(j->ext_id), "%s", job_id);
-	snprintf(j->correlation, sizeof(j->correlation), "%s", job_id);
-	j->resume_grace_s = (uint32_t)grace;
-	if (!params_sampling(d, req, root, "repetition_penalty", "max_tokens", NULL, 256, j) ||
-	    !params_stop(req, root, j))
-		goto fail;
-	if ((j->prompt = orch_strndup(prompt, strlen(prompt))) == NULL) {
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
-		goto fail;
-	}
-	api_submit(d, req, j, true);
-	cJSON_Delete(root);
-	return;
-fail:
-	jobs_free(d, j);
-out:
-	cJSON_Delete(root);
-}
-
-void
-api_native_cancel(struct orchd *d, struct evhttp_request *req)
-{
-	cJSON *root = http_body(d, req);
 	static const char *const keys[] = {"job_id", NULL};
-	const char *job_id = NULL;
+	struct params_err pe = {0};
+	const char *body, *job_id = NULL;
+	size_t n = http_body(req, &body);
+	cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
 
-	if (root == NULL)
-		return;
-	if (params_known(req, root, keys) && params_string(req, root, "job_id", true, &job_id)) {
-		struct job *j = jobs_find_ext(d, job_id);
-		if (j == NULL) {
-			cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
-			cJSON_AddStringToObject(e, "code", "JOB_NOT_FOUND");
-			cJSON_AddStringToObject(e, "message",
-			                        "no such job (or its events expired)");
-			cJSON_AddStringToObject(e, "param", "job_id");
-			http_json(req, 404, r);
-		} else {
-			if (j->state != JOB_DONE)
-				jobs_cancel(d, j, "cancelled through /cancel");
-			cJSON *r = cJSON_CreateObject();
-			cJSON_AddStringToObject(r, "job_id", job_id);
-			cJSON_AddStringToObject(r, "status",
-			                        j->state == JOB_DONE ? "finished" : "cancelling");
-			http_json(req, 202, r);
-		}
-	}
+	(void)arg;
+	if (!cJSON_IsObject(root))
+		params_fail(&pe, ORCH_EINVAL, NULL,
+		            n == 0 ? "the request has no body; want a JSON object"
+		                   : "the body is not a JSON object");
+	else if (params_known(root, keys, &pe) && params_string(root, "job_id", true, &job_id, &pe))
+		cancel_job(d, req, job_id);
+	if (pe.code != ORCH_OK)
+		http_params_error(req, &pe);
 	cJSON_Delete(root);
 }
 
@@ -137,26 +73,19 @@ api_native_events(struct orchd *d, struct evhttp_request *req, const char *job_i
 	        evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
 	uint64_t after = 0;
 
-	if (j == NULL || j->kind != JOB_NATIVE) {
-		cJSON *r = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(r, "error");
-		cJSON_AddStringToObject(e, "code", "JOB_NOT_FOUND");
-		cJSON_AddStringToObject(e, "message", "no such job (or its events expired)");
-		cJSON_AddNullToObject(e, "param");
-		http_json(req, 404, r);
-		return;
-	}
+	if (j == NULL || j->kind != JOB_NATIVE)
+		return http_error(req, ORCH_EJOB_NOT_FOUND, NULL,
+		                  "no such job (or its events expired)");
 	if (last != NULL) {
 		char *end;
 		after = strtoull(last, &end, 10);
-		if (*last == '\0' || *end != '\0') {
-			http_error(req, ORCH_EINVAL, "Last-Event-ID",
-			           "Last-Event-ID must be an event id");
-			return;
-		}
+		if (*last == '\0' || *end != '\0')
+			return http_error(req, ORCH_EINVAL, "Last-Event-ID",
+			                  "Last-Event-ID must be an event id");
 	}
 	if (!api_room(d, req))
 		return;
-	jobs_attach(d, j, req, true, after > UINT32_MAX ? UINT32_MAX : (uint32_t)after);
+	api_follow(d, j, req, true, after > UINT32_MAX ? UINT32_MAX : (uint32_t)after);
 }
 
 /* ---- the stream ---- */
@@ -171,8 +100,8 @@ put_event(struct sbuf *out, uint32_t id, const char *name, cJSON *data)
 	free(text);
 }
 
-void
-api_native_format(const struct job *j, uint32_t k, struct sbuf *out)
+static void
+native_format(const struct job *j, uint32_t k, struct sbuf *out)
 {
 	const struct job_event *ev = &j->events[k];
 	cJSON *o = cJSON_CreateObject();
@@ -192,7 +121,7 @@ api_native_format(const struct job *j, uint32_t k, struct sbuf *out)
 		cJSON_AddNumberToObject(o, "tokens_out", ev->tokens_out);
 		cJSON_AddNumberToObject(o, "prompt_tokens", ev->prompt_tokens);
 		cJSON_AddNumberToObject(o, "decode_time_ms", ev->decode_ms);
-		cJSON_AddStringToObject(o, "finish_reason", jobs_finish_name(ev->finish));
+		cJSON_AddStringToObject(o, "finish_reason", orch_finish_name(ev->finish));
 		cJSON_AddNumberToObject(o, "seed", (double)ev->seed);
 		return put_event(out, k + 1, "end", o);
 	case EV_ERROR:
@@ -203,3 +132,5 @@ api_native_format(const struct job *j, uint32_t k, struct sbuf *out)
 	}
 	cJSON_Delete(o);
 }
+
+const struct job_sink api_native_sink = {native_format, NULL, NULL};

@@ -1,30 +1,35 @@
 /*
- * http.c - the public listener (evhttp): limits, API keys, routing, JSON
- * errors and the SSE writer the APIs share.
+ * http.c - the public listener (evhttp): limits, API keys, the route
+ * table, JSON answers and errors. The SSE writer is sse.c's.
  */
+#include "http.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
 #include <event2/buffer.h>
+#include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "base/alloc.h"
+#include "api.h"
 #include "base/log.h"
+#include "base/sbuf.h"
+#include "metrics.h"
+#include "models.h"
 #include "orchd.h"
+#include "params.h"
 
-static void
-count_status(struct orchd *d, int status)
+void
+http_count(struct orchd *d, int status)
 {
 	int cls = status / 100;
 
 	if (cls >= 1 && cls <= 5)
 		d->metrics.http_responses[cls]++;
 }
-
-/* The daemon for replies sent from helpers that do not get it. */
-static struct orchd *the_daemon;
 
 void
 http_json(struct evhttp_request *req, int status, cJSON *body)
@@ -50,8 +55,6 @@ http_json(struct evhttp_request *req, int status, cJSON *body)
 	                                     : "Server Error";
 	evhttp_send_reply(req, status, reason, b);
 	evbuffer_free(b);
-	if (the_daemon)
-		count_status(the_daemon, status);
 }
 
 void
@@ -74,9 +77,18 @@ http_error(struct evhttp_request *req, orch_err code, const char *param, const c
 	/* the field OpenAI clients read */
 	cJSON_AddStringToObject(e, "type", status < 500 ? "invalid_request_error" : "server_error");
 	cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(code));
-	if (code == ORCH_EQUEUE_FULL)
+	if (code == ORCH_EQUEUE_FULL || code == ORCH_EOVERLOADED)
 		http_retry_after(req, 1);
+	if (code == ORCH_EUNAUTHORIZED)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+		                  "Bearer");
 	http_json(req, status, root);
+}
+
+void
+http_params_error(struct evhttp_request *req, const struct params_err *pe)
+{
+	http_error(req, pe->code, pe->param[0] ? pe->param : NULL, "%s", pe->msg);
 }
 
 void
@@ -88,74 +100,79 @@ http_retry_after(struct evhttp_request *req, unsigned s)
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", v);
 }
 
-cJSON *
-http_body(struct orchd *d, struct evhttp_request *req)
+size_t
+http_body(struct evhttp_request *req, const char **ret)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t n = evbuffer_get_length(in);
-	cJSON *root;
 
-	(void)d;
-	if (n == 0) {
-		http_error(req, ORCH_EINVAL, NULL, "the request has no body; want a JSON object");
-		return NULL;
+	*ret = n ? (const char *)evbuffer_pullup(in, (ev_ssize_t)n) : "";
+	if (*ret == NULL) {
+		*ret = "";
+		n = 0;
 	}
-	const char *p = (const char *)evbuffer_pullup(in, (ev_ssize_t)n);
-	if (p == NULL || (root = cJSON_ParseWithLength(p, n)) == NULL) {
-		http_error(req, ORCH_EINVAL, NULL, "the body is not valid JSON");
-		return NULL;
-	}
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		http_error(req, ORCH_EINVAL, NULL, "the body is not a JSON object");
-		return NULL;
-	}
-	return root;
+	return n;
 }
 
-void
-http_sse_start(struct evhttp_request *req)
+bool
+http_bearer_ok(struct evhttp_request *req, const char *const *keys, size_t n)
 {
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-
-	evhttp_add_header(h, "Content-Type", "text/event-stream");
-	evhttp_add_header(h, "Cache-Control", "no-cache");
-	evhttp_add_header(h, "X-Accel-Buffering", "no");
-	evhttp_send_reply_start(req, 200, "OK");
-	if (the_daemon)
-		count_status(the_daemon, 200);
-}
-
-void
-http_sse_write(struct evhttp_request *req, const char *data, size_t n)
-{
-	struct evbuffer *b = evbuffer_new();
-
-	if (b == NULL)
-		return;
-	evbuffer_add(b, data, n);
-	evhttp_send_reply_chunk(req, b);
-	evbuffer_free(b);
-}
-
-/* ---- the public API ---- */
-
-static bool
-authorized(struct orchd *d, struct evhttp_request *req)
-{
-	if (d->n_api_keys == 0)
-		return true;
 	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+
 	if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
 		return false;
-	for (uint32_t i = 0; i < d->n_api_keys; i++)
-		if (strcmp(h + 7, d->api_keys[i]) == 0)
+	for (size_t i = 0; i < n; i++)
+		if (keys[i][0] != '\0' && strcmp(h + 7, keys[i]) == 0)
 			return true;
 	return false;
 }
 
+/* Whether @path matches @r; the variable part of a prefix route into @arg. */
+static bool
+route_match(const struct http_route *r, const char *path, char *arg, size_t n)
+{
+	size_t lp = strlen(r->path), ls = r->suffix ? strlen(r->suffix) : 0, lpath = strlen(path);
+
+	if (!r->prefix) {
+		arg[0] = '\0';
+		return strcmp(path, r->path) == 0;
+	}
+	if (lpath <= lp + ls || strncmp(path, r->path, lp) != 0 ||
+	    (ls && strcmp(path + lpath - ls, r->suffix) != 0))
+		return false;
+	size_t k = lpath - lp - ls;
+	if (k >= n || memchr(path + lp, '/', k) != NULL)
+		return false;
+	memcpy(arg, path + lp, k);
+	arg[k] = '\0';
+	return true;
+}
+
+bool
+http_dispatch(struct orchd *d, struct evhttp_request *req, const struct http_route *table, size_t n)
+{
+	const char *uri = evhttp_request_get_uri(req);
+	int cmd = (int)evhttp_request_get_command(req);
+	char path[512], arg[256];
+	size_t k = strcspn(uri, "?");
+
+	snprintf(path, sizeof(path), "%.*s", (int)(k < sizeof(path) - 1 ? k : sizeof(path) - 1),
+	         uri);
+	for (size_t i = 0; i < n; i++) {
+		if (table[i].method != cmd || !route_match(&table[i], path, arg, sizeof(arg)))
+			continue;
+		char *dec = arg[0] ? evhttp_uridecode(arg, 0, NULL) : NULL;
+		table[i].handler(d, req, dec ? dec : arg);
+		free(dec);
+		return true;
+	}
+	return false;
+}
+
+/* ---- the public API ---- */
+
 static void
-health(struct evhttp_request *req, bool ready_check, struct orchd *d)
+health(struct orchd *d, struct evhttp_request *req, bool ready_check)
 {
 	cJSON *o = cJSON_CreateObject();
 	bool ok = !ready_check || (models_all_ready(d) && !d->stopping);
@@ -163,7 +180,7 @@ health(struct evhttp_request *req, bool ready_check, struct orchd *d)
 	cJSON_AddStringToObject(o, "status", ok ? "ok" : "not ready");
 	if (ready_check) {
 		cJSON *ms = cJSON_AddObjectToObject(o, "models");
-		for (struct model *m = d->models; m; m = m->next)
+		for (struct model_entry *m = d->models; m; m = m->next)
 			cJSON_AddStringToObject(ms, m->cfg.name, models_state_name(m->state));
 	}
 	if (!ok)
@@ -172,11 +189,26 @@ health(struct evhttp_request *req, bool ready_check, struct orchd *d)
 }
 
 static void
-metrics(struct orchd *d, struct evhttp_request *req)
+on_health(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	(void)arg;
+	health(d, req, false);
+}
+
+static void
+on_ready(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	(void)arg;
+	health(d, req, true);
+}
+
+static void
+on_metrics(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
 	struct sbuf b = {0};
 	struct evbuffer *out = evbuffer_new();
 
+	(void)arg;
 	metrics_render(d, &b);
 	if (out == NULL || sbuf_err(&b) != ORCH_OK) {
 		evbuffer_free(out);
@@ -190,68 +222,55 @@ metrics(struct orchd *d, struct evhttp_request *req)
 	                  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, 200, "OK", out);
 	evbuffer_free(out);
-	count_status(d, 200);
+}
+
+/* Without an API key. */
+static const struct http_route open_routes[] = {
+        {EVHTTP_REQ_GET, "/health", false, NULL, on_health},
+        {EVHTTP_REQ_GET, "/ready", false, NULL, on_ready},
+        {EVHTTP_REQ_GET, "/metrics", false, NULL, on_metrics},
+};
+
+/* With an API key (when keys are configured), and not while stopping. */
+static const struct http_route api_routes[] = {
+        {EVHTTP_REQ_POST, "/execute", false, NULL, api_native_execute},
+        {EVHTTP_REQ_POST, "/cancel", false, NULL, api_native_cancel},
+        {EVHTTP_REQ_GET, "/jobs/", true, "/events", api_native_events},
+        {EVHTTP_REQ_POST, "/v1/completions", false, NULL, api_openai_completions},
+        {EVHTTP_REQ_POST, "/v1/chat/completions", false, NULL, api_openai_chat},
+        {EVHTTP_REQ_GET, "/v1/models", false, NULL, api_openai_models},
+};
+
+static void
+on_complete(struct evhttp_request *req, void *arg)
+{
+	http_count(arg, evhttp_request_get_response_code(req));
 }
 
 static void
 route(struct evhttp_request *req, void *arg)
 {
 	struct orchd *d = arg;
-	const char *uri = evhttp_request_get_uri(req);
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-	char path[512];
-	size_t n = strcspn(uri, "?");
 
-	snprintf(path, sizeof(path), "%.*s", (int)(n < sizeof(path) - 1 ? n : sizeof(path) - 1),
-	         uri);
-	bool get = cmd == EVHTTP_REQ_GET, post = cmd == EVHTTP_REQ_POST;
-	if (strcmp(path, "/health") == 0 && get)
-		return health(req, false, d);
-	if (strcmp(path, "/ready") == 0 && get)
-		return health(req, true, d);
-	if (strcmp(path, "/metrics") == 0 && get)
-		return metrics(d, req);
-	if (!authorized(d, req)) {
-		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
-		                  "Bearer");
-		cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
-		cJSON_AddStringToObject(e, "code", "UNAUTHORIZED");
-		cJSON_AddStringToObject(e, "message",
-		                        "a valid 'Authorization: Bearer KEY' is needed");
-		cJSON_AddStringToObject(e, "type", "invalid_request_error");
-		return http_json(req, 401, root);
-	}
+	evhttp_request_set_on_complete_cb(req, on_complete, d);
+	if (http_dispatch(d, req, open_routes, sizeof(open_routes) / sizeof(open_routes[0])))
+		return;
+	if (d->n_api_keys > 0 &&
+	    !http_bearer_ok(req, (const char *const *)d->api_keys, d->n_api_keys))
+		return http_error(req, ORCH_EUNAUTHORIZED, NULL,
+		                  "a valid 'Authorization: Bearer KEY' is needed");
 	if (d->stopping) {
 		http_retry_after(req, 5);
 		return http_error(req, ORCH_EQUEUE_FULL, NULL, "orchd is shutting down");
 	}
-	if (strcmp(path, "/execute") == 0 && post)
-		return api_native_execute(d, req);
-	if (strcmp(path, "/cancel") == 0 && post)
-		return api_native_cancel(d, req);
-	if (strncmp(path, "/jobs/", 6) == 0 && get) {
-		char id[256];
-		const char *rest = path + 6, *slash = strchr(rest, '/');
-		if (slash && strcmp(slash, "/events") == 0 && slash > rest &&
-		    (size_t)(slash - rest) < sizeof(id)) {
-			snprintf(id, sizeof(id), "%.*s", (int)(slash - rest), rest);
-			char *dec = evhttp_uridecode(id, 0, NULL);
-			api_native_events(d, req, dec ? dec : id);
-			free(dec);
-			return;
-		}
-	}
-	if (strcmp(path, "/v1/completions") == 0 && post)
-		return api_openai_completions(d, req, false);
-	if (strcmp(path, "/v1/chat/completions") == 0 && post)
-		return api_openai_completions(d, req, true);
-	if (strcmp(path, "/v1/models") == 0 && get)
-		return api_openai_models(d, req);
-	http_error(req, ORCH_ENOTFOUND, NULL, "no route for %s %s",
+	if (http_dispatch(d, req, api_routes, sizeof(api_routes) / sizeof(api_routes[0])))
+		return;
+	http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for %s %s",
 	           cmd == EVHTTP_REQ_GET    ? "GET"
 	           : cmd == EVHTTP_REQ_POST ? "POST"
 	                                    : "this method on",
-	           path);
+	           evhttp_request_get_uri(req));
 }
 
 /* Bind "HOST:PORT" on @http. */
@@ -275,7 +294,6 @@ http_start(struct orchd *d, struct orch_errinfo *reterr)
 {
 	orch_err rv;
 
-	the_daemon = d;
 	if ((d->http = evhttp_new(d->base)) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	evhttp_set_max_body_size(d->http, d->cfg.max_body_bytes);

@@ -1,45 +1,43 @@
 /*
- * jobs.c - a job from its request to its terminal event: the events the
- * worker reports (kept, so a dropped stream can resume), the client
- * streams following it, keep-alive comments, cancellation when the last
- * client goes, and expiry of a finished job's events.
+ * jobs.c - a job from its request to its terminal event (jobs.h): the
+ * events the worker reports, kept so a dropped stream can resume; the
+ * watchers following it; cancellation when the last one goes; expiry of a
+ * finished job's events. No response format lives here (job_sink).
  */
+#include "jobs.h"
+
 #include <stdio.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+#include <event2/event.h>
+
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "models.h"
 #include "orchd.h"
+#include "wire.h"
+#include "workers.h"
 
 static void job_timer(evutil_socket_t fd, short what, void *arg);
 
-struct job *
-jobs_new(struct orchd *d, enum job_kind kind, struct model *m)
+void
+job_request_fini(struct job_request *r)
 {
-	struct job *j = orch_calloc(1, sizeof(*j));
+	for (uint32_t i = 0; i < r->n_stops; i++)
+		orch_free(r->stops[i]);
+	r->n_stops = 0;
+	orch_free(r->prompt);
+	r->prompt = NULL;
+	cJSON_Delete(r->messages);
+	r->messages = NULL;
+}
 
-	if (j == NULL)
-		return NULL;
-	j->id = ++d->next_job_id;
-	j->kind = kind;
-	j->model = m;
-	snprintf(j->model_name, sizeof(j->model_name), "%s", m->cfg.name);
-	orch__sampling_params__init(&j->sp);
-	j->created_ms = orch_mono_ms();
-	j->created_unix = orch_unix_ms();
-	j->ev_timer = event_new(d->base, -1, 0, job_timer, j);
-	if (j->ev_timer == NULL) {
-		orch_free(j);
-		return NULL;
-	}
-	/* room for the events of a short job; growth never finds the array empty */
-	if ((j->events = orch_calloc(64, sizeof(*j->events))) == NULL) {
-		event_free(j->ev_timer);
-		orch_free(j);
-		return NULL;
-	}
-	j->cap_events = 64;
-	j->d = d;
+/* Put @j at the head of the every-job and live lists. */
+static void
+link_job(struct orchd *d, struct job *j)
+{
 	j->next_all = d->jobs;
 	d->jobs = j;
 	d->n_jobs++;
@@ -47,6 +45,38 @@ jobs_new(struct orchd *d, enum job_kind kind, struct model *m)
 	if (d->live)
 		d->live->live_prev = j;
 	d->live = j;
+}
+
+struct job *
+jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struct model_entry *m,
+         struct job_request *r)
+{
+	struct job *j = orch_calloc(1, sizeof(*j));
+
+	if (j == NULL)
+		return NULL;
+	j->ev_timer = event_new(d->base, -1, 0, job_timer, j);
+	/* room for the events of a short job; growth never finds the array empty */
+	j->events = orch_calloc(64, sizeof(*j->events));
+	if (j->ev_timer == NULL || j->events == NULL) {
+		if (j->ev_timer)
+			event_free(j->ev_timer);
+		orch_free(j->events);
+		orch_free(j);
+		return NULL;
+	}
+	j->cap_events = 64;
+	j->d = d;
+	j->id = ++d->next_job_id;
+	j->kind = kind;
+	j->sink = sink;
+	j->model = m;
+	snprintf(j->model_name, sizeof(j->model_name), "%s", m->cfg.name);
+	j->req = *r;
+	memset(r, 0, sizeof(*r));
+	j->created_ms = orch_mono_ms();
+	j->created_unix = orch_unix_ms();
+	link_job(d, j);
 	return j;
 }
 
@@ -81,107 +111,38 @@ jobs_find(struct orchd *d, uint64_t id)
 	return NULL;
 }
 
-const char *
-jobs_finish_name(int finish)
+/* ---- watchers ---- */
+
+void
+jobs_watch(struct orchd *d, struct job *j, struct job_watch *w, uint32_t after)
 {
-	switch (finish) {
-	case ORCH__FINISH_REASON__FINISH_STOP:
-		return "stop";
-	case ORCH__FINISH_REASON__FINISH_LENGTH:
-		return "length";
-	default:
-		return "eos";
+	(void)d;
+	w->job = j;
+	w->sent = after < j->n_events ? after : j->n_events;
+	w->next = j->watches;
+	j->watches = w;
+	if (j->detached) {
+		j->detached = false;
+		evtimer_del(j->ev_timer);
 	}
+	w->notify(w);
 }
 
-/* ---- streams ---- */
-
-static void
-stream_detach(struct stream *s)
+void
+jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone)
 {
-	struct job *j = s->job;
+	struct job *j = w->job;
 
-	for (struct stream **p = &j->streams; *p; p = &(*p)->next)
-		if (*p == s) {
-			*p = s->next;
+	for (struct job_watch **p = &j->watches; *p; p = &(*p)->next)
+		if (*p == w) {
+			*p = w->next;
 			break;
 		}
-	j->d->n_conns--;
-	orch_free(s);
-}
-
-/* Stop hearing about @s's connection: before its response ends (and libevent frees it). */
-static void
-stream_unhook(struct stream *s)
-{
-	if (s->req)
-		evhttp_connection_set_closecb(evhttp_request_get_connection(s->req), NULL, NULL);
-}
-
-static void
-format(const struct job *j, uint32_t k, struct sbuf *out)
-{
-	if (j->kind == JOB_NATIVE)
-		api_native_format(j, k, out);
-	else
-		api_openai_format(j, k, out);
-}
-
-/* Write the events @s has not seen yet; at the terminal one, end the response. */
-static void
-stream_flush(struct stream *s)
-{
-	struct job *j = s->job;
-	struct sbuf b = {0};
-
-	if (!s->streaming) {
-		if (j->state == JOB_DONE) {
-			const struct job_event *last = &j->events[j->n_events - 1];
-			stream_unhook(s);
-			if (last->type == EV_ERROR)
-				http_error(s->req, last->code, NULL, "%s",
-				           last->text ? last->text : "");
-			else
-				http_json(s->req, 200, api_openai_body(j));
-			s->req = NULL;
-			stream_detach(s);
-		}
+	w->job = NULL;
+	if (!client_gone || j->state == JOB_DONE || j->watches != NULL)
 		return;
-	}
-	for (; s->sent < j->n_events; s->sent++)
-		format(j, s->sent, &b);
-	if (j->state == JOB_DONE && j->kind != JOB_NATIVE)
-		sbuf_puts(&b, "data: [DONE]\n\n");
-	if (b.n)
-		http_sse_write(s->req, b.p, b.n);
-	sbuf_fini(&b);
-	if (j->state == JOB_DONE) {
-		stream_unhook(s);
-		evhttp_send_reply_end(s->req);
-		s->req = NULL;
-		stream_detach(s);
-	}
-}
-
-static void
-on_stream_close(struct evhttp_connection *conn, void *arg)
-{
-	struct stream *s = arg;
-	struct job *j = s->job;
-	struct orchd *d = j->d;
-
-	(void)conn;
-	/* A client gone mid-reply leaves libevent's request detached from its
-	 * connection and ours to free, which ending the reply does. A request
-	 * still attached is the connection's to free. */
-	if (s->req && evhttp_request_get_connection(s->req) == NULL)
-		evhttp_send_reply_end(s->req);
-	s->req = NULL;
-	stream_detach(s);
-	if (j->state == JOB_DONE || j->streams != NULL)
-		return;
-	if (j->resume_grace_s > 0) { /* the client may come back with Last-Event-ID */
-		struct timeval tv = {(time_t)j->resume_grace_s, 0};
+	if (j->req.resume_grace_s > 0) { /* the client may come back with Last-Event-ID */
+		struct timeval tv = {(time_t)j->req.resume_grace_s, 0};
 		j->detached = true;
 		evtimer_add(j->ev_timer, &tv);
 		return;
@@ -191,52 +152,14 @@ on_stream_close(struct evhttp_connection *conn, void *arg)
 	jobs_cancel(d, j, "the client went away");
 }
 
-void
-jobs_attach(struct orchd *d, struct job *j, struct evhttp_request *req, bool streaming,
-            uint32_t after)
-{
-	struct stream *s = orch_calloc(1, sizeof(*s));
-
-	if (s == NULL) {
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
-		return;
-	}
-	s->req = req;
-	s->job = j;
-	s->streaming = streaming;
-	s->sent = after < j->n_events ? after : j->n_events;
-	s->next = j->streams;
-	j->streams = s;
-	j->detached = false;
-	d->n_conns++;
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_stream_close, s);
-	if (streaming)
-		http_sse_start(req);
-	if (j->state != JOB_DONE) {
-		struct timeval tv = {(time_t)d->cfg.sse_keepalive_s, 0};
-		evtimer_add(j->ev_timer, &tv);
-	}
-	stream_flush(s);
-}
-
 /* ---- events ---- */
 
-static orch_err
-from_proto(int code)
-{
-	for (int c = 1; c < ORCH_ERR_COUNT; c++)
-		if (orch_err_proto((orch_err)c) == code)
-			return (orch_err)c;
-	return ORCH_EINTERNAL;
-}
-
+/* The index of orch_requests_total's outcome for a terminal event. */
 static int
 outcome(const struct job_event *ev)
 {
 	if (ev->type == EV_END)
-		return ev->finish == ORCH__FINISH_REASON__FINISH_STOP     ? 0
-		       : ev->finish == ORCH__FINISH_REASON__FINISH_LENGTH ? 1
-		                                                          : 2;
+		return ev->finish <= ORCH_FINISH_EOS ? (int)ev->finish : (int)ORCH_FINISH_EOS;
 	return 3 + (int)ev->code;
 }
 
@@ -258,19 +181,38 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 	}
 	if (j->worker) {
 		struct worker *w = j->worker;
+		uint64_t mt = j->req.max_tokens;
 		w->jobs--;
-		w->outstanding -= w->outstanding >= j->max_tokens ? j->max_tokens : w->outstanding;
+		w->outstanding -= w->outstanding >= mt ? mt : w->outstanding;
 		j->worker = NULL;
 		if (w->model)
 			models_dispatch(d, w->model);
 	}
 	orch_log(ORCH_LOG_INFO, "job_end", "job=%s model=%s outcome=%s tokens=%u ms=%llu",
 	         j->ext_id, j->model_name,
-	         ev->type == EV_END ? jobs_finish_name(ev->finish) : orch_err_wire(ev->code),
+	         ev->type == EV_END ? orch_finish_name(ev->finish) : orch_err_wire(ev->code),
 	         j->tokens_out, (unsigned long long)(now - j->created_ms));
 	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0};
 	evtimer_del(j->ev_timer);
 	evtimer_add(j->ev_timer, &keep);
+}
+
+/* Time to first token and between tokens, and the text so far. */
+static void
+on_token(struct job *j, const struct job_event *ev)
+{
+	uint64_t now = orch_mono_ms();
+
+	if (j->first_token_ms == 0) {
+		j->first_token_ms = now;
+		if (j->model)
+			histo_observe(&j->model->met.ttft, (double)(now - j->created_ms) / 1e3);
+	} else if (j->model) {
+		histo_observe(&j->model->met.itl, (double)(now - j->last_token_ms) / 1e3);
+	}
+	j->last_token_ms = now;
+	if (ev->text)
+		sbuf_puts(&j->text, ev->text);
 }
 
 void
@@ -291,25 +233,13 @@ jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
 	struct job_event *e = &j->events[j->n_events++];
 	*e = *ev;
 	e->text = ev->text ? orch_strndup(ev->text, strlen(ev->text)) : NULL;
-	if (ev->type == EV_TOKEN) {
-		uint64_t now = orch_mono_ms();
-		if (j->first_token_ms == 0) {
-			j->first_token_ms = now;
-			if (j->model)
-				histo_observe(&j->model->met.ttft,
-				              (double)(now - j->created_ms) / 1e3);
-		} else if (j->model) {
-			histo_observe(&j->model->met.itl, (double)(now - j->last_token_ms) / 1e3);
-		}
-		j->last_token_ms = now;
-		if (ev->text)
-			sbuf_puts(&j->text, ev->text);
-	}
+	if (ev->type == EV_TOKEN)
+		on_token(j, ev);
 	if (terminal)
 		finish(d, j, ev);
-	for (struct stream *s = j->streams, *next; s; s = next) {
-		next = s->next;
-		stream_flush(s);
+	for (struct job_watch *w = j->watches, *next; w; w = next) {
+		next = w->next; /* notify may unwatch */
+		w->notify(w);
 	}
 }
 
@@ -332,68 +262,9 @@ jobs_cancel(struct orchd *d, struct job *j, const char *why)
 		return;
 	}
 	if (!j->cancel_sent) {
-		Orch__Envelope env = ORCH__ENVELOPE__INIT;
-		Orch__Cancel c = ORCH__CANCEL__INIT;
-		c.job_id = j->id;
-		env.body_case = ORCH__ENVELOPE__BODY_CANCEL;
-		env.cancel = &c;
 		j->cancel_sent = true;
-		if (!workers_send(j->worker, &env))
+		if (wire_cancel(j->worker, j->id) != ORCH_OK)
 			jobs_fail(d, j, ORCH_ECANCELLED, why);
-	}
-}
-
-void
-jobs_from_worker(struct orchd *d, struct worker *w, const Orch__Envelope *env)
-{
-	struct job *j;
-
-	switch (env->body_case) {
-	case ORCH__ENVELOPE__BODY_STARTED:
-		if ((j = jobs_find(d, env->started->job_id)) != NULL) {
-			struct job_event ev = {.type = EV_STARTED, .seed = env->started->seed};
-			j->prompt_tokens = env->started->prompt_tokens;
-			j->started_ms = orch_mono_ms();
-			jobs_event(d, j, &ev);
-		}
-		break;
-	case ORCH__ENVELOPE__BODY_TOKEN_BATCH:
-		for (size_t i = 0; i < env->token_batch->n_tokens; i++) {
-			const Orch__TokenEntry *t = env->token_batch->tokens[i];
-			if ((j = jobs_find(d, t->job_id)) == NULL)
-				continue;
-			if (t->token_id >= 0)
-				j->tokens_out++;
-			else if (t->text[0] == '\0')
-				continue; /* nothing held back */
-			struct job_event ev = {
-			        .type = EV_TOKEN, .index = t->index, .text = t->text};
-			jobs_event(d, j, &ev);
-		}
-		break;
-	case ORCH__ENVELOPE__BODY_END:
-		if ((j = jobs_find(d, env->end->job_id)) != NULL) {
-			const Orch__End *e = env->end;
-			struct job_event ev = {.type = EV_END,
-			                       .finish = e->finish_reason,
-			                       .tokens_out = e->tokens_out,
-			                       .prompt_tokens = e->prompt_tokens,
-			                       .decode_ms = e->decode_ms,
-			                       .prefill_ms = e->prefill_ms,
-			                       .seed = e->seed};
-			j->tokens_out = e->tokens_out;
-			j->prompt_tokens = e->prompt_tokens;
-			jobs_event(d, j, &ev);
-		}
-		break;
-	case ORCH__ENVELOPE__BODY_ERROR:
-		if ((j = jobs_find(d, env->error->job_id)) != NULL)
-			jobs_fail(d, j, from_proto(env->error->code), env->error->message);
-		break;
-	default:
-		orch_log(ORCH_LOG_WARNING, "worker_unexpected", "worker=%s body=%s", w->id,
-		         ipc_body_name(env->body_case));
-		break;
 	}
 }
 
@@ -407,7 +278,7 @@ jobs_worker_lost(struct orchd *d, struct worker *w, const char *why)
 	}
 }
 
-/* Keep-alive while running; the detach grace; expiry once done. */
+/* The detach grace; expiry once done. */
 static void
 job_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -417,7 +288,7 @@ job_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (j->state == JOB_DONE) {
-		if (j->streams == NULL) {
+		if (j->watches == NULL) {
 			jobs_free(d, j);
 			return;
 		}
@@ -425,15 +296,8 @@ job_timer(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(j->ev_timer, &again);
 		return;
 	}
-	if (j->detached && j->streams == NULL) {
+	if (j->detached && j->watches == NULL)
 		jobs_cancel(d, j, "the client did not come back");
-		return;
-	}
-	for (struct stream *s = j->streams; s; s = s->next)
-		if (s->streaming && s->req)
-			http_sse_write(s->req, ": keep-alive\n\n", 14);
-	struct timeval tv = {(time_t)d->cfg.sse_keepalive_s, 0};
-	evtimer_add(j->ev_timer, &tv);
 }
 
 void
@@ -446,23 +310,18 @@ jobs_free(struct orchd *d, struct job *j)
 			break;
 		}
 	unlink_live(d, j);
-	while (j->streams) {
-		struct stream *s = j->streams;
-		stream_unhook(s);
-		if (s->req && s->streaming)
-			evhttp_send_reply_end(s->req);
-		s->req = NULL;
-		stream_detach(s);
+	while (j->watches) {
+		struct job_watch *w = j->watches;
+		j->watches = w->next;
+		w->job = NULL;
+		w->release(w);
 	}
 	if (j->model)
 		models_unqueue(j);
 	for (uint32_t i = 0; i < j->n_events; i++)
 		orch_free(j->events[i].text);
 	orch_free(j->events);
-	for (uint32_t i = 0; i < j->n_stops; i++)
-		orch_free(j->stops[i]);
-	orch_free(j->prompt);
-	cJSON_Delete(j->messages);
+	job_request_fini(&j->req);
 	sbuf_fini(&j->text);
 	event_free(j->ev_timer);
 	orch_free(j);

@@ -15,45 +15,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <systemd/sd-daemon.h>
+#include <event2/event.h>
 
+#include "admin.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/readfile.h"
+#include "http.h"
+#include "jobs.h"
+#include "models.h"
+#include "notify.h"
 #include "orchd.h"
-
-/* ---- systemd ---- */
-
-void
-orchd_state_changed(struct orchd *d)
-{
-	uint32_t ready = 0, total = 0, running = 0, queued = 0;
-
-	for (struct model *m = d->models; m; m = m->next) {
-		total++;
-		ready += m->state == MODEL_READY;
-		queued += m->queued;
-		for (uint32_t i = 0; i < m->n_workers; i++)
-			running += m->workers[i]->jobs;
-	}
-	if (!d->ready_sent && !d->stopping && d->http && models_all_ready(d)) {
-		d->ready_sent = true;
-		orch_log(ORCH_LOG_INFO, "ready", "models=%u", total);
-		sd_notify(0, "READY=1");
-	}
-	sd_notifyf(0, "STATUS=%u/%u models ready, %u jobs running, %u queued%s", ready, total,
-	           running, queued, d->stopping ? ", stopping" : "");
-}
-
-static void
-on_watchdog(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	sd_notify(0, "WATCHDOG=1");
-}
+#include "workers.h"
 
 /* ---- configuration ---- */
 
@@ -101,15 +75,17 @@ reload(struct orchd *d)
 	struct orchd_config c;
 	struct orch_errinfo e = {0};
 
+	notify_reloading();
 	cfg_defaults(&c);
 	if (d->config_path == NULL || cfg_load(&c, d->config_path, &e) != ORCH_OK ||
 	    cfg_check(&c, &e) != ORCH_OK) {
 		orch_log_err(ORCH_EINVAL, d->config_path ? &e : NULL, "reload_failed", "config=%s",
 		             d->config_path ? d->config_path : "(none)");
 		cfg_free(&c);
+		notify_reloaded(d);
 		return;
 	}
-	for (struct model *m = d->models, *next; m; m = next) {
+	for (struct model_entry *m = d->models, *next; m; m = next) {
 		next = m->next;
 		struct cfg_model *nm = cfg_model_find(&c, m->cfg.name);
 		if (nm == NULL || !same_model(nm, &m->cfg)) {
@@ -119,7 +95,7 @@ reload(struct orchd *d)
 		}
 	}
 	for (uint32_t i = 0; i < c.n_models; i++) {
-		struct model *m = models_find(d, c.models[i].name);
+		struct model_entry *m = models_find(d, c.models[i].name);
 		if (m != NULL)
 			continue; /* unchanged, or changed and still unloading: a later HUP adds it
 			           */
@@ -132,6 +108,7 @@ reload(struct orchd *d)
 	}
 	cfg_free(&c);
 	orch_log(ORCH_LOG_INFO, "reloaded", "config=%s", d->config_path);
+	notify_reloaded(d);
 }
 
 /* ---- shutdown ---- */
@@ -144,7 +121,7 @@ on_shutdown_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	for (struct model *m = d->models; m; m = m->next)
+	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			live |= m->workers[i]->pid > 0;
 	if (!live || orch_mono_ms() - d->stop_ms > d->cfg.shutdown_timeout_s * 1000ull) {
@@ -167,21 +144,16 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	d->stopping = true;
 	d->stop_ms = orch_mono_ms();
-	sd_notify(0, "STOPPING=1");
 	orch_log(ORCH_LOG_INFO, "stopping", "signal=%d", (int)sig);
-	for (struct model *m = d->models; m; m = m->next) {
-		while (m->queue_head) {
-			struct job *j = m->queue_head;
-			models_unqueue(j);
-			jobs_fail(d, j, ORCH_EQUEUE_FULL, "orchd is shutting down");
-		}
+	for (struct model_entry *m = d->models; m; m = m->next) {
+		models_fail_queued(d, m, ORCH_EQUEUE_FULL, "orchd is shutting down");
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			workers_drain(d, m->workers[i]);
 	}
 	struct timeval tick = {0, 100000};
 	d->ev_shutdown = event_new(d->base, -1, EV_PERSIST, on_shutdown_tick, d);
 	event_add(d->ev_shutdown, &tick);
-	orchd_state_changed(d);
+	notify_stopping(d);
 }
 
 /* ---- main ---- */
@@ -213,16 +185,14 @@ default_worker_bin(char *out, size_t n)
 	snprintf(out, n, "%s/orch-worker", self);
 }
 
-static int
-run(struct orchd *d)
+/* Descriptors, the runtime directory, the loop and its signals. */
+static bool
+prepare(struct orchd *d)
 {
-	struct orch_errinfo e = {0};
-	int sigs[] = {SIGTERM, SIGINT, SIGHUP};
-	struct event *sev[3];
-	uint64_t usec = 0;
+	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP};
+	struct rlimit nofile; /* each stream is a socket: take all the descriptors allowed */
 
 	signal(SIGPIPE, SIG_IGN);
-	struct rlimit nofile; /* each stream is a socket: take all the descriptors allowed */
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
@@ -230,63 +200,107 @@ run(struct orchd *d)
 	if (mkdir(d->cfg.runtime_dir, 0750) != 0 && errno != EEXIST) {
 		orch_log(ORCH_LOG_ERR, "runtime_dir_failed", "dir=%s err=\"%s\"",
 		         d->cfg.runtime_dir, strerror(errno));
-		return 1;
+		return false;
 	}
 	if ((d->base = event_base_new()) == NULL)
-		return 1;
+		return false;
 	/* cuda:N is NVML's index N (PCI bus order); make the workers' CUDA agree */
 	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
 	devices_open(&d->devices, d->cfg.nvml_library);
 	for (int i = 0; i < 3; i++) {
-		sev[i] = evsignal_new(d->base, sigs[i], on_signal, d);
-		event_add(sev[i], NULL);
+		d->ev_signal[i] = evsignal_new(d->base, sigs[i], on_signal, d);
+		event_add(d->ev_signal[i], NULL);
 	}
+	return true;
+}
+
+/* Listeners and the configured models. */
+static bool
+start(struct orchd *d)
+{
+	struct orch_errinfo e = {0};
+
 	if (load_api_keys(d, &e) != ORCH_OK || http_start(d, &e) != ORCH_OK ||
 	    admin_start(d, &e) != ORCH_OK) {
 		orch_log_err(e.code, &e, "start_failed", "listen=%s", d->cfg.listen);
-		return 1;
+		return false;
 	}
 	for (uint32_t i = 0; i < d->cfg.n_models; i++) {
-		struct model *m;
+		struct model_entry *m;
 		if (models_add(d, &d->cfg.models[i], &m, &e) != ORCH_OK) {
 			orch_log_err(e.code, &e, "model_add_failed", "model=%s",
 			             d->cfg.models[i].name);
-			return 1;
+			return false;
 		}
 		if (m->cfg.preload)
 			models_start(d, m);
 	}
-	if (sd_watchdog_enabled(0, &usec) > 0 && usec > 0) {
-		struct timeval half = {(time_t)(usec / 2000000), (suseconds_t)(usec / 2 % 1000000)};
-		d->ev_watchdog = event_new(d->base, -1, EV_PERSIST, on_watchdog, d);
-		event_add(d->ev_watchdog, &half);
-		sd_notify(0, "WATCHDOG=1");
-	}
-	orchd_state_changed(d);
-	event_base_dispatch(d->base);
-	/* drained or out of time: whatever is left goes now */
+	return true;
+}
+
+/* Drained or out of time: whatever is left goes now. */
+static void
+teardown(struct orchd *d)
+{
 	while (d->jobs)
 		jobs_free(d, d->jobs);
 	while (d->models) {
-		struct model *m = d->models;
+		struct model_entry *m = d->models;
 		d->models = m->next;
 		models_free(d, m);
 	}
 	admin_stop(d);
 	http_stop(d);
 	for (int i = 0; i < 3; i++)
-		event_free(sev[i]);
-	if (d->ev_watchdog)
-		event_free(d->ev_watchdog);
+		if (d->ev_signal[i])
+			event_free(d->ev_signal[i]);
+	notify_stop(d);
 	if (d->ev_shutdown)
 		event_free(d->ev_shutdown);
-	event_base_free(d->base);
+	if (d->base)
+		event_base_free(d->base);
 	devices_close(&d->devices);
-	return 0;
 }
 
-int
-main(int argc, char **argv)
+static int
+run(struct orchd *d)
+{
+	int rc = 1;
+
+	if (prepare(d) && start(d)) {
+		notify_watchdog_start(d);
+		notify_state(d);
+		event_base_dispatch(d->base);
+		rc = 0;
+	}
+	teardown(d);
+	return rc;
+}
+
+/* --log-level @v; false when it names no level. */
+static bool
+set_log_level(const char *v)
+{
+	static const char *const lv[] = {"err", "warning", "notice", "info", "debug"};
+
+	for (int i = 0; i < 5; i++)
+		if (strcmp(v, lv[i]) == 0) {
+			orch_log_set_level((enum orch_log_level)(ORCH_LOG_ERR + i));
+			return true;
+		}
+	return false;
+}
+
+/* Flags that set a [server] key, and their keys. */
+struct flags {
+	const char *kv[4][2];
+	int n;
+	bool check;
+};
+
+/* The command line; -1 to go on, else main's exit code. */
+static int
+parse_flags(int argc, char **argv, struct orchd *d, struct flags *f)
 {
 	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
 	                                         {"check-config", no_argument, NULL, 'C'},
@@ -297,79 +311,77 @@ main(int argc, char **argv)
 	                                         {"log-level", required_argument, NULL, 'L'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
-	static struct orchd d;
-	struct orch_errinfo e = {0};
-	const char *flags[4][2] = {{NULL, NULL}};
-	bool check = false;
-	int c, nf = 0, rc;
+	static const struct {
+		int opt;
+		const char *key;
+	} keys[] = {
+	        {'l', "listen"}, {'a', "admin_socket"}, {'r', "runtime_dir"}, {'w', "worker_bin"}};
+	int c;
 
-	cfg_defaults(&d.cfg);
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			d.config_path = optarg;
-			break;
-		case 'C':
-			check = true;
-			break;
-		case 'l':
-			flags[nf][0] = "listen";
-			flags[nf++][1] = optarg;
-			break;
-		case 'a':
-			flags[nf][0] = "admin_socket";
-			flags[nf++][1] = optarg;
-			break;
-		case 'r':
-			flags[nf][0] = "runtime_dir";
-			flags[nf++][1] = optarg;
-			break;
-		case 'w':
-			flags[nf][0] = "worker_bin";
-			flags[nf++][1] = optarg;
-			break;
-		case 'L': {
-			static const char *const lv[] = {"err", "warning", "notice", "info",
-			                                 "debug"};
-			bool ok = false;
-			for (int i = 0; i < 5; i++)
-				if (strcmp(optarg, lv[i]) == 0) {
-					orch_log_set_level((enum orch_log_level)(ORCH_LOG_ERR + i));
-					ok = true;
-				}
-			if (!ok) {
-				usage();
-				return 2;
+	while (f->n < 4 && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		bool known = false;
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			if (keys[i].opt == c) {
+				f->kv[f->n][0] = keys[i].key;
+				f->kv[f->n++][1] = optarg;
+				known = true;
 			}
-			break;
-		}
-		default:
+		if (known)
+			continue;
+		if (c == 'c')
+			d->config_path = optarg;
+		else if (c == 'C')
+			f->check = true;
+		else if (c != 'L' || !set_log_level(optarg)) {
 			usage();
 			return c == 'h' ? 0 : 2;
 		}
-		if (nf == 4)
-			break;
 	}
 	if (optind != argc) {
 		usage();
 		return 2;
 	}
-	if (d.config_path == NULL && access("/etc/orchd/orchd.conf", R_OK) == 0)
-		d.config_path = "/etc/orchd/orchd.conf";
-	if (d.config_path != NULL && cfg_load(&d.cfg, d.config_path, &e) != ORCH_OK) {
+	return -1;
+}
+
+/* The file, then the flags over it, then the whole-config checks; 0 or main's exit code. */
+static int
+configure(struct orchd *d, const struct flags *f)
+{
+	struct orch_errinfo e = {0};
+
+	if (d->config_path == NULL && access("/etc/orchd/orchd.conf", R_OK) == 0)
+		d->config_path = "/etc/orchd/orchd.conf";
+	if (d->config_path != NULL && cfg_load(&d->cfg, d->config_path, &e) != ORCH_OK) {
 		fprintf(stderr, "orchd: %s\n", e.msg);
 		return 1;
 	}
-	for (int i = 0; i < nf; i++) /* flags override the file */
-		if (cfg_set(&d.cfg, "server", flags[i][0], flags[i][1], &e) != ORCH_OK) {
-			fprintf(stderr, "orchd: --%s: %s\n", flags[i][0], e.msg);
+	for (int i = 0; i < f->n; i++) /* flags override the file */
+		if (cfg_set(&d->cfg, "server", f->kv[i][0], f->kv[i][1], &e) != ORCH_OK) {
+			fprintf(stderr, "orchd: --%s: %s\n", f->kv[i][0], e.msg);
 			return 1;
 		}
-	if (cfg_check(&d.cfg, &e) != ORCH_OK) {
-		fprintf(stderr, "orchd: %s: %s\n", d.config_path ? d.config_path : "flags", e.msg);
+	if (cfg_check(&d->cfg, &e) != ORCH_OK) {
+		fprintf(stderr, "orchd: %s: %s\n", d->config_path ? d->config_path : "flags",
+		        e.msg);
 		return 1;
 	}
-	if (check) {
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static struct orchd d;
+	struct flags f = {0};
+	int rc;
+
+	cfg_defaults(&d.cfg);
+	if ((rc = parse_flags(argc, argv, &d, &f)) >= 0 || (rc = configure(&d, &f)) != 0) {
+		cfg_free(&d.cfg);
+		return rc;
+	}
+	if (f.check) {
 		printf("orchd: %s: ok (%u models)\n", d.config_path ? d.config_path : "defaults",
 		       d.cfg.n_models);
 		cfg_free(&d.cfg);

@@ -3,9 +3,15 @@
  * metrics: HELP and TYPE once per family, labels model/worker/device,
  * histograms with cumulative buckets, _sum and _count.
  */
+#include "metrics.h"
+
+#include <stddef.h>
 #include <string.h>
 
+#include "base/finish.h"
+#include "models.h"
 #include "orchd.h"
+#include "workers.h"
 
 static const double bounds[MET_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                            0.5,   1,      2.5,   5,    10,    30,   120, 600};
@@ -47,50 +53,50 @@ histo(struct sbuf *o, const char *name, const char *model, const struct histo *h
 /* A per-model counter or gauge: one line per model, read by @get. */
 static void
 per_model(struct orchd *d, struct sbuf *o, const char *name, const char *type, const char *help,
-          double (*get)(const struct model *m))
+          double (*get)(const struct model_entry *m))
 {
 	family(o, name, type, help);
-	for (struct model *m = d->models; m; m = m->next)
+	for (struct model_entry *m = d->models; m; m = m->next)
 		sbuf_printf(o, "%s{model=\"%s\"} %.17g\n", name, m->cfg.name, get(m));
 }
 
 static double
-g_prompt(const struct model *m)
+g_prompt(const struct model_entry *m)
 {
 	return (double)m->met.prompt_tokens;
 }
 static double
-g_gen(const struct model *m)
+g_gen(const struct model_entry *m)
 {
 	return (double)m->met.generation_tokens;
 }
 static double
-g_queue(const struct model *m)
+g_queue(const struct model_entry *m)
 {
 	return m->queued;
 }
 static double
-g_loads(const struct model *m)
+g_loads(const struct model_entry *m)
 {
 	return (double)m->met.loads;
 }
 static double
-g_load_fail(const struct model *m)
+g_load_fail(const struct model_entry *m)
 {
 	return (double)m->met.load_failures;
 }
 static double
-g_evictions(const struct model *m)
+g_evictions(const struct model_entry *m)
 {
 	return (double)m->met.evictions;
 }
 static double
-g_client_cancel(const struct model *m)
+g_client_cancel(const struct model_entry *m)
 {
 	return (double)m->met.cancelled_by_client;
 }
 static double
-g_running(const struct model *m)
+g_running(const struct model_entry *m)
 {
 	double n = 0;
 	for (uint32_t i = 0; i < m->n_workers; i++)
@@ -101,15 +107,14 @@ g_running(const struct model *m)
 static const char *
 outcome_name(int k)
 {
-	static const char *const finish[] = {"stop", "length", "eos"};
-	return k < 3 ? finish[k] : orch_err_wire((orch_err)(k - 3));
+	return k < 3 ? orch_finish_name((enum orch_finish)k) : orch_err_wire((orch_err)(k - 3));
 }
 
-void
-metrics_render(struct orchd *d, struct sbuf *o)
+static void
+requests(struct orchd *d, struct sbuf *o)
 {
 	family(o, "orch_requests_total", "counter", "Jobs ended, by model and outcome.");
-	for (struct model *m = d->models; m; m = m->next) {
+	for (struct model_entry *m = d->models; m; m = m->next) {
 		/* outcomes sharing a wire code are summed into one series */
 		for (int k = 0; k < MET_OUTCOMES; k++) {
 			uint64_t n = 0;
@@ -127,6 +132,11 @@ metrics_render(struct orchd *d, struct sbuf *o)
 				        m->cfg.name, outcome_name(k), (unsigned long long)n);
 		}
 	}
+}
+
+static void
+counters(struct orchd *d, struct sbuf *o)
+{
 	per_model(d, o, "orch_prompt_tokens_total", "counter", "Prompt tokens of ended jobs.",
 	          g_prompt);
 	per_model(d, o, "orch_generation_tokens_total", "counter",
@@ -143,6 +153,11 @@ metrics_render(struct orchd *d, struct sbuf *o)
 	          g_evictions);
 	per_model(d, o, "orch_client_cancellations_total", "counter",
 	          "Jobs cancelled because their client went away.", g_client_cancel);
+}
+
+static void
+histograms(struct orchd *d, struct sbuf *o)
+{
 	static const struct {
 		const char *name, *help;
 		size_t off;
@@ -158,20 +173,25 @@ metrics_render(struct orchd *d, struct sbuf *o)
 	};
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++) {
 		family(o, hs[i].name, "histogram", hs[i].help);
-		for (struct model *m = d->models; m; m = m->next)
+		for (struct model_entry *m = d->models; m; m = m->next)
 			histo(o, hs[i].name, m->cfg.name,
 			      (const struct histo *)(const void *)((const char *)&m->met +
 			                                           hs[i].off));
 	}
+}
+
+static void
+per_worker(struct orchd *d, struct sbuf *o)
+{
 	family(o, "orch_worker_restarts_total", "counter", "Restarts of a worker after it died.");
-	for (struct model *m = d->models; m; m = m->next)
+	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			sbuf_printf(o,
 			            "orch_worker_restarts_total{model=\"%s\",worker=\"%s\"} %u\n",
 			            m->cfg.name, m->workers[i]->id, m->workers[i]->restarts);
 	family(o, "orch_worker_memory_used_bytes", "gauge",
 	       "Device memory a worker uses (VRAM on a GPU, host memory on cpu).");
-	for (struct model *m = d->models; m; m = m->next)
+	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++) {
 			const struct worker *w = m->workers[i];
 			sbuf_printf(
@@ -181,7 +201,7 @@ metrics_render(struct orchd *d, struct sbuf *o)
 			        m->cfg.name, w->id, w->device, (unsigned long long)w->memory_used);
 		}
 	family(o, "orch_kv_cache_usage_ratio", "gauge", "KV cells in use over KV cells.");
-	for (struct model *m = d->models; m; m = m->next)
+	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++) {
 			const struct worker *w = m->workers[i];
 			sbuf_printf(o,
@@ -190,10 +210,15 @@ metrics_render(struct orchd *d, struct sbuf *o)
 			            w->kv_total ? (double)w->kv_used / (double)w->kv_total : 0.0);
 		}
 	family(o, "orch_worker_slots_busy", "gauge", "Slots running a job, from the heartbeat.");
-	for (struct model *m = d->models; m; m = m->next)
+	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			sbuf_printf(o, "orch_worker_slots_busy{model=\"%s\",worker=\"%s\"} %u\n",
 			            m->cfg.name, m->workers[i]->id, m->workers[i]->slots_busy);
+}
+
+static void
+daemon_wide(struct orchd *d, struct sbuf *o)
+{
 	family(o, "orch_http_responses_total", "counter", "HTTP responses by status class.");
 	for (int c = 1; c <= 5; c++)
 		sbuf_printf(o, "orch_http_responses_total{class=\"%dxx\"} %llu\n", c,
@@ -210,4 +235,18 @@ metrics_render(struct orchd *d, struct sbuf *o)
 		            d->devices.dev[i].id, (unsigned long long)d->devices.dev[i].free);
 	family(o, "orch_open_streams", "gauge", "Client streams open.");
 	sbuf_printf(o, "orch_open_streams %u\n", d->n_conns);
+	family(o, "orch_sse_slow_clients_total", "counter",
+	       "Client streams cut because the client read too slowly (sse.h).");
+	sbuf_printf(o, "orch_sse_slow_clients_total %llu\n",
+	            (unsigned long long)d->metrics.sse_slow_clients);
+}
+
+void
+metrics_render(struct orchd *d, struct sbuf *o)
+{
+	requests(d, o);
+	counters(d, o);
+	histograms(d, o);
+	per_worker(d, o);
+	daemon_wide(d, o);
 }

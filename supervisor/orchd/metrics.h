@@ -8,6 +8,8 @@
 #include "base/err.h"
 #include "base/sbuf.h"
 
+struct orchd;
+
 #define MET_BUCKETS 16
 
 struct histo {
@@ -16,7 +18,8 @@ struct histo {
 	double sum;
 };
 
-/* Per model. Outcomes: the finish reasons, then every orch_err code. */
+/* Per model. Outcomes: the finish reasons STOP, LENGTH, EOS (base/finish.h), then every
+ * orch_err code. */
 #define MET_OUTCOMES (3 + ORCH_ERR_COUNT)
 
 struct model_metrics {
@@ -31,12 +34,11 @@ struct model_metrics {
 struct metrics {
 	uint64_t http_responses[6]; /* by status class: [1]=1xx ... [5]=5xx */
 	uint64_t rejected_queue_full, rejected_connections;
+	uint64_t sse_slow_clients; /* streams cut: the client read too slowly */
 };
 
 /* histo_observe - add @seconds to @h (buckets from 1 ms to 600 s). */
 void histo_observe(struct histo *h, double seconds);
-
-struct orchd;
 
 /* metrics_render - the Prometheus text exposition of @d into @out. */
 void metrics_render(struct orchd *d, struct sbuf *out);

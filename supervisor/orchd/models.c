@@ -3,12 +3,22 @@
  * (stopped, loading, ready, failed, unloading), its bounded FIFO queue, and
  * placement of jobs on the READY worker with the fewest outstanding tokens.
  */
+#include "models.h"
+
 #include <stdio.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "jobs.h"
+#include "notify.h"
 #include "orchd.h"
+#include "placement.h"
+#include "wire.h"
+#include "workers.h"
 
 const char *
 models_state_name(enum model_state s)
@@ -17,20 +27,20 @@ models_state_name(enum model_state s)
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
-struct model *
+struct model_entry *
 models_find(struct orchd *d, const char *name)
 {
-	for (struct model *m = d->models; m; m = m->next)
+	for (struct model_entry *m = d->models; m; m = m->next)
 		if (strcmp(m->cfg.name, name) == 0)
 			return m;
 	return NULL;
 }
 
 orch_err
-models_add(struct orchd *d, const struct cfg_model *cfg, struct model **ret,
+models_add(struct orchd *d, const struct cfg_model *cfg, struct model_entry **ret,
            struct orch_errinfo *reterr)
 {
-	struct model *m;
+	struct model_entry *m;
 
 	if (models_find(d, cfg->name) != NULL)
 		return orch_errf(reterr, ORCH_EINVAL, "model '%s' exists", cfg->name);
@@ -53,7 +63,7 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model **ret,
 	m->state = MODEL_STOPPED;
 	m->next = NULL;
 	placement_estimate(m, NULL); /* facts for /v1/models before the first start; errors then */
-	struct model **tail = &d->models;
+	struct model_entry **tail = &d->models;
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = m;
@@ -64,13 +74,13 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model **ret,
 
 #define WAIT_POLL_MS 250
 
-static void start_workers(struct orchd *d, struct model *m);
+static void start_workers(struct orchd *d, struct model_entry *m);
 
 /* A start waiting for memory: try again, or give up after evict_wait_s. */
 static void
 on_wait(evutil_socket_t fd, short what, void *arg)
 {
-	struct model *m = arg;
+	struct model_entry *m = arg;
 	struct orchd *d = m->d;
 
 	(void)fd;
@@ -94,7 +104,7 @@ on_wait(evutil_socket_t fd, short what, void *arg)
 
 /* Start each worker of @m that is not running, if its device has room. */
 static void
-start_workers(struct orchd *d, struct model *m)
+start_workers(struct orchd *d, struct model_entry *m)
 {
 	bool waiting = false;
 
@@ -138,7 +148,7 @@ start_workers(struct orchd *d, struct model *m)
 }
 
 void
-models_start(struct orchd *d, struct model *m)
+models_start(struct orchd *d, struct model_entry *m)
 {
 	struct orch_errinfo e = {0};
 
@@ -159,30 +169,43 @@ models_start(struct orchd *d, struct model *m)
 	} else {
 		start_workers(d, m);
 	}
-	admin_model_event(d, m, "state");
+	models_changed(d, m, "state");
 }
 
 void
-models_unload(struct orchd *d, struct model *m, bool remove)
+models_unload(struct orchd *d, struct model_entry *m, bool remove)
 {
 	m->remove_when_stopped |= remove;
 	m->state = MODEL_UNLOADING;
 	orch_log(ORCH_LOG_INFO, "model_unload", "model=%s", m->cfg.name);
 	/* queued jobs have no worker to wait for any more */
-	while (m->queue_head) {
-		struct job *j = m->queue_head;
-		models_unqueue(j);
-		jobs_fail(d, j, ORCH_EMODEL_NOT_FOUND, "the model was unloaded");
-	}
+	models_fail_queued(d, m, ORCH_EMODEL_NOT_FOUND, "the model was unloaded");
 	for (uint32_t i = 0; i < m->n_workers; i++)
 		workers_drain(d, m->workers[i]);
 	models_worker_state(d, m);
 }
 
 void
+models_fail_queued(struct orchd *d, struct model_entry *m, orch_err code, const char *msg)
+{
+	while (m->queue_head) {
+		struct job *j = m->queue_head;
+		models_unqueue(j);
+		jobs_fail(d, j, code, msg);
+	}
+}
+
+void
+models_changed(struct orchd *d, struct model_entry *m, const char *what)
+{
+	if (d->on_model_event)
+		d->on_model_event(d, m, what);
+}
+
+void
 models_unqueue(struct job *j)
 {
-	struct model *m = j->model;
+	struct model_entry *m = j->model;
 
 	for (struct job **p = &m->queue_head; *p; p = &(*p)->next_queue) {
 		if (*p != j)
@@ -201,7 +224,7 @@ models_unqueue(struct job *j)
 
 /* The READY worker of @m with room and the fewest outstanding tokens, or NULL. */
 static struct worker *
-pick(struct model *m)
+pick(struct model_entry *m)
 {
 	struct worker *best = NULL;
 
@@ -223,8 +246,14 @@ place(struct orchd *d, struct worker *w, struct job *j)
 	j->worker = w;
 	j->state = JOB_RUNNING;
 	w->jobs++;
-	w->outstanding += j->max_tokens;
-	if (!workers_submit(d, w, j)) {
+	w->outstanding += j->req.max_tokens;
+	orch_err rv = wire_submit(d, w, j);
+	if (rv == ORCH_EQUEUE_FULL) {
+		jobs_fail(d, j, ORCH_EQUEUE_FULL,
+		          "the worker's send queue is full: it does not take messages");
+		return false;
+	}
+	if (rv != ORCH_OK) {
 		jobs_fail(d, j, ORCH_EWORKER_LOST, "the worker did not take the job");
 		return false;
 	}
@@ -233,7 +262,7 @@ place(struct orchd *d, struct worker *w, struct job *j)
 }
 
 void
-models_dispatch(struct orchd *d, struct model *m)
+models_dispatch(struct orchd *d, struct model_entry *m)
 {
 	struct worker *w;
 
@@ -247,7 +276,7 @@ models_dispatch(struct orchd *d, struct model *m)
 orch_err
 models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 {
-	struct model *m = j->model;
+	struct model_entry *m = j->model;
 	struct worker *w;
 
 	if (m->state == MODEL_FAILED && m->error_code == ORCH_EINSUFFICIENT_VRAM)
@@ -282,7 +311,7 @@ models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 }
 
 void
-models_worker_state(struct orchd *d, struct model *m)
+models_worker_state(struct orchd *d, struct model_entry *m)
 {
 	uint32_t ready = 0, live = 0, stopped = 0;
 	enum model_state before = m->state;
@@ -311,20 +340,17 @@ models_worker_state(struct orchd *d, struct model *m)
 			snprintf(m->error, sizeof(m->error), "every worker stopped");
 	}
 	if (m->state == MODEL_FAILED) {
-		while (m->queue_head) {
-			struct job *j = m->queue_head;
-			models_unqueue(j);
-			jobs_fail(d, j, m->error_code ? m->error_code : ORCH_EMODEL_LOAD, m->error);
-		}
+		models_fail_queued(d, m, m->error_code ? m->error_code : ORCH_EMODEL_LOAD,
+		                   m->error);
 	}
 	if (m->state != before) {
 		orch_log(ORCH_LOG_INFO, "model_state", "model=%s state=%s", m->cfg.name,
 		         models_state_name(m->state));
-		admin_model_event(d, m, "state");
-		orchd_state_changed(d);
+		models_changed(d, m, "state");
+		notify_state(d);
 	}
 	if (m->state == MODEL_STOPPED && m->remove_when_stopped) {
-		struct model **p = &d->models;
+		struct model_entry **p = &d->models;
 		while (*p && *p != m)
 			p = &(*p)->next;
 		if (*p)
@@ -336,14 +362,14 @@ models_worker_state(struct orchd *d, struct model *m)
 bool
 models_all_ready(const struct orchd *d)
 {
-	for (const struct model *m = d->models; m; m = m->next)
+	for (const struct model_entry *m = d->models; m; m = m->next)
 		if (m->cfg.preload && m->state != MODEL_READY)
 			return false;
 	return true;
 }
 
 void
-models_free(struct orchd *d, struct model *m)
+models_free(struct orchd *d, struct model_entry *m)
 {
 	for (struct job *j = d->jobs; j; j = j->next_all)
 		if (j->model == m)
@@ -351,13 +377,7 @@ models_free(struct orchd *d, struct model *m)
 	for (uint32_t i = 0; i < m->n_workers; i++)
 		workers_free(m->workers[i]);
 	orch_free(m->workers);
-	for (uint32_t i = 0; i < m->n_followers; i++) {
-		struct evhttp_connection *c = evhttp_request_get_connection(m->followers[i]);
-		if (c)
-			evhttp_connection_set_closecb(c, NULL, NULL);
-		evhttp_send_reply_end(m->followers[i]);
-	}
-	orch_free(m->followers);
+	models_changed(d, m, NULL); /* NULL: it goes; the followers are let go */
 	if (m->ev_wait)
 		event_free(m->ev_wait);
 	orch_free(m);

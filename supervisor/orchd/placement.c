@@ -15,19 +15,23 @@
  * for it rather than evicting more. Otherwise the start is refused with
  * INSUFFICIENT_VRAM naming the bytes needed and free.
  */
+#include "placement.h"
+
 #include <stdio.h>
 #include <string.h>
 
 #include "base/log.h"
 #include "gguf/gguf.h"
 #include "gguf/model_info.h"
+#include "models.h"
 #include "orchd.h"
+#include "workers.h"
 
 #define MIB (1024.0 * 1024.0)
 
 /* @m's estimate on device @dev ("cpu" or "cuda:N"); false when unknown. */
 static bool
-need_on(struct model *m, const char *dev, uint64_t *need)
+need_on(struct model_entry *m, const char *dev, uint64_t *need)
 {
 	if (!m->need_known)
 		return false;
@@ -38,7 +42,7 @@ need_on(struct model *m, const char *dev, uint64_t *need)
 }
 
 orch_err
-placement_estimate(struct model *m, struct orch_errinfo *reterr)
+placement_estimate(struct model_entry *m, struct orch_errinfo *reterr)
 {
 	struct gguf_file *f = NULL;
 	struct model_info mi;
@@ -49,8 +53,9 @@ placement_estimate(struct model *m, struct orch_errinfo *reterr)
 	if ((rv = gguf_open(m->cfg.path, &f, reterr)) != ORCH_OK)
 		return rv;
 	rv = model_info_get(f, &mi, reterr);
-	if (rv == ORCH_OK && !m->cfg.hf_tokenizer && m->chat_template[0] == '\0') /* Ready says */
-		snprintf(m->chat_template, sizeof(m->chat_template), "%s",
+	if (rv == ORCH_OK && !m->cfg.hf_tokenizer &&
+	    m->chat_template_origin[0] == '\0') /* Ready says */
+		snprintf(m->chat_template_origin, sizeof(m->chat_template_origin), "%s",
 		         mi.chat_template_bytes ? "model" : "fallback");
 	if (rv == ORCH_OK &&
 	    model_mem_estimate(&mi, m->cfg.context, m->cfg.slots, 2, &est) == ORCH_OK) {
@@ -71,7 +76,7 @@ ours_on(struct orchd *d, const char *dev, uint64_t *all, uint64_t *pending, bool
 {
 	*all = *pending = 0;
 	*unloading = false;
-	for (struct model *m = d->models; m; m = m->next) {
+	for (struct model_entry *m = d->models; m; m = m->next) {
 		for (uint32_t i = 0; i < m->n_workers; i++) {
 			struct worker *w = m->workers[i];
 			uint64_t need;
@@ -91,7 +96,7 @@ ours_on(struct orchd *d, const char *dev, uint64_t *all, uint64_t *pending, bool
 
 /* Whether @v can be evicted to make room on @dev: idle, and there. */
 static bool
-idle_on(const struct model *v, const char *dev)
+idle_on(const struct model_entry *v, const char *dev)
 {
 	bool there = false;
 
@@ -107,7 +112,7 @@ idle_on(const struct model *v, const char *dev)
 
 /* Bytes evicting @v frees on @dev. */
 static uint64_t
-frees_on(struct model *v, const char *dev)
+frees_on(struct model_entry *v, const char *dev)
 {
 	uint64_t sum = 0, need;
 
@@ -123,19 +128,19 @@ frees_on(struct model *v, const char *dev)
  * are freed; false, unloading none, when all of them would not do.
  */
 static bool
-evict(struct orchd *d, struct model *m, const char *dev, uint64_t short_by)
+evict(struct orchd *d, struct model_entry *m, const char *dev, uint64_t short_by)
 {
-	struct model *order[64];
+	struct model_entry *order[64];
 	uint32_t n = 0;
 	uint64_t can = 0;
 
-	for (struct model *v = d->models; v && n < 64; v = v->next)
+	for (struct model_entry *v = d->models; v && n < 64; v = v->next)
 		if (v != m && idle_on(v, dev))
 			order[n++] = v;
 	for (uint32_t i = 1; i < n; i++) /* by last use, oldest first; never used first of all */
 		for (uint32_t j = i; j > 0 && order[j]->last_used_ms < order[j - 1]->last_used_ms;
 		     j--) {
-			struct model *t = order[j];
+			struct model_entry *t = order[j];
 			order[j] = order[j - 1];
 			order[j - 1] = t;
 		}
@@ -157,7 +162,7 @@ evict(struct orchd *d, struct model *m, const char *dev, uint64_t short_by)
 enum place_result
 placement_check(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 {
-	struct model *m = w->model;
+	struct model_entry *m = w->model;
 	struct device_info *dev = devices_find(&d->devices, w->device);
 	uint64_t need, all, pending, avail, headroom = 0;
 	bool unloading;

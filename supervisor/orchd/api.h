@@ -1,0 +1,54 @@
+#pragma once
+/*
+ * api.h - the public job APIs (docs/http-api.md): native (/execute,
+ * /cancel, /jobs/ID/events) and OpenAI-compatible (/v1/completions,
+ * /v1/chat/completions, /v1/models); handlers for http.c's route table.
+ * Each API gives its jobs a sink (jobs.h); api_stream.c follows a job on a
+ * request with it. Thread: the loop.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+struct evhttp_request;
+struct job;
+struct job_sink;
+struct orchd;
+
+/* The native API's sink: "id:/event:/data:" SSE events. */
+extern const struct job_sink api_native_sink;
+/* The OpenAI APIs' sink: "data:" chunks, "data: [DONE]", or one JSON body. */
+extern const struct job_sink api_openai_sink;
+
+/* api_native_execute - POST /execute: start a job and stream its events. */
+void api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_native_cancel - POST /cancel {job_id}. */
+void api_native_cancel(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_native_events - GET /jobs/@arg/events: resume after Last-Event-ID. */
+void api_native_events(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_openai_completions - POST /v1/completions. */
+void api_openai_completions(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_openai_chat - POST /v1/chat/completions. */
+void api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_openai_models - GET /v1/models. */
+void api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_room - room for one more stream; else answers 503 OVERLOADED with Retry-After. */
+bool api_room(struct orchd *d, struct evhttp_request *req);
+
+/*
+ * api_follow - follow @j on @req with its sink: SSE when @streaming (from
+ * event @after on), else one answer at the end. Answers 500 when out of memory.
+ */
+void api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool streaming,
+                uint32_t after);
+
+/*
+ * api_start - parse @req's body for @api, make the job and submit it
+ * (placed or queued), then follow it; every refusal is answered here.
+ */
+void api_start(struct orchd *d, struct evhttp_request *req, int api);

@@ -1,0 +1,217 @@
+/*
+ * api_stream.c - a request following a job (api.h): starting a job from a
+ * request body, then writing its events with the job's sink, over SSE or
+ * as one answer at the end. The follower is a job_watch; when the client
+ * goes, jobs_unwatch decides (resume grace or cancel).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <event2/http.h>
+
+#include "api.h"
+#include "base/alloc.h"
+#include "http.h"
+#include "jobs.h"
+#include "models.h"
+#include "orchd.h"
+#include "params.h"
+#include "request.h"
+#include "sse.h"
+
+struct follow {
+	struct job_watch watch; /* first: the watch is the follow */
+	struct orchd *d;
+	struct evhttp_request *req; /* not streaming: answered at the end */
+	struct sse_stream *sse;     /* streaming */
+	bool busy, dead;            /* inside sse_write; cut meanwhile */
+};
+
+static void
+follow_free(struct follow *f)
+{
+	f->d->n_conns--;
+	orch_free(f);
+}
+
+/* The one answer of a request that does not stream. */
+static void
+answer(struct follow *f, const struct job *j)
+{
+	const struct job_event *last = &j->events[j->n_events - 1];
+	struct evhttp_connection *c = evhttp_request_get_connection(f->req);
+
+	if (c)
+		evhttp_connection_set_closecb(c, NULL, NULL);
+	if (last->type == EV_ERROR)
+		http_error(f->req, last->code, NULL, "%s", last->text ? last->text : "");
+	else
+		http_json(f->req, 200, j->sink->body(j));
+}
+
+static void
+on_events(struct job_watch *w)
+{
+	struct follow *f = (struct follow *)w;
+	struct job *j = w->job;
+	struct sbuf b = {0};
+
+	if (f->sse == NULL) {
+		if (j->state == JOB_DONE) {
+			answer(f, j);
+			jobs_unwatch(f->d, w, false);
+			follow_free(f);
+		}
+		return;
+	}
+	for (; w->sent < j->n_events; w->sent++)
+		j->sink->format(j, w->sent, &b);
+	if (j->state == JOB_DONE && j->sink->terminator)
+		j->sink->terminator(j, &b);
+	f->busy = true;
+	sse_write(f->sse, b.p, b.n);
+	f->busy = false;
+	sbuf_fini(&b);
+	if (f->dead)
+		return follow_free(f);
+	if (j->state == JOB_DONE) {
+		sse_end(f->sse);
+		jobs_unwatch(f->d, w, false);
+		follow_free(f);
+	}
+}
+
+/* The job is freed with us on it (orchd stops). */
+static void
+on_release(struct job_watch *w)
+{
+	struct follow *f = (struct follow *)w;
+
+	if (f->sse)
+		sse_end(f->sse);
+	follow_free(f);
+}
+
+static void
+on_sse_gone(struct sse_stream *s, void *arg, const char *why)
+{
+	struct follow *f = arg;
+
+	(void)s;
+	(void)why;
+	f->sse = NULL;
+	if (f->watch.job)
+		jobs_unwatch(f->d, &f->watch, true);
+	if (f->busy)
+		f->dead = true;
+	else
+		follow_free(f);
+}
+
+static void
+on_req_close(struct evhttp_connection *conn, void *arg)
+{
+	struct follow *f = arg;
+
+	(void)conn;
+	/* detached from its connection by the client's going: ours to free */
+	if (evhttp_request_get_connection(f->req) == NULL)
+		evhttp_send_reply_end(f->req);
+	if (f->watch.job)
+		jobs_unwatch(f->d, &f->watch, true);
+	follow_free(f);
+}
+
+void
+api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool streaming,
+           uint32_t after)
+{
+	struct follow *f = orch_calloc(1, sizeof(*f));
+
+	if (f == NULL)
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	f->d = d;
+	f->req = req;
+	f->watch.notify = on_events;
+	f->watch.release = on_release;
+	if (streaming && sse_start(d, req, on_sse_gone, f, &f->sse) != ORCH_OK) {
+		orch_free(f);
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	}
+	if (!streaming)
+		evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_req_close, f);
+	d->n_conns++;
+	jobs_watch(d, j, &f->watch, after);
+}
+
+bool
+api_room(struct orchd *d, struct evhttp_request *req)
+{
+	if (d->n_conns < d->cfg.max_connections)
+		return true;
+	d->metrics.rejected_connections++;
+	http_error(req, ORCH_EOVERLOADED, NULL, "too many open streams (max_connections)");
+	return false;
+}
+
+/* Checks against the registry; a refusal is answered. */
+static struct model_entry *
+admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r)
+{
+	struct model_entry *m;
+
+	if (r->job_id[0] && jobs_find_ext(d, r->job_id) != NULL) {
+		http_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", r->job_id);
+		return NULL;
+	}
+	if ((m = models_find(d, r->model)) == NULL) {
+		http_error(req, ORCH_EMODEL_NOT_FOUND, "model", "model '%s' is not configured",
+		           r->model);
+		return NULL;
+	}
+	if (r->stream && !api_room(d, req))
+		return NULL;
+	return m;
+}
+
+void
+api_start(struct orchd *d, struct evhttp_request *req, int api)
+{
+	static const char *const prefix[] = {"", "cmpl", "chatcmpl"};
+	static const enum job_kind kinds[] = {JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT};
+	struct job_request r;
+	struct params_err pe = {0};
+	struct orch_errinfo e = {0};
+	const char *body;
+	size_t n = http_body(req, &body);
+	struct model_entry *m;
+	struct job *j;
+
+	if (request_parse((enum request_api)api, &d->cfg, body, n, &r, &pe) != ORCH_OK) {
+		http_params_error(req, &pe);
+		goto out;
+	}
+	if ((m = admit(d, req, &r)) == NULL)
+		goto out;
+	const struct job_sink *sink = api == REQUEST_EXECUTE ? &api_native_sink : &api_openai_sink;
+	if ((j = jobs_new(d, kinds[api], sink, m, &r)) == NULL) {
+		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		goto out;
+	}
+	if (api == REQUEST_EXECUTE)
+		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
+	else
+		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%llu", prefix[api],
+		         (unsigned long long)j->id);
+	snprintf(j->correlation, sizeof(j->correlation), "%s", j->ext_id);
+	if (models_submit(d, j, &e) != ORCH_OK) {
+		http_error(req, e.code, "model", "%s", e.msg);
+		jobs_free(d, j);
+		return;
+	}
+	api_follow(d, j, req, j->req.stream, 0);
+	return;
+out:
+	job_request_fini(&r);
+}

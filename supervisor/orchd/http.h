@@ -1,0 +1,66 @@
+#pragma once
+/*
+ * http.h - the HTTP side of orchd (evhttp): the public listener, route
+ * tables as data, JSON answers and errors, bearer-token checks. Thread: the loop.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/err.h"
+
+struct cJSON;
+struct evhttp;
+struct evhttp_request;
+struct orchd;
+struct params_err;
+
+/* http_handler_fn - a route's handler; @arg is the path's variable part ("" for exact routes). */
+typedef void (*http_handler_fn)(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/*
+ * One route: @method (EVHTTP_REQ_*), @path matched exactly, or as a prefix
+ * when @prefix (then the rest up to @suffix, URI-decoded, is the handler's
+ * argument, and the path must end with @suffix).
+ */
+struct http_route {
+	int method;
+	const char *path;
+	bool prefix;
+	const char *suffix;
+	http_handler_fn handler;
+};
+
+/*
+ * http_dispatch - run the route of @table (@n rows) matching @req; false
+ * when none does (nothing answered).
+ */
+bool http_dispatch(struct orchd *d, struct evhttp_request *req, const struct http_route *table,
+                   size_t n);
+
+/* http_bearer_ok - whether @req carries "Authorization: Bearer K" for one of @keys. */
+bool http_bearer_ok(struct evhttp_request *req, const char *const *keys, size_t n);
+
+/* http_start - listen on cfg.listen; ORCH_EIO (in use), ORCH_EINVAL, ORCH_ENOMEM. */
+orch_err http_start(struct orchd *d, struct orch_errinfo *reterr);
+
+/* http_stop - close the listener. */
+void http_stop(struct orchd *d);
+
+/* http_error - a JSON error body {error:{code,message,param}} with the code's HTTP status. */
+void http_error(struct evhttp_request *req, orch_err code, const char *param, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* http_params_error - http_error for a refused request (params.h). */
+void http_params_error(struct evhttp_request *req, const struct params_err *pe);
+
+/* http_json - send @body (freed) with @status. */
+void http_json(struct evhttp_request *req, int status, struct cJSON *body);
+
+/* http_body - the request body's bytes (pulled up) into *@ret and their count. */
+size_t http_body(struct evhttp_request *req, const char **ret);
+
+/* http_retry_after - add "Retry-After: @s". */
+void http_retry_after(struct evhttp_request *req, unsigned s);
+
+/* http_count - count a response of @status in orch_http_responses_total. */
+void http_count(struct orchd *d, int status);

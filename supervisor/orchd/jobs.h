@@ -1,0 +1,151 @@
+#pragma once
+/*
+ * jobs.h - a job from its request to its terminal event: the events the
+ * worker reports (kept, so a dropped stream can resume), who watches them,
+ * cancellation when the last watcher goes, and expiry of a finished job.
+ * jobs.c knows no response format: the API gives each job a sink.
+ * Thread: the loop.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "base/finish.h"
+#include "base/limits.h"
+#include "base/sbuf.h"
+#include "config.h"
+#include "proto/orch.pb-c.h"
+
+struct cJSON;
+struct event;
+struct job;
+struct model_entry;
+struct orchd;
+struct worker;
+
+/* Which API made the job (the API's business; jobs.c never looks). */
+enum job_kind { JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT };
+
+enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
+
+enum ev_type { EV_STARTED, EV_TOKEN, EV_END, EV_ERROR };
+
+/* One event of a job, kept for streams that attach later (resume). */
+struct job_event {
+	enum ev_type type;
+	uint32_t index;          /* EV_TOKEN: the token's index */
+	char *text;              /* EV_TOKEN: the text delta; EV_ERROR: the message */
+	orch_err code;           /* EV_ERROR */
+	enum orch_finish finish; /* EV_END */
+	uint32_t tokens_out, prompt_tokens;
+	double decode_ms, prefill_ms;
+	uint64_t seed;
+};
+
+/*
+ * How a job's events become a response (api.c fills one per API):
+ * @format writes event @k as stream text (may write nothing); @body is the
+ * whole JSON answer of a request that does not stream; @terminator writes
+ * what follows the terminal event (may be NULL).
+ */
+struct job_sink {
+	void (*format)(const struct job *j, uint32_t k, struct sbuf *out);
+	struct cJSON *(*body)(const struct job *j);
+	void (*terminator)(const struct job *j, struct sbuf *out);
+};
+
+/*
+ * Someone following a job (a client stream). @notify runs after each new
+ * event (the watcher reads j->events from its own @sent on); @release runs
+ * when the job is freed with the watcher still on it (it must let go).
+ */
+struct job_watch {
+	struct job *job;
+	uint32_t sent; /* events the watcher has taken */
+	void (*notify)(struct job_watch *w);
+	void (*release)(struct job_watch *w);
+	struct job_watch *next;
+};
+
+/* A parsed request: what the APIs read from a body (request.c), moved into a job. */
+struct job_request {
+	char job_id[128]; /* native: the client's; "" for OpenAI */
+	char model[CFG_NAME_MAX];
+	char *prompt;
+	struct cJSON *messages; /* chat: [{role, content}] */
+	Orch__SamplingParams sp;
+	char *stops[ORCH_API_MAX_STOPS];
+	uint32_t n_stops, max_tokens;
+	bool stream, include_usage;
+	uint32_t resume_grace_s;
+};
+
+struct job {
+	struct orchd *d;
+	uint64_t id; /* on the wire to the worker */
+	char ext_id[128];
+	enum job_kind kind;
+	const struct job_sink *sink;
+	struct model_entry *model; /* NULL once the model is removed */
+	char model_name[CFG_NAME_MAX];
+	struct worker *worker;
+	enum job_state state;
+	struct job_request req; /* the request (model and job_id as the client sent them) */
+	char correlation[128];
+	/* what happened */
+	struct job_event *events;
+	uint32_t n_events, cap_events;
+	struct sbuf text; /* all the text so far (OpenAI stream=false) */
+	uint32_t tokens_out, prompt_tokens;
+	uint64_t created_ms, started_ms, first_token_ms, last_token_ms, ended_ms;
+	uint64_t created_unix;
+	struct job_watch *watches;
+	bool cancel_sent;
+	bool detached;          /* every watcher is gone; waiting resume_grace_s for one */
+	struct event *ev_timer; /* the detach grace; expiry once done */
+	struct job *next_all, *next_queue;
+	struct job *live_prev, *live_next; /* in orchd.live until its terminal event */
+};
+
+/* job_request_fini - free what @r holds (NULL-safe fields); @r may be reused after. */
+void job_request_fini(struct job_request *r);
+
+/*
+ * jobs_new - a job of @kind for @m, taking over @r's contents (left empty);
+ * NULL when out of memory (@r is left as it was).
+ */
+struct job *jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink,
+                     struct model_entry *m, struct job_request *r);
+
+/* jobs_find_ext - the job (live or kept) with the client's id @ext_id, or NULL. */
+struct job *jobs_find_ext(struct orchd *d, const char *ext_id);
+
+/* jobs_find - the live job with wire id @id, or NULL. */
+struct job *jobs_find(struct orchd *d, uint64_t id);
+
+/* jobs_event - append an event to @j and notify its watchers; terminal ones end it, once. */
+void jobs_event(struct orchd *d, struct job *j, const struct job_event *ev);
+
+/* jobs_fail - end @j with error @code unless it has ended. */
+void jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg);
+
+/* jobs_cancel - the client is gone or asked: cancel in the worker, or drop from the queue. */
+void jobs_cancel(struct orchd *d, struct job *j, const char *why);
+
+/* jobs_worker_lost - every job of @w ends with WORKER_LOST. */
+void jobs_worker_lost(struct orchd *d, struct worker *w, const char *why);
+
+/*
+ * jobs_watch - @w follows @j from event @after on (clamped); its notify runs
+ * at once for the events it has not seen.
+ */
+void jobs_watch(struct orchd *d, struct job *j, struct job_watch *w, uint32_t after);
+
+/*
+ * jobs_unwatch - @w stops following. When @client_gone and it was the last
+ * watcher of a running job: wait resume_grace_s for another, or cancel.
+ */
+void jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone);
+
+/* jobs_free - release the watchers, unqueue and free @j. */
+void jobs_free(struct orchd *d, struct job *j);

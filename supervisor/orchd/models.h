@@ -1,0 +1,99 @@
+#pragma once
+/*
+ * models.h - the registry: each configured model, its workers, its state
+ * (stopped, loading, ready, failed, unloading), its bounded FIFO queue of
+ * jobs, and placement of jobs on the READY worker with the fewest
+ * outstanding tokens. Thread: the loop.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "config.h"
+#include "metrics.h"
+
+struct event;
+struct sse_stream;
+struct job;
+struct orchd;
+struct worker;
+
+enum model_state { MODEL_STOPPED, MODEL_LOADING, MODEL_READY, MODEL_FAILED, MODEL_UNLOADING };
+
+/* One configured model (orchd's; the worker's struct model is its weights). */
+struct model_entry {
+	struct orchd *d;
+	struct cfg_model cfg;
+	enum model_state state;
+	struct worker **workers; /* [cfg.replicas] */
+	uint32_t n_workers;
+	struct job *queue_head, *queue_tail; /* waiting for a worker */
+	uint32_t queued;
+	uint64_t last_used_ms;
+	char error[512];     /* why it failed */
+	orch_err error_code; /* ORCH_OK: a failed load (MODEL_LOAD_FAILED) */
+	uint64_t need_bytes; /* memory estimate on cpu (placement.c); GPUs add the runtime */
+	bool need_known;
+	/* where its chat template comes from: "model", "tokenizer_config", "fallback"; "": not
+	 * known yet */
+	char chat_template_origin[24];
+	struct event *ev_wait;  /* retries a start waiting for evicted models' memory */
+	uint64_t wait_since_ms; /* 0: not waiting */
+	int last_exit;
+	uint64_t fail_ms[5]; /* the last failures' times, for "5 in 10 minutes" */
+	uint32_t n_fail;
+	uint32_t restarts;
+	bool remove_when_stopped; /* unloaded through the admin API or a reload */
+	uint64_t load_started_ms;
+	struct model_metrics met;
+	struct sse_stream **followers; /* GET /admin/models/NAME/events (admin.c's) */
+	uint32_t n_followers;
+	struct model_entry *next;
+};
+
+/* models_find - the model named @name, or NULL. */
+struct model_entry *models_find(struct orchd *d, const char *name);
+
+/*
+ * models_add - add a stopped model for @cfg (copied) at the end of the
+ * registry; *@ret points at it. ORCH_EINVAL when the name exists, ORCH_ENOMEM.
+ */
+orch_err models_add(struct orchd *d, const struct cfg_model *cfg, struct model_entry **ret,
+                    struct orch_errinfo *reterr);
+
+/* models_start - start its workers if stopped (also after a failure). */
+void models_start(struct orchd *d, struct model_entry *m);
+
+/* models_unload - drain and stop its workers; removed from the registry when @remove. */
+void models_unload(struct orchd *d, struct model_entry *m, bool remove);
+
+/*
+ * models_submit - place @j on a READY worker or queue it (starting the
+ * model). ORCH_EQUEUE_FULL (queue full, unloading), ORCH_EMODEL_LOAD,
+ * ORCH_EINSUFFICIENT_VRAM: @j is then neither placed nor queued.
+ */
+orch_err models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr);
+
+/* models_dispatch - move queued jobs of @m, in order, onto workers with room. */
+void models_dispatch(struct orchd *d, struct model_entry *m);
+
+/* models_worker_state - a worker of @m changed state: recompute the model's state. */
+void models_worker_state(struct orchd *d, struct model_entry *m);
+
+/* models_unqueue - take @j out of its model's queue (nothing when not queued). */
+void models_unqueue(struct job *j);
+
+/* models_fail_queued - end every queued job of @m with @code and @msg, in order. */
+void models_fail_queued(struct orchd *d, struct model_entry *m, orch_err code, const char *msg);
+
+/* models_state_name - "stopped", "loading", "ready", "failed", "unloading". */
+const char *models_state_name(enum model_state s);
+
+/* models_all_ready - every preload model is READY. */
+bool models_all_ready(const struct orchd *d);
+
+/* models_free - free @m and its workers (not in the registry any more); its jobs forget it. */
+void models_free(struct orchd *d, struct model_entry *m);
+
+/* models_changed - tell the admin followers (orchd.on_model_event) @m changed. */
+void models_changed(struct orchd *d, struct model_entry *m, const char *what);

@@ -1,0 +1,196 @@
+/*
+ * params.c - type and range checks of request-body values (params.h), one
+ * message per parameter.
+ */
+#include "params.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/alloc.h"
+#include "base/limits.h"
+#include "jobs.h"
+
+bool
+params_fail(struct params_err *pe, orch_err code, const char *param, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (pe == NULL)
+		return false;
+	pe->code = code;
+	snprintf(pe->param, sizeof(pe->param), "%s", param ? param : "");
+	va_start(ap, fmt);
+	vsnprintf(pe->msg, sizeof(pe->msg), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+bool
+params_known(const cJSON *root, const char *const *names, struct params_err *pe)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, root)
+	{
+		bool ok = false;
+		for (const char *const *n = names; *n && !ok; n++)
+			ok = strcmp(it->string, *n) == 0;
+		if (!ok)
+			return params_fail(pe, ORCH_EINVAL, it->string,
+			                   "unsupported parameter '%s'", it->string);
+	}
+	return true;
+}
+
+bool
+params_number(const cJSON *root, const char *name, double lo, double hi, double *out,
+              struct params_err *pe)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	if (v == NULL || cJSON_IsNull(v))
+		return true;
+	if (!cJSON_IsNumber(v))
+		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be a number", name);
+	if (!(v->valuedouble >= lo && v->valuedouble <= hi))
+		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be in [%g, %g], got %g", name,
+		                   lo, hi, v->valuedouble);
+	*out = v->valuedouble;
+	return true;
+}
+
+bool
+params_int(const cJSON *root, const char *name, double lo, double hi, int64_t *out,
+           struct params_err *pe)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	if (v == NULL || cJSON_IsNull(v))
+		return true;
+	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
+		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be an integer", name);
+	if (!(v->valuedouble >= lo && v->valuedouble <= hi))
+		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be in [%.0f, %.0f], got %.0f",
+		                   name, lo, hi, v->valuedouble);
+	*out = (int64_t)v->valuedouble;
+	return true;
+}
+
+bool
+params_string(const cJSON *root, const char *name, bool required, const char **out,
+              struct params_err *pe)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	if (v == NULL || cJSON_IsNull(v)) {
+		if (required)
+			return params_fail(pe, ORCH_EINVAL, name, "'%s' is required", name);
+		return true;
+	}
+	if (!cJSON_IsString(v))
+		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be a string", name);
+	*out = v->valuestring;
+	return true;
+}
+
+bool
+params_bool(const cJSON *root, const char *name, bool *out, struct params_err *pe)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	if (v == NULL || cJSON_IsNull(v))
+		return true;
+	if (!cJSON_IsBool(v))
+		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be true or false", name);
+	*out = cJSON_IsTrue(v);
+	return true;
+}
+
+static bool
+add_stop(struct job_request *r, const cJSON *s, struct params_err *pe)
+{
+	size_t n = strlen(s->valuestring);
+
+	if (n == 0 || n > ORCH_MAX_STOP_BYTES)
+		return params_fail(pe, ORCH_EINVAL, "stop", "each stop string must be 1-%u bytes",
+		                   ORCH_MAX_STOP_BYTES);
+	if (r->n_stops == ORCH_API_MAX_STOPS)
+		return params_fail(pe, ORCH_EINVAL, "stop", "at most %u stop strings",
+		                   ORCH_API_MAX_STOPS);
+	if ((r->stops[r->n_stops] = orch_strndup(s->valuestring, n)) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	r->n_stops++;
+	return true;
+}
+
+bool
+params_stop(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "stop"), *it;
+
+	if (v == NULL || cJSON_IsNull(v))
+		return true;
+	if (cJSON_IsString(v))
+		return add_stop(r, v, pe);
+	if (!cJSON_IsArray(v))
+		return params_fail(pe, ORCH_EINVAL, "stop",
+		                   "'stop' must be a string or an array of strings");
+	if (cJSON_GetArraySize(v) > (int)ORCH_API_MAX_STOPS)
+		return params_fail(pe, ORCH_EINVAL, "stop", "at most %u stop strings",
+		                   ORCH_API_MAX_STOPS);
+	cJSON_ArrayForEach(it, v)
+	{
+		if (!cJSON_IsString(it))
+			return params_fail(pe, ORCH_EINVAL, "stop",
+			                   "'stop' must be a string or an array of strings");
+		if (!add_stop(r, it, pe))
+			return false;
+	}
+	return true;
+}
+
+bool
+params_sampling(const cJSON *root, const char *penalty_name, const char *max_name,
+                const char *max_alt, uint32_t max_cap, uint32_t default_max, struct job_request *r,
+                struct params_err *pe)
+{
+	double temp = 1.0, top_p = 1.0, min_p = 0.0, penalty = 1.0;
+	int64_t top_k = 0, seed = -1, max = default_max;
+
+	if (!params_number(root, "temperature", 0, 2, &temp, pe) ||
+	    !params_number(root, "top_p", 0, 1, &top_p, pe) ||
+	    !params_int(root, "top_k", 0, 1e6, &top_k, pe) ||
+	    !params_number(root, "min_p", 0, 1, &min_p, pe) ||
+	    !params_number(root, penalty_name, 0, 2, &penalty, pe) ||
+	    !params_int(root, "seed", 0, 9007199254740991.0, &seed, pe) ||
+	    !params_int(root, max_name, 1, max_cap, &max, pe) ||
+	    (max_alt && !params_int(root, max_alt, 1, max_cap, &max, pe)))
+		return false;
+	orch__sampling_params__init(&r->sp);
+	r->sp.temperature = (float)temp;
+	r->sp.top_p = (float)top_p;
+	r->sp.top_k = (uint32_t)top_k;
+	r->sp.min_p = (float)min_p;
+	r->sp.repeat_penalty = penalty == 0 ? 1.0f : (float)penalty; /* 0: off, as 1 */
+	if (seed >= 0) {
+		r->sp.has_seed = true;
+		r->sp.seed = (uint64_t)seed;
+	}
+	r->max_tokens = (uint32_t)max;
+	return true;
+}
+
+size_t
+params_utf8_chars(const char *s)
+{
+	size_t n = 0;
+
+	for (; *s; s++)
+		n += ((unsigned char)*s & 0xC0u) != 0x80u;
+	return n;
+}

@@ -1,0 +1,62 @@
+#pragma once
+/*
+ * params.h - type and range checks of request-body values, shared by the
+ * native, OpenAI and admin APIs. evhttp-free: a bad value fills a
+ * params_err (code, the parameter's name, the message) the HTTP layer
+ * answers with, and the check returns false.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+struct cJSON;
+struct job_request;
+
+/* Why a request was refused: its error code, the parameter ("" for none), the message. */
+struct params_err {
+	orch_err code;
+	char param[256];
+	char msg[512];
+};
+
+/* params_fail - fill @pe (when not NULL) and return false. */
+bool params_fail(struct params_err *pe, orch_err code, const char *param, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+/* params_known - every key of @root is in @names (NULL-terminated). */
+bool params_known(const struct cJSON *root, const char *const *names, struct params_err *pe);
+
+/* params_number - optional number in [@lo, @hi] into *@out (left alone when absent). */
+bool params_number(const struct cJSON *root, const char *name, double lo, double hi, double *out,
+                   struct params_err *pe);
+
+/* params_int - optional integer in [@lo, @hi] into *@out (left alone when absent). */
+bool params_int(const struct cJSON *root, const char *name, double lo, double hi, int64_t *out,
+                struct params_err *pe);
+
+/* params_string - required (or optional) string; *@out points into @root. */
+bool params_string(const struct cJSON *root, const char *name, bool required, const char **out,
+                   struct params_err *pe);
+
+/* params_bool - optional boolean into *@out. */
+bool params_bool(const struct cJSON *root, const char *name, bool *out, struct params_err *pe);
+
+/*
+ * params_stop - "stop": a string or an array of up to ORCH_API_MAX_STOPS
+ * strings of 1-ORCH_MAX_STOP_BYTES bytes, copied into @r.
+ */
+bool params_stop(const struct cJSON *root, struct job_request *r, struct params_err *pe);
+
+/*
+ * params_sampling - temperature, top_p, top_k, min_p, the repetition
+ * penalty (named @penalty_name), seed and max_tokens (named @max_name, and
+ * @max_alt when not NULL; at most @max_cap, @default_max when absent) into @r.
+ */
+bool params_sampling(const struct cJSON *root, const char *penalty_name, const char *max_name,
+                     const char *max_alt, uint32_t max_cap, uint32_t default_max,
+                     struct job_request *r, struct params_err *pe);
+
+/* params_utf8_chars - the number of code points in @s. */
+size_t params_utf8_chars(const char *s);

@@ -1,0 +1,322 @@
+/*
+ * request.c - request bodies to job requests (request.h): the native
+ * /execute and the OpenAI completions and chat completions.
+ */
+#include "request.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/alloc.h"
+#include "config.h"
+#include "jobs.h"
+#include "params.h"
+
+static const char *const execute_keys[] = {
+        "job_id", "model",          "prompt", "max_tokens",         "temperature",
+        "top_p",  "top_k",          "min_p",  "repetition_penalty", "stop",
+        "seed",   "resume_grace_s", NULL};
+
+static const char *const completion_keys[] = {"model",
+                                              "prompt",
+                                              "max_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "stream",
+                                              "stream_options",
+                                              "stop",
+                                              "seed",
+                                              "n",
+                                              "user",
+                                              "echo",
+                                              "logprobs",
+                                              "presence_penalty",
+                                              "frequency_penalty",
+                                              "best_of",
+                                              "suffix",
+                                              "logit_bias",
+                                              "top_k",
+                                              "min_p",
+                                              "repetition_penalty",
+                                              NULL};
+
+static const char *const chat_keys[] = {"model",
+                                        "messages",
+                                        "max_tokens",
+                                        "max_completion_tokens",
+                                        "temperature",
+                                        "top_p",
+                                        "stream",
+                                        "stream_options",
+                                        "stop",
+                                        "seed",
+                                        "n",
+                                        "user",
+                                        "logprobs",
+                                        "top_logprobs",
+                                        "presence_penalty",
+                                        "frequency_penalty",
+                                        "logit_bias",
+                                        "top_k",
+                                        "min_p",
+                                        "repetition_penalty",
+                                        NULL};
+
+/* The body as a JSON object, or why not. */
+static cJSON *
+parse_body(const char *body, size_t n, struct params_err *pe)
+{
+	cJSON *root;
+
+	if (n == 0) {
+		params_fail(pe, ORCH_EINVAL, NULL, "the request has no body; want a JSON object");
+		return NULL;
+	}
+	if ((root = cJSON_ParseWithLength(body, n)) == NULL) {
+		params_fail(pe, ORCH_EINVAL, NULL, "the body is not valid JSON");
+		return NULL;
+	}
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		params_fail(pe, ORCH_EINVAL, NULL, "the body is not a JSON object");
+		return NULL;
+	}
+	return root;
+}
+
+/* A prompt of 1 to @max_chars characters. */
+static bool
+prompt_ok(const char *p, uint32_t max_chars, struct params_err *pe)
+{
+	if (p[0] == '\0' || params_utf8_chars(p) > max_chars)
+		return params_fail(pe, ORCH_EINVAL, "prompt", "'prompt' must be 1-%u characters",
+		                   max_chars);
+	return true;
+}
+
+static bool
+parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
+              struct params_err *pe)
+{
+	const char *job_id = NULL, *model = NULL, *prompt = NULL;
+	int64_t grace = 0;
+
+	if (!params_known(root, execute_keys, pe) ||
+	    !params_string(root, "job_id", true, &job_id, pe) ||
+	    !params_string(root, "model", true, &model, pe) ||
+	    !params_string(root, "prompt", true, &prompt, pe) ||
+	    !params_int(root, "resume_grace_s", 0, 300, &grace, pe))
+		return false;
+	if (job_id[0] == '\0' || strlen(job_id) > REQUEST_JOB_ID_MAX)
+		return params_fail(pe, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes",
+		                   REQUEST_JOB_ID_MAX);
+	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe))
+		return false;
+	if (strlen(model) >= sizeof(r->model))
+		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
+		                   "model '%.64s...' is not configured", model);
+	snprintf(r->job_id, sizeof(r->job_id), "%s", job_id);
+	snprintf(r->model, sizeof(r->model), "%s", model);
+	r->resume_grace_s = (uint32_t)grace;
+	r->stream = true;
+	if (!params_sampling(root, "repetition_penalty", "max_tokens", NULL, cfg->max_tokens, 256,
+	                     r, pe) ||
+	    !params_stop(root, r, pe))
+		return false;
+	if ((r->prompt = orch_strndup(prompt, strlen(prompt))) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	return true;
+}
+
+/* ---- OpenAI ---- */
+
+/* A parameter accepted only at its neutral value. */
+static bool
+neutral(const cJSON *root, const char *name, struct params_err *pe)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+	bool ok = v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v) ||
+	          (cJSON_IsNumber(v) && v->valuedouble == 0) ||
+	          (cJSON_IsObject(v) && v->child == NULL);
+
+	if (strcmp(name, "n") == 0 || strcmp(name, "best_of") == 0)
+		ok = v == NULL || cJSON_IsNull(v) || (cJSON_IsNumber(v) && v->valuedouble == 1);
+	if (!ok)
+		return params_fail(pe, ORCH_EINVAL, name,
+		                   "'%s' is not supported by orch (only its default)", name);
+	return true;
+}
+
+/* The text of a chat message's content: a string or an array of text parts. */
+static char *
+content_text(const cJSON *c)
+{
+	struct sbuf b = {0};
+	const cJSON *part;
+
+	if (cJSON_IsString(c))
+		return orch_strndup(c->valuestring, strlen(c->valuestring));
+	if (!cJSON_IsArray(c))
+		return NULL;
+	cJSON_ArrayForEach(part, c)
+	{
+		const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type"),
+		            *text = cJSON_GetObjectItemCaseSensitive(part, "text");
+		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 ||
+		    !cJSON_IsString(text)) {
+			sbuf_fini(&b);
+			return NULL;
+		}
+		sbuf_puts(&b, text->valuestring);
+	}
+	if (b.p == NULL)
+		sbuf_puts(&b, "");
+	return sbuf_err(&b) == ORCH_OK ? sbuf_take(&b, NULL) : NULL;
+}
+
+static bool
+role_ok(const cJSON *role)
+{
+	static const char *const roles[] = {"system", "user", "assistant", "developer"};
+
+	if (!cJSON_IsString(role))
+		return false;
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		if (strcmp(role->valuestring, roles[i]) == 0)
+			return true;
+	return false;
+}
+
+/* messages: an array of {role, content} into @r->messages, normalized. */
+static bool
+parse_messages(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages"), *it;
+
+	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0 ||
+	    cJSON_GetArraySize(msgs) > (int)ORCH_MAX_MESSAGES)
+		return params_fail(pe, ORCH_EINVAL, "messages",
+		                   "'messages' must be an array of 1-%u messages",
+		                   ORCH_MAX_MESSAGES);
+	if ((r->messages = cJSON_CreateArray()) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	cJSON_ArrayForEach(it, msgs)
+	{
+		const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role"),
+		            *content = cJSON_GetObjectItemCaseSensitive(it, "content");
+		if (!role_ok(role))
+			return params_fail(
+			        pe, ORCH_EINVAL, "messages",
+			        "each message needs a role of system, developer, user or assistant");
+		char *text = content ? content_text(content) : NULL;
+		if (text == NULL)
+			return params_fail(
+			        pe, ORCH_EINVAL, "messages",
+			        "each message needs a content string or an array of text parts");
+		cJSON *m = cJSON_CreateObject();
+		cJSON_AddStringToObject(m, "role", role->valuestring);
+		cJSON_AddStringToObject(m, "content", text);
+		cJSON_AddItemToArray(r->messages, m);
+		orch_free(text);
+	}
+	return true;
+}
+
+static bool
+parse_prompt(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
+             struct params_err *pe)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
+
+	if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1)
+		p = cJSON_GetArrayItem(p, 0);
+	if (!cJSON_IsString(p))
+		return params_fail(pe, ORCH_EINVAL, "prompt",
+		                   "'prompt' must be a string (or an array of one string)");
+	if (!prompt_ok(p->valuestring, cfg->max_prompt_chars, pe))
+		return false;
+	if ((r->prompt = orch_strndup(p->valuestring, strlen(p->valuestring))) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	return true;
+}
+
+/* The parameters OpenAI has and orch accepts only at their defaults. */
+static bool
+neutrals(const cJSON *root, bool chat, struct params_err *pe)
+{
+	static const char *const both[] = {"n",        "presence_penalty", "frequency_penalty",
+	                                   "logprobs", "logit_bias",       NULL};
+	static const char *const completion[] = {"echo", "best_of", "suffix", NULL};
+	static const char *const chat_only[] = {"top_logprobs", NULL};
+
+	for (const char *const *k = both; *k; k++)
+		if (!neutral(root, *k, pe))
+			return false;
+	for (const char *const *k = chat ? chat_only : completion; *k; k++)
+		if (!neutral(root, *k, pe))
+			return false;
+	return true;
+}
+
+static bool
+parse_stream_options(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	static const char *const so_keys[] = {"include_usage", NULL};
+	const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
+
+	if (so == NULL || cJSON_IsNull(so))
+		return true;
+	if (!cJSON_IsObject(so))
+		return params_fail(pe, ORCH_EINVAL, "stream_options",
+		                   "'stream_options' must be an object");
+	return params_known(so, so_keys, pe) &&
+	       params_bool(so, "include_usage", &r->include_usage, pe);
+}
+
+static bool
+parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struct job_request *r,
+             struct params_err *pe)
+{
+	const char *model = NULL;
+
+	if (!params_known(root, chat ? chat_keys : completion_keys, pe) ||
+	    !params_string(root, "model", true, &model, pe) ||
+	    !params_bool(root, "stream", &r->stream, pe) || !neutrals(root, chat, pe) ||
+	    !parse_stream_options(root, r, pe))
+		return false;
+	if (strlen(model) >= sizeof(r->model))
+		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
+		                   "model '%.64s...' is not configured", model);
+	snprintf(r->model, sizeof(r->model), "%s", model);
+	return params_sampling(root, "repetition_penalty", "max_tokens",
+	                       chat ? "max_completion_tokens" : NULL, cfg->max_tokens,
+	                       chat ? cfg->max_tokens : 16, r, pe) &&
+	       params_stop(root, r, pe) &&
+	       (chat ? parse_messages(root, r, pe) : parse_prompt(cfg, root, r, pe));
+}
+
+orch_err
+request_parse(enum request_api api, const struct orchd_config *cfg, const char *body, size_t n,
+              struct job_request *ret, struct params_err *pe)
+{
+	cJSON *root;
+	bool ok = false;
+
+	memset(ret, 0, sizeof(*ret));
+	orch__sampling_params__init(&ret->sp);
+	if ((root = parse_body(body, n, pe)) == NULL)
+		return pe ? pe->code : ORCH_EINVAL;
+	switch (api) {
+	case REQUEST_EXECUTE:
+		ok = parse_execute(cfg, root, ret, pe);
+		break;
+	case REQUEST_COMPLETION:
+	case REQUEST_CHAT:
+		ok = parse_openai(cfg, root, api == REQUEST_CHAT, ret, pe);
+		break;
+	}
+	cJSON_Delete(root);
+	return ok ? ORCH_OK : pe ? pe->code : ORCH_EINVAL;
+}

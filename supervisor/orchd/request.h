@@ -1,0 +1,27 @@
+#pragma once
+/*
+ * request.h - a request body to a job_request, for each API that starts a
+ * job: POST /execute (native), /v1/completions and /v1/chat/completions
+ * (OpenAI). evhttp-free (the HTTP request fuzzer drives it). A parameter
+ * orch does not implement is refused naming it, never silently ignored.
+ */
+#include <stddef.h>
+
+#include "base/err.h"
+
+struct job_request;
+struct orchd_config;
+struct params_err;
+
+enum request_api { REQUEST_EXECUTE, REQUEST_COMPLETION, REQUEST_CHAT };
+
+/* The longest native job_id. */
+#define REQUEST_JOB_ID_MAX 127
+
+/*
+ * request_parse - check @body (@n bytes of JSON) for @api under @cfg's caps
+ * and fill *@ret (zeroed first; job_request_fini it, also on failure).
+ * ORCH_EINVAL (or ORCH_ENOMEM) with the parameter and message in @pe.
+ */
+orch_err request_parse(enum request_api api, const struct orchd_config *cfg, const char *body,
+                       size_t n, struct job_request *ret, struct params_err *pe);

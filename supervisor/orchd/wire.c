@@ -1,0 +1,275 @@
+/*
+ * wire.c - the envelopes orchd sends and the one dispatch of those it
+ * receives (wire.h). Sends are encoded here and queued on the worker.
+ */
+#include "wire.h"
+
+#include <signal.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "ipc/ipc.h"
+#include "jobs.h"
+#include "models.h"
+#include "orchd.h"
+#include "workers.h"
+
+/* Encode @env and queue it on @w; the failure is logged once here. */
+static orch_err
+send_env(struct worker *w, const Orch__Envelope *env, uint64_t job_id)
+{
+	struct orch_errinfo e = {0};
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	orch_err rv;
+
+	if (w->ch == NULL)
+		rv = orch_errf(&e, ORCH_ECLOSED, "no channel");
+	else if ((rv = ipc_encode(env, &buf, &n, &e)) == ORCH_OK &&
+	         (rv = workers_send(w, buf, n, job_id)) != ORCH_OK)
+		orch_errf(&e, rv, "%u messages wait already", (unsigned)w->sendq_n);
+	if (rv != ORCH_OK)
+		orch_log(ORCH_LOG_WARNING, "worker_send_failed",
+		         "worker=%s body=%s err=%s msg=\"%s\"", w->id,
+		         ipc_body_name(env->body_case), orch_err_wire(rv), e.msg);
+	return rv;
+}
+
+orch_err
+wire_submit(struct orchd *d, struct worker *w, const struct job *j)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Submit s = ORCH__SUBMIT__INIT;
+	Orch__ChatMessage msgs[ORCH_MAX_MESSAGES], *mp[ORCH_MAX_MESSAGES];
+	Orch__SamplingParams sp = j->req.sp;
+	char empty[] = "";
+
+	s.job_id = j->id;
+	s.prompt = j->req.prompt ? j->req.prompt : empty;
+	s.sampling = &sp;
+	s.max_tokens = j->req.max_tokens;
+	s.stop = (char **)(uintptr_t)j->req.stops;
+	s.n_stop = j->req.n_stops;
+	s.correlation_id = (char *)(uintptr_t)j->correlation;
+	s.deadline_unix_ms = j->created_unix + d->cfg.request_timeout_s * 1000ull;
+	if (j->req.messages != NULL) {
+		const cJSON *it;
+		size_t k = 0;
+		cJSON_ArrayForEach(it, j->req.messages)
+		{
+			if (k == ORCH_MAX_MESSAGES)
+				break;
+			orch__chat_message__init(&msgs[k]);
+			msgs[k].role = cJSON_GetObjectItem(it, "role")->valuestring;
+			msgs[k].content = cJSON_GetObjectItem(it, "content")->valuestring;
+			mp[k] = &msgs[k];
+			k++;
+		}
+		s.messages = mp;
+		s.n_messages = k;
+		s.chat = true;
+	}
+	env.body_case = ORCH__ENVELOPE__BODY_SUBMIT;
+	env.submit = &s;
+	return send_env(w, &env, j->id);
+}
+
+orch_err
+wire_cancel(struct worker *w, uint64_t job_id)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Cancel c = ORCH__CANCEL__INIT;
+
+	c.job_id = job_id;
+	env.body_case = ORCH__ENVELOPE__BODY_CANCEL;
+	env.cancel = &c;
+	return send_env(w, &env, 0);
+}
+
+orch_err
+wire_drain(struct worker *w)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Drain drain = ORCH__DRAIN__INIT;
+
+	env.body_case = ORCH__ENVELOPE__BODY_DRAIN;
+	env.drain = &drain;
+	return send_env(w, &env, 0);
+}
+
+/* ---- from a worker: its life ---- */
+
+static void
+on_hello(struct worker *w, const Orch__Hello *h, uint64_t now)
+{
+	struct orch_errinfo e = {0};
+
+	if (ipc_check_hello(h, &e) != ORCH_OK) {
+		orch_log(ORCH_LOG_ERR, "worker_refused", "worker=%s msg=\"%s\"", w->id, e.msg);
+		snprintf(w->model->error, sizeof(w->model->error), "%s", e.msg);
+		w->last_exit = -1;
+		kill(w->pid, SIGKILL);
+		return;
+	}
+	w->state = WORKER_LOADING;
+	w->last_progress_ms = now;
+}
+
+static void
+on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
+{
+	struct model_entry *m = w->model;
+
+	w->state = WORKER_READY;
+	w->load_pct = 100;
+	w->slots_total = r->slots;
+	w->memory_used = r->memory_used;
+	w->backoff_ms = 0;
+	if (r->chat_template && r->chat_template[0])
+		snprintf(m->chat_template_origin, sizeof(m->chat_template_origin), "%s",
+		         r->chat_template);
+	orch_log(ORCH_LOG_INFO, "worker_ready", "worker=%s pid=%d ms=%llu", w->id, (int)w->pid,
+	         (unsigned long long)(now - w->spawned_ms));
+	histo_observe(&m->met.load, (double)(now - w->spawned_ms) / 1e3);
+	m->met.loads++;
+	models_worker_state(d, m);
+	models_dispatch(d, m);
+}
+
+static void
+on_heartbeat(struct worker *w, const Orch__Heartbeat *hb)
+{
+	w->slots_busy = hb->slots_busy;
+	w->slots_total = hb->slots_total;
+	w->kv_used = hb->kv_cells_used;
+	w->kv_total = hb->kv_cells_total;
+	w->memory_used = hb->memory_used;
+	w->decode_steps = hb->decode_steps;
+	w->residency_ok = hb->residency_ok;
+	w->degraded = hb->degraded;
+}
+
+/* An Error about the worker itself (job_id 0): remembered as the model's error. */
+static void
+on_worker_error(struct worker *w, const Orch__Error *er)
+{
+	struct model_entry *m = w->model;
+
+	snprintf(m->error, sizeof(m->error), "%s: %s", w->id, er->message);
+	orch_log(ORCH_LOG_ERR, "worker_error", "worker=%s code=%d msg=\"%s\"", w->id, er->code,
+	         er->message);
+	/* a bad model file or too little memory will not get better by retrying */
+	if (er->code == ORCH__ERROR_CODE__MODEL_LOAD_FAILED ||
+	    er->code == ORCH__ERROR_CODE__INSUFFICIENT_VRAM ||
+	    er->code == ORCH__ERROR_CODE__INVALID_REQUEST)
+		w->last_exit = -(int)er->code; /* remembered for the exit: no restart */
+}
+
+/* ---- from a worker: its jobs ---- */
+
+static orch_err
+from_proto(int code)
+{
+	for (int c = 1; c < ORCH_ERR_COUNT; c++)
+		if (orch_err_proto((orch_err)c) == code)
+			return (orch_err)c;
+	return ORCH_EINTERNAL;
+}
+
+static void
+on_started(struct orchd *d, const Orch__Started *s)
+{
+	struct job *j = jobs_find(d, s->job_id);
+
+	if (j == NULL)
+		return;
+	struct job_event ev = {.type = EV_STARTED, .seed = s->seed};
+	j->prompt_tokens = s->prompt_tokens;
+	j->started_ms = orch_mono_ms();
+	jobs_event(d, j, &ev);
+}
+
+static void
+on_tokens(struct orchd *d, const Orch__TokenBatch *b)
+{
+	for (size_t i = 0; i < b->n_tokens; i++) {
+		const Orch__TokenEntry *t = b->tokens[i];
+		struct job *j = jobs_find(d, t->job_id);
+		if (j == NULL)
+			continue;
+		if (t->token_id >= 0)
+			j->tokens_out++;
+		else if (t->text[0] == '\0')
+			continue; /* nothing held back */
+		struct job_event ev = {.type = EV_TOKEN, .index = t->index, .text = t->text};
+		jobs_event(d, j, &ev);
+	}
+}
+
+static void
+on_end(struct orchd *d, const Orch__End *e)
+{
+	struct job *j = jobs_find(d, e->job_id);
+	enum orch_finish f = ORCH_FINISH_EOS;
+
+	if (j == NULL)
+		return;
+	orch_finish_from_proto((uint32_t)e->finish_reason, &f);
+	struct job_event ev = {.type = EV_END,
+	                       .finish = f,
+	                       .tokens_out = e->tokens_out,
+	                       .prompt_tokens = e->prompt_tokens,
+	                       .decode_ms = e->decode_ms,
+	                       .prefill_ms = e->prefill_ms,
+	                       .seed = e->seed};
+	j->tokens_out = e->tokens_out;
+	j->prompt_tokens = e->prompt_tokens;
+	jobs_event(d, j, &ev);
+}
+
+static void
+on_error(struct orchd *d, struct worker *w, const Orch__Error *er)
+{
+	struct job *j;
+
+	if (er->job_id == 0)
+		on_worker_error(w, er);
+	else if ((j = jobs_find(d, er->job_id)) != NULL)
+		jobs_fail(d, j, from_proto((int)er->code), er->message);
+}
+
+void
+wire_dispatch(struct orchd *d, struct worker *w, const Orch__Envelope *env)
+{
+	uint64_t now = orch_mono_ms();
+
+	w->last_msg_ms = now;
+	switch (env->body_case) {
+	case ORCH__ENVELOPE__BODY_HELLO:
+		return on_hello(w, env->hello, now);
+	case ORCH__ENVELOPE__BODY_LOAD_PROGRESS:
+		w->load_pct = env->load_progress->percent;
+		w->last_progress_ms = now;
+		return models_changed(d, w->model, "progress");
+	case ORCH__ENVELOPE__BODY_READY:
+		return on_ready(d, w, env->ready, now);
+	case ORCH__ENVELOPE__BODY_HEARTBEAT:
+		return on_heartbeat(w, env->heartbeat);
+	case ORCH__ENVELOPE__BODY_STARTED:
+		return on_started(d, env->started);
+	case ORCH__ENVELOPE__BODY_TOKEN_BATCH:
+		return on_tokens(d, env->token_batch);
+	case ORCH__ENVELOPE__BODY_END:
+		return on_end(d, env->end);
+	case ORCH__ENVELOPE__BODY_ERROR:
+		return on_error(d, w, env->error);
+	default:
+		orch_log(ORCH_LOG_WARNING, "worker_unexpected", "worker=%s body=%s", w->id,
+		         ipc_body_name(env->body_case));
+		return;
+	}
+}

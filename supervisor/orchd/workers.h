@@ -1,0 +1,127 @@
+#pragma once
+/*
+ * workers.h - one orch-worker process per (model, replica): spawn, output
+ * capture, handshake, heartbeats, timeouts, restart with backoff, drain, and
+ * a bounded queue of encoded messages so the loop never waits on a send.
+ * Thread: the loop.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "base/err.h"
+#include "base/sbuf.h"
+#include "config.h"
+
+struct event;
+struct ipc_chan;
+struct model_entry;
+struct orchd;
+
+enum worker_state {
+	WORKER_STARTING, /* spawned, no Hello yet */
+	WORKER_LOADING,  /* Hello seen, loading */
+	WORKER_READY,
+	WORKER_DRAINING,
+	WORKER_BACKOFF, /* dead, waiting to restart */
+	WORKER_STOPPED,
+	WORKER_WAITING, /* not started: waiting for memory (placement.c) */
+};
+
+#define WORKER_LOG_LINES 256 /* output lines kept for 'orchctl logs' */
+#define WORKER_TAIL      16  /* of them, the most in a failure's message */
+#define WORKER_SENDQ     256 /* encoded messages waiting for the socket */
+
+/* One line of a worker's output, or orchd's note about the process. */
+struct worker_line {
+	uint64_t unix_ms;
+	bool ours; /* orchd's note ("spawned pid N", "exited with status N") */
+	char text[247];
+};
+
+/* An encoded envelope the socket did not take yet. */
+struct worker_msg {
+	uint8_t *buf;
+	size_t n;
+	uint64_t job_id; /* the job it is about (0: none), failed when dropped */
+};
+
+struct worker {
+	char id[CFG_NAME_MAX + 16];
+	struct model_entry *model;
+	char device[16];
+	uint32_t replica;
+	enum worker_state state;
+	pid_t pid;
+	int pidfd, log_fd;
+	struct ipc_chan *ch;
+	struct event *ev_recv, *ev_pid, *ev_log, *ev_timer, *ev_send;
+	char sock_path[CFG_PATH_MAX + 128], debug_url[CFG_PATH_MAX + 160];
+	struct sbuf log_partial;                  /* an unfinished stderr line */
+	struct worker_line log[WORKER_LOG_LINES]; /* a ring */
+	uint64_t log_next;                        /* lines ever kept: the next one's number */
+	uint64_t log_spawn;                       /* number of this process's first line */
+	struct worker_msg sendq[WORKER_SENDQ];    /* a ring: oldest at sendq_head */
+	uint32_t sendq_head, sendq_n;
+	uint32_t load_pct;
+	uint64_t spawned_ms, last_msg_ms, last_progress_ms;
+	uint32_t restarts;
+	uint64_t backoff_ms;
+	bool restart_now; /* asked through the admin API: no backoff, not a failure */
+	/* from the last heartbeat */
+	uint32_t slots_busy, slots_total;
+	uint64_t kv_used, kv_total, memory_used, decode_steps;
+	bool residency_ok, degraded;
+	/* jobs placed here */
+	uint32_t jobs;
+	uint64_t outstanding; /* tokens still to generate, estimated from max_tokens */
+	int last_exit;
+};
+
+/* workers_new - a stopped worker for replica @replica of @m; NULL when out of memory. */
+struct worker *workers_new(struct orchd *d, struct model_entry *m, uint32_t replica);
+
+/* workers_spawn - start @w's process and its channel; ORCH_EIO, ORCH_ENOMEM. */
+orch_err workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr);
+
+/*
+ * workers_send - queue @buf (@n encoded bytes, taken over) for @w and send
+ * what the socket takes now; never waits. ORCH_ECLOSED without a channel,
+ * ORCH_EQUEUE_FULL when WORKER_SENDQ messages wait already (@buf is freed).
+ */
+orch_err workers_send(struct worker *w, uint8_t *buf, size_t n, uint64_t job_id);
+
+/* workers_drain - finish its active jobs, then exit. */
+void workers_drain(struct orchd *d, struct worker *w);
+
+/* workers_restart - kill and start again at once (no backoff, not a failure). */
+void workers_restart(struct orchd *d, struct worker *w);
+
+/* workers_free - kill the process if any and free @w (NULL is fine). */
+void workers_free(struct worker *w);
+
+/* workers_state_name - "starting", "loading", "ready", ... */
+const char *workers_state_name(enum worker_state s);
+
+/* workers_find - the worker with id @id, or NULL. */
+struct worker *workers_find(struct orchd *d, const char *id);
+
+/* ---- shared by workers.c and workers_io.c only ---- */
+
+/* workers_keep_line - keep one output line (or our note when @ours) in @w's ring. */
+void workers_keep_line(struct worker *w, bool ours, const char *line, size_t n);
+
+/* workers_tail - the last lines of this process's output, joined by " | ". */
+void workers_tail(const struct worker *w, char *out, size_t n);
+
+/* workers_on_log - the loop's handler of @arg's output pipe. */
+void workers_on_log(int fd, short what, void *arg);
+
+/* workers_on_message - the loop's handler of @arg's receive fd: wire_dispatch each. */
+void workers_on_message(int fd, short what, void *arg);
+
+/* workers_flush - send what the socket takes of @w's queue now. */
+void workers_flush(struct worker *w);
+
+/* workers_sendq_clear - drop @w's queued messages (its process is gone). */
+void workers_sendq_clear(struct worker *w);

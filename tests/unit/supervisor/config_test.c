@@ -1,0 +1,89 @@
+/* config_test.c - orchd's configuration: the file, keys, bad input with exact codes. */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "t.h"
+
+static char path[64];
+
+static orch_err
+load_text(struct orchd_config *c, const char *text, struct orch_errinfo *e)
+{
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/orchd-config-test-%d.conf", (int)getpid());
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	cfg_defaults(c);
+	orch_err rv = cfg_load(c, path, e);
+	unlink(path);
+	return rv;
+}
+
+static void
+test_good(void)
+{
+	struct orchd_config c;
+	struct orch_errinfo e = {0};
+
+	T_OK(load_text(&c,
+	               "[server]\nlisten = 127.0.0.1:9000\nmax_queue = 7\n"
+	               "[model \"tiny\"]\npath = /m.gguf\nslots = 3\n",
+	               &e));
+	T_STREQ(c.listen, "127.0.0.1:9000");
+	T_EQ(c.max_queue, 7);
+	T_EQ(c.n_models, 1);
+	T_STREQ(c.models[0].name, "tiny");
+	T_EQ(c.models[0].slots, 3);
+	T_TRUE(cfg_model_find(&c, "tiny") == &c.models[0]);
+	T_TRUE(cfg_model_find(&c, "nope") == NULL);
+	T_OK(cfg_check(&c, &e));
+	cfg_free(&c);
+}
+
+static void
+test_bad(void)
+{
+	struct orchd_config c;
+	struct orch_errinfo e = {0};
+
+	T_ERR(load_text(&c, "[server]\nno_such_key = 1\n", &e), ORCH_EINVAL);
+	T_TRUE(strstr(e.msg, ":2") != NULL); /* names the line */
+	cfg_free(&c);
+	T_ERR(load_text(&c, "[nonsense]\nx = 1\n", &e), ORCH_EINVAL);
+	cfg_free(&c);
+	T_ERR(load_text(&c, "[server]\nmax_queue = lots\n", &e), ORCH_EINVAL);
+	cfg_free(&c);
+	cfg_defaults(&c);
+	T_ERR(cfg_load(&c, "/nonexistent/orchd.conf", &e), ORCH_EIO);
+	T_ERR(cfg_set(&c, "server", "listen", "no-port", &e), ORCH_EINVAL);
+	T_OK(cfg_set(&c, "server", "listen", "0.0.0.0:80", &e));
+	T_STREQ(c.listen, "0.0.0.0:80");
+	cfg_free(&c);
+}
+
+static void
+test_models(void)
+{
+	struct orchd_config c;
+	struct orch_errinfo e = {0};
+	struct cfg_model *m;
+
+	cfg_defaults(&c);
+	T_OK(cfg_model_add(&c, "a", &m, &e));
+	T_ERR(cfg_model_add(&c, "a", &m, &e), ORCH_EINVAL); /* duplicate */
+	T_ERR(cfg_model_add(&c, "", &m, &e), ORCH_EINVAL);
+	T_ERR(cfg_check(&c, &e), ORCH_EINVAL); /* a model without a path */
+	cfg_free(&c);
+}
+
+int
+main(void)
+{
+	T_RUN(test_good);
+	T_RUN(test_bad);
+	T_RUN(test_models);
+	return t_done();
+}

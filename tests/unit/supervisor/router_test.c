@@ -1,0 +1,112 @@
+/* router_test.c - the registry's queue: order, limits, dispatch, failing queued jobs. */
+#include <event2/event.h>
+
+#include "jobs.h"
+#include "models.h"
+#include "orchd.h"
+#include "t.h"
+#include "workers.h"
+
+static struct orchd d;
+
+static struct job *
+job(struct model_entry *m)
+{
+	struct job_request r = {0};
+	struct job *j = jobs_new(&d, JOB_NATIVE, NULL, m, &r);
+	return j;
+}
+
+static struct model_entry *
+model(const char *name, const char *path)
+{
+	struct cfg_model c = {0};
+	struct model_entry *m = NULL;
+	struct orch_errinfo e = {0};
+
+	snprintf(c.name, sizeof(c.name), "%s", name);
+	snprintf(c.path, sizeof(c.path), "%s", path);
+	snprintf(c.devices[0], sizeof(c.devices[0]), "cpu");
+	c.n_devices = 1;
+	c.replicas = 1;
+	c.slots = 1;
+	if (models_add(&d, &c, &m, &e) != ORCH_OK)
+		return NULL;
+	return m;
+}
+
+static void
+test_queue(void)
+{
+	struct orch_errinfo e = {0};
+	struct model_entry *m = model("q", "/nonexistent.gguf");
+
+	T_TRUE(m != NULL && models_find(&d, "q") == m);
+	T_ERR(models_add(&d, &m->cfg, NULL, &e), ORCH_EINVAL); /* the name exists */
+	m->state = MODEL_LOADING;                              /* as if starting: jobs wait */
+	d.cfg.max_queue = 2;
+	struct job *a = job(m), *b = job(m), *c = job(m);
+	T_OK(models_submit(&d, a, &e));
+	T_OK(models_submit(&d, b, &e));
+	T_ERR(models_submit(&d, c, &e), ORCH_EQUEUE_FULL);
+	T_EQ(d.metrics.rejected_queue_full, 1);
+	T_TRUE(m->queue_head == a && a->next_queue == b && m->queue_tail == b);
+	T_EQ(m->queued, 2);
+	/* a worker with room takes the oldest first; with no channel it cannot take it */
+	m->workers[0]->state = WORKER_READY;
+	models_dispatch(&d, m);
+	T_TRUE(m->queue_head == NULL);
+	T_EQ(a->state, JOB_DONE);
+	T_EQ(a->events[0].code, ORCH_EWORKER_LOST);
+	T_EQ(b->state, JOB_DONE);
+	T_EQ(m->workers[0]->jobs, 0);
+	m->workers[0]->state = WORKER_STOPPED;
+	/* failing queued jobs: in order, each with the code */
+	struct job *x = job(m), *y = job(m);
+	T_OK(models_submit(&d, x, &e));
+	T_OK(models_submit(&d, y, &e));
+	models_fail_queued(&d, m, ORCH_EMODEL_NOT_FOUND, "gone");
+	T_EQ(m->queued, 0);
+	T_EQ(x->events[0].code, ORCH_EMODEL_NOT_FOUND);
+	T_STREQ(y->events[0].text, "gone");
+	T_EQ(m->met.requests[3 + ORCH_EMODEL_NOT_FOUND], 2);
+	jobs_free(&d, c);
+}
+
+static void
+test_load_failure(void)
+{
+	struct orch_errinfo e = {0};
+	struct model_entry *m = model("bad", "/nonexistent.gguf");
+
+	d.cfg.max_queue = 8;
+	struct job *j = job(m);
+	/* stopped: queued and the model started; its file is missing, so it fails, and so does j */
+	T_OK(models_submit(&d, j, &e));
+	T_EQ(m->state, MODEL_FAILED);
+	T_EQ(j->state, JOB_DONE);
+	T_EQ(j->events[0].code, ORCH_EMODEL_LOAD);
+	struct job *k = job(m);
+	T_ERR(models_submit(&d, k, &e), ORCH_EMODEL_LOAD);
+	jobs_free(&d, k);
+	T_TRUE(!models_all_ready(&d) || !m->cfg.preload);
+}
+
+int
+main(void)
+{
+	cfg_defaults(&d.cfg);
+	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "/tmp");
+	d.base = event_base_new();
+	T_RUN(test_queue);
+	T_RUN(test_load_failure);
+	while (d.jobs)
+		jobs_free(&d, d.jobs);
+	while (d.models) {
+		struct model_entry *m = d.models;
+		d.models = m->next;
+		models_free(&d, m);
+	}
+	event_base_free(d.base);
+	return t_done();
+}
