@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "base/log.h"
 
 /* NVML's C API: nvmlReturn_t is an int (0 = NVML_SUCCESS), a device an opaque handle. */
@@ -27,8 +28,6 @@ struct nvml_api {
 	nvml_ret (*memory)(nvml_dev, struct nvml_memory *);
 	const char *(*error)(nvml_ret);
 };
-
-static struct nvml_api api;
 
 static void
 cpu_memory(struct device_info *d)
@@ -84,32 +83,41 @@ static bool
 load_nvml(struct devices *inv, const char *lib)
 {
 	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	struct nvml_api *api = h ? orch_calloc(1, sizeof(*api)) : NULL;
 
 	if (h == NULL) {
 		snprintf(inv->nvml_note, sizeof(inv->nvml_note), "no NVML (%s): cpu only",
 		         dlerror());
 		return false;
 	}
-	if (!sym(h, "nvmlInit_v2", &api.init, sizeof(api.init)) ||
-	    !sym(h, "nvmlShutdown", &api.shutdown, sizeof(api.shutdown)) ||
-	    !sym(h, "nvmlDeviceGetCount_v2", &api.count, sizeof(api.count)) ||
-	    !sym(h, "nvmlDeviceGetHandleByIndex_v2", &api.handle, sizeof(api.handle)) ||
-	    !sym(h, "nvmlDeviceGetName", &api.name, sizeof(api.name)) ||
-	    !sym(h, "nvmlDeviceGetMemoryInfo", &api.memory, sizeof(api.memory)) ||
-	    !sym(h, "nvmlErrorString", &api.error, sizeof(api.error))) {
-		snprintf(inv->nvml_note, sizeof(inv->nvml_note),
-		         "%s lacks an NVML entry point: cpu only", lib);
+	if (api == NULL) {
+		snprintf(inv->nvml_note, sizeof(inv->nvml_note), "out of memory: cpu only");
 		dlclose(h);
 		return false;
 	}
-	nvml_ret r = api.init();
+	if (!sym(h, "nvmlInit_v2", &api->init, sizeof(api->init)) ||
+	    !sym(h, "nvmlShutdown", &api->shutdown, sizeof(api->shutdown)) ||
+	    !sym(h, "nvmlDeviceGetCount_v2", &api->count, sizeof(api->count)) ||
+	    !sym(h, "nvmlDeviceGetHandleByIndex_v2", &api->handle, sizeof(api->handle)) ||
+	    !sym(h, "nvmlDeviceGetName", &api->name, sizeof(api->name)) ||
+	    !sym(h, "nvmlDeviceGetMemoryInfo", &api->memory, sizeof(api->memory)) ||
+	    !sym(h, "nvmlErrorString", &api->error, sizeof(api->error))) {
+		snprintf(inv->nvml_note, sizeof(inv->nvml_note),
+		         "%s lacks an NVML entry point: cpu only", lib);
+		orch_free(api);
+		dlclose(h);
+		return false;
+	}
+	nvml_ret r = api->init();
 	if (r != 0) {
 		snprintf(inv->nvml_note, sizeof(inv->nvml_note), "NVML init: %s: cpu only",
-		         api.error(r));
+		         api->error(r));
+		orch_free(api);
 		dlclose(h);
 		return false;
 	}
 	inv->nvml = h;
+	inv->api = api;
 	return true;
 }
 
@@ -122,17 +130,17 @@ devices_open(struct devices *inv, const char *nvml_library)
 	inv->n = 1;
 	if (load_nvml(inv, nvml_library)) {
 		unsigned int count = 0;
-		nvml_ret r = api.count(&count);
+		nvml_ret r = inv->api->count(&count);
 		if (r != 0)
 			snprintf(inv->nvml_note, sizeof(inv->nvml_note), "NVML device count: %s",
-			         api.error(r));
+			         inv->api->error(r));
 		for (unsigned int i = 0; r == 0 && i < count && inv->n < DEVICES_MAX; i++) {
 			struct device_info *d = &inv->dev[inv->n++];
 			nvml_dev h;
 			snprintf(d->id, sizeof(d->id), "cuda:%u", i);
 			snprintf(d->name, sizeof(d->name), "?");
-			if (api.handle(i, &h) == 0)
-				api.name(h, d->name, sizeof(d->name));
+			if (inv->api->handle(i, &h) == 0)
+				inv->api->name(h, d->name, sizeof(d->name));
 		}
 		if (r == 0 && count == 0)
 			snprintf(inv->nvml_note, sizeof(inv->nvml_note),
@@ -154,7 +162,7 @@ devices_refresh(struct devices *inv)
 	for (uint32_t i = 1; inv->nvml && i < inv->n; i++) {
 		struct nvml_memory mem;
 		nvml_dev h;
-		if (api.handle(i - 1, &h) == 0 && api.memory(h, &mem) == 0) {
+		if (inv->api->handle(i - 1, &h) == 0 && inv->api->memory(h, &mem) == 0) {
 			inv->dev[i].total = mem.total;
 			inv->dev[i].free = mem.free;
 		}
@@ -174,8 +182,10 @@ void
 devices_close(struct devices *inv)
 {
 	if (inv->nvml) {
-		api.shutdown();
+		inv->api->shutdown();
 		dlclose(inv->nvml);
+		orch_free(inv->api);
 		inv->nvml = NULL;
+		inv->api = NULL;
 	}
 }

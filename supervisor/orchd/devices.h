@@ -17,11 +17,14 @@ struct device_info {
 	uint64_t total, free; /* bytes; refreshed by devices_refresh() */
 };
 
+struct nvml_api;
+
 struct devices {
 	struct device_info dev[DEVICES_MAX];
 	uint32_t n;
-	void *nvml;          /* the dlopen() handle, NULL without NVML */
-	char nvml_note[160]; /* why there is no GPU, for status and the log */
+	void *nvml;           /* the dlopen() handle, NULL without NVML */
+	struct nvml_api *api; /* its entry points (devices.c), NULL without NVML */
+	char nvml_note[160];  /* why there is no GPU, for status and the log */
 };
 
 /*
