@@ -26,12 +26,14 @@ struct follow {
 	struct evhttp_request *req; /* not streaming: answered at the end */
 	struct sse_stream *sse;     /* streaming */
 	bool busy, dead;            /* inside sse_write; cut meanwhile */
+	struct sbuf out; /* the events being written; reused, not reallocated per token */
 };
 
 static void
 follow_free(struct follow *f)
 {
 	f->d->n_conns--;
+	sbuf_fini(&f->out);
 	orch_free(f);
 }
 
@@ -55,7 +57,7 @@ on_events(struct job_watch *w)
 {
 	struct follow *f = (struct follow *)w;
 	struct job *j = w->job;
-	struct sbuf b = {0};
+	struct sbuf *b = &f->out;
 
 	if (f->sse == NULL) {
 		if (j->state == JOB_DONE) {
@@ -65,14 +67,14 @@ on_events(struct job_watch *w)
 		}
 		return;
 	}
+	sbuf_clear(b);
 	for (; w->sent < j->n_events; w->sent++)
-		j->sink->format(j, w->sent, &b);
+		j->sink->format(j, w->sent, b);
 	if (j->state == JOB_DONE && j->sink->terminator)
-		j->sink->terminator(j, &b);
+		j->sink->terminator(j, b);
 	f->busy = true;
-	sse_write(f->sse, b.p, b.n);
+	sse_write(f->sse, b->p, b->n);
 	f->busy = false;
-	sbuf_fini(&b);
 	if (f->dead)
 		return follow_free(f);
 	if (j->state == JOB_DONE) {
