@@ -2,10 +2,14 @@
  * model.c - architecture detection, hyper-parameters and tensor lookup
  * shared by the per-architecture files.
  *
- * Every hyper-parameter comes from "{arch}.*" metadata and a missing one is
- * an error naming the key, with two exceptions llama.cpp also makes:
- * attention.head_count_kv defaults to head_count (no GQA), and
- * rope.freq_base to 10000 (stories260K has none).
+ * Every hyper-parameter comes from "{arch}.*" metadata. The keys llama.cpp's
+ * converter always writes are required and a missing one is an error naming
+ * it; the ones it may leave out get llama.cpp's loader defaults
+ * (docs/engine.md has the table): attention.head_count_kv = head_count,
+ * attention.key_length = value_length = n_embd / head_count,
+ * rope.dimension_count = key_length (the converter writes none for qwen2),
+ * rope.freq_base = 10000. {arch}.vocab_size is never read: the vocabulary
+ * is the row count of token_embd.weight.
  */
 #include "model.h"
 
@@ -71,10 +75,42 @@ get_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *
 	return ORCH_OK;
 }
 
+/* The head size: attention.key_length, which must equal value_length, else n_embd / n_head. */
+static orch_err
+read_head_dim(const struct gguf_file *f, const char *arch, struct model_hparams *hp,
+              struct orch_errinfo *reterr)
+{
+	uint32_t k = 0, v = 0;
+	orch_err rv;
+
+	if ((rv = get_u32(f, arch, "attention.key_length", &k, false, reterr)) ||
+	    (rv = get_u32(f, arch, "attention.value_length", &v, false, reterr)))
+		return rv;
+	if (k == 0 && v == 0) {
+		if (hp->n_embd % hp->n_head != 0)
+			return orch_errf(
+			        reterr, ORCH_EINVAL,
+			        "%s: %u heads do not divide n_embd %u (and no %s.attention.key_length)",
+			        gguf_name(f), hp->n_head, hp->n_embd, arch);
+		hp->head_dim = hp->n_embd / hp->n_head;
+		return ORCH_OK;
+	}
+	if (k == 0 || v == 0 || k != v)
+		return orch_errf(
+		        reterr, ORCH_EUNSUPPORTED,
+		        "%s: attention.key_length %u and value_length %u differ, which the engine does not support",
+		        gguf_name(f), k, v);
+	hp->head_dim = k;
+	return ORCH_OK;
+}
+
 static orch_err
 read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *hp,
              struct orch_errinfo *reterr)
 {
+	uint64_t n_expert = 0;
+	struct gguf_str st;
+	char key[128];
 	orch_err rv;
 
 	hp->rope_base = 10000.0f;
@@ -83,25 +119,31 @@ read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *
 	    (rv = get_u32(f, arch, "attention.head_count", &hp->n_head, true, reterr)) ||
 	    (rv = get_u32(f, arch, "feed_forward_length", &hp->n_ff, true, reterr)) ||
 	    (rv = get_u32(f, arch, "context_length", &hp->n_ctx_train, true, reterr)) ||
-	    (rv = get_u32(f, arch, "rope.dimension_count", &hp->n_rot, true, reterr)) ||
 	    (rv = get_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps, true,
 	                  reterr)) ||
 	    (rv = get_f32(f, arch, "rope.freq_base", &hp->rope_base, false, reterr)))
 		return rv;
+	snprintf(key, sizeof(key), "%s.expert_count", arch);
+	if (gguf_get_uint(f, key, &n_expert) == ORCH_OK && n_expert > 0)
+		return orch_errf(
+		        reterr, ORCH_EUNSUPPORTED,
+		        "%s: %s.expert_count is %llu: mixture-of-experts %s models are not supported",
+		        gguf_name(f), arch, (unsigned long long)n_expert, arch);
 	hp->n_head_kv = hp->n_head;
 	if ((rv = get_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false, reterr)))
 		return rv;
-	if (hp->n_embd % hp->n_head != 0 || hp->n_head % hp->n_head_kv != 0)
-		return orch_errf(reterr, ORCH_EINVAL,
-		                 "%s: %u heads do not divide n_embd %u or the %u KV heads",
-		                 gguf_name(f), hp->n_head, hp->n_embd, hp->n_head_kv);
-	hp->head_dim = hp->n_embd / hp->n_head;
+	if (hp->n_head % hp->n_head_kv != 0)
+		return orch_errf(reterr, ORCH_EINVAL, "%s: %u KV heads do not divide the %u heads",
+		                 gguf_name(f), hp->n_head_kv, hp->n_head);
+	if ((rv = read_head_dim(f, arch, hp, reterr)) != ORCH_OK)
+		return rv;
+	hp->n_rot = hp->head_dim;
+	if ((rv = get_u32(f, arch, "rope.dimension_count", &hp->n_rot, false, reterr)))
+		return rv;
 	if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "%s: rope.dimension_count %u does not fit head_dim %u",
 		                 gguf_name(f), hp->n_rot, hp->head_dim);
-	char key[128];
-	struct gguf_str st;
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
 	if (gguf_get_str(f, key, &st) == ORCH_OK &&
 	    !(st.len == 4 && memcmp(st.ptr, "none", 4) == 0))

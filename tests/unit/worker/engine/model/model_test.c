@@ -21,8 +21,8 @@
 struct change {
 	const char *drop_key;
 	const char *str_key, *str_val;
-	const char *u32_key;
-	uint32_t u32_val;
+	const char *u32_key, *u32_key2;
+	uint32_t u32_val, u32_val2;
 	const char *tensor;   /* tensor to change */
 	uint32_t tensor_type; /* its new type (data zeroed), or 0 */
 	uint64_t tensor_ne0;  /* its new ne[0] (data zeroed), or 0 */
@@ -30,11 +30,17 @@ struct change {
 };
 
 static char src[64];
+static struct model_hparams loaded; /* the hyper-parameters of the last model that loaded */
 
 static void
 make_source(const char *preset)
 {
-	struct synth_opts so = {preset, "Q8_0", NULL, 1, 3, src};
+	struct synth_opts so = {.preset = preset,
+	                        .quant = "Q8_0",
+	                        .vocab_path = NULL,
+	                        .layers = 1,
+	                        .seed = 3,
+	                        .out = src};
 
 	snprintf(src, sizeof(src), "/tmp/orch-model-test-%d.gguf", (int)getpid());
 	T_OK(synth_write(&so, NULL));
@@ -65,6 +71,8 @@ load_changed(const struct change *c, orch_err *rv, char *msg, size_t msg_size)
 		T_OK(gguf_writer_set_str(w, c->str_key, c->str_val));
 	if (c->u32_key)
 		T_OK(gguf_writer_set_u32(w, c->u32_key, c->u32_val));
+	if (c->u32_key2)
+		T_OK(gguf_writer_set_u32(w, c->u32_key2, c->u32_val2));
 	zero = calloc(1, 1 << 24);
 	for (size_t i = 0; i < gguf_tensor_count(f); i++) {
 		const struct gguf_tensor *t = gguf_tensor_at(f, i);
@@ -87,8 +95,10 @@ load_changed(const struct change *c, orch_err *rv, char *msg, size_t msg_size)
 	T_OK(gguf_writer_write_mem(w, NULL, NULL, &buf, &size, NULL));
 	T_OK(gguf_open_mem(buf, size, "changed.gguf", &g, NULL));
 	*rv = model_load(g, &m, &e);
-	if (*rv == ORCH_OK)
+	if (*rv == ORCH_OK) {
+		loaded = m.hp;
 		model_free(&m);
+	}
 	snprintf(msg, msg_size, "%s", e.msg);
 	gguf_close(g);
 	free(buf);
@@ -151,6 +161,43 @@ test_missing_keys(void)
 	unlink(src);
 }
 
+/*
+ * The keys llama.cpp's converter may leave out (a real qwen2 file has no
+ * rope.dimension_count, vocab_size or quantization_version) and the head
+ * size keys it writes for some architectures.
+ */
+static void
+test_converter_defaults(void)
+{
+	make_source("tiny-qwen2"); /* 256 wide, 4 heads: head_dim 64 */
+	loaded.n_rot = 0;
+	expect(&(struct change){.drop_key = "qwen2.rope.dimension_count"}, ORCH_OK, NULL);
+	T_EQ(loaded.n_rot, 64);
+	T_EQ(loaded.head_dim, 64);
+	expect(&(struct change){.drop_key = "qwen2.vocab_size"}, ORCH_OK, NULL);
+	T_EQ(loaded.n_vocab, 512); /* from token_embd.weight */
+	expect(&(struct change){.drop_key = "general.quantization_version"}, ORCH_OK, NULL);
+	expect(&(struct change){.u32_key = "qwen2.attention.key_length",
+	                        .u32_val = 64,
+	                        .u32_key2 = "qwen2.attention.value_length",
+	                        .u32_val2 = 64},
+	       ORCH_OK, NULL);
+	/* a head size other than n_embd / n_head: rope and the tensors must then fit it */
+	expect(&(struct change){.u32_key = "qwen2.attention.key_length",
+	                        .u32_val = 32,
+	                        .u32_key2 = "qwen2.attention.value_length",
+	                        .u32_val2 = 32},
+	       ORCH_EINVAL, "rope.dimension_count 64 does not fit head_dim 32");
+	expect(&(struct change){.u32_key = "qwen2.attention.key_length", .u32_val = 64},
+	       ORCH_EUNSUPPORTED, "key_length 64 and value_length 0 differ");
+	expect(&(struct change){.u32_key = "qwen2.rope.dimension_count", .u32_val = 66},
+	       ORCH_EINVAL, "rope.dimension_count 66 does not fit head_dim 64");
+	expect(&(struct change){.u32_key = "qwen2.expert_count", .u32_val = 8}, ORCH_EUNSUPPORTED,
+	       "mixture-of-experts qwen2 models are not supported");
+	expect(&(struct change){.u32_key = "qwen2.expert_count", .u32_val = 0}, ORCH_OK, NULL);
+	unlink(src);
+}
+
 static void
 test_bad_tensors(void)
 {
@@ -187,6 +234,7 @@ main(void)
 	T_RUN(test_unchanged_loads);
 	T_RUN(test_unsupported_architecture);
 	T_RUN(test_missing_keys);
+	T_RUN(test_converter_defaults);
 	T_RUN(test_bad_tensors);
 	T_RUN(test_phi3_long_rope);
 	return t_done();
