@@ -25,6 +25,11 @@
 #include "base/utf8.h"
 #include "tok_internal.h"
 
+#define LLAMA3_RE                                                                                                \
+	"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|" \
+	"\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+
+/* llama.cpp's names for each pre-tokenizer; every Llama 3 name also defaults add_bos_token on. */
 static const struct {
 	const char *name;
 	enum tok_pre pre;
@@ -36,8 +41,9 @@ static const struct {
          "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+"},
         {"qwen2", TOK_PRE_QWEN2,
          "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
-        {"llama-bpe", TOK_PRE_LLAMA3,
-         "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
+        {"llama-bpe", TOK_PRE_LLAMA3, LLAMA3_RE},
+        {"llama3", TOK_PRE_LLAMA3, LLAMA3_RE},
+        {"llama-v3", TOK_PRE_LLAMA3, LLAMA3_RE},
         {"gpt-4o", TOK_PRE_GPT4O,
          "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
 };
@@ -102,7 +108,7 @@ compile_pretok(struct tok *t, const char *pre, struct orch_errinfo *reterr)
 	if (i == sizeof(pretoks) / sizeof(pretoks[0]))
 		return orch_errf(
 		        reterr, ORCH_EUNSUPPORTED,
-		        "tokenizer pre-tokenizer '%s' is not supported (supported: default, gpt-2, qwen2, llama-bpe, gpt-4o)",
+		        "tokenizer pre-tokenizer '%s' is not supported (supported: default, gpt-2, qwen2, llama-bpe, llama3, llama-v3, gpt-4o)",
 		        pre);
 	t->pre = pretoks[i].pre;
 	t->ignore_merges = t->pre == TOK_PRE_LLAMA3;

@@ -2,9 +2,18 @@
  * tok_gguf.c - build a tokenizer from GGUF metadata ("gguf-bpe" kind):
  * tokenizer.ggml.{model, pre, tokens, scores, token_type, merges,
  * *_token_id, add_bos_token, add_eos_token, add_space_prefix}.
+ *
+ * Absent flags take llama.cpp's loader defaults (docs/tokenizers.md):
+ * add_bos_token is true for SentencePiece and for the Llama 3 pre-tokenizers
+ * (llama-bpe, llama3, llama-v3), false for other byte-level BPE;
+ * add_eos_token false; add_space_prefix true for SentencePiece. A model
+ * whose general.name says phi-3 gets llama.cpp's whitespace rule for its
+ * special tokens: every one but <unk>, <s> and <|endoftext|> swallows the
+ * whitespace after it.
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/alloc.h"
 #include "gguf/gguf.h"
@@ -68,6 +77,38 @@ load_vocab(const struct gguf_file *f, struct tok *t, struct orch_errinfo *reterr
 	return ORCH_OK;
 }
 
+static bool
+contains_ci(const char *s, size_t n, const char *needle)
+{
+	size_t m = strlen(needle);
+
+	for (size_t i = 0; i + m <= n; i++)
+		if (strncasecmp(s + i, needle, m) == 0)
+			return true;
+	return false;
+}
+
+/* llama.cpp's RSTRIP set for phi-3 (recognised by general.name), after the special list is built.
+ */
+static void
+phi3_strip(const struct gguf_file *f, struct tok *t)
+{
+	static const char *const keep[] = {"<unk>", "<s>", "<|endoftext|>"};
+	struct gguf_str name;
+
+	if (gguf_get_str(f, "general.name", &name) != ORCH_OK ||
+	    !(contains_ci(name.ptr, name.len, "phi-3") || contains_ci(name.ptr, name.len, "phi3")))
+		return;
+	for (size_t i = 0; i < t->n_special; i++)
+		t->strip[t->special[i]] |= TOK_STRIP_RIGHT;
+	int32_t id = strmap_get(t->map, "</s>", 4);
+	if (id >= 0)
+		t->strip[id] |= TOK_STRIP_RIGHT;
+	for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+		if ((id = strmap_get(t->map, keep[i], strlen(keep[i]))) >= 0)
+			t->strip[id] &= (uint8_t)~TOK_STRIP_RIGHT;
+}
+
 static orch_err
 load_merges(const struct gguf_file *f, struct tok *t, const char *pre, struct orch_errinfo *reterr)
 {
@@ -123,9 +164,6 @@ load(const struct gguf_file *f, struct tok *t, struct orch_errinfo *reterr)
 	t->eot = special_id(f, "tokenizer.ggml.eot_token_id", t->n_vocab);
 	t->eom = special_id(f, "tokenizer.ggml.eom_token_id", t->n_vocab);
 	t->unk = special_id(f, "tokenizer.ggml.unknown_token_id", t->n_vocab);
-	t->add_bos = flag(f, "tokenizer.ggml.add_bos_token", t->kind == TOK_SPM);
-	t->add_eos = flag(f, "tokenizer.ggml.add_eos_token", false);
-	t->add_space_prefix = flag(f, "tokenizer.ggml.add_space_prefix", t->kind == TOK_SPM);
 	if (t->kind == TOK_BPE) {
 		gguf_get_str(f, "tokenizer.ggml.pre", &pre);
 		snprintf(pre_name, sizeof(pre_name), "%.*s", (int)(pre.len > 60 ? 60 : pre.len),
@@ -133,7 +171,14 @@ load(const struct gguf_file *f, struct tok *t, struct orch_errinfo *reterr)
 		if ((rv = load_merges(f, t, pre_name, reterr)) != ORCH_OK)
 			return rv;
 	}
-	return tok_finish_load(t, reterr);
+	t->add_bos = flag(f, "tokenizer.ggml.add_bos_token",
+	                  t->kind == TOK_SPM || t->pre == TOK_PRE_LLAMA3);
+	t->add_eos = flag(f, "tokenizer.ggml.add_eos_token", false);
+	t->add_space_prefix = flag(f, "tokenizer.ggml.add_space_prefix", t->kind == TOK_SPM);
+	if ((rv = tok_finish_load(t, reterr)) != ORCH_OK)
+		return rv;
+	phi3_strip(f, t);
+	return ORCH_OK;
 }
 
 orch_err

@@ -117,6 +117,11 @@ fill_vocab(struct tok *t, const cJSON *vocab, const cJSON *added)
 		t->types[id] = cJSON_IsTrue(cJSON_GetObjectItem(it, "special"))
 		                       ? TOK_TYPE_CONTROL
 		                       : TOK_TYPE_USER_DEFINED;
+		t->strip[id] =
+		        (uint8_t)((cJSON_IsTrue(cJSON_GetObjectItem(it, "lstrip")) ? TOK_STRIP_LEFT
+		                                                                   : 0) |
+		                  (cJSON_IsTrue(cJSON_GetObjectItem(it, "rstrip")) ? TOK_STRIP_RIGHT
+		                                                                   : 0));
 	}
 	orch_free(text);
 	return ORCH_OK;

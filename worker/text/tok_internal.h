@@ -5,6 +5,9 @@
 
 enum tok_pre { TOK_PRE_NONE, TOK_PRE_GPT2, TOK_PRE_QWEN2, TOK_PRE_LLAMA3, TOK_PRE_GPT4O };
 
+/* What a special token swallows when matched (llama.cpp's LSTRIP / RSTRIP attributes). */
+enum { TOK_STRIP_LEFT = 1, TOK_STRIP_RIGHT = 2 };
+
 struct tok {
 	enum tok_kind kind;
 	enum tok_pre pre;
@@ -13,6 +16,7 @@ struct tok {
 	uint32_t *off, *len;   /* [n_vocab] into blob */
 	float *scores;         /* [n_vocab] */
 	uint8_t *types;        /* [n_vocab] enum tok_type */
+	uint8_t *strip;        /* [n_vocab] TOK_STRIP_*: whitespace beside a matched special */
 	struct strmap *map;    /* token string → id */
 	struct u64map *merges; /* BPE: (left id << 32 | right id) → (rank << 32 | merged id) */
 	int32_t bos, eos, eot, eom, unk;

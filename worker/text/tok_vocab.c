@@ -18,8 +18,9 @@ tok_alloc_vocab(struct tok *t, uint32_t n, size_t bytes)
 	t->len = orch_calloc(n, sizeof(*t->len));
 	t->scores = orch_calloc(n, sizeof(*t->scores));
 	t->types = orch_calloc(n, sizeof(*t->types));
+	t->strip = orch_calloc(n, sizeof(*t->strip));
 	if (t->blob == NULL || t->off == NULL || t->len == NULL || t->scores == NULL ||
-	    t->types == NULL || strmap_new(n, &t->map) != ORCH_OK)
+	    t->types == NULL || t->strip == NULL || strmap_new(n, &t->map) != ORCH_OK)
 		return ORCH_ENOMEM;
 	return ORCH_OK;
 }
@@ -36,6 +37,7 @@ tok_free(struct tok *t)
 	orch_free(t->len);
 	orch_free(t->scores);
 	orch_free(t->types);
+	orch_free(t->strip);
 	orch_free(t->special);
 	orch_free(t);
 }

@@ -8,6 +8,11 @@
  *   splitting every remaining raw-text fragment at all its occurrences.
  *   Without TOK_PARSE_SPECIAL, control and unknown tokens are not matched
  *   (their text is tokenized as plain text); user-defined tokens always are.
+ * - A matched special token with the RSTRIP (LSTRIP) attribute swallows the
+ *   whitespace after (before) it, as llama.cpp's partition does: phi-3's
+ *   "<|user|>\n" is one token. Stripping once every split is done gives the
+ *   same fragments as llama.cpp's stripping during each split, since the
+ *   raw fragment beside a token is always what that token's split left.
  * - SPM: a raw fragment gets the dummy prefix space when the model adds one
  *   and the fragment starts the text or follows a special token; spaces then
  *   become "▁" before the merges.
@@ -107,6 +112,39 @@ split_fragment(const struct tok *t, const char *text, struct frags *f, size_t i,
 	return ORCH_OK;
 }
 
+static bool
+is_space(char c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r'); /* isspace() in the C locale */
+}
+
+/* Apply the strip attributes of the matched tokens, dropping raw fragments left empty. */
+static void
+strip_fragments(const struct tok *t, const char *text, struct frags *f)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		struct frag *x = &f->v[i];
+		if (x->id < 0) {
+			if (i > 0 && f->v[i - 1].id >= 0 &&
+			    (t->strip[f->v[i - 1].id] & TOK_STRIP_RIGHT))
+				while (x->len > 0 && is_space(text[x->off])) {
+					x->off++;
+					x->len--;
+				}
+			if (i + 1 < f->n && f->v[i + 1].id >= 0 &&
+			    (t->strip[f->v[i + 1].id] & TOK_STRIP_LEFT))
+				while (x->len > 0 && is_space(text[x->off + x->len - 1]))
+					x->len--;
+			if (x->len == 0)
+				continue;
+		}
+		f->v[k++] = *x;
+	}
+	f->n = k;
+}
+
 static orch_err
 partition(const struct tok *t, const char *text, size_t len, unsigned flags, struct frags *f)
 {
@@ -125,6 +163,7 @@ partition(const struct tok *t, const char *text, size_t len, unsigned flags, str
 				return rv;
 		}
 	}
+	strip_fragments(t, text, f);
 	return ORCH_OK;
 }
 

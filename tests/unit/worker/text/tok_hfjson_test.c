@@ -129,11 +129,59 @@ test_refusals(void)
 	        ORCH_EUNSUPPORTED, "does not compile");
 }
 
+/* A tokenizer.json with two added tokens: <X> with rstrip @strip, <Y> with lstrip @strip. */
+static void
+strip_tokenizer(bool strip, struct tok **ret)
+{
+	static const char fmt[] =
+	        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"\\u010a\": 2, "
+	        "\"\\u0120\": 3}, \"merges\": []}, \"pre_tokenizer\": {\"type\": \"ByteLevel\"}, "
+	        "\"added_tokens\": [{\"id\": 4, \"content\": \"<X>\", \"special\": true, \"rstrip\": "
+	        "%s, \"lstrip\": false}, {\"id\": 5, \"content\": \"<Y>\", \"special\": true, "
+	        "\"lstrip\": %s}]}";
+	const char *v = strip ? "true" : "false";
+	char path[64];
+
+	*ret = NULL;
+	snprintf(path, sizeof(path), "/tmp/orch-striptok-%d.json", (int)getpid());
+	FILE *fp = fopen(path, "w");
+	T_TRUE(fp != NULL);
+	fprintf(fp, fmt, v, v);
+	fclose(fp);
+	T_OK(tok_load_hf_json(path, ret, NULL));
+	unlink(path);
+}
+
+/* added_tokens' lstrip/rstrip: the whitespace beside a matched token is swallowed. */
+static void
+test_added_token_strip(void)
+{
+	static const int32_t want[] = {4, 0, 5, 1}, plain[] = {4, 2, 0, 3, 5, 1};
+	struct tok *t = NULL;
+	struct tok_ids ids = {0};
+
+	strip_tokenizer(true, &t);
+	T_TRUE(t != NULL);
+	T_OK(tok_encode(t, "<X>\na <Y>b", 10, TOK_PARSE_SPECIAL, &ids));
+	T_EQ(ids.n, 4);
+	T_TRUE(memcmp(ids.v, want, sizeof(want)) == 0);
+	tok_ids_fini(&ids);
+	tok_free(t);
+	strip_tokenizer(false, &t);
+	T_TRUE(t != NULL);
+	T_OK(tok_encode(t, "<X>\na <Y>b", 10, TOK_PARSE_SPECIAL, &ids));
+	T_EQ(ids.n, 6);
+	T_TRUE(memcmp(ids.v, plain, sizeof(plain)) == 0);
+	tok_ids_fini(&ids);
+	tok_free(t);
+}
+
 int
 main(void)
 {
 	T_RUN(test_qwen2);
 	T_RUN(test_gpt2_pairs);
 	T_RUN(test_refusals);
+	T_RUN(test_added_token_strip);
 	return t_done();
 }

@@ -158,6 +158,131 @@ test_special_parsing(void)
 	tok_free(t);
 }
 
+/* @rel's metadata with @key set to the string @val (NULL: dropped), as a tokenizer in *@ret. */
+static void
+load_changed_to(const char *rel, const char *key, const char *val, struct tok **ret)
+{
+	struct gguf_file *f = NULL, *g = NULL;
+	struct gguf_writer *w = NULL;
+	struct orch_errinfo e = {0};
+	struct tok *t = NULL;
+	void *buf = NULL;
+	size_t size = 0;
+
+	*ret = NULL;
+	T_OK(gguf_open(t_path(rel), &f, NULL));
+	T_OK(gguf_writer_new(&w));
+	for (size_t i = 0; i < gguf_kv_count(f); i++) {
+		const struct gguf_kv *kv = gguf_kv_at(f, i);
+		if (strcmp(kv->key, key) != 0 && strcmp(kv->key, "general.alignment") != 0)
+			T_OK(gguf_writer_set_value(w, kv->key, &kv->value));
+	}
+	if (val != NULL)
+		T_OK(gguf_writer_set_str(w, key, val));
+	T_OK(gguf_writer_write_mem(w, NULL, NULL, &buf, &size, NULL));
+	T_OK(gguf_open_mem(buf, size, "changed.gguf", &g, NULL));
+	if (tok_load_gguf(g, &t, &e) != ORCH_OK)
+		fprintf(stderr, "%s changed: %s\n", rel, e.msg);
+	gguf_close(g);
+	free(buf);
+	gguf_writer_free(w);
+	gguf_close(f);
+	*ret = t;
+}
+
+static struct tok *
+load_changed(const char *rel, const char *key, const char *val)
+{
+	struct tok *t = NULL;
+
+	load_changed_to(rel, key, val, &t);
+	return t;
+}
+
+static bool
+starts_with_bos(const struct tok *t, const char *s)
+{
+	struct tok_ids ids = {0};
+	bool bos =
+	        tok_encode(t, s, strlen(s), TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL, &ids) == ORCH_OK &&
+	        ids.n > 0 && ids.v[0] == tok_bos(t);
+
+	tok_ids_fini(&ids);
+	return bos;
+}
+
+/*
+ * Without tokenizer.ggml.add_bos_token, BOS follows llama.cpp's default for
+ * the pre-tokenizer: none for qwen2 (the real file has no such key), one for
+ * the Llama 3 names; an explicit key always wins.
+ */
+static void
+test_add_bos_defaults(void)
+{
+	static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3"};
+	struct tok *t = load("vocab/ggml-vocab-qwen2.gguf");
+
+	T_TRUE(t != NULL);
+	T_TRUE(!starts_with_bos(t, "Hello"));
+	tok_free(t);
+	for (size_t i = 0; i < sizeof(llama3) / sizeof(llama3[0]); i++) {
+		t = load_changed("vocab/ggml-vocab-qwen2.gguf", "tokenizer.ggml.pre", llama3[i]);
+		T_TRUE(t != NULL);
+		T_TRUE(starts_with_bos(t, "Hello"));
+		tok_free(t);
+	}
+	t = load_changed("vocab/ggml-vocab-gpt-2.gguf", "tokenizer.ggml.pre", "gpt-2");
+	T_TRUE(t != NULL);
+	T_TRUE(!starts_with_bos(t, "Hello"));
+	tok_free(t);
+	/* SentencePiece: BOS unless the file says otherwise */
+	t = load_changed("vocab/ggml-vocab-llama-spm.gguf", "tokenizer.ggml.add_bos_token", NULL);
+	T_TRUE(t != NULL);
+	T_TRUE(starts_with_bos(t, "Hello"));
+	tok_free(t);
+}
+
+/*
+ * phi-3's special tokens swallow the whitespace after them, as llama.cpp
+ * tokenizes it (SOURCE-realmeta.md, prompt 2: 34 ids); recognised by
+ * general.name, so the same vocabulary under another name keeps the newlines.
+ */
+static void
+test_phi3_rstrip(void)
+{
+	static const char chat[] =
+	        "<|user|>\nYou are a helpful assistant. What is the capital of France? Answer in "
+	        "one word, and then give one short reason why. Keep it brief.<|end|>\n"
+	        "<|assistant|>\n";
+	static const int32_t head[] = {1, 32010, 887}, tail[] = {29889, 32007, 32001};
+	struct tok *t = load("vocab/ggml-vocab-phi-3.gguf");
+	struct tok_ids ids = {0}, other = {0};
+
+	T_TRUE(t != NULL);
+	T_OK(tok_encode(t, chat, strlen(chat), TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL, &ids));
+	T_EQ(ids.n, 34);
+	T_TRUE(memcmp(ids.v, head, sizeof(head)) == 0);
+	T_TRUE(memcmp(ids.v + ids.n - 3, tail, sizeof(tail)) == 0);
+	tok_free(t);
+	t = load_changed("vocab/ggml-vocab-phi-3.gguf", "general.name", "Mini");
+	T_TRUE(t != NULL);
+	T_OK(tok_encode(t, chat, strlen(chat), TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL, &other));
+	T_TRUE(other.n > ids.n);
+	/* <unk>, <s> and <|endoftext|> keep what follows them */
+	tok_free(t);
+	t = load("vocab/ggml-vocab-phi-3.gguf");
+	tok_ids_fini(&other);
+	T_OK(tok_encode(t, "<|endoftext|>\nA", 15, TOK_PARSE_SPECIAL, &other));
+	T_TRUE(other.n >= 3 && other.v[0] == 32000);
+	tok_ids_fini(&other);
+	T_OK(tok_encode(t, "<|end|>\nA", 9, TOK_PARSE_SPECIAL, &other));
+	T_EQ(other.n, 2);
+	T_EQ(other.v[0], 32007);
+	tok_ids_fini(&other);
+	tok_ids_fini(&ids);
+	tok_free(t);
+}
+
 static int
 round_trip(const struct tok *t, const char *s, size_t n)
 {
@@ -319,6 +444,8 @@ main(void)
 	T_RUN(test_conformance_gpt2);
 	T_RUN(test_stories_bos);
 	T_RUN(test_special_parsing);
+	T_RUN(test_add_bos_defaults);
+	T_RUN(test_phi3_rstrip);
 	T_RUN(test_round_trips);
 	T_RUN(test_pretokenizer_splits);
 	T_RUN(test_oom);
