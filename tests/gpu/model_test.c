@@ -219,7 +219,12 @@ test_synth(void)
 	for (int k = 0; k < 2; k++) {
 		snprintf(path, sizeof(path), "%s/orch-gpu-%s-%d.gguf",
 		         getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", presets[k], (int)getpid());
-		struct synth_opts so = {presets[k], "Q4_K_M", NULL, 0, 7, path};
+		struct synth_opts so = {.preset = presets[k],
+		                        .quant = "Q4_K_M",
+		                        .vocab_path = NULL,
+		                        .layers = 0,
+		                        .seed = 7,
+		                        .out = path};
 		T_OK(synth_write(&so, NULL));
 		struct eng cpu, gpu, nog, bat;
 		struct orch_errinfo err = {0};

@@ -1,7 +1,7 @@
 /*
  * orch-synth - write a synthetic GGUF model with real shapes.
  *
- *   orch-synth --preset NAME [--quant TYPE|MIX] [--vocab VOCAB.gguf]
+ *   orch-synth --preset NAME [--quant TYPE|MIX] [--vocab VOCAB.gguf | --metadata-from REAL.gguf]
  *              [--layers N] [--seed S] -o OUT.gguf
  *   orch-synth --list
  */
@@ -17,7 +17,8 @@ static void
 usage(FILE *out)
 {
 	fprintf(out,
-	        "usage: orch-synth --preset NAME [--quant TYPE|MIX] [--vocab VOCAB.gguf]\n"
+	        "usage: orch-synth --preset NAME [--quant TYPE|MIX]\n"
+	        "                  [--vocab VOCAB.gguf | --metadata-from REAL.gguf]\n"
 	        "                  [--layers N] [--seed S] -o OUT.gguf\n"
 	        "       orch-synth --list\n"
 	        "types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; mixes: Q4_K_M Q8_0\n");
@@ -40,6 +41,7 @@ main(int argc, char **argv)
 	static const struct option longopts[] = {{"preset", required_argument, NULL, 'p'},
 	                                         {"quant", required_argument, NULL, 'q'},
 	                                         {"vocab", required_argument, NULL, 'v'},
+	                                         {"metadata-from", required_argument, NULL, 'm'},
 	                                         {"layers", required_argument, NULL, 'l'},
 	                                         {"seed", required_argument, NULL, 's'},
 	                                         {"output", required_argument, NULL, 'o'},
@@ -51,7 +53,7 @@ main(int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:q:v:l:s:o:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:q:v:m:l:s:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			o.preset = optarg;
@@ -61,6 +63,9 @@ main(int argc, char **argv)
 			break;
 		case 'v':
 			o.vocab_path = optarg;
+			break;
+		case 'm':
+			o.metadata_from = optarg;
 			break;
 		case 'l':
 			if (orch_parse_u64(optarg, 1, 1024, &v) != ORCH_OK) {

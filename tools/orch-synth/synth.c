@@ -240,6 +240,9 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 		        reterr, ORCH_EINVAL,
 		        "unknown quant '%s' (types: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K; mixes: Q4_K_M Q8_0)",
 		        quant);
+	if (o->metadata_from != NULL && o->vocab_path != NULL)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "--vocab and --metadata-from both give the vocabulary: use one");
 	if (o->layers > 1024)
 		return orch_errf(reterr, ORCH_EINVAL, "--layers %u is out of range 1..1024",
 		                 o->layers);
@@ -264,13 +267,20 @@ synth_write(const struct synth_opts *o, struct orch_errinfo *reterr)
 		orch_errf(reterr, rv, "setting metadata failed");
 		goto out;
 	}
-	if ((rv = synth_vocab_write(w, o->vocab_path, s.p->n_vocab, &s.n_vocab, reterr)))
+	const char *vocab = o->metadata_from ? o->metadata_from : o->vocab_path;
+	if ((rv = synth_vocab_write(w, vocab, s.p->n_vocab, &s.n_vocab, reterr)))
 		goto out;
 	/* The vocabulary decides the embedding rows; vocab_size is replaced in place. */
 	char key[96];
 	snprintf(key, sizeof(key), "%s.vocab_size", s.p->arch);
-	if ((rv = gguf_writer_set_u32(w, key, s.n_vocab)) == ORCH_OK)
-		rv = build_tensors(&s);
+	if ((rv = gguf_writer_set_u32(w, key, s.n_vocab)) != ORCH_OK) {
+		orch_errf(reterr, rv, "setting metadata failed");
+		goto out;
+	}
+	if (o->metadata_from != NULL &&
+	    (rv = synth_meta_from(&w, s.p->arch, o->metadata_from, reterr)) != ORCH_OK)
+		goto out;
+	rv = build_tensors(&s);
 	for (size_t i = 0; i < s.n && rv == ORCH_OK; i++)
 		rv = gguf_writer_add_tensor(w, s.t[i].name, s.t[i].type, s.t[i].n_dims, s.t[i].ne,
 		                            NULL);

@@ -40,6 +40,12 @@ struct synth_opts {
 	uint32_t layers;        /* 0: the preset's depth */
 	uint64_t seed;
 	const char *out; /* required */
+	/*
+	 * A real GGUF of the preset's architecture whose key set (and vocabulary)
+	 * the model gets: its keys, order and types, with the synthesized
+	 * hyper-parameters; exclusive with @vocab_path. NULL: orch-synth's keys.
+	 */
+	const char *metadata_from;
 };
 
 /*
@@ -49,9 +55,18 @@ struct synth_opts {
  */
 orch_err synth_write(const struct synth_opts *o, struct orch_errinfo *reterr);
 
-/* ---- internal to tools/orch-synth (synth_mix.c, synth_vocab.c) ---- */
+/* ---- internal to tools/orch-synth (synth_mix.c, synth_vocab.c, synth_meta.c) ---- */
 
 struct gguf_writer;
+
+/*
+ * synth_meta_from - replace the metadata in *@w (no tensors yet) with the
+ * key set of the real file @path, keeping the synthesized values of
+ * general.file_type and the "{@arch}." keys both have. ORCH_EINVAL when
+ * @path is another architecture or a key's type cannot take the value.
+ */
+orch_err synth_meta_from(struct gguf_writer **w, const char *arch, const char *path,
+                         struct orch_errinfo *reterr);
 
 /* A mix: the type for tensor @name with rows of @ne0 in layer @layer of @n_layer. */
 struct synth_mix {

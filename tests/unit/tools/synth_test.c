@@ -16,7 +16,12 @@ static char tmp_path[64];
 static struct gguf_file *
 synth_open(const char *preset, const char *quant, const char *vocab, uint32_t layers, uint64_t seed)
 {
-	struct synth_opts o = {preset, quant, vocab, layers, seed, tmp_path};
+	struct synth_opts o = {.preset = preset,
+	                       .quant = quant,
+	                       .vocab_path = vocab,
+	                       .layers = layers,
+	                       .seed = seed,
+	                       .out = tmp_path};
 	struct orch_errinfo e = {0};
 	struct gguf_file *f = NULL;
 	orch_err rv = synth_write(&o, &e);
@@ -363,7 +368,12 @@ static void
 test_determinism(void)
 {
 	size_t n1, n2, n3;
-	struct synth_opts o = {"tiny-qwen2", "Q4_K_M", NULL, 0, 99, tmp_path};
+	struct synth_opts o = {.preset = "tiny-qwen2",
+	                       .quant = "Q4_K_M",
+	                       .vocab_path = NULL,
+	                       .layers = 0,
+	                       .seed = 99,
+	                       .out = tmp_path};
 
 	T_OK(synth_write(&o, NULL));
 	void *a = t_read_file(tmp_path, &n1);
@@ -408,7 +418,12 @@ test_vocab_copy(void)
 	T_TRUE(a.len == b.len && memcmp(a.ptr, b.ptr, a.len) == 0);
 	gguf_close(v);
 	gguf_close(f);
-	struct synth_opts o = {"tiny-llama", NULL, "/nonexistent.gguf", 0, 0, tmp_path};
+	struct synth_opts o = {.preset = "tiny-llama",
+	                       .quant = NULL,
+	                       .vocab_path = "/nonexistent.gguf",
+	                       .layers = 0,
+	                       .seed = 0,
+	                       .out = tmp_path};
 	struct orch_errinfo e = {0};
 	T_ERR(synth_write(&o, &e), ORCH_EIO);
 	T_TRUE(strstr(e.msg, "/nonexistent.gguf") != NULL);
@@ -417,7 +432,12 @@ test_vocab_copy(void)
 static void
 test_bad_options(void)
 {
-	struct synth_opts o = {"nope", NULL, NULL, 0, 0, tmp_path};
+	struct synth_opts o = {.preset = "nope",
+	                       .quant = NULL,
+	                       .vocab_path = NULL,
+	                       .layers = 0,
+	                       .seed = 0,
+	                       .out = tmp_path};
 	struct orch_errinfo e = {0};
 
 	T_ERR(synth_write(&o, &e), ORCH_EINVAL);

@@ -348,7 +348,12 @@ test_tiny_models(void)
 
 	snprintf(path, sizeof(path), "/tmp/orch-engine-test-%d.gguf", (int)getpid());
 	for (int k = 0; k < 3; k++) {
-		struct synth_opts so = {presets[k], "Q4_K_M", NULL, 0, 7, path};
+		struct synth_opts so = {.preset = presets[k],
+		                        .quant = "Q4_K_M",
+		                        .vocab_path = NULL,
+		                        .layers = 0,
+		                        .seed = 7,
+		                        .out = path};
 		struct out *o[2] = {calloc(1, sizeof(struct out)), calloc(1, sizeof(struct out))};
 		int32_t prompt[6] = {1, 300, 301, 302, 303, 304};
 		struct tok_ids p = {prompt, 6, 6};
