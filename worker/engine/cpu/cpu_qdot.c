@@ -10,6 +10,7 @@
  * accumulation order differs.
  */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "cpu.h"
@@ -62,18 +63,27 @@ cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n)
 		cpu_quant_q8b(x, xq, n);
 }
 
+/*
+ * As llama.cpp's x86 quantize_row_q8_0 rounds activations: the F16 scale of
+ * amax / 127, codes x · (127 / amax) rounded half to even. Q8_0's reference
+ * quantizer (the weights' one) multiplies by 1 / d and rounds half away from
+ * zero, which differs from it in the last bit of some codes.
+ */
 void
 cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n)
 {
-	uint8_t blk[34];
-
 	for (uint64_t i = 0; i < n / 32; i++, x += 32, y++) {
-		quant_row(GGML_TYPE_Q8_0, x, blk, 32); /* exactly Q8_0's codes and F16 scale */
-		y->d = fp16_load(blk);
-		memcpy(y->q, blk + 2, 32);
-		y->s = 0;
+		float amax = 0.0f;
 		for (int k = 0; k < 32; k++)
+			amax = fmaxf(amax, fabsf(x[k]));
+		float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+		y->d = fp16_to_f32(fp16_from_f32(amax / 127.0f));
+		y->s = 0;
+		for (int k = 0; k < 32; k++) {
+			float v = nearbyintf(x[k] * id);
+			y->q[k] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
 			y->s += y->q[k];
+		}
 	}
 }
 

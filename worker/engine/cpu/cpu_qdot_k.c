@@ -26,8 +26,9 @@ cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n)
 		float amax = 0.0f;
 		for (int k = 0; k < 256; k++)
 			amax = fmaxf(amax, fabsf(x[k]));
-		float d = amax / 127.0f, id = d > 0.0f ? 1.0f / d : 0.0f;
-		y->d = d;
+		/* llama.cpp's quantize_row_q8_K_ref: the scale is 1 / (127 / amax) */
+		float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+		y->d = id > 0.0f ? 1.0f / id : 0.0f;
 		for (int g = 0; g < 16; g++) {
 			int s = 0;
 			for (int k = 16 * g; k < 16 * g + 16; k++) {
