@@ -135,7 +135,7 @@ filehash_cached(const char *path, const char *dir, char hex[SHA256_HEX],
 
 orch_err
 filehash_compute(const char *path, char hex[SHA256_HEX], struct filehash_stamp *ret_stamp,
-                 struct orch_errinfo *reterr)
+                 const atomic_bool *stop, struct orch_errinfo *reterr)
 {
 	struct stat before, after;
 	struct filehash_stamp a, b;
@@ -157,8 +157,13 @@ filehash_compute(const char *path, char hex[SHA256_HEX], struct filehash_stamp *
 		goto out;
 	}
 	sha256_init(&s);
-	while ((k = read(fd, buf, CHUNK_BYTES)) > 0)
+	while ((k = read(fd, buf, CHUNK_BYTES)) > 0) {
 		sha256_update(&s, buf, (size_t)k);
+		if (stop != NULL && atomic_load(stop)) {
+			rv = orch_errf(reterr, ORCH_ECANCELLED, "%s: hashing stopped", path);
+			goto out;
+		}
+	}
 	if (k < 0 || fstat(fd, &after) != 0) {
 		rv = orch_errf(reterr, ORCH_EIO, "%s: %s", path, strerror(errno));
 		goto out;

@@ -11,6 +11,7 @@
  * path). A cache whose size or mtime differs from the file's is stale and
  * ignored; a malformed one too. Library code: nothing here logs.
  */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -48,11 +49,12 @@ orch_err filehash_cached(const char *path, const char *dir, char hex[SHA256_HEX]
 /*
  * filehash_compute - the SHA-256 of all of @path into @hex, and the stamp
  * it had (*@ret_stamp). ORCH_EIO when it cannot be read, or when its size
- * or mtime changed while it was read. Blocks for as long as reading the
- * file takes. Thread: any.
+ * or mtime changed while it was read; ORCH_ECANCELLED when *@stop (NULL:
+ * never) turned true, checked between 1 MiB reads. Blocks for as long as
+ * reading the file takes. Thread: any.
  */
 orch_err filehash_compute(const char *path, char hex[SHA256_HEX], struct filehash_stamp *ret_stamp,
-                          struct orch_errinfo *reterr);
+                          const atomic_bool *stop, struct orch_errinfo *reterr);
 
 /*
  * filehash_store - cache @hex as @path's digest at @stamp: beside the file

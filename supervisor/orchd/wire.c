@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/alloc.h"
+#include "base/build_id.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "ipc/ipc.h"
@@ -108,10 +109,10 @@ on_hello(struct worker *w, const Orch__Hello *h, uint64_t now)
 {
 	struct orch_errinfo e = {0};
 
-	if (ipc_check_hello(h, &e) != ORCH_OK) {
+	if (ipc_check_hello(h, orch_build_id(), &e) != ORCH_OK) {
 		orch_log(ORCH_LOG_ERR, "worker_refused", "worker=%s msg=\"%s\"", w->id, e.msg);
 		snprintf(w->model->error, sizeof(w->model->error), "%s", e.msg);
-		w->last_exit = -1;
+		w->last_exit = -1; /* another build or protocol: a restart would not help */
 		kill(w->pid, SIGKILL);
 		return;
 	}

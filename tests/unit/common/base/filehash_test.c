@@ -3,7 +3,7 @@
  * stored beside the file, found again; stale after a change; a malformed
  * cache ignored; the cache directory used when beside fails (a directory in
  * the way of FILE.sha256, which fails even for root); nowhere to store; a
- * missing file; and an OOM loop over the compute.
+ * missing file; a hash stopped by its flag; and an OOM loop over the compute.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +48,7 @@ test_compute_store_lookup(void)
 	struct orch_errinfo e = {0};
 
 	T_ERR(filehash_cached(file, NULL, got, &where, &e), ORCH_ENOTFOUND);
-	T_OK(filehash_compute(file, hex, &st, &e));
+	T_OK(filehash_compute(file, hex, &st, NULL, &e));
 	T_STREQ(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	T_EQ(st.size, 3);
 	T_OK(filehash_store(file, cdir, true, &st, hex, &where, &e));
@@ -108,7 +108,7 @@ test_fallback_dir(void)
 	struct orch_errinfo e = {0};
 
 	T_EQ(mkdir(beside, 0755), 0); /* FILE.sha256 cannot be written, even by root */
-	T_OK(filehash_compute(file, hex, &st, &e));
+	T_OK(filehash_compute(file, hex, &st, NULL, &e));
 	T_OK(filehash_store(file, cdir, true, &st, hex, &where, &e));
 	T_EQ(where, FILEHASH_DIR);
 	T_OK(filehash_cached(file, cdir, got, &where, &e));
@@ -136,9 +136,21 @@ test_missing_file(void)
 	enum filehash_where where;
 	struct orch_errinfo e = {0};
 
-	T_ERR(filehash_compute("/nonexistent/m.gguf", hex, &st, &e), ORCH_EIO);
+	T_ERR(filehash_compute("/nonexistent/m.gguf", hex, &st, NULL, &e), ORCH_EIO);
 	T_TRUE(strstr(e.msg, "/nonexistent/m.gguf") != NULL);
 	T_ERR(filehash_cached("/nonexistent/m.gguf", NULL, hex, &where, &e), ORCH_EIO);
+}
+
+static void
+test_stop(void)
+{
+	char hex[SHA256_HEX];
+	struct filehash_stamp st;
+	atomic_bool stop = true;
+
+	T_ERR(filehash_compute(file, hex, &st, &stop, NULL), ORCH_ECANCELLED);
+	atomic_store(&stop, false);
+	T_OK(filehash_compute(file, hex, &st, &stop, NULL));
 }
 
 static void
@@ -150,7 +162,7 @@ test_oom(void)
 
 	for (long n = 0; rv == ORCH_ENOMEM && n < 10; n++) {
 		alloc_fail_after(n, 1);
-		rv = filehash_compute(file, hex, &st, NULL);
+		rv = filehash_compute(file, hex, &st, NULL, NULL);
 		alloc_fail_after(-1, 0);
 	}
 	T_OK(rv);
@@ -173,6 +185,7 @@ main(void)
 	T_RUN(test_malformed_cache);
 	T_RUN(test_fallback_dir);
 	T_RUN(test_missing_file);
+	T_RUN(test_stop);
 	T_RUN(test_oom);
 	cleanup();
 	return t_done();
