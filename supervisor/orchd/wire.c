@@ -254,7 +254,10 @@ on_started(struct orchd *d, const Orch__Started *s)
 
 	if (j == NULL)
 		return;
-	struct job_event ev = {.type = EV_STARTED, .seed = s->seed};
+	struct job_event ev = {.type = EV_STARTED,
+	                       .seed = s->seed,
+	                       .prompt_tokens = s->prompt_tokens,
+	                       .unix_ms = orch_unix_ms()};
 	j->prompt_tokens = s->prompt_tokens;
 	j->started_ms = orch_mono_ms();
 	jobs_event(d, j, &ev);
@@ -274,6 +277,8 @@ on_tokens(struct orchd *d, const Orch__TokenBatch *b)
 			continue; /* nothing held back */
 		struct job_event ev = {.type = EV_TOKEN, .index = t->index, .text = t->text};
 		jobs_event(d, j, &ev);
+		if (t->token_id >= 0)
+			jobs_metrics_due(d, j);
 	}
 }
 
