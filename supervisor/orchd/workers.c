@@ -254,12 +254,13 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 		models_worker_state(d, m);
 		return;
 	}
-	m->restarts++;
-	w->restarts++;
-	if (permanent || too_many_failures(m, orch_mono_ms()))
+	if (permanent || too_many_failures(m, orch_mono_ms())) {
 		give_up(d, w, why, code);
-	else
-		schedule_restart(d, w);
+		return;
+	}
+	m->restarts++; /* counted when it happens: a refused build or a bad file is not restarted */
+	w->restarts++;
+	schedule_restart(d, w);
 }
 
 /* ---- spawning ---- */
