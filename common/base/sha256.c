@@ -87,6 +87,8 @@ sha256_update(struct sha256 *s, const void *p, size_t n)
 {
 	const uint8_t *b = p;
 
+	if (n == 0)
+		return; /* @p may be NULL */
 	s->n_bytes += n;
 	if (s->fill > 0) {
 		size_t take = 64 - s->fill < n ? 64 - s->fill : n;
