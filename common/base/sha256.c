@@ -45,7 +45,8 @@ store_be32(uint8_t *p, uint32_t v)
 static void
 compress(uint32_t h[8], const uint8_t *block)
 {
-	uint32_t w[64], v[8];
+	uint32_t w[64];
+	uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
 
 	for (int t = 0; t < 16; t++)
 		w[t] = load_be32(block + 4 * t);
@@ -54,20 +55,28 @@ compress(uint32_t h[8], const uint8_t *block)
 		uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
 		w[t] = w[t - 16] + s0 + w[t - 7] + s1;
 	}
-	memcpy(v, h, sizeof(v));
 	for (int t = 0; t < 64; t++) {
-		/* v: a b c d e f g h */
-		uint32_t s1 = rotr(v[4], 6) ^ rotr(v[4], 11) ^ rotr(v[4], 25);
-		uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
-		uint32_t t1 = v[7] + s1 + ch + k[t] + w[t];
-		uint32_t s0 = rotr(v[0], 2) ^ rotr(v[0], 13) ^ rotr(v[0], 22);
-		uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
-		memmove(v + 1, v, 7 * sizeof(v[0]));
-		v[4] += t1;
-		v[0] = t1 + s0 + maj;
+		uint32_t t1 = hh + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
+		              k[t] + w[t];
+		uint32_t t2 =
+		        (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+		hh = g;
+		g = f;
+		f = e;
+		e = d + t1;
+		d = c;
+		c = b;
+		b = a;
+		a = t1 + t2;
 	}
-	for (int i = 0; i < 8; i++)
-		h[i] += v[i];
+	h[0] += a;
+	h[1] += b;
+	h[2] += c;
+	h[3] += d;
+	h[4] += e;
+	h[5] += f;
+	h[6] += g;
+	h[7] += hh;
 }
 
 void
