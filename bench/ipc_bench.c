@@ -171,7 +171,7 @@ bench_worker(const char *bin, const char *model)
 	if (pid == 0) {
 		execl(bin, bin, "serve", "--endpoint", url, "--model", model, "--device", "cpu",
 		      "--worker-id", "bench", "--slots", "64", "--context", "256", "--threads", "1",
-		      (char *)NULL);
+		      "--no-hash-beside", (char *)NULL);
 		_exit(127);
 	}
 	for (;;) { /* Hello, LoadProgress..., Ready */

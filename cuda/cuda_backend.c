@@ -100,10 +100,12 @@ fill_info(int dev, struct be_info *ret)
 	struct cudaDeviceProp p;
 
 	memset(ret, 0, sizeof(*ret));
-	if (cudaGetDeviceProperties(&p, dev) == cudaSuccess)
+	if (cudaGetDeviceProperties(&p, dev) == cudaSuccess) {
 		snprintf(ret->device, sizeof(ret->device), "%.96s, compute %d.%d, %d SMs, %.1f GiB",
 		         p.name, p.major, p.minor, p.multiProcessorCount,
 		         (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
+		snprintf(ret->sm, sizeof(ret->sm), "sm_%d%d", p.major % 100, p.minor % 10);
+	}
 	if (cudaRuntimeGetVersion(&rt) == cudaSuccess)
 		snprintf(ret->cuda_version, sizeof(ret->cuda_version), "%d.%d", rt / 1000,
 		         rt % 1000 / 10);

@@ -110,10 +110,12 @@ void ipc_envelope_free(Orch__Envelope *env);
 orch_err ipc_check(const Orch__Envelope *env, struct orch_errinfo *reterr);
 
 /*
- * ipc_check_hello - whether a peer's Hello speaks IPC_PROTOCOL_VERSION;
- * ORCH_EPROTO naming both versions otherwise.
+ * ipc_check_hello - whether a peer's Hello speaks IPC_PROTOCOL_VERSION and,
+ * when @build_id is not NULL, comes from that build (orchd passes its own:
+ * a worker of another build is refused, docs/protocol.md). ORCH_EPROTO
+ * naming both versions or both builds otherwise.
  */
-orch_err ipc_check_hello(const Orch__Hello *h, struct orch_errinfo *reterr);
+orch_err ipc_check_hello(const Orch__Hello *h, const char *build_id, struct orch_errinfo *reterr);
 
 /* ipc_body_name - "submit", "token_batch", ... for a body case; "none" when unset. */
 const char *ipc_body_name(Orch__Envelope__BodyCase body);

@@ -163,12 +163,18 @@ ipc_check(const Orch__Envelope *env, struct orch_errinfo *reterr)
 }
 
 orch_err
-ipc_check_hello(const Orch__Hello *h, struct orch_errinfo *reterr)
+ipc_check_hello(const Orch__Hello *h, const char *build_id, struct orch_errinfo *reterr)
 {
+	const char *peer = h->worker_id && h->worker_id[0] ? h->worker_id : "?";
+
 	if (h->protocol_version != IPC_PROTOCOL_VERSION)
 		return orch_errf(reterr, ORCH_EPROTO,
 		                 "ipc: peer %s speaks protocol version %u, this build speaks %u",
-		                 h->worker_id ? h->worker_id : "?", h->protocol_version,
-		                 IPC_PROTOCOL_VERSION);
+		                 peer, h->protocol_version, IPC_PROTOCOL_VERSION);
+	if (build_id != NULL && strcmp(h->build_id ? h->build_id : "", build_id) != 0)
+		return orch_errf(reterr, ORCH_EPROTO,
+		                 "ipc: peer %s is build '%.100s', this is build '%.100s' (after an "
+		                 "upgrade, restart orchd so that its workers are of its build)",
+		                 peer, h->build_id ? h->build_id : "", build_id);
 	return ORCH_OK;
 }

@@ -178,6 +178,48 @@ read_opts(int argc, char **argv, const char **sock, bool *json)
 	return optind == argc;
 }
 
+/* The health notes of @model's workers in status @s: why one is unhealthy or last restarted. */
+static void
+print_worker_notes(const cJSON *s, const char *model)
+{
+	const cJSON *w;
+
+	cJSON_ArrayForEach(w, cJSON_GetObjectItem(s, "workers"))
+	{
+		if (strcmp(orchctl_str(w, "model"), model) != 0)
+			continue;
+		if (cJSON_GetObjectItem(w, "reason"))
+			printf("  worker %s unhealthy: %s (draining, then a restart)\n",
+			       orchctl_str(w, "id"), orchctl_str(w, "reason"));
+		if (cJSON_GetObjectItem(w, "last_restart_reason"))
+			printf("  worker %s last restart: %s\n", orchctl_str(w, "id"),
+			       orchctl_str(w, "last_restart_reason"));
+	}
+}
+
+static void
+print_models(const cJSON *s)
+{
+	const cJSON *m;
+
+	printf("%-24s %-10s %-9s %-8s %6s %6s %8s  %s\n", "MODEL", "STATE", "HEALTH", "DEVICE",
+	       "SLOTS", "QUEUED", "RESTARTS", "PATH");
+	cJSON_ArrayForEach(m, cJSON_GetObjectItem(s, "models"))
+	{
+		const cJSON *devs = cJSON_GetObjectItem(m, "devices");
+		printf("%-24s %-10s %-9s %-8s %6.0f %6.0f %8.0f  %s\n", orchctl_str(m, "name"),
+		       orchctl_str(m, "state"), orchctl_str(m, "health"),
+		       cJSON_IsString(cJSON_GetArrayItem(devs, 0))
+		               ? cJSON_GetArrayItem(devs, 0)->valuestring
+		               : "-",
+		       orchctl_num(m, "slots"), orchctl_num(m, "queued"),
+		       orchctl_num(m, "restarts"), orchctl_str(m, "path"));
+		if (cJSON_GetObjectItem(m, "error"))
+			printf("  error: %s\n", orchctl_str(m, "error"));
+		print_worker_notes(s, orchctl_str(m, "name"));
+	}
+}
+
 int
 orchctl_status(int argc, char **argv)
 {
@@ -195,28 +237,14 @@ orchctl_status(int argc, char **argv)
 	if (json) {
 		printf("%s", raw);
 	} else {
-		const cJSON *m, *d;
+		const cJSON *d;
 		printf("orchd %s  pid %.0f  up %.0f s  listen %s  %s\n", orchctl_str(s, "version"),
 		       orchctl_num(s, "pid"), orchctl_num(s, "uptime_s"), orchctl_str(s, "listen"),
 		       cJSON_IsTrue(cJSON_GetObjectItem(s, "ready")) ? "ready" : "not ready");
 		printf("jobs: %.0f running, %.0f queued, %.0f open streams\n",
 		       orchctl_num(s, "running"), orchctl_num(s, "queued"),
 		       orchctl_num(s, "open_streams"));
-		printf("%-24s %-10s %-8s %6s %6s %8s  %s\n", "MODEL", "STATE", "DEVICE", "SLOTS",
-		       "QUEUED", "RESTARTS", "PATH");
-		cJSON_ArrayForEach(m, cJSON_GetObjectItem(s, "models"))
-		{
-			const cJSON *devs = cJSON_GetObjectItem(m, "devices");
-			printf("%-24s %-10s %-8s %6.0f %6.0f %8.0f  %s\n", orchctl_str(m, "name"),
-			       orchctl_str(m, "state"),
-			       cJSON_IsString(cJSON_GetArrayItem(devs, 0))
-			               ? cJSON_GetArrayItem(devs, 0)->valuestring
-			               : "-",
-			       orchctl_num(m, "slots"), orchctl_num(m, "queued"),
-			       orchctl_num(m, "restarts"), orchctl_str(m, "path"));
-			if (cJSON_GetObjectItem(m, "error"))
-				printf("  error: %s\n", orchctl_str(m, "error"));
-		}
+		print_models(s);
 		printf("%-8s %10s %10s %10s  %s\n", "DEVICE", "TOTAL_MIB", "FREE_MIB", "OURS_MIB",
 		       "NAME");
 		cJSON_ArrayForEach(d, cJSON_GetObjectItem(s, "devices")) printf(

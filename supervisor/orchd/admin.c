@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/readfile.h"
+#include "health.h"
 #include "http.h"
 #include "models.h"
 #include "orchd.h"
@@ -58,6 +59,7 @@ worker_json(const struct worker *w)
 	cJSON_AddBoolToObject(o, "residency_ok", w->residency_ok);
 	cJSON_AddBoolToObject(o, "degraded", w->degraded);
 	cJSON_AddStringToObject(o, "debug_endpoint", w->debug_url);
+	health_worker_facts(o, w);
 	return o;
 }
 
@@ -69,6 +71,7 @@ model_json(const struct model_entry *m)
 	cJSON_AddStringToObject(o, "name", m->cfg.name);
 	cJSON_AddStringToObject(o, "path", m->cfg.path);
 	cJSON_AddStringToObject(o, "state", models_state_name(m->state));
+	cJSON_AddStringToObject(o, "health", health_model_healthy(m) ? "healthy" : "unhealthy");
 	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
 		cJSON_AddItemToArray(devs, cJSON_CreateString(m->cfg.devices[i]));
 	cJSON_AddNumberToObject(o, "slots", m->cfg.slots);

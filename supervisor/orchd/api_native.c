@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 #include <event2/http.h>
@@ -100,18 +101,49 @@ put_event(struct sbuf *out, uint32_t id, const char *name, cJSON *data)
 	free(text);
 }
 
+/* @unix_ms as ISO 8601 UTC with milliseconds, "2026-11-22T10:04:05.123Z", into @out. */
+static void
+iso8601(uint64_t unix_ms, char out[32])
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	char day[24] = "1970-01-01T00:00:00";
+
+	if (gmtime_r(&t, &tm) != NULL)
+		strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 32, "%.20s.%03uZ", day, (unsigned)(unix_ms % 1000));
+}
+
+/* The metrics event: counts and times so far (docs/http-api.md). */
+static void
+add_metrics(cJSON *o, const struct job_event *ev)
+{
+	double rate = ev->decode_ms > 0 && ev->tokens_out > 1
+	                      ? (ev->tokens_out - 1) / (ev->decode_ms / 1e3)
+	                      : 0;
+
+	cJSON_AddNumberToObject(o, "tokens_out", ev->tokens_out);
+	cJSON_AddNumberToObject(o, "elapsed_ms", ev->prefill_ms + ev->decode_ms);
+	cJSON_AddNumberToObject(o, "time_to_first_token_ms", ev->prefill_ms);
+	cJSON_AddNumberToObject(o, "decode_time_ms", ev->decode_ms);
+	cJSON_AddNumberToObject(o, "tokens_per_second", rate);
+}
+
 static void
 native_format(const struct job *j, uint32_t k, struct sbuf *out)
 {
 	const struct job_event *ev = &j->events[k];
 	cJSON *o = cJSON_CreateObject();
+	char when[32];
 
 	switch (ev->type) {
 	case EV_STARTED:
+		iso8601(ev->unix_ms, when);
 		cJSON_AddStringToObject(o, "job_id", j->ext_id);
 		cJSON_AddStringToObject(o, "model", j->model_name);
-		cJSON_AddNumberToObject(o, "started_at", (double)j->created_unix / 1e3);
-		cJSON_AddNumberToObject(o, "prompt_tokens", j->prompt_tokens);
+		cJSON_AddStringToObject(o, "started_at", when);
+		cJSON_AddNumberToObject(o, "started_at_ms", (double)ev->unix_ms);
+		cJSON_AddNumberToObject(o, "prompt_tokens", ev->prompt_tokens);
 		return put_event(out, k + 1, "started", o);
 	case EV_TOKEN:
 		cJSON_AddStringToObject(o, "t", ev->text ? ev->text : "");
@@ -120,10 +152,15 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 	case EV_END:
 		cJSON_AddNumberToObject(o, "tokens_out", ev->tokens_out);
 		cJSON_AddNumberToObject(o, "prompt_tokens", ev->prompt_tokens);
+		cJSON_AddNumberToObject(o, "cached_tokens", 0); /* no prefix cache yet */
+		cJSON_AddNumberToObject(o, "prefill_time_ms", ev->prefill_ms);
 		cJSON_AddNumberToObject(o, "decode_time_ms", ev->decode_ms);
 		cJSON_AddStringToObject(o, "finish_reason", orch_finish_name(ev->finish));
 		cJSON_AddNumberToObject(o, "seed", (double)ev->seed);
 		return put_event(out, k + 1, "end", o);
+	case EV_METRICS:
+		add_metrics(o, ev);
+		return put_event(out, k + 1, "metrics", o);
 	case EV_ERROR:
 		cJSON_AddStringToObject(o, "code", orch_err_wire(ev->code));
 		cJSON_AddStringToObject(o, "message", ev->text ? ev->text : "");

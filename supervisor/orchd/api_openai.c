@@ -103,6 +103,8 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 			put(out, o);
 		}
 		return;
+	case EV_METRICS: /* a native API option */
+		return;
 	case EV_ERROR: {
 		cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
 		cJSON_AddStringToObject(e, "code", orch_err_wire(ev->code));

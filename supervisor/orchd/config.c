@@ -38,6 +38,9 @@ cfg_defaults(struct orchd_config *c)
 	c->load_timeout_s = 120;
 	c->heartbeat_timeout_s = 10;
 	c->shutdown_timeout_s = 30;
+	c->residency_check_s = 60;
+	c->unhealthy_drain_s = 30;
+	c->hash_cache_beside = true;
 	c->evict = CFG_EVICT_NONE;
 	c->vram_headroom_bytes = 512ull * MIB;
 	c->evict_wait_s = 60;
@@ -124,36 +127,36 @@ set_devices(struct cfg_model *m, const char *v, struct orch_errinfo *e)
 
 /* ---- keys ---- */
 
+/* The numeric [server] keys: where each goes and its range. */
+static const struct {
+	const char *key;
+	size_t off;
+	uint64_t lo, hi;
+} server_nums[] = {
+        {"max_queue", offsetof(struct orchd_config, max_queue), 0, 1000000},
+        {"request_timeout_s", offsetof(struct orchd_config, request_timeout_s), 1, 86400},
+        {"max_tokens", offsetof(struct orchd_config, max_tokens), 1, 1u << 20},
+        {"max_prompt_chars", offsetof(struct orchd_config, max_prompt_chars), 1, 1u << 26},
+        {"max_body_bytes", offsetof(struct orchd_config, max_body_bytes), 1024, 1u << 30},
+        {"max_header_bytes", offsetof(struct orchd_config, max_header_bytes), 1024, 1u << 20},
+        {"max_connections", offsetof(struct orchd_config, max_connections), 1, 1000000},
+        {"events_keep_s", offsetof(struct orchd_config, events_keep_s), 0, 86400},
+        {"sse_keepalive_s", offsetof(struct orchd_config, sse_keepalive_s), 1, 3600},
+        {"handshake_timeout_s", offsetof(struct orchd_config, handshake_timeout_s), 1, 3600},
+        {"load_timeout_s", offsetof(struct orchd_config, load_timeout_s), 1, 86400},
+        {"heartbeat_timeout_s", offsetof(struct orchd_config, heartbeat_timeout_s), 1, 3600},
+        {"shutdown_timeout_s", offsetof(struct orchd_config, shutdown_timeout_s), 1, 3600},
+        {"residency_check_s", offsetof(struct orchd_config, residency_check_s), 1, 86400},
+        {"unhealthy_drain_s", offsetof(struct orchd_config, unhealthy_drain_s), 1, 3600},
+};
+
 static orch_err
 set_server(struct orchd_config *c, const char *k, const char *v, struct orch_errinfo *e)
 {
-	static const struct {
-		const char *key;
-		size_t off;
-		uint64_t lo, hi;
-	} nums[] = {
-	        {"max_queue", offsetof(struct orchd_config, max_queue), 0, 1000000},
-	        {"request_timeout_s", offsetof(struct orchd_config, request_timeout_s), 1, 86400},
-	        {"max_tokens", offsetof(struct orchd_config, max_tokens), 1, 1u << 20},
-	        {"max_prompt_chars", offsetof(struct orchd_config, max_prompt_chars), 1, 1u << 26},
-	        {"max_body_bytes", offsetof(struct orchd_config, max_body_bytes), 1024, 1u << 30},
-	        {"max_header_bytes", offsetof(struct orchd_config, max_header_bytes), 1024,
-	         1u << 20},
-	        {"max_connections", offsetof(struct orchd_config, max_connections), 1, 1000000},
-	        {"events_keep_s", offsetof(struct orchd_config, events_keep_s), 0, 86400},
-	        {"sse_keepalive_s", offsetof(struct orchd_config, sse_keepalive_s), 1, 3600},
-	        {"handshake_timeout_s", offsetof(struct orchd_config, handshake_timeout_s), 1,
-	         3600},
-	        {"load_timeout_s", offsetof(struct orchd_config, load_timeout_s), 1, 86400},
-	        {"heartbeat_timeout_s", offsetof(struct orchd_config, heartbeat_timeout_s), 1,
-	         3600},
-	        {"shutdown_timeout_s", offsetof(struct orchd_config, shutdown_timeout_s), 1, 3600},
-	};
-
-	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
-		if (strcmp(k, nums[i].key) == 0)
-			return set_u32((uint32_t *)(void *)((char *)c + nums[i].off), nums[i].lo,
-			               nums[i].hi, k, v, e);
+	for (size_t i = 0; i < sizeof(server_nums) / sizeof(server_nums[0]); i++)
+		if (strcmp(k, server_nums[i].key) == 0)
+			return set_u32((uint32_t *)(void *)((char *)c + server_nums[i].off),
+			               server_nums[i].lo, server_nums[i].hi, k, v, e);
 	if (strcmp(k, "listen") == 0)
 		return set_addr(c->listen, sizeof(c->listen), k, v, e);
 	if (strcmp(k, "admin_listen") == 0)
@@ -196,6 +199,8 @@ set_server(struct orchd_config *c, const char *k, const char *v, struct orch_err
 		return set_u32(&c->evict_wait_s, 1, 3600, k, v, e);
 	if (strcmp(k, "nvml_library") == 0)
 		return set_str(c->nvml_library, sizeof(c->nvml_library), k, v, e);
+	if (strcmp(k, "hash_cache_beside") == 0)
+		return set_bool(&c->hash_cache_beside, k, v, e);
 	return orch_errf(e, ORCH_EINVAL, "unknown key '%s' in [server]", k);
 }
 

@@ -45,7 +45,10 @@ struct orchd_config {
 	uint32_t sse_keepalive_s; /* comment line on an idle stream */
 	uint32_t handshake_timeout_s, load_timeout_s, heartbeat_timeout_s;
 	uint32_t shutdown_timeout_s;
-	uint32_t watchdog_s; /* unused unless systemd sets WATCHDOG_USEC */
+	uint32_t residency_check_s; /* workers check their device memory this often */
+	uint32_t unhealthy_drain_s; /* an unhealthy worker's jobs get this long to finish */
+	bool hash_cache_beside;     /* workers may write MODEL.sha256 beside a model */
+	uint32_t watchdog_s;        /* unused unless systemd sets WATCHDOG_USEC */
 	enum cfg_evict evict;
 	uint64_t vram_headroom_bytes;
 	uint64_t cpu_memory_bytes; /* cap on what orchd places on cpu; 0 = MemAvailable only */

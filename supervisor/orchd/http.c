@@ -17,6 +17,7 @@
 #include "api.h"
 #include "base/log.h"
 #include "base/sbuf.h"
+#include "health.h"
 #include "metrics.h"
 #include "models.h"
 #include "orchd.h"
@@ -171,35 +172,29 @@ http_dispatch(struct orchd *d, struct evhttp_request *req, const struct http_rou
 
 /* ---- the public API ---- */
 
-static void
-health(struct orchd *d, struct evhttp_request *req, bool ready_check)
-{
-	cJSON *o = cJSON_CreateObject();
-	bool ok = !ready_check || (models_all_ready(d) && !d->stopping);
-
-	cJSON_AddStringToObject(o, "status", ok ? "ok" : "not ready");
-	if (ready_check) {
-		cJSON *ms = cJSON_AddObjectToObject(o, "models");
-		for (struct model_entry *m = d->models; m; m = m->next)
-			cJSON_AddStringToObject(ms, m->cfg.name, models_state_name(m->state));
-	}
-	if (!ok)
-		http_retry_after(req, 5);
-	http_json(req, ok ? 200 : 503, o);
-}
-
+/* GET /health: 200 while the loop runs; the models' and workers' health (health.h). */
 static void
 on_health(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
 	(void)arg;
-	health(d, req, false);
+	http_json(req, 200, health_json(d));
 }
 
+/* GET /ready: 200 when every preload model is READY, else 503 with each model's state. */
 static void
 on_ready(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
+	cJSON *o = cJSON_CreateObject(), *ms;
+	bool ok = models_all_ready(d) && !d->stopping;
+
 	(void)arg;
-	health(d, req, true);
+	cJSON_AddStringToObject(o, "status", ok ? "ok" : "not ready");
+	ms = cJSON_AddObjectToObject(o, "models");
+	for (struct model_entry *m = d->models; m; m = m->next)
+		cJSON_AddStringToObject(ms, m->cfg.name, models_state_name(m->state));
+	if (!ok)
+		http_retry_after(req, 5);
+	http_json(req, ok ? 200 : 503, o);
 }
 
 static void

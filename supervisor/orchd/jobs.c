@@ -205,6 +205,7 @@ on_token(struct job *j, const struct job_event *ev)
 
 	if (j->first_token_ms == 0) {
 		j->first_token_ms = now;
+		j->first_token_ns = orch_mono_ns();
 		if (j->model)
 			histo_observe(&j->model->met.ttft, (double)(now - j->created_ms) / 1e3);
 	} else if (j->model) {
@@ -215,32 +216,65 @@ on_token(struct job *j, const struct job_event *ev)
 		sbuf_puts(&j->text, ev->text);
 }
 
-void
-jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
+/* Append @ev to @j's events; false when out of memory (only a non-terminal one is lost). */
+static bool
+append(struct job *j, const struct job_event *ev)
 {
-	if (j->state == JOB_DONE)
-		return; /* exactly one terminal event */
 	bool terminal = ev->type == EV_END || ev->type == EV_ERROR;
-	/* the last slot is kept for the terminal event, so a job always ends */
-	if (!terminal && j->n_events + 1 == j->cap_events) {
+
+	/* the last two slots are kept for a started and a terminal event, so a job always ends */
+	if (!terminal && j->n_events + 2 >= j->cap_events) {
 		uint32_t cap = 2 * j->cap_events;
 		struct job_event *e = orch_reallocarray(j->events, cap, sizeof(*e));
 		if (e == NULL)
-			return; /* out of memory: this token's event is lost, not the job's end */
+			return false;
 		j->events = e;
 		j->cap_events = cap;
 	}
 	struct job_event *e = &j->events[j->n_events++];
 	*e = *ev;
 	e->text = ev->text ? orch_strndup(ev->text, strlen(ev->text)) : NULL;
+	if (ev->type == EV_STARTED)
+		j->started_ns = orch_mono_ns();
+	return true;
+}
+
+void
+jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
+{
+	if (j->state == JOB_DONE)
+		return; /* exactly one terminal event */
+	if (j->n_events == 0 && ev->type != EV_STARTED) {
+		/* admitted by orchd, refused or lost before the worker started it: started first */
+		struct job_event st = {.type = EV_STARTED, .unix_ms = orch_unix_ms()};
+		append(j, &st);
+	}
+	if (!append(j, ev))
+		return; /* out of memory: this token's event is lost, not the job's end */
 	if (ev->type == EV_TOKEN)
 		on_token(j, ev);
-	if (terminal)
+	if (ev->type == EV_END || ev->type == EV_ERROR)
 		finish(d, j, ev);
 	for (struct job_watch *w = j->watches, *next; w; w = next) {
 		next = w->next; /* notify may unwatch */
 		w->notify(w);
 	}
+}
+
+void
+jobs_metrics_due(struct orchd *d, struct job *j)
+{
+	uint32_t every = j->req.metrics_every;
+	uint64_t now = orch_mono_ns();
+
+	if (every == 0 || j->tokens_out == 0 || j->tokens_out % every != 0 || j->state == JOB_DONE)
+		return;
+	struct job_event ev = {.type = EV_METRICS, .tokens_out = j->tokens_out};
+	if (j->first_token_ns) {
+		ev.decode_ms = (double)(now - j->first_token_ns) / 1e6;
+		ev.prefill_ms = (double)(j->first_token_ns - j->started_ns) / 1e6;
+	}
+	jobs_event(d, j, &ev);
 }
 
 void

@@ -28,7 +28,13 @@ enum job_kind { JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT };
 
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
 
-enum ev_type { EV_STARTED, EV_TOKEN, EV_END, EV_ERROR };
+/*
+ * A job's events, in the order a stream shows them: EV_STARTED first, always
+ * (orchd adds one when the job ends before the worker started it), then
+ * EV_TOKEN and, every metrics_every tokens when asked, EV_METRICS; exactly
+ * one terminal EV_END or EV_ERROR last.
+ */
+enum ev_type { EV_STARTED, EV_TOKEN, EV_END, EV_ERROR, EV_METRICS };
 
 /* One event of a job, kept for streams that attach later (resume). */
 struct job_event {
@@ -37,9 +43,12 @@ struct job_event {
 	char *text;              /* EV_TOKEN: the text delta; EV_ERROR: the message */
 	orch_err code;           /* EV_ERROR */
 	enum orch_finish finish; /* EV_END */
-	uint32_t tokens_out, prompt_tokens;
-	double decode_ms, prefill_ms;
-	uint64_t seed;
+	uint32_t tokens_out;     /* EV_END, EV_METRICS: tokens so far */
+	uint32_t prompt_tokens;  /* EV_STARTED (0: the worker never started it), EV_END */
+	double decode_ms;        /* EV_END; EV_METRICS: since the first token */
+	double prefill_ms;       /* EV_END; EV_METRICS: from EV_STARTED to the first token */
+	uint64_t seed;           /* EV_STARTED, EV_END */
+	uint64_t unix_ms;        /* EV_STARTED: when (CLOCK_REALTIME) */
 };
 
 /*
@@ -78,6 +87,7 @@ struct job_request {
 	uint32_t n_stops, max_tokens;
 	bool stream, include_usage;
 	uint32_t resume_grace_s;
+	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
 };
 
 struct job {
@@ -98,6 +108,7 @@ struct job {
 	struct sbuf text; /* all the text so far (OpenAI stream=false) */
 	uint32_t tokens_out, prompt_tokens;
 	uint64_t created_ms, started_ms, first_token_ms, last_token_ms, ended_ms;
+	uint64_t started_ns, first_token_ns; /* monotonic, for the metrics events */
 	uint64_t created_unix;
 	struct job_watch *watches;
 	bool cancel_sent;
@@ -125,6 +136,13 @@ struct job *jobs_find(struct orchd *d, uint64_t id);
 
 /* jobs_event - append an event to @j and notify its watchers; terminal ones end it, once. */
 void jobs_event(struct orchd *d, struct job *j, const struct job_event *ev);
+
+/*
+ * jobs_metrics_due - after a token counted in @j->tokens_out: append an
+ * EV_METRICS event when the request asked for one every metrics_every tokens
+ * and this is the next.
+ */
+void jobs_metrics_due(struct orchd *d, struct job *j);
 
 /* jobs_fail - end @j with error @code unless it has ended. */
 void jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg);

@@ -209,6 +209,22 @@ per_worker(struct orchd *d, struct sbuf *o)
 			            m->cfg.name, w->id,
 			            w->kv_total ? (double)w->kv_used / (double)w->kv_total : 0.0);
 		}
+	family(o, "orch_worker_unhealthy_total", "counter",
+	       "Times a worker failed a health check and was drained for a restart.");
+	for (struct model_entry *m = d->models; m; m = m->next)
+		for (uint32_t i = 0; i < m->n_workers; i++)
+			sbuf_printf(o,
+			            "orch_worker_unhealthy_total{model=\"%s\",worker=\"%s\","
+			            "reason=\"residency\"} %llu\n",
+			            m->cfg.name, m->workers[i]->id,
+			            (unsigned long long)m->workers[i]->unhealthy_total);
+	family(o, "orch_worker_healthy", "gauge",
+	       "1 while a worker is healthy, 0 while it is unhealthy or waiting to restart.");
+	for (struct model_entry *m = d->models; m; m = m->next)
+		for (uint32_t i = 0; i < m->n_workers; i++)
+			sbuf_printf(o, "orch_worker_healthy{model=\"%s\",worker=\"%s\"} %d\n",
+			            m->cfg.name, m->workers[i]->id,
+			            workers_healthy(m->workers[i]) ? 1 : 0);
 	family(o, "orch_worker_slots_busy", "gauge", "Slots running a job, from the heartbeat.");
 	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)

@@ -319,8 +319,9 @@ models_worker_state(struct orchd *d, struct model_entry *m)
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		enum worker_state s = m->workers[i]->state;
 		ready += s == WORKER_READY;
+		/* an unhealthy worker drains, then restarts: the model is not given up */
 		live += s == WORKER_STARTING || s == WORKER_LOADING || s == WORKER_BACKOFF ||
-		        s == WORKER_WAITING;
+		        s == WORKER_WAITING || s == WORKER_UNHEALTHY;
 		stopped += s == WORKER_STOPPED && m->workers[i]->pid <= 0;
 	}
 	if (m->state == MODEL_UNLOADING) {
@@ -344,6 +345,8 @@ models_worker_state(struct orchd *d, struct model_entry *m)
 		                   m->error);
 	}
 	if (m->state != before) {
+		if (m->state == MODEL_READY)
+			m->ready_since_ms = orch_mono_ms();
 		orch_log(ORCH_LOG_INFO, "model_state", "model=%s state=%s", m->cfg.name,
 		         models_state_name(m->state));
 		models_changed(d, m, "state");

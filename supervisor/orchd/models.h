@@ -45,6 +45,7 @@ struct model_entry {
 	uint32_t restarts;
 	bool remove_when_stopped; /* unloaded through the admin API or a reload */
 	uint64_t load_started_ms;
+	uint64_t ready_since_ms; /* when it last became READY (monotonic) */
 	struct model_metrics met;
 	struct sse_stream **followers; /* GET /admin/models/NAME/events (admin.c's) */
 	uint32_t n_followers;

@@ -14,10 +14,11 @@
 #include "jobs.h"
 #include "params.h"
 
-static const char *const execute_keys[] = {
-        "job_id", "model",          "prompt", "max_tokens",         "temperature",
-        "top_p",  "top_k",          "min_p",  "repetition_penalty", "stop",
-        "seed",   "resume_grace_s", NULL};
+static const char *const execute_keys[] = {"job_id",        "model",       "prompt",
+                                           "max_tokens",    "temperature", "top_p",
+                                           "top_k",         "min_p",       "repetition_penalty",
+                                           "stop",          "seed",        "resume_grace_s",
+                                           "metrics_every", NULL};
 
 static const char *const completion_keys[] = {"model",
                                               "prompt",
@@ -101,13 +102,14 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
               struct params_err *pe)
 {
 	const char *job_id = NULL, *model = NULL, *prompt = NULL;
-	int64_t grace = 0;
+	int64_t grace = 0, every = 0;
 
 	if (!params_known(root, execute_keys, pe) ||
 	    !params_string(root, "job_id", true, &job_id, pe) ||
 	    !params_string(root, "model", true, &model, pe) ||
 	    !params_string(root, "prompt", true, &prompt, pe) ||
-	    !params_int(root, "resume_grace_s", 0, 300, &grace, pe))
+	    !params_int(root, "resume_grace_s", 0, 300, &grace, pe) ||
+	    !params_int(root, "metrics_every", 0, REQUEST_METRICS_EVERY_MAX, &every, pe))
 		return false;
 	if (job_id[0] == '\0' || strlen(job_id) > REQUEST_JOB_ID_MAX)
 		return params_fail(pe, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes",
@@ -120,6 +122,7 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 	snprintf(r->job_id, sizeof(r->job_id), "%s", job_id);
 	snprintf(r->model, sizeof(r->model), "%s", model);
 	r->resume_grace_s = (uint32_t)grace;
+	r->metrics_every = (uint32_t)every;
 	r->stream = true;
 	if (!params_sampling(root, "repetition_penalty", "max_tokens", NULL, cfg->max_tokens, 256,
 	                     r, pe) ||

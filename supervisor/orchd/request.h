@@ -18,6 +18,9 @@ enum request_api { REQUEST_EXECUTE, REQUEST_COMPLETION, REQUEST_CHAT };
 /* The longest native job_id. */
 #define REQUEST_JOB_ID_MAX 127
 
+/* The largest metrics_every of a native request (0: no metrics events). */
+#define REQUEST_METRICS_EVERY_MAX 65536
+
 /*
  * request_parse - check @body (@n bytes of JSON) for @api under @cfg's caps
  * and fill *@ret (zeroed first; job_request_fini it, also on failure).

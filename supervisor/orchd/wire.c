@@ -6,10 +6,12 @@
 
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "base/alloc.h"
+#include "base/build_id.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "ipc/ipc.h"
@@ -103,20 +105,70 @@ wire_drain(struct worker *w)
 
 /* ---- from a worker: its life ---- */
 
+/* Copy @src (NULL: "") into @dst of @n bytes. */
+static void
+keep(char *dst, size_t n, const char *src)
+{
+	snprintf(dst, n, "%s", src ? src : "");
+}
+
 static void
 on_hello(struct worker *w, const Orch__Hello *h, uint64_t now)
 {
+	struct worker_ident *id = &w->ident;
 	struct orch_errinfo e = {0};
 
-	if (ipc_check_hello(h, &e) != ORCH_OK) {
-		orch_log(ORCH_LOG_ERR, "worker_refused", "worker=%s msg=\"%s\"", w->id, e.msg);
-		snprintf(w->model->error, sizeof(w->model->error), "%s", e.msg);
-		w->last_exit = -1;
-		kill(w->pid, SIGKILL);
+	if (ipc_check_hello(h, orch_build_id(), &e) != ORCH_OK) {
+		orch_log(ORCH_LOG_ERR, "worker_refused", "worker=%s build_id=%s msg=\"%s\"", w->id,
+		         h->build_id ? h->build_id : "", e.msg);
+		snprintf(w->model->error, sizeof(w->model->error), "%s: %.400s", w->id, e.msg);
+		w->last_exit = -1; /* another build or protocol: a restart would not help */
+		if (w->pid > 0)
+			kill(w->pid, SIGKILL);
 		return;
 	}
+	if (id->model_sha256[0] && h->model_sha256[0] && strcmp(id->model_sha256, h->model_sha256))
+		orch_log(ORCH_LOG_WARNING, "model_file_changed", "worker=%s path=%s was=%s now=%s",
+		         w->id, w->model->cfg.path, id->model_sha256, h->model_sha256);
+	keep(id->build_id, sizeof(id->build_id), h->build_id);
+	keep(id->model_sha256, sizeof(id->model_sha256), h->model_sha256);
+	keep(id->tokenizer_hash, sizeof(id->tokenizer_hash), h->tokenizer_hash);
+	keep(id->cuda_version, sizeof(id->cuda_version), h->cuda_version);
+	keep(id->driver_version, sizeof(id->driver_version), h->driver_version);
+	keep(id->sm, sizeof(id->sm), h->sm);
+	orch_log(ORCH_LOG_INFO, "worker_hello",
+	         "worker=%s pid=%u device=%s build_id=%s model_sha256=%s tokenizer_hash=%s "
+	         "cuda=%s driver=%s sm=%s",
+	         w->id, h->pid, h->device, id->build_id,
+	         id->model_sha256[0] ? id->model_sha256 : "-",
+	         id->tokenizer_hash[0] ? id->tokenizer_hash : "-",
+	         id->cuda_version[0] ? id->cuda_version : "-",
+	         id->driver_version[0] ? id->driver_version : "-", id->sm[0] ? id->sm : "-");
 	w->state = WORKER_LOADING;
 	w->last_progress_ms = now;
+}
+
+/* Ready's facts into @w->ident. */
+static void
+keep_ready(struct worker *w, const Orch__Ready *r)
+{
+	struct worker_ident *id = &w->ident;
+	bool hf = r->tokenizer_source && strcmp(r->tokenizer_source, "hf-json") == 0;
+
+	if (r->model_sha256 && r->model_sha256[0] && id->model_sha256[0] == '\0') {
+		keep(id->model_sha256, sizeof(id->model_sha256), r->model_sha256);
+		orch_log(ORCH_LOG_INFO, "worker_model_sha256", "worker=%s model_sha256=%s", w->id,
+		         id->model_sha256);
+	}
+	keep(id->quant_kind, sizeof(id->quant_kind), r->quant_kind);
+	if (hf)
+		keep(id->tokenizer_kind, sizeof(id->tokenizer_kind), "hf-json");
+	else
+		snprintf(id->tokenizer_kind, sizeof(id->tokenizer_kind), "gguf-%.8s",
+		         r->tokenizer_kind ? r->tokenizer_kind : "");
+	keep(id->architecture, sizeof(id->architecture), r->architecture);
+	id->vocab_size = r->vocab_size;
+	id->context_length = r->context_length;
 }
 
 static void
@@ -129,11 +181,18 @@ on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
 	w->slots_total = r->slots;
 	w->memory_used = r->memory_used;
 	w->backoff_ms = 0;
+	w->ready_ms = now;
+	w->residency_ok = true; /* checked at load; heartbeats say from now on */
+	keep_ready(w, r);
 	if (r->chat_template && r->chat_template[0])
 		snprintf(m->chat_template_origin, sizeof(m->chat_template_origin), "%s",
 		         r->chat_template);
-	orch_log(ORCH_LOG_INFO, "worker_ready", "worker=%s pid=%d ms=%llu", w->id, (int)w->pid,
-	         (unsigned long long)(now - w->spawned_ms));
+	orch_log(ORCH_LOG_INFO, "worker_ready",
+	         "worker=%s pid=%d ms=%llu quant_kind=%s tokenizer_kind=%s vocab_size=%u "
+	         "context_length=%u memory_used=%llu",
+	         w->id, (int)w->pid, (unsigned long long)(now - w->spawned_ms),
+	         w->ident.quant_kind[0] ? w->ident.quant_kind : "-", w->ident.tokenizer_kind,
+	         r->vocab_size, r->context_length, (unsigned long long)r->memory_used);
 	histo_observe(&m->met.load, (double)(now - w->spawned_ms) / 1e3);
 	m->met.loads++;
 	models_worker_state(d, m);
@@ -141,8 +200,10 @@ on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
 }
 
 static void
-on_heartbeat(struct worker *w, const Orch__Heartbeat *hb)
+on_heartbeat(struct orchd *d, struct worker *w, const Orch__Heartbeat *hb)
 {
+	char why[WORKER_REASON_MAX];
+
 	w->slots_busy = hb->slots_busy;
 	w->slots_total = hb->slots_total;
 	w->kv_used = hb->kv_cells_used;
@@ -151,6 +212,12 @@ on_heartbeat(struct worker *w, const Orch__Heartbeat *hb)
 	w->decode_steps = hb->decode_steps;
 	w->residency_ok = hb->residency_ok;
 	w->degraded = hb->degraded;
+	keep(w->residency_error, sizeof(w->residency_error), hb->residency_error);
+	if (!hb->residency_ok && w->state == WORKER_READY) {
+		snprintf(why, sizeof(why), "residency check failed: %s",
+		         w->residency_error[0] ? w->residency_error : "(no reason given)");
+		workers_unhealthy(d, w, why);
+	}
 }
 
 /* An Error about the worker itself (job_id 0): remembered as the model's error. */
@@ -187,7 +254,10 @@ on_started(struct orchd *d, const Orch__Started *s)
 
 	if (j == NULL)
 		return;
-	struct job_event ev = {.type = EV_STARTED, .seed = s->seed};
+	struct job_event ev = {.type = EV_STARTED,
+	                       .seed = s->seed,
+	                       .prompt_tokens = s->prompt_tokens,
+	                       .unix_ms = orch_unix_ms()};
 	j->prompt_tokens = s->prompt_tokens;
 	j->started_ms = orch_mono_ms();
 	jobs_event(d, j, &ev);
@@ -207,6 +277,8 @@ on_tokens(struct orchd *d, const Orch__TokenBatch *b)
 			continue; /* nothing held back */
 		struct job_event ev = {.type = EV_TOKEN, .index = t->index, .text = t->text};
 		jobs_event(d, j, &ev);
+		if (t->token_id >= 0)
+			jobs_metrics_due(d, j);
 	}
 }
 
@@ -258,7 +330,7 @@ wire_dispatch(struct orchd *d, struct worker *w, const Orch__Envelope *env)
 	case ORCH__ENVELOPE__BODY_READY:
 		return on_ready(d, w, env->ready, now);
 	case ORCH__ENVELOPE__BODY_HEARTBEAT:
-		return on_heartbeat(w, env->heartbeat);
+		return on_heartbeat(d, w, env->heartbeat);
 	case ORCH__ENVELOPE__BODY_STARTED:
 		return on_started(d, env->started);
 	case ORCH__ENVELOPE__BODY_TOKEN_BATCH:

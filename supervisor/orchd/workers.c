@@ -38,8 +38,8 @@ extern char **environ;
 const char *
 workers_state_name(enum worker_state s)
 {
-	static const char *const names[] = {"starting", "loading", "ready",  "draining",
-	                                    "backoff",  "stopped", "waiting"};
+	static const char *const names[] = {"starting", "loading", "ready",   "draining",
+	                                    "backoff",  "stopped", "waiting", "unhealthy"};
 	return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
 }
 
@@ -98,9 +98,13 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	else if (w->state == WORKER_LOADING &&
 	         now - w->last_progress_ms > d->cfg.load_timeout_s * 1000ull)
 		why = "no load progress within load_timeout_s";
-	else if ((w->state == WORKER_READY || w->state == WORKER_DRAINING) &&
+	else if ((w->state == WORKER_READY || w->state == WORKER_DRAINING ||
+	          w->state == WORKER_UNHEALTHY) &&
 	         now - w->last_msg_ms > d->cfg.heartbeat_timeout_s * 1000ull)
 		why = "no heartbeat within heartbeat_timeout_s";
+	else if (w->state == WORKER_UNHEALTHY &&
+	         now - w->unhealthy_ms > d->cfg.unhealthy_drain_s * 1000ull)
+		why = "unhealthy, and its jobs did not finish within unhealthy_drain_s";
 	else if (w->state == WORKER_STOPPED && w->pid > 0 &&
 	         now - w->spawned_ms > d->cfg.shutdown_timeout_s * 1000ull)
 		why = "did not exit within shutdown_timeout_s";
@@ -108,6 +112,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		orch_log(ORCH_LOG_WARNING, "worker_kill", "worker=%s pid=%d why=\"%s\"", w->id,
 		         (int)w->pid, why);
 		snprintf(w->model->error, sizeof(w->model->error), "%s: %s", w->id, why);
+		snprintf(w->kill_why, sizeof(w->kill_why), "%s", why);
 		kill(w->pid, SIGKILL);
 	}
 }
@@ -179,19 +184,36 @@ schedule_restart(struct orchd *d, struct worker *w)
 	models_worker_state(d, w->model);
 }
 
+/* Why @w's process (exit status @code) ended when nobody asked it to, into @out. */
+static void
+exit_reason(const struct worker *w, int code, char *out, size_t n)
+{
+	if (w->kill_why[0])
+		snprintf(out, n, "killed: %s", w->kill_why);
+	else if (w->state == WORKER_UNHEALTHY)
+		snprintf(out, n, "unhealthy: %.280s", w->unhealthy_reason);
+	else
+		snprintf(out, n, "exited with status %d", code);
+}
+
 /* Log and note @w's exit with @code; true when it was meant to stop. */
 static bool
 note_exit(struct worker *w, int code)
 {
 	bool intended = w->state == WORKER_STOPPED || w->state == WORKER_DRAINING || w->restart_now;
-	char note[96];
+	char note[sizeof(w->log[0].text)];
 
+	if (!intended)
+		exit_reason(w, code, w->last_restart_reason, sizeof(w->last_restart_reason));
 	orch_log(intended && code == 0 ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "worker_exit",
-	         "worker=%s pid=%d status=%d intended=%s", w->id, (int)w->pid, code,
-	         intended ? "yes" : "no");
-	int k = snprintf(note, sizeof(note), "orchd: pid %d exited with status %d%s", (int)w->pid,
-	                 code, intended ? "" : " (unexpected)");
-	workers_keep_line(w, true, note, (size_t)k);
+	         "worker=%s pid=%d status=%d intended=%s%s%s%s", w->id, (int)w->pid, code,
+	         intended ? "yes" : "no", intended ? "" : " why=\"",
+	         intended ? "" : w->last_restart_reason, intended ? "" : "\"");
+	int k = snprintf(note, sizeof(note), "orchd: pid %d exited with status %d%s%s%s",
+	                 (int)w->pid, code,
+	                 intended ? "" : " (unexpected: ", intended ? "" : w->last_restart_reason,
+	                 intended ? "" : ")");
+	workers_keep_line(w, true, note, k < (int)sizeof(note) ? (size_t)k : sizeof(note) - 1);
 	return intended;
 }
 
@@ -232,19 +254,20 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 		models_worker_state(d, m);
 		return;
 	}
-	m->restarts++;
-	w->restarts++;
-	if (permanent || too_many_failures(m, orch_mono_ms()))
+	if (permanent || too_many_failures(m, orch_mono_ms())) {
 		give_up(d, w, why, code);
-	else
-		schedule_restart(d, w);
+		return;
+	}
+	m->restarts++; /* counted when it happens: a refused build or a bad file is not restarted */
+	w->restarts++;
+	schedule_restart(d, w);
 }
 
 /* ---- spawning ---- */
 
 /* The worker's command line into @argv (room for 32); the numbers go into @num. */
 static void
-build_argv(struct orchd *d, struct worker *w, const char *url, char num[3][16], const char **argv)
+build_argv(struct orchd *d, struct worker *w, const char *url, char num[4][16], const char **argv)
 {
 	const struct cfg_model *mc = &w->model->cfg;
 	int n = 0;
@@ -252,10 +275,25 @@ build_argv(struct orchd *d, struct worker *w, const char *url, char num[3][16], 
 	snprintf(num[0], 16, "%u", mc->slots);
 	snprintf(num[1], 16, "%u", mc->context);
 	snprintf(num[2], 16, "%u", mc->threads);
-	const char *fixed[] = {d->worker_bin,      "serve",     "--endpoint", url,
-	                       "--model",          mc->path,    "--device",   w->device,
-	                       "--worker-id",      w->id,       "--slots",    num[0],
-	                       "--debug-endpoint", w->debug_url};
+	snprintf(num[3], 16, "%u", d->cfg.residency_check_s);
+	const char *fixed[] = {d->worker_bin,
+	                       "serve",
+	                       "--endpoint",
+	                       url,
+	                       "--model",
+	                       mc->path,
+	                       "--device",
+	                       w->device,
+	                       "--worker-id",
+	                       w->id,
+	                       "--slots",
+	                       num[0],
+	                       "--debug-endpoint",
+	                       w->debug_url,
+	                       "--residency-check-s",
+	                       num[3],
+	                       "--hash-cache-dir",
+	                       d->cfg.runtime_dir};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		argv[n++] = fixed[i];
 	if (mc->context) {
@@ -270,6 +308,8 @@ build_argv(struct orchd *d, struct worker *w, const char *url, char num[3][16], 
 		argv[n++] = "--tokenizer";
 		argv[n++] = "hf-json";
 	}
+	if (!d->cfg.hash_cache_beside)
+		argv[n++] = "--no-hash-beside";
 	argv[n] = NULL;
 }
 
@@ -331,7 +371,7 @@ watch(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 orch_err
 workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 {
-	char url[sizeof(w->sock_path) + 8], num[3][16], note[96];
+	char url[sizeof(w->sock_path) + 8], num[4][16], note[96];
 	const char *argv[32];
 	orch_err rv;
 
@@ -350,6 +390,8 @@ workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 	w->spawned_ms = w->last_msg_ms = orch_mono_ms();
 	w->load_pct = 0;
 	w->last_exit = 0;
+	w->ready_ms = 0;
+	w->unhealthy_reason[0] = w->kill_why[0] = w->residency_error[0] = '\0';
 	int k = snprintf(note, sizeof(note), "orchd: spawned pid %d on %s", (int)w->pid, w->device);
 	workers_keep_line(w, true, note, (size_t)k);
 	w->log_spawn = w->log_next;
@@ -371,6 +413,34 @@ workers_drain(struct orchd *d, struct worker *w)
 	w->state = WORKER_DRAINING;
 	wire_drain(w);
 	w->spawned_ms = orch_mono_ms(); /* shutdown_timeout_s counts from here */
+}
+
+bool
+workers_healthy(const struct worker *w)
+{
+	return w->state != WORKER_UNHEALTHY && w->state != WORKER_BACKOFF;
+}
+
+void
+workers_unhealthy(struct orchd *d, struct worker *w, const char *why)
+{
+	char note[sizeof(w->log[0].text)];
+
+	if (w->state != WORKER_READY)
+		return;
+	w->state = WORKER_UNHEALTHY;
+	w->unhealthy_ms = orch_mono_ms();
+	w->unhealthy_total++;
+	snprintf(w->unhealthy_reason, sizeof(w->unhealthy_reason), "%s", why);
+	snprintf(w->model->error, sizeof(w->model->error), "%s: unhealthy: %s", w->id, why);
+	orch_log(ORCH_LOG_ERR, "worker_unhealthy",
+	         "worker=%s pid=%d model=%s jobs=%u drain_s=%u why=\"%s\"", w->id, (int)w->pid,
+	         w->model->cfg.name, w->jobs, d->cfg.unhealthy_drain_s, why);
+	int k = snprintf(note, sizeof(note), "orchd: unhealthy (%s): draining, then a restart",
+	                 why);
+	workers_keep_line(w, true, note, k < (int)sizeof(note) ? (size_t)k : sizeof(note) - 1);
+	wire_drain(w);
+	models_worker_state(d, w->model);
 }
 
 void

@@ -25,7 +25,8 @@ enum worker_state {
 	WORKER_DRAINING,
 	WORKER_BACKOFF, /* dead, waiting to restart */
 	WORKER_STOPPED,
-	WORKER_WAITING, /* not started: waiting for memory (placement.c) */
+	WORKER_WAITING,   /* not started: waiting for memory (placement.c) */
+	WORKER_UNHEALTHY, /* failed a health check: its jobs finish, then it restarts */
 };
 
 #define WORKER_LOG_LINES 256 /* output lines kept for 'orchctl logs' */
@@ -38,6 +39,22 @@ struct worker_line {
 	bool ours; /* orchd's note ("spawned pid N", "exited with status N") */
 	char text[247];
 };
+
+/*
+ * What a worker said it is (Hello) and what it loaded (Ready), kept for
+ * /health, the admin API and the logs. Strings are "" until known.
+ */
+struct worker_ident {
+	char build_id[96];
+	char model_sha256[65], tokenizer_hash[65];
+	char cuda_version[32], driver_version[32], sm[16]; /* GPU workers only */
+	char quant_kind[24];                               /* the file's dominant type, "Q4_K_M" */
+	char tokenizer_kind[16];                           /* "gguf-spm", "gguf-bpe", "hf-json" */
+	char architecture[32];
+	uint32_t vocab_size, context_length;
+};
+
+#define WORKER_REASON_MAX 320
 
 /* An encoded envelope the socket did not take yet. */
 struct worker_msg {
@@ -72,6 +89,16 @@ struct worker {
 	uint32_t slots_busy, slots_total;
 	uint64_t kv_used, kv_total, memory_used, decode_steps;
 	bool residency_ok, degraded;
+	char residency_error[256];
+	/* Hello and Ready */
+	struct worker_ident ident;
+	uint64_t ready_ms; /* when it last became READY; 0: not since its spawn */
+	/* health */
+	uint64_t unhealthy_ms;                       /* when it went UNHEALTHY */
+	char unhealthy_reason[WORKER_REASON_MAX];    /* why ("" while healthy) */
+	char last_restart_reason[WORKER_REASON_MAX]; /* why it was last restarted */
+	uint64_t unhealthy_total;                    /* orch_worker_unhealthy_total */
+	char kill_why[160]; /* why orchd killed this process ("" when it did not) */
 	/* jobs placed here */
 	uint32_t jobs;
 	uint64_t outstanding; /* tokens still to generate, estimated from max_tokens */
@@ -93,6 +120,18 @@ orch_err workers_send(struct worker *w, uint8_t *buf, size_t n, uint64_t job_id)
 
 /* workers_drain - finish its active jobs, then exit. */
 void workers_drain(struct orchd *d, struct worker *w);
+
+/*
+ * workers_unhealthy - @w failed a health check (@why): no new jobs go to it,
+ * it is told to drain, its running jobs get unhealthy_drain_s to finish
+ * (then it is killed: WORKER_LOST), and when it has exited it restarts
+ * with backoff, counting as a failure. Logged, counted and kept as its
+ * unhealthy_reason. Nothing when it is not READY.
+ */
+void workers_unhealthy(struct orchd *d, struct worker *w, const char *why);
+
+/* workers_healthy - @w is not unhealthy (or dead waiting to restart). */
+bool workers_healthy(const struct worker *w);
 
 /* workers_restart - kill and start again at once (no backoff, not a failure). */
 void workers_restart(struct orchd *d, struct worker *w);

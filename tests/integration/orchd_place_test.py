@@ -48,7 +48,9 @@ def start(name, server, models, env_extra=None):
     sock = os.path.join(tmp, name + ".sock")
     conf = os.path.join(tmp, name + ".conf")
     with open(conf, "w") as f:
-        f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n%s\n"
+        # hash_cache_beside = no: the shared test models stay as they are
+        f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n"
+                "hash_cache_beside = no\n%s\n"
                 % (port, sock, os.path.join(tmp, name), server))
         for m, extra in models:
             f.write('[model "%s"]\npath = %s\nslots = 8\ncontext = 256\nthreads = 1\n%s\n' % (m, MODEL, extra))

@@ -9,6 +9,7 @@ promtool, sd_notify, SIGHUP reload and SIGTERM.
 A paused worker (SIGSTOP) holds jobs in flight deterministically where a
 test needs a job to still be running; it is resumed (SIGCONT) well inside
 the heartbeat timeout."""
+import hashlib
 import http.client
 import json
 import os
@@ -79,6 +80,36 @@ def metric(name, labels):
     return 0.0
 
 
+def check_health():
+    """/health shows every field of a cpu worker and its model (docs/http-api.md), cheaply."""
+    st, _, t = get("/health")
+    h = json.loads(t)
+    ma, wa = h["models"]["a"], h["models"]["a"]["workers"][0]
+    fields = ("status", "resident", "quant_kind", "vram_bytes_used", "tokenizer_kind", "vocab_size",
+              "context_length", "uptime_seconds")
+    check(st == 200 and h["status"] == "ok" and h["build_id"].startswith("orch-"), "health: %s" % t[:200])
+    check(all(k in ma for k in fields) and all(k in wa for k in fields), "health fields: %r" % wa)
+    check(wa["status"] == "healthy" and wa["resident"] is True and wa["quant_kind"] == "F32"
+          and wa["tokenizer_kind"] == "gguf-spm" and wa["vocab_size"] == 512 and wa["context_length"] == 256
+          and wa["vram_bytes_used"] > 0 and wa["uptime_seconds"] >= 0, "health of worker a-0: %r" % wa)
+    check(ma["status"] == "healthy" and ma["state"] == "ready" and ma["resident"] is True
+          and ma["quant_kind"] == "F32" and ma["vram_bytes_used"] == wa["vram_bytes_used"], "health of a: %r" % ma)
+    check("sm" not in wa and "cuda_runtime_version" not in wa, "no GPU facts on a cpu worker")
+    check(wa["model_sha256"] == hashlib.sha256(open(MODEL, "rb").read()).hexdigest(),
+          "the model's sha256 from Hello or Ready: %r" % wa.get("model_sha256"))
+    check(len(wa["tokenizer_hash"]) == 64 and wa["build_id"] == h["build_id"], "tokenizer hash, build id")
+    check(h["models"]["b"]["workers"][0]["quant_kind"] == "Q8_0", "b is Q8_0 (general.file_type 7)")
+    mz = h["models"]["z"]
+    check(mz["state"] == "stopped" and mz["status"] == "healthy" and mz["quant_kind"] is None
+          and mz["resident"] is False, "a model never started: %r" % mz)
+    times = []
+    for _ in range(10):
+        t0 = time.perf_counter()
+        get("/health")
+        times.append(time.perf_counter() - t0)
+    check(min(times) < 0.010, "GET /health under 10 ms: best %.1f ms" % (min(times) * 1e3))
+
+
 tmp = tempfile.mkdtemp()
 ADMIN = os.path.join(tmp, "orchd.sock")
 orchd_lib.ADMIN = ADMIN
@@ -92,6 +123,7 @@ with open(conf, "w") as f:
 listen = 127.0.0.1:%d
 admin_socket = %s
 runtime_dir = %s   # inline comments work
+hash_cache_beside = no   # the shared test models stay as they are
 max_queue = 2
 max_body_bytes = 65536
 heartbeat_timeout_s = 10
@@ -161,6 +193,7 @@ try:
     st, _, t = get("/ready")
     check(st == 200 and json.loads(t)["models"]["a"] == "ready", "ready: %s %s" % (st, t))
     check(get("/health")[0] == 200, "health")
+    check_health()
 
     # golden text through curl
     golden = json.load(open(os.path.join(DATA, "models", "golden-stories260K.json")))["cases"][0]

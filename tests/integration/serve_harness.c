@@ -19,6 +19,8 @@
 #include <nng/protocol/pair1/pair.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "base/build_id.h"
+#include "base/filehash.h"
 #include "ipc/debug.h"
 #include "ipc/ipc.h"
 #include "t.h"
@@ -32,18 +34,20 @@ spawn(const char *model_path, const char *extra)
 	pid_t pid = fork();
 
 	if (pid == 0) {
-		const char *argv[24] = {worker_bin,       "serve",
-		                        "--endpoint",     url,
-		                        "--model",        model_path,
-		                        "--device",       "cpu",
-		                        "--worker-id",    "t1",
-		                        "--slots",        "4",
-		                        "--context",      "256",
-		                        "--threads",      "1",
-		                        "--heartbeat-ms", extra ? extra : "200"};
+		const char *argv[24] = {
+		        worker_bin,        "serve",
+		        "--endpoint",      url,
+		        "--model",         model_path,
+		        "--device",        "cpu",
+		        "--worker-id",     "t1",
+		        "--slots",         "4",
+		        "--context",       "256",
+		        "--threads",       "1",
+		        "--heartbeat-ms",  extra ? extra : "200",
+		        "--no-hash-beside"}; /* the shared models stay as they are */
 		if (debug_url != NULL) {
-			argv[18] = "--debug-endpoint";
-			argv[19] = debug_url;
+			argv[19] = "--debug-endpoint";
+			argv[20] = debug_url;
 		}
 		execv(worker_bin, (char *const *)(uintptr_t)argv);
 		_exit(127);
@@ -185,20 +189,37 @@ run_until_ended(struct ipc_chan *c, struct job_out *jobs, size_t n, int *heartbe
 	T_FAIL_("jobs did not end within 60 s");
 }
 
+/* The SHA-256 of the model file, computed here. */
+const char *
+model_sha256(void)
+{
+	static char hex[SHA256_HEX];
+	struct filehash_stamp st;
+
+	if (hex[0] == '\0' && filehash_compute(model, hex, &st, NULL, NULL) != ORCH_OK)
+		snprintf(hex, sizeof(hex), "(cannot hash %.40s)", model);
+	return hex;
+}
+
 /* Start a worker (*@pid) and go through the handshake; the channel in *@c. */
 void
 start(struct ipc_chan **c, pid_t *pid)
 {
 	Orch__Envelope *env = NULL;
+	char sha[SHA256_HEX];
 	int last_pct = -1, marks = 0;
 
 	T_OK(ipc_open(url, IPC_LISTEN, c, NULL));
 	*pid = spawn(model, NULL);
 	T_OK(ipc_recv(*c, 10000, &env, NULL));
 	T_EQ(env->body_case, ORCH__ENVELOPE__BODY_HELLO);
-	T_OK(ipc_check_hello(env->hello, NULL));
+	T_OK(ipc_check_hello(env->hello, orch_build_id(), NULL));
 	T_STREQ(env->hello->worker_id, "t1");
 	T_STREQ(env->hello->device, "cpu");
+	T_EQ(strlen(env->hello->tokenizer_hash), 64);
+	T_STREQ(env->hello->sm, ""); /* GPU facts are empty on the cpu */
+	T_STREQ(env->hello->cuda_version, "");
+	snprintf(sha, sizeof(sha), "%s", env->hello->model_sha256);
 	ipc_envelope_free(env);
 	for (;;) {
 		T_OK(ipc_recv(*c, 10000, &env, NULL));
@@ -218,6 +239,9 @@ start(struct ipc_chan **c, pid_t *pid)
 	T_STREQ(env->ready->architecture, "llama");
 	T_STREQ(env->ready->tokenizer_source, "gguf");
 	T_STREQ(env->ready->chat_template, "fallback"); /* stories260K has none */
+	T_STREQ(env->ready->quant_kind, "F32");
+	/* --no-hash-beside and no cache directory: hashed during the load, in Ready */
+	T_STREQ(sha[0] ? sha : env->ready->model_sha256, model_sha256());
 	ipc_envelope_free(env);
 }
 

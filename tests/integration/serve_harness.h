@@ -40,4 +40,6 @@ void run_until_ended(struct ipc_chan *c, struct job_out *jobs, size_t n, int *he
 void start(struct ipc_chan **c, pid_t *pid);
 void stop(struct ipc_chan *c, pid_t pid);
 uint32_t golden(int32_t *ids);
+/* model_sha256 - the SHA-256 (hex) of @model, computed by the test. */
+const char *model_sha256(void);
 bool harness_init(void);

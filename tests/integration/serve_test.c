@@ -36,9 +36,11 @@ check_duplicate_id(struct ipc_chan *c, int *heartbeats)
 	Orch__Envelope *env = NULL;
 	int refused = 0;
 
+	time_t end = time(NULL) + 30; /* heartbeats keep arriving: a bound, not a receive timeout */
+
 	submit(c, 400, p_once, 0.0f, 1, 16);
 	submit(c, 400, p_once, 0.0f, 1, 16);
-	while (!dup[0].ended || refused == 0) {
+	while ((!dup[0].ended || refused == 0) && time(NULL) < end) {
 		if (ipc_recv(c, 5000, &env, NULL) != ORCH_OK)
 			break;
 		if (env->body_case == ORCH__ENVELOPE__BODY_ERROR && env->error->job_id == 400 &&

@@ -70,6 +70,12 @@ serve_opt(struct serve_opts *o, int c, bool *ok)
 	case 'G':
 		o->no_graphs = true;
 		break;
+	case 'H':
+		o->hash_cache_dir = optarg;
+		break;
+	case 'B':
+		o->no_hash_beside = true;
+		break;
 	case 'K':
 		if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
 			fprintf(stderr,
@@ -101,6 +107,8 @@ cli_serve(int argc, char **argv)
 	        {"residency-check-s", required_argument, NULL, 'r'},
 	        {"no-graphs", no_argument, NULL, 'G'},
 	        {"tokenizer", required_argument, NULL, 'K'},
+	        {"hash-cache-dir", required_argument, NULL, 'H'},
+	        {"no-hash-beside", no_argument, NULL, 'B'},
 	        {NULL, 0, NULL, 0}};
 	struct serve_opts o = {
 	        .device = "cpu", .slots = 4, .heartbeat_ms = 1000, .chunk = 512, .residency_s = 60};

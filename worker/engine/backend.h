@@ -56,6 +56,7 @@ struct be_info {
 	char device[160];        /* "NVIDIA H200, compute 9.0, 132 SMs, 140.4 GiB" */
 	char cuda_version[32];   /* CUDA runtime, "13.0" */
 	char driver_version[32]; /* the CUDA version the driver supports, "13.0" */
+	char sm[16];             /* compute capability, "sm_90" */
 };
 
 /* be_progress_fn - load progress: @done of @total bytes of weights are in place. */

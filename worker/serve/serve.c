@@ -336,6 +336,7 @@ serve_status(struct serve *sv, Orch__Heartbeat *hb)
 	hb->kv_cells_total = (uint64_t)sv->o->slots * sv->eng->n_ctx;
 	sv->eng->ops->memory(sv->eng->b, &needed, &hb->memory_used);
 	hb->residency_ok = sv->resident;
+	hb->residency_error = sv->resident ? (char *)(uintptr_t) "" : sv->residency_error;
 	hb->decode_steps = sv->steps;
 	hb->degraded = sv->degraded;
 	hb->draining = sv->draining;
@@ -383,13 +384,17 @@ static bool
 check_device(struct serve *sv, uint64_t now)
 {
 	struct orch_errinfo e = {0};
+	orch_err rv = ORCH_OK;
 
-	if (sv->eng->ops->check == NULL)
+	if (sv->eng->ops->check == NULL && !serve_fault_residency_armed())
 		return true;
 	if (!sv->cuda_error && now < sv->next_check_ms)
 		return true;
 	sv->next_check_ms = now + (uint64_t)sv->o->residency_s * 1000;
-	orch_err rv = sv->eng->ops->check(sv->eng->b, &e);
+	if (sv->eng->ops->check != NULL)
+		rv = sv->eng->ops->check(sv->eng->b, &e);
+	if (rv == ORCH_OK && serve_fault_residency()) /* test builds: ORCH_FAULT_RESIDENCY */
+		rv = orch_errf(&e, ORCH_EVRAM, "injected residency fault (ORCH_FAULT_RESIDENCY)");
 	if (rv == ORCH_ECUDA) {
 		orch_log(ORCH_LOG_ERR, "cuda_lost", "msg=\"%s\"", e.msg);
 		return false;
@@ -399,6 +404,8 @@ check_device(struct serve *sv, uint64_t now)
 		orch_log(rv == ORCH_OK ? ORCH_LOG_INFO : ORCH_LOG_ERR, "residency",
 		         "resident=%s msg=\"%s\"", rv == ORCH_OK ? "true" : "false", e.msg);
 	sv->resident = rv == ORCH_OK;
+	snprintf(sv->residency_error, sizeof(sv->residency_error), "%.255s",
+	         rv == ORCH_OK ? "" : e.msg);
 	return true;
 }
 
@@ -531,6 +538,7 @@ serve_run(const struct serve_opts *o)
 		return 1;
 	}
 	sv.started_ms = orch_mono_ms();
+	serve_ident_start(&sv);
 	serve_hello(&sv);
 	orch_err rv = ORCH_OK;
 	if (o->debug_endpoint != NULL && (rv = serve_debug_open(&sv, &e)) != ORCH_OK) {
@@ -547,6 +555,7 @@ serve_run(const struct serve_opts *o)
 	} else {
 		if (sv.last_pct < 100)
 			serve_progress(&sv, 1, 1);
+		serve_ident_finish(&sv);
 		orch_log(ORCH_LOG_INFO, "model_load_complete", "model=%s ctx=%u slots=%u", o->model,
 		         sv.eng->n_ctx, o->slots);
 		serve_ready(&sv);

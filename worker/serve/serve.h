@@ -23,6 +23,8 @@ struct serve_opts {
 	uint32_t residency_s;           /* seconds between residency checks (cuda) */
 	bool no_graphs;                 /* cuda: no CUDA graphs */
 	enum text_source tokenizer;     /* gguf, or hf-json beside the model */
+	const char *hash_cache_dir; /* the model digest's cache when not beside it (NULL: none) */
+	bool no_hash_beside;        /* never write MODEL.sha256 */
 };
 
 /* serve_run - serve until Drain completes, Shutdown or SIGTERM (0), or a failure (1). */

@@ -4,9 +4,12 @@
  * its files share. serve.c runs the loop and the jobs, serve_start.c the
  * start-up and teardown, serve_debug.c the debug stream.
  */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/filehash.h"
 #include "base/limits.h"
 #include "base/sbuf.h"
 #include "engine/backend.h"
@@ -40,8 +43,25 @@ struct ending {
 	char msg[256];
 };
 
+/* What the worker says it is (serve_ident.c). */
+struct serve_ident {
+	const char *build_id;
+	const char *path;                /* the model file */
+	char model_sha256[SHA256_HEX];   /* "" until known */
+	char tokenizer_hash[SHA256_HEX]; /* "" when its data could not be read */
+	bool hashing;                    /* @thread computes the model's digest */
+	pthread_t thread;
+	atomic_bool stop;             /* the thread stops at its next read */
+	char hashed[SHA256_HEX];      /* owner: @thread until joined */
+	struct filehash_stamp stamp;  /* owner: @thread until joined */
+	orch_err hash_rv;             /* owner: @thread until joined */
+	struct orch_errinfo hash_err; /* owner: @thread until joined */
+	uint64_t hash_started_ms;
+};
+
 struct serve {
 	const struct serve_opts *o;
+	struct serve_ident id;
 	struct ipc_chan *ch;
 	struct ipc_debug *dbg; /* NULL without --debug-endpoint */
 	uint64_t started_ms;   /* monotonic */
@@ -60,9 +80,10 @@ struct serve {
 	uint32_t n_endings;
 	uint64_t steps;
 	bool draining, degraded;
-	bool resident;          /* the last residency check passed (always, on the cpu) */
-	bool cuda_error;        /* a job failed with CUDA_ERROR: check the context now */
-	uint64_t next_check_ms; /* monotonic: the next residency check */
+	bool resident;             /* the last residency check passed (always, on the cpu) */
+	char residency_error[256]; /* why it did not */
+	bool cuda_error;           /* a job failed with CUDA_ERROR: check the context now */
+	uint64_t next_check_ms;    /* monotonic: the next residency check */
 	int last_pct;
 	/* ORCH_FAULT_ADMIT="JOB:N" (test builds): allocation N admitting job JOB fails */
 	uint64_t fault_job;
@@ -99,6 +120,26 @@ void serve_ready(struct serve *sv);
 
 /* serve_teardown - free everything serve_load and the jobs hold, close the channels. */
 void serve_teardown(struct serve *sv);
+
+/* ---- serve_ident.c ---- */
+
+/*
+ * serve_ident_start - the build id, the tokenizer hash, and the model's
+ * digest from its cache, or a thread that computes it; before Hello.
+ */
+void serve_ident_start(struct serve *sv);
+
+/* serve_ident_finish - wait for the thread, keep its digest and cache it; before Ready. */
+void serve_ident_finish(struct serve *sv);
+
+/* serve_ident_stop - stop the thread, if any, and wait for it (a failed load). */
+void serve_ident_stop(struct serve *sv);
+
+/* serve_fault_residency - test builds: ORCH_FAULT_RESIDENCY names a file that exists now. */
+bool serve_fault_residency(void);
+
+/* serve_fault_residency_armed - test builds: ORCH_FAULT_RESIDENCY is set at all. */
+bool serve_fault_residency_armed(void);
 
 /* ---- serve_debug.c ---- */
 

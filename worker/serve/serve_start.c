@@ -8,6 +8,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "gguf/ggml_type.h"
+#include "gguf/ident.h"
 #include "serve_int.h"
 
 #define N_TYPES 64 /* ggml type ids are below this */
@@ -39,10 +40,11 @@ serve_hello(struct serve *sv)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Hello h = ORCH__HELLO__INIT;
-	char build[] = "orch-" PROJECT_VERSION;
 
 	h.protocol_version = IPC_PROTOCOL_VERSION;
-	h.build_id = build;
+	h.build_id = (char *)(uintptr_t)sv->id.build_id;
+	h.model_sha256 = sv->id.model_sha256;
+	h.tokenizer_hash = sv->id.tokenizer_hash;
 	h.worker_id = (char *)(uintptr_t)sv->o->worker_id;
 	h.device = (char *)(uintptr_t)sv->o->device;
 	h.model_path = (char *)(uintptr_t)sv->o->model;
@@ -54,6 +56,7 @@ serve_hello(struct serve *sv)
 		ops->info(sv->o->device, &info);
 	h.cuda_version = info.cuda_version;
 	h.driver_version = info.driver_version;
+	h.sm = info.sm;
 	env.body_case = ORCH__ENVELOPE__BODY_HELLO;
 	env.hello = &h;
 	serve_send(sv, &env);
@@ -92,6 +95,9 @@ serve_ready(struct serve *sv)
 	r.model_name = name_buf;
 	r.tokenizer_source = (char *)(uintptr_t)text_source_name(sv->eng->mt.source);
 	r.chat_template = (char *)(uintptr_t)chat_origin_name(sv->eng->mt.origin);
+	const char *dominant = gguf_dominant_type(sv->eng->f);
+	r.quant_kind = (char *)(uintptr_t)(dominant ? dominant : "");
+	r.model_sha256 = sv->id.model_sha256;
 	env.body_case = ORCH__ENVELOPE__BODY_READY;
 	env.ready = &r;
 	serve_send(sv, &env);
@@ -128,6 +134,7 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 void
 serve_teardown(struct serve *sv)
 {
+	serve_ident_stop(sv);
 	while (sv->jobs != NULL)
 		serve_job_free(sv, sv->jobs);
 	engine_close(sv->eng);

@@ -120,7 +120,7 @@ test_round_trips(void)
 	T_OK(round_trip(&env, &out));
 	T_EQ(out->body_case, ORCH__ENVELOPE__BODY_HELLO);
 	T_STREQ(out->hello->worker_id, "w1");
-	T_OK(ipc_check_hello(out->hello, NULL));
+	T_OK(ipc_check_hello(out->hello, NULL, NULL));
 	ipc_envelope_free(out);
 
 	t0.job_id = 42;
@@ -228,8 +228,20 @@ test_invalid(void)
 	hello.protocol_version = IPC_PROTOCOL_VERSION + 1;
 	T_OK(ipc_check(&env, NULL));
 	struct orch_errinfo ei = {0};
-	T_ERR(ipc_check_hello(&hello, &ei), ORCH_EPROTO);
+	T_ERR(ipc_check_hello(&hello, NULL, &ei), ORCH_EPROTO);
 	T_TRUE(strstr(ei.msg, "protocol version 2, this build speaks 1") != NULL);
+	/* another build: refused when the caller names its own */
+	char other[] = "orch-0.0.9+abc", w1[] = "w1";
+	hello.protocol_version = IPC_PROTOCOL_VERSION;
+	hello.build_id = other;
+	hello.worker_id = w1;
+	T_OK(ipc_check_hello(&hello, NULL, &ei));
+	T_OK(ipc_check_hello(&hello, "orch-0.0.9+abc", &ei));
+	T_ERR(ipc_check_hello(&hello, "orch-0.1.0+def", &ei), ORCH_EPROTO);
+	T_TRUE(strstr(ei.msg,
+	              "peer w1 is build 'orch-0.0.9+abc', this is build 'orch-0.1.0+def'") != NULL);
+	T_ERR(ipc_check_hello(&hello, "", &ei), ORCH_EPROTO);
+	hello.protocol_version = IPC_PROTOCOL_VERSION + 1;
 
 	env.body_case = ORCH__ENVELOPE__BODY_CANCEL;
 	env.cancel = &cancel;

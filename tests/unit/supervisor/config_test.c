@@ -64,6 +64,39 @@ test_bad(void)
 	cfg_free(&c);
 }
 
+/* The health keys (issue 15): defaults, good values, each bad value naming its key. */
+static void
+test_health_keys(void)
+{
+	struct orchd_config c;
+	struct orch_errinfo e = {0};
+
+	cfg_defaults(&c);
+	T_EQ(c.residency_check_s, 60);
+	T_EQ(c.unhealthy_drain_s, 30);
+	T_TRUE(c.hash_cache_beside);
+	T_OK(load_text(&c,
+	               "[server]\nresidency_check_s = 1\nunhealthy_drain_s = 5\n"
+	               "hash_cache_beside = no\n",
+	               &e));
+	T_EQ(c.residency_check_s, 1);
+	T_EQ(c.unhealthy_drain_s, 5);
+	T_TRUE(!c.hash_cache_beside);
+	cfg_free(&c);
+	static const char *const bad[][2] = {
+	        {"[server]\nresidency_check_s = 0\n", "residency_check_s"},
+	        {"[server]\nresidency_check_s = 86401\n", "residency_check_s"},
+	        {"[server]\nunhealthy_drain_s = 0\n", "unhealthy_drain_s"},
+	        {"[server]\nunhealthy_drain_s = soon\n", "unhealthy_drain_s"},
+	        {"[server]\nhash_cache_beside = maybe\n", "hash_cache_beside"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_ERR(load_text(&c, bad[i][0], &e), ORCH_EINVAL);
+		T_TRUE(strstr(e.msg, bad[i][1]) != NULL && strstr(e.msg, ":2") != NULL);
+		cfg_free(&c);
+	}
+}
+
 static void
 test_models(void)
 {
@@ -84,6 +117,7 @@ main(void)
 {
 	T_RUN(test_good);
 	T_RUN(test_bad);
+	T_RUN(test_health_keys);
 	T_RUN(test_models);
 	return t_done();
 }

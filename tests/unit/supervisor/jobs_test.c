@@ -1,4 +1,7 @@
-/* jobs_test.c - a job's event log, watchers, resume from an event, terminal-once. */
+/*
+ * jobs_test.c - a job's event log, watchers, resume from an event, terminal-once, started
+ * always first, metrics events every N tokens.
+ */
 #include <event2/event.h>
 
 #include "jobs.h"
@@ -99,6 +102,63 @@ test_client_gone(void)
 	T_EQ(d.n_jobs, 0);
 }
 
+/* A job that ends before the worker started it still shows started first, once. */
+static void
+test_started_first(void)
+{
+	struct job *j = new_job();
+
+	jobs_fail(&d, j, ORCH_ECONTEXT, "the prompt is 300 tokens, the context 256");
+	T_EQ(j->n_events, 2);
+	T_EQ(j->events[0].type, EV_STARTED);
+	T_EQ(j->events[0].prompt_tokens, 0); /* the worker never counted them */
+	T_TRUE(j->events[0].unix_ms > 1600000000000ull);
+	T_EQ(j->events[1].type, EV_ERROR);
+	T_EQ(j->events[1].code, ORCH_ECONTEXT);
+	jobs_free(&d, j);
+	/* a worker's Started is not doubled */
+	j = new_job();
+	struct job_event st = {.type = EV_STARTED, .prompt_tokens = 5, .unix_ms = 1};
+	struct job_event end = {.type = EV_END, .finish = ORCH_FINISH_EOS};
+	jobs_event(&d, j, &st);
+	jobs_event(&d, j, &end);
+	T_EQ(j->n_events, 2);
+	T_EQ(j->events[0].prompt_tokens, 5);
+	jobs_free(&d, j);
+}
+
+/* metrics_every N: a metrics event after every Nth counted token, none after the end. */
+static void
+test_metrics_events(void)
+{
+	struct job *j = new_job();
+	struct job_event st = {.type = EV_STARTED}, tok = {.type = EV_TOKEN};
+	uint32_t metrics = 0, last = 0;
+
+	j->req.metrics_every = 4;
+	jobs_event(&d, j, &st);
+	for (uint32_t i = 0; i < 10; i++) {
+		j->tokens_out++; /* as wire.c counts a token */
+		jobs_event(&d, j, &tok);
+		jobs_metrics_due(&d, j);
+	}
+	for (uint32_t k = 0; k < j->n_events; k++)
+		if (j->events[k].type == EV_METRICS) {
+			metrics++;
+			T_EQ(j->events[k - 1].type, EV_TOKEN);
+			T_TRUE(j->events[k].tokens_out == 4 || j->events[k].tokens_out == 8);
+			T_TRUE(j->events[k].decode_ms >= 0 && j->events[k].prefill_ms >= 0);
+			last = j->events[k].tokens_out;
+		}
+	T_EQ(metrics, 2);
+	T_EQ(last, 8);
+	jobs_fail(&d, j, ORCH_ECANCELLED, "x");
+	j->tokens_out = 12;
+	jobs_metrics_due(&d, j); /* ended: nothing more */
+	T_EQ(j->events[j->n_events - 1].type, EV_ERROR);
+	jobs_free(&d, j);
+}
+
 int
 main(void)
 {
@@ -106,6 +166,8 @@ main(void)
 	d.base = event_base_new();
 	T_RUN(test_events);
 	T_RUN(test_client_gone);
+	T_RUN(test_started_first);
+	T_RUN(test_metrics_events);
 	event_base_free(d.base);
 	return t_done();
 }

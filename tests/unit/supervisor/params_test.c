@@ -1,4 +1,6 @@
 /* params_test.c - request-body checks: types, limits, exact codes and parameter names. */
+#include <stdio.h>
+
 #include <cjson/cJSON.h>
 
 #include "base/limits.h"
@@ -96,10 +98,45 @@ test_limits(void)
 	T_ERR(parse(REQUEST_CHAT, "", &r, &pe), ORCH_EINVAL);
 }
 
+/* metrics_every (native only): an integer in [0, 65536], 0 = none; each bad value names it. */
+static void
+test_metrics_every(void)
+{
+	static const char *const bad[] = {"-1", "1.5", "\"4\"", "65537", "true"};
+	struct job_request r;
+	struct params_err pe = {0};
+	char body[160];
+
+	T_OK(parse(REQUEST_EXECUTE, "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"hi\"}", &r,
+	           &pe));
+	T_EQ(r.metrics_every, 0);
+	job_request_fini(&r);
+	T_OK(parse(REQUEST_EXECUTE,
+	           "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"hi\",\"metrics_every\":8}", &r,
+	           &pe));
+	T_EQ(r.metrics_every, 8);
+	job_request_fini(&r);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(
+		        body, sizeof(body),
+		        "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"hi\",\"metrics_every\":%s}",
+		        bad[i]);
+		T_ERR(parse(REQUEST_EXECUTE, body, &r, &pe), ORCH_EINVAL);
+		T_STREQ(pe.param, "metrics_every");
+		job_request_fini(&r);
+	}
+	T_ERR(parse(REQUEST_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\",\"metrics_every\":1}",
+	            &r, &pe),
+	      ORCH_EINVAL); /* not an OpenAI parameter */
+	T_STREQ(pe.param, "metrics_every");
+	job_request_fini(&r);
+}
+
 int
 main(void)
 {
 	T_RUN(test_values);
 	T_RUN(test_limits);
+	T_RUN(test_metrics_every);
 	return t_done();
 }

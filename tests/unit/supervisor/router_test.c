@@ -57,7 +57,8 @@ test_queue(void)
 	models_dispatch(&d, m);
 	T_TRUE(m->queue_head == NULL);
 	T_EQ(a->state, JOB_DONE);
-	T_EQ(a->events[0].code, ORCH_EWORKER_LOST);
+	T_EQ(a->events[0].type, EV_STARTED); /* refused after admission: started, then error */
+	T_EQ(a->events[1].code, ORCH_EWORKER_LOST);
 	T_EQ(b->state, JOB_DONE);
 	T_EQ(m->workers[0]->jobs, 0);
 	m->workers[0]->state = WORKER_STOPPED;
@@ -67,8 +68,8 @@ test_queue(void)
 	T_OK(models_submit(&d, y, &e));
 	models_fail_queued(&d, m, ORCH_EMODEL_NOT_FOUND, "gone");
 	T_EQ(m->queued, 0);
-	T_EQ(x->events[0].code, ORCH_EMODEL_NOT_FOUND);
-	T_STREQ(y->events[0].text, "gone");
+	T_EQ(x->events[1].code, ORCH_EMODEL_NOT_FOUND);
+	T_STREQ(y->events[1].text, "gone");
 	T_EQ(m->met.requests[3 + ORCH_EMODEL_NOT_FOUND], 2);
 	jobs_free(&d, c);
 }
@@ -85,7 +86,7 @@ test_load_failure(void)
 	T_OK(models_submit(&d, j, &e));
 	T_EQ(m->state, MODEL_FAILED);
 	T_EQ(j->state, JOB_DONE);
-	T_EQ(j->events[0].code, ORCH_EMODEL_LOAD);
+	T_EQ(j->events[1].code, ORCH_EMODEL_LOAD);
 	struct job *k = job(m);
 	T_ERR(models_submit(&d, k, &e), ORCH_EMODEL_LOAD);
 	jobs_free(&d, k);
