@@ -30,6 +30,36 @@ params_fail(struct params_err *pe, orch_err code, const char *param, const char 
 	return false;
 }
 
+cJSON *
+params_body(const char *body, size_t n, struct params_err *pe)
+{
+	const char *end = NULL;
+	cJSON *root;
+
+	if (n == 0) {
+		params_fail(pe, ORCH_EINVAL, NULL, "the request has no body; want a JSON object");
+		return NULL;
+	}
+	if ((root = cJSON_ParseWithLengthOpts(body, n, &end, false)) == NULL) {
+		params_fail(pe, ORCH_EINVAL, NULL, "the body is not valid JSON");
+		return NULL;
+	}
+	if (!cJSON_IsObject(root)) {
+		cJSON_Delete(root);
+		params_fail(pe, ORCH_EINVAL, NULL, "the body is not a JSON object");
+		return NULL;
+	}
+	for (; end < body + n; end++)
+		if (!strchr(" \t\r\n", *end) || *end == '\0') {
+			cJSON_Delete(root);
+			params_fail(pe, ORCH_EINVAL, NULL,
+			            "the body has %zu bytes after its JSON object",
+			            (size_t)(body + n - end));
+			return NULL;
+		}
+	return root;
+}
+
 bool
 params_known(const cJSON *root, const char *const *names, struct params_err *pe)
 {

@@ -25,6 +25,14 @@ struct params_err {
 bool params_fail(struct params_err *pe, orch_err code, const char *param, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
+/*
+ * params_body - @n bytes of request body as one JSON object, nothing after
+ * it but JSON whitespace (a body with bytes past its value is refused: two
+ * parsers could read it as two things). NULL with @pe filled (ORCH_EINVAL)
+ * when not; the caller frees the object with cJSON_Delete.
+ */
+struct cJSON *params_body(const char *body, size_t n, struct params_err *pe);
+
 /* params_known - every key of @root is in @names (NULL-terminated). */
 bool params_known(const struct cJSON *root, const char *const *names, struct params_err *pe);
 

@@ -3,11 +3,13 @@
  * params.c): the first byte picks the API (/execute, /v1/completions,
  * /v1/chat/completions), the rest is the body. Any bytes give ORCH_OK or a
  * refusal with a message, never a crash, a leak or an out-of-bounds read;
- * an accepted request satisfies the limits. No event loop is needed.
+ * an accepted request satisfies the limits and its body ends with its JSON
+ * object (only whitespace after the closing brace). No event loop is needed.
  */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/limits.h"
 #include "config.h"
@@ -34,6 +36,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                      (api != REQUEST_EXECUTE && r.metrics_every != 0) ||
 	                      (api == REQUEST_CHAT ? r.messages == NULL : r.prompt == NULL)))
 		abort();
+	if (rv == ORCH_OK) {
+		size_t k = size;
+		while (k > 1 && strchr(" \t\r\n", data[k - 1]) && data[k - 1] != '\0')
+			k--;
+		if (data[k - 1] != '}')
+			abort();
+	}
 	if (rv != ORCH_OK && (pe.code != rv || pe.msg[0] == '\0'))
 		abort();
 	job_request_fini(&r);

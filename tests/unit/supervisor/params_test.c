@@ -132,11 +132,37 @@ test_metrics_every(void)
 	job_request_fini(&r);
 }
 
+/* A body is one JSON object: whitespace may follow it, nothing else (issue 16). */
+static void
+test_body(void)
+{
+	static const char *const bad[] = {"{} x", "{}{}", "{}\n{\"a\":1}", "{} ,", "[1]", "", "{"};
+	struct params_err pe = {0};
+	cJSON *o;
+	char nul[] = "{}\0";
+
+	T_TRUE((o = params_body("{\"a\":1} \r\n\t", 11, &pe)) != NULL);
+	cJSON_Delete(o);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pe = (struct params_err){0};
+		T_TRUE(params_body(bad[i], strlen(bad[i]), &pe) == NULL);
+		T_EQ(pe.code, ORCH_EINVAL);
+	}
+	T_TRUE(params_body(nul, 3, &pe) == NULL);
+	T_TRUE(strstr(pe.msg, "1 bytes after") != NULL);
+	struct job_request r;
+	T_ERR(parse(REQUEST_EXECUTE, "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"hi\"} {}", &r,
+	            &pe),
+	      ORCH_EINVAL);
+	T_TRUE(strstr(pe.msg, "after its JSON object") != NULL);
+}
+
 int
 main(void)
 {
 	T_RUN(test_values);
 	T_RUN(test_limits);
 	T_RUN(test_metrics_every);
+	T_RUN(test_body);
 	return t_done();
 }
