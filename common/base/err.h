@@ -61,10 +61,16 @@ enum orch_err {
 	ORCH_EOVERLOADED = 37,      /* too many open streams (max_connections) */
 	ORCH_EJOB_NOT_FOUND = 38,   /* no such job, or its events expired */
 	ORCH_EROUTE_NOT_FOUND = 39, /* no such route, worker or admin object */
+	/* the HTTP edge (issue 16): a request refused before any route sees it */
+	ORCH_ELENGTH_REQUIRED = 40,   /* a body without Content-Length (chunked, or none) */
+	ORCH_ETOO_LARGE = 41,         /* a body over max_body_bytes */
+	ORCH_EMEDIA_TYPE = 42,        /* a body that is not application/json */
+	ORCH_EMISDIRECTED = 43,       /* a Host the allow-list refuses */
+	ORCH_EHEADERS_TOO_LARGE = 44, /* a head over max_header_bytes, or too many fields */
 };
 typedef enum orch_err orch_err;
 
-#define ORCH_ERR_COUNT 40
+#define ORCH_ERR_COUNT 45
 
 /* Detail for a failure, filled by orch_errf(). Callers that do not care pass NULL. */
 struct orch_errinfo {

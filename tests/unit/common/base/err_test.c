@@ -19,6 +19,13 @@ test_table_complete(void)
 	T_TRUE(orch_err_retriable(ORCH_EWORKER_LOST));
 	T_TRUE(!orch_err_retriable(ORCH_EINVAL));
 	T_EQ(orch_err_proto(ORCH_OK), 0);
+	T_EQ(orch_err_http(ORCH_ELENGTH_REQUIRED), 411);
+	T_EQ(orch_err_http(ORCH_ETOO_LARGE), 413);
+	T_EQ(orch_err_http(ORCH_EMEDIA_TYPE), 415);
+	T_EQ(orch_err_http(ORCH_EMISDIRECTED), 421);
+	T_EQ(orch_err_http(ORCH_EHEADERS_TOO_LARGE), 431);
+	T_STREQ(orch_err_wire(ORCH_EMEDIA_TYPE), "UNSUPPORTED_MEDIA_TYPE");
+	T_EQ(orch_err_proto(ORCH_EHEADERS_TOO_LARGE), 21);
 	T_TRUE(orch_err_proto(ORCH_EGGUF_MAGIC) == orch_err_proto(ORCH_EMODEL_LOAD));
 }
 
