@@ -92,7 +92,7 @@ for n in 1 16 64 256; do
 done
 
 echo "== 3. 1000 idle SSE streams (worker paused: keep-alives only)"
-curl -sf "http://127.0.0.1:$port/v1/completions" -d '{"model":"idle","prompt":"x","max_tokens":1}' >/dev/null
+curl -sf "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' -d '{"model":"idle","prompt":"x","max_tokens":1}' >/dev/null
 idle_pid=$(curl -sf --unix-socket "$tmp/orchd.sock" http://orchd/admin/workers |
 	python3 -c 'import json,sys; print([w["pid"] for w in json.load(sys.stdin) if w["model"]=="idle"][0])')
 kill -STOP "$idle_pid"

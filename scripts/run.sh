@@ -29,6 +29,6 @@ context = 512
 preload = yes
 CONF
 echo "make run: orchd on http://127.0.0.1:8080, admin socket $run/orchd.sock"
-echo "make run: try  curl -N localhost:8080/v1/completions -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
+echo "make run: try  curl -N localhost:8080/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
 echo "make run: and  ORCHD_SOCKET=$run/orchd.sock $build/bin/orchctl status"
 exec "$build/bin/orchd" --config "$run/orchd.conf"

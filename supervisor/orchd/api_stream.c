@@ -13,6 +13,7 @@
 #include "api.h"
 #include "base/alloc.h"
 #include "http.h"
+#include "http_conn.h"
 #include "jobs.h"
 #include "models.h"
 #include "orchd.h"
@@ -45,7 +46,7 @@ answer(struct follow *f, const struct job *j)
 	struct evhttp_connection *c = evhttp_request_get_connection(f->req);
 
 	if (c)
-		evhttp_connection_set_closecb(c, NULL, NULL);
+		http_conn_set_closecb(f->d, c, NULL, NULL);
 	if (last->type == EV_ERROR)
 		http_error(f->req, last->code, NULL, "%s", last->text ? last->text : "");
 	else
@@ -142,7 +143,7 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
 	if (!streaming)
-		evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_req_close, f);
+		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, f);
 	d->n_conns++;
 	jobs_watch(d, j, &f->watch, after);
 }

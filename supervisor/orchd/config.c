@@ -15,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/parse.h"
+#include "http_host.h"
 
 #define MIB (1024u * 1024u)
 
@@ -32,6 +33,11 @@ cfg_defaults(struct orchd_config *c)
 	c->max_body_bytes = 4 * MIB;
 	c->max_header_bytes = 16384;
 	c->max_connections = 4096;
+	/* connection limits and HTTP strictness (issue 16) */
+	c->max_connections_per_client = 1024;
+	c->header_timeout_s = 10;
+	c->body_timeout_s = 60;
+	c->keepalive_timeout_s = 15;
 	c->events_keep_s = 300;
 	c->sse_keepalive_s = 15;
 	c->handshake_timeout_s = 10;
@@ -150,9 +156,43 @@ static const struct {
         {"unhealthy_drain_s", offsetof(struct orchd_config, unhealthy_drain_s), 1, 3600},
 };
 
+/* connection limits and HTTP strictness (issue 16) */
+static const struct {
+	const char *key;
+	size_t off;
+	uint64_t lo, hi;
+} edge_nums[] = {
+        {"max_connections_per_client", offsetof(struct orchd_config, max_connections_per_client), 1,
+         1000000},
+        {"header_timeout_s", offsetof(struct orchd_config, header_timeout_s), 1, 3600},
+        {"body_timeout_s", offsetof(struct orchd_config, body_timeout_s), 1, 3600},
+        {"keepalive_timeout_s", offsetof(struct orchd_config, keepalive_timeout_s), 1, 3600},
+};
+
+/* A key of the block above: ORCH_ENOTFOUND when @k is none of them. */
+static orch_err
+set_edge(struct orchd_config *c, const char *k, const char *v, struct orch_errinfo *e)
+{
+	struct http_hosts hosts;
+
+	for (size_t i = 0; i < sizeof(edge_nums) / sizeof(edge_nums[0]); i++)
+		if (strcmp(k, edge_nums[i].key) == 0)
+			return set_u32((uint32_t *)(void *)((char *)c + edge_nums[i].off),
+			               edge_nums[i].lo, edge_nums[i].hi, k, v, e);
+	if (strcmp(k, "allowed_hosts") != 0)
+		return ORCH_ENOTFOUND;
+	if (http_hosts_init(&hosts, v, "127.0.0.1:1", e) != ORCH_OK) /* the syntax */
+		return ORCH_EINVAL;
+	return set_str(c->allowed_hosts, sizeof(c->allowed_hosts), k, v, e);
+}
+
 static orch_err
 set_server(struct orchd_config *c, const char *k, const char *v, struct orch_errinfo *e)
 {
+	orch_err rv;
+
+	if ((rv = set_edge(c, k, v, e)) != ORCH_ENOTFOUND)
+		return rv;
 	for (size_t i = 0; i < sizeof(server_nums) / sizeof(server_nums[0]); i++)
 		if (strcmp(k, server_nums[i].key) == 0)
 			return set_u32((uint32_t *)(void *)((char *)c + server_nums[i].off),

@@ -41,6 +41,14 @@ struct orchd_config {
 	uint32_t max_body_bytes;
 	uint32_t max_header_bytes;
 	uint32_t max_connections;
+
+	/* connection limits and HTTP strictness (issue 16); max_connections counts them all */
+	uint32_t max_connections_per_client; /* open connections from one client address */
+	uint32_t header_timeout_s;    /* a request's head must be in this long after it starts */
+	uint32_t body_timeout_s;      /* its body this long after the head */
+	uint32_t keepalive_timeout_s; /* a connection idle between requests is closed after this */
+	char allowed_hosts[1024];     /* the Host allow-list (http_host.h); "" = the default */
+
 	uint32_t events_keep_s;   /* a finished job's events stay for resuming this long */
 	uint32_t sse_keepalive_s; /* comment line on an idle stream */
 	uint32_t handshake_timeout_s, load_timeout_s, heartbeat_timeout_s;

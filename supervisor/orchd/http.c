@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/sbuf.h"
 #include "health.h"
+#include "http_conn.h"
 #include "metrics.h"
 #include "models.h"
 #include "orchd.h"
@@ -63,27 +64,17 @@ http_error(struct evhttp_request *req, orch_err code, const char *param, const c
 {
 	char msg[1024];
 	va_list ap;
-	int status = orch_err_http(code);
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
-	cJSON_AddStringToObject(e, "code", orch_err_wire(code));
-	cJSON_AddStringToObject(e, "message", msg);
-	if (param)
-		cJSON_AddStringToObject(e, "param", param);
-	else
-		cJSON_AddNullToObject(e, "param");
-	/* the field OpenAI clients read */
-	cJSON_AddStringToObject(e, "type", status < 500 ? "invalid_request_error" : "server_error");
-	cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(code));
+	cJSON *root = params_err_json(code, param, msg);
 	if (code == ORCH_EQUEUE_FULL || code == ORCH_EOVERLOADED)
 		http_retry_after(req, 1);
 	if (code == ORCH_EUNAUTHORIZED)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 		                  "Bearer");
-	http_json(req, status, root);
+	http_json(req, orch_err_http(code), root);
 }
 
 void
@@ -240,6 +231,7 @@ static void
 on_complete(struct evhttp_request *req, void *arg)
 {
 	http_count(arg, evhttp_request_get_response_code(req));
+	http_conn_done(arg, req);
 }
 
 static void
@@ -249,6 +241,11 @@ route(struct evhttp_request *req, void *arg)
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 
 	evhttp_request_set_on_complete_cb(req, on_complete, d);
+	if (!http_conn_checked(d, req)) { /* never expected: http_conn.c and evhttp disagree */
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+		return http_error(req, ORCH_EINVAL, NULL,
+		                  "the request was not read by orchd's checks");
+	}
 	if (http_dispatch(d, req, open_routes, sizeof(open_routes) / sizeof(open_routes[0])))
 		return;
 	if (d->n_api_keys > 0 &&
@@ -268,9 +265,10 @@ route(struct evhttp_request *req, void *arg)
 	           evhttp_request_get_uri(req));
 }
 
-/* Bind "HOST:PORT" on @http. */
+/* Bind "HOST:PORT" on @http; the bound socket into *@ret. */
 static orch_err
-bind_addr(struct evhttp *http, const char *addr, struct orch_errinfo *reterr)
+bind_addr(struct evhttp *http, const char *addr, struct evhttp_bound_socket **ret,
+          struct orch_errinfo *reterr)
 {
 	char host[128];
 	const char *colon = strrchr(addr, ':');
@@ -278,7 +276,8 @@ bind_addr(struct evhttp *http, const char *addr, struct orch_errinfo *reterr)
 	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
 		return orch_errf(reterr, ORCH_EINVAL, "listen address '%s': want HOST:PORT", addr);
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
-	if (evhttp_bind_socket(http, host, (ev_uint16_t)atoi(colon + 1)) != 0)
+	if ((*ret = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)atoi(colon + 1))) ==
+	    NULL)
 		return orch_errf(reterr, ORCH_EIO,
 		                 "cannot listen on %s (in use, or not an address here)", addr);
 	return ORCH_OK;
@@ -287,17 +286,22 @@ bind_addr(struct evhttp *http, const char *addr, struct orch_errinfo *reterr)
 orch_err
 http_start(struct orchd *d, struct orch_errinfo *reterr)
 {
+	struct evhttp_bound_socket *bound = NULL;
 	orch_err rv;
 
 	if ((d->http = evhttp_new(d->base)) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	if ((rv = http_conn_start(d, reterr)) != ORCH_OK)
+		return rv;
+	/* http_conn.c reads each head first, within these limits; evhttp's are a backstop */
 	evhttp_set_max_body_size(d->http, d->cfg.max_body_bytes);
-	evhttp_set_max_headers_size(d->http, d->cfg.max_header_bytes);
+	evhttp_set_max_headers_size(d->http, d->cfg.max_header_bytes + 1024u);
 	evhttp_set_timeout(d->http, (int)d->cfg.request_timeout_s);
 	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_default_content_type(d->http, "application/json");
 	evhttp_set_gencb(d->http, route, d);
-	if ((rv = bind_addr(d->http, d->cfg.listen, reterr)) != ORCH_OK)
+	if ((rv = bind_addr(d->http, d->cfg.listen, &bound, reterr)) != ORCH_OK ||
+	    (rv = http_conn_listen(d, bound, reterr)) != ORCH_OK)
 		return rv;
 	orch_log(ORCH_LOG_INFO, "listening", "addr=%s", d->cfg.listen);
 	return ORCH_OK;
@@ -306,7 +310,10 @@ http_start(struct orchd *d, struct orch_errinfo *reterr)
 void
 http_stop(struct orchd *d)
 {
-	if (d->http)
+	if (d->http) {
+		http_conn_drop(d);
 		evhttp_free(d->http);
+	}
 	d->http = NULL;
+	http_conn_stop(d);
 }

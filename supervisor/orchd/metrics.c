@@ -232,6 +232,33 @@ per_worker(struct orchd *d, struct sbuf *o)
 			            m->cfg.name, m->workers[i]->id, m->workers[i]->slots_busy);
 }
 
+/* The public listener's connections (http_conn.h). */
+static void
+connections(struct orchd *d, struct sbuf *o)
+{
+	static const char *const refused[MET_REFUSED_COUNT] = {
+	        [MET_REFUSED_MAX] = "max_connections",
+	        [MET_REFUSED_CLIENT] = "max_connections_per_client",
+	        [MET_REFUSED_FDS] = "descriptors"};
+	static const char *const phases[MET_DEADLINE_COUNT] = {[MET_DEADLINE_HEAD] = "head",
+	                                                       [MET_DEADLINE_BODY] = "body",
+	                                                       [MET_DEADLINE_IDLE] = "idle"};
+
+	family(o, "orch_http_connections", "gauge", "Connections open on the public listener.");
+	sbuf_printf(o, "orch_http_connections %llu\n",
+	            (unsigned long long)d->metrics.http_connections);
+	family(o, "orch_http_connections_refused_total", "counter",
+	       "Connections refused at once: over a limit, or no descriptor left to take them.");
+	for (int i = 0; i < MET_REFUSED_COUNT; i++)
+		sbuf_printf(o, "orch_http_connections_refused_total{reason=\"%s\"} %llu\n",
+		            refused[i], (unsigned long long)d->metrics.http_refused[i]);
+	family(o, "orch_http_deadline_closes_total", "counter",
+	       "Connections closed at a deadline: a request's head or body not in time, or idle.");
+	for (int i = 0; i < MET_DEADLINE_COUNT; i++)
+		sbuf_printf(o, "orch_http_deadline_closes_total{phase=\"%s\"} %llu\n", phases[i],
+		            (unsigned long long)d->metrics.http_deadlines[i]);
+}
+
 static void
 daemon_wide(struct orchd *d, struct sbuf *o)
 {
@@ -255,6 +282,7 @@ daemon_wide(struct orchd *d, struct sbuf *o)
 	       "Client streams cut because the client read too slowly (sse.h).");
 	sbuf_printf(o, "orch_sse_slow_clients_total %llu\n",
 	            (unsigned long long)d->metrics.sse_slow_clients);
+	connections(d, o);
 }
 
 void

@@ -30,11 +30,19 @@ struct model_metrics {
 	struct histo ttft, itl, e2e, load;
 };
 
+/* Why a connection was refused, and where a deadline closed one (http_conn.h). */
+enum { MET_REFUSED_MAX, MET_REFUSED_CLIENT, MET_REFUSED_FDS, MET_REFUSED_COUNT };
+enum { MET_DEADLINE_HEAD, MET_DEADLINE_BODY, MET_DEADLINE_IDLE, MET_DEADLINE_COUNT };
+
 /* Whole daemon. */
 struct metrics {
 	uint64_t http_responses[6]; /* by status class: [1]=1xx ... [5]=5xx */
 	uint64_t rejected_queue_full, rejected_connections;
 	uint64_t sse_slow_clients; /* streams cut: the client read too slowly */
+	/* the public listener's connections (issue 16) */
+	uint64_t http_connections; /* open now (a gauge) */
+	uint64_t http_refused[MET_REFUSED_COUNT];
+	uint64_t http_deadlines[MET_DEADLINE_COUNT];
 };
 
 /* histo_observe - add @seconds to @h (buckets from 1 ms to 600 s). */

@@ -16,6 +16,7 @@
 struct event;
 struct event_base;
 struct evhttp;
+struct http_edge;
 struct job;
 struct model_entry;
 
@@ -37,6 +38,7 @@ struct orchd {
 	uint64_t next_job_id;
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
+	struct http_edge *edge; /* the public listener's connections (http_conn.h) */
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;
 	char **api_keys;
 	uint32_t n_api_keys;

@@ -15,6 +15,24 @@
 #include "base/limits.h"
 #include "jobs.h"
 
+cJSON *
+params_err_json(orch_err code, const char *param, const char *msg)
+{
+	cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
+
+	cJSON_AddStringToObject(e, "code", orch_err_wire(code));
+	cJSON_AddStringToObject(e, "message", msg);
+	if (param)
+		cJSON_AddStringToObject(e, "param", param);
+	else
+		cJSON_AddNullToObject(e, "param");
+	/* the field OpenAI clients read */
+	cJSON_AddStringToObject(
+	        e, "type", orch_err_http(code) < 500 ? "invalid_request_error" : "server_error");
+	cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(code));
+	return e ? root : NULL;
+}
+
 bool
 params_fail(struct params_err *pe, orch_err code, const char *param, const char *fmt, ...)
 {

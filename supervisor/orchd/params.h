@@ -21,6 +21,13 @@ struct params_err {
 	char msg[512];
 };
 
+/*
+ * params_err_json - the JSON body of a refusal of @code with @msg and @param
+ * (NULL for none): {"error": {code, message, param, type, retriable}}, as
+ * every API answers one. NULL when out of memory.
+ */
+struct cJSON *params_err_json(orch_err code, const char *param, const char *msg);
+
 /* params_fail - fill @pe (when not NULL) and return false. */
 bool params_fail(struct params_err *pe, orch_err code, const char *param, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));

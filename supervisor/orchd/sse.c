@@ -17,6 +17,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/sbuf.h"
+#include "http_conn.h"
 #include "orchd.h"
 
 struct sse_stream {
@@ -40,7 +41,7 @@ finish(struct sse_stream *s, bool end_reply)
 	struct evhttp_connection *c = evhttp_request_get_connection(s->req);
 
 	if (c)
-		evhttp_connection_set_closecb(c, NULL, NULL);
+		http_conn_set_closecb(s->d, c, NULL, NULL);
 	if (end_reply || c == NULL)
 		evhttp_send_reply_end(s->req);
 	if (s->ev_ping)
@@ -121,7 +122,7 @@ sse_start(struct orchd *d, struct evhttp_request *req, sse_gone_fn gone, void *a
 	evhttp_add_header(h, "Cache-Control", "no-cache");
 	evhttp_add_header(h, "X-Accel-Buffering", "no");
 	evhttp_send_reply_start(req, 200, "OK");
-	evhttp_connection_set_closecb(evhttp_request_get_connection(req), on_close, s);
+	http_conn_set_closecb(d, evhttp_request_get_connection(req), on_close, s);
 	event_add(s->ev_ping, &tv);
 	*ret = s;
 	return ORCH_OK;

@@ -8,6 +8,7 @@ import sys
 
 PORT = 0
 ADMIN = ""
+JSON_CT = {"Content-Type": "application/json"}  # POST bodies must say so (issue 16)
 passed = failed = 0
 
 

@@ -85,7 +85,7 @@ def refused_before_admission():
     for k in range(5):
         c = conn()
         c.request("POST", "/execute", json.dumps({"job_id": "q%d" % k, "model": "a", "prompt": "Once",
-                                                  "max_tokens": 2}))
+                                                  "max_tokens": 2}), orchd_lib.JSON_CT)
         held.append((c, c.getresponse()))
     st, hdr, _, text = execute({"job_id": "q-over", "model": "a", "prompt": "Once", "max_tokens": 2})
     check(st == 429 and hdr.get("Content-Type") == "application/json" and "event:" not in text

@@ -28,7 +28,7 @@ MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 MODEL_Q8 = os.path.join(DATA, "models", "stories260K-Q8_0.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
-from orchd_lib import check, conn, post, get, sse_events, admin  # noqa: E402
+from orchd_lib import JSON_CT, check, conn, post, get, sse_events, admin  # noqa: E402
 
 PORT = orchd_lib.free_port(os.getpid())
 
@@ -202,7 +202,8 @@ try:
                           capture_output=True, text=True).stdout.rstrip("\n")
     body = json.dumps({"job_id": "golden", "model": "a", "prompt": "Once upon a time",
                        "max_tokens": 64, "temperature": 0})
-    out = subprocess.run(["curl", "-sN", "http://127.0.0.1:%d/execute" % PORT, "-d", body],
+    out = subprocess.run(["curl", "-sN", "http://127.0.0.1:%d/execute" % PORT,
+                          "-H", "Content-Type: application/json", "-d", body],
                          capture_output=True, text=True).stdout
     evs = sse_events(out)
     check(text_of(evs) == want, "golden text: %r vs %r" % (text_of(evs)[:60], want[:60]))
@@ -235,7 +236,7 @@ try:
     os.kill(pid_q, signal.SIGSTOP)
     c = conn()
     c.request("POST", "/execute", json.dumps({"job_id": "gone", "model": "q",
-              "prompt": "Once upon a time", "max_tokens": 200}))
+              "prompt": "Once upon a time", "max_tokens": 200}), JSON_CT)
     resp = c.getresponse()
     check(resp.status == 200, "stream started")
     time.sleep(0.2)
@@ -256,7 +257,7 @@ try:
     for k in range(6):
         c = conn()
         c.request("POST", "/execute", json.dumps({"job_id": "qf%d" % k, "model": "q",
-                  "prompt": "Once", "max_tokens": 4}))
+                  "prompt": "Once", "max_tokens": 4}), JSON_CT)
         held.append((c, c.getresponse()))
     st, hdr, t = post("/execute", {"job_id": "qf-over", "model": "q", "prompt": "Once", "max_tokens": 4})
     check(st == 429 and "Retry-After" in hdr and json.loads(t)["error"]["code"] == "QUEUE_FULL",
@@ -317,7 +318,7 @@ try:
     full = execute("a", "Once upon a time", 60, 5, 0.8)[1]
     c = conn()
     c.request("POST", "/execute", json.dumps({"job_id": "res", "model": "a", "prompt": "Once upon a time",
-              "max_tokens": 60, "temperature": 0.8, "seed": 5, "resume_grace_s": 10}))
+              "max_tokens": 60, "temperature": 0.8, "seed": 5, "resume_grace_s": 10}), JSON_CT)
     r = c.getresponse()
     first = b""
     while first.count(b"\n\n") < 3:

@@ -112,6 +112,42 @@ test_models(void)
 	cfg_free(&c);
 }
 
+/* connection limits and HTTP strictness (issue 16): defaults, values, refusals */
+static void
+test_edge(void)
+{
+	struct orchd_config c;
+	struct orch_errinfo e = {0};
+
+	cfg_defaults(&c);
+	T_EQ(c.max_connections, 4096);
+	T_EQ(c.max_connections_per_client, 1024);
+	T_EQ(c.header_timeout_s, 10);
+	T_EQ(c.body_timeout_s, 60);
+	T_EQ(c.keepalive_timeout_s, 15);
+	T_STREQ(c.allowed_hosts, "");
+	T_OK(load_text(&c,
+	               "[server]\nmax_connections_per_client = 8\nheader_timeout_s = 2\n"
+	               "body_timeout_s = 3\nkeepalive_timeout_s = 4\n"
+	               "allowed_hosts = api.internal, 10.0.0.5:8080 [::1]\n",
+	               &e));
+	T_EQ(c.max_connections_per_client, 8);
+	T_EQ(c.header_timeout_s, 2);
+	T_EQ(c.body_timeout_s, 3);
+	T_EQ(c.keepalive_timeout_s, 4);
+	T_STREQ(c.allowed_hosts, "api.internal, 10.0.0.5:8080 [::1]");
+	cfg_free(&c);
+	T_ERR(load_text(&c, "[server]\nheader_timeout_s = 0\n", &e), ORCH_EINVAL);
+	cfg_free(&c);
+	T_ERR(load_text(&c, "[server]\nmax_connections_per_client = 0\n", &e), ORCH_EINVAL);
+	cfg_free(&c);
+	T_ERR(load_text(&c, "[server]\nallowed_hosts = a/b\n", &e), ORCH_EINVAL);
+	T_TRUE(strstr(e.msg, ":2") != NULL && strstr(e.msg, "'a/b'") != NULL);
+	cfg_free(&c);
+	T_OK(load_text(&c, "[server]\nallowed_hosts = *\n", &e));
+	cfg_free(&c);
+}
+
 int
 main(void)
 {
@@ -119,5 +155,6 @@ main(void)
 	T_RUN(test_bad);
 	T_RUN(test_health_keys);
 	T_RUN(test_models);
+	T_RUN(test_edge);
 	return t_done();
 }
