@@ -5,7 +5,8 @@ An orchd serving stories260K with jobs in flight is killed with SIGKILL: its
 worker must exit within a second without trying to deliver the jobs' events
 (before, it spent 5 s per job on sends nobody received). A new orchd on the
 same runtime directory then starts the model again (its sockets' files are
-left behind) and serves."""
+left behind) and serves; a SIGKILL of its worker that orchd did not send is
+reported as a possible OOM kill (issue 16, item 12)."""
 import json
 import os
 import shutil
@@ -80,6 +81,19 @@ orchd, worker = start()
 check(worker > 0, "a restarted orchd brings the model back up")
 st, _, text = post("/v1/completions", {"model": "m", "prompt": "Once", "max_tokens": 3})
 check(st == 200, "the restarted orchd serves: %d %s" % (st, text[:200]))
+
+# a worker killed by SIGKILL that orchd did not send (the OOM killer's signal) is reported as such
+os.kill(worker, signal.SIGKILL)
+reason, deadline = "", time.time() + 20
+while time.time() < deadline and "SIGKILL" not in reason:
+    try:
+        h = json.loads(orchd_lib.get("/health")[2])
+        reason = h["models"]["m"]["workers"][0].get("last_restart_reason", "")
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+    time.sleep(0.05)
+check("killed by SIGKILL, not sent by orchd" in reason and "OOM" in reason,
+      "an outside SIGKILL is reported as a possible OOM kill: %r" % reason)
 orchd.terminate()
 check(orchd.wait(20) == 0, "orchd exits 0")
 shutil.rmtree(tmp, ignore_errors=True)
