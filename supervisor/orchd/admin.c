@@ -289,16 +289,13 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	struct params_err pe = {0};
 	const char *body, *name = NULL, *path = NULL;
 	size_t n = http_body(req, &body);
-	cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
+	cJSON *root = NULL;
 	struct model_entry *m;
 
 	(void)arg;
-	if (!cJSON_IsObject(root))
-		params_fail(&pe, ORCH_EINVAL, NULL,
-		            n == 0 ? "the request has no body; want a JSON object"
-		                   : "the body is not a JSON object");
-	else if (!params_known(root, keys, &pe) || !params_string(root, "name", true, &name, &pe) ||
-	         !params_string(root, "path", false, &path, &pe))
+	if (params_body(body, n, &root, &pe) != ORCH_OK || !params_known(root, keys, &pe) ||
+	    !params_string(root, "name", true, &name, &pe) ||
+	    !params_string(root, "path", false, &path, &pe))
 		;
 	else if ((m = models_find(d, name)) != NULL && path == NULL) { /* a configured model */
 		models_start(d, m);

@@ -52,14 +52,11 @@ api_native_cancel(struct orchd *d, struct evhttp_request *req, const char *arg)
 	struct params_err pe = {0};
 	const char *body, *job_id = NULL;
 	size_t n = http_body(req, &body);
-	cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
+	cJSON *root = NULL;
 
 	(void)arg;
-	if (!cJSON_IsObject(root))
-		params_fail(&pe, ORCH_EINVAL, NULL,
-		            n == 0 ? "the request has no body; want a JSON object"
-		                   : "the body is not a JSON object");
-	else if (params_known(root, keys, &pe) && params_string(root, "job_id", true, &job_id, &pe))
+	if (params_body(body, n, &root, &pe) == ORCH_OK && params_known(root, keys, &pe) &&
+	    params_string(root, "job_id", true, &job_id, &pe))
 		cancel_job(d, req, job_id);
 	if (pe.code != ORCH_OK)
 		http_params_error(req, &pe);

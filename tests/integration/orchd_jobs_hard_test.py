@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""orchd_jobs_hard_test - issue 16 (items 4, 5, 8, 9, 11) against a real orchd
+with a real worker (cpu, stories260K) on loopback:
+
+- request bodies cJSON would take in part are refused: a "\\u0000" in a
+  prompt or a message, a key twice, ill-formed UTF-8 in job_id;
+- a job_id with a newline cannot forge a log line."""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ["ORCH_BIN"]
+DATA = os.environ["ORCH_TESTDATA"]
+MODEL = os.path.join(DATA, "models", "stories260K.gguf")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import orchd_lib  # noqa: E402
+from orchd_lib import check, post, get, sse_events  # noqa: E402
+
+tmp = tempfile.mkdtemp()
+JSON = {"Content-Type": "application/json"}
+
+
+class Orchd:
+    """One orchd on its own port, admin socket and log, with model "a" (and @extra server keys)."""
+
+    def __init__(self, name, extra="", models=None):
+        self.dir = os.path.join(tmp, name)
+        os.makedirs(self.dir)
+        self.port = orchd_lib.free_port(os.getpid() + 7 * len(os.listdir(tmp)))
+        self.admin = os.path.join(self.dir, "orchd.sock")
+        self.conf = os.path.join(self.dir, "orchd.conf")
+        self.log_path = os.path.join(self.dir, "orchd.log")
+        with open(self.conf, "w") as f:
+            f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n"
+                    "hash_cache_beside = no\n%s\n" % (self.port, self.admin, self.dir, extra))
+            for m in models or ["a"]:
+                f.write('[model "%s"]\npath = %s\nslots = 4\ncontext = 256\nthreads = 1\n' % (m, MODEL))
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([BIN + "/orchd", "--config", self.conf], stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        self.use()
+
+    def use(self):
+        orchd_lib.PORT = self.port
+        orchd_lib.ADMIN = self.admin
+
+    def wait_ready(self, headers=None):
+        end = time.time() + 20
+        while time.time() < end and self.proc.poll() is None:
+            try:
+                if get("/ready", headers)[0] == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def text(self):
+        self.log.flush()
+        return open(self.log_path).read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+def error_of(text):
+    try:
+        return json.loads(text)["error"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+
+
+def strict_bodies():
+    """Item 8: what cJSON would cut, pick or echo raw is a 400 naming the parameter."""
+    cases = [
+        ('{"job_id":"n1","model":"a","prompt":"Once upon\\u0000 a time"}', "/execute", "prompt"),
+        ('{"model":"a","messages":[{"role":"user","content":"hi\\u0000 there"}]}',
+         "/v1/chat/completions", "messages"),
+        ('{"model":"a","prompt":"Once\\u0000"}', "/v1/completions", "prompt"),
+        ('{"job_id":"d1","model":"a","prompt":"hi","prompt":"other"}', "/execute", "prompt"),
+        ('{"model":"a","messages":[{"role":"user","content":"x","content":"y"}]}',
+         "/v1/chat/completions", "content"),
+        ('{"job_id":"c1","job_id":"c2"}', "/cancel", "job_id"),
+    ]
+    for body, path, param in cases:
+        st, _, t = post(path, body, JSON)
+        e = error_of(t)
+        check(st == 400 and e.get("code") == "INVALID_REQUEST" and e.get("param") == param,
+              "%s %s -> 400 naming %s: %s %s" % (path, body[:50], param, st, t[:160]))
+    st, _, t = post("/execute", b'{"job_id":"bad\xff\xfe","model":"a","prompt":"hi"}', JSON)
+    e = error_of(t)
+    check(st == 400 and e.get("code") == "INVALID_REQUEST" and "UTF-8" in e.get("message", ""),
+          "ill-formed UTF-8 in job_id: 400: %s %s" % (st, t[:160]))
+    st, _, t = post("/execute", '{"job_id":"ok-after","model":"a","prompt":"Once","max_tokens":2}', JSON)
+    check(st == 200 and sse_events(t)[-1]["event"] == "end", "a good request still runs: %s" % t[-120:])
+
+
+def log_forging(o):
+    """Item 8: a job_id with a newline and a fake line after it stays one escaped value."""
+    forged = 'x\n<3>event=forged job=evil "quote"'
+    st, _, t = post("/execute", {"job_id": forged, "model": "a", "prompt": "Once", "max_tokens": 2}, JSON)
+    evs = sse_events(t)
+    check(st == 200 and evs and json.loads(evs[0]["data"])["job_id"] == forged,
+          "the job runs and its started event carries the job_id as sent: %s" % t[:200])
+    end = time.time() + 5
+    while time.time() < end and "forged" not in o.text():
+        time.sleep(0.05)
+    lines = o.text().splitlines()
+    check(not any(re.match(r"^<\d>event=forged", l) for l in lines), "no forged line in the log")
+    hits = [l for l in lines if "forged" in l]
+    check(any(re.search(r'job="x\\n<3>event=forged job=evil \\"quote\\""', l) for l in hits),
+          "the job_id is one quoted, escaped value: %r" % hits[:3])
+
+
+try:
+    a = Orchd("anon")
+    check(a.wait_ready(), "orchd without keys is ready")
+    strict_bodies()
+    log_forging(a)
+    check(a.stop() == 0, "exit 0 after SIGTERM")
+finally:
+    for o in [v for v in globals().values() if isinstance(v, Orchd)]:
+        if o.proc.poll() is None:
+            o.proc.kill()
+            o.proc.wait()
+    if orchd_lib.failed:
+        for name in sorted(os.listdir(tmp)):
+            p = os.path.join(tmp, name, "orchd.log")
+            if os.path.exists(p):
+                sys.stderr.write("--- %s\n" % name)
+                sys.stderr.write("".join(l for l in open(p) if "load_progress" not in l)[-6000:])
+    shutil.rmtree(tmp, ignore_errors=True)
+
+print("orchd_jobs_hard_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
+sys.exit(1 if orchd_lib.failed else 0)
