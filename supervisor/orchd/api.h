@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct api_key;
 struct evhttp_request;
 struct job;
 struct job_sink;
@@ -36,6 +37,12 @@ void api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *ar
 
 /* api_openai_models - GET /v1/models. */
 void api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/*
+ * api_caller - the API key @req authenticated with (http.c let it through),
+ * or NULL when no keys are in force.
+ */
+const struct api_key *api_caller(struct orchd *d, struct evhttp_request *req);
 
 /* api_room - room for one more stream; else answers 503 OVERLOADED with Retry-After. */
 bool api_room(struct orchd *d, struct evhttp_request *req);

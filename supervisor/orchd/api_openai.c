@@ -13,6 +13,7 @@
 #include "api.h"
 #include "http.h"
 #include "jobs.h"
+#include "keys.h"
 #include "models.h"
 #include "orchd.h"
 #include "request.h"
@@ -169,11 +170,14 @@ void
 api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
 	cJSON *o = cJSON_CreateObject(), *data;
+	const struct api_key *key = api_caller(d, req);
 
 	(void)arg;
 	cJSON_AddStringToObject(o, "object", "list");
 	data = cJSON_AddArrayToObject(o, "data");
 	for (struct model_entry *m = d->models; m; m = m->next) {
+		if (!keys_model_ok(key, m->cfg.name))
+			continue; /* the models this key may use */
 		cJSON *it = cJSON_CreateObject();
 		cJSON_AddStringToObject(it, "id", m->cfg.name);
 		cJSON_AddStringToObject(it, "object", "model");

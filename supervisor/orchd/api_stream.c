@@ -9,11 +9,13 @@
 
 #include <cjson/cJSON.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include "api.h"
 #include "base/alloc.h"
 #include "http.h"
 #include "jobs.h"
+#include "keys.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
@@ -147,6 +149,15 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 	jobs_watch(d, j, &f->watch, after);
 }
 
+const struct api_key *
+api_caller(struct orchd *d, struct evhttp_request *req)
+{
+	if (d->keys.n == 0)
+		return NULL;
+	return keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
+	                                               "Authorization"));
+}
+
 bool
 api_room(struct orchd *d, struct evhttp_request *req)
 {
@@ -167,7 +178,9 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r)
 		http_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", r->job_id);
 		return NULL;
 	}
-	if ((m = models_find(d, r->model)) == NULL) {
+	/* a model the key may not use is one that does not exist, as far as its caller can tell */
+	if (!keys_model_ok(api_caller(d, req), r->model) ||
+	    (m = models_find(d, r->model)) == NULL) {
 		http_error(req, ORCH_EMODEL_NOT_FOUND, "model", "model '%s' is not configured",
 		           r->model);
 		return NULL;

@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/sbuf.h"
 #include "health.h"
+#include "keys.h"
 #include "metrics.h"
 #include "models.h"
 #include "orchd.h"
@@ -119,13 +120,11 @@ bool
 http_bearer_ok(struct evhttp_request *req, const char *const *keys, size_t n)
 {
 	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	bool ok = false;
 
-	if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (keys[i][0] != '\0' && strcmp(h + 7, keys[i]) == 0)
-			return true;
-	return false;
+	for (size_t i = 0; i < n; i++) /* keys.c: any case of "Bearer", constant time */
+		ok |= keys_token_equal(h, keys[i]);
+	return ok;
 }
 
 /* Whether @path matches @r; the variable part of a prefix route into @arg. */
@@ -251,8 +250,9 @@ route(struct evhttp_request *req, void *arg)
 	evhttp_request_set_on_complete_cb(req, on_complete, d);
 	if (http_dispatch(d, req, open_routes, sizeof(open_routes) / sizeof(open_routes[0])))
 		return;
-	if (d->n_api_keys > 0 &&
-	    !http_bearer_ok(req, (const char *const *)d->api_keys, d->n_api_keys))
+	if (d->keys.n > 0 &&
+	    keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
+	                                            "Authorization")) == NULL)
 		return http_error(req, ORCH_EUNAUTHORIZED, NULL,
 		                  "a valid 'Authorization: Bearer KEY' is needed");
 	if (d->stopping) {

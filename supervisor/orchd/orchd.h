@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "devices.h"
+#include "keys.h"
 #include "metrics.h"
 
 struct event;
@@ -38,8 +39,7 @@ struct orchd {
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;
-	char **api_keys;
-	uint32_t n_api_keys;
+	struct api_keys keys; /* the public API's; none: open */
 	char admin_token[256];
 	bool stopping, ready_sent;
 	uint64_t started_ms, started_unix, stop_ms;

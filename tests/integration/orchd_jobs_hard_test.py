@@ -4,7 +4,10 @@ with a real worker (cpu, stories260K) on loopback:
 
 - request bodies cJSON would take in part are refused: a "\\u0000" in a
   prompt or a message, a key twice, ill-formed UTF-8 in job_id;
-- a job_id with a newline cannot forge a log line."""
+- a job_id with a newline cannot forge a log line;
+- API keys fail closed (an empty or missing keys file stops orchd), reload on
+  SIGHUP (a revoked key gets 401; an empty file keeps the keys in force),
+  "bearer" in any case, and per-key model allow-lists."""
 import json
 import os
 import re
@@ -24,6 +27,13 @@ from orchd_lib import check, post, get, sse_events  # noqa: E402
 
 tmp = tempfile.mkdtemp()
 JSON = {"Content-Type": "application/json"}
+K1 = "key-one-0123456789abcdef"
+K2 = "key-two-0123456789abcdef"
+K3 = "key-three-only-model-b-0"
+
+
+def auth(key, scheme="Bearer"):
+    return {"Content-Type": "application/json", "Authorization": "%s %s" % (scheme, key)}
 
 
 class Orchd:
@@ -126,7 +136,83 @@ def log_forging(o):
           "the job_id is one quoted, escaped value: %r" % hits[:3])
 
 
+def keys_fail_closed():
+    """Item 5: a keys file with only comments, or none at all, is a start-up error."""
+    path = os.path.join(tmp, "empty.keys")
+    with open(path, "w") as f:
+        f.write("# every key was removed\n\n")
+    for name, keys in (("emptykeys", path), ("nokeys", os.path.join(tmp, "missing.keys"))):
+        o = Orchd(name, "api_keys_file = %s" % keys)
+        try:
+            rc = o.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        text = o.text()
+        check(rc not in (None, 0), "%s: orchd exits non-zero: %r" % (name, rc))
+        check("event=start_failed" in text and ("no key in it" in text or "No such file" in text),
+              "%s: a clear message: %r" % (name, text[-300:]))
+        o.stop()
+
+
+def wait_log(o, needle, count):
+    end = time.time() + 10
+    while time.time() < end and o.text().count(needle) < count:
+        time.sleep(0.05)
+    return o.text().count(needle) >= count
+
+
+def keys(o, path):
+    """Item 5: 401 without a key, "bearer" in any case, SIGHUP revokes, allow-lists."""
+    body = {"job_id": "k", "model": "a", "prompt": "Once", "max_tokens": 2}
+    st, hdr, t = post("/execute", body, JSON)
+    check(st == 401 and error_of(t).get("code") == "UNAUTHORIZED" and hdr.get("WWW-Authenticate") == "Bearer",
+          "no key: 401: %s %s" % (st, t[:120]))
+    check(post("/execute", body, auth("key-one-0123456789abcdeX"))[0] == 401, "a wrong key: 401")
+    check(post("/execute", body, auth(K1, "Basic"))[0] == 401, "another scheme: 401")
+    check(get("/health")[0] == 200 and get("/metrics")[0] == 200, "/health and /metrics stay open")
+    for scheme in ("Bearer", "bearer", "BEARER"):
+        st, _, t = post("/execute", dict(body, job_id="k-" + scheme), auth(K1, scheme))
+        check(st == 200 and sse_events(t)[-1]["event"] == "end", "'%s KEY' works: %s %s" % (scheme, st, t[:120]))
+    # allow-list: K3 may use model b only; a is "not configured" as far as it can tell
+    st, _, t = get("/v1/models", auth(K3))
+    check(st == 200 and [m["id"] for m in json.loads(t)["data"]] == ["b"], "K3 sees model b only: %s" % t[:200])
+    st, _, t = get("/v1/models", auth(K1))
+    check(st == 200 and [m["id"] for m in json.loads(t)["data"]] == ["a", "b"], "K1 sees both: %s" % t[:200])
+    st, _, t = post("/execute", dict(body, job_id="k3a"), auth(K3))
+    check(st == 404 and error_of(t).get("code") == "MODEL_NOT_FOUND", "K3 on model a: 404: %s %s" % (st, t[:160]))
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": "Once", "max_tokens": 2}, auth(K3))
+    check(st == 404 and error_of(t).get("code") == "MODEL_NOT_FOUND", "K3 on model a (OpenAI): 404: %s" % st)
+    st, _, t = post("/execute", dict(body, job_id="k3b", model="b"), auth(K3))
+    check(st == 200 and sse_events(t)[-1]["event"] == "end", "K3 on model b: %s %s" % (st, t[:120]))
+    # SIGHUP: K2 revoked
+    check(post("/execute", dict(body, job_id="k2"), auth(K2))[0] == 200, "K2 works before the reload")
+    with open(path, "w") as f:
+        f.write("# K2 revoked\n%s\n%s models=b\n" % (K1, K3))
+    o.proc.send_signal(signal.SIGHUP)
+    check(wait_log(o, "event=api_keys_reloaded", 1), "the reload is logged")
+    st, _, t = post("/execute", dict(body, job_id="k2-again"), auth(K2))
+    check(st == 401, "a revoked key: 401 after SIGHUP: %s %s" % (st, t[:120]))
+    check(post("/execute", dict(body, job_id="k1-again"), auth(K1))[0] == 200, "K1 still works")
+    # SIGHUP with every key gone: the keys in force stay, an error is logged
+    with open(path, "w") as f:
+        f.write("# oops\n")
+    o.proc.send_signal(signal.SIGHUP)
+    check(wait_log(o, "event=api_keys_reload_failed", 1), "a reload to no keys is refused and logged")
+    check(post("/execute", dict(body, job_id="k1-kept"), auth(K1))[0] == 200, "K1 works after it")
+    check(post("/execute", dict(body, job_id="k-none"), JSON)[0] == 401, "and no key still gets 401")
+    check(all(k not in o.text() for k in (K1, K2, K3)), "no key appears in the log")
+
+
 try:
+    keys_fail_closed()
+    kpath = os.path.join(tmp, "api.keys")
+    with open(kpath, "w") as f:
+        f.write("# test keys\n%s\n%s\n%s models=b\n" % (K1, K2, K3))
+    os.chmod(kpath, 0o600)
+    k = Orchd("keys", "api_keys_file = %s" % kpath, models=["a", "b"])
+    check(k.wait_ready(), "orchd with keys is ready")
+    keys(k, kpath)
+    check(k.stop() == 0, "exit 0 after SIGTERM (keys)")
     a = Orchd("anon")
     check(a.wait_ready(), "orchd without keys is ready")
     strict_bodies()
