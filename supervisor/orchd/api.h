@@ -12,6 +12,7 @@
 struct api_key;
 struct evhttp_request;
 struct job;
+struct job_owner;
 struct job_sink;
 struct orchd;
 
@@ -43,6 +44,9 @@ void api_openai_models(struct orchd *d, struct evhttp_request *req, const char *
  * or NULL when no keys are in force.
  */
 const struct api_key *api_caller(struct orchd *d, struct evhttp_request *req);
+
+/* api_owner - who @req is, as a job's owner (jobs.h): its key's, or nobody without keys. */
+void api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *ret);
 
 /* api_room - room for one more stream; else answers 503 OVERLOADED with Retry-After. */
 bool api_room(struct orchd *d, struct evhttp_request *req);

@@ -158,6 +158,16 @@ api_caller(struct orchd *d, struct evhttp_request *req)
 	                                               "Authorization"));
 }
 
+void
+api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *ret)
+{
+	const struct api_key *key = api_caller(d, req);
+
+	*ret = (struct job_owner){.keyed = key != NULL};
+	if (key != NULL)
+		memcpy(ret->id, key->digest, sizeof(ret->id));
+}
+
 bool
 api_room(struct orchd *d, struct evhttp_request *req)
 {
@@ -170,11 +180,13 @@ api_room(struct orchd *d, struct evhttp_request *req)
 
 /* Checks against the registry; a refusal is answered. */
 static struct model_entry *
-admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r)
+admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
+      const struct job_owner *owner)
 {
 	struct model_entry *m;
 
-	if (r->job_id[0] && jobs_find_ext(d, r->job_id) != NULL) {
+	/* with keys, a job_id names one job in its key's space; without, it is only a label */
+	if (owner->keyed && r->job_id[0] && jobs_lookup(d, r->job_id, owner) != NULL) {
 		http_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", r->job_id);
 		return NULL;
 	}
@@ -196,6 +208,7 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 	static const char *const prefix[] = {"", "cmpl", "chatcmpl"};
 	static const enum job_kind kinds[] = {JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT};
 	struct job_request r;
+	struct job_owner owner;
 	struct params_err pe = {0};
 	struct orch_errinfo e = {0};
 	const char *body;
@@ -207,19 +220,21 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		http_params_error(req, &pe);
 		goto out;
 	}
-	if ((m = admit(d, req, &r)) == NULL)
+	api_owner(d, req, &owner);
+	if ((m = admit(d, req, &r, &owner)) == NULL)
 		goto out;
 	const struct job_sink *sink = api == REQUEST_EXECUTE ? &api_native_sink : &api_openai_sink;
-	if ((j = jobs_new(d, kinds[api], sink, m, &r)) == NULL) {
+	if ((j = jobs_new(d, kinds[api], sink, m, &r, &owner)) == NULL) {
 		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
-	if (api == REQUEST_EXECUTE)
+	if (api == REQUEST_EXECUTE) {
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
-	else
-		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%llu", prefix[api],
-		         (unsigned long long)j->id);
-	snprintf(j->correlation, sizeof(j->correlation), "%s", j->ext_id);
+		/* the id to resume or cancel with, before any event (a queued job has none yet) */
+		evhttp_add_header(evhttp_request_get_output_headers(req), "X-Job-Id", j->uid);
+	} else {
+		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%s", prefix[api], j->uid);
+	}
 	if (models_submit(d, j, &e) != ORCH_OK) {
 		http_error(req, e.code, "model", "%s", e.msg);
 		jobs_free(d, j);

@@ -6,8 +6,10 @@
  */
 #include "jobs.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <cjson/cJSON.h>
 #include <event2/event.h>
@@ -34,6 +36,49 @@ job_request_fini(struct job_request *r)
 	r->messages = NULL;
 }
 
+/* @n random bytes from the kernel (getrandom(2), blocking only before the pool is ready). */
+static bool
+fill_random(uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = getrandom(p, n, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static void
+to_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hex[p[i] >> 4];
+		out[2 * i + 1] = hex[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* @j's uid and correlation id: 128 and 64 random bits. */
+static bool
+new_ids(struct job *j)
+{
+	uint8_t r[(JOBS_UID_HEX + JOBS_CORRELATION_HEX) / 2];
+
+	if (!fill_random(r, sizeof(r))) {
+		orch_log(ORCH_LOG_ERR, "job_id_failed", "err=\"%s\"", strerror(errno));
+		return false;
+	}
+	to_hex(r, JOBS_UID_HEX / 2, j->uid);
+	to_hex(r + JOBS_UID_HEX / 2, JOBS_CORRELATION_HEX / 2, j->correlation);
+	return true;
+}
+
 /* Put @j at the head of the every-job and live lists. */
 static void
 link_job(struct orchd *d, struct job *j)
@@ -49,7 +94,7 @@ link_job(struct orchd *d, struct job *j)
 
 struct job *
 jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struct model_entry *m,
-         struct job_request *r)
+         struct job_request *r, const struct job_owner *owner)
 {
 	struct job *j = orch_calloc(1, sizeof(*j));
 
@@ -58,7 +103,7 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struc
 	j->ev_timer = event_new(d->base, -1, 0, job_timer, j);
 	/* room for the events of a short job; growth never finds the array empty */
 	j->events = orch_calloc(64, sizeof(*j->events));
-	if (j->ev_timer == NULL || j->events == NULL) {
+	if (j->ev_timer == NULL || j->events == NULL || !new_ids(j)) {
 		if (j->ev_timer)
 			event_free(j->ev_timer);
 		orch_free(j->events);
@@ -69,6 +114,8 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struc
 	j->d = d;
 	j->id = ++d->next_job_id;
 	j->kind = kind;
+	if (owner != NULL)
+		j->owner = *owner;
 	j->sink = sink;
 	j->model = m;
 	snprintf(j->model_name, sizeof(j->model_name), "%s", m->cfg.name);
@@ -93,12 +140,29 @@ unlink_live(struct orchd *d, struct job *j)
 	j->live_prev = j->live_next = NULL;
 }
 
-struct job *
-jobs_find_ext(struct orchd *d, const char *ext_id)
+/* Whether @id is @uid, in time that does not depend on where they differ. */
+static bool
+uid_equal(const char *uid, const char *id)
 {
-	for (struct job *j = d->jobs; j; j = j->next_all)
-		if (strcmp(j->ext_id, ext_id) == 0)
+	unsigned diff = 0;
+
+	if (strlen(id) != JOBS_UID_HEX)
+		return false;
+	for (size_t i = 0; i < JOBS_UID_HEX; i++)
+		diff |= (unsigned)(uid[i] ^ id[i]);
+	return diff == 0;
+}
+
+struct job *
+jobs_lookup(struct orchd *d, const char *id, const struct job_owner *owner)
+{
+	for (struct job *j = d->jobs; j; j = j->next_all) {
+		if (j->kind != JOB_NATIVE || j->owner.keyed != owner->keyed ||
+		    memcmp(j->owner.id, owner->id, sizeof(owner->id)) != 0)
+			continue;
+		if (uid_equal(j->uid, id) || (owner->keyed && strcmp(j->ext_id, id) == 0))
 			return j;
+	}
 	return NULL;
 }
 
@@ -188,8 +252,12 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 		if (w->model)
 			models_dispatch(d, w->model);
 	}
-	orch_log(ORCH_LOG_INFO, "job_end", "job=%s model=%s outcome=%s tokens=%u ms=%llu",
-	         j->ext_id, j->model_name,
+	char key[9] = "-"; /* the key's fingerprint: its digest's first 4 bytes */
+	if (j->owner.keyed)
+		to_hex(j->owner.id, 4, key);
+	orch_log(ORCH_LOG_INFO, "job_end",
+	         "job=%s job_id=%s key=%s model=%s outcome=%s tokens=%u ms=%llu", j->correlation,
+	         j->ext_id, key, j->model_name,
 	         ev->type == EV_END ? orch_finish_name(ev->finish) : orch_err_wire(ev->code),
 	         j->tokens_out, (unsigned long long)(now - j->created_ms));
 	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0};
@@ -290,7 +358,7 @@ jobs_cancel(struct orchd *d, struct job *j, const char *why)
 {
 	if (j->state == JOB_DONE)
 		return;
-	orch_log(ORCH_LOG_INFO, "job_cancel", "job=%s why=\"%s\"", j->ext_id, why);
+	orch_log(ORCH_LOG_INFO, "job_cancel", "job=%s why=\"%s\"", j->correlation, why);
 	if (j->state == JOB_QUEUED || j->worker == NULL) {
 		jobs_fail(d, j, ORCH_ECANCELLED, why);
 		return;

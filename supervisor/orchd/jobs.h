@@ -90,10 +90,30 @@ struct job_request {
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
 };
 
+/* A job's id: 128 random bits (getrandom) as lowercase hex. */
+#define JOBS_UID_HEX 32
+/* A job's correlation id: 64 random bits as hex (logs, the worker, error bodies). */
+#define JOBS_CORRELATION_HEX 16
+/* The bytes of an API key's digest that name a job's owner. */
+#define JOBS_OWNER_BYTES 16
+
+/*
+ * Who started a job: the first bytes of its API key's digest (keys.h), all
+ * zero without keys. With @keyed, the client's job_id is a name in the
+ * key's own space; without, it is only a label and the job is found by its
+ * unguessable uid alone.
+ */
+struct job_owner {
+	uint8_t id[JOBS_OWNER_BYTES];
+	bool keyed;
+};
+
 struct job {
 	struct orchd *d;
-	uint64_t id; /* on the wire to the worker */
-	char ext_id[128];
+	uint64_t id;                /* on the wire to the worker; never shown to a client */
+	char uid[JOBS_UID_HEX + 1]; /* unguessable: resume and cancel (native), the OpenAI id */
+	char ext_id[128];           /* native: the client's job_id; OpenAI: "cmpl-UID" */
+	struct job_owner owner;
 	enum job_kind kind;
 	const struct job_sink *sink;
 	struct model_entry *model; /* NULL once the model is removed */
@@ -101,7 +121,7 @@ struct job {
 	struct worker *worker;
 	enum job_state state;
 	struct job_request req; /* the request (model and job_id as the client sent them) */
-	char correlation[128];
+	char correlation[JOBS_CORRELATION_HEX + 1];
 	/* what happened */
 	struct job_event *events;
 	uint32_t n_events, cap_events;
@@ -122,14 +142,21 @@ struct job {
 void job_request_fini(struct job_request *r);
 
 /*
- * jobs_new - a job of @kind for @m, taking over @r's contents (left empty);
- * NULL when out of memory (@r is left as it was).
+ * jobs_new - a job of @kind for @m, owned by @owner (NULL: nobody, no keys),
+ * taking over @r's contents (left empty), with a fresh uid and correlation
+ * id from getrandom(2); NULL when out of memory or without randomness (@r
+ * is left as it was; the reason is logged).
  */
 struct job *jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink,
-                     struct model_entry *m, struct job_request *r);
+                     struct model_entry *m, struct job_request *r, const struct job_owner *owner);
 
-/* jobs_find_ext - the job (live or kept) with the client's id @ext_id, or NULL. */
-struct job *jobs_find_ext(struct orchd *d, const char *ext_id);
+/*
+ * jobs_lookup - the native job (live or kept) that @owner may follow or
+ * cancel as @id: its uid (compared in constant time), or, when @owner is
+ * keyed, its job_id in that key's space. NULL for anything else, another
+ * owner's job included: a caller cannot tell "not yours" from "not there".
+ */
+struct job *jobs_lookup(struct orchd *d, const char *id, const struct job_owner *owner);
 
 /* jobs_find - the live job with wire id @id, or NULL. */
 struct job *jobs_find(struct orchd *d, uint64_t id);

@@ -5,6 +5,10 @@ with a real worker (cpu, stories260K) on loopback:
 - request bodies cJSON would take in part are refused: a "\\u0000" in a
   prompt or a message, a key twice, ill-formed UTF-8 in job_id;
 - a job_id with a newline cannot forge a log line;
+- jobs have owners: a second key can neither follow nor cancel the first
+  key's job, by its job_id or by its id; job_ids are per key, so nobody can
+  take another's first; without keys a job is found only by its unguessable
+  id (X-Job-Id, `started.id`); OpenAI ids are random, never sequential;
 - API keys fail closed (an empty or missing keys file stops orchd), reload on
   SIGHUP (a revoked key gets 401; an empty file keeps the keys in force),
   "bearer" in any case, and per-key model allow-lists."""
@@ -132,7 +136,7 @@ def log_forging(o):
     lines = o.text().splitlines()
     check(not any(re.match(r"^<\d>event=forged", l) for l in lines), "no forged line in the log")
     hits = [l for l in lines if "forged" in l]
-    check(any(re.search(r'job="x\\n<3>event=forged job=evil \\"quote\\""', l) for l in hits),
+    check(any(re.search(r'job_id="x\\n<3>event=forged job=evil \\"quote\\""', l) for l in hits),
           "the job_id is one quoted, escaped value: %r" % hits[:3])
 
 
@@ -203,6 +207,86 @@ def keys(o, path):
     check(all(k not in o.text() for k in (K1, K2, K3)), "no key appears in the log")
 
 
+def worker_pid(model):
+    for w in json.loads(orchd_lib.admin("GET", "/admin/workers")[1]):
+        if w["model"] == model:
+            return w["pid"]
+    return 0
+
+
+def ownership():
+    """Item 4 with keys: K2 cannot see or cancel K1's jobs; job_ids are per key."""
+    body = {"job_id": "own", "model": "a", "prompt": "Once upon a time", "max_tokens": 8, "temperature": 0}
+    st, hdr, t = post("/execute", body, auth(K1))
+    evs = sse_events(t)
+    uid = hdr.get("X-Job-Id", "")
+    check(st == 200 and evs[-1]["event"] == "end" and json.loads(evs[0]["data"])["id"] == uid
+          and re.match(r"^[0-9a-f]{32}$", uid), "K1's job, its id in X-Job-Id and started: %r" % uid)
+    for who, key, want in (("K2", K2, 404), ("K1", K1, 200)):
+        for ref in ("own", uid):
+            st, _, t2 = get("/jobs/%s/events" % ref, dict(auth(key), **{"Last-Event-ID": "0"}))
+            check(st == want, "%s follows K1's job by %s: %s (want %s)" % (who, ref[:8], st, want))
+            if want == 200:
+                check(sse_events(t2) == evs, "the owner's replay is the stream")
+            else:
+                check(error_of(t2).get("code") == "JOB_NOT_FOUND", "another key's job reads as none")
+            st, _, t2 = post("/cancel", {"job_id": ref}, auth(key))
+            check(st == (202 if want == 200 else 404), "%s cancels K1's job by %s: %s" % (who, ref[:8], st))
+    # K2 has its own "own"; K1's name still means K1's job; K1 cannot reuse it
+    st, hdr2, t = post("/execute", dict(body, prompt="The dog"), auth(K2))
+    check(st == 200 and hdr2.get("X-Job-Id") != uid, "K2 may name a job 'own' too: %s" % st)
+    st, _, t = get("/jobs/own/events", auth(K1))
+    check(st == 200 and sse_events(t) == evs, "K1's 'own' is still K1's job")
+    st, _, t = post("/execute", body, auth(K1))
+    check(st == 400 and error_of(t).get("param") == "job_id", "a job_id in use in its key's space: 400")
+    # a live job: K2's cancel is refused, K1's works
+    pid = worker_pid("a")
+    os.kill(pid, signal.SIGSTOP)
+    c = orchd_lib.conn()
+    c.request("POST", "/execute", json.dumps(dict(body, job_id="live", max_tokens=200)), auth(K1))
+    r = c.getresponse()
+    live = r.getheader("X-Job-Id")
+    check(r.status == 200 and live, "a live job")
+    for ref in ("live", live):
+        check(post("/cancel", {"job_id": ref}, auth(K2))[0] == 404, "K2 cannot cancel K1's live job")
+    st, _, t = post("/cancel", {"job_id": "live"}, auth(K1))
+    check(st == 202 and json.loads(t).get("status") == "cancelling" and json.loads(t).get("id") == live,
+          "K1 cancels it: %s %s" % (st, t))
+    os.kill(pid, signal.SIGCONT)
+    out = sse_events(r.read().decode())
+    c.close()
+    check(out and out[-1]["event"] == "error" and json.loads(out[-1]["data"])["code"] == "CANCELLED",
+          "the owner's stream ends CANCELLED: %r" % out[-1:])
+
+
+def anonymous_ids():
+    """Item 4 without keys: only the unguessable id finds a job; OpenAI ids are random."""
+    body = {"job_id": "same", "model": "a", "prompt": "Once", "max_tokens": 2}
+    st1, h1, _ = post("/execute", body, JSON)
+    st2, h2, _ = post("/execute", body, JSON)
+    check(st1 == 200 and st2 == 200 and h1.get("X-Job-Id") != h2.get("X-Job-Id"),
+          "without keys a job_id is a label: two jobs may share it")
+    for guess in ("same", "1", "2", "0", h1.get("X-Job-Id", "")[:31], h1.get("X-Job-Id", "").upper()):
+        check(get("/jobs/%s/events" % guess, {"Last-Event-ID": "0"})[0] == 404,
+              "a guessed id %r finds nothing" % guess)
+        check(post("/cancel", {"job_id": guess}, JSON)[0] == 404, "nor cancels: %r" % guess)
+    st, _, t = get("/jobs/%s/events" % h1.get("X-Job-Id"), {"Last-Event-ID": "0"})
+    check(st == 200 and sse_events(t)[-1]["event"] == "end", "the id itself does")
+    ids = []
+    for _ in range(3):
+        st, _, t = post("/v1/completions", {"model": "a", "prompt": "Once", "max_tokens": 2}, JSON)
+        ids.append(json.loads(t).get("id", "") if st == 200 else "")
+    check(all(re.match(r"^cmpl-[0-9a-f]{32}$", i) for i in ids) and len(set(ids)) == 3,
+          "OpenAI ids are cmpl-<128 random bits>: %r" % ids)
+    for i in ids:
+        check(get("/jobs/%s/events" % i)[0] == 404 and post("/cancel", {"job_id": i}, JSON)[0] == 404,
+              "an OpenAI job cannot be followed or cancelled by id")
+    st, _, t = post("/v1/chat/completions", {"model": "a", "max_tokens": 2, "stream": True,
+                                             "messages": [{"role": "user", "content": "hi"}]}, JSON)
+    first = json.loads(t.split("\n")[0][6:]) if st == 200 else {}
+    check(re.match(r"^chatcmpl-[0-9a-f]{32}$", first.get("id", "")), "chat ids too: %r" % first.get("id"))
+
+
 try:
     keys_fail_closed()
     kpath = os.path.join(tmp, "api.keys")
@@ -211,11 +295,13 @@ try:
     os.chmod(kpath, 0o600)
     k = Orchd("keys", "api_keys_file = %s" % kpath, models=["a", "b"])
     check(k.wait_ready(), "orchd with keys is ready")
+    ownership()
     keys(k, kpath)
     check(k.stop() == 0, "exit 0 after SIGTERM (keys)")
     a = Orchd("anon")
     check(a.wait_ready(), "orchd without keys is ready")
     strict_bodies()
+    anonymous_ids()
     log_forging(a)
     check(a.stop() == 0, "exit 0 after SIGTERM")
 finally:

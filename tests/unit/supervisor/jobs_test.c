@@ -1,6 +1,6 @@
 /*
  * jobs_test.c - a job's event log, watchers, resume from an event, terminal-once, started
- * always first, metrics events every N tokens.
+ * always first, metrics events every N tokens, unguessable ids and owners.
  */
 #include <event2/event.h>
 
@@ -37,7 +37,7 @@ new_job(void)
 	struct job_request r = {0};
 
 	snprintf(m.cfg.name, sizeof(m.cfg.name), "m");
-	return jobs_new(&d, JOB_NATIVE, NULL, &m, &r);
+	return jobs_new(&d, JOB_NATIVE, NULL, &m, &r, NULL);
 }
 
 static void
@@ -159,6 +159,75 @@ test_metrics_events(void)
 	jobs_free(&d, j);
 }
 
+static struct job *
+new_owned(enum job_kind kind, const struct job_owner *o, const char *ext)
+{
+	static struct model_entry m;
+	struct job_request r = {0};
+	struct job *j;
+
+	snprintf(m.cfg.name, sizeof(m.cfg.name), "m");
+	if ((j = jobs_new(&d, kind, NULL, &m, &r, o)) != NULL)
+		snprintf(j->ext_id, sizeof(j->ext_id), "%s", ext);
+	return j;
+}
+
+/*
+ * Issue 16: every job has an unguessable id; a job is found only by its
+ * owner: by that id, or (with keys) by its job_id in the key's own space.
+ */
+static void
+test_ids_and_owners(void)
+{
+	struct job_owner anon = {0}, k1 = {.id = {1}, .keyed = true},
+	                 k2 = {.id = {2}, .keyed = true};
+	struct job *a = new_owned(JOB_NATIVE, &k1, "j1"), *b = new_owned(JOB_NATIVE, &k2, "j1");
+	struct job *c = new_owned(JOB_NATIVE, &anon, "j1");
+	struct job *o = new_owned(JOB_OAI_COMPLETION, &anon, "cmpl-x");
+	char near[JOBS_UID_HEX + 1];
+
+	T_TRUE(a && b && c && o);
+	T_EQ(strlen(a->uid), 32);
+	T_EQ(strspn(a->uid, "0123456789abcdef"), 32);
+	T_EQ(strlen(a->correlation), 16);
+	T_EQ(strspn(a->correlation, "0123456789abcdef"), 16);
+	T_TRUE(strcmp(a->uid, b->uid) != 0 && strcmp(b->uid, c->uid) != 0);
+	T_TRUE(strncmp(a->uid, a->correlation, 16) != 0);
+	/* with a key: by job_id in its own space, or by uid; never another key's job */
+	T_TRUE(jobs_lookup(&d, "j1", &k1) == a);
+	T_TRUE(jobs_lookup(&d, "j1", &k2) == b);
+	T_TRUE(jobs_lookup(&d, a->uid, &k1) == a);
+	T_TRUE(jobs_lookup(&d, a->uid, &k2) == NULL);
+	T_TRUE(jobs_lookup(&d, a->uid, &anon) == NULL);
+	/* without keys: by uid only; a job_id is a label */
+	T_TRUE(jobs_lookup(&d, "j1", &anon) == NULL);
+	T_TRUE(jobs_lookup(&d, c->uid, &anon) == c);
+	memcpy(near, c->uid, sizeof(near));
+	near[31] = near[31] == '0' ? '1' : '0';
+	T_TRUE(jobs_lookup(&d, near, &anon) == NULL);
+	near[31] = '\0';
+	T_TRUE(jobs_lookup(&d, near, &anon) == NULL);
+	T_TRUE(jobs_lookup(&d, "", &anon) == NULL);
+	/* OpenAI jobs cannot be resumed or cancelled by id */
+	T_TRUE(jobs_lookup(&d, o->uid, &anon) == NULL);
+	T_TRUE(jobs_lookup(&d, "cmpl-x", &anon) == NULL);
+	jobs_free(&d, a);
+	jobs_free(&d, b);
+	jobs_free(&d, c);
+	jobs_free(&d, o);
+	/* ids do not repeat (a collision among 2000 has probability ~2^-107) */
+	struct job *many[1000];
+	for (int i = 0; i < 1000; i++)
+		many[i] = new_owned(JOB_NATIVE, &anon, "x");
+	for (int i = 0; i < 1000; i++)
+		for (int k = 0; k < i; k++)
+			T_TRUE(strcmp(many[i]->uid, many[k]->uid) != 0 &&
+			       strcmp(many[i]->correlation, many[k]->correlation) != 0);
+	for (int i = 0; i < 1000; i++)
+		jobs_free(&d, many[i]);
+	T_EQ(d.n_jobs, 0);
+}
+
 int
 main(void)
 {
@@ -168,6 +237,7 @@ main(void)
 	T_RUN(test_client_gone);
 	T_RUN(test_started_first);
 	T_RUN(test_metrics_events);
+	T_RUN(test_ids_and_owners);
 	event_base_free(d.base);
 	return t_done();
 }
