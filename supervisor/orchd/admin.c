@@ -151,6 +151,8 @@ admin_status(struct orchd *d)
 	cJSON_AddNumberToObject(o, "queued", queued);
 	cJSON_AddNumberToObject(o, "running", running);
 	cJSON_AddNumberToObject(o, "open_streams", d->n_conns);
+	cJSON_AddNumberToObject(o, "jobs_kept", d->n_kept);
+	cJSON_AddNumberToObject(o, "jobs_kept_bytes", (double)d->kept_bytes);
 	return o;
 }
 

@@ -203,6 +203,12 @@ jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone)
 			break;
 		}
 	w->job = NULL;
+	if (j->state == JOB_DONE && j->watches == NULL) {
+		/* the timer frees it, or (kept) applies the caps it may have held past */
+		struct timeval now = {0, 0};
+		evtimer_add(j->ev_timer, &now);
+		return;
+	}
 	if (!client_gone || j->state == JOB_DONE || j->watches != NULL)
 		return;
 	if (j->req.resume_grace_s > 0) { /* the client may come back with Last-Event-ID */
@@ -260,9 +266,11 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 	         j->ext_id, key, j->model_name,
 	         ev->type == EV_END ? orch_finish_name(ev->finish) : orch_err_wire(ev->code),
 	         j->tokens_out, (unsigned long long)(now - j->created_ms));
-	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0};
+	job_request_fini(&j->req); /* the prompt and the messages: no longer needed */
 	evtimer_del(j->ev_timer);
-	evtimer_add(j->ev_timer, &keep);
+	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0}, now0 = {0, 0};
+	/* kept events_keep_s for a resume; else freed once nobody follows it */
+	evtimer_add(j->ev_timer, jobs_keep(d, j) ? &keep : &now0);
 }
 
 /* Time to first token and between tokens, and the text so far. */
@@ -280,7 +288,7 @@ on_token(struct job *j, const struct job_event *ev)
 		histo_observe(&j->model->met.itl, (double)(now - j->last_token_ms) / 1e3);
 	}
 	j->last_token_ms = now;
-	if (ev->text)
+	if (ev->text && (j->sink == NULL || j->sink->body != NULL)) /* an answer in one body */
 		sbuf_puts(&j->text, ev->text);
 }
 
@@ -390,12 +398,12 @@ job_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (j->state == JOB_DONE) {
-		if (j->watches == NULL) {
-			jobs_free(d, j);
-			return;
+		if (j->watches != NULL) {
+			struct timeval again = {1, 0};
+			evtimer_add(j->ev_timer, &again);
+		} else if (!jobs_keep_tick(d, j)) {
+			jobs_free(d, j); /* expired, or never kept */
 		}
-		struct timeval again = {1, 0};
-		evtimer_add(j->ev_timer, &again);
 		return;
 	}
 	if (j->detached && j->watches == NULL)
@@ -420,8 +428,11 @@ jobs_free(struct orchd *d, struct job *j)
 	}
 	if (j->model)
 		models_unqueue(j);
-	for (uint32_t i = 0; i < j->n_events; i++)
-		orch_free(j->events[i].text);
+	jobs_keep_drop(d, j);
+	if (j->packed == NULL)
+		for (uint32_t i = 0; i < j->n_events; i++)
+			orch_free(j->events[i].text);
+	orch_free(j->packed);
 	orch_free(j->events);
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);

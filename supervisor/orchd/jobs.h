@@ -23,7 +23,8 @@ struct model_entry;
 struct orchd;
 struct worker;
 
-/* Which API made the job (the API's business; jobs.c never looks). */
+/* Which API made the job: the API's business, but for one question: only a native job can be
+ * followed again by id, so only native jobs are looked up and kept after they end. */
 enum job_kind { JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT };
 
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
@@ -136,6 +137,12 @@ struct job {
 	struct event *ev_timer; /* the detach grace; expiry once done */
 	struct job *next_all, *next_queue;
 	struct job *live_prev, *live_next; /* in orchd.live until its terminal event */
+	/* kept for resuming after it ended (jobs_keep.c) */
+	bool kept;
+	uint64_t kept_bytes;               /* counted in orchd.kept_bytes */
+	struct job *kept_prev, *kept_next; /* orchd.kept_head: oldest first */
+	char *packed;                      /* the event texts, in one block, once kept */
+	size_t packed_bytes;
 };
 
 /* job_request_fini - free what @r holds (NULL-safe fields); @r may be reused after. */
@@ -192,5 +199,32 @@ void jobs_watch(struct orchd *d, struct job *j, struct job_watch *w, uint32_t af
  */
 void jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone);
 
-/* jobs_free - release the watchers, unqueue and free @j. */
+/* jobs_free - release the watchers, unqueue and free @j (out of the kept jobs too). */
 void jobs_free(struct orchd *d, struct job *j);
+
+/* ---- finished jobs kept for resuming (jobs_keep.c) ---- */
+
+/*
+ * jobs_keep - @j has just ended: keep it for resuming when it is native and
+ * retention is on (events_keep_s, events_keep_jobs, events_keep_mib), packed,
+ * counted, and with older kept jobs evicted past the caps (never @j itself).
+ * False when it is not kept (it goes once nobody follows it).
+ */
+bool jobs_keep(struct orchd *d, struct job *j);
+
+/*
+ * jobs_keep_tick - @j's timer fired after it ended with nobody following:
+ * false when it is not kept or its events_keep_s is over (free it); else
+ * the timer is set again for the rest and the kept jobs are evicted past
+ * the caps, which may free @j: do not touch it after a true.
+ */
+bool jobs_keep_tick(struct orchd *d, struct job *j);
+
+/* jobs_keep_evict - free the oldest kept jobs nobody follows, but @spare, while over a cap. */
+void jobs_keep_evict(struct orchd *d, const struct job *spare);
+
+/* jobs_keep_drop - take @j out of the kept jobs and their counts (when it is freed). */
+void jobs_keep_drop(struct orchd *d, struct job *j);
+
+/* jobs_bytes - the memory @j holds, roughly (malloc's overhead estimated). */
+uint64_t jobs_bytes(const struct job *j);

@@ -9,6 +9,8 @@ with a real worker (cpu, stories260K) on loopback:
   key's job, by its job_id or by its id; job_ids are per key, so nobody can
   take another's first; without keys a job is found only by its unguessable
   id (X-Job-Id, `started.id`); OpenAI ids are random, never sequential;
+- finished jobs are kept within events_keep_jobs (oldest evicted first, seen
+  in /metrics and the admin API); OpenAI jobs are not kept at all;
 - API keys fail closed (an empty or missing keys file stops orchd), reload on
   SIGHUP (a revoked key gets 401; an empty file keeps the keys in force),
   "bearer" in any case, and per-key model allow-lists."""
@@ -287,6 +289,38 @@ def anonymous_ids():
     check(re.match(r"^chatcmpl-[0-9a-f]{32}$", first.get("id", "")), "chat ids too: %r" % first.get("id"))
 
 
+def metric(name):
+    for line in get("/metrics")[2].splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return None
+
+
+def retention():
+    """Item 9: events_keep_jobs = 3 here; the oldest go first; OpenAI jobs are never kept."""
+    ids = []
+    # the jobs kept already (earlier tests) are the oldest: all of them go, then 2 of these
+    evicted = metric("orch_jobs_evicted_total") + metric("orch_jobs_kept") + 2
+    for k in range(5):
+        st, hdr, _ = post("/execute", {"job_id": "ret%d" % k, "model": "a", "prompt": "Once upon a time",
+                                       "max_tokens": 16}, JSON)
+        ids.append(hdr.get("X-Job-Id"))
+    check(metric("orch_jobs_kept") == 3 and metric("orch_jobs_evicted_total") == evicted,
+          "5 finished, 3 kept, the rest evicted: %r %r" % (metric("orch_jobs_kept"), metric("orch_jobs_evicted_total")))
+    status = json.loads(orchd_lib.admin("GET", "/admin/status")[1])
+    check(status.get("jobs_kept") == 3 and 0 < status.get("jobs_kept_bytes", 0) < 3 * 8192,
+          "the admin API counts them: %r %r" % (status.get("jobs_kept"), status.get("jobs_kept_bytes")))
+    check(metric("orch_jobs_kept_bytes") == status.get("jobs_kept_bytes"), "the same bytes in /metrics")
+    found = [get("/jobs/%s/events" % i)[0] for i in ids]
+    check(found == [404, 404, 200, 200, 200], "the two oldest are gone, the newest three resume: %r" % found)
+    for _ in range(3):
+        post("/v1/completions", {"model": "a", "prompt": "Once", "max_tokens": 16}, JSON)
+        post("/v1/chat/completions", {"model": "a", "max_tokens": 8, "stream": True,
+                                      "messages": [{"role": "user", "content": "hi"}]}, JSON)
+    check(metric("orch_jobs_kept") == 3 and metric("orch_jobs_evicted_total") == evicted,
+          "OpenAI jobs are not kept and evict nothing")
+
+
 try:
     keys_fail_closed()
     kpath = os.path.join(tmp, "api.keys")
@@ -298,11 +332,12 @@ try:
     ownership()
     keys(k, kpath)
     check(k.stop() == 0, "exit 0 after SIGTERM (keys)")
-    a = Orchd("anon")
+    a = Orchd("anon", "events_keep_jobs = 3")
     check(a.wait_ready(), "orchd without keys is ready")
     strict_bodies()
     anonymous_ids()
     log_forging(a)
+    retention()
     check(a.stop() == 0, "exit 0 after SIGTERM")
 finally:
     for o in [v for v in globals().values() if isinstance(v, Orchd)]:

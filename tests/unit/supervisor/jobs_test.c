@@ -228,6 +228,98 @@ test_ids_and_owners(void)
 	T_EQ(d.n_jobs, 0);
 }
 
+/* A native (or OpenAI) job run to its end: started, @tokens tokens "tok", end. */
+static struct job *
+run_job(enum job_kind kind, uint32_t tokens)
+{
+	struct job *j = new_owned(kind, NULL, "r");
+	char tok[] = "tok";
+	struct job_event st = {.type = EV_STARTED}, t = {.type = EV_TOKEN, .text = tok};
+	struct job_event end = {.type = EV_END, .finish = ORCH_FINISH_LENGTH};
+
+	if (j == NULL)
+		return NULL;
+	j->req.prompt = orch_strndup("a prompt", 8);
+	jobs_event(&d, j, &st);
+	for (uint32_t i = 0; i < tokens; i++)
+		jobs_event(&d, j, &t);
+	jobs_event(&d, j, &end);
+	return j;
+}
+
+/* Run the loop's ready timers (a job's "now" timer). */
+static void
+run_timers(void)
+{
+	event_base_loop(d.base, EVLOOP_NONBLOCK);
+	event_base_loop(d.base, EVLOOP_NONBLOCK);
+}
+
+/*
+ * Issue 16: finished native jobs are kept within events_keep_jobs and
+ * events_keep_mib, oldest evicted first, packed (request gone, texts in one
+ * block); a followed job is not evicted until it is let go; OpenAI jobs are
+ * not kept at all.
+ */
+static void
+test_retention(void)
+{
+	struct job *js[5];
+	struct seen a = {.w = {.notify = on_notify, .release = on_release}};
+
+	d.cfg.events_keep_jobs = 3;
+	for (int i = 0; i < 5; i++)
+		T_TRUE((js[i] = run_job(JOB_NATIVE, 10)) != NULL);
+	T_EQ(d.n_kept, 3);
+	T_EQ(d.metrics.jobs_evicted, 2);
+	T_EQ(d.n_jobs, 3);
+	T_TRUE(d.kept_head == js[2] && d.kept_tail == js[4]);
+	T_EQ(d.kept_bytes, jobs_bytes(js[2]) + jobs_bytes(js[3]) + jobs_bytes(js[4]));
+	struct job_owner anon = {0};
+	T_TRUE(jobs_lookup(&d, js[4]->uid, &anon) == js[4]);
+	/* packed: the request is gone, the texts are in one block and intact */
+	struct job *k = js[4];
+	T_TRUE(k->req.prompt == NULL && k->packed != NULL && k->cap_events == k->n_events);
+	T_EQ(k->packed_bytes, 10 * 4);
+	T_STREQ(k->events[10].text, "tok");
+	T_TRUE(k->events[10].text >= k->packed && k->events[10].text < k->packed + 40);
+	T_TRUE(jobs_bytes(k) < 2048); /* 12 events of 64 bytes, the job, 40 bytes of text */
+	/* a followed job stays past the cap until it is let go */
+	jobs_watch(&d, js[2], &a.w, 0); /* a resume of the oldest */
+	d.cfg.events_keep_jobs = 1;
+	struct job *n = run_job(JOB_NATIVE, 10);
+	T_EQ(d.n_kept, 2); /* js[2] followed, n just ended */
+	T_TRUE(d.kept_head == js[2] && d.kept_tail == n);
+	jobs_unwatch(&d, &a.w, false);
+	run_timers();
+	T_EQ(d.n_kept, 1);
+	T_TRUE(d.kept_head == n);
+	/* the byte cap: about two jobs' worth */
+	d.cfg.events_keep_jobs = 1000;
+	d.cfg.events_keep_bytes = 2 * jobs_bytes(n) + jobs_bytes(n) / 2;
+	for (int i = 0; i < 4; i++)
+		T_TRUE(run_job(JOB_NATIVE, 10) != NULL);
+	T_EQ(d.n_kept, 2);
+	T_TRUE(d.kept_bytes <= d.cfg.events_keep_bytes);
+	/* OpenAI jobs are never kept: gone once nobody follows them */
+	uint32_t jobs_before = d.n_jobs;
+	T_TRUE(run_job(JOB_OAI_COMPLETION, 10) != NULL);
+	T_EQ(d.n_kept, 2);
+	T_EQ(d.n_jobs, jobs_before + 1);
+	run_timers();
+	T_EQ(d.n_jobs, jobs_before);
+	/* no retention: nothing kept */
+	d.cfg.events_keep_jobs = 0;
+	T_TRUE(run_job(JOB_NATIVE, 10) != NULL);
+	run_timers();
+	T_EQ(d.n_jobs, jobs_before);
+	while (d.jobs)
+		jobs_free(&d, d.jobs);
+	T_EQ(d.n_kept, 0);
+	T_EQ(d.kept_bytes, 0);
+	cfg_defaults(&d.cfg);
+}
+
 int
 main(void)
 {
@@ -238,6 +330,7 @@ main(void)
 	T_RUN(test_started_first);
 	T_RUN(test_metrics_events);
 	T_RUN(test_ids_and_owners);
+	T_RUN(test_retention);
 	event_base_free(d.base);
 	return t_done();
 }
