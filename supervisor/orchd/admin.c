@@ -13,6 +13,7 @@
 #include "admin.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,26 @@ model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root, struct 
 	return true;
 }
 
+/*
+ * Whether @path is a regular file orchd can read that starts with GGUF's
+ * magic. One answer for every other case (missing, unreadable, a directory,
+ * another kind of file): the admin API does not tell whether a path exists.
+ */
+static bool
+gguf_file(const char *path)
+{
+	char magic[4];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	          pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	          memcmp(magic, "GGUF", 4) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 /* A new model from the body: checked, added and started. */
 static void
 load_new(struct orchd *d, struct evhttp_request *req, const cJSON *root, const char *name,
@@ -269,8 +290,12 @@ load_new(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 	struct orchd_config tmp = {0};
 	struct model_entry *m;
 
-	if (access(path, R_OK) != 0)
-		return http_error(req, ORCH_EINVAL, "path", "%s: %s", path, strerror(errno));
+	if (!gguf_file(path))
+		return http_error(
+		        req, ORCH_EINVAL, "path",
+		        "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
+		        "not-a-GGUF get this same answer)",
+		        path);
 	if (!model_cfg(&tmp, name, root, &e)) {
 		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
 	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {

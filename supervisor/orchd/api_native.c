@@ -170,6 +170,7 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 		cJSON_AddStringToObject(o, "code", orch_err_wire(ev->code));
 		cJSON_AddStringToObject(o, "message", ev->text ? ev->text : "");
 		cJSON_AddBoolToObject(o, "retriable", orch_err_retriable(ev->code));
+		cJSON_AddStringToObject(o, "correlation_id", j->correlation);
 		return put_event(out, k + 1, "error", o);
 	}
 	cJSON_Delete(o);

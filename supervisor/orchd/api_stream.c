@@ -13,6 +13,7 @@
 
 #include "api.h"
 #include "base/alloc.h"
+#include "base/log.h"
 #include "http.h"
 #include "jobs.h"
 #include "keys.h"
@@ -49,7 +50,8 @@ answer(struct follow *f, const struct job *j)
 	if (c)
 		evhttp_connection_set_closecb(c, NULL, NULL);
 	if (last->type == EV_ERROR)
-		http_error(f->req, last->code, NULL, "%s", last->text ? last->text : "");
+		http_error_job(f->req, last->code, NULL, j->correlation,
+		               last->text ? last->text : "");
 	else
 		http_json(f->req, 200, j->sink->body(j));
 }
@@ -236,7 +238,11 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%s", prefix[api], j->uid);
 	}
 	if (models_submit(d, j, &e) != ORCH_OK) {
-		http_error(req, e.code, "model", "%s", e.msg);
+		char buf[512];
+		const char *text = jobs_client_message(e.code, e.msg, buf, sizeof(buf));
+		orch_log(ORCH_LOG_INFO, "job_refused", "job=%s model=%s err=%s msg=\"%s\"",
+		         j->correlation, j->model_name, orch_err_wire(e.code), e.msg);
+		http_error_job(req, e.code, "model", j->correlation, text);
 		jobs_free(d, j);
 		return;
 	}

@@ -64,11 +64,18 @@ http_error(struct evhttp_request *req, orch_err code, const char *param, const c
 {
 	char msg[1024];
 	va_list ap;
-	int status = orch_err_http(code);
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	http_error_job(req, code, param, NULL, msg);
+}
+
+void
+http_error_job(struct evhttp_request *req, orch_err code, const char *param,
+               const char *correlation, const char *msg)
+{
+	int status = orch_err_http(code);
 	cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
 	cJSON_AddStringToObject(e, "code", orch_err_wire(code));
 	cJSON_AddStringToObject(e, "message", msg);
@@ -79,6 +86,8 @@ http_error(struct evhttp_request *req, orch_err code, const char *param, const c
 	/* the field OpenAI clients read */
 	cJSON_AddStringToObject(e, "type", status < 500 ? "invalid_request_error" : "server_error");
 	cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(code));
+	if (correlation != NULL) /* the log has the details under it */
+		cJSON_AddStringToObject(e, "correlation_id", correlation);
 	if (code == ORCH_EQUEUE_FULL || code == ORCH_EOVERLOADED)
 		http_retry_after(req, 1);
 	if (code == ORCH_EUNAUTHORIZED)

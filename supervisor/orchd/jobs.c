@@ -353,11 +353,65 @@ jobs_metrics_due(struct orchd *d, struct job *j)
 	jobs_event(d, j, &ev);
 }
 
+/* Whether a client may read the detail of an error of @code: it is about its request or capacity.
+ */
+static bool
+detail_for_client(orch_err code)
+{
+	static const orch_err ok[] = {
+	        ORCH_EINVAL,        ORCH_ERANGE,           ORCH_EUNSUPPORTED,
+	        ORCH_ECONTEXT,      ORCH_ETIMEOUT,         ORCH_ECANCELLED,
+	        ORCH_EQUEUE_FULL,   ORCH_EMODEL_NOT_FOUND, ORCH_EINSUFFICIENT_VRAM,
+	        ORCH_ETEMPLATE,     ORCH_ETEMPLATE_RAISE,  ORCH_EOVERLOADED,
+	        ORCH_EUNAUTHORIZED, ORCH_EJOB_NOT_FOUND,   ORCH_EROUTE_NOT_FOUND,
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (ok[i] == code)
+			return true;
+	return false;
+}
+
+const char *
+jobs_client_message(orch_err code, const char *detail, char *buf, size_t n)
+{
+	const char *p = detail ? detail : "";
+	size_t k = 4;
+
+	if (!detail_for_client(code)) {
+		if (code == ORCH_EMODEL_LOAD)
+			return "the model failed to load";
+		if (code == ORCH_EWORKER_LOST)
+			return "the model's worker stopped before the job ended";
+		if (code == ORCH_EVRAM)
+			return "the worker ran out of device memory for this job";
+		if (code == ORCH_ECUDA)
+			return "a device error ended the job";
+		return "internal error";
+	}
+	/* a worker's "job N: " names its wire id, which means nothing to the client */
+	if (strncmp(p, "job ", 4) == 0) {
+		while (p[k] >= '0' && p[k] <= '9')
+			k++;
+		if (k > 4 && p[k] == ':' && p[k + 1] == ' ') {
+			snprintf(buf, n, "%s", p + k + 2);
+			return buf;
+		}
+	}
+	return p;
+}
+
 void
 jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg)
 {
-	struct job_event ev = {.type = EV_ERROR, .code = code, .text = (char *)(uintptr_t)msg};
+	char buf[512];
+	const char *text = jobs_client_message(code, msg, buf, sizeof(buf));
+	struct job_event ev = {.type = EV_ERROR, .code = code, .text = (char *)(uintptr_t)text};
 
+	if (j->state != JOB_DONE && text != msg) /* what the client does not see, the log has */
+		orch_log(code == ORCH_ECANCELLED ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "job_error",
+		         "job=%s err=%s msg=\"%s\"", j->correlation, orch_err_wire(code),
+		         msg ? msg : "");
 	jobs_event(d, j, &ev);
 }
 

@@ -178,7 +178,22 @@ void jobs_event(struct orchd *d, struct job *j, const struct job_event *ev);
  */
 void jobs_metrics_due(struct orchd *d, struct job *j);
 
-/* jobs_fail - end @j with error @code unless it has ended. */
+/*
+ * jobs_client_message - what a client is told of error @code whose detail is
+ * @detail (orchd's text or a worker's): the detail when the code is about
+ * the request or capacity (INVALID_REQUEST, CONTEXT_LENGTH_EXCEEDED,
+ * INSUFFICIENT_VRAM, QUEUE_FULL, CANCELLED, INFERENCE_TIMEOUT, ...), less a
+ * worker's "job N: " prefix; else a fixed text for the code, so that paths,
+ * worker output and internal numbers stay in the log. Returns @detail, @buf
+ * (@n bytes) or a static string.
+ */
+const char *jobs_client_message(orch_err code, const char *detail, char *buf, size_t n);
+
+/*
+ * jobs_fail - end @j with error @code unless it has ended. @msg is the
+ * detail: the client gets jobs_client_message() of it with the job's
+ * correlation id; when that differs, the detail is logged (job_error) under it.
+ */
 void jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg);
 
 /* jobs_cancel - the client is gone or asked: cancel in the worker, or drop from the queue. */

@@ -11,6 +11,9 @@ with a real worker (cpu, stories260K) on loopback:
   id (X-Job-Id, `started.id`); OpenAI ids are random, never sequential;
 - finished jobs are kept within events_keep_jobs (oldest evicted first, seen
   in /metrics and the admin API); OpenAI jobs are not kept at all;
+- what errors tell a client: no worker job numbers, paths or worker output,
+  but a correlation_id the log has the details under; the admin API gives one
+  answer for a missing, unreadable or not-GGUF path;
 - API keys fail closed (an empty or missing keys file stops orchd), reload on
   SIGHUP (a revoked key gets 401; an empty file keeps the keys in force),
   "bearer" in any case, and per-key model allow-lists."""
@@ -56,7 +59,9 @@ class Orchd:
             f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n"
                     "hash_cache_beside = no\n%s\n" % (self.port, self.admin, self.dir, extra))
             for m in models or ["a"]:
-                f.write('[model "%s"]\npath = %s\nslots = 4\ncontext = 256\nthreads = 1\n' % (m, MODEL))
+                name, path, more = m if isinstance(m, tuple) else (m, MODEL, "")
+                f.write('[model "%s"]\npath = %s\nslots = 4\ncontext = 256\nthreads = 1\n%s\n'
+                        % (name, path, more))
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen([BIN + "/orchd", "--config", self.conf], stdout=self.log,
                                      stderr=subprocess.STDOUT)
@@ -321,6 +326,47 @@ def retention():
           "OpenAI jobs are not kept and evict nothing")
 
 
+CORR = re.compile(r"^[0-9a-f]{16}$")
+
+
+def leaks(o, bad_path):
+    """Item 11: client errors carry no internal job numbers, paths or worker output."""
+    long_prompt = "Once upon a time there was a little dog. " * 40  # over the 256-token context
+    st, _, t = post("/execute", {"job_id": "long", "model": "a", "prompt": long_prompt, "max_tokens": 4}, JSON)
+    evs = sse_events(t)
+    e = json.loads(evs[-1]["data"]) if evs else {}
+    check(e.get("code") == "CONTEXT_LENGTH_EXCEEDED" and "tokens exceeds the context of 256" in e.get("message", "")
+          and not re.search(r"\bjob \d", e.get("message", "")) and CORR.match(e.get("correlation_id", "")),
+          "a long prompt: the numbers the client needs, no job number, a correlation id: %r" % e)
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": long_prompt, "max_tokens": 4}, JSON)
+    e = error_of(t)
+    check(st == 400 and e.get("code") == "CONTEXT_LENGTH_EXCEEDED" and not re.search(r"\bjob \d", t)
+          and CORR.match(e.get("correlation_id", "")), "the same through OpenAI: %s %s" % (st, t[:200]))
+    # a model whose file is not a GGUF: the client hears "failed to load", the log says why
+    st, _, t = post("/execute", {"job_id": "bad", "model": "bad", "prompt": "Once", "max_tokens": 2}, JSON)
+    evs = sse_events(t)
+    e = json.loads(evs[-1]["data"]) if evs else {}
+    check(e.get("code") == "MODEL_LOAD_FAILED" and e.get("message") == "the model failed to load"
+          and CORR.match(e.get("correlation_id", "")), "a model that fails to load (stream): %r" % e)
+    check(e.get("correlation_id", "-") in o.text() and bad_path in o.text(),
+          "the log has the details under the correlation id")
+    st, _, t = post("/v1/completions", {"model": "bad", "prompt": "Once", "max_tokens": 2}, JSON)
+    e = error_of(t)
+    check(st == 503 and e.get("message") == "the model failed to load" and CORR.match(e.get("correlation_id", "")),
+          "a failed model (OpenAI): %s %s" % (st, t[:200]))
+    st, _, t = get("/v1/models", JSON)
+    bad = [m for m in json.loads(t)["data"] if m["id"] == "bad"]
+    check(bad and bad[0].get("state") == "failed" and bad[0].get("error") == "the model failed to load",
+          "/v1/models: the failure without its details: %r" % bad)
+    check(bad_path not in t and "output:" not in t and o.dir not in t, "no path in /v1/models")
+    # the admin API: one answer for missing, a directory, and not a GGUF
+    answers = []
+    for p in ("/nonexistent/secret.gguf", o.dir, bad_path, "/etc/shadow"):
+        st, t = orchd_lib.admin("POST", "/admin/models", {"name": "probe", "path": p})
+        answers.append((st, error_of(t).get("message", "").replace(p, "PATH")))
+    check(len(set(answers)) == 1 and answers[0][0] == 400, "one answer for every path: %r" % answers)
+
+
 try:
     keys_fail_closed()
     kpath = os.path.join(tmp, "api.keys")
@@ -332,12 +378,16 @@ try:
     ownership()
     keys(k, kpath)
     check(k.stop() == 0, "exit 0 after SIGTERM (keys)")
-    a = Orchd("anon", "events_keep_jobs = 3")
+    notgguf = os.path.join(tmp, "not-a-model.gguf")
+    with open(notgguf, "w") as f:
+        f.write("this is not a GGUF file\n")
+    a = Orchd("anon", "events_keep_jobs = 3", models=["a", ("bad", notgguf, "preload = no")])
     check(a.wait_ready(), "orchd without keys is ready")
     strict_bodies()
     anonymous_ids()
     log_forging(a)
     retention()
+    leaks(a, notgguf)
     check(a.stop() == 0, "exit 0 after SIGTERM")
 finally:
     for o in [v for v in globals().values() if isinstance(v, Orchd)]:

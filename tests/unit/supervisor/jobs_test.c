@@ -320,6 +320,46 @@ test_retention(void)
 	cfg_defaults(&d.cfg);
 }
 
+/*
+ * Issue 16: a client is told what it can act on; paths, worker output and
+ * internal job numbers stay in the log (under the job's correlation id).
+ */
+static void
+test_client_messages(void)
+{
+	char buf[256];
+
+	T_STREQ(jobs_client_message(ORCH_ECONTEXT,
+	                            "job 12: prompt of 1002 tokens exceeds the context of 512", buf,
+	                            sizeof(buf)),
+	        "prompt of 1002 tokens exceeds the context of 512");
+	T_STREQ(jobs_client_message(ORCH_EINVAL, "job 7x: odd", buf, sizeof(buf)), "job 7x: odd");
+	T_STREQ(jobs_client_message(ORCH_EQUEUE_FULL, "the queue of model 'a' is full (2)", buf,
+	                            sizeof(buf)),
+	        "the queue of model 'a' is full (2)");
+	T_STREQ(jobs_client_message(ORCH_EMODEL_LOAD,
+	                            "a-0: cannot open /srv/models/x.gguf (status 1); output: boom",
+	                            buf, sizeof(buf)),
+	        "the model failed to load");
+	T_STREQ(jobs_client_message(ORCH_EWORKER_LOST, "pid 4242 exited with status 137", buf,
+	                            sizeof(buf)),
+	        "the model's worker stopped before the job ended");
+	T_STREQ(jobs_client_message(ORCH_EINTERNAL, "send queue of a-0 full", buf, sizeof(buf)),
+	        "internal error");
+	T_STREQ(jobs_client_message(ORCH_EIO, "/etc/x: denied", buf, sizeof(buf)),
+	        "internal error");
+	T_STREQ(jobs_client_message(ORCH_ECANCELLED, NULL, buf, sizeof(buf)), "");
+	/* the job's error event carries the client's text */
+	struct job *j = new_job();
+	jobs_fail(&d, j, ORCH_EMODEL_LOAD, "a-0: /srv/models/x.gguf: bad magic; output: ...");
+	T_STREQ(j->events[j->n_events - 1].text, "the model failed to load");
+	jobs_free(&d, j);
+	j = new_job();
+	jobs_fail(&d, j, ORCH_ECONTEXT, "job 3: prompt of 9 tokens exceeds the context of 8");
+	T_STREQ(j->events[j->n_events - 1].text, "prompt of 9 tokens exceeds the context of 8");
+	jobs_free(&d, j);
+}
+
 int
 main(void)
 {
@@ -331,6 +371,7 @@ main(void)
 	T_RUN(test_metrics_events);
 	T_RUN(test_ids_and_owners);
 	T_RUN(test_retention);
+	T_RUN(test_client_messages);
 	event_base_free(d.base);
 	return t_done();
 }
