@@ -230,13 +230,10 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
-	if (api == REQUEST_EXECUTE) {
+	if (api == REQUEST_EXECUTE)
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
-		/* the id to resume or cancel with, before any event (a queued job has none yet) */
-		evhttp_add_header(evhttp_request_get_output_headers(req), "X-Job-Id", j->uid);
-	} else {
+	else
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%s", prefix[api], j->uid);
-	}
 	if (models_submit(d, j, &e) != ORCH_OK) {
 		char buf[512];
 		const char *text = jobs_client_message(e.code, e.msg, buf, sizeof(buf));
@@ -246,6 +243,8 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		jobs_free(d, j);
 		return;
 	}
+	if (api == REQUEST_EXECUTE) /* the id to resume or cancel with, before any event */
+		evhttp_add_header(evhttp_request_get_output_headers(req), "X-Job-Id", j->uid);
 	api_follow(d, j, req, j->req.stream, 0);
 	return;
 out:
