@@ -1,8 +1,10 @@
 /*
- * jobs.c - a job from its request to its terminal event (jobs.h): the
- * events the worker reports, kept so a dropped stream can resume; the
- * watchers following it; cancellation when the last one goes; expiry of a
- * finished job's events. No response format lives here (job_sink).
+ * jobs.c - a job from its request to its terminal event (jobs.h): its
+ * unguessable id and its owner, and who may find it again; the events the
+ * worker reports; the watchers following it; cancellation when the last one
+ * goes; what a client is told of an error; expiry of a finished job (how
+ * long and how many are kept: jobs_keep.c). No response format lives here
+ * (job_sink).
  */
 #include "jobs.h"
 
