@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/sbuf.h"
 #include "health.h"
+#include "keys.h"
 #include "metrics.h"
 #include "models.h"
 #include "orchd.h"
@@ -63,11 +64,18 @@ http_error(struct evhttp_request *req, orch_err code, const char *param, const c
 {
 	char msg[1024];
 	va_list ap;
-	int status = orch_err_http(code);
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	http_error_job(req, code, param, NULL, msg);
+}
+
+void
+http_error_job(struct evhttp_request *req, orch_err code, const char *param,
+               const char *correlation, const char *msg)
+{
+	int status = orch_err_http(code);
 	cJSON *root = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(root, "error");
 	cJSON_AddStringToObject(e, "code", orch_err_wire(code));
 	cJSON_AddStringToObject(e, "message", msg);
@@ -78,6 +86,8 @@ http_error(struct evhttp_request *req, orch_err code, const char *param, const c
 	/* the field OpenAI clients read */
 	cJSON_AddStringToObject(e, "type", status < 500 ? "invalid_request_error" : "server_error");
 	cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(code));
+	if (correlation != NULL) /* the log has the details under it */
+		cJSON_AddStringToObject(e, "correlation_id", correlation);
 	if (code == ORCH_EQUEUE_FULL || code == ORCH_EOVERLOADED)
 		http_retry_after(req, 1);
 	if (code == ORCH_EUNAUTHORIZED)
@@ -119,13 +129,11 @@ bool
 http_bearer_ok(struct evhttp_request *req, const char *const *keys, size_t n)
 {
 	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	bool ok = false;
 
-	if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (keys[i][0] != '\0' && strcmp(h + 7, keys[i]) == 0)
-			return true;
-	return false;
+	for (size_t i = 0; i < n; i++) /* keys.c: any case of "Bearer", constant time */
+		ok |= keys_token_equal(h, keys[i]);
+	return ok;
 }
 
 /* Whether @path matches @r; the variable part of a prefix route into @arg. */
@@ -251,8 +259,9 @@ route(struct evhttp_request *req, void *arg)
 	evhttp_request_set_on_complete_cb(req, on_complete, d);
 	if (http_dispatch(d, req, open_routes, sizeof(open_routes) / sizeof(open_routes[0])))
 		return;
-	if (d->n_api_keys > 0 &&
-	    !http_bearer_ok(req, (const char *const *)d->api_keys, d->n_api_keys))
+	if (d->keys.n > 0 &&
+	    keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
+	                                            "Authorization")) == NULL)
 		return http_error(req, ORCH_EUNAUTHORIZED, NULL,
 		                  "a valid 'Authorization: Bearer KEY' is needed");
 	if (d->stopping) {

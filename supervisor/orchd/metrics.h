@@ -35,6 +35,7 @@ struct metrics {
 	uint64_t http_responses[6]; /* by status class: [1]=1xx ... [5]=5xx */
 	uint64_t rejected_queue_full, rejected_connections;
 	uint64_t sse_slow_clients; /* streams cut: the client read too slowly */
+	uint64_t jobs_evicted;     /* finished jobs dropped before events_keep_s (the caps) */
 };
 
 /* histo_observe - add @seconds to @h (buckets from 1 ms to 600 s). */

@@ -25,6 +25,16 @@ struct params_err {
 bool params_fail(struct params_err *pe, orch_err code, const char *param, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
+/*
+ * params_body - @n bytes of a request body as a JSON object into *@ret (the
+ * caller cJSON_Delete()s it). Refused, with ORCH_EINVAL and why in @pe: no
+ * body, ill-formed UTF-8, a NUL byte, not JSON, text after the value, not
+ * an object, a "\u0000" escape in any string (param: the top-level key it is
+ * under; cJSON would cut the string there), or a key twice in one object
+ * (param: the key; cJSON would take the first). ORCH_ENOMEM.
+ */
+orch_err params_body(const char *body, size_t n, struct cJSON **ret, struct params_err *pe);
+
 /* params_known - every key of @root is in @names (NULL-terminated). */
 bool params_known(const struct cJSON *root, const char *const *names, struct params_err *pe);
 

@@ -65,28 +65,6 @@ static const char *const chat_keys[] = {"model",
                                         "repetition_penalty",
                                         NULL};
 
-/* The body as a JSON object, or why not. */
-static cJSON *
-parse_body(const char *body, size_t n, struct params_err *pe)
-{
-	cJSON *root;
-
-	if (n == 0) {
-		params_fail(pe, ORCH_EINVAL, NULL, "the request has no body; want a JSON object");
-		return NULL;
-	}
-	if ((root = cJSON_ParseWithLength(body, n)) == NULL) {
-		params_fail(pe, ORCH_EINVAL, NULL, "the body is not valid JSON");
-		return NULL;
-	}
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
-		params_fail(pe, ORCH_EINVAL, NULL, "the body is not a JSON object");
-		return NULL;
-	}
-	return root;
-}
-
 /* A prompt of 1 to @max_chars characters. */
 static bool
 prompt_ok(const char *p, uint32_t max_chars, struct params_err *pe)
@@ -309,8 +287,9 @@ request_parse(enum request_api api, const struct orchd_config *cfg, const char *
 
 	memset(ret, 0, sizeof(*ret));
 	orch__sampling_params__init(&ret->sp);
-	if ((root = parse_body(body, n, pe)) == NULL)
-		return pe ? pe->code : ORCH_EINVAL;
+	orch_err rv = params_body(body, n, &root, pe);
+	if (rv != ORCH_OK)
+		return rv;
 	switch (api) {
 	case REQUEST_EXECUTE:
 		ok = parse_execute(cfg, root, ret, pe);

@@ -220,10 +220,13 @@ note_exit(struct worker *w, int code)
 
 	if (!intended)
 		exit_reason(w, code, w->last_restart_reason, sizeof(w->last_restart_reason));
-	orch_log(intended && code == 0 ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "worker_exit",
-	         "worker=%s pid=%d status=%d intended=%s%s%s%s", w->id, (int)w->pid, code,
-	         intended ? "yes" : "no", intended ? "" : " why=\"",
-	         intended ? "" : w->last_restart_reason, intended ? "" : "\"");
+	if (intended)
+		orch_log(code == 0 ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "worker_exit",
+		         "worker=%s pid=%d status=%d intended=yes", w->id, (int)w->pid, code);
+	else
+		orch_log(ORCH_LOG_WARNING, "worker_exit",
+		         "worker=%s pid=%d status=%d intended=no why=\"%s\"", w->id, (int)w->pid,
+		         code, w->last_restart_reason);
 	int k = snprintf(note, sizeof(note), "orchd: pid %d exited with status %d%s%s%s",
 	                 (int)w->pid, code,
 	                 intended ? "" : " (unexpected: ", intended ? "" : w->last_restart_reason,
