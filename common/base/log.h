@@ -46,7 +46,12 @@ bool orch_log_enabled(enum orch_log_level level);
 /*
  * orch_log - write "<level>event=@event " followed by the formatted key=value
  * pairs and a newline, as one write(2) so lines from threads never interleave.
- * Thread: any.
+ * @fmt is fields separated by spaces, "key=VALUE" or "key=\"VALUE\"" (VALUE
+ * any mix of text and conversions); each value is written by logfmt's rules:
+ * bare when it is valid UTF-8 without spaces, '=', '"', '\' or control
+ * characters, else quoted with those escaped (\" \\ \n \r \t \uXXXX) and
+ * ill-formed bytes as \xNN. A value can never end the line or add a field.
+ * Lines are cut at 2048 bytes (a quoted value stays closed). Thread: any.
  */
 void orch_log(enum orch_log_level level, const char *event, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));

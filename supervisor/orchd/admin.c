@@ -13,6 +13,7 @@
 #include "admin.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,6 +152,8 @@ admin_status(struct orchd *d)
 	cJSON_AddNumberToObject(o, "queued", queued);
 	cJSON_AddNumberToObject(o, "running", running);
 	cJSON_AddNumberToObject(o, "open_streams", d->n_conns);
+	cJSON_AddNumberToObject(o, "jobs_kept", d->n_kept);
+	cJSON_AddNumberToObject(o, "jobs_kept_bytes", (double)d->kept_bytes);
 	return o;
 }
 
@@ -258,6 +261,26 @@ model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root, struct 
 	return true;
 }
 
+/*
+ * Whether @path is a regular file orchd can read that starts with GGUF's
+ * magic. One answer for every other case (missing, unreadable, a directory,
+ * another kind of file): the admin API does not tell whether a path exists.
+ */
+static bool
+gguf_file(const char *path)
+{
+	char magic[4];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	          pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
+	          memcmp(magic, "GGUF", 4) == 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
 /* A new model from the body: checked, added and started. */
 static void
 load_new(struct orchd *d, struct evhttp_request *req, const cJSON *root, const char *name,
@@ -267,8 +290,12 @@ load_new(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 	struct orchd_config tmp = {0};
 	struct model_entry *m;
 
-	if (access(path, R_OK) != 0)
-		return http_error(req, ORCH_EINVAL, "path", "%s: %s", path, strerror(errno));
+	if (!gguf_file(path))
+		return http_error(
+		        req, ORCH_EINVAL, "path",
+		        "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
+		        "not-a-GGUF get this same answer)",
+		        path);
 	if (!model_cfg(&tmp, name, root, &e)) {
 		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
 	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
@@ -289,16 +316,13 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	struct params_err pe = {0};
 	const char *body, *name = NULL, *path = NULL;
 	size_t n = http_body(req, &body);
-	cJSON *root = n ? cJSON_ParseWithLength(body, n) : NULL;
+	cJSON *root = NULL;
 	struct model_entry *m;
 
 	(void)arg;
-	if (!cJSON_IsObject(root))
-		params_fail(&pe, ORCH_EINVAL, NULL,
-		            n == 0 ? "the request has no body; want a JSON object"
-		                   : "the body is not a JSON object");
-	else if (!params_known(root, keys, &pe) || !params_string(root, "name", true, &name, &pe) ||
-	         !params_string(root, "path", false, &path, &pe))
+	if (params_body(body, n, &root, &pe) != ORCH_OK || !params_known(root, keys, &pe) ||
+	    !params_string(root, "name", true, &name, &pe) ||
+	    !params_string(root, "path", false, &path, &pe))
 		;
 	else if ((m = models_find(d, name)) != NULL && path == NULL) { /* a configured model */
 		models_start(d, m);

@@ -9,8 +9,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct api_key;
 struct evhttp_request;
 struct job;
+struct job_owner;
 struct job_sink;
 struct orchd;
 
@@ -36,6 +38,15 @@ void api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *ar
 
 /* api_openai_models - GET /v1/models. */
 void api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/*
+ * api_caller - the API key @req authenticated with (http.c let it through),
+ * or NULL when no keys are in force.
+ */
+const struct api_key *api_caller(struct orchd *d, struct evhttp_request *req);
+
+/* api_owner - who @req is, as a job's owner (jobs.h): its key's, or nobody without keys. */
+void api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *ret);
 
 /* api_room - room for one more stream; else answers 503 OVERLOADED with Retry-After. */
 bool api_room(struct orchd *d, struct evhttp_request *req);

@@ -29,7 +29,11 @@ api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg)
 static bool
 cancel_job(struct orchd *d, struct evhttp_request *req, const char *job_id)
 {
-	struct job *j = jobs_find_ext(d, job_id);
+	struct job_owner owner;
+	struct job *j;
+
+	api_owner(d, req, &owner);
+	j = jobs_lookup(d, job_id, &owner);
 
 	if (j == NULL) {
 		http_error(req, ORCH_EJOB_NOT_FOUND, "job_id",
@@ -39,7 +43,8 @@ cancel_job(struct orchd *d, struct evhttp_request *req, const char *job_id)
 	if (j->state != JOB_DONE)
 		jobs_cancel(d, j, "cancelled through /cancel");
 	cJSON *r = cJSON_CreateObject();
-	cJSON_AddStringToObject(r, "job_id", job_id);
+	cJSON_AddStringToObject(r, "job_id", j->ext_id);
+	cJSON_AddStringToObject(r, "id", j->uid);
 	cJSON_AddStringToObject(r, "status", j->state == JOB_DONE ? "finished" : "cancelling");
 	http_json(req, 202, r);
 	return true;
@@ -52,10 +57,10 @@ api_native_cancel(struct orchd *d, struct evhttp_request *req, const char *arg)
 	struct params_err pe = {0};
 	const char *body, *job_id = NULL;
 	size_t n = http_body(req, &body);
-	cJSON *root = params_body(body, n, &pe);
+	cJSON *root = NULL;
 
 	(void)arg;
-	if (root != NULL && params_known(root, keys, &pe) &&
+	if (params_body(body, n, &root, &pe) == ORCH_OK && params_known(root, keys, &pe) &&
 	    params_string(root, "job_id", true, &job_id, &pe))
 		cancel_job(d, req, job_id);
 	if (pe.code != ORCH_OK)
@@ -66,12 +71,14 @@ api_native_cancel(struct orchd *d, struct evhttp_request *req, const char *arg)
 void
 api_native_events(struct orchd *d, struct evhttp_request *req, const char *job_id)
 {
-	struct job *j = jobs_find_ext(d, job_id);
 	const char *last =
 	        evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
 	uint64_t after = 0;
+	struct job_owner owner;
+	struct job *j;
 
-	if (j == NULL || j->kind != JOB_NATIVE)
+	api_owner(d, req, &owner);
+	if ((j = jobs_lookup(d, job_id, &owner)) == NULL)
 		return http_error(req, ORCH_EJOB_NOT_FOUND, NULL,
 		                  "no such job (or its events expired)");
 	if (last != NULL) {
@@ -137,6 +144,7 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 	case EV_STARTED:
 		iso8601(ev->unix_ms, when);
 		cJSON_AddStringToObject(o, "job_id", j->ext_id);
+		cJSON_AddStringToObject(o, "id", j->uid);
 		cJSON_AddStringToObject(o, "model", j->model_name);
 		cJSON_AddStringToObject(o, "started_at", when);
 		cJSON_AddNumberToObject(o, "started_at_ms", (double)ev->unix_ms);
@@ -162,6 +170,7 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 		cJSON_AddStringToObject(o, "code", orch_err_wire(ev->code));
 		cJSON_AddStringToObject(o, "message", ev->text ? ev->text : "");
 		cJSON_AddBoolToObject(o, "retriable", orch_err_retriable(ev->code));
+		cJSON_AddStringToObject(o, "correlation_id", j->correlation);
 		return put_event(out, k + 1, "error", o);
 	}
 	cJSON_Delete(o);

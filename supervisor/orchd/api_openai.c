@@ -13,6 +13,7 @@
 #include "api.h"
 #include "http.h"
 #include "jobs.h"
+#include "keys.h"
 #include "models.h"
 #include "orchd.h"
 #include "request.h"
@@ -113,6 +114,7 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 		                        orch_err_http(ev->code) < 500 ? "invalid_request_error"
 		                                                      : "server_error");
 		cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(ev->code));
+		cJSON_AddStringToObject(e, "correlation_id", j->correlation);
 		put(out, o);
 		return;
 	}
@@ -169,11 +171,14 @@ void
 api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
 	cJSON *o = cJSON_CreateObject(), *data;
+	const struct api_key *key = api_caller(d, req);
 
 	(void)arg;
 	cJSON_AddStringToObject(o, "object", "list");
 	data = cJSON_AddArrayToObject(o, "data");
 	for (struct model_entry *m = d->models; m; m = m->next) {
+		if (!keys_model_ok(key, m->cfg.name))
+			continue; /* the models this key may use */
 		cJSON *it = cJSON_CreateObject();
 		cJSON_AddStringToObject(it, "id", m->cfg.name);
 		cJSON_AddStringToObject(it, "object", "model");
@@ -182,8 +187,12 @@ api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg)
 		cJSON_AddStringToObject(it, "state", models_state_name(m->state));
 		if (m->chat_template_origin[0])
 			cJSON_AddStringToObject(it, "chat_template", m->chat_template_origin);
-		if (m->state == MODEL_FAILED) {
-			cJSON_AddStringToObject(it, "error", m->error);
+		if (m->state ==
+		    MODEL_FAILED) { /* why (paths, worker output): the admin API, the log */
+			char buf[512];
+			orch_err code = m->error_code ? m->error_code : ORCH_EMODEL_LOAD;
+			cJSON_AddStringToObject(
+			        it, "error", jobs_client_message(code, m->error, buf, sizeof(buf)));
 			cJSON_AddNumberToObject(it, "last_exit_status", m->last_exit);
 		}
 		cJSON_AddItemToArray(data, it);

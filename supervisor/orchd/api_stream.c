@@ -9,12 +9,15 @@
 
 #include <cjson/cJSON.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include "api.h"
 #include "base/alloc.h"
+#include "base/log.h"
 #include "http.h"
 #include "http_conn.h"
 #include "jobs.h"
+#include "keys.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
@@ -48,7 +51,8 @@ answer(struct follow *f, const struct job *j)
 	if (c)
 		http_conn_set_closecb(f->d, c, NULL, NULL);
 	if (last->type == EV_ERROR)
-		http_error(f->req, last->code, NULL, "%s", last->text ? last->text : "");
+		http_error_job(f->req, last->code, NULL, j->correlation,
+		               last->text ? last->text : "");
 	else
 		http_json(f->req, 200, j->sink->body(j));
 }
@@ -148,6 +152,25 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 	jobs_watch(d, j, &f->watch, after);
 }
 
+const struct api_key *
+api_caller(struct orchd *d, struct evhttp_request *req)
+{
+	if (d->keys.n == 0)
+		return NULL;
+	return keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
+	                                               "Authorization"));
+}
+
+void
+api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *ret)
+{
+	const struct api_key *key = api_caller(d, req);
+
+	*ret = (struct job_owner){.keyed = key != NULL};
+	if (key != NULL)
+		memcpy(ret->id, key->digest, sizeof(ret->id));
+}
+
 bool
 api_room(struct orchd *d, struct evhttp_request *req)
 {
@@ -160,15 +183,19 @@ api_room(struct orchd *d, struct evhttp_request *req)
 
 /* Checks against the registry; a refusal is answered. */
 static struct model_entry *
-admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r)
+admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
+      const struct job_owner *owner)
 {
 	struct model_entry *m;
 
-	if (r->job_id[0] && jobs_find_ext(d, r->job_id) != NULL) {
+	/* with keys, a job_id names one job in its key's space; without, it is only a label */
+	if (owner->keyed && r->job_id[0] && jobs_lookup(d, r->job_id, owner) != NULL) {
 		http_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", r->job_id);
 		return NULL;
 	}
-	if ((m = models_find(d, r->model)) == NULL) {
+	/* a model the key may not use is one that does not exist, as far as its caller can tell */
+	if (!keys_model_ok(api_caller(d, req), r->model) ||
+	    (m = models_find(d, r->model)) == NULL) {
 		http_error(req, ORCH_EMODEL_NOT_FOUND, "model", "model '%s' is not configured",
 		           r->model);
 		return NULL;
@@ -184,6 +211,7 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 	static const char *const prefix[] = {"", "cmpl", "chatcmpl"};
 	static const enum job_kind kinds[] = {JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT};
 	struct job_request r;
+	struct job_owner owner;
 	struct params_err pe = {0};
 	struct orch_errinfo e = {0};
 	const char *body;
@@ -195,24 +223,29 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		http_params_error(req, &pe);
 		goto out;
 	}
-	if ((m = admit(d, req, &r)) == NULL)
+	api_owner(d, req, &owner);
+	if ((m = admit(d, req, &r, &owner)) == NULL)
 		goto out;
 	const struct job_sink *sink = api == REQUEST_EXECUTE ? &api_native_sink : &api_openai_sink;
-	if ((j = jobs_new(d, kinds[api], sink, m, &r)) == NULL) {
+	if ((j = jobs_new(d, kinds[api], sink, m, &r, &owner)) == NULL) {
 		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
 	if (api == REQUEST_EXECUTE)
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
 	else
-		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%llu", prefix[api],
-		         (unsigned long long)j->id);
-	snprintf(j->correlation, sizeof(j->correlation), "%s", j->ext_id);
+		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%s", prefix[api], j->uid);
 	if (models_submit(d, j, &e) != ORCH_OK) {
-		http_error(req, e.code, "model", "%s", e.msg);
+		char buf[512];
+		const char *text = jobs_client_message(e.code, e.msg, buf, sizeof(buf));
+		orch_log(ORCH_LOG_INFO, "job_refused", "job=%s model=%s err=%s msg=\"%s\"",
+		         j->correlation, j->model_name, orch_err_wire(e.code), e.msg);
+		http_error_job(req, e.code, "model", j->correlation, text);
 		jobs_free(d, j);
 		return;
 	}
+	if (api == REQUEST_EXECUTE) /* the id to resume or cancel with, before any event */
+		evhttp_add_header(evhttp_request_get_output_headers(req), "X-Job-Id", j->uid);
 	api_follow(d, j, req, j->req.stream, 0);
 	return;
 out:

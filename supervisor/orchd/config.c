@@ -51,6 +51,9 @@ cfg_defaults(struct orchd_config *c)
 	c->vram_headroom_bytes = 512ull * MIB;
 	c->evict_wait_s = 60;
 	snprintf(c->nvml_library, sizeof(c->nvml_library), "libnvidia-ml.so.1");
+	/* API keys, job ownership and retention (issue 16) */
+	c->events_keep_jobs = 1000;
+	c->events_keep_bytes = 64ull * MIB;
 }
 
 /* ---- values ---- */
@@ -241,6 +244,16 @@ set_server(struct orchd_config *c, const char *k, const char *v, struct orch_err
 		return set_str(c->nvml_library, sizeof(c->nvml_library), k, v, e);
 	if (strcmp(k, "hash_cache_beside") == 0)
 		return set_bool(&c->hash_cache_beside, k, v, e);
+	/* API keys, job ownership and retention (issue 16) */
+	if (strcmp(k, "events_keep_jobs") == 0)
+		return set_u32(&c->events_keep_jobs, 0, 1000000, k, v, e);
+	if (strcmp(k, "events_keep_mib") == 0) {
+		uint32_t mib = 0;
+		if (set_u32(&mib, 0, 1u << 20, k, v, e) != ORCH_OK)
+			return ORCH_EINVAL;
+		c->events_keep_bytes = (uint64_t)mib * MIB;
+		return ORCH_OK;
+	}
 	return orch_errf(e, ORCH_EINVAL, "unknown key '%s' in [server]", k);
 }
 

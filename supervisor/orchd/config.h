@@ -62,6 +62,9 @@ struct orchd_config {
 	uint64_t cpu_memory_bytes; /* cap on what orchd places on cpu; 0 = MemAvailable only */
 	uint32_t evict_wait_s;     /* how long a start waits for evicted models' memory */
 	char nvml_library[CFG_PATH_MAX]; /* dlopen()ed for the GPU inventory */
+	/* API keys, job ownership and retention (issue 16) */
+	uint32_t events_keep_jobs;  /* finished native jobs kept for resuming, at most */
+	uint64_t events_keep_bytes; /* and their memory, at most (events_keep_mib) */
 	/* [model "NAME"] */
 	struct cfg_model *models;
 	uint32_t n_models;

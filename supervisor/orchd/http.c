@@ -19,6 +19,7 @@
 #include "base/sbuf.h"
 #include "health.h"
 #include "http_conn.h"
+#include "keys.h"
 #include "metrics.h"
 #include "models.h"
 #include "orchd.h"
@@ -68,7 +69,18 @@ http_error(struct evhttp_request *req, orch_err code, const char *param, const c
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	http_error_job(req, code, param, NULL, msg);
+}
+
+void
+http_error_job(struct evhttp_request *req, orch_err code, const char *param,
+               const char *correlation, const char *msg)
+{
 	cJSON *root = params_err_json(code, param, msg);
+	cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+
+	if (correlation != NULL && e != NULL) /* the log has the details under it */
+		cJSON_AddStringToObject(e, "correlation_id", correlation);
 	if (code == ORCH_EQUEUE_FULL || code == ORCH_EOVERLOADED)
 		http_retry_after(req, 1);
 	if (code == ORCH_EUNAUTHORIZED)
@@ -110,13 +122,11 @@ bool
 http_bearer_ok(struct evhttp_request *req, const char *const *keys, size_t n)
 {
 	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	bool ok = false;
 
-	if (h == NULL || strncmp(h, "Bearer ", 7) != 0)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (keys[i][0] != '\0' && strcmp(h + 7, keys[i]) == 0)
-			return true;
-	return false;
+	for (size_t i = 0; i < n; i++) /* keys.c: any case of "Bearer", constant time */
+		ok |= keys_token_equal(h, keys[i]);
+	return ok;
 }
 
 /* Whether @path matches @r; the variable part of a prefix route into @arg. */
@@ -248,8 +258,9 @@ route(struct evhttp_request *req, void *arg)
 	}
 	if (http_dispatch(d, req, open_routes, sizeof(open_routes) / sizeof(open_routes[0])))
 		return;
-	if (d->n_api_keys > 0 &&
-	    !http_bearer_ok(req, (const char *const *)d->api_keys, d->n_api_keys))
+	if (d->keys.n > 0 &&
+	    keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
+	                                            "Authorization")) == NULL)
 		return http_error(req, ORCH_EUNAUTHORIZED, NULL,
 		                  "a valid 'Authorization: Bearer KEY' is needed");
 	if (d->stopping) {

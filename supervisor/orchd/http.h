@@ -50,6 +50,13 @@ void http_stop(struct orchd *d);
 void http_error(struct evhttp_request *req, orch_err code, const char *param, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 
+/*
+ * http_error_job - http_error with the message @msg as it is, and, when
+ * @correlation is not NULL, the job's "correlation_id" (the log has its details).
+ */
+void http_error_job(struct evhttp_request *req, orch_err code, const char *param,
+                    const char *correlation, const char *msg);
+
 /* http_params_error - http_error for a refused request (params.h). */
 void http_params_error(struct evhttp_request *req, const struct params_err *pe);
 

@@ -1,13 +1,17 @@
 /*
- * jobs.c - a job from its request to its terminal event (jobs.h): the
- * events the worker reports, kept so a dropped stream can resume; the
- * watchers following it; cancellation when the last one goes; expiry of a
- * finished job's events. No response format lives here (job_sink).
+ * jobs.c - a job from its request to its terminal event (jobs.h): its
+ * unguessable id and its owner, and who may find it again; the events the
+ * worker reports; the watchers following it; cancellation when the last one
+ * goes; what a client is told of an error; expiry of a finished job (how
+ * long and how many are kept: jobs_keep.c). No response format lives here
+ * (job_sink).
  */
 #include "jobs.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <cjson/cJSON.h>
 #include <event2/event.h>
@@ -34,6 +38,49 @@ job_request_fini(struct job_request *r)
 	r->messages = NULL;
 }
 
+/* @n random bytes from the kernel (getrandom(2), blocking only before the pool is ready). */
+static bool
+fill_random(uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = getrandom(p, n, 0);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static void
+to_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hex[p[i] >> 4];
+		out[2 * i + 1] = hex[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* @j's uid and correlation id: 128 and 64 random bits. */
+static bool
+new_ids(struct job *j)
+{
+	uint8_t r[(JOBS_UID_HEX + JOBS_CORRELATION_HEX) / 2];
+
+	if (!fill_random(r, sizeof(r))) {
+		orch_log(ORCH_LOG_ERR, "job_id_failed", "err=\"%s\"", strerror(errno));
+		return false;
+	}
+	to_hex(r, JOBS_UID_HEX / 2, j->uid);
+	to_hex(r + JOBS_UID_HEX / 2, JOBS_CORRELATION_HEX / 2, j->correlation);
+	return true;
+}
+
 /* Put @j at the head of the every-job and live lists. */
 static void
 link_job(struct orchd *d, struct job *j)
@@ -49,7 +96,7 @@ link_job(struct orchd *d, struct job *j)
 
 struct job *
 jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struct model_entry *m,
-         struct job_request *r)
+         struct job_request *r, const struct job_owner *owner)
 {
 	struct job *j = orch_calloc(1, sizeof(*j));
 
@@ -58,7 +105,7 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struc
 	j->ev_timer = event_new(d->base, -1, 0, job_timer, j);
 	/* room for the events of a short job; growth never finds the array empty */
 	j->events = orch_calloc(64, sizeof(*j->events));
-	if (j->ev_timer == NULL || j->events == NULL) {
+	if (j->ev_timer == NULL || j->events == NULL || !new_ids(j)) {
 		if (j->ev_timer)
 			event_free(j->ev_timer);
 		orch_free(j->events);
@@ -69,6 +116,8 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struc
 	j->d = d;
 	j->id = ++d->next_job_id;
 	j->kind = kind;
+	if (owner != NULL)
+		j->owner = *owner;
 	j->sink = sink;
 	j->model = m;
 	snprintf(j->model_name, sizeof(j->model_name), "%s", m->cfg.name);
@@ -93,12 +142,29 @@ unlink_live(struct orchd *d, struct job *j)
 	j->live_prev = j->live_next = NULL;
 }
 
-struct job *
-jobs_find_ext(struct orchd *d, const char *ext_id)
+/* Whether @id is @uid, in time that does not depend on where they differ. */
+static bool
+uid_equal(const char *uid, const char *id)
 {
-	for (struct job *j = d->jobs; j; j = j->next_all)
-		if (strcmp(j->ext_id, ext_id) == 0)
+	unsigned diff = 0;
+
+	if (strlen(id) != JOBS_UID_HEX)
+		return false;
+	for (size_t i = 0; i < JOBS_UID_HEX; i++)
+		diff |= (unsigned)(uid[i] ^ id[i]);
+	return diff == 0;
+}
+
+struct job *
+jobs_lookup(struct orchd *d, const char *id, const struct job_owner *owner)
+{
+	for (struct job *j = d->jobs; j; j = j->next_all) {
+		if (j->kind != JOB_NATIVE || j->owner.keyed != owner->keyed ||
+		    memcmp(j->owner.id, owner->id, sizeof(owner->id)) != 0)
+			continue;
+		if (uid_equal(j->uid, id) || (owner->keyed && strcmp(j->ext_id, id) == 0))
 			return j;
+	}
 	return NULL;
 }
 
@@ -139,6 +205,12 @@ jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone)
 			break;
 		}
 	w->job = NULL;
+	if (j->state == JOB_DONE && j->watches == NULL) {
+		/* the timer frees it, or (kept) applies the caps it may have held past */
+		struct timeval now = {0, 0};
+		evtimer_add(j->ev_timer, &now);
+		return;
+	}
 	if (!client_gone || j->state == JOB_DONE || j->watches != NULL)
 		return;
 	if (j->req.resume_grace_s > 0) { /* the client may come back with Last-Event-ID */
@@ -188,13 +260,19 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 		if (w->model)
 			models_dispatch(d, w->model);
 	}
-	orch_log(ORCH_LOG_INFO, "job_end", "job=%s model=%s outcome=%s tokens=%u ms=%llu",
-	         j->ext_id, j->model_name,
+	char key[9] = "-"; /* the key's fingerprint: its digest's first 4 bytes */
+	if (j->owner.keyed)
+		to_hex(j->owner.id, 4, key);
+	orch_log(ORCH_LOG_INFO, "job_end",
+	         "job=%s job_id=%s key=%s model=%s outcome=%s tokens=%u ms=%llu", j->correlation,
+	         j->ext_id, key, j->model_name,
 	         ev->type == EV_END ? orch_finish_name(ev->finish) : orch_err_wire(ev->code),
 	         j->tokens_out, (unsigned long long)(now - j->created_ms));
-	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0};
+	job_request_fini(&j->req); /* the prompt and the messages: no longer needed */
 	evtimer_del(j->ev_timer);
-	evtimer_add(j->ev_timer, &keep);
+	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0}, now0 = {0, 0};
+	/* kept events_keep_s for a resume; else freed once nobody follows it */
+	evtimer_add(j->ev_timer, jobs_keep(d, j) ? &keep : &now0);
 }
 
 /* Time to first token and between tokens, and the text so far. */
@@ -212,7 +290,7 @@ on_token(struct job *j, const struct job_event *ev)
 		histo_observe(&j->model->met.itl, (double)(now - j->last_token_ms) / 1e3);
 	}
 	j->last_token_ms = now;
-	if (ev->text)
+	if (ev->text && (j->sink == NULL || j->sink->body != NULL)) /* an answer in one body */
 		sbuf_puts(&j->text, ev->text);
 }
 
@@ -277,11 +355,65 @@ jobs_metrics_due(struct orchd *d, struct job *j)
 	jobs_event(d, j, &ev);
 }
 
+/* Whether a client may read the detail of an error of @code: it is about its request or capacity.
+ */
+static bool
+detail_for_client(orch_err code)
+{
+	static const orch_err ok[] = {
+	        ORCH_EINVAL,        ORCH_ERANGE,           ORCH_EUNSUPPORTED,
+	        ORCH_ECONTEXT,      ORCH_ETIMEOUT,         ORCH_ECANCELLED,
+	        ORCH_EQUEUE_FULL,   ORCH_EMODEL_NOT_FOUND, ORCH_EINSUFFICIENT_VRAM,
+	        ORCH_ETEMPLATE,     ORCH_ETEMPLATE_RAISE,  ORCH_EOVERLOADED,
+	        ORCH_EUNAUTHORIZED, ORCH_EJOB_NOT_FOUND,   ORCH_EROUTE_NOT_FOUND,
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (ok[i] == code)
+			return true;
+	return false;
+}
+
+const char *
+jobs_client_message(orch_err code, const char *detail, char *buf, size_t n)
+{
+	const char *p = detail ? detail : "";
+	size_t k = 4;
+
+	if (!detail_for_client(code)) {
+		if (code == ORCH_EMODEL_LOAD)
+			return "the model failed to load";
+		if (code == ORCH_EWORKER_LOST)
+			return "the model's worker stopped before the job ended";
+		if (code == ORCH_EVRAM)
+			return "the worker ran out of device memory for this job";
+		if (code == ORCH_ECUDA)
+			return "a device error ended the job";
+		return "internal error";
+	}
+	/* a worker's "job N: " names its wire id, which means nothing to the client */
+	if (strncmp(p, "job ", 4) == 0) {
+		while (p[k] >= '0' && p[k] <= '9')
+			k++;
+		if (k > 4 && p[k] == ':' && p[k + 1] == ' ') {
+			snprintf(buf, n, "%s", p + k + 2);
+			return buf;
+		}
+	}
+	return p;
+}
+
 void
 jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg)
 {
-	struct job_event ev = {.type = EV_ERROR, .code = code, .text = (char *)(uintptr_t)msg};
+	char buf[512];
+	const char *text = jobs_client_message(code, msg, buf, sizeof(buf));
+	struct job_event ev = {.type = EV_ERROR, .code = code, .text = (char *)(uintptr_t)text};
 
+	if (j->state != JOB_DONE && text != msg) /* what the client does not see, the log has */
+		orch_log(code == ORCH_ECANCELLED ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "job_error",
+		         "job=%s err=%s msg=\"%s\"", j->correlation, orch_err_wire(code),
+		         msg ? msg : "");
 	jobs_event(d, j, &ev);
 }
 
@@ -290,7 +422,7 @@ jobs_cancel(struct orchd *d, struct job *j, const char *why)
 {
 	if (j->state == JOB_DONE)
 		return;
-	orch_log(ORCH_LOG_INFO, "job_cancel", "job=%s why=\"%s\"", j->ext_id, why);
+	orch_log(ORCH_LOG_INFO, "job_cancel", "job=%s why=\"%s\"", j->correlation, why);
 	if (j->state == JOB_QUEUED || j->worker == NULL) {
 		jobs_fail(d, j, ORCH_ECANCELLED, why);
 		return;
@@ -322,12 +454,12 @@ job_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (j->state == JOB_DONE) {
-		if (j->watches == NULL) {
-			jobs_free(d, j);
-			return;
+		if (j->watches != NULL) {
+			struct timeval again = {1, 0};
+			evtimer_add(j->ev_timer, &again);
+		} else if (!jobs_keep_tick(d, j)) {
+			jobs_free(d, j); /* expired, or never kept */
 		}
-		struct timeval again = {1, 0};
-		evtimer_add(j->ev_timer, &again);
 		return;
 	}
 	if (j->detached && j->watches == NULL)
@@ -352,8 +484,11 @@ jobs_free(struct orchd *d, struct job *j)
 	}
 	if (j->model)
 		models_unqueue(j);
-	for (uint32_t i = 0; i < j->n_events; i++)
-		orch_free(j->events[i].text);
+	jobs_keep_drop(d, j);
+	if (j->packed == NULL)
+		for (uint32_t i = 0; i < j->n_events; i++)
+			orch_free(j->events[i].text);
+	orch_free(j->packed);
 	orch_free(j->events);
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);

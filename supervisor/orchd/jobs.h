@@ -23,7 +23,8 @@ struct model_entry;
 struct orchd;
 struct worker;
 
-/* Which API made the job (the API's business; jobs.c never looks). */
+/* Which API made the job: the API's business, but for one question: only a native job can be
+ * followed again by id, so only native jobs are looked up and kept after they end. */
 enum job_kind { JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT };
 
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
@@ -90,10 +91,30 @@ struct job_request {
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
 };
 
+/* A job's id: 128 random bits (getrandom) as lowercase hex. */
+#define JOBS_UID_HEX 32
+/* A job's correlation id: 64 random bits as hex (logs, the worker, error bodies). */
+#define JOBS_CORRELATION_HEX 16
+/* The bytes of an API key's digest that name a job's owner. */
+#define JOBS_OWNER_BYTES 16
+
+/*
+ * Who started a job: the first bytes of its API key's digest (keys.h), all
+ * zero without keys. With @keyed, the client's job_id is a name in the
+ * key's own space; without, it is only a label and the job is found by its
+ * unguessable uid alone.
+ */
+struct job_owner {
+	uint8_t id[JOBS_OWNER_BYTES];
+	bool keyed;
+};
+
 struct job {
 	struct orchd *d;
-	uint64_t id; /* on the wire to the worker */
-	char ext_id[128];
+	uint64_t id;                /* on the wire to the worker; never shown to a client */
+	char uid[JOBS_UID_HEX + 1]; /* unguessable: resume and cancel (native), the OpenAI id */
+	char ext_id[128];           /* native: the client's job_id; OpenAI: "cmpl-UID" */
+	struct job_owner owner;
 	enum job_kind kind;
 	const struct job_sink *sink;
 	struct model_entry *model; /* NULL once the model is removed */
@@ -101,7 +122,7 @@ struct job {
 	struct worker *worker;
 	enum job_state state;
 	struct job_request req; /* the request (model and job_id as the client sent them) */
-	char correlation[128];
+	char correlation[JOBS_CORRELATION_HEX + 1];
 	/* what happened */
 	struct job_event *events;
 	uint32_t n_events, cap_events;
@@ -116,20 +137,33 @@ struct job {
 	struct event *ev_timer; /* the detach grace; expiry once done */
 	struct job *next_all, *next_queue;
 	struct job *live_prev, *live_next; /* in orchd.live until its terminal event */
+	/* kept for resuming after it ended (jobs_keep.c) */
+	bool kept;
+	uint64_t kept_bytes;               /* counted in orchd.kept_bytes */
+	struct job *kept_prev, *kept_next; /* orchd.kept_head: oldest first */
+	char *packed;                      /* the event texts, in one block, once kept */
+	size_t packed_bytes;
 };
 
 /* job_request_fini - free what @r holds (NULL-safe fields); @r may be reused after. */
 void job_request_fini(struct job_request *r);
 
 /*
- * jobs_new - a job of @kind for @m, taking over @r's contents (left empty);
- * NULL when out of memory (@r is left as it was).
+ * jobs_new - a job of @kind for @m, owned by @owner (NULL: nobody, no keys),
+ * taking over @r's contents (left empty), with a fresh uid and correlation
+ * id from getrandom(2); NULL when out of memory or without randomness (@r
+ * is left as it was; the reason is logged).
  */
 struct job *jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink,
-                     struct model_entry *m, struct job_request *r);
+                     struct model_entry *m, struct job_request *r, const struct job_owner *owner);
 
-/* jobs_find_ext - the job (live or kept) with the client's id @ext_id, or NULL. */
-struct job *jobs_find_ext(struct orchd *d, const char *ext_id);
+/*
+ * jobs_lookup - the native job (live or kept) that @owner may follow or
+ * cancel as @id: its uid (compared in constant time), or, when @owner is
+ * keyed, its job_id in that key's space. NULL for anything else, another
+ * owner's job included: a caller cannot tell "not yours" from "not there".
+ */
+struct job *jobs_lookup(struct orchd *d, const char *id, const struct job_owner *owner);
 
 /* jobs_find - the live job with wire id @id, or NULL. */
 struct job *jobs_find(struct orchd *d, uint64_t id);
@@ -144,7 +178,22 @@ void jobs_event(struct orchd *d, struct job *j, const struct job_event *ev);
  */
 void jobs_metrics_due(struct orchd *d, struct job *j);
 
-/* jobs_fail - end @j with error @code unless it has ended. */
+/*
+ * jobs_client_message - what a client is told of error @code whose detail is
+ * @detail (orchd's text or a worker's): the detail when the code is about
+ * the request or capacity (INVALID_REQUEST, CONTEXT_LENGTH_EXCEEDED,
+ * INSUFFICIENT_VRAM, QUEUE_FULL, CANCELLED, INFERENCE_TIMEOUT, ...), less a
+ * worker's "job N: " prefix; else a fixed text for the code, so that paths,
+ * worker output and internal numbers stay in the log. Returns @detail, @buf
+ * (@n bytes) or a static string.
+ */
+const char *jobs_client_message(orch_err code, const char *detail, char *buf, size_t n);
+
+/*
+ * jobs_fail - end @j with error @code unless it has ended. @msg is the
+ * detail: the client gets jobs_client_message() of it with the job's
+ * correlation id; when that differs, the detail is logged (job_error) under it.
+ */
 void jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg);
 
 /* jobs_cancel - the client is gone or asked: cancel in the worker, or drop from the queue. */
@@ -165,5 +214,32 @@ void jobs_watch(struct orchd *d, struct job *j, struct job_watch *w, uint32_t af
  */
 void jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone);
 
-/* jobs_free - release the watchers, unqueue and free @j. */
+/* jobs_free - release the watchers, unqueue and free @j (out of the kept jobs too). */
 void jobs_free(struct orchd *d, struct job *j);
+
+/* ---- finished jobs kept for resuming (jobs_keep.c) ---- */
+
+/*
+ * jobs_keep - @j has just ended: keep it for resuming when it is native and
+ * retention is on (events_keep_s, events_keep_jobs, events_keep_mib), packed,
+ * counted, and with older kept jobs evicted past the caps (never @j itself).
+ * False when it is not kept (it goes once nobody follows it).
+ */
+bool jobs_keep(struct orchd *d, struct job *j);
+
+/*
+ * jobs_keep_tick - @j's timer fired after it ended with nobody following:
+ * false when it is not kept or its events_keep_s is over (free it); else
+ * the timer is set again for the rest and the kept jobs are evicted past
+ * the caps, which may free @j: do not touch it after a true.
+ */
+bool jobs_keep_tick(struct orchd *d, struct job *j);
+
+/* jobs_keep_evict - free the oldest kept jobs nobody follows, but @spare, while over a cap. */
+void jobs_keep_evict(struct orchd *d, const struct job *spare);
+
+/* jobs_keep_drop - take @j out of the kept jobs and their counts (when it is freed). */
+void jobs_keep_drop(struct orchd *d, struct job *j);
+
+/* jobs_bytes - the memory @j holds, roughly (malloc's overhead estimated). */
+uint64_t jobs_bytes(const struct job *j);

@@ -18,10 +18,8 @@
 #include <event2/event.h>
 
 #include "admin.h"
-#include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "base/readfile.h"
 #include "http.h"
 #include "jobs.h"
 #include "models.h"
@@ -31,35 +29,17 @@
 
 /* ---- configuration ---- */
 
+/* api_keys_file at start: unreadable, or without a key, stops orchd (keys fail closed). */
 static orch_err
 load_api_keys(struct orchd *d, struct orch_errinfo *e)
 {
-	char *text = NULL;
-	size_t n = 0;
-
 	if (d->cfg.api_keys_file[0] == '\0')
 		return ORCH_OK;
-	if (orch_read_file(d->cfg.api_keys_file, 1u << 20, &text, &n, e) != ORCH_OK)
-		return ORCH_EIO;
-	char *save = NULL;
-	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		line[strcspn(line, "\r \t")] = '\0';
-		if (line[0] == '\0' || line[0] == '#')
-			continue;
-		char **keys = orch_reallocarray(d->api_keys, d->n_api_keys + 1, sizeof(*keys));
-		if (keys == NULL ||
-		    (keys[d->n_api_keys] = orch_strndup(line, strlen(line))) == NULL) {
-			if (keys)
-				d->api_keys = keys;
-			orch_free(text);
-			return orch_errf(e, ORCH_ENOMEM, "out of memory");
-		}
-		d->api_keys = keys;
-		d->n_api_keys++;
-	}
-	orch_free(text);
-	orch_log(ORCH_LOG_INFO, "api_keys", "file=%s keys=%u", d->cfg.api_keys_file, d->n_api_keys);
-	return ORCH_OK;
+	orch_err rv = keys_load(d->cfg.api_keys_file, &d->keys, e);
+	if (rv == ORCH_OK)
+		orch_log(ORCH_LOG_INFO, "api_keys", "file=%s keys=%u", d->cfg.api_keys_file,
+		         d->keys.n);
+	return rv;
 }
 
 static bool
@@ -76,6 +56,9 @@ reload(struct orchd *d)
 	struct orch_errinfo e = {0};
 
 	notify_reloading();
+	/* revoked keys stop working at once; a bad file changes nothing */
+	if (d->cfg.api_keys_file[0] != '\0')
+		keys_reload(&d->keys, d->cfg.api_keys_file);
 	cfg_defaults(&c);
 	if (d->config_path == NULL || cfg_load(&c, d->config_path, &e) != ORCH_OK ||
 	    cfg_check(&c, &e) != ORCH_OK) {
@@ -220,8 +203,11 @@ start(struct orchd *d)
 {
 	struct orch_errinfo e = {0};
 
-	if (load_api_keys(d, &e) != ORCH_OK || http_start(d, &e) != ORCH_OK ||
-	    admin_start(d, &e) != ORCH_OK) {
+	if (load_api_keys(d, &e) != ORCH_OK) {
+		orch_log_err(e.code, &e, "start_failed", "api_keys_file=%s", d->cfg.api_keys_file);
+		return false;
+	}
+	if (http_start(d, &e) != ORCH_OK || admin_start(d, &e) != ORCH_OK) {
 		orch_log_err(e.code, &e, "start_failed", "listen=%s", d->cfg.listen);
 		return false;
 	}
@@ -395,9 +381,7 @@ main(int argc, char **argv)
 	d.started_unix = orch_unix_ms();
 	srandom((unsigned)(d.started_unix ^ (uint64_t)getpid()));
 	rc = run(&d);
-	for (uint32_t i = 0; i < d.n_api_keys; i++)
-		orch_free(d.api_keys[i]);
-	orch_free(d.api_keys);
+	keys_free(&d.keys);
 	cfg_free(&d.cfg);
 	return rc;
 }

@@ -282,6 +282,16 @@ daemon_wide(struct orchd *d, struct sbuf *o)
 	       "Client streams cut because the client read too slowly (sse.h).");
 	sbuf_printf(o, "orch_sse_slow_clients_total %llu\n",
 	            (unsigned long long)d->metrics.sse_slow_clients);
+	family(o, "orch_jobs_kept", "gauge", "Finished native jobs kept for resuming.");
+	sbuf_printf(o, "orch_jobs_kept %u\n", d->n_kept);
+	family(o, "orch_jobs_kept_bytes", "gauge",
+	       "Memory of the finished jobs kept for resuming (events_keep_mib caps it).");
+	sbuf_printf(o, "orch_jobs_kept_bytes %llu\n", (unsigned long long)d->kept_bytes);
+	family(o, "orch_jobs_evicted_total", "counter",
+	       "Finished jobs dropped before events_keep_s because of events_keep_jobs or "
+	       "events_keep_mib.");
+	sbuf_printf(o, "orch_jobs_evicted_total %llu\n",
+	            (unsigned long long)d->metrics.jobs_evicted);
 	connections(d, o);
 }
 

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "devices.h"
+#include "keys.h"
 #include "metrics.h"
 
 struct event;
@@ -33,15 +34,18 @@ struct orchd {
 	char worker_bin[CFG_PATH_MAX];
 	struct devices devices;
 	struct model_entry *models;
-	struct job *jobs; /* every job, kept events_keep_s after it ends */
+	struct job *jobs; /* every job: live, and ended ones still followed or kept */
 	struct job *live; /* the jobs not ended: what worker messages are about */
+	struct job *kept_head,
+	        *kept_tail; /* ended, kept for resuming: oldest first (jobs_keep.c) */
+	uint32_t n_kept;
+	uint64_t kept_bytes;
 	uint64_t next_job_id;
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
 	struct http_edge *edge; /* the public listener's connections (http_conn.h) */
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;
-	char **api_keys;
-	uint32_t n_api_keys;
+	struct api_keys keys; /* the public API's; none: open */
 	char admin_token[256];
 	bool stopping, ready_sent;
 	uint64_t started_ms, started_unix, stop_ms;

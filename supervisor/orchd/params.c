@@ -7,12 +7,14 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "base/alloc.h"
 #include "base/limits.h"
+#include "base/utf8.h"
 #include "jobs.h"
 
 cJSON *
@@ -48,34 +50,128 @@ params_fail(struct params_err *pe, orch_err code, const char *param, const char 
 	return false;
 }
 
-cJSON *
-params_body(const char *body, size_t n, struct params_err *pe)
+/* ---- the body ---- */
+
+/* Whether @n bytes at @s are JSON whitespace only. */
+static bool
+blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(" \t\r\n", s[i]) || s[i] == '\0')
+			return false;
+	return true;
+}
+
+/*
+ * The first "\u0000" escape in the strings of the valid JSON text @s: true,
+ * with the top-level key it is under in @key ("" when it is in a key or
+ * outside the top-level object's values).
+ */
+static bool
+find_nul_escape(const char *s, size_t n, char *key, size_t key_n)
+{
+	int depth = 0;
+	bool in_str = false, is_key = false, key_next = false;
+	size_t kstart = 0;
+
+	key[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (in_str && c == '\\') {
+			if (n - i >= 6 && memcmp(s + i + 1, "u0000", 5) == 0) {
+				if (is_key)
+					key[0] = '\0';
+				return true;
+			}
+			i++; /* the escaped character */
+		} else if (in_str && c == '"') {
+			in_str = false;
+			if (is_key)
+				snprintf(key, key_n, "%.*s", (int)(i - kstart), s + kstart);
+		} else if (in_str) {
+			continue;
+		} else if (c == '"') {
+			in_str = true;
+			is_key = depth == 1 && key_next;
+			kstart = i + 1;
+		} else if (c == '{' || c == '[') {
+			if (++depth == 1)
+				key_next = c == '{';
+		} else if (c == '}' || c == ']') {
+			depth--;
+		} else if (depth == 1 && (c == ',' || c == ':')) {
+			key_next = c == ',';
+		}
+	}
+	return false;
+}
+
+static int
+cmp_keys(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A key twice in one object of @v (at any depth), named in @pe. */
+static bool
+unique_keys(const cJSON *v, struct params_err *pe)
+{
+	const cJSON *it;
+	size_t n = 0, k = 0;
+
+	cJSON_ArrayForEach(it, v)
+	{
+		if ((cJSON_IsObject(it) || cJSON_IsArray(it)) && !unique_keys(it, pe))
+			return false;
+		n++;
+	}
+	if (!cJSON_IsObject(v) || n < 2)
+		return true;
+	const char **keys = orch_reallocarray(NULL, n, sizeof(*keys));
+	if (keys == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	cJSON_ArrayForEach(it, v) keys[k++] = it->string;
+	qsort(keys, n, sizeof(*keys), cmp_keys);
+	const char *dup = NULL;
+	for (size_t i = 1; i < n && dup == NULL; i++)
+		if (strcmp(keys[i - 1], keys[i]) == 0)
+			dup = keys[i];
+	if (dup != NULL)
+		params_fail(pe, ORCH_EINVAL, dup,
+		            "'%.200s' appears twice in one object; send each key once", dup);
+	orch_free(keys);
+	return dup == NULL;
+}
+
+orch_err
+params_body(const char *body, size_t n, cJSON **ret, struct params_err *pe)
 {
 	const char *end = NULL;
-	cJSON *root;
+	char key[128];
+	cJSON *root = NULL;
 
-	if (n == 0) {
+	*ret = NULL;
+	if (n == 0)
 		params_fail(pe, ORCH_EINVAL, NULL, "the request has no body; want a JSON object");
-		return NULL;
-	}
-	if ((root = cJSON_ParseWithLengthOpts(body, n, &end, false)) == NULL) {
+	else if (!utf8_valid(body, n))
+		params_fail(pe, ORCH_EINVAL, NULL, "the body is not valid UTF-8");
+	else if (memchr(body, '\0', n) != NULL)
+		params_fail(pe, ORCH_EINVAL, NULL, "the body holds a NUL byte");
+	else if ((root = cJSON_ParseWithLengthOpts(body, n, &end, false)) == NULL ||
+	         !blank(end, n - (size_t)(end - body)))
 		params_fail(pe, ORCH_EINVAL, NULL, "the body is not valid JSON");
-		return NULL;
-	}
-	if (!cJSON_IsObject(root)) {
-		cJSON_Delete(root);
+	else if (!cJSON_IsObject(root))
 		params_fail(pe, ORCH_EINVAL, NULL, "the body is not a JSON object");
-		return NULL;
+	else if (find_nul_escape(body, n, key, sizeof(key)))
+		params_fail(pe, ORCH_EINVAL, key[0] ? key : NULL,
+		            "%s%.100s%sholds a NUL character (\\u0000), which orch does not accept",
+		            key[0] ? "'" : "", key, key[0] ? "' " : "a key ");
+	else if (unique_keys(root, pe)) {
+		*ret = root;
+		return ORCH_OK;
 	}
-	for (; end < body + n; end++)
-		if (!strchr(" \t\r\n", *end) || *end == '\0') {
-			cJSON_Delete(root);
-			params_fail(pe, ORCH_EINVAL, NULL,
-			            "the body has %zu bytes after its JSON object",
-			            (size_t)(body + n - end));
-			return NULL;
-		}
-	return root;
+	cJSON_Delete(root);
+	return pe ? pe->code : ORCH_EINVAL;
 }
 
 bool

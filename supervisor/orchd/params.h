@@ -33,12 +33,14 @@ bool params_fail(struct params_err *pe, orch_err code, const char *param, const 
         __attribute__((format(printf, 4, 5)));
 
 /*
- * params_body - @n bytes of request body as one JSON object, nothing after
- * it but JSON whitespace (a body with bytes past its value is refused: two
- * parsers could read it as two things). NULL with @pe filled (ORCH_EINVAL)
- * when not; the caller frees the object with cJSON_Delete.
+ * params_body - @n bytes of a request body as a JSON object into *@ret (the
+ * caller cJSON_Delete()s it). Refused, with ORCH_EINVAL and why in @pe: no
+ * body, ill-formed UTF-8, a NUL byte, not JSON, text after the value, not
+ * an object, a "\u0000" escape in any string (param: the top-level key it is
+ * under; cJSON would cut the string there), or a key twice in one object
+ * (param: the key; cJSON would take the first). ORCH_ENOMEM.
  */
-struct cJSON *params_body(const char *body, size_t n, struct params_err *pe);
+orch_err params_body(const char *body, size_t n, struct cJSON **ret, struct params_err *pe);
 
 /* params_known - every key of @root is in @names (NULL-terminated). */
 bool params_known(const struct cJSON *root, const char *const *names, struct params_err *pe);

@@ -168,8 +168,11 @@ placement_check(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 	bool unloading;
 
 	if (dev == NULL) {
-		orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM, "device %s is not here (%s)", w->device,
-		          d->devices.nvml_note[0] ? d->devices.nvml_note : "see orchctl status");
+		/* the note (NVML's library, its error) is for the operator: orchctl status shows it
+		 */
+		orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM,
+		          "device %s is not here (orchctl status lists the devices orchd found)",
+		          w->device);
 		return PLACE_REFUSE;
 	}
 	if (!need_on(m, w->device, &need))

@@ -287,8 +287,9 @@ request_parse(enum request_api api, const struct orchd_config *cfg, const char *
 
 	memset(ret, 0, sizeof(*ret));
 	orch__sampling_params__init(&ret->sp);
-	if ((root = params_body(body, n, pe)) == NULL)
-		return pe ? pe->code : ORCH_EINVAL;
+	orch_err rv = params_body(body, n, &root, pe);
+	if (rv != ORCH_OK)
+		return rv;
 	switch (api) {
 	case REQUEST_EXECUTE:
 		ok = parse_execute(cfg, root, ret, pe);

@@ -34,6 +34,8 @@ extern char **environ;
 #define BACKOFF_MAX_MS   60000u
 #define FAIL_WINDOW_MS   (10u * 60u * 1000u)
 #define FAIL_LIMIT       5u
+/* A worker ready this long before it dies was healthy: earlier failures no longer count. */
+#define HEALTHY_RESET_MS (60u * 1000u)
 
 const char *
 workers_state_name(enum worker_state s)
@@ -117,10 +119,17 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/* Whether @m has failed FAIL_LIMIT times within FAIL_WINDOW_MS, counting this one. */
+/*
+ * Whether @m has failed FAIL_LIMIT times within FAIL_WINDOW_MS, counting
+ * this one. A worker that served for HEALTHY_RESET_MS before dying starts the
+ * count again: five OOM kills spread over hours of serving are not a model
+ * that cannot load.
+ */
 static bool
-too_many_failures(struct model_entry *m, uint64_t now)
+too_many_failures(struct model_entry *m, const struct worker *w, uint64_t now)
 {
+	if (w->ready_ms != 0 && now - w->ready_ms >= HEALTHY_RESET_MS)
+		m->n_fail = 0;
 	memmove(m->fail_ms + 1, m->fail_ms, sizeof(m->fail_ms) - sizeof(m->fail_ms[0]));
 	m->fail_ms[0] = now;
 	if (m->n_fail < FAIL_LIMIT)
@@ -192,6 +201,12 @@ exit_reason(const struct worker *w, int code, char *out, size_t n)
 		snprintf(out, n, "killed: %s", w->kill_why);
 	else if (w->state == WORKER_UNHEALTHY)
 		snprintf(out, n, "unhealthy: %.280s", w->unhealthy_reason);
+	else if (code == 128 + SIGKILL)
+		snprintf(out, n,
+		         "killed by SIGKILL, not sent by orchd: the kernel's OOM killer "
+		         "(see the kernel log) or an operator");
+	else if (code > 128)
+		snprintf(out, n, "killed by signal %d (%s)", code - 128, strsignal(code - 128));
 	else
 		snprintf(out, n, "exited with status %d", code);
 }
@@ -205,10 +220,13 @@ note_exit(struct worker *w, int code)
 
 	if (!intended)
 		exit_reason(w, code, w->last_restart_reason, sizeof(w->last_restart_reason));
-	orch_log(intended && code == 0 ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "worker_exit",
-	         "worker=%s pid=%d status=%d intended=%s%s%s%s", w->id, (int)w->pid, code,
-	         intended ? "yes" : "no", intended ? "" : " why=\"",
-	         intended ? "" : w->last_restart_reason, intended ? "" : "\"");
+	if (intended)
+		orch_log(code == 0 ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "worker_exit",
+		         "worker=%s pid=%d status=%d intended=yes", w->id, (int)w->pid, code);
+	else
+		orch_log(ORCH_LOG_WARNING, "worker_exit",
+		         "worker=%s pid=%d status=%d intended=no why=\"%s\"", w->id, (int)w->pid,
+		         code, w->last_restart_reason);
 	int k = snprintf(note, sizeof(note), "orchd: pid %d exited with status %d%s%s%s",
 	                 (int)w->pid, code,
 	                 intended ? "" : " (unexpected: ", intended ? "" : w->last_restart_reason,
@@ -254,7 +272,7 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 		models_worker_state(d, m);
 		return;
 	}
-	if (permanent || too_many_failures(m, orch_mono_ms())) {
+	if (permanent || too_many_failures(m, w, orch_mono_ms())) {
 		give_up(d, w, why, code);
 		return;
 	}

@@ -145,7 +145,7 @@ def trailing_bytes(o):
     for path, body in cases:
         r = responses(raw(o.port, request("POST", path, body, {"Connection": "close"})))
         check(len(r) == 1 and r[0][0] == 400 and code_of(r[0][2]) == "INVALID_REQUEST"
-              and b"after its JSON object" in r[0][2], "trailing bytes on %s refused: %r" % (path, r))
+              and b"not valid JSON" in r[0][2], "trailing bytes on %s refused: %r" % (path, r))
     r = responses(raw(o.port, request("POST", "/cancel", b'{"job_id":"zz"} \r\n', {"Connection": "close"})))
     check(len(r) == 1 and r[0][0] == 404 and code_of(r[0][2]) == "JOB_NOT_FOUND",
           "whitespace after the object is fine: %r" % r)

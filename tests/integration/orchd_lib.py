@@ -42,9 +42,13 @@ def conn(timeout=30):
 
 
 def post(path, body, headers=None):
+    """POST @body (JSON-encoded unless bytes or str) with Content-Type
+    application/json unless @headers names another."""
     c = conn()
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    c.request("POST", path, data, headers or {"Content-Type": "application/json"})
+    h = dict(JSON_CT)
+    h.update(headers or {})
+    c.request("POST", path, data, h)
     r = c.getresponse()
     text = r.read().decode()
     c.close()

@@ -112,7 +112,7 @@ def started_and_end():
     want = {"tokens_out": 12, "prompt_tokens": 5, "cached_tokens": 0, "finish_reason": "length", "seed": 9}
     check(all(e.get(k) == v for k, v in want.items()) and e["decode_time_ms"] >= 0 and e["prefill_time_ms"] >= 0,
           "end's fields: %r" % e)
-    st, _, t = get("/jobs/e1/events")
+    st, _, t = get("/jobs/%s/events" % s["id"])  # no API keys: the job's unguessable id
     again = sse_events(t)
     check(st == 200 and again[0]["data"] == evs[0]["data"], "a resumed stream replays started unchanged")
 

@@ -81,12 +81,11 @@ orch_err
 sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 {
 	if (j->n_prompt == 0)
-		return orch_errf(reterr, ORCH_EINVAL, "job %llu: empty prompt",
-		                 (unsigned long long)j->id);
-	if (j->n_prompt > s->cfg.n_ctx)
+		return orch_errf(reterr, ORCH_EINVAL, "the prompt is empty");
+	if (j->n_prompt > s->cfg.n_ctx) /* the message reaches the client: no job number in it */
 		return orch_errf(reterr, ORCH_ECONTEXT,
-		                 "job %llu: prompt of %u tokens exceeds the context of %u",
-		                 (unsigned long long)j->id, j->n_prompt, s->cfg.n_ctx);
+		                 "a prompt of %u tokens exceeds the context of %u", j->n_prompt,
+		                 s->cfg.n_ctx);
 	j->hist = orch_calloc((size_t)j->n_prompt + j->max_tokens + 1, sizeof(*j->hist));
 	if (j->hist == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");

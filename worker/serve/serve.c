@@ -6,6 +6,12 @@
  * and then the terminal events of the jobs that ended in it, and sends a
  * Heartbeat when one is due. While idle it waits on the channel until the
  * next heartbeat. A Cancel therefore takes effect at the next step.
+ *
+ * SIGTERM (or Shutdown) winds down: every job is cancelled and ends with
+ * its terminal event. The supervisor's death is different: nobody can
+ * receive those events, so the parent-death signal (SIGUSR2) exits at once
+ * from the handler, dropping the jobs; the kernel frees the memory, the
+ * device context and the sockets.
  */
 #include <poll.h>
 #include <signal.h>
@@ -30,6 +36,18 @@ on_sigterm(int sig)
 {
 	(void)sig;
 	stop_signal = 1;
+}
+
+/* The supervisor died: one log line (async-signal-safe write) and exit now. */
+static void
+on_orphaned(int sig)
+{
+	static const char line[] = "<4>event=supervisor_died action=exit jobs=dropped\n";
+	ssize_t wr = write(STDERR_FILENO, line, sizeof(line) - 1);
+
+	(void)sig;
+	(void)wr;
+	_exit(1);
 }
 
 void
@@ -530,9 +548,11 @@ serve_run(const struct serve_opts *o)
 	sa.sa_handler = on_sigterm;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	prctl(PR_SET_PDEATHSIG, SIGTERM); /* the supervisor's death ends us */
-	if (getppid() == 1)
-		stop_signal = 1;
+	sa.sa_handler = on_orphaned;
+	sigaction(SIGUSR2, &sa, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGUSR2); /* the supervisor's death ends us at once */
+	if (getppid() == 1)               /* it died before we asked */
+		on_orphaned(SIGUSR2);
 	if (ipc_open(o->endpoint, IPC_DIAL, &sv.ch, &e) != ORCH_OK) {
 		orch_log_err(e.code, &e, "ipc_open_failed", "endpoint=%s", o->endpoint);
 		return 1;

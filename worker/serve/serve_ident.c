@@ -153,11 +153,14 @@ serve_ident_finish(struct serve *sv)
 	}
 	orch_err rv = filehash_store(id->path, sv->o->hash_cache_dir, !sv->o->no_hash_beside,
 	                             &id->stamp, id->hashed, &where, &e);
-	orch_log(rv == ORCH_OK ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "model_sha256",
-	         "sha256=%s from=computed ms=%llu cached=%s%s%s%s", id->model_sha256,
-	         (unsigned long long)(orch_mono_ms() - id->hash_started_ms),
-	         filehash_where_name(where), rv == ORCH_OK ? "" : " msg=\"",
-	         rv == ORCH_OK ? "" : e.msg, rv == ORCH_OK ? "" : "\" continuing");
+	unsigned long long ms = orch_mono_ms() - id->hash_started_ms;
+	if (rv == ORCH_OK)
+		orch_log(ORCH_LOG_INFO, "model_sha256", "sha256=%s from=computed ms=%llu cached=%s",
+		         id->model_sha256, ms, filehash_where_name(where));
+	else
+		orch_log(ORCH_LOG_WARNING, "model_sha256",
+		         "sha256=%s from=computed ms=%llu cached=%s msg=\"%s\" continuing",
+		         id->model_sha256, ms, filehash_where_name(where), e.msg);
 }
 
 bool

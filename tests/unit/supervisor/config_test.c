@@ -97,6 +97,38 @@ test_health_keys(void)
 	}
 }
 
+/* Retention of finished jobs (issue 16): defaults 1000 jobs / 64 MiB, 0 allowed, bad values named.
+ */
+static void
+test_retention_keys(void)
+{
+	struct orchd_config c;
+	struct orch_errinfo e = {0};
+
+	cfg_defaults(&c);
+	T_EQ(c.events_keep_jobs, 1000);
+	T_EQ(c.events_keep_bytes, 64ull << 20);
+	T_OK(load_text(&c, "[server]\nevents_keep_jobs = 3\nevents_keep_mib = 2\n", &e));
+	T_EQ(c.events_keep_jobs, 3);
+	T_EQ(c.events_keep_bytes, 2ull << 20);
+	cfg_free(&c);
+	T_OK(load_text(&c, "[server]\nevents_keep_jobs = 0\nevents_keep_mib = 0\n", &e));
+	T_EQ(c.events_keep_jobs, 0);
+	T_EQ(c.events_keep_bytes, 0);
+	cfg_free(&c);
+	static const char *const bad[][2] = {
+	        {"[server]\nevents_keep_jobs = -1\n", "events_keep_jobs"},
+	        {"[server]\nevents_keep_jobs = 1000001\n", "events_keep_jobs"},
+	        {"[server]\nevents_keep_mib = lots\n", "events_keep_mib"},
+	        {"[server]\nevents_keep_mib = 1048577\n", "events_keep_mib"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		T_ERR(load_text(&c, bad[i][0], &e), ORCH_EINVAL);
+		T_TRUE(strstr(e.msg, bad[i][1]) != NULL && strstr(e.msg, ":2") != NULL);
+		cfg_free(&c);
+	}
+}
+
 static void
 test_models(void)
 {
@@ -154,6 +186,7 @@ main(void)
 	T_RUN(test_good);
 	T_RUN(test_bad);
 	T_RUN(test_health_keys);
+	T_RUN(test_retention_keys);
 	T_RUN(test_models);
 	T_RUN(test_edge);
 	return t_done();

@@ -132,29 +132,118 @@ test_metrics_every(void)
 	job_request_fini(&r);
 }
 
-/* A body is one JSON object: whitespace may follow it, nothing else (issue 16). */
+/*
+ * A body is one JSON object: whitespace may follow it, nothing else (issue 16;
+ * i16-http's trailing-bytes cases, now through the one strict params_body).
+ */
 static void
 test_body(void)
 {
 	static const char *const bad[] = {"{} x", "{}{}", "{}\n{\"a\":1}", "{} ,", "[1]", "", "{"};
 	struct params_err pe = {0};
-	cJSON *o;
+	cJSON *o = NULL;
 	char nul[] = "{}\0";
 
-	T_TRUE((o = params_body("{\"a\":1} \r\n\t", 11, &pe)) != NULL);
+	T_OK(params_body("{\"a\":1} \r\n\t", 11, &o, &pe));
+	T_TRUE(cJSON_IsObject(o));
 	cJSON_Delete(o);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		pe = (struct params_err){0};
-		T_TRUE(params_body(bad[i], strlen(bad[i]), &pe) == NULL);
+		T_ERR(params_body(bad[i], strlen(bad[i]), &o, &pe), ORCH_EINVAL);
+		T_TRUE(o == NULL);
 		T_EQ(pe.code, ORCH_EINVAL);
 	}
-	T_TRUE(params_body(nul, 3, &pe) == NULL);
-	T_TRUE(strstr(pe.msg, "1 bytes after") != NULL);
+	T_ERR(params_body(nul, 3, &o, &pe), ORCH_EINVAL);
+	T_TRUE(strstr(pe.msg, "NUL byte") != NULL);
 	struct job_request r;
 	T_ERR(parse(REQUEST_EXECUTE, "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"hi\"} {}", &r,
 	            &pe),
 	      ORCH_EINVAL);
-	T_TRUE(strstr(pe.msg, "after its JSON object") != NULL);
+	T_TRUE(strstr(pe.msg, "not valid JSON") != NULL);
+}
+
+/* A parse of @n bytes (NUL bytes allowed) that must fail with ORCH_EINVAL naming @param. */
+static void
+refused(enum request_api api, const char *body, size_t n, const char *param, const char *msg)
+{
+	struct orchd_config c;
+	struct job_request r;
+	struct params_err pe = {0};
+
+	cfg_defaults(&c);
+	T_ERR(request_parse(api, &c, body, n == SIZE_MAX ? strlen(body) : n, &r, &pe), ORCH_EINVAL);
+	job_request_fini(&r);
+	T_STREQ(pe.param, param);
+	if (strstr(pe.msg, msg) == NULL)
+		T_STREQ(pe.msg, msg);
+}
+
+/*
+ * Bodies cJSON would take in part (issue 16): "\u0000" cut a string short, the first of two
+ * equal keys won, text after the value and raw NUL bytes were ignored, ill-formed UTF-8 was
+ * echoed back raw. Each is refused now, naming the parameter where there is one.
+ */
+static void
+test_strict_body(void)
+{
+	static const char nul[] = "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"a\\u0000b\"}";
+	static const char raw_nul[] = "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"a\0b\"}";
+	struct job_request r;
+	struct params_err pe = {0};
+
+	refused(REQUEST_EXECUTE, nul, strlen(nul), "prompt", "NUL character");
+	refused(REQUEST_EXECUTE, raw_nul, sizeof(raw_nul) - 1, "", "NUL byte");
+	refused(REQUEST_CHAT,
+	        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\\u0000\"}]}",
+	        SIZE_MAX, "messages", "NUL character");
+	refused(REQUEST_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\",\"stop\":[\"\\u0000\"]}",
+	        SIZE_MAX, "stop", "NUL character");
+	refused(REQUEST_EXECUTE,
+	        "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"x\",\"b\\u0000\":1}", SIZE_MAX, "",
+	        "a key holds a NUL");
+	refused(REQUEST_EXECUTE,
+	        "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"x\",\"model\":\"other\"}", SIZE_MAX,
+	        "model", "appears twice");
+	refused(REQUEST_CHAT,
+	        "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\","
+	        "\"role\":\"system\"}]}",
+	        SIZE_MAX, "role", "appears twice");
+	refused(REQUEST_EXECUTE, "{\"job_id\":\"j\xff\",\"model\":\"m\",\"prompt\":\"x\"}",
+	        SIZE_MAX, "", "not valid UTF-8");
+	refused(REQUEST_EXECUTE, "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"x\"} {}", SIZE_MAX,
+	        "", "not valid JSON");
+	/* what is fine stays fine: an escaped backslash before "u0000", a key again in another
+	 * object, whitespace after the value, a quote in a key */
+	T_OK(parse(REQUEST_EXECUTE,
+	           "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"a\\\\u0000\"}\r\n", &r, &pe));
+	T_STREQ(r.prompt, "a\\u0000");
+	job_request_fini(&r);
+	T_OK(parse(REQUEST_CHAT,
+	           "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"},"
+	           "{\"role\":\"assistant\",\"content\":\"y\"}]}",
+	           &r, &pe));
+	job_request_fini(&r);
+}
+
+/* params_body directly: the object comes back; a body of many keys is checked in n log n. */
+static void
+test_body_many_keys(void)
+{
+	struct sbuf b = {0};
+	struct params_err pe = {0};
+	cJSON *root = NULL;
+
+	sbuf_puts(&b, "{");
+	for (int i = 0; i < 100000; i++)
+		sbuf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
+	sbuf_puts(&b, ",\"k77\":0}");
+	T_ERR(params_body(b.p, b.n, &root, &pe), ORCH_EINVAL);
+	T_TRUE(root == NULL);
+	T_STREQ(pe.param, "k77");
+	T_OK(params_body("{\"a\":{\"a\":1}}", 13, &root, &pe));
+	T_TRUE(cJSON_IsObject(root));
+	cJSON_Delete(root);
+	sbuf_fini(&b);
 }
 
 int
@@ -164,5 +253,7 @@ main(void)
 	T_RUN(test_limits);
 	T_RUN(test_metrics_every);
 	T_RUN(test_body);
+	T_RUN(test_strict_body);
+	T_RUN(test_body_many_keys);
 	return t_done();
 }

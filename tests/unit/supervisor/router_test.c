@@ -13,7 +13,7 @@ static struct job *
 job(struct model_entry *m)
 {
 	struct job_request r = {0};
-	struct job *j = jobs_new(&d, JOB_NATIVE, NULL, m, &r);
+	struct job *j = jobs_new(&d, JOB_NATIVE, NULL, m, &r, NULL);
 	return j;
 }
 
