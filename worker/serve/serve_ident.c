@@ -27,6 +27,7 @@
 #include "base/readfile.h"
 #include "gguf/ident.h"
 #include "serve_int.h"
+#include "text/model_text.h"
 
 #define TOKENIZER_JSON_MAX (256u << 20)
 
@@ -45,11 +46,10 @@ add_sibling(struct sha256 *s, const char *model, const char *name, bool required
             struct orch_errinfo *e)
 {
 	char path[4096];
-	const char *slash = strrchr(model, '/');
 	char *text = NULL;
 	size_t n = 0;
 
-	snprintf(path, sizeof(path), "%.*s%s", slash ? (int)(slash - model + 1) : 0, model, name);
+	model_text_beside(model, name, path, sizeof(path));
 	if (!required && access(path, F_OK) != 0)
 		return true;
 	if (orch_read_file(path, TOKENIZER_JSON_MAX, &text, &n, e) != ORCH_OK)

@@ -47,9 +47,8 @@ chat_origin_name(enum chat_origin o)
 	return names[o];
 }
 
-/* DIR/@name where DIR is @model_path's directory. */
-static void
-beside(const char *model_path, const char *name, char *out, size_t cap)
+void
+model_text_beside(const char *model_path, const char *name, char *out, size_t cap)
 {
 	char dir[4096];
 
@@ -131,10 +130,10 @@ load_hf(const char *model_path, const struct gguf_file *f, uint32_t n_vocab, str
 	orch_err rv;
 
 	/* tokenizer_config.json once, for the tokenizer's BOS/EOS and the template */
-	beside(model_path, "tokenizer_config.json", cfg_path, sizeof(cfg_path));
+	model_text_beside(model_path, "tokenizer_config.json", cfg_path, sizeof(cfg_path));
 	if ((rv = hf_config_template(cfg_path, &cfg, &src, reterr)) != ORCH_OK)
 		goto out;
-	beside(model_path, "tokenizer.json", path, sizeof(path));
+	model_text_beside(model_path, "tokenizer.json", path, sizeof(path));
 	if ((rv = tok_load_hf_json_config(path, cfg, &mt->tok, &e)) != ORCH_OK) {
 		rv = orch_errf(reterr, rv == ORCH_ENOMEM ? rv : ORCH_EMODEL_LOAD,
 		               "--tokenizer hf-json: %s", e.msg);

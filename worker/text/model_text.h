@@ -14,6 +14,7 @@
  * where DIR is the directory of the model file. Both are immutable once
  * loaded, so any number of jobs may use them at once.
  */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "base/err.h"
@@ -65,6 +66,9 @@ orch_err model_text_load(const char *model_path, const struct gguf_file *f, enum
 
 /* model_text_fini - free what @mt holds; a zeroed @mt is fine. */
 void model_text_fini(struct model_text *mt);
+
+/* model_text_beside - DIR/@name into @out (@cap bytes), DIR being @model_path's directory. */
+void model_text_beside(const char *model_path, const char *name, char *out, size_t cap);
 
 #ifdef __cplusplus
 }

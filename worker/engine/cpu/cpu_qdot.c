@@ -17,7 +17,6 @@
 #include "cpu_avx2.h"
 #include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
-#include "gguf/quant.h"
 
 /* Activation rows fit in the space cpu_matmul's callers give (ne0/32 × 40 bytes). */
 _Static_assert(sizeof(struct cpu_q8k) <= 8 * 40, "cpu_q8k larger than 8 x 40 bytes");
