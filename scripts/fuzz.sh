@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fuzz.sh BUILD SECONDS - run every libFuzzer target (gguf, tok, jinja, envelope, http) for SECONDS each, from a
+# fuzz.sh BUILD SECONDS - run every libFuzzer target (gguf, tok, jinja, envelope, http, router) for SECONDS each, from a
 # copy of its stored corpus. New crashes land in tests/fuzz/crashes/; copy
 # each into tests/fuzz/corpus/<target>/ once fixed so replay keeps it fixed.
 set -euo pipefail
@@ -11,6 +11,7 @@ export ORCH_TESTDATA=${ORCH_TESTDATA:-$root/../shared/testdata}
 targets=(gguf tok jinja)
 [[ -x $build/bin/envelope_fuzz ]] && targets+=(envelope)
 [[ -x $build/bin/http_fuzz ]] && targets+=(http)
+[[ -x $build/bin/router_fuzz ]] && targets+=(router)
 for target in "${targets[@]}"; do
 	work=$(mktemp -d)
 	cp "$root/tests/fuzz/corpus/$target/"* "$work/"
