@@ -26,6 +26,7 @@ ipc_nng_err(int rv, const char *what, const char *url, struct orch_errinfo *rete
 	switch (rv) {
 	case NNG_ETIMEDOUT:
 	case NNG_EAGAIN:
+	case NNG_EADDRINUSE: /* another process holds it: it may let go (a retry may work) */
 		code = ORCH_EAGAIN;
 		break;
 	case NNG_ECLOSED:

@@ -98,10 +98,13 @@ http_params_error(struct evhttp_request *req, const struct params_err *pe)
 void
 http_retry_after(struct evhttp_request *req, unsigned s)
 {
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	char v[16];
 
+	if (evhttp_find_header(h, "Retry-After") != NULL)
+		return; /* the first one says it: a response has one */
 	snprintf(v, sizeof(v), "%u", s);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", v);
+	evhttp_add_header(h, "Retry-After", v);
 }
 
 size_t
@@ -265,7 +268,7 @@ route(struct evhttp_request *req, void *arg)
 		                  "a valid 'Authorization: Bearer KEY' is needed");
 	if (d->stopping) {
 		http_retry_after(req, 5);
-		return http_error(req, ORCH_EQUEUE_FULL, NULL, "orchd is shutting down");
+		return http_error(req, ORCH_EOVERLOADED, NULL, "orchd is shutting down");
 	}
 	if (http_dispatch(d, req, api_routes, sizeof(api_routes) / sizeof(api_routes[0])))
 		return;

@@ -66,7 +66,7 @@ void http_json(struct evhttp_request *req, int status, struct cJSON *body);
 /* http_body - the request body's bytes (pulled up) into *@ret and their count. */
 size_t http_body(struct evhttp_request *req, const char **ret);
 
-/* http_retry_after - add "Retry-After: @s". */
+/* http_retry_after - add "Retry-After: @s" unless @req's response has one. */
 void http_retry_after(struct evhttp_request *req, unsigned s);
 
 /* http_count - count a response of @status in orch_http_responses_total. */

@@ -434,13 +434,41 @@ jobs_cancel(struct orchd *d, struct job *j, const char *why)
 	}
 }
 
+/*
+ * Whether @j, on lost worker @w, goes back to its model's queue: the worker
+ * never started it (no Started: no token can have been seen), nobody
+ * cancelled it, its model stays, orchd is not stopping, and it was not
+ * requeued JOBS_REQUEUE_MAX times already.
+ */
+static bool
+requeue_ok(const struct orchd *d, const struct job *j, const struct worker *w)
+{
+	return j->started_ms == 0 && j->n_events == 0 && !j->cancel_sent && !d->stopping &&
+	       j->model != NULL && j->model == w->model && j->model->state != MODEL_UNLOADING &&
+	       j->model->state != MODEL_FAILED && j->requeues < JOBS_REQUEUE_MAX;
+}
+
 void
 jobs_worker_lost(struct orchd *d, struct worker *w, const char *why)
 {
+	/* d->live is newest first: each requeued job goes in front of the one after it */
 	for (struct job *j = d->live, *next; j; j = next) {
 		next = j->live_next; /* failing it takes it out of the list */
-		if (j->worker == w)
+		if (j->worker != w)
+			continue;
+		if (!requeue_ok(d, j, w)) {
 			jobs_fail(d, j, ORCH_EWORKER_LOST, why);
+			continue;
+		}
+		uint64_t mt = j->req.max_tokens;
+		w->jobs--;
+		w->outstanding -= w->outstanding >= mt ? mt : w->outstanding;
+		j->worker = NULL;
+		j->requeues++;
+		models_requeue(j);
+		d->metrics.jobs_requeued++;
+		orch_log(ORCH_LOG_INFO, "job_requeued", "job=%s model=%s worker=%s why=\"%s\"",
+		         j->correlation, j->model_name, w->id, why);
 	}
 }
 

@@ -93,6 +93,9 @@ struct job_request {
 
 /* A job's id: 128 random bits (getrandom) as lowercase hex. */
 #define JOBS_UID_HEX 32
+
+/* How often one job may go back to the queue after its worker was lost. */
+#define JOBS_REQUEUE_MAX 2
 /* A job's correlation id: 64 random bits as hex (logs, the worker, error bodies). */
 #define JOBS_CORRELATION_HEX 16
 /* The bytes of an API key's digest that name a job's owner. */
@@ -133,6 +136,7 @@ struct job {
 	uint64_t created_unix;
 	struct job_watch *watches;
 	bool cancel_sent;
+	uint8_t requeues;       /* times a lost worker's job went back to the queue */
 	bool detached;          /* every watcher is gone; waiting resume_grace_s for one */
 	struct event *ev_timer; /* the detach grace; expiry once done */
 	struct job *next_all, *next_queue;
@@ -199,7 +203,11 @@ void jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg);
 /* jobs_cancel - the client is gone or asked: cancel in the worker, or drop from the queue. */
 void jobs_cancel(struct orchd *d, struct job *j, const char *why);
 
-/* jobs_worker_lost - every job of @w ends with WORKER_LOST. */
+/*
+ * jobs_worker_lost - @w is gone: a job it never started goes back to the
+ * front of its model's queue (in order; at most JOBS_REQUEUE_MAX times),
+ * every other one ends with WORKER_LOST.
+ */
 void jobs_worker_lost(struct orchd *d, struct worker *w, const char *why);
 
 /*

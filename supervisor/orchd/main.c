@@ -25,6 +25,7 @@
 #include "models.h"
 #include "notify.h"
 #include "orchd.h"
+#include "rundir.h"
 #include "workers.h"
 
 /* ---- configuration ---- */
@@ -129,7 +130,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 	d->stop_ms = orch_mono_ms();
 	orch_log(ORCH_LOG_INFO, "stopping", "signal=%d", (int)sig);
 	for (struct model_entry *m = d->models; m; m = m->next) {
-		models_fail_queued(d, m, ORCH_EQUEUE_FULL, "orchd is shutting down");
+		models_fail_queued(d, m, ORCH_EOVERLOADED, "orchd is shutting down");
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			workers_drain(d, m->workers[i]);
 	}
@@ -180,9 +181,9 @@ prepare(struct orchd *d)
 		nofile.rlim_cur = nofile.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &nofile);
 	}
-	if (mkdir(d->cfg.runtime_dir, 0750) != 0 && errno != EEXIST) {
-		orch_log(ORCH_LOG_ERR, "runtime_dir_failed", "dir=%s err=\"%s\"",
-		         d->cfg.runtime_dir, strerror(errno));
+	struct orch_errinfo e = {0};
+	if (rundir_claim(d, &e) != ORCH_OK) { /* one orchd per directory; what a dead one left */
+		orch_log_err(e.code, &e, "runtime_dir_failed", "dir=%s", d->cfg.runtime_dir);
 		return false;
 	}
 	if ((d->base = event_base_new()) == NULL)
@@ -246,6 +247,7 @@ teardown(struct orchd *d)
 	if (d->base)
 		event_base_free(d->base);
 	devices_close(&d->devices);
+	rundir_release(d);
 }
 
 static int

@@ -203,6 +203,19 @@ models_changed(struct orchd *d, struct model_entry *m, const char *what)
 }
 
 void
+models_requeue(struct job *j)
+{
+	struct model_entry *m = j->model;
+
+	j->state = JOB_QUEUED;
+	j->next_queue = m->queue_head;
+	m->queue_head = j;
+	if (m->queue_tail == NULL)
+		m->queue_tail = j;
+	m->queued++;
+}
+
+void
 models_unqueue(struct job *j)
 {
 	struct model_entry *m = j->model;
@@ -232,6 +245,7 @@ pick(struct model_entry *m)
 		struct worker *w = m->workers[i];
 		/* a worker takes up to 4 × slots jobs; the rest wait here, in order */
 		if (w->state != WORKER_READY ||
+		    w->pid <= 0 || /* a dead one is READY until reaped */
 		    w->jobs >= 4 * (w->slots_total ? w->slots_total : 1))
 			continue;
 		if (best == NULL || w->outstanding < best->outstanding)

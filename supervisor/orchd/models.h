@@ -81,6 +81,12 @@ void models_dispatch(struct orchd *d, struct model_entry *m);
 /* models_worker_state - a worker of @m changed state: recompute the model's state. */
 void models_worker_state(struct orchd *d, struct model_entry *m);
 
+/*
+ * models_requeue - put @j (queued state, no worker) back at the front of
+ * its model's queue: a lost worker had it but never started it.
+ */
+void models_requeue(struct job *j);
+
 /* models_unqueue - take @j out of its model's queue (nothing when not queued). */
 void models_unqueue(struct job *j);
 

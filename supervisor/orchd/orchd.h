@@ -48,6 +48,7 @@ struct orchd {
 	struct api_keys keys; /* the public API's; none: open */
 	char admin_token[256];
 	bool stopping, ready_sent;
+	int rundir_lock; /* 1 + the descriptor holding runtime_dir's lock (rundir.h); 0: none */
 	uint64_t started_ms, started_unix, stop_ms;
 	struct metrics metrics;
 	orchd_model_event_fn on_model_event;

@@ -170,11 +170,17 @@ role_ok(const cJSON *role)
 	return false;
 }
 
-/* messages: an array of {role, content} into @r->messages, normalized. */
+/*
+ * messages: an array of {role, content} into @r->messages, normalized. What
+ * reaches the worker (the contents, text parts joined) counts against
+ * max_prompt_chars in all, as a prompt does.
+ */
 static bool
-parse_messages(const cJSON *root, struct job_request *r, struct params_err *pe)
+parse_messages(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
+               struct params_err *pe)
 {
 	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages"), *it;
+	uint64_t chars = 0;
 
 	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0 ||
 	    cJSON_GetArraySize(msgs) > (int)ORCH_MAX_MESSAGES)
@@ -196,6 +202,15 @@ parse_messages(const cJSON *root, struct job_request *r, struct params_err *pe)
 			return params_fail(
 			        pe, ORCH_EINVAL, "messages",
 			        "each message needs a content string or an array of text parts");
+		chars += params_utf8_chars(text);
+		if (chars > cfg->max_prompt_chars) {
+			orch_free(text);
+			return params_fail(
+			        pe, ORCH_EINVAL, "messages",
+			        "the messages' contents must be at most %u characters in "
+			        "all (max_prompt_chars)",
+			        cfg->max_prompt_chars);
+		}
 		cJSON *m = cJSON_CreateObject();
 		cJSON_AddStringToObject(m, "role", role->valuestring);
 		cJSON_AddStringToObject(m, "content", text);
@@ -275,7 +290,7 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 	                       chat ? "max_completion_tokens" : NULL, cfg->max_tokens,
 	                       chat ? cfg->max_tokens : 16, r, pe) &&
 	       params_stop(root, r, pe) &&
-	       (chat ? parse_messages(root, r, pe) : parse_prompt(cfg, root, r, pe));
+	       (chat ? parse_messages(cfg, root, r, pe) : parse_prompt(cfg, root, r, pe));
 }
 
 orch_err

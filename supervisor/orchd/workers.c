@@ -26,6 +26,7 @@
 #include "jobs.h"
 #include "models.h"
 #include "orchd.h"
+#include "rundir.h"
 #include "wire.h"
 
 extern char **environ;
@@ -248,6 +249,7 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (waitpid(w->pid, &st, WNOHANG) <= 0)
 		return;
+	rundir_worker_reaped(d, w->id);
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	bool permanent = w->last_exit < 0; /* a load error no retry fixes */
 	bool intended = note_exit(w, code);
@@ -402,6 +404,7 @@ workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 		close_process(w);
 		return rv;
 	}
+	rundir_worker_started(d, w->id, w->pid); /* a later orchd can find it if we die */
 	if ((rv = watch(d, w, reterr)) != ORCH_OK)
 		return rv;
 	w->state = WORKER_STARTING;
@@ -483,6 +486,7 @@ workers_free(struct worker *w)
 	if (w->pid > 0) {
 		kill(w->pid, SIGKILL);
 		waitpid(w->pid, NULL, 0);
+		rundir_worker_reaped(w->model->d, w->id);
 	}
 	close_process(w);
 	if (w->ev_timer)

@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -166,6 +168,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* closed with a reset, which also ends orchd's side's TIME_WAIT: ten
 	 * thousand connections a second would use up the ephemeral ports */
 	struct linger reset = {.l_onoff = 1, .l_linger = 0};
+	sigset_t all, old; /* libFuzzer's timeout alarm would interrupt connect() */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	if ((c.fd = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
 	    setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset)) != 0 ||
 	    connect(c.fd, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
@@ -173,6 +178,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr, "router_fuzz: connect: %s\n", strerror(errno));
 		abort();
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	struct timeval wait = {WAIT_SECS, 0};
 	struct event *late = evtimer_new(D.base, on_late, NULL);
 

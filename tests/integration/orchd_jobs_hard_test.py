@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""orchd_jobs_hard_test - issue 16 (items 4, 5, 8, 9, 11) against a real orchd
+"""orchd_jobs_hard_test - issue 16 (items 3, 4, 5, 8, 9, 11) against a real orchd
 with a real worker (cpu, stories260K) on loopback:
 
 - request bodies cJSON would take in part are refused: a "\\u0000" in a
@@ -11,6 +11,8 @@ with a real worker (cpu, stories260K) on loopback:
   id (X-Job-Id, `started.id`); OpenAI ids are random, never sequential;
 - finished jobs are kept within events_keep_jobs (oldest evicted first, seen
   in /metrics and the admin API); OpenAI jobs are not kept at all;
+- a chat's message contents count against max_prompt_chars in all (orchd
+  refuses a 3 MB chat itself, before a worker tokenizes it);
 - what errors tell a client: no worker job numbers, paths or worker output,
   but a correlation_id the log has the details under; the admin API gives one
   answer for a missing, unreadable or not-GGUF path;
@@ -128,6 +130,33 @@ def strict_bodies():
           "ill-formed UTF-8 in job_id: 400: %s %s" % (st, t[:160]))
     st, _, t = post("/execute", '{"job_id":"ok-after","model":"a","prompt":"Once","max_tokens":2}', JSON)
     check(st == 200 and sse_events(t)[-1]["event"] == "end", "a good request still runs: %s" % t[-120:])
+
+
+def prompt_limits():
+    """Item 3: a chat's messages count against max_prompt_chars (32768 here) in all, checked
+    by orchd: a 3 MB chat is refused at once, before any worker tokenizes it."""
+    big = "x" * 12000
+    cases = [
+        ({"model": "a", "messages": [{"role": "user", "content": big}] * 3}, "three 12,000-char"),
+        ({"model": "a", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": big}, {"type": "text", "text": big + big}]}]}, "text parts"),
+        ({"model": "a", "messages": [{"role": "system", "content": "s"},
+                                     {"role": "user", "content": "y" * 3000000}]}, "3 MB"),
+    ]
+    for body, what in cases:
+        t0 = time.time()
+        st, _, t = post("/v1/chat/completions", body, JSON)
+        e = error_of(t)
+        check(st == 400 and e.get("param") == "messages" and "max_prompt_chars" in e.get("message", "")
+              and time.time() - t0 < 2,
+              "chat over max_prompt_chars (%s) is a 400 from orchd: %s %s" % (what, st, t[:200]))
+    # under the cap, orchd lets it through: the worker finds it longer than the context
+    st, _, t = post("/v1/chat/completions",
+                    {"model": "a", "messages": [{"role": "user", "content": big}] * 2}, JSON)
+    check(st == 400 and error_of(t).get("code") == "CONTEXT_LENGTH_EXCEEDED",
+          "24,000 characters pass orchd's check: %s %s" % (st, t[:200]))
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": ["z" * 40000]}, JSON)
+    check(st == 400 and error_of(t).get("param") == "prompt", "an OpenAI prompt over the cap: %s" % st)
 
 
 def log_forging(o):
@@ -384,6 +413,7 @@ try:
     a = Orchd("anon", "events_keep_jobs = 3", models=["a", ("bad", notgguf, "preload = no")])
     check(a.wait_ready(), "orchd without keys is ready")
     strict_bodies()
+    prompt_limits()
     anonymous_ids()
     log_forging(a)
     retention()

@@ -6,11 +6,20 @@ worker must exit within a second without trying to deliver the jobs' events
 (before, it spent 5 s per job on sends nobody received). A new orchd on the
 same runtime directory then starts the model again (its sockets' files are
 left behind) and serves; a SIGKILL of its worker that orchd did not send is
-reported as a possible OOM kill (issue 16, item 12)."""
+reported as a possible OOM kill (issue 16, item 12).
+
+The runtime directory belongs to one orchd (a second one on it stops at
+start); a worker that does not die with its orchd (here: stopped with
+SIGSTOP, so its parent-death signal waits) is killed by the next orchd
+through its pidfile, and a debug endpoint some other process holds makes
+the worker's start fail and be retried, not the model fail for good.
+Jobs a lost worker had taken but not started are queued again and complete
+on its successor; the one it was running ends with WORKER_LOST (item 12)."""
 import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -30,8 +39,10 @@ orchd_lib.ADMIN = os.path.join(tmp, "orchd.sock")
 conf = os.path.join(tmp, "orchd.conf")
 with open(conf, "w") as f:
     f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n\n"
-            '[model "m"]\npath = %s\nslots = 8\ncontext = 512\nthreads = 1\n'
-            % (orchd_lib.PORT, orchd_lib.ADMIN, tmp, MODEL))
+            '[model "m"]\npath = %s\nslots = 8\ncontext = 512\nthreads = 1\n\n'
+            '[model "n"]\npath = %s\nslots = 2\ncontext = 128\nthreads = 1\npreload = no\n\n'
+            '[model "r"]\npath = %s\nslots = 1\ncontext = 512\nthreads = 1\n'
+            % (orchd_lib.PORT, orchd_lib.ADMIN, tmp, MODEL, MODEL, MODEL))
 
 
 def start():
@@ -82,6 +93,87 @@ check(worker > 0, "a restarted orchd brings the model back up")
 st, _, text = post("/v1/completions", {"model": "m", "prompt": "Once", "max_tokens": 3})
 check(st == 200, "the restarted orchd serves: %d %s" % (st, text[:200]))
 
+# jobs a worker took but never started go back to the queue when it is lost (model r: 1 slot,
+# so the worker holds one running job and three waiting ones)
+def pid_of(model):
+    for w in json.loads(admin("GET", "/admin/workers")[1]):
+        if w["model"] == model and w["state"] == "ready":
+            return w["pid"]
+    return 0
+
+
+def stream_first_then_rest(out):
+    c = orchd_lib.conn()
+    c.request("POST", "/execute", json.dumps({"job_id": "r1", "model": "r", "prompt": "Once upon a time",
+                                              "max_tokens": 400, "temperature": 1, "seed": 1}),
+              orchd_lib.JSON_CT)
+    r = c.getresponse()
+    first = True
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if first and line.startswith(b"event: token"):
+            out["first"].set()
+            first = False
+        out["body"] += line.decode()
+
+
+rpid = pid_of("r")
+check(rpid > 0, "model r is ready")
+running = {"first": threading.Event(), "body": ""}
+t1 = threading.Thread(target=stream_first_then_rest, args=(running,), daemon=True)
+t1.start()
+check(running["first"].wait(10), "the running job streams")
+os.kill(rpid, signal.SIGSTOP)  # frozen mid-job: what it takes next it cannot start
+waiting = [{} for _ in range(3)]
+threads = [threading.Thread(target=lambda o=o, i=i: o.update(r=post(
+    "/v1/completions", {"model": "r", "prompt": "Once", "max_tokens": 4, "seed": i})), daemon=True)
+    for i, o in enumerate(waiting)]
+for t in threads:
+    t.start()
+time.sleep(0.5)
+os.kill(rpid, signal.SIGKILL)
+t1.join(20)
+for t in threads:
+    t.join(30)
+check("WORKER_LOST" in running["body"], "the running job ends with WORKER_LOST")
+check(all(o.get("r", (0,))[0] == 200 for o in waiting),
+      "the three jobs it had not started complete on the next worker: %r"
+      % [o.get("r", (0, 0, ""))[::2] for o in waiting])
+requeued = [l for l in orchd_lib.get("/metrics")[2].splitlines()
+            if l.startswith("orch_jobs_requeued_total ")]
+check(requeued == ["orch_jobs_requeued_total 3"], "requeues are counted: %r" % requeued)
+
+# a second orchd on the same runtime directory stops at once and says why
+second = subprocess.run([BIN + "/orchd", "--config", conf, "--listen", "127.0.0.1:%d"
+                         % orchd_lib.free_port(os.getpid() + 97),
+                         "--admin-socket", os.path.join(tmp, "second.sock")],
+                        capture_output=True, text=True, timeout=20)
+check(second.returncode != 0 and "in use by another orchd" in second.stdout + second.stderr,
+      "a second orchd on the runtime directory is refused: %d %r"
+      % (second.returncode, (second.stdout + second.stderr)[-300:]))
+st, _, text = post("/v1/completions", {"model": "m", "prompt": "Once", "max_tokens": 2})
+check(st == 200, "the first orchd still serves: %d" % st)
+
+# a debug endpoint another process holds: the worker's start is retried, the model loads
+holder = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+holder.bind(os.path.join(tmp, "worker-n-0.debug"))
+holder.listen(16)
+result = {}
+t = threading.Thread(target=lambda: result.update(
+    r=post("/v1/completions", {"model": "n", "prompt": "Once", "max_tokens": 2})), daemon=True)
+t.start()
+time.sleep(3.5)  # past the worker's own 2 s of tries: it exits, orchd starts it again
+holder.close()
+os.unlink(os.path.join(tmp, "worker-n-0.debug"))
+t.join(30)
+check(result.get("r", (0,))[0] == 200,
+      "a busy debug endpoint delays the model, it does not fail it: %r" % (result.get("r"),))
+log_text = open(os.path.join(tmp, "orchd.log")).read()
+check("debug_open_failed" in log_text and "worker_restart_scheduled worker=n-0" in log_text,
+      "the busy endpoint was seen and the worker restarted")
+
 # a worker killed by SIGKILL that orchd did not send (the OOM killer's signal) is reported as such
 os.kill(worker, signal.SIGKILL)
 reason, deadline = "", time.time() + 20
@@ -94,8 +186,36 @@ while time.time() < deadline and "SIGKILL" not in reason:
     time.sleep(0.05)
 check("killed by SIGKILL, not sent by orchd" in reason and "OOM" in reason,
       "an outside SIGKILL is reported as a possible OOM kill: %r" % reason)
+# a worker that outlives its orchd (stopped: the parent-death signal waits) is killed by the next one
+deadline = time.time() + 20
+while time.time() < deadline:
+    try:
+        w = [w for w in json.loads(admin("GET", "/admin/workers")[1]) if w["model"] == "m"][0]
+        if w["state"] == "ready" and w["pid"] != worker:
+            worker = w["pid"]
+            break
+    except (OSError, ValueError, KeyError, IndexError):
+        pass
+    time.sleep(0.05)
+os.kill(worker, signal.SIGSTOP)
+orchd.send_signal(signal.SIGKILL)
+orchd.wait()
+time.sleep(0.3)
+check(alive(worker), "a stopped worker outlives its orchd")
+orchd, fresh = start()
+check(not alive(worker), "the next orchd killed the left-over worker %d" % worker)
+check(fresh > 0 and fresh != worker, "and serves with a worker of its own")
+log_text = open(os.path.join(tmp, "orchd.log")).read()
+check("left_over_worker_killed" in log_text and "runtime_dir_swept" in log_text,
+      "the sweep is logged")
+if alive(worker):
+    os.kill(worker, signal.SIGKILL)
 orchd.terminate()
 check(orchd.wait(20) == 0, "orchd exits 0")
-shutil.rmtree(tmp, ignore_errors=True)
+check(not any(n.endswith(".pid") for n in os.listdir(tmp)), "no pidfile left after a clean exit")
+if not os.environ.get("KEEP_TMP"):
+    shutil.rmtree(tmp, ignore_errors=True)
+else:
+    print("kept", tmp)
 print("orchd_orphan_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -561,7 +562,14 @@ serve_run(const struct serve_opts *o)
 	serve_ident_start(&sv);
 	serve_hello(&sv);
 	orch_err rv = ORCH_OK;
-	if (o->debug_endpoint != NULL && (rv = serve_debug_open(&sv, &e)) != ORCH_OK) {
+	/* a busy endpoint (a left-over worker on its way out): a few tries, then
+	 * a retriable error, so the supervisor starts us again later */
+	for (int try = 0; o->debug_endpoint != NULL && try < 20; try++) {
+		if ((rv = serve_debug_open(&sv, &e)) != ORCH_EAGAIN)
+			break;
+		nanosleep(&(struct timespec){0, 100000000}, NULL);
+	}
+	if (o->debug_endpoint != NULL && rv != ORCH_OK) {
 		orch_log_err(rv, &e, "debug_open_failed", "endpoint=%s", o->debug_endpoint);
 		serve_send_error(&sv, 0, rv, e.msg);
 		serve_teardown(&sv);

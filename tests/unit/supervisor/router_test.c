@@ -54,7 +54,9 @@ test_queue(void)
 	T_EQ(m->queued, 2);
 	/* a worker with room takes the oldest first; with no channel it cannot take it */
 	m->workers[0]->state = WORKER_READY;
+	m->workers[0]->pid = 1; /* a process: only a live worker is picked (never signalled here) */
 	models_dispatch(&d, m);
+	m->workers[0]->pid = 0;
 	T_TRUE(m->queue_head == NULL);
 	T_EQ(a->state, JOB_DONE);
 	T_EQ(a->events[0].type, EV_STARTED); /* refused after admission: started, then error */

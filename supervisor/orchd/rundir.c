@@ -1,0 +1,207 @@
+/*
+ * rundir.c - orchd's runtime directory: its lock, the workers' pidfiles, and
+ * what a dead orchd left behind (rundir.h).
+ */
+#include "rundir.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "orchd.h"
+
+#define KILL_WAIT_MS 2000 /* how long a killed left-over worker may take to go */
+
+unsigned long long
+rundir_starttime(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long start = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((fp = fopen(path, "re")) == NULL)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	/* "PID (COMM) STATE ..." where COMM may hold anything: fields after the last ')' */
+	char *p = strrchr(buf, ')');
+	if (p == NULL || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')
+		return 0;
+	p += 2; /* field 3, the state */
+	for (int field = 3; field < 22 && p != NULL; field++)
+		if ((p = strchr(p, ' ')) != NULL)
+			p++;
+	if (p == NULL || sscanf(p, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static void
+pidfile_path(const struct orchd *d, const char *id, char *out, size_t n)
+{
+	snprintf(out, n, "%s/worker-%s.pid", d->cfg.runtime_dir, id);
+}
+
+void
+rundir_worker_started(struct orchd *d, const char *id, pid_t pid)
+{
+	char path[CFG_PATH_MAX + 128], tmp[CFG_PATH_MAX + 136];
+	unsigned long long start = rundir_starttime(pid);
+	FILE *fp;
+
+	pidfile_path(d, id, path, sizeof(path));
+	snprintf(tmp, sizeof(tmp), "%s.new", path);
+	if (start == 0 || (fp = fopen(tmp, "we")) == NULL) {
+		orch_log(ORCH_LOG_WARNING, "pidfile_failed", "worker=%s path=%s err=\"%s\"", id,
+		         path, start == 0 ? "the process is gone" : strerror(errno));
+		return;
+	}
+	fprintf(fp, "%d %llu\n", (int)pid, start);
+	if (fclose(fp) != 0 || rename(tmp, path) != 0) {
+		orch_log(ORCH_LOG_WARNING, "pidfile_failed", "worker=%s path=%s err=\"%s\"", id,
+		         path, strerror(errno));
+		unlink(tmp);
+	}
+}
+
+void
+rundir_worker_reaped(struct orchd *d, const char *id)
+{
+	char path[CFG_PATH_MAX + 128];
+
+	pidfile_path(d, id, path, sizeof(path));
+	unlink(path);
+}
+
+/* Kill the worker @name (a pidfile in @dir) names when it still runs; remove the file. */
+static void
+kill_left_over(int dir, const char *name, uint32_t *killed)
+{
+	char buf[64];
+	int pid = 0;
+	unsigned long long start = 0;
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		if (sscanf(buf, "%d %llu", &pid, &start) != 2)
+			pid = 0;
+	}
+	if (pid > 1 && start != 0 && rundir_starttime(pid) == start) {
+		kill(pid, SIGKILL);
+		uint64_t t0 = orch_mono_ms();
+		while (rundir_starttime(pid) == start && orch_mono_ms() - t0 < KILL_WAIT_MS)
+			nanosleep(&(struct timespec){0, 5000000}, NULL);
+		orch_log(ORCH_LOG_WARNING, "left_over_worker_killed", "pidfile=%s pid=%d gone=%s",
+		         name, pid, rundir_starttime(pid) == start ? "no" : "yes");
+		(*killed)++;
+	}
+	unlinkat(dir, name, 0);
+}
+
+static bool
+has_suffix(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* Left-over workers first (they hold the sockets), then the socket files. */
+static void
+sweep(struct orchd *d, int dirfd)
+{
+	uint32_t killed = 0, removed = 0;
+	struct dirent *e;
+	DIR *dir;
+
+	for (int pass = 0; pass < 2; pass++) {
+		int fd = dup(dirfd);
+		if (fd < 0 || (dir = fdopendir(fd)) == NULL) {
+			if (fd >= 0)
+				close(fd);
+			return;
+		}
+		rewinddir(dir);
+		while ((e = readdir(dir)) != NULL) {
+			struct stat st;
+			if (strncmp(e->d_name, "worker-", 7) != 0)
+				continue;
+			if (pass == 0 && has_suffix(e->d_name, ".pid"))
+				kill_left_over(dirfd, e->d_name, &killed);
+			else if (pass == 1 &&
+			         (has_suffix(e->d_name, ".sock") ||
+			          has_suffix(e->d_name, ".debug") ||
+			          has_suffix(e->d_name, ".debug.ctl")) &&
+			         fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+			         S_ISSOCK(st.st_mode) && unlinkat(dirfd, e->d_name, 0) == 0)
+				removed++;
+		}
+		closedir(dir);
+	}
+	if (killed || removed)
+		orch_log(ORCH_LOG_INFO, "runtime_dir_swept",
+		         "dir=%s workers_killed=%u sockets_removed=%u", d->cfg.runtime_dir, killed,
+		         removed);
+}
+
+orch_err
+rundir_claim(struct orchd *d, struct orch_errinfo *reterr)
+{
+	const char *dir = d->cfg.runtime_dir;
+	int dirfd, fd;
+
+	if (mkdir(dir, 0750) != 0 && errno != EEXIST)
+		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: %s", dir,
+		                 strerror(errno));
+	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: %s", dir,
+		                 strerror(errno));
+	if ((fd = openat(dirfd, "orchd.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640)) <
+	    0) {
+		int err = errno;
+		close(dirfd);
+		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: orchd.lock: %s", dir,
+		                 strerror(err));
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int err = errno;
+		close(fd);
+		close(dirfd);
+		if (err == EWOULDBLOCK)
+			return orch_errf(
+			        reterr, ORCH_EIO,
+			        "runtime directory %s is in use by another orchd (it holds "
+			        "orchd.lock there): give each orchd its own runtime_dir",
+			        dir);
+		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: lock: %s", dir,
+		                 strerror(err));
+	}
+	d->rundir_lock = fd + 1;
+	sweep(d, dirfd);
+	close(dirfd);
+	return ORCH_OK;
+}
+
+void
+rundir_release(struct orchd *d)
+{
+	if (d->rundir_lock > 0)
+		close(d->rundir_lock - 1); /* the lock goes with it; the file stays */
+	d->rundir_lock = 0;
+}
