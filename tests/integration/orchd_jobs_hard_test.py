@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""orchd_jobs_hard_test - issue 16 (items 3, 4, 5, 8, 9, 11) against a real orchd
+"""orchd_jobs_hard_test - issue 16 (items 3, 4, 5, 8, 9, 11, 12) against a real orchd
 with a real worker (cpu, stories260K) on loopback:
 
 - request bodies cJSON would take in part are refused: a "\\u0000" in a
@@ -16,6 +16,7 @@ with a real worker (cpu, stories260K) on loopback:
 - what errors tell a client: no worker job numbers, paths or worker output,
   but a correlation_id the log has the details under; the admin API gives one
   answer for a missing, unreadable or not-GGUF path;
+- during shutdown a request gets 503 OVERLOADED with one Retry-After;
 - API keys fail closed (an empty or missing keys file stops orchd), reload on
   SIGHUP (a revoked key gets 401; an empty file keeps the keys in force),
   "bearer" in any case, and per-key model allow-lists."""
@@ -157,6 +158,24 @@ def prompt_limits():
           "24,000 characters pass orchd's check: %s %s" % (st, t[:200]))
     st, _, t = post("/v1/completions", {"model": "a", "prompt": ["z" * 40000]}, JSON)
     check(st == 400 and error_of(t).get("param") == "prompt", "an OpenAI prompt over the cap: %s" % st)
+
+
+def shutting_down(o):
+    """Item 12: while orchd drains (its worker stopped, so the drain waits) a new request gets
+    503 OVERLOADED with exactly one Retry-After."""
+    pid = worker_pid("a")
+    os.kill(pid, signal.SIGSTOP)
+    o.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    c = orchd_lib.conn()
+    c.request("POST", "/v1/completions", json.dumps({"model": "a", "prompt": "x"}), JSON)
+    r = c.getresponse()
+    body = r.read().decode()
+    retry = [v for k, v in r.getheaders() if k.lower() == "retry-after"]
+    c.close()
+    os.kill(pid, signal.SIGCONT)
+    check(r.status == 503 and error_of(body).get("code") == "OVERLOADED" and retry == ["5"],
+          "shutting down: 503 OVERLOADED, one Retry-After: %s %r %s" % (r.status, retry, body[:160]))
 
 
 def log_forging(o):
@@ -418,6 +437,7 @@ try:
     log_forging(a)
     retention()
     leaks(a, notgguf)
+    shutting_down(a)
     check(a.stop() == 0, "exit 0 after SIGTERM")
 finally:
     for o in [v for v in globals().values() if isinstance(v, Orchd)]:
