@@ -32,6 +32,8 @@
 #include "base/readfile.h"
 #include "health.h"
 #include "http.h"
+#include "http_conn.h"
+#include "inspect.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
@@ -262,41 +264,56 @@ model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root, struct 
 }
 
 /*
- * Whether @path is a regular file orchd can read that starts with GGUF's
- * magic. One answer for every other case (missing, unreadable, a directory,
- * another kind of file): the admin API does not tell whether a path exists.
+ * A POST /admin/models of a new model whose file is being read (inspect.h):
+ * the answer waits for the read, unless the client goes first.
  */
-static bool
-gguf_file(const char *path)
-{
-	char magic[4];
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	          pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-	          memcmp(magic, "GGUF", 4) == 0;
+struct pending_load {
+	struct evhttp_request *req;
+	struct evhttp_connection *evcon;
+	struct inspect *q;
+	cJSON *root; /* the body; name and path point into it */
+	const char *name, *path;
+};
 
-	if (fd >= 0)
-		close(fd);
-	return ok;
+static void
+pending_free(struct pending_load *p)
+{
+	cJSON_Delete(p->root);
+	orch_free(p);
 }
 
-/* A new model from the body: checked, added and started. */
+/* The client closed before the read was in: no answer, no model. */
 static void
-load_new(struct orchd *d, struct evhttp_request *req, const cJSON *root, const char *name,
-         const char *path)
+on_pending_close(struct evhttp_connection *evcon, void *arg)
 {
+	struct pending_load *p = arg;
+
+	(void)evcon;
+	inspect_cancel(p->q);
+	pending_free(p);
+}
+
+/* A new model from the body, its file read: checked, added and started. */
+static void
+on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
+{
+	struct pending_load *p = arg;
+	struct evhttp_request *req = p->req;
 	struct orch_errinfo e = {0};
 	struct orchd_config tmp = {0};
 	struct model_entry *m;
 
-	if (!gguf_file(path))
-		return http_error(
-		        req, ORCH_EINVAL, "path",
-		        "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
-		        "not-a-GGUF get this same answer)",
-		        path);
-	if (!model_cfg(&tmp, name, root, &e)) {
+	http_conn_set_closecb(d, p->evcon, NULL, NULL);
+	if (f->rv != ORCH_OK) {
+		/* one answer for missing, unreadable, not regular, not a GGUF: the admin API does
+		 * not tell whether a path exists; the log has the reason */
+		orch_log(ORCH_LOG_INFO, "admin_load_refused", "model=%s why=\"%s\"", p->name,
+		         f->msg);
+		http_error(req, ORCH_EINVAL, "path",
+		           "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
+		           "not-a-GGUF get this same answer)",
+		           p->path);
+	} else if (!model_cfg(&tmp, p->name, p->root, &e)) {
 		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
 	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
 		http_error(req, e.code, "name", "%s", e.msg);
@@ -305,6 +322,31 @@ load_new(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 		http_json(req, 202, model_json(m));
 	}
 	cfg_free(&tmp);
+	pending_free(p);
+}
+
+/* Read @path off the loop; the answer comes with on_file_read. @root is taken. */
+static void
+load_new(struct orchd *d, struct evhttp_request *req, cJSON *root, const char *name,
+         const char *path)
+{
+	struct orch_errinfo e = {0};
+	struct pending_load *p = orch_calloc(1, sizeof(*p));
+
+	if (p == NULL) {
+		cJSON_Delete(root);
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	}
+	*p = (struct pending_load){.req = req,
+	                           .evcon = evhttp_request_get_connection(req),
+	                           .root = root,
+	                           .name = name,
+	                           .path = path};
+	if (inspect_start(d, path, 0, 0, on_file_read, p, &p->q, &e) != ORCH_OK) {
+		pending_free(p);
+		return http_error(req, e.code, NULL, "%s", e.msg);
+	}
+	http_conn_set_closecb(d, p->evcon, on_pending_close, p);
 }
 
 /* POST /admin/models: a new model (or a stopped or failed one again). */
@@ -331,8 +373,10 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 		http_error(req, ORCH_EINVAL, "name", "model '%s' exists; unload it first", name);
 	else if (path == NULL)
 		http_error(req, ORCH_EINVAL, "path", "'path' is required for a new model");
-	else
-		load_new(d, req, root, name, path);
+	else {
+		load_new(d, req, root, name, path); /* it answers later, and frees the body */
+		root = NULL;
+	}
 	if (pe.code != ORCH_OK)
 		http_params_error(req, &pe);
 	cJSON_Delete(root);

@@ -21,6 +21,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "http.h"
+#include "inspect.h"
 #include "jobs.h"
 #include "models.h"
 #include "notify.h"
@@ -238,6 +239,7 @@ teardown(struct orchd *d)
 	}
 	admin_stop(d);
 	http_stop(d);
+	inspect_stop(d);
 	for (int i = 0; i < 3; i++)
 		if (d->ev_signal[i])
 			event_free(d->ev_signal[i]);

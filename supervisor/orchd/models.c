@@ -13,6 +13,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "inspect.h"
 #include "jobs.h"
 #include "notify.h"
 #include "orchd.h"
@@ -34,6 +35,66 @@ models_find(struct orchd *d, const char *name)
 		if (strcmp(m->cfg.name, name) == 0)
 			return m;
 	return NULL;
+}
+
+static void start_workers(struct orchd *d, struct model_entry *m);
+
+/* A start that found the file unusable: the model fails without a worker. */
+static void
+fail_start(struct orchd *d, struct model_entry *m, orch_err code, const char *msg)
+{
+	snprintf(m->error, sizeof(m->error), "%s", msg);
+	m->met.load_failures++;
+	orch_log(ORCH_LOG_ERR, "model_failed", "model=%s err=%s msg=\"%s\"", m->cfg.name,
+	         orch_err_wire(code), msg);
+	models_worker_state(d, m);
+}
+
+/* The file's facts (inspect.h): the estimate and the template's origin; a start goes on. */
+static void
+on_inspected(struct orchd *d, void *arg, const struct inspect_facts *f)
+{
+	struct model_entry *m = arg;
+	bool start = m->start_after;
+
+	m->inspecting = NULL;
+	m->start_after = false;
+	if (f->rv == ORCH_OK) {
+		m->need_known = f->has_estimate;
+		m->need_bytes = f->need_bytes;
+		if (!f->has_estimate)
+			orch_log(ORCH_LOG_WARNING, "no_memory_estimate",
+			         "model=%s missing=%s: started without a memory check", m->cfg.name,
+			         f->missing);
+		if (!m->cfg.hf_tokenizer && m->chat_template_origin[0] == '\0') /* Ready says */
+			snprintf(m->chat_template_origin, sizeof(m->chat_template_origin), "%s",
+			         f->has_chat_template ? "model" : "fallback");
+	}
+	if (!start || m->state != MODEL_LOADING) /* not starting, or unloaded meanwhile */
+		return;
+	if (f->rv != ORCH_OK) /* the worker would fail the same way */
+		fail_start(d, m, f->rv, f->msg);
+	else
+		start_workers(d, m);
+	models_changed(d, m, "state");
+}
+
+/* Read @m's file off the loop (once at a time); with @start, its workers start after. */
+static void
+inspect(struct orchd *d, struct model_entry *m)
+{
+	struct orch_errinfo e = {0};
+
+	if (m->inspecting != NULL)
+		return;
+	if (inspect_start(d, m->cfg.path, m->cfg.context, m->cfg.slots, on_inspected, m,
+	                  &m->inspecting, &e) != ORCH_OK) {
+		orch_log_err(e.code, &e, "inspect_failed", "model=%s", m->cfg.name);
+		if (m->start_after && m->state == MODEL_LOADING) {
+			m->start_after = false;
+			fail_start(d, m, e.code, e.msg);
+		}
+	}
 }
 
 orch_err
@@ -62,7 +123,7 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model_entry **re
 	}
 	m->state = MODEL_STOPPED;
 	m->next = NULL;
-	placement_estimate(m, NULL); /* facts for /v1/models before the first start; errors then */
+	inspect(d, m); /* facts for /v1/models before the first start; errors then */
 	struct model_entry **tail = &d->models;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -73,8 +134,6 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model_entry **re
 }
 
 #define WAIT_POLL_MS 250
-
-static void start_workers(struct orchd *d, struct model_entry *m);
 
 /* A start waiting for memory: try again, or give up after evict_wait_s. */
 static void
@@ -150,8 +209,6 @@ start_workers(struct orchd *d, struct model_entry *m)
 void
 models_start(struct orchd *d, struct model_entry *m)
 {
-	struct orch_errinfo e = {0};
-
 	if (m->state == MODEL_LOADING || m->state == MODEL_READY || d->stopping)
 		return;
 	m->error[0] = '\0';
@@ -161,14 +218,8 @@ models_start(struct orchd *d, struct model_entry *m)
 	m->load_started_ms = orch_mono_ms();
 	orch_log(ORCH_LOG_INFO, "model_load", "model=%s path=%s replicas=%u", m->cfg.name,
 	         m->cfg.path, m->n_workers);
-	if (placement_estimate(m, &e) != ORCH_OK) { /* the worker would fail the same way */
-		snprintf(m->error, sizeof(m->error), "%s", e.msg);
-		m->met.load_failures++;
-		orch_log_err(e.code, &e, "model_failed", "model=%s", m->cfg.name);
-		models_worker_state(d, m);
-	} else {
-		start_workers(d, m);
-	}
+	m->start_after = true; /* the file is read first (a read under way will do) */
+	inspect(d, m);
 	models_changed(d, m, "state");
 }
 
@@ -395,6 +446,7 @@ models_free(struct orchd *d, struct model_entry *m)
 		workers_free(m->workers[i]);
 	orch_free(m->workers);
 	models_changed(d, m, NULL); /* NULL: it goes; the followers are let go */
+	inspect_cancel(m->inspecting);
 	if (m->ev_wait)
 		event_free(m->ev_wait);
 	orch_free(m);

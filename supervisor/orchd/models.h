@@ -37,8 +37,10 @@ struct model_entry {
 	/* where its chat template comes from: "model", "tokenizer_config", "fallback"; "": not
 	 * known yet */
 	char chat_template_origin[24];
-	struct event *ev_wait;  /* retries a start waiting for evicted models' memory */
-	uint64_t wait_since_ms; /* 0: not waiting */
+	struct event *ev_wait;      /* retries a start waiting for evicted models' memory */
+	struct inspect *inspecting; /* its file being read (inspect.h); NULL: none */
+	bool start_after;           /* the workers start when that read is in */
+	uint64_t wait_since_ms;     /* 0: not waiting */
 	int last_exit;
 	uint64_t fail_ms[5]; /* the last failures' times, for "5 in 10 minutes" */
 	uint32_t n_fail;

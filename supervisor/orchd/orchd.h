@@ -18,6 +18,7 @@ struct event;
 struct event_base;
 struct evhttp;
 struct http_edge;
+struct inspector;
 struct job;
 struct model_entry;
 
@@ -44,6 +45,7 @@ struct orchd {
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
 	struct http_edge *edge; /* the public listener's connections (http_conn.h) */
+	struct inspector *insp; /* model files read off the loop (inspect.h) */
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;
 	struct api_keys keys; /* the public API's; none: open */
 	char admin_token[256];

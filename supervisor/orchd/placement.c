@@ -2,7 +2,8 @@
  * placement.c - whether a worker fits on its device before it is started.
  *
  * A model needs its memory estimate (common/gguf/model_info.h, what `orchctl
- * inspect` prints) for its slots and context; on cpu less the CUDA runtime
+ * inspect` prints; read off the loop, inspect.h, before its workers start)
+ * for its slots and context; on cpu less the CUDA runtime
  * part. A device has its free memory now (NVML, /proc/meminfo) minus the
  * estimates of our workers still starting or loading there (their memory is
  * not taken yet) minus vram_headroom_mib on a GPU; on cpu, cpu_memory_mib
@@ -21,7 +22,6 @@
 #include <string.h>
 
 #include "base/log.h"
-#include "gguf/gguf.h"
 #include "gguf/model_info.h"
 #include "models.h"
 #include "orchd.h"
@@ -39,35 +39,6 @@ need_on(struct model_entry *m, const char *dev, uint64_t *need)
 	if (strcmp(dev, "cpu") != 0)
 		*need += MODEL_RUNTIME_OVERHEAD_BYTES;
 	return true;
-}
-
-orch_err
-placement_estimate(struct model_entry *m, struct orch_errinfo *reterr)
-{
-	struct gguf_file *f = NULL;
-	struct model_info mi;
-	struct mem_estimate est;
-	orch_err rv;
-
-	m->need_known = false;
-	if ((rv = gguf_open(m->cfg.path, &f, reterr)) != ORCH_OK)
-		return rv;
-	rv = model_info_get(f, &mi, reterr);
-	if (rv == ORCH_OK && !m->cfg.hf_tokenizer &&
-	    m->chat_template_origin[0] == '\0') /* Ready says */
-		snprintf(m->chat_template_origin, sizeof(m->chat_template_origin), "%s",
-		         mi.chat_template_bytes ? "model" : "fallback");
-	if (rv == ORCH_OK &&
-	    model_mem_estimate(&mi, m->cfg.context, m->cfg.slots, 2, &est) == ORCH_OK) {
-		m->need_bytes = est.total - MODEL_RUNTIME_OVERHEAD_BYTES;
-		m->need_known = true;
-	} else if (rv == ORCH_OK) {
-		orch_log(ORCH_LOG_WARNING, "no_memory_estimate",
-		         "model=%s missing=%s: started without a memory check", m->cfg.name,
-		         mi.missing ? mi.missing : "?");
-	}
-	gguf_close(f);
-	return rv;
 }
 
 /* What our workers on @dev hold or are about to: all of it, and the part not taken yet. */

@@ -12,13 +12,6 @@ struct worker;
 enum place_result { PLACE_FIT, PLACE_WAIT, PLACE_REFUSE };
 
 /*
- * placement_estimate - read @m's file for its memory estimate and where its
- * chat template comes from (m->chat_template_origin, until a Ready says);
- * errors are the file's.
- */
-orch_err placement_estimate(struct model_entry *m, struct orch_errinfo *reterr);
-
-/*
  * placement_check - whether @w fits on its device now: PLACE_FIT; PLACE_WAIT
  * when memory is coming back (evicted or unloading models); PLACE_REFUSE
  * with ORCH_EINSUFFICIENT_VRAM and the bytes needed and free in @reterr.

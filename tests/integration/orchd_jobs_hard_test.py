@@ -16,6 +16,8 @@ with a real worker (cpu, stories260K) on loopback:
 - what errors tell a client: no worker job numbers, paths or worker output,
   but a correlation_id the log has the details under; the admin API gives one
   answer for a missing, unreadable or not-GGUF path;
+- a model file is read off the loop, regular files only (a FIFO path neither
+  hangs orchd's start nor the admin API);
 - during shutdown a request gets 503 OVERLOADED with one Retry-After;
 - API keys fail closed (an empty or missing keys file stops orchd), reload on
   SIGHUP (a revoked key gets 401; an empty file keeps the keys in force),
@@ -39,6 +41,7 @@ from orchd_lib import check, post, get, sse_events  # noqa: E402
 
 tmp = tempfile.mkdtemp()
 JSON = {"Content-Type": "application/json"}
+FIFO = os.path.join(tmp, "fifo.gguf")
 K1 = "key-one-0123456789abcdef"
 K2 = "key-two-0123456789abcdef"
 K3 = "key-three-only-model-b-0"
@@ -377,6 +380,17 @@ def retention():
 CORR = re.compile(r"^[0-9a-f]{16}$")
 
 
+def fifo_model():
+    """Item 2: model files are read off the loop, regular files only: orchd started with a
+    model whose path is a FIFO (before: its start hung in open()), and that model fails at
+    once with the reason in the log while /health answers."""
+    t0 = time.time()
+    st, _, t = post("/v1/completions", {"model": "fifo", "prompt": "Once", "max_tokens": 2}, JSON)
+    check(st == 503 and error_of(t).get("code") == "MODEL_LOAD_FAILED" and time.time() - t0 < 3,
+          "a FIFO model fails at once: %s %s" % (st, t[:160]))
+    check(get("/health")[0] == 200, "health answers")
+
+
 def leaks(o, bad_path):
     """Item 11: client errors carry no internal job numbers, paths or worker output."""
     long_prompt = "Once upon a time there was a little dog. " * 40  # over the 256-token context
@@ -409,7 +423,7 @@ def leaks(o, bad_path):
     check(bad_path not in t and "output:" not in t and o.dir not in t, "no path in /v1/models")
     # the admin API: one answer for missing, a directory, and not a GGUF
     answers = []
-    for p in ("/nonexistent/secret.gguf", o.dir, bad_path, "/etc/shadow"):
+    for p in ("/nonexistent/secret.gguf", o.dir, bad_path, "/etc/shadow", FIFO):
         st, t = orchd_lib.admin("POST", "/admin/models", {"name": "probe", "path": p})
         answers.append((st, error_of(t).get("message", "").replace(p, "PATH")))
     check(len(set(answers)) == 1 and answers[0][0] == 400, "one answer for every path: %r" % answers)
@@ -429,10 +443,13 @@ try:
     notgguf = os.path.join(tmp, "not-a-model.gguf")
     with open(notgguf, "w") as f:
         f.write("this is not a GGUF file\n")
-    a = Orchd("anon", "events_keep_jobs = 3", models=["a", ("bad", notgguf, "preload = no")])
+    os.mkfifo(FIFO)  # a model path naming a FIFO: reading it must not stall orchd (item 2)
+    a = Orchd("anon", "events_keep_jobs = 3",
+              models=["a", ("bad", notgguf, "preload = no"), ("fifo", FIFO, "preload = no")])
     check(a.wait_ready(), "orchd without keys is ready")
     strict_bodies()
     prompt_limits()
+    fifo_model()
     anonymous_ids()
     log_forging(a)
     retention()

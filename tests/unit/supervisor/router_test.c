@@ -1,6 +1,9 @@
 /* router_test.c - the registry's queue: order, limits, dispatch, failing queued jobs. */
+#include <unistd.h>
+
 #include <event2/event.h>
 
+#include "inspect.h"
 #include "jobs.h"
 #include "models.h"
 #include "orchd.h"
@@ -76,6 +79,15 @@ test_queue(void)
 	jobs_free(&d, c);
 }
 
+/* Turn the loop until every model file read (inspect.h) is delivered. */
+static void
+wait_reads(void)
+{
+	for (int i = 0; i < 5000 && inspect_pending(&d) > 0; i++)
+		event_base_loop(d.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
+	T_EQ(inspect_pending(&d), 0);
+}
+
 static void
 test_load_failure(void)
 {
@@ -84,8 +96,11 @@ test_load_failure(void)
 
 	d.cfg.max_queue = 8;
 	struct job *j = job(m);
-	/* stopped: queued and the model started; its file is missing, so it fails, and so does j */
+	/* stopped: queued and the model started; its file is missing (read off the loop, so
+	 * the loop turns until that read is in), so it fails, and so does j */
 	T_OK(models_submit(&d, j, &e));
+	T_EQ(m->state, MODEL_LOADING);
+	wait_reads();
 	T_EQ(m->state, MODEL_FAILED);
 	T_EQ(j->state, JOB_DONE);
 	T_EQ(j->events[1].code, ORCH_EMODEL_LOAD);
@@ -110,6 +125,8 @@ main(void)
 		d.models = m->next;
 		models_free(&d, m);
 	}
+	wait_reads(); /* the reads models_add started */
+	inspect_stop(&d);
 	event_base_free(d.base);
 	return t_done();
 }

@@ -1,0 +1,53 @@
+#pragma once
+/*
+ * inspect.h - a model file's facts, read off the loop (issue 16, item 2).
+ *
+ * orchd reads a GGUF's header for a model's memory estimate, where its chat
+ * template comes from, and whether the admin API was given a model file at
+ * all. A file's metadata is megabytes for a large vocabulary, a network
+ * file system can hang, and a path can name a FIFO or a device: none of
+ * that may stall the loop. Each read runs on its own short-lived thread,
+ * which opens the path without blocking, takes only a regular file, parses
+ * the header (common/gguf) and hands its result back through a pipe; the
+ * callback runs on the loop. A request can be cancelled (its callback then
+ * never runs); a thread stuck in the kernel holds only itself. Thread: the
+ * loop, except where said.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+struct orchd;
+struct inspect;
+
+/* What a read found. */
+struct inspect_facts {
+	orch_err rv;   /* ORCH_OK, or why the file cannot be a model (msg says) */
+	char msg[512]; /* for the log and the admin API's operator; names the path */
+	bool has_chat_template;
+	bool has_estimate;   /* need_bytes is known (the request gave slots) */
+	uint64_t need_bytes; /* the estimate less the CUDA runtime's part (placement.h) */
+	char missing[64];    /* rv ORCH_OK, no estimate: the first shape key not found */
+};
+
+/* inspect_fn - on the loop, once, with what the read of @arg's file found. */
+typedef void (*inspect_fn)(struct orchd *d, void *arg, const struct inspect_facts *f);
+
+/*
+ * inspect_start - read @path on a helper thread for a model of @slots
+ * sequences of @context tokens (@slots 0: no estimate), then @fn(@arg) on
+ * the loop; *@ret (may be NULL) is the request, for inspect_cancel.
+ * ORCH_ENOMEM, ORCH_EIO (no thread or pipe): @fn will not run.
+ */
+orch_err inspect_start(struct orchd *d, const char *path, uint32_t context, uint32_t slots,
+                       inspect_fn fn, void *arg, struct inspect **ret, struct orch_errinfo *reterr);
+
+/* inspect_cancel - @q's callback will not run (its thread finishes on its own). */
+void inspect_cancel(struct inspect *q);
+
+/* inspect_pending - reads not delivered yet (tests wait for 0). */
+uint32_t inspect_pending(const struct orchd *d);
+
+/* inspect_stop - at exit: stop delivering; threads still reading are left to the exit. */
+void inspect_stop(struct orchd *d);
