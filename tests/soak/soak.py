@@ -36,8 +36,12 @@ It fails (exit 1) when, after orchd was stopped cleanly:
   than 8 (the warm-up sample holds up to 64 client connections, so only the
   second catches a leak smaller than that);
 - orchd's RSS slope after the warm-up is over SOAK_RSS_SLOPE_KIB_MIN (64 KiB
-  per minute: 1.9 MiB over the 30 minutes, against about 4 KiB a kept job;
-  the kept jobs, at most events_keep_jobs = 1000, are full within seconds);
+  per minute: 1.7 MiB over the 27 minutes fitted of a 30-minute run, against
+  about 4 KiB a kept job; the kept jobs, at most events_keep_jobs = 1000, are
+  full within seconds), or over 512 KiB across the fitted window when that is
+  more (a window under 8 minutes: in 4-minute runs orchd's heap still grew
+  by steps of 30-290 KiB after kills, which two minutes cannot tell from a
+  leak);
 - orchd died, or did not exit 0 on SIGTERM.
 Exit 2: orchd did not start. The report is printed and written as JSON to
 SOAK_OUT (build/soak.json); orchd's log goes beside it (soak-orchd.log).
@@ -70,6 +74,7 @@ OUT = os.environ.get("SOAK_OUT") or os.path.join(ROOT, "build", "soak.json")
 SEED = int(os.environ.get("SOAK_SEED") or time.time_ns() % 1000000007)
 READ_TIMEOUT = float(os.environ.get("SOAK_READ_TIMEOUT", "120"))
 RSS_SLOPE_MAX = float(os.environ.get("SOAK_RSS_SLOPE_KIB_MIN", "64"))
+RSS_FLOOR_KIB = 512.0  # growth a short window cannot tell from the heap settling
 FD_GROWTH_MAX = 8
 SAMPLE_S = 10.0
 QUIET_S = 5.0
@@ -178,7 +183,7 @@ class Stats:
         self.lock = threading.Lock()
         self.c = {"requests": 0, "streams": 0, "completed": 0, "tokens": 0, "connect_errors": 0,
                   "cancel_close": 0, "cancel_api": 0, "lost_terminal": 0, "lost_terminal_after_api_cancel": 0,
-                  "stalled": 0, "body_not_ended_after_terminal": 0, "openai_error_without_done": 0}
+                  "stalled": 0, "body_not_ended_after_terminal": 0, "keepalive_retries": 0, "openai_error_without_done": 0}
         self.kinds = {}
         self.errors = {}          # terminal error events and refusals of streams the client did not cancel
         self.http_status = {}     # status of every answer
@@ -305,6 +310,7 @@ def one(rng, conn, tid, n):
     S.add("requests")
     t_start = now()
     for attempt in range(2):  # a kept-alive connection the server closed: once more on a new one
+        reused = conn is not None
         if conn is None:
             conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=READ_TIMEOUT)
         try:
@@ -314,10 +320,12 @@ def one(rng, conn, tid, n):
         except (OSError, http.client.HTTPException) as e:
             conn.close()
             conn = None
-            if attempt == 1 or stop.is_set():
-                S.add("connect_errors")
-                S.bump(S.errors, "connect:" + type(e).__name__)
-                return None
+            if reused and attempt == 0 and not stop.is_set():
+                S.add("keepalive_retries")
+                continue
+            S.add("connect_errors")
+            S.bump(S.errors, "connect:" + type(e).__name__)
+            return None
     S.bump(S.http_status, str(r.status))
     if r.status != 200:
         try:
@@ -450,6 +458,7 @@ def slope(points):
 def series(samples, key):
     pts = [(s["t"], s[key]) for s in samples if s["t"] >= WARMUP and s.get(key) is not None]
     return {"start": pts[0][1] if pts else None, "end": pts[-1][1] if pts else None,
+            "window_s": round(pts[-1][0] - pts[0][0], 1) if pts else 0,
             "min": min(p[1] for p in pts) if pts else None, "max": max(p[1] for p in pts) if pts else None,
             "slope_per_min": round(slope(pts), 2) if slope(pts) is not None else None}
 
@@ -523,14 +532,15 @@ def report(r):
                                                                    c["connect_errors"]),
         "client cancels: %d by close, %d by POST /cancel (answers %s, streams ended %s)"
         % (c["cancel_close"], c["cancel_api"], r["api_cancel_status"], r["api_cancel_end"]),
+        "keep-alive connections closed under a request (sent again) %d" % c["keepalive_retries"],
         "worker kills %d (ready again after %s s)" % (len([k for k in r["kills"] if "pid" in k]),
                                                       [k.get("ready_after_s") for k in r["kills"] if "pid" in k]),
         "LOST terminal events %d (+%d after POST /cancel), stalled %d, body open after terminal %d, "
         "OpenAI error without [DONE] %d" % (c["lost_terminal"], c["lost_terminal_after_api_cancel"], c["stalled"],
                                            c["body_not_ended_after_terminal"], c["openai_error_without_done"]),
-        "orchd RSS KiB: start %s end %s (min %s max %s) slope %s KiB/min (limit %g)"
+        "orchd RSS KiB: start %s end %s (min %s max %s) slope %s KiB/min over %s s (limit %g)"
         % (o["rss"]["start"], o["rss"]["end"], o["rss"]["min"], o["rss"]["max"], o["rss"]["slope_per_min"],
-           RSS_SLOPE_MAX),
+           o["rss"]["window_s"], o["rss"]["limit_per_min"]),
         "orchd fds: idle before %s, after warm-up %s, end %s (max %s) slope %s/min; idle after %s (limit +%d)"
         % (o["fds_idle_before"], o["fds"]["start"], o["fds"]["end"], o["fds"]["max"], o["fds"]["slope_per_min"],
            o["fds_idle_after"], FD_GROWTH_MAX),
@@ -541,6 +551,8 @@ def report(r):
         "worker fds: start %s end %s; longest-lived slope %s/min, median %s"
         % (w["fds"]["start"], w["fds"]["end"], w["fds"].get("longest_slope_per_min"),
            w["fds"].get("median_slope_per_min")),
+        "orchd's counts: %s" % ", ".join(l.replace('orch_requests_total{model="a",', "").replace('"}', "")
+                                          for l in r["metrics"] if l.startswith("orch_requests_total")),
         "orchd exit status %s" % r["orchd_exit"],
     ]
     for l in r["lost"]:
@@ -615,15 +627,17 @@ def main():
             if fds_idle_after > fds_idle_before + FD_GROWTH_MAX:
                 failures.append("orchd fds %d idle at the end, %d idle before" % (fds_idle_after, fds_idle_before))
         sl = o["rss"]["slope_per_min"]
-        if sl is None or sl > RSS_SLOPE_MAX:
-            failures.append("orchd RSS slope %s KiB/min (limit %g)" % (sl, RSS_SLOPE_MAX))
+        o["rss"]["limit_per_min"] = round(max(RSS_SLOPE_MAX, RSS_FLOOR_KIB * 60 / max(1.0, o["rss"]["window_s"])), 1)
+        if sl is None or sl > o["rss"]["limit_per_min"]:
+            failures.append("orchd RSS slope %s KiB/min (limit %g)" % (sl, o["rss"]["limit_per_min"]))
         if code != 0:
             failures.append("orchd exit status %s" % code)
         if c["requests"] == 0 or c["completed"] == 0:
             failures.append("no request completed")
         r = {"seconds": SECONDS, "load_seconds": round(load_seconds, 1), "streams": STREAMS, "seed": SEED,
              "warmup_seconds": WARMUP, "kill_interval_s": [KILL_LO, KILL_HI],
-             "thresholds": {"orchd_rss_slope_kib_per_min": RSS_SLOPE_MAX, "orchd_fd_growth": FD_GROWTH_MAX,
+             "thresholds": {"orchd_rss_slope_kib_per_min": RSS_SLOPE_MAX, "orchd_rss_floor_kib": RSS_FLOOR_KIB,
+                            "orchd_fd_growth": FD_GROWTH_MAX,
                             "read_timeout_s": READ_TIMEOUT},
              "counts": c, "kinds": S.kinds, "errors": S.errors, "http_status": S.http_status,
              "api_cancel_status": S.api_cancel_status, "api_cancel_end": S.api_cancel_end,
