@@ -551,8 +551,9 @@ def report(r):
         "worker fds: start %s end %s; longest-lived slope %s/min, median %s"
         % (w["fds"]["start"], w["fds"]["end"], w["fds"].get("longest_slope_per_min"),
            w["fds"].get("median_slope_per_min")),
-        "orchd's counts: %s" % ", ".join(l.replace('orch_requests_total{model="a",', "").replace('"}', "")
-                                          for l in r["metrics"] if l.startswith("orch_requests_total")),
+        "orchd's orch_requests_total: %s (orchd counts a stream cut by close after its job ended as length)"
+        % ", ".join(l.split('outcome="')[1].replace('"}', "") for l in r["metrics"]
+                    if l.startswith("orch_requests_total") and 'outcome="' in l),
         "orchd exit status %s" % r["orchd_exit"],
     ]
     for l in r["lost"]:
