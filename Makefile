@@ -10,9 +10,11 @@ WERROR     ?= ON
 CLANG_BUILD ?= build-clang
 REL_BUILD  ?= build-release
 FUZZ_SECONDS ?= 3600
+SOAK_SECONDS ?= 1800
+SOAK_OUT   ?= $(BUILD)/soak.json
 PREFIX     ?= /usr/local
 
-.PHONY: all run test deps build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz format format-check bench gpu clean
+.PHONY: all run test deps build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz soak format format-check bench gpu clean
 
 all: build
 
@@ -70,6 +72,12 @@ format:
 
 format-check:
 	clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cu')
+
+# orchd under load for SOAK_SECONDS, its worker SIGKILLed every 90-150 s; fails on a
+# stream without its terminal event, leaked descriptors or a growing RSS
+# (tests/soak/soak.py, docs/building.md "Soak"). The report: SOAK_OUT.
+soak: build
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_OUT=$(SOAK_OUT) tests/soak/soak.py "$(BUILD)/bin"
 
 bench: build
 	bench/run.sh "$(BUILD)"
