@@ -1,6 +1,6 @@
 /*
  * tokenizer_test.c - conformance on every vocabulary in ../shared/testdata/vocab
- * (46 inputs each, ids exact, no special tokens added, special text not
+ * (46 inputs each, 72 for gpt-oss's o200k; ids exact, no special tokens added, special text not
  * parsed), stories260K with BOS, special-token parsing, and round trips.
  */
 #include "t.h"
@@ -54,10 +54,10 @@ print_ids(const char *what, const int32_t *v, size_t n)
 }
 
 static void
-conformance(const char *vocab)
+conformance(const char *vocab, size_t cases)
 {
-	char path[256], *starts[64], *line;
-	size_t lens[64], inp_n, out_n;
+	char path[256], *starts[128], *line;
+	size_t lens[128], inp_n, out_n;
 	struct tok *t = load(vocab);
 
 	T_TRUE(t != NULL);
@@ -66,8 +66,8 @@ conformance(const char *vocab)
 	snprintf(path, sizeof(path), "%s.out", vocab);
 	char *outs = t_read_file(t_path(path), &out_n);
 	T_TRUE(inp != NULL && outs != NULL);
-	size_t n = split_inputs(inp, inp_n, starts, lens, 64);
-	T_EQ(n, 46);
+	size_t n = split_inputs(inp, inp_n, starts, lens, 128);
+	T_EQ(n, cases);
 	line = outs;
 	for (size_t i = 0; i < n; i++) {
 		struct tok_ids got = {0};
@@ -101,25 +101,32 @@ conformance(const char *vocab)
 static void
 test_conformance_llama_spm(void)
 {
-	conformance("vocab/ggml-vocab-llama-spm.gguf");
+	conformance("vocab/ggml-vocab-llama-spm.gguf", 46);
 }
 
 static void
 test_conformance_phi3(void)
 {
-	conformance("vocab/ggml-vocab-phi-3.gguf");
+	conformance("vocab/ggml-vocab-phi-3.gguf", 46);
 }
 
 static void
 test_conformance_qwen2(void)
 {
-	conformance("vocab/ggml-vocab-qwen2.gguf");
+	conformance("vocab/ggml-vocab-qwen2.gguf", 46);
 }
 
 static void
 test_conformance_gpt2(void)
 {
-	conformance("vocab/ggml-vocab-gpt-2.gguf");
+	conformance("vocab/ggml-vocab-gpt-2.gguf", 46);
+}
+
+/* gpt-oss's o200k (gpt-4o pre-tokenizer), vectors from the official tiktoken core */
+static void
+test_conformance_gpt_oss(void)
+{
+	conformance("vocab/ggml-vocab-gpt-oss.gguf", 72);
 }
 
 static void
@@ -442,6 +449,7 @@ main(void)
 	T_RUN(test_conformance_phi3);
 	T_RUN(test_conformance_qwen2);
 	T_RUN(test_conformance_gpt2);
+	T_RUN(test_conformance_gpt_oss);
 	T_RUN(test_stories_bos);
 	T_RUN(test_special_parsing);
 	T_RUN(test_add_bos_defaults);
