@@ -265,7 +265,10 @@ model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root, struct 
 
 /*
  * A POST /admin/models of a new model whose file is being read (inspect.h):
- * the answer waits for the read, unless the client goes first.
+ * the answer waits for the read. evhttp stops reading a connection once a
+ * request's body is in, so a client that leaves meanwhile is not seen: the
+ * load goes on and its answer is dropped. The close callback covers the
+ * connection freed under us (orchd stopping, evhttp_free).
  */
 struct pending_load {
 	struct evhttp_request *req;
@@ -282,7 +285,7 @@ pending_free(struct pending_load *p)
 	orch_free(p);
 }
 
-/* The client closed before the read was in: no answer, no model. */
+/* The connection went before the read was in: no answer, no model. */
 static void
 on_pending_close(struct evhttp_connection *evcon, void *arg)
 {
@@ -290,6 +293,8 @@ on_pending_close(struct evhttp_connection *evcon, void *arg)
 
 	(void)evcon;
 	inspect_cancel(p->q);
+	if (evhttp_request_get_connection(p->req) == NULL) /* detached, not freed: ours now */
+		evhttp_send_reply_end(p->req);
 	pending_free(p);
 }
 

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -67,9 +68,15 @@ read_facts(struct inspect *q)
 			close(fd);
 		return;
 	}
+	/* the file just checked, not whatever the path names by now (a FIFO swapped in) */
+	char self[64];
+	int k = snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	f->rv = gguf_open(self, &g, &e);
 	close(fd);
-	if ((f->rv = gguf_open(q->path, &g, &e)) != ORCH_OK) {
-		snprintf(f->msg, sizeof(f->msg), "%s", e.msg);
+	if (f->rv != ORCH_OK) { /* its messages name @self: say the path instead */
+		bool named = strncmp(e.msg, self, (size_t)k) == 0;
+		snprintf(f->msg, sizeof(f->msg), "%s%s", named ? q->path : "",
+		         e.msg + (named ? k : 0));
 		return;
 	}
 	if ((f->rv = model_info_get(g, &mi, &e)) != ORCH_OK) {
@@ -166,7 +173,11 @@ inspect_start(struct orchd *d, const char *path, uint32_t context, uint32_t slot
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, 1u << 20);
+	sigset_t all, old; /* process signals (SIGTERM, SIGCHLD, ...) stay the loop's */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	err = pthread_create(&t, &attr, run, q);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	if (err != 0) {
 		atomic_fetch_sub(&d->insp->running, 1);
@@ -193,6 +204,7 @@ inspect_pending(const struct orchd *d)
 	return d->insp ? d->insp->pending : 0;
 }
 
+/* Teardown runs models_free and admin_stop first: nothing points at a request freed here. */
 void
 inspect_stop(struct orchd *d)
 {

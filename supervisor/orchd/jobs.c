@@ -444,32 +444,56 @@ static bool
 requeue_ok(const struct orchd *d, const struct job *j, const struct worker *w)
 {
 	return j->started_ms == 0 && j->n_events == 0 && !j->cancel_sent && !d->stopping &&
-	       j->model != NULL && j->model == w->model && j->model->state != MODEL_UNLOADING &&
-	       j->model->state != MODEL_FAILED && j->requeues < JOBS_REQUEUE_MAX;
+	       j->state == JOB_RUNNING && j->model != NULL && j->model == w->model &&
+	       j->model->state != MODEL_UNLOADING && j->model->state != MODEL_FAILED &&
+	       j->requeues < JOBS_REQUEUE_MAX;
 }
 
 void
 jobs_worker_lost(struct orchd *d, struct worker *w, const char *why)
 {
-	/* d->live is newest first: each requeued job goes in front of the one after it */
-	for (struct job *j = d->live, *next; j; j = next) {
-		next = j->live_next; /* failing it takes it out of the list */
-		if (j->worker != w)
-			continue;
+	struct job *lost = NULL, *j;
+
+	/* first take w's jobs out of its hands: failing one may dispatch (and end) others */
+	for (j = d->live; j; j = j->live_next) /* newest first */
+		if (j->worker == w) {
+			uint64_t mt = j->req.max_tokens;
+			w->jobs--;
+			w->outstanding -= w->outstanding >= mt ? mt : w->outstanding;
+			j->worker = NULL;
+			j->next_queue = lost; /* free while running: a private list, oldest first */
+			lost = j;
+		}
+	/* then, from the newest back, each requeued job goes in front of the one after it */
+	struct job *newest_first = NULL;
+	while (lost) {
+		j = lost;
+		lost = j->next_queue;
+		j->next_queue = newest_first;
+		newest_first = j;
+	}
+	struct job *fail = NULL;
+	while ((j = newest_first) != NULL) {
+		newest_first = j->next_queue;
+		j->next_queue = NULL;
 		if (!requeue_ok(d, j, w)) {
-			jobs_fail(d, j, ORCH_EWORKER_LOST, why);
+			j->next_queue = fail;
+			fail = j;
 			continue;
 		}
-		uint64_t mt = j->req.max_tokens;
-		w->jobs--;
-		w->outstanding -= w->outstanding >= mt ? mt : w->outstanding;
-		j->worker = NULL;
 		j->requeues++;
 		models_requeue(j);
 		d->metrics.jobs_requeued++;
 		orch_log(ORCH_LOG_INFO, "job_requeued", "job=%s model=%s worker=%s why=\"%s\"",
 		         j->correlation, j->model_name, w->id, why);
 	}
+	while ((j = fail) != NULL) {
+		fail = j->next_queue;
+		j->next_queue = NULL;
+		jobs_fail(d, j, ORCH_EWORKER_LOST, why);
+	}
+	if (w->model) /* another worker of the model may take them now */
+		models_dispatch(d, w->model);
 }
 
 /* The detach grace; expiry once done. */

@@ -59,6 +59,8 @@ on_inspected(struct orchd *d, void *arg, const struct inspect_facts *f)
 
 	m->inspecting = NULL;
 	m->start_after = false;
+	if (m->ev_read)
+		evtimer_del(m->ev_read);
 	if (f->rv == ORCH_OK) {
 		m->need_known = f->has_estimate;
 		m->need_bytes = f->need_bytes;
@@ -72,11 +74,36 @@ on_inspected(struct orchd *d, void *arg, const struct inspect_facts *f)
 	}
 	if (!start || m->state != MODEL_LOADING) /* not starting, or unloaded meanwhile */
 		return;
+	if (d->stopping) { /* SIGTERM came during the read: no worker starts now */
+		models_worker_state(d, m);
+		return;
+	}
+	/* both report the state change (models_worker_state); @m may be gone after them */
 	if (f->rv != ORCH_OK) /* the worker would fail the same way */
 		fail_start(d, m, f->rv, f->msg);
 	else
 		start_workers(d, m);
-	models_changed(d, m, "state");
+}
+
+/* A read longer than load_timeout_s (a hung mount): the start fails; a later one reads afresh. */
+static void
+on_read_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct model_entry *m = arg;
+	char msg[CFG_PATH_MAX + 96];
+
+	(void)fd;
+	(void)what;
+	if (m->inspecting == NULL)
+		return;
+	inspect_cancel(m->inspecting);
+	m->inspecting = NULL;
+	if (!m->start_after || m->state != MODEL_LOADING)
+		return;
+	m->start_after = false;
+	snprintf(msg, sizeof(msg), "%s: not read within load_timeout_s (%u s)", m->cfg.path,
+	         m->d->cfg.load_timeout_s);
+	fail_start(m->d, m, ORCH_ETIMEOUT, msg);
 }
 
 /* Read @m's file off the loop (once at a time); with @start, its workers start after. */
@@ -84,16 +111,21 @@ static void
 inspect(struct orchd *d, struct model_entry *m)
 {
 	struct orch_errinfo e = {0};
+	struct timeval limit = {(time_t)d->cfg.load_timeout_s, 0};
 
 	if (m->inspecting != NULL)
 		return;
-	if (inspect_start(d, m->cfg.path, m->cfg.context, m->cfg.slots, on_inspected, m,
-	                  &m->inspecting, &e) != ORCH_OK) {
-		orch_log_err(e.code, &e, "inspect_failed", "model=%s", m->cfg.name);
-		if (m->start_after && m->state == MODEL_LOADING) {
-			m->start_after = false;
-			fail_start(d, m, e.code, e.msg);
-		}
+	if (m->ev_read == NULL && (m->ev_read = evtimer_new(d->base, on_read_timeout, m)) == NULL) {
+		orch_errf(&e, ORCH_ENOMEM, "out of memory");
+	} else if (inspect_start(d, m->cfg.path, m->cfg.context, m->cfg.slots, on_inspected, m,
+	                         &m->inspecting, &e) == ORCH_OK) {
+		evtimer_add(m->ev_read, &limit);
+		return;
+	}
+	orch_log_err(e.code, &e, "inspect_failed", "model=%s", m->cfg.name);
+	if (m->start_after && m->state == MODEL_LOADING) {
+		m->start_after = false;
+		fail_start(d, m, e.code, e.msg);
 	}
 }
 
@@ -209,7 +241,9 @@ start_workers(struct orchd *d, struct model_entry *m)
 void
 models_start(struct orchd *d, struct model_entry *m)
 {
-	if (m->state == MODEL_LOADING || m->state == MODEL_READY || d->stopping)
+	/* an unloading model (maybe to be removed) starts again only once it has stopped */
+	if (m->state == MODEL_LOADING || m->state == MODEL_READY || m->state == MODEL_UNLOADING ||
+	    d->stopping)
 		return;
 	m->error[0] = '\0';
 	m->error_code = ORCH_OK;
@@ -447,6 +481,8 @@ models_free(struct orchd *d, struct model_entry *m)
 	orch_free(m->workers);
 	models_changed(d, m, NULL); /* NULL: it goes; the followers are let go */
 	inspect_cancel(m->inspecting);
+	if (m->ev_read)
+		event_free(m->ev_read);
 	if (m->ev_wait)
 		event_free(m->ev_wait);
 	orch_free(m);

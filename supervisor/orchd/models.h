@@ -39,6 +39,7 @@ struct model_entry {
 	char chat_template_origin[24];
 	struct event *ev_wait;      /* retries a start waiting for evicted models' memory */
 	struct inspect *inspecting; /* its file being read (inspect.h); NULL: none */
+	struct event *ev_read;      /* that read's load_timeout_s */
 	bool start_after;           /* the workers start when that read is in */
 	uint64_t wait_since_ms;     /* 0: not waiting */
 	int last_exit;

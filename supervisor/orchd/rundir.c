@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -92,8 +93,12 @@ kill_left_over(int dir, const char *name, uint32_t *killed)
 	char buf[64];
 	int pid = 0;
 	unsigned long long start = 0;
-	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	struct stat st;
+	/* O_NONBLOCK and a regular file only: a FIFO named like a pidfile cannot hang the start */
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	ssize_t n = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)
+	                    ? read(fd, buf, sizeof(buf) - 1)
+	                    : -1;
 
 	if (fd >= 0)
 		close(fd);
@@ -102,8 +107,14 @@ kill_left_over(int dir, const char *name, uint32_t *killed)
 		if (sscanf(buf, "%d %llu", &pid, &start) != 2)
 			pid = 0;
 	}
-	if (pid > 1 && start != 0 && rundir_starttime(pid) == start) {
-		kill(pid, SIGKILL);
+	/* through a pidfd, the start time checked after it is open: a pid recycled between the
+	 * check and the signal is not signalled */
+	int pfd = pid > 1 && start != 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
+	bool same = pfd >= 0 && rundir_starttime(pid) == start;
+	bool sent = same && syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0;
+	if (pfd >= 0)
+		close(pfd);
+	if (sent) {
 		uint64_t t0 = orch_mono_ms();
 		while (rundir_starttime(pid) == start && orch_mono_ms() - t0 < KILL_WAIT_MS)
 			nanosleep(&(struct timespec){0, 5000000}, NULL);

@@ -33,6 +33,7 @@
 #include "base/log.h"
 #include "config.h"
 #include "http.h"
+#include "inspect.h"
 #include "jobs.h"
 #include "keys.h"
 #include "models.h"
@@ -106,6 +107,8 @@ setup(void)
 		fprintf(stderr, "router_fuzz: %s\n", e.msg);
 		abort();
 	}
+	while (inspect_pending(&D) > 0) /* its file's read (inspect.h), so nothing is in flight */
+		event_base_loop(D.base, EVLOOP_ONCE);
 	m->state = MODEL_FAILED; /* answers without a worker */
 	snprintf(m->error, sizeof(m->error), "no worker in the fuzzer");
 	addr = (struct sockaddr_in){.sin_family = AF_INET,

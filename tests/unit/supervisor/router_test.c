@@ -21,7 +21,7 @@ job(struct model_entry *m)
 }
 
 static struct model_entry *
-model(const char *name, const char *path)
+model_n(const char *name, const char *path, uint32_t replicas)
 {
 	struct cfg_model c = {0};
 	struct model_entry *m = NULL;
@@ -31,11 +31,82 @@ model(const char *name, const char *path)
 	snprintf(c.path, sizeof(c.path), "%s", path);
 	snprintf(c.devices[0], sizeof(c.devices[0]), "cpu");
 	c.n_devices = 1;
-	c.replicas = 1;
+	c.replicas = replicas;
 	c.slots = 1;
 	if (models_add(&d, &c, &m, &e) != ORCH_OK)
 		return NULL;
 	return m;
+}
+
+static struct model_entry *
+model(const char *name, const char *path)
+{
+	return model_n(name, path, 1);
+}
+
+/* Turn the loop until every model file read (inspect.h) is delivered. */
+static void
+wait_reads(void)
+{
+	for (int i = 0; i < 5000 && inspect_pending(&d) > 0; i++)
+		event_base_loop(d.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
+	T_EQ(inspect_pending(&d), 0);
+}
+
+/* @j as if @w had taken it (what place() does, without a channel). */
+static void
+on_worker(struct job *j, struct worker *w)
+{
+	j->worker = w;
+	j->state = JOB_RUNNING;
+	w->jobs++;
+}
+
+static void
+test_requeue(void)
+{
+	struct model_entry *m = model_n("rq", "/nonexistent.gguf", 2);
+	struct worker *w0 = m->workers[0], *w1 = m->workers[1];
+
+	wait_reads();
+	m->state = MODEL_READY;
+	w0->state = WORKER_READY;
+	/* w0 dies holding a started job and two it never started; w1 is still loading */
+	struct job *s = job(m), *a = job(m), *b = job(m);
+	on_worker(s, w0);
+	on_worker(a, w0);
+	on_worker(b, w0);
+	s->started_ms = 1;
+	w1->state = WORKER_LOADING;
+	jobs_worker_lost(&d, w0, "w0 exited");
+	T_EQ(s->state, JOB_DONE);
+	T_EQ(s->events[s->n_events - 1].code, ORCH_EWORKER_LOST);
+	T_TRUE(m->queue_head == a && a->next_queue == b && m->queue_tail == b); /* in order */
+	T_TRUE(a->state == JOB_QUEUED && a->worker == NULL && a->requeues == 1);
+	T_EQ(m->queued, 2);
+	T_EQ(w0->jobs, 0);
+	T_EQ(d.metrics.jobs_requeued, 2);
+	/* the same with w1 ready: the queue is offered to it at once (with no channel here, it
+	 * refuses them: they end) rather than waiting for w0's restart */
+	models_unqueue(a);
+	models_unqueue(b);
+	on_worker(a, w0);
+	on_worker(b, w0);
+	w1->state = WORKER_READY;
+	w1->pid = 1; /* a process: only a live worker is picked (never signalled here) */
+	jobs_worker_lost(&d, w0, "w0 exited again");
+	w1->pid = 0;
+	T_TRUE(m->queue_head == NULL);
+	T_TRUE(a->state == JOB_DONE && b->state == JOB_DONE);
+	T_EQ(w0->jobs, 0);
+	T_EQ(w1->jobs, 0);
+	/* a job requeued JOBS_REQUEUE_MAX times is not requeued again */
+	struct job *c = job(m);
+	c->requeues = JOBS_REQUEUE_MAX;
+	on_worker(c, w0);
+	w1->state = WORKER_LOADING;
+	jobs_worker_lost(&d, w0, "w0 exited a third time");
+	T_TRUE(c->state == JOB_DONE && m->queue_head == NULL);
 }
 
 static void
@@ -79,15 +150,6 @@ test_queue(void)
 	jobs_free(&d, c);
 }
 
-/* Turn the loop until every model file read (inspect.h) is delivered. */
-static void
-wait_reads(void)
-{
-	for (int i = 0; i < 5000 && inspect_pending(&d) > 0; i++)
-		event_base_loop(d.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
-	T_EQ(inspect_pending(&d), 0);
-}
-
 static void
 test_load_failure(void)
 {
@@ -118,6 +180,7 @@ main(void)
 	d.base = event_base_new();
 	T_RUN(test_queue);
 	T_RUN(test_load_failure);
+	T_RUN(test_requeue);
 	while (d.jobs)
 		jobs_free(&d, d.jobs);
 	while (d.models) {
