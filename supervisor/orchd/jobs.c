@@ -435,15 +435,18 @@ jobs_cancel(struct orchd *d, struct job *j, const char *why)
 }
 
 /*
- * Whether @j, on lost worker @w, goes back to its model's queue: the worker
- * never started it (no Started: no token can have been seen), nobody
- * cancelled it, its model stays, orchd is not stopping, and it was not
- * requeued JOBS_REQUEUE_MAX times already.
+ * Whether @j, on lost worker @w, goes back to its model's queue: no token of
+ * it was generated (at most its started event went out: the worker admits
+ * up to 4 × slots jobs and waits with most of them), nobody cancelled it,
+ * its model stays, orchd is not stopping, and it was not requeued
+ * JOBS_REQUEUE_MAX times already.
  */
 static bool
 requeue_ok(const struct orchd *d, const struct job *j, const struct worker *w)
 {
-	return j->started_ms == 0 && j->n_events == 0 && !j->cancel_sent && !d->stopping &&
+	bool fresh = j->n_events == 0 || (j->n_events == 1 && j->events[0].type == EV_STARTED);
+
+	return fresh && j->tokens_out == 0 && !j->cancel_sent && !d->stopping &&
 	       j->state == JOB_RUNNING && j->model != NULL && j->model == w->model &&
 	       j->model->state != MODEL_UNLOADING && j->model->state != MODEL_FAILED &&
 	       j->requeues < JOBS_REQUEUE_MAX;
@@ -482,6 +485,11 @@ jobs_worker_lost(struct orchd *d, struct worker *w, const char *why)
 			continue;
 		}
 		j->requeues++;
+		if (j->n_events ==
+		    1) { /* the seed its started event reported holds for the rerun */
+			j->req.sp.has_seed = true;
+			j->req.sp.seed = j->events[0].seed;
+		}
 		models_requeue(j);
 		d->metrics.jobs_requeued++;
 		orch_log(ORCH_LOG_INFO, "job_requeued", "job=%s model=%s worker=%s why=\"%s\"",

@@ -204,9 +204,10 @@ void jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg);
 void jobs_cancel(struct orchd *d, struct job *j, const char *why);
 
 /*
- * jobs_worker_lost - @w is gone: a job it never started goes back to the
- * front of its model's queue (in order; at most JOBS_REQUEUE_MAX times),
- * every other one ends with WORKER_LOST.
+ * jobs_worker_lost - @w is gone: a job with no token generated yet goes
+ * back to the front of its model's queue (in order; at most
+ * JOBS_REQUEUE_MAX times; its reported seed kept, its one started event
+ * not repeated), every other one ends with WORKER_LOST.
  */
 void jobs_worker_lost(struct orchd *d, struct worker *w, const char *why);
 

@@ -293,7 +293,7 @@ daemon_wide(struct orchd *d, struct sbuf *o)
 	sbuf_printf(o, "orch_jobs_evicted_total %llu\n",
 	            (unsigned long long)d->metrics.jobs_evicted);
 	family(o, "orch_jobs_requeued_total", "counter",
-	       "Jobs a worker had taken but not started when it was lost, queued again.");
+	       "Jobs a worker had taken but not generated a token for when it was lost, queued again.");
 	sbuf_printf(o, "orch_jobs_requeued_total %llu\n",
 	            (unsigned long long)d->metrics.jobs_requeued);
 	connections(d, o);

@@ -44,7 +44,7 @@ struct metrics {
 	uint64_t http_refused[MET_REFUSED_COUNT];
 	uint64_t http_deadlines[MET_DEADLINE_COUNT];
 	uint64_t jobs_evicted;  /* finished jobs dropped before events_keep_s (the caps) */
-	uint64_t jobs_requeued; /* jobs a lost worker had not started, queued again */
+	uint64_t jobs_requeued; /* jobs a lost worker had no token of, queued again */
 };
 
 /* histo_observe - add @seconds to @h (buckets from 1 ms to 600 s). */

@@ -260,6 +260,8 @@ on_started(struct orchd *d, const Orch__Started *s)
 	                       .unix_ms = orch_unix_ms()};
 	j->prompt_tokens = s->prompt_tokens;
 	j->started_ms = orch_mono_ms();
+	if (j->n_events > 0 && j->events[0].type == EV_STARTED)
+		return; /* requeued after a lost worker: its one started event is out already */
 	jobs_event(d, j, &ev);
 }
 

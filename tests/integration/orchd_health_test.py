@@ -156,14 +156,18 @@ def unhealthy_then_killed(pid2, log_path):
     st = json.loads(admin("GET", "/admin/status")[1])
     check([m["queued"] for m in st["models"] if m["name"] == "r"] == [1],
           "a new job is not routed to the unhealthy worker")
-    [t.join(20) for t in th]
+    wait_worker(lambda w: w.get("pid") not in (0, pid2), timeout=10, step=0.005)  # the kill
     waited = time.time() - t0
     os.unlink(FAULT)
+    [t.join(60) for t in th]
     lost = [k for k, (s, evs) in res.items() if evs and evs[-1]["event"] == "error"
             and json.loads(evs[-1]["data"]).get("code") == "WORKER_LOST"
             and json.loads(evs[-1]["data"]).get("retriable") is True]
-    check(len(lost) >= 1 and all(names(evs)[0] == "started" for _, evs in res.values()),
-          "jobs past unhealthy_drain_s end WORKER_LOST: %r" % {k: names(v[1])[-1:] for k, v in res.items()})
+    done = [k for k, (s, evs) in res.items() if names(evs)[-1:] == ["end"]]
+    check(len(lost) == 1 and len(done) == 3
+          and all(names(evs).count("started") == 1 for _, evs in res.values()),
+          "past unhealthy_drain_s the running job ends WORKER_LOST, the three waiting (no token "
+          "yet) run on the restarted worker: %r" % {k: names(v[1])[-1:] for k, v in res.items()})
     check(2.0 <= waited < 6.0, "killed after unhealthy_drain_s (3 s): %.1f s" % waited)
     check("why=\"killed: unhealthy, and its jobs did not finish within unhealthy_drain_s\"" in open(log_path).read(),
           "the kill logged with its reason")

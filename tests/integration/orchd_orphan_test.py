@@ -102,20 +102,20 @@ def pid_of(model):
     return 0
 
 
-def stream_first_then_rest(out):
+def stream_first_then_rest(out, job_id="r1", max_tokens=400):
     c = orchd_lib.conn()
-    c.request("POST", "/execute", json.dumps({"job_id": "r1", "model": "r", "prompt": "Once upon a time",
-                                              "max_tokens": 400, "temperature": 1, "seed": 1}),
+    c.request("POST", "/execute", json.dumps({"job_id": job_id, "model": "r", "prompt": "Once upon a time",
+                                              "max_tokens": max_tokens, "temperature": 1, "seed": 1}),
               orchd_lib.JSON_CT)
     r = c.getresponse()
-    first = True
     while True:
         line = r.readline()
         if not line:
             break
-        if first and line.startswith(b"event: token"):
+        if line.startswith(b"event: started"):
+            out.setdefault("started", threading.Event()).set()
+        if line.startswith(b"event: token"):
             out["first"].set()
-            first = False
         out["body"] += line.decode()
 
 
@@ -144,6 +144,44 @@ check(all(o.get("r", (0,))[0] == 200 for o in waiting),
 requeued = [l for l in orchd_lib.get("/metrics")[2].splitlines()
             if l.startswith("orch_jobs_requeued_total ")]
 check(requeued == ["orch_jobs_requeued_total 3"], "requeues are counted: %r" % requeued)
+
+# the same for jobs the worker had admitted (their started event went out) but not begun: they
+# run on the next worker, and their stream has one started event, then tokens, then its end
+deadline = time.time() + 20
+while time.time() < deadline and (pid_of("r") in (0, rpid)):
+    time.sleep(0.05)
+rpid = pid_of("r")
+running = {"first": threading.Event(), "body": ""}
+t1 = threading.Thread(target=stream_first_then_rest, args=(running, "r2"), daemon=True)
+t1.start()
+check(running["first"].wait(10), "the running job streams (2)")
+os.kill(rpid, signal.SIGSTOP)
+admitted = [{"first": threading.Event(), "started": threading.Event(), "body": ""} for _ in range(3)]
+threads = [threading.Thread(target=stream_first_then_rest, args=(o, "w%d" % i, 8), daemon=True)
+           for i, o in enumerate(admitted)]
+for t in threads:
+    t.start()
+time.sleep(0.2)
+deadline = time.time() + 5  # let it run a few ms at a time until it has admitted all three
+while time.time() < deadline and not all(o["started"].is_set() for o in admitted):
+    os.kill(rpid, signal.SIGCONT)
+    time.sleep(0.003)
+    os.kill(rpid, signal.SIGSTOP)
+    time.sleep(0.05)
+check(all(o["started"].is_set() for o in admitted), "the worker admitted the three jobs")
+check(not any(o["first"].is_set() for o in admitted), "none of them has a token yet")
+os.kill(rpid, signal.SIGKILL)
+t1.join(20)
+for t in threads:
+    t.join(30)
+check("WORKER_LOST" in running["body"], "the running job ends with WORKER_LOST (2)")
+for o in admitted:
+    evs = [l[7:] for l in o["body"].splitlines() if l.startswith("event: ")]
+    check(evs.count("started") == 1 and evs[-1] == "end" and "token" in evs,
+          "an admitted job completes on the next worker, one started event: %r" % evs)
+requeued = [l for l in orchd_lib.get("/metrics")[2].splitlines()
+            if l.startswith("orch_jobs_requeued_total ")]
+check(requeued == ["orch_jobs_requeued_total 6"], "requeues are counted (2): %r" % requeued)
 
 # a second orchd on the same runtime directory stops at once and says why
 second = subprocess.run([BIN + "/orchd", "--config", conf, "--listen", "127.0.0.1:%d"

@@ -71,12 +71,13 @@ test_requeue(void)
 	wait_reads();
 	m->state = MODEL_READY;
 	w0->state = WORKER_READY;
-	/* w0 dies holding a started job and two it never started; w1 is still loading */
+	/* w0 dies holding a job with a token out and two without one; w1 is still loading */
 	struct job *s = job(m), *a = job(m), *b = job(m);
 	on_worker(s, w0);
 	on_worker(a, w0);
 	on_worker(b, w0);
 	s->started_ms = 1;
+	s->tokens_out = 1;
 	w1->state = WORKER_LOADING;
 	jobs_worker_lost(&d, w0, "w0 exited");
 	T_EQ(s->state, JOB_DONE);
