@@ -163,6 +163,13 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 	if (hp->head_dim > CUK_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
 		                 hp->head_dim, CUK_ATTN_MAX_D);
+	/* gpt-oss's parts (experts, sinks, a sliding window, YaRN) have no CUDA kernels yet */
+	if (hp->n_expert > 0 || hp->n_swa > 0 || hp->yarn_factor > 0)
+		return orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                 "architecture %s runs on the cpu device only for now: the CUDA "
+		                 "backend has no kernels for its experts, sinks, sliding window or "
+		                 "YaRN",
+		                 model_arch_name(hp->arch));
 	if (b->cfg.max_batch_tokens > 65535 || b->cfg.slots > 256 || b->cfg.slots == 0)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "max_batch_tokens %u (≤ 65535) or slots %u (1..256) out of range",

@@ -288,8 +288,12 @@ test_attention(void)
 				uint32_t t = qs[k];
 				for (uint32_t h = 0; h < nh; h++) {
 					uint64_t off = (uint64_t)(h / (nh / nkv)) * d * es;
-					struct cpu_attn a = {kc + off, vc + off, kvd,
-					                     d,        f16,      false};
+					struct cpu_attn a = {.k = kc + off,
+					                     .v = vc + off,
+					                     .stride = kvd,
+					                     .d = d,
+					                     .f16 = f16,
+					                     .simd = false};
 					cpu_attn_head(&a, qkv + (uint64_t)t * ld + (uint64_t)h * d,
 					              t + 1, sc, o);
 					for (uint32_t i = 0; i < d; i++)

@@ -123,11 +123,15 @@ struct cpu_attn {
 	uint32_t d;      /* head dimension, ≤ CPU_ATTN_MAX_D */
 	bool f16;        /* cache elements are F16, else F32 */
 	bool simd;       /* AVX2/F16C kernels (the caller checked the CPU) */
+	bool has_sink;   /* @sink joins the softmax's denominator (gpt-oss), as ggml's sinks */
+	float sink;
 };
 
 /*
  * cpu_attn_head - softmax(q·K / √d)·V over positions [0, @n_pos) for query
  * head @q (d floats) into @out (d floats); @sc is n_pos floats of scratch.
+ * With a sink s, the softmax is exp(x_p - m) / (Σ exp(x_p - m) + exp(s - m)),
+ * m the maximum of the scores and s.
  */
 void cpu_attn_head(const struct cpu_attn *a, const float *q, uint32_t n_pos, float *sc, float *out);
 
@@ -155,3 +159,24 @@ void cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uin
 
 /* cpu_swiglu - g[i] = silu(g[i]) · u[i]. */
 void cpu_swiglu(float *g, const float *u, uint32_t n);
+
+/*
+ * cpu_swiglu_oai - gpt-oss's clamped SwiGLU, as ggml_swiglu_oai: with
+ * x = min(g[i], limit) and y = clamp(u[i], -limit, limit),
+ * g[i] = x / (1 + e^(-alpha·x)) · (y + 1).
+ */
+void cpu_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit);
+
+/* YaRN for cpu_rope_yarn, as ggml_rope_ext takes it (freq_scale = 1 / factor). */
+struct cpu_yarn {
+	float freq_scale, ext_factor, attn_factor;
+	float corr_dims[2]; /* cpu_yarn_init */
+};
+
+/* cpu_yarn_init - @y for @n_rot dims, @base, @factor, @orig_ctx, @beta_fast, @beta_slow. */
+void cpu_yarn_init(struct cpu_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
+                   float beta_fast, float beta_slow);
+
+/* cpu_rope_yarn - cpu_rope with YaRN's interpolation ramp and magnitude scale. */
+void cpu_rope_yarn(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
+                   float base, bool neox, const struct cpu_yarn *y);

@@ -88,11 +88,15 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 		sc[p] = (simd ? score_avx2(a, q, k) : score_scalar(a, q, k)) * scale;
 		max = sc[p] > max ? sc[p] : max;
 	}
+	if (a->has_sink)
+		max = a->sink > max ? a->sink : max;
 	double sum = 0.0;
 	for (uint32_t p = 0; p < n_pos; p++) {
 		sc[p] = expf(sc[p] - max);
 		sum += (double)sc[p];
 	}
+	if (a->has_sink)
+		sum += (double)expf(a->sink - max);
 	float inv = (float)(1.0 / sum);
 	memset(out, 0, a->d * sizeof(float));
 	for (uint32_t p = 0; p < n_pos; p++) {

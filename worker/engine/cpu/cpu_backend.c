@@ -60,13 +60,15 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 {
 	const struct model_hparams *hp = &b->m->hp;
 	uint64_t B = b->cfg.max_batch_tokens, S = b->cfg.slots, th = cpu_pool_threads(b->pool);
+	uint64_t ff = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp, K = hp->n_expert_used;
 	uint64_t kv =
 	        (uint64_t)hp->n_layer * S * b->cfg.n_ctx * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
 	size_t f = sizeof(float);
 
 	b->bytes_needed =
 	        b->weight_bytes + 2 * kv + 65536 * f +
-	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * hp->n_ff) +
+	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * ff) +
+	             (hp->n_expert ? B * (hp->n_expert + 3 * K + (1 + K) * hp->n_embd) : 0) +
 	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * (b->max_ne0 + b->cfg.n_ctx)) +
 	        (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 34 + 2 * B * sizeof(uint32_t);
 	if ((b->k_cache = balloc(b, (size_t)kv)) == NULL ||
@@ -77,8 +79,7 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	    (b->tmp = balloc(b, B * hp->n_embd * f)) == NULL ||
 	    (b->qkv = balloc(b, B * b->qkv_dim * f)) == NULL ||
 	    (b->att = balloc(b, B * b->q_dim * f)) == NULL ||
-	    (b->gate = balloc(b, B * hp->n_ff * f)) == NULL ||
-	    (b->up = balloc(b, B * hp->n_ff * f)) == NULL ||
+	    (b->gate = balloc(b, B * ff * f)) == NULL || (b->up = balloc(b, B * ff * f)) == NULL ||
 	    (b->last = balloc(b, S * hp->n_embd * f)) == NULL ||
 	    (b->logits = balloc(b, S * hp->n_vocab * f)) == NULL ||
 	    (b->mm_scratch = balloc(b, th * b->max_ne0 * f)) == NULL ||
@@ -91,6 +92,14 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 		        "cpu backend: cannot allocate %llu bytes (KV cache %llu for %u slots x %u context)",
 		        (unsigned long long)(b->bytes_needed - b->weight_bytes),
 		        (unsigned long long)(2 * kv), b->cfg.slots, b->cfg.n_ctx);
+	if (hp->n_expert > 0 && ((b->router = balloc(b, B * hp->n_expert * f)) == NULL ||
+	                         (b->sel = balloc(b, B * K * sizeof(uint32_t))) == NULL ||
+	                         (b->sel_w = balloc(b, B * K * f)) == NULL ||
+	                         (b->route = balloc(b, B * K * sizeof(uint32_t))) == NULL ||
+	                         (b->moe_x = balloc(b, B * hp->n_embd * f)) == NULL ||
+	                         (b->moe_out = balloc(b, B * K * hp->n_embd * f)) == NULL))
+		return orch_errf(reterr, ORCH_ENOMEM,
+		                 "cpu backend: cannot allocate the experts' scratch");
 	for (uint32_t h = 0; h < 65536; h++)
 		b->f16[h] = fp16_to_f32((uint16_t)h);
 	b->bytes_used += b->weight_bytes;
@@ -123,6 +132,10 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 	b->qkv_dim = b->q_dim + 2 * b->kv_dim;
 	b->max_ne0 = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
 	b->max_ne0 = b->max_ne0 > b->q_dim ? b->max_ne0 : b->q_dim;
+	b->max_ne0 = b->max_ne0 > hp->n_ff_exp ? b->max_ne0 : hp->n_ff_exp;
+	if (hp->yarn_factor > 0)
+		cpu_yarn_init(&b->yarn, hp->n_rot, hp->rope_base, hp->yarn_factor,
+		              hp->yarn_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow);
 	b->dot = cpu_dot_select(true);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t threads = cfg->threads ? cfg->threads : (uint32_t)(cores > 0 ? cores : 1);
@@ -161,9 +174,10 @@ cpu_free(struct be_model *b)
 	if (b == NULL)
 		return;
 	cpu_pool_free(b->pool);
-	void *bufs[] = {b->k_cache,    b->v_cache, b->f16,    b->x,       b->xn,     b->tmp,
-	                b->qkv,        b->att,     b->gate,   b->up,      b->last,   b->logits,
-	                b->mm_scratch, b->xq,      b->scores, b->tok_seq, b->tok_pos};
+	void *bufs[] = {b->k_cache,    b->v_cache, b->f16,    b->x,       b->xn,      b->tmp,
+	                b->qkv,        b->att,     b->gate,   b->up,      b->last,    b->logits,
+	                b->mm_scratch, b->xq,      b->scores, b->tok_seq, b->tok_pos, b->router,
+	                b->sel,        b->sel_w,   b->route,  b->moe_x,   b->moe_out};
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		orch_free(bufs[i]);
 	orch_free(b);

@@ -15,10 +15,17 @@ struct be_model {
 	float *x, *xn, *tmp; /* [B][n_embd] */
 	float *qkv;          /* [B][q + 2 kv] */
 	float *att;          /* [B][q] */
-	float *gate, *up;    /* [B][n_ff] */
-	float *last;         /* [slots][n_embd] */
-	float *logits;       /* [slots][n_vocab] */
-	float *mm_scratch;   /* [threads][max_ne0] */
+	float *gate, *up;    /* [B][max(n_ff, n_ff_exp)] */
+	/* mixture of experts (n_expert > 0) */
+	float *router;          /* [B][n_expert] the router's logits */
+	uint32_t *sel;          /* [B][n_expert_used] experts chosen, best first */
+	float *sel_w;           /* [B][n_expert_used] their weights */
+	uint32_t *route;        /* [B · n_expert_used] (token · k + j) of one expert's rows */
+	float *moe_x, *moe_out; /* [B][n_embd]; [B][n_expert_used][n_embd] */
+	struct cpu_yarn yarn;   /* yarn_factor > 0 */
+	float *last;            /* [slots][n_embd] */
+	float *logits;          /* [slots][n_vocab] */
+	float *mm_scratch;      /* [threads][max_ne0] */
 	uint8_t *xq;   /* [max(B, slots)][max_ne0 / 32 · 40]: x quantized (cpu_q8b or cpu_q8k) */
 	float *scores; /* [threads][n_ctx] */
 	uint32_t *tok_seq, *tok_pos; /* [B] */

@@ -9,9 +9,14 @@
  * - Each token's arithmetic is independent of the others in the batch
  *   (same kernels, same order), so a sequence's logits are bit-identical
  *   whether it runs alone or next to others.
- * - Attention reads the sequence's own KV slot, positions 0..pos (causal).
- *   With an F16 cache it mirrors ggml: Q is rounded to F16 before Q·K, and
- *   the softmax weights to F16 before they weight V.
+ * - Attention reads the sequence's own KV slot, positions 0..pos (causal),
+ *   or its last n_swa of them on a sliding-window layer. With an F16 cache
+ *   it mirrors ggml: Q is rounded to F16 before Q·K, and the softmax weights
+ *   to F16 before they weight V; a layer's sinks join each softmax.
+ * - A mixture-of-experts layer (gpt-oss) routes each token to its top
+ *   n_expert_used experts; the tokens are grouped by expert, so each chosen
+ *   expert's weights are read once per step for all its tokens, and an
+ *   expert nobody chose is not read at all.
  */
 #include <math.h>
 #include <string.h>
@@ -66,19 +71,27 @@ attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	float *sc = b->scores + (uint64_t)thread * b->cfg.n_ctx;
 	size_t elem = b->cfg.kv_f32 ? 4 : 2;
 
+	const struct model_layer *L = &b->m->layers[j->layer];
+	bool swa = model_layer_swa(hp, j->layer);
+
 	for (uint64_t th = begin; th < end; th++) {
 		uint32_t t = (uint32_t)(th / hp->n_head), h = (uint32_t)(th % hp->n_head);
 		uint32_t slot = j->seqs[b->tok_seq[t]].slot, kvh = h / group;
-		uint64_t off = kv_off(b, j->layer, slot, 0, elem) + (uint64_t)kvh * d * elem;
-		struct cpu_attn a = {(const uint8_t *)b->k_cache + off,
-		                     (const uint8_t *)b->v_cache + off,
-		                     b->kv_dim,
-		                     d,
-		                     !b->cfg.kv_f32,
-		                     b->dot != cpu_dot_scalar};
-		cpu_attn_head(&a, b->qkv + (uint64_t)t * b->qkv_dim + (uint64_t)h * d,
-		              b->tok_pos[t] + 1, sc,
-		              b->att + (uint64_t)t * b->q_dim + (uint64_t)h * d);
+		uint32_t n = b->tok_pos[t] + 1; /* positions 0..pos; a window: its last n_swa */
+		uint32_t first = swa && n > hp->n_swa ? n - hp->n_swa : 0;
+		uint64_t off = kv_off(b, j->layer, slot, first, elem) + (uint64_t)kvh * d * elem;
+		struct cpu_attn a = {.k = (const uint8_t *)b->k_cache + off,
+		                     .v = (const uint8_t *)b->v_cache + off,
+		                     .stride = b->kv_dim,
+		                     .d = d,
+		                     .f16 = !b->cfg.kv_f32,
+		                     .simd = b->dot != cpu_dot_scalar};
+		if (L->sinks != NULL) {
+			a.has_sink = true;
+			memcpy(&a.sink, (const float *)L->sinks->data + h, sizeof(float));
+		}
+		cpu_attn_head(&a, b->qkv + (uint64_t)t * b->qkv_dim + (uint64_t)h * d, n - first,
+		              sc, b->att + (uint64_t)t * b->q_dim + (uint64_t)h * d);
 	}
 }
 
@@ -107,16 +120,21 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 	}
 	for (uint32_t t = 0; t < T; t++) {
 		float *q = b->qkv + (uint64_t)t * b->qkv_dim;
-		cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t], hp->rope_base,
-		         hp->rope_neox, factors);
-		cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
-		         hp->rope_base, hp->rope_neox, factors);
+		if (hp->yarn_factor > 0) {
+			cpu_rope_yarn(q, hp->n_head + hp->n_head_kv, hp->head_dim, hp->n_rot,
+			              b->tok_pos[t], hp->rope_base, hp->rope_neox, &b->yarn);
+		} else {
+			cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t],
+			         hp->rope_base, hp->rope_neox, factors);
+			cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot,
+			         b->tok_pos[t], hp->rope_base, hp->rope_neox, factors);
+		}
 		kv_store(b, il, seqs[b->tok_seq[t]].slot, b->tok_pos[t], q + b->q_dim,
 		         q + b->q_dim + b->kv_dim);
 	}
 	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head,
 	             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
-	cpu_matmul(b->pool, b->dot, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, NULL,
+	cpu_matmul(b->pool, b->dot, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, L->bo,
 	           b->mm_scratch, b->xq);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];
@@ -149,6 +167,100 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 		b->x[i] += b->tmp[i];
 }
 
+/*
+ * Each token's n_expert_used experts by router logit, best first (the lower
+ * index on a tie), and their weights: a softmax over those logits alone
+ * (llama.cpp's SOFTMAX_WEIGHT gating, its sum in double as ggml_soft_max).
+ */
+static void
+route_tokens(struct be_model *b, uint32_t T)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	uint32_t K = hp->n_expert_used;
+
+	for (uint32_t t = 0; t < T; t++) {
+		const float *lg = b->router + (uint64_t)t * hp->n_expert;
+		uint32_t *sel = b->sel + (uint64_t)t * K;
+		float *w = b->sel_w + (uint64_t)t * K, max = -INFINITY;
+		for (uint32_t k = 0; k < K; k++) {
+			uint32_t best = UINT32_MAX;
+			for (uint32_t e = 0; e < hp->n_expert; e++) {
+				bool taken = false;
+				for (uint32_t i = 0; i < k; i++)
+					taken |= sel[i] == e;
+				if (!taken && (best == UINT32_MAX || lg[e] > lg[best]))
+					best = e;
+			}
+			sel[k] = best;
+			w[k] = lg[best];
+			max = w[k] > max ? w[k] : max;
+		}
+		double sum = 0.0;
+		for (uint32_t k = 0; k < K; k++) {
+			w[k] = expf(w[k] - max);
+			sum += (double)w[k];
+		}
+		float inv = (float)(1.0 / sum);
+		for (uint32_t k = 0; k < K; k++)
+			w[k] *= inv;
+	}
+}
+
+/* gpt-oss's SwiGLU constants (llama.cpp's LLM_FFN_SWIGLU_OAI_MOE). */
+#define OAI_ALPHA 1.702f
+#define OAI_LIMIT 7.0f
+
+/* The experts' FFN: per expert, the rows of the tokens that chose it, in one product each. */
+static void
+moe_block(struct be_model *b, uint32_t T, uint32_t il)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	const struct model_layer *L = &b->m->layers[il];
+	uint32_t K = hp->n_expert_used, E = hp->n_embd, F = hp->n_ff_exp;
+
+	for (uint32_t t = 0; t < T; t++)
+		cpu_rmsnorm(b->x + (uint64_t)t * E, L->ffn_norm->data, E, hp->rms_eps,
+		            b->xn + (uint64_t)t * E);
+	cpu_matmul(b->pool, b->dot, L->router, 0, hp->n_expert, b->xn, T, b->router, hp->n_expert,
+	           L->router_b, b->mm_scratch, b->xq);
+	route_tokens(b, T);
+	for (uint32_t e = 0; e < hp->n_expert; e++) {
+		uint32_t n = 0;
+		for (uint32_t tk = 0; tk < T * K; tk++)
+			if (b->sel[tk] == e)
+				b->route[n++] = tk;
+		if (n == 0)
+			continue;
+		for (uint32_t i = 0; i < n; i++)
+			memcpy(b->moe_x + (uint64_t)i * E, b->xn + (uint64_t)(b->route[i] / K) * E,
+			       E * sizeof(float));
+		cpu_matmul(b->pool, b->dot, L->gate_exps, (uint64_t)e * F, F, b->moe_x, n, b->gate,
+		           F, L->gate_exps_b, b->mm_scratch, b->xq);
+		cpu_matmul(b->pool, b->dot, L->up_exps, (uint64_t)e * F, F, b->moe_x, n, b->up, F,
+		           L->up_exps_b, b->mm_scratch, b->xq);
+		cpu_swiglu_oai(b->gate, b->up, n * F, OAI_ALPHA, OAI_LIMIT);
+		cpu_matmul(b->pool, b->dot, L->down_exps, (uint64_t)e * E, E, b->gate, n, b->tmp, E,
+		           L->down_exps_b, b->mm_scratch, b->xq);
+		for (uint32_t i = 0; i < n;
+		     i++) { /* (down + bias) · weight, into its (t, k) place */
+			float w = b->sel_w[b->route[i]],
+			      *o = b->moe_out + (uint64_t)b->route[i] * E;
+			for (uint32_t c = 0; c < E; c++)
+				o[c] = b->tmp[(uint64_t)i * E + c] * w;
+		}
+	}
+	for (uint32_t t = 0; t < T; t++) { /* Σ over k in order, then the residual */
+		const float *o = b->moe_out + (uint64_t)t * K * E;
+		float *x = b->x + (uint64_t)t * E;
+		for (uint32_t c = 0; c < E; c++) {
+			float s = o[c];
+			for (uint32_t k = 1; k < K; k++)
+				s += o[(uint64_t)k * E + c];
+			x[c] += s;
+		}
+	}
+}
+
 orch_err
 cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const float **ret_logits,
             struct orch_errinfo *reterr)
@@ -174,7 +286,10 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 	}
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		attention_block(b, seqs, T, il);
-		ffn_block(b, T, il);
+		if (hp->n_expert > 0)
+			moe_block(b, T, il);
+		else
+			ffn_block(b, T, il);
 	}
 	for (uint32_t s = 0, end = 0; s < n; s++) {
 		end += seqs[s].n_tokens;

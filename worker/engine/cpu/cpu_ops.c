@@ -41,6 +41,78 @@ cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t
 	}
 }
 
+/* ggml's corr dim: the dimension whose wavelength fits @n_rot rotations in @orig_ctx. */
+static float
+corr_dim(uint32_t n_dims, uint32_t orig_ctx, float rotations, float base)
+{
+	return (float)n_dims * logf((float)orig_ctx / (rotations * 2 * (float)M_PI)) /
+	       (2 * logf(base));
+}
+
+void
+cpu_yarn_init(struct cpu_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
+              float beta_fast, float beta_slow)
+{
+	float start = floorf(corr_dim(n_rot, orig_ctx, beta_fast, base));
+	float end = ceilf(corr_dim(n_rot, orig_ctx, beta_slow, base));
+
+	y->freq_scale = 1.0f / factor;
+	y->ext_factor = 1.0f; /* llama.cpp's for rope.scaling.type yarn */
+	y->attn_factor = 1.0f;
+	y->corr_dims[0] = start > 0 ? start : 0;
+	y->corr_dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
+}
+
+/* ggml's ramp: 1 below corr_dims[0], 0 above corr_dims[1], linear between (on i0 / 2). */
+static float
+yarn_ramp(const float *dims, uint32_t i0)
+{
+	float y = ((float)(i0 / 2) - dims[0]) / fmaxf(0.001f, dims[1] - dims[0]);
+
+	return 1 - fminf(1, fmaxf(0, y));
+}
+
+void
+cpu_rope_yarn(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
+              float base, bool neox, const struct cpu_yarn *y)
+{
+	float theta_scale = powf(base, -2.0f / (float)n_rot);
+	float cs[CPU_ATTN_MAX_D];
+
+	/* the cos/sin cache of one position, as ggml_rope_cache_init builds it */
+	float theta = (float)pos;
+	for (uint32_t i = 0; i < n_rot / 2; i++) {
+		float interp = y->freq_scale * theta, t = interp, mscale = y->attn_factor;
+		if (y->ext_factor != 0.0f) {
+			float mix = yarn_ramp(y->corr_dims, 2 * i) * y->ext_factor;
+			t = interp * (1 - mix) + theta * mix;
+			mscale *= 1.0f + 0.1f * logf(1.0f / y->freq_scale);
+		}
+		cs[2 * i] = cosf(t) * mscale;
+		cs[2 * i + 1] = sinf(t) * mscale;
+		theta *= theta_scale;
+	}
+	for (uint32_t h = 0; h < n_heads; h++) {
+		float *v = x + (uint64_t)h * head_dim;
+		for (uint32_t i = 0; i < n_rot / 2; i++) {
+			uint32_t a = neox ? i : 2 * i, b = neox ? i + n_rot / 2 : 2 * i + 1;
+			float x0 = v[a], x1 = v[b], c = cs[2 * i], s = cs[2 * i + 1];
+			v[a] = x0 * c - x1 * s;
+			v[b] = x0 * s + x1 * c;
+		}
+	}
+}
+
+void
+cpu_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		float x = fminf(g[i], limit);
+		float y = fminf(fmaxf(u[i], -limit), limit);
+		g[i] = x / (1.f + expf(alpha * (-x))) * (y + 1.f);
+	}
+}
+
 void
 cpu_swiglu(float *g, const float *u, uint32_t n)
 {

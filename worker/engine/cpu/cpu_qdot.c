@@ -2,7 +2,8 @@
  * cpu_qdot.c - integer dot products: which activation format goes with which
  * weight type, and the dots of Q8_0 / Q4_0 / Q5_0 weight rows with an
  * activation row quantized as Q8_0 (struct cpu_q8b), as llama.cpp computes
- * them; the K-quant dots are in cpu_qdot_k.c. Per 32-element block: the
+ * them (MXFP4 too: its 4-bit codes index the E2M1 values, doubled, and its
+ * E8M0 scale is halved to match); the K-quant dots are in cpu_qdot_k.c. Per 32-element block: the
  * exact int32 sum of code products times the two scales, accumulated in
  * float; Q4_0/Q5_0 codes stay unsigned and their offset is removed with the
  * activation block's code sum. The AVX2 kernel (which prefetches the weight
@@ -29,6 +30,7 @@ cpu_qdot_act(uint32_t type)
 	case GGML_TYPE_Q8_0:
 	case GGML_TYPE_Q4_0:
 	case GGML_TYPE_Q5_0:
+	case GGML_TYPE_MXFP4:
 		return GGML_TYPE_Q8_0;
 	case GGML_TYPE_Q4_K:
 	case GGML_TYPE_Q5_K:
@@ -86,14 +88,43 @@ cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n)
 	}
 }
 
+/* MXFP4's E2M1 values times two (ggml's kvalues_mxfp4), by 4-bit code. */
+static const int8_t mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+/* An E8M0 exponent as the float 2^(e - 128): half the scale, for the doubled values. */
+static float
+e8m0_half(uint8_t e)
+{
+	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+	float f;
+
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+/* A weight block's scale: F16 in its first two bytes, or MXFP4's E8M0 byte (halved). */
+static float
+block_scale(uint32_t type, const uint8_t *b)
+{
+	return type == GGML_TYPE_MXFP4 ? e8m0_half(b[0]) : fp16_load(b);
+}
+
 /*
- * The 32 codes of one weight block: signed for Q8_0, unsigned (0..15, 0..31)
- * for Q4_0/Q5_0, whose values are code - @off (8, 16); *@off is 0 for Q8_0.
+ * The 32 codes of one weight block: signed for Q8_0 and MXFP4 (its values),
+ * unsigned (0..15, 0..31) for Q4_0/Q5_0, whose values are code - @off (8,
+ * 16); *@off is 0 for Q8_0 and MXFP4.
  */
 static void
 codes(uint32_t type, const uint8_t *b, int *q, int *off)
 {
 	*off = 0;
+	if (type == GGML_TYPE_MXFP4) {
+		for (int j = 0; j < 16; j++) {
+			q[j] = mxfp4_x2[b[1 + j] & 0xf];
+			q[j + 16] = mxfp4_x2[b[1 + j] >> 4];
+		}
+		return;
+	}
 	if (type == GGML_TYPE_Q8_0) {
 		for (int j = 0; j < 32; j++)
 			q[j] = (int8_t)b[2 + j];
@@ -129,7 +160,7 @@ qdot_q8_scalar(uint32_t type, const void *w, const struct cpu_q8b *x, uint64_t n
 		codes(type, wb, q, &off);
 		for (int k = 0; k < 32; k++)
 			s += q[k] * x->q[k];
-		float dd = fp16_load(wb) * x->d;
+		float dd = block_scale(type, wb) * x->d;
 		sum += dd * (float)s;
 		corr += dd * (float)x->s;
 	}
@@ -142,6 +173,14 @@ codes_avx2(uint32_t type, const uint8_t *b)
 {
 	if (type == GGML_TYPE_Q8_0)
 		return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
+	if (type == GGML_TYPE_MXFP4) { /* codes index the values: a byte shuffle */
+		const __m128i values = _mm_loadu_si128((const __m128i *)(const void *)mxfp4_x2);
+		__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + 1));
+		__m128i m4 = _mm_set1_epi8(0x0f);
+		__m128i lo = _mm_shuffle_epi8(values, _mm_and_si128(raw, m4));
+		__m128i hi = _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(raw, 4), m4));
+		return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+	}
 	bool five = type == GGML_TYPE_Q5_0;
 	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + (five ? 6 : 2)));
 	__m128i m4 = _mm_set1_epi8(0x0f);
@@ -168,16 +207,23 @@ block_avx2(uint32_t type, const uint8_t *wb, const struct cpu_q8b *x, struct qac
 	__m256i c = codes_avx2(type, wb);
 	__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x->q);
 	__m256i p;
-	if (type == GGML_TYPE_Q8_0) /* |c| · sign(c)·b: unsigned × signed bytes */
+	bool sign = type == GGML_TYPE_Q8_0 || type == GGML_TYPE_MXFP4;
+	if (sign) /* |c| · sign(c)·b: unsigned × signed bytes */
 		p = _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(b, c));
 	else /* the codes are unsigned already */
 		p = _mm256_maddubs_epi16(c, b);
 	__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
-	uint16_t hw;
-	memcpy(&hw, wb, 2);
-	float dd = _cvtsh_ss(hw) * x->d;
+	float dw;
+	if (type == GGML_TYPE_MXFP4) {
+		dw = e8m0_half(wb[0]);
+	} else {
+		uint16_t hw;
+		memcpy(&hw, wb, 2);
+		dw = _cvtsh_ss(hw);
+	}
+	float dd = dw * x->d;
 	a->sum = _mm256_fmadd_ps(_mm256_set1_ps(dd), s, a->sum);
-	if (type != GGML_TYPE_Q8_0)
+	if (!sign)
 		a->corr += dd * (float)x->s;
 }
 
@@ -198,7 +244,7 @@ qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const struct c
 	}
 	if (i < nb)
 		block_avx2(type, wb, x, &a0);
-	float off = type == GGML_TYPE_Q8_0 ? 0.0f : type == GGML_TYPE_Q4_0 ? 8.0f : 16.0f;
+	float off = type == GGML_TYPE_Q4_0 ? 8.0f : type == GGML_TYPE_Q5_0 ? 16.0f : 0.0f;
 	return cpu_avx2_hsum(_mm256_add_ps(a0.sum, a1.sum)) - off * (a0.corr + a1.corr);
 }
 
@@ -210,6 +256,8 @@ qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
 		return qdot_loop(GGML_TYPE_Q8_0, 34, w, xq, n / 32);
 	case GGML_TYPE_Q4_0:
 		return qdot_loop(GGML_TYPE_Q4_0, 18, w, xq, n / 32);
+	case GGML_TYPE_MXFP4:
+		return qdot_loop(GGML_TYPE_MXFP4, 17, w, xq, n / 32);
 	default:
 		return qdot_loop(GGML_TYPE_Q5_0, 22, w, xq, n / 32);
 	}

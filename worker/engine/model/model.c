@@ -31,13 +31,15 @@ model_arch_name(enum model_arch a)
 		return "qwen2";
 	case MODEL_PHI3:
 		return "phi3";
+	case MODEL_GPT_OSS:
+		return "gpt-oss";
 	}
 	return "?";
 }
 
-static orch_err
-get_u32(const struct gguf_file *f, const char *arch, const char *suffix, uint32_t *out,
-        bool required, struct orch_errinfo *reterr)
+orch_err
+model_key_u32(const struct gguf_file *f, const char *arch, const char *suffix, uint32_t *out,
+              bool required, struct orch_errinfo *reterr)
 {
 	char key[128];
 	uint64_t v;
@@ -56,9 +58,9 @@ get_u32(const struct gguf_file *f, const char *arch, const char *suffix, uint32_
 	return ORCH_OK;
 }
 
-static orch_err
-get_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *out, bool required,
-        struct orch_errinfo *reterr)
+orch_err
+model_key_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *out,
+              bool required, struct orch_errinfo *reterr)
 {
 	char key[128];
 	double v;
@@ -83,8 +85,8 @@ read_head_dim(const struct gguf_file *f, const char *arch, struct model_hparams 
 	uint32_t k = 0, v = 0;
 	orch_err rv;
 
-	if ((rv = get_u32(f, arch, "attention.key_length", &k, false, reterr)) ||
-	    (rv = get_u32(f, arch, "attention.value_length", &v, false, reterr)))
+	if ((rv = model_key_u32(f, arch, "attention.key_length", &k, false, reterr)) ||
+	    (rv = model_key_u32(f, arch, "attention.value_length", &v, false, reterr)))
 		return rv;
 	if (k == 0 && v == 0) {
 		if (hp->n_embd % hp->n_head != 0)
@@ -104,9 +106,15 @@ read_head_dim(const struct gguf_file *f, const char *arch, struct model_hparams 
 	return ORCH_OK;
 }
 
+/* What an architecture's file may hold beyond a dense llama-like model. */
+struct arch_caps {
+	bool moe;  /* {arch}.expert_count > 0 (its loader reads the expert keys) */
+	bool yarn; /* rope.scaling.type = yarn (its loader reads the YaRN keys) */
+};
+
 static orch_err
-read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *hp,
-             struct orch_errinfo *reterr)
+read_hparams(const struct gguf_file *f, const char *arch, const struct arch_caps *caps,
+             struct model_hparams *hp, struct orch_errinfo *reterr)
 {
 	uint64_t n_expert = 0;
 	struct gguf_str st;
@@ -114,23 +122,23 @@ read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *
 	orch_err rv;
 
 	hp->rope_base = 10000.0f;
-	if ((rv = get_u32(f, arch, "embedding_length", &hp->n_embd, true, reterr)) ||
-	    (rv = get_u32(f, arch, "block_count", &hp->n_layer, true, reterr)) ||
-	    (rv = get_u32(f, arch, "attention.head_count", &hp->n_head, true, reterr)) ||
-	    (rv = get_u32(f, arch, "feed_forward_length", &hp->n_ff, true, reterr)) ||
-	    (rv = get_u32(f, arch, "context_length", &hp->n_ctx_train, true, reterr)) ||
-	    (rv = get_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps, true,
-	                  reterr)) ||
-	    (rv = get_f32(f, arch, "rope.freq_base", &hp->rope_base, false, reterr)))
+	if ((rv = model_key_u32(f, arch, "embedding_length", &hp->n_embd, true, reterr)) ||
+	    (rv = model_key_u32(f, arch, "block_count", &hp->n_layer, true, reterr)) ||
+	    (rv = model_key_u32(f, arch, "attention.head_count", &hp->n_head, true, reterr)) ||
+	    (rv = model_key_u32(f, arch, "feed_forward_length", &hp->n_ff, true, reterr)) ||
+	    (rv = model_key_u32(f, arch, "context_length", &hp->n_ctx_train, true, reterr)) ||
+	    (rv = model_key_f32(f, arch, "attention.layer_norm_rms_epsilon", &hp->rms_eps, true,
+	                        reterr)) ||
+	    (rv = model_key_f32(f, arch, "rope.freq_base", &hp->rope_base, false, reterr)))
 		return rv;
 	snprintf(key, sizeof(key), "%s.expert_count", arch);
-	if (gguf_get_uint(f, key, &n_expert) == ORCH_OK && n_expert > 0)
+	if (!caps->moe && gguf_get_uint(f, key, &n_expert) == ORCH_OK && n_expert > 0)
 		return orch_errf(
 		        reterr, ORCH_EUNSUPPORTED,
 		        "%s: %s.expert_count is %llu: mixture-of-experts %s models are not supported",
 		        gguf_name(f), arch, (unsigned long long)n_expert, arch);
 	hp->n_head_kv = hp->n_head;
-	if ((rv = get_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false, reterr)))
+	if ((rv = model_key_u32(f, arch, "attention.head_count_kv", &hp->n_head_kv, false, reterr)))
 		return rv;
 	if (hp->n_head % hp->n_head_kv != 0)
 		return orch_errf(reterr, ORCH_EINVAL, "%s: %u KV heads do not divide the %u heads",
@@ -138,7 +146,7 @@ read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *
 	if ((rv = read_head_dim(f, arch, hp, reterr)) != ORCH_OK)
 		return rv;
 	hp->n_rot = hp->head_dim;
-	if ((rv = get_u32(f, arch, "rope.dimension_count", &hp->n_rot, false, reterr)))
+	if ((rv = model_key_u32(f, arch, "rope.dimension_count", &hp->n_rot, false, reterr)))
 		return rv;
 	if (hp->n_rot > hp->head_dim || hp->n_rot % 2 != 0)
 		return orch_errf(reterr, ORCH_EINVAL,
@@ -146,7 +154,8 @@ read_hparams(const struct gguf_file *f, const char *arch, struct model_hparams *
 		                 gguf_name(f), hp->n_rot, hp->head_dim);
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
 	if (gguf_get_str(f, key, &st) == ORCH_OK &&
-	    !(st.len == 4 && memcmp(st.ptr, "none", 4) == 0))
+	    !(st.len == 4 && memcmp(st.ptr, "none", 4) == 0) &&
+	    !(caps->yarn && st.len == 4 && memcmp(st.ptr, "yarn", 4) == 0))
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
 		                 "%s: rope scaling '%.*s' is not supported", gguf_name(f),
 		                 (int)(st.len > 32 ? 32 : st.len), st.ptr);
@@ -184,6 +193,37 @@ model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t
 	return t;
 }
 
+const struct gguf_tensor *
+model_tensor3(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t ne1, uint64_t ne2,
+              orch_err *rv, struct orch_errinfo *reterr)
+{
+	const struct gguf_tensor *t = gguf_find_tensor(f, name);
+
+	if (*rv != ORCH_OK)
+		return NULL;
+	if (t == NULL) {
+		*rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor %s is missing", gguf_name(f),
+		                name);
+		return NULL;
+	}
+	if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->n_dims > 3) {
+		*rv = orch_errf(reterr, ORCH_EGGUF_SHAPE,
+		                "%s: tensor %s is [%llu, %llu, %llu], want [%llu, %llu, %llu]",
+		                gguf_name(f), name, (unsigned long long)t->ne[0],
+		                (unsigned long long)t->ne[1], (unsigned long long)t->ne[2],
+		                (unsigned long long)ne0, (unsigned long long)ne1,
+		                (unsigned long long)ne2);
+		return NULL;
+	}
+	if (!quant_supported(t->type)) {
+		*rv = orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                "%s: tensor %s has type %s, which the engine does not support",
+		                gguf_name(f), name, ggml_type_name(t->type));
+		return NULL;
+	}
+	return t;
+}
+
 orch_err
 model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr)
 {
@@ -191,9 +231,11 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 		const char *name;
 		enum model_arch arch;
 		orch_err (*load)(const struct gguf_file *, struct model *, struct orch_errinfo *);
-	} archs[] = {{"llama", MODEL_LLAMA, model_llama_load},
-	             {"qwen2", MODEL_QWEN2, model_qwen2_load},
-	             {"phi3", MODEL_PHI3, model_phi3_load}};
+		struct arch_caps caps;
+	} archs[] = {{"llama", MODEL_LLAMA, model_llama_load, {0}},
+	             {"qwen2", MODEL_QWEN2, model_qwen2_load, {0}},
+	             {"phi3", MODEL_PHI3, model_phi3_load, {0}},
+	             {"gpt-oss", MODEL_GPT_OSS, model_gpt_oss_load, {.moe = true, .yarn = true}}};
 	struct gguf_str a;
 	char arch[64];
 	orch_err rv;
@@ -207,7 +249,7 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 		if (strcmp(arch, archs[i].name) != 0)
 			continue;
 		m->hp.arch = archs[i].arch;
-		if ((rv = read_hparams(f, arch, &m->hp, reterr)) != ORCH_OK)
+		if ((rv = read_hparams(f, arch, &archs[i].caps, &m->hp, reterr)) != ORCH_OK)
 			return rv;
 		m->layers = orch_calloc(m->hp.n_layer, sizeof(*m->layers));
 		if (m->layers == NULL)
@@ -216,9 +258,10 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 			model_free(m);
 		return rv;
 	}
-	return orch_errf(reterr, ORCH_EUNSUPPORTED,
-	                 "%s: architecture '%s' is not supported (supported: llama, qwen2, phi3)",
-	                 gguf_name(f), arch);
+	return orch_errf(
+	        reterr, ORCH_EUNSUPPORTED,
+	        "%s: architecture '%s' is not supported (supported: llama, qwen2, phi3, gpt-oss)",
+	        gguf_name(f), arch);
 }
 
 void

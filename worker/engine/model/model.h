@@ -3,7 +3,7 @@
  * model.h - a model as the engine sees it: hyper-parameters from GGUF
  * metadata and, per layer, the weight tensors of the architecture, mapped
  * from GGUF tensor names with their shapes checked. One file per
- * architecture (llama.c, qwen2.c, phi3.c) fills it; nothing above this
+ * architecture (llama.c, qwen2.c, phi3.c, gpt_oss.c) fills it; nothing above this
  * layer knows the tensor names.
  */
 #include <stdbool.h>
@@ -14,7 +14,7 @@
 struct gguf_file;
 struct gguf_tensor;
 
-enum model_arch { MODEL_LLAMA, MODEL_QWEN2, MODEL_PHI3 };
+enum model_arch { MODEL_LLAMA, MODEL_QWEN2, MODEL_PHI3, MODEL_GPT_OSS };
 
 struct model_hparams {
 	enum model_arch arch;
@@ -22,7 +22,22 @@ struct model_hparams {
 	uint32_t head_dim, n_rot;
 	float rope_base, rms_eps;
 	bool rope_neox; /* pairs (i, i + n_rot/2) instead of (2i, 2i + 1) */
+	/* YaRN RoPE scaling (yarn_factor 0: none), as ggml_rope_ext takes it */
+	float yarn_factor, yarn_beta_fast, yarn_beta_slow;
+	uint32_t yarn_orig_ctx;
+	/* mixture of experts (n_expert 0: a dense FFN of n_ff) */
+	uint32_t n_expert, n_expert_used, n_ff_exp;
+	/* sliding-window attention: a layer il with il % swa_pattern < swa_pattern - 1 sees
+	 * only its last n_swa positions, the query's own included (0: none) */
+	uint32_t n_swa, swa_pattern;
 };
+
+/* model_layer_swa - whether layer @il of @hp attends over a sliding window. */
+static inline bool
+model_layer_swa(const struct model_hparams *hp, uint32_t il)
+{
+	return hp->n_swa > 0 && hp->swa_pattern > 0 && il % hp->swa_pattern < hp->swa_pattern - 1;
+}
 
 /* One layer's tensors; absent ones are NULL (fused or not in this architecture). */
 struct model_layer {
@@ -35,6 +50,15 @@ struct model_layer {
 	const struct gguf_tensor *w_gate, *w_up; /* [n_embd, n_ff] */
 	const struct gguf_tensor *w_gate_up;     /* [n_embd, 2 n_ff] (phi3: gate first) */
 	const struct gguf_tensor *w_down;        /* [n_ff, n_embd] */
+	/* gpt-oss */
+	const struct gguf_tensor *bo;       /* [n_embd] attn_output.bias */
+	const struct gguf_tensor *sinks;    /* [n_head] a logit in every softmax's denominator */
+	const struct gguf_tensor *router;   /* [n_embd, n_expert] ffn_gate_inp (F32) */
+	const struct gguf_tensor *router_b; /* [n_expert] */
+	/* [n_embd, n_ff_exp, n_expert] gate and up, [n_ff_exp, n_embd, n_expert] down: expert
+	 * e's matrix is rows e·ne1 .. (e+1)·ne1 - 1; biases [ne1, n_expert] */
+	const struct gguf_tensor *gate_exps, *up_exps, *down_exps;
+	const struct gguf_tensor *gate_exps_b, *up_exps_b, *down_exps_b;
 };
 
 struct model {
@@ -65,7 +89,7 @@ void model_free(struct model *m);
 void model_for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *),
                            void *ctx);
 
-/* model_arch_name - "llama", "qwen2", "phi3". */
+/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss". */
 const char *model_arch_name(enum model_arch a);
 
 /* ---- for the per-architecture files ---- */
@@ -76,6 +100,23 @@ const struct gguf_tensor *model_tensor(const struct gguf_file *f, const char *na
                                        uint64_t ne1, bool required, orch_err *rv,
                                        struct orch_errinfo *reterr);
 
+/*
+ * model_key_u32, model_key_f32 - key "@arch.@suffix" into *@out: an integer
+ * 1..2^24, a float; when absent, an error naming it if @required, else
+ * ORCH_OK with *@out unchanged (the caller's default).
+ */
+orch_err model_key_u32(const struct gguf_file *f, const char *arch, const char *suffix,
+                       uint32_t *out, bool required, struct orch_errinfo *reterr);
+orch_err model_key_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *out,
+                       bool required, struct orch_errinfo *reterr);
+
+/* model_tensor3 - model_tensor for a 3-D tensor of @ne0 × @ne1 × @ne2 (experts), required. */
+const struct gguf_tensor *model_tensor3(const struct gguf_file *f, const char *name, uint64_t ne0,
+                                        uint64_t ne1, uint64_t ne2, orch_err *rv,
+                                        struct orch_errinfo *reterr);
+
 orch_err model_llama_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_qwen2_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_phi3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
+orch_err model_gpt_oss_load(const struct gguf_file *f, struct model *m,
+                            struct orch_errinfo *reterr);

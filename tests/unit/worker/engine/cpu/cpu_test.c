@@ -76,15 +76,16 @@ test_dequant_twins(void)
 }
 
 /*
- * The integer dots (Q8_0/Q4_0/Q5_0 weights × Q8_0 activations, K-quants ×
+ * The integer dots (Q8_0/Q4_0/Q5_0/MXFP4 weights × Q8_0 activations, K-quants ×
  * cpu_q8k activations): AVX2 and scalar agree, and both equal the dot of the
  * dequantized rows.
  */
 static void
 test_qdot_twins(void)
 {
-	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
-	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+	static const uint32_t types[] = {GGML_TYPE_Q8_0,  GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_MXFP4, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
+	                                 GGML_TYPE_Q6_K};
 	static float x[2048], w[2048], dx[2048], dw[2048];
 	static uint8_t wq[2048 * 2], xq[2048 / 32 * 40];
 	struct rng r;
@@ -175,12 +176,12 @@ test_attn_twins(void)
 		q[i] = rng_normalish(&r);
 	for (int f16 = 0; f16 < 2; f16++) {
 		for (uint32_t n = 1; n <= 50; n += 7) {
-			struct cpu_attn a = {f16 ? (const void *)k16 : k32,
-			                     f16 ? (const void *)v16 : v32,
-			                     64,
-			                     64,
-			                     f16 != 0,
-			                     true};
+			struct cpu_attn a = {.k = f16 ? (const void *)k16 : k32,
+			                     .v = f16 ? (const void *)v16 : v32,
+			                     .stride = 64,
+			                     .d = 64,
+			                     .f16 = f16 != 0,
+			                     .simd = true};
 			cpu_attn_head(&a, q, n, sc, o1);
 			a.simd = false;
 			cpu_attn_head(&a, q, n, sc, o2);
