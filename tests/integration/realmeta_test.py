@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, get, admin  # noqa: E402
 
-PRESETS = {"llama": "tiny-llama", "qwen2": "tiny-qwen2", "phi3": "tiny-phi3"}
+PRESETS = {"llama": "tiny-llama", "qwen2": "tiny-qwen2", "phi3": "tiny-phi3", "gpt-oss": "tiny-gpt-oss"}
 
 # (file, preset, quant, seed, sha256 of the file llama.cpp ran, bound on the
 # relative L2 error of the logits). Each bound is 1.5 x the largest relative
@@ -130,19 +130,15 @@ for name in sorted(os.listdir(os.path.join(DATA, "vocab"))):
     label = name[len("ggml-vocab-"):-len(".gguf")]
     out = os.path.join(tmp, label + ".gguf")
     if arch not in PRESETS:
-        # gpt2 and gpt-oss: no preset of that architecture; the worker refuses gpt2 by name
+        # gpt2: no preset of that architecture, and the worker refuses it by name
         r = run(BIN + "/orch-synth", "--preset", "tiny-llama", "--quant", "Q8_0",
                 "--metadata-from", vocab, "-o", out)
         check(r.returncode == 1 and "general.architecture is" in r.stderr,
               "%s: orch-synth refuses another architecture: %s" % (name, r.stderr.strip()))
         r = run(BIN + "/orch-worker", "run", "--model", vocab, "--prompt", "x", "-n", "1")
-        if arch == "gpt-oss":  # supported: a vocabulary-only file lacks its first tensor
-            check(r.returncode == 1 and "tensor token_embd.weight is missing" in r.stderr,
-                  "%s: the worker names the missing tensor: %s" % (name, r.stderr.strip()))
-        else:
-            check(r.returncode == 1 and
-                  "is not supported (supported: llama, qwen2, phi3, gpt-oss)" in r.stderr,
-                  "%s: the worker refuses its architecture by name: %s" % (name, r.stderr.strip()))
+        check(r.returncode == 1 and
+              "is not supported (supported: llama, qwen2, phi3, gpt-oss)" in r.stderr,
+              "%s: the worker refuses its architecture by name: %s" % (name, r.stderr.strip()))
         continue
     r = run(BIN + "/orch-synth", "--preset", PRESETS[arch], "--quant", "Q8_0", "--seed", "4",
             "--metadata-from", vocab, "-o", out)
@@ -159,7 +155,7 @@ for name in sorted(os.listdir(os.path.join(DATA, "vocab"))):
     end = json.loads(lines[-1]) if r.returncode == 0 and lines else {}
     check(end.get("tokens_out") == 4, "%s (%s): the worker generates: %s" % (name, arch, r.stderr[-300:]))
     models[label] = (out, any(k == "tokenizer.chat_template" for k, _ in keys))
-check(sorted(models) == ["llama-spm", "phi-3", "qwen2"], "models built: %s" % sorted(models))
+check(sorted(models) == ["gpt-oss", "llama-spm", "phi-3", "qwen2"], "models built: %s" % sorted(models))
 
 # the qwen2 file lacks rope.dimension_count, which the loader derives (head size 64)
 if "qwen2" in models:

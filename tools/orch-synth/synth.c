@@ -25,7 +25,7 @@ enum kind { K_WEIGHT, K_NORM, K_BIAS, K_ROPE };
 struct stensor {
 	char name[64];
 	uint32_t type, n_dims;
-	uint64_t ne[2];
+	uint64_t ne[3]; /* ne[2]: experts (gpt-oss), else 1 */
 	enum kind kind;
 };
 
@@ -38,8 +38,21 @@ struct synth {
 	size_t n, cap;
 };
 
+/* The type of matrix @name: gpt-oss keeps its experts MXFP4 and its router F32, as its files. */
+static uint32_t
+weight_type(const struct synth *s, const char *name, uint64_t ne0, uint32_t layer)
+{
+	if (s->p->gpt_oss && strstr(name, "_exps.") != NULL)
+		return GGML_TYPE_MXFP4;
+	if (s->p->gpt_oss && strstr(name, "ffn_gate_inp.") != NULL)
+		return GGML_TYPE_F32;
+	return synth_mix_type(&s->mix, name, ne0, layer, s->n_layer, !s->p->tied);
+}
+
+/* Tensor @name of @ne0 × @ne1 (0: 1-D) × @ne2 (0: 2-D at most). */
 static orch_err
-add(struct synth *s, const char *name, enum kind kind, uint64_t ne0, uint64_t ne1, uint32_t layer)
+add3(struct synth *s, const char *name, enum kind kind, uint64_t ne0, uint64_t ne1, uint64_t ne2,
+     uint32_t layer)
 {
 	struct stensor *t;
 
@@ -54,13 +67,57 @@ add(struct synth *s, const char *name, enum kind kind, uint64_t ne0, uint64_t ne
 	t = &s->t[s->n++];
 	snprintf(t->name, sizeof(t->name), "%s", name);
 	t->kind = kind;
-	t->n_dims = ne1 ? 2 : 1;
+	t->n_dims = ne2 ? 3 : ne1 ? 2 : 1;
 	t->ne[0] = ne0;
 	t->ne[1] = ne1 ? ne1 : 1;
-	t->type = kind == K_WEIGHT
-	                  ? synth_mix_type(&s->mix, name, ne0, layer, s->n_layer, !s->p->tied)
-	                  : GGML_TYPE_F32;
+	t->ne[2] = ne2 ? ne2 : 1;
+	t->type = kind == K_WEIGHT ? weight_type(s, name, ne0, layer) : GGML_TYPE_F32;
 	return ORCH_OK;
+}
+
+static orch_err
+add(struct synth *s, const char *name, enum kind kind, uint64_t ne0, uint64_t ne1, uint32_t layer)
+{
+	return add3(s, name, kind, ne0, ne1, 0, layer);
+}
+
+/* A gpt-oss block: biased attention with sinks, the router, the experts and their biases. */
+static orch_err
+add_gpt_oss_layer(struct synth *s, uint32_t l)
+{
+	const struct synth_preset *p = s->p;
+	uint64_t e = p->n_embd, q = (uint64_t)p->head_dim * p->n_head;
+	uint64_t kv = (uint64_t)p->head_dim * p->n_head_kv, ff = p->n_ff, ne = p->n_expert;
+	char n[64];
+	orch_err rv = ORCH_OK;
+
+#define ADD3(suffix, kind, a, b, c)                          \
+	do {                                                 \
+		snprintf(n, sizeof(n), "blk.%u." suffix, l); \
+		if (rv == ORCH_OK)                           \
+			rv = add3(s, n, kind, a, b, c, l);   \
+	} while (0)
+	ADD3("attn_norm.weight", K_NORM, e, 0, 0);
+	ADD3("attn_q.weight", K_WEIGHT, e, q, 0);
+	ADD3("attn_q.bias", K_BIAS, q, 0, 0);
+	ADD3("attn_k.weight", K_WEIGHT, e, kv, 0);
+	ADD3("attn_k.bias", K_BIAS, kv, 0, 0);
+	ADD3("attn_v.weight", K_WEIGHT, e, kv, 0);
+	ADD3("attn_v.bias", K_BIAS, kv, 0, 0);
+	ADD3("attn_output.weight", K_WEIGHT, q, e, 0);
+	ADD3("attn_output.bias", K_BIAS, e, 0, 0);
+	ADD3("attn_sinks.weight", K_BIAS, p->n_head, 0, 0);
+	ADD3("post_attention_norm.weight", K_NORM, e, 0, 0);
+	ADD3("ffn_gate_inp.weight", K_WEIGHT, e, ne, 0);
+	ADD3("ffn_gate_inp.bias", K_BIAS, ne, 0, 0);
+	ADD3("ffn_gate_exps.weight", K_WEIGHT, e, ff, ne);
+	ADD3("ffn_gate_exps.bias", K_BIAS, ff, ne, 0);
+	ADD3("ffn_up_exps.weight", K_WEIGHT, e, ff, ne);
+	ADD3("ffn_up_exps.bias", K_BIAS, ff, ne, 0);
+	ADD3("ffn_down_exps.weight", K_WEIGHT, ff, e, ne);
+	ADD3("ffn_down_exps.bias", K_BIAS, e, ne, 0);
+#undef ADD3
+	return rv;
 }
 
 static orch_err
@@ -112,7 +169,7 @@ build_tensors(struct synth *s)
 	if (rv == ORCH_OK && p->llama3_rope)
 		rv = add(s, "rope_freqs.weight", K_ROPE, p->n_rot / 2, 0, 0);
 	for (uint32_t l = 0; l < s->n_layer && rv == ORCH_OK; l++)
-		rv = add_layer(s, l);
+		rv = p->gpt_oss ? add_gpt_oss_layer(s, l) : add_layer(s, l);
 	if (rv == ORCH_OK)
 		rv = add(s, "output_norm.weight", K_NORM, p->n_embd, 0, 0);
 	if (rv == ORCH_OK && !p->tied)
@@ -142,6 +199,18 @@ set_hparams(struct gguf_writer *w, const struct synth *s)
 	if (p->n_ctx_orig)
 		rv = gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
 		                         p->n_ctx_orig);
+	if (rv == ORCH_OK && p->gpt_oss &&
+	    ((rv = gguf_writer_set_u32(w, KEY("attention.key_length"), p->head_dim)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("attention.value_length"), p->head_dim)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("expert_count"), p->n_expert)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("expert_used_count"), p->n_expert_used)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), p->n_ff)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("attention.sliding_window"), p->n_swa)) ||
+	     (rv = gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn")) ||
+	     (rv = gguf_writer_set_f32(w, KEY("rope.scaling.factor"), p->yarn_factor)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
+	                               p->yarn_orig_ctx))))
+		return rv;
 #undef KEY
 	return rv;
 }
@@ -150,11 +219,13 @@ static orch_err
 set_metadata(struct gguf_writer *w, const struct synth *s)
 {
 	orch_err rv;
-	bool quantized = ggml_type_get(s->mix.base)->quantized;
+	bool quantized = ggml_type_get(s->mix.base)->quantized || s->p->gpt_oss;
+	/* gpt-oss: llama.cpp's MOSTLY_MXFP4_MOE, what its converter writes for the real files */
+	uint32_t ftype = s->p->gpt_oss ? 38 : s->mix.ftype;
 
 	if ((rv = gguf_writer_set_str(w, "general.architecture", s->p->arch)) ||
 	    (rv = gguf_writer_set_str(w, "general.name", s->p->name)) ||
-	    (rv = gguf_writer_set_u32(w, "general.file_type", s->mix.ftype)) ||
+	    (rv = gguf_writer_set_u32(w, "general.file_type", ftype)) ||
 	    (quantized && (rv = gguf_writer_set_u32(w, "general.quantization_version", 2))) ||
 	    (rv = gguf_writer_set_str(w, "orch.synth.preset", s->p->name)) ||
 	    (rv = gguf_writer_set_str(w, "orch.synth.quant", s->mix.name)) ||
@@ -209,14 +280,15 @@ fill(void *ctx, size_t index, const char *name, void *dst, uint64_t nbytes)
 	float *row;
 	orch_err rv = ORCH_OK;
 
+	uint64_t rows = t->ne[1] * t->ne[2];
 	if (ggml_row_bytes(t->type, t->ne[0], &row_bytes) != ORCH_OK ||
-	    row_bytes * t->ne[1] != nbytes || strcmp(name, t->name) != 0)
+	    row_bytes * rows != nbytes || strcmp(name, t->name) != 0)
 		return ORCH_EINTERNAL;
 	row = orch_calloc((size_t)t->ne[0], sizeof(*row));
 	if (row == NULL)
 		return ORCH_ENOMEM;
 	rng_seed_str(&r, s->seed, t->name);
-	for (uint64_t i = 0; i < t->ne[1] && rv == ORCH_OK; i++) {
+	for (uint64_t i = 0; i < rows && rv == ORCH_OK; i++) {
 		gen_row(s, t, &r, row);
 		rv = quant_row(t->type, row, (uint8_t *)dst + i * row_bytes, t->ne[0]);
 	}
@@ -233,7 +305,7 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 	if (s->p == NULL)
 		return orch_errf(
 		        reterr, ORCH_EINVAL,
-		        "unknown preset '%s' (presets: qwen2.5-0.5b, phi3-mini-4k, llama-3.2-1b, tiny-llama, tiny-qwen2, tiny-phi3)",
+		        "unknown preset '%s' (presets: qwen2.5-0.5b, phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-phi3, tiny-gpt-oss)",
 		        o->preset ? o->preset : "");
 	if (synth_mix_parse(quant, &s->mix) != ORCH_OK)
 		return orch_errf(

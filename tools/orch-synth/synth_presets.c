@@ -2,7 +2,8 @@
  * synth_presets.c - the presets: the exact shapes and hyper-parameters of
  * the real models (from their published configs), and tiny variants of the
  * same architectures for fast tests. The tiny ones are 256 wide so every
- * K-quant (256-element super-blocks) applies to every matrix.
+ * K-quant (256-element super-blocks) applies to every matrix; tiny-gpt-oss
+ * keeps gpt-oss's head size (64, not n_embd / n_head) and its window.
  */
 #include <string.h>
 
@@ -77,6 +78,44 @@ static const struct synth_preset presets[] = {
          .rms_eps = 1e-6f,
          .qkv_bias = true,
          .tied = true},
+        {.name = "gpt-oss-20b",
+         .arch = "gpt-oss",
+         .n_layer = 24,
+         .n_embd = 2880,
+         .n_head = 64,
+         .n_head_kv = 8,
+         .n_ff = 2880,
+         .n_vocab = 201088,
+         .n_ctx = 131072,
+         .n_rot = 64,
+         .rope_base = 150000.0f,
+         .rms_eps = 1e-5f,
+         .gpt_oss = true,
+         .head_dim = 64,
+         .n_expert = 32,
+         .n_expert_used = 4,
+         .n_swa = 128,
+         .yarn_factor = 32.0f,
+         .yarn_orig_ctx = 4096},
+        {.name = "tiny-gpt-oss",
+         .arch = "gpt-oss",
+         .n_layer = 2,
+         .n_embd = 256,
+         .n_head = 8,
+         .n_head_kv = 2,
+         .n_ff = 256,
+         .n_vocab = 512,
+         .n_ctx = 4096,
+         .n_rot = 64,
+         .rope_base = 150000.0f,
+         .rms_eps = 1e-5f,
+         .gpt_oss = true,
+         .head_dim = 64,
+         .n_expert = 8,
+         .n_expert_used = 4,
+         .n_swa = 128,
+         .yarn_factor = 32.0f,
+         .yarn_orig_ctx = 4096},
         {.name = "tiny-phi3",
          .arch = "phi3",
          .n_layer = 2,
