@@ -495,6 +495,21 @@ test_real_presets(void)
 	T_NEAR(first, 1.0, 0); /* high frequencies unscaled */
 	T_NEAR(last, 32.0, 0); /* low frequencies scaled by the factor */
 	gguf_close(f);
+	/* gpt-oss: MXFP4 experts (3-D) and an F32 router whatever the quant; the rest Q8_0 */
+	f = synth_open("tiny-gpt-oss", "Q8_0", NULL, 0, 1);
+	T_TRUE(f != NULL);
+	expect_tensor(f, "blk.1.attn_q.weight", 256, 512, GGML_TYPE_Q8_0);
+	expect_tensor(f, "blk.1.attn_sinks.weight", 8, 1, GGML_TYPE_F32);
+	expect_tensor(f, "blk.1.ffn_gate_inp.weight", 256, 8, GGML_TYPE_F32);
+	expect_tensor(f, "blk.1.ffn_down_exps.weight", 256, 256, GGML_TYPE_MXFP4);
+	expect_tensor(f, "blk.1.ffn_down_exps.bias", 256, 8, GGML_TYPE_F32);
+	T_EQ(gguf_find_tensor(f, "blk.1.ffn_up_exps.weight")->ne[2], 8);
+	T_OK(gguf_get_u32(f, "gpt-oss.expert_used_count", &u));
+	T_EQ(u, 4);
+	T_OK(gguf_get_u32(f, "general.file_type", &u));
+	T_EQ(u, 38);
+	expect_forward_finite(f, "tiny-gpt-oss, 2 layers");
+	gguf_close(f);
 }
 
 int
