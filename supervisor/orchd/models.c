@@ -43,7 +43,7 @@ static void start_workers(struct orchd *d, struct model_entry *m);
 static void
 fail_start(struct orchd *d, struct model_entry *m, orch_err code, const char *msg)
 {
-	snprintf(m->error, sizeof(m->error), "%s", msg);
+	snprintf(m->error, sizeof(m->error), "%.*s", (int)sizeof(m->error) - 1, msg);
 	m->met.load_failures++;
 	orch_log(ORCH_LOG_ERR, "model_failed", "model=%s err=%s msg=\"%s\"", m->cfg.name,
 	         orch_err_wire(code), msg);

@@ -37,6 +37,7 @@ extern char **environ;
 #define FAIL_LIMIT       5u
 /* A worker ready this long before it dies was healthy: earlier failures no longer count. */
 #define HEALTHY_RESET_MS (60u * 1000u)
+#define EXIT_GRACE_MS    100u /* a dead worker's last messages are read this long */
 
 const char *
 workers_state_name(enum worker_state s)
@@ -223,38 +224,35 @@ note_exit(struct worker *w, int code)
 		exit_reason(w, code, w->last_restart_reason, sizeof(w->last_restart_reason));
 	if (intended)
 		orch_log(code == 0 ? ORCH_LOG_INFO : ORCH_LOG_WARNING, "worker_exit",
-		         "worker=%s pid=%d status=%d intended=yes", w->id, (int)w->pid, code);
+		         "worker=%s pid=%d status=%d intended=yes", w->id, (int)w->exit_pid, code);
 	else
 		orch_log(ORCH_LOG_WARNING, "worker_exit",
-		         "worker=%s pid=%d status=%d intended=no why=\"%s\"", w->id, (int)w->pid,
-		         code, w->last_restart_reason);
+		         "worker=%s pid=%d status=%d intended=no why=\"%s\"", w->id,
+		         (int)w->exit_pid, code, w->last_restart_reason);
 	int k = snprintf(note, sizeof(note), "orchd: pid %d exited with status %d%s%s%s",
-	                 (int)w->pid, code,
+	                 (int)w->exit_pid, code,
 	                 intended ? "" : " (unexpected: ", intended ? "" : w->last_restart_reason,
 	                 intended ? "" : ")");
 	workers_keep_line(w, true, note, k < (int)sizeof(note) ? (size_t)k : sizeof(note) - 1);
 	return intended;
 }
 
+/* The rest of a worker's exit, EXIT_GRACE_MS after it was reaped: its jobs, its restart. */
 static void
-on_exit_fd(evutil_socket_t fd, short what, void *arg)
+on_reaped(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct orchd *d = w->model->d;
 	struct model_entry *m = w->model;
-	int st = 0;
+	int st = w->exit_status;
 	char why[256];
 
 	(void)fd;
 	(void)what;
-	if (waitpid(w->pid, &st, WNOHANG) <= 0)
-		return;
-	rundir_worker_reaped(d, w->id);
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	bool permanent = w->last_exit < 0; /* a load error no retry fixes */
 	bool intended = note_exit(w, code);
 	snprintf(why, sizeof(why), "worker %s exited with status %d", w->id, code);
-	w->pid = 0;
 	close_process(w);
 	jobs_worker_lost(d, w, why);
 	w->last_exit = m->last_exit = code;
@@ -281,6 +279,36 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	m->restarts++; /* counted when it happens: a refused build or a bad file is not restarted */
 	w->restarts++;
 	schedule_restart(d, w);
+}
+
+/*
+ * The worker's process is gone (its pidfd): reap it, route nothing more to
+ * it, and settle the rest after EXIT_GRACE_MS. What it sent just before it
+ * exited (a job's last tokens and end, after a drain) may still be on its
+ * way through the channel, whose receive event goes on meanwhile: without
+ * the grace, a job that finished would be reported WORKER_LOST.
+ */
+static void
+on_exit_fd(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct timeval grace = {0, EXIT_GRACE_MS * 1000};
+	int st = 0;
+
+	(void)fd;
+	(void)what;
+	if (waitpid(w->pid, &st, WNOHANG) <= 0)
+		return;
+	rundir_worker_reaped(w->model->d, w->id);
+	w->exit_status = st;
+	w->exit_pid = w->pid;
+	w->pid = 0;
+	if (w->ev_reap == NULL &&
+	    (w->ev_reap = evtimer_new(w->model->d->base, on_reaped, w)) == NULL) {
+		on_reaped(-1, 0, w); /* out of memory: settle it now */
+		return;
+	}
+	evtimer_add(w->ev_reap, &grace);
 }
 
 /* ---- spawning ---- */
@@ -491,6 +519,8 @@ workers_free(struct worker *w)
 	close_process(w);
 	if (w->ev_timer)
 		event_free(w->ev_timer);
+	if (w->ev_reap)
+		event_free(w->ev_reap);
 	sbuf_fini(&w->log_partial);
 	orch_free(w);
 }

@@ -69,7 +69,10 @@ struct worker {
 	char device[16];
 	uint32_t replica;
 	enum worker_state state;
-	pid_t pid;
+	pid_t pid;             /* 0: none running (reaped) */
+	pid_t exit_pid;        /* the last process, for its exit's log lines */
+	int exit_status;       /* its wait status, settled EXIT_GRACE_MS after the reap */
+	struct event *ev_reap; /* that grace */
 	int pidfd, log_fd;
 	struct ipc_chan *ch;
 	struct event *ev_recv, *ev_pid, *ev_log, *ev_timer, *ev_send;
