@@ -501,14 +501,15 @@ test_real_presets(void)
 	expect_tensor(f, "blk.1.attn_q.weight", 256, 512, GGML_TYPE_Q8_0);
 	expect_tensor(f, "blk.1.attn_sinks.weight", 8, 1, GGML_TYPE_F32);
 	expect_tensor(f, "blk.1.ffn_gate_inp.weight", 256, 8, GGML_TYPE_F32);
-	expect_tensor(f, "blk.1.ffn_down_exps.weight", 256, 256, GGML_TYPE_MXFP4);
 	expect_tensor(f, "blk.1.ffn_down_exps.bias", 256, 8, GGML_TYPE_F32);
-	T_EQ(gguf_find_tensor(f, "blk.1.ffn_up_exps.weight")->ne[2], 8);
+	const struct gguf_tensor *ex = gguf_find_tensor(f, "blk.1.ffn_down_exps.weight");
+	T_TRUE(ex != NULL && ex->n_dims == 3 && ex->ne[0] == 256 && ex->ne[1] == 256 &&
+	       ex->ne[2] == 8 && ex->type == GGML_TYPE_MXFP4);
 	T_OK(gguf_get_u32(f, "gpt-oss.expert_used_count", &u));
 	T_EQ(u, 4);
 	T_OK(gguf_get_u32(f, "general.file_type", &u));
 	T_EQ(u, 38);
-	expect_forward_finite(f, "tiny-gpt-oss, 2 layers");
+	/* (its forward pass is the engine's: realmeta_test runs it in the worker and orchd) */
 	gguf_close(f);
 }
 
