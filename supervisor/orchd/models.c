@@ -50,17 +50,53 @@ fail_start(struct orchd *d, struct model_entry *m, orch_err code, const char *ms
 	models_worker_state(d, m);
 }
 
-/* The file's facts (inspect.h): the estimate and the template's origin; a start goes on. */
+/*
+ * Starts whose files are read, in registry order: a start waits for the read
+ * of every model before it that is starting too, so placement sees the
+ * models in the order the configuration gives them, whichever read ends
+ * first. Each start then fails on its read's error or starts its workers
+ * (both report the state change; a model may be gone after them).
+ */
+static void
+start_pending(struct orchd *d)
+{
+	for (struct model_entry *m = d->models, *next; m; m = next) {
+		next = m->next;
+		if (!m->start_after)
+			continue;
+		if (m->inspecting != NULL)
+			return; /* an earlier start is still reading: the later ones wait */
+		m->start_after = false;
+		if (m->state != MODEL_LOADING) /* unloaded meanwhile */
+			continue;
+		if (d->stopping) /* SIGTERM came during the read: no worker starts now */
+			models_worker_state(d, m);
+		else if (m->read_rv != ORCH_OK) /* the worker would fail the same way */
+			fail_start(d, m, m->read_rv, m->read_msg);
+		else
+			start_workers(d, m);
+	}
+}
+
+/* The end of @m's read: its error, if any, for a start waiting on it. */
+static void
+read_done(struct model_entry *m, orch_err rv, const char *msg)
+{
+	m->inspecting = NULL;
+	if (m->ev_read)
+		evtimer_del(m->ev_read);
+	m->read_rv = rv;
+	snprintf(m->read_msg, sizeof(m->read_msg), "%.*s", (int)sizeof(m->read_msg) - 1,
+	         rv == ORCH_OK ? "" : msg);
+}
+
+/* The file's facts (inspect.h): the estimate and the template's origin; starts go on. */
 static void
 on_inspected(struct orchd *d, void *arg, const struct inspect_facts *f)
 {
 	struct model_entry *m = arg;
-	bool start = m->start_after;
 
-	m->inspecting = NULL;
-	m->start_after = false;
-	if (m->ev_read)
-		evtimer_del(m->ev_read);
+	read_done(m, f->rv, f->msg);
 	if (f->rv == ORCH_OK) {
 		m->need_known = f->has_estimate;
 		m->need_bytes = f->need_bytes;
@@ -72,17 +108,7 @@ on_inspected(struct orchd *d, void *arg, const struct inspect_facts *f)
 			snprintf(m->chat_template_origin, sizeof(m->chat_template_origin), "%s",
 			         f->has_chat_template ? "model" : "fallback");
 	}
-	if (!start || m->state != MODEL_LOADING) /* not starting, or unloaded meanwhile */
-		return;
-	if (d->stopping) { /* SIGTERM came during the read: no worker starts now */
-		models_worker_state(d, m);
-		return;
-	}
-	/* both report the state change (models_worker_state); @m may be gone after them */
-	if (f->rv != ORCH_OK) /* the worker would fail the same way */
-		fail_start(d, m, f->rv, f->msg);
-	else
-		start_workers(d, m);
+	start_pending(d);
 }
 
 /* A read longer than load_timeout_s (a hung mount): the start fails; a later one reads afresh. */
@@ -97,16 +123,13 @@ on_read_timeout(evutil_socket_t fd, short what, void *arg)
 	if (m->inspecting == NULL)
 		return;
 	inspect_cancel(m->inspecting);
-	m->inspecting = NULL;
-	if (!m->start_after || m->state != MODEL_LOADING)
-		return;
-	m->start_after = false;
 	snprintf(msg, sizeof(msg), "%s: not read within load_timeout_s (%u s)", m->cfg.path,
 	         m->d->cfg.load_timeout_s);
-	fail_start(m->d, m, ORCH_ETIMEOUT, msg);
+	read_done(m, ORCH_ETIMEOUT, msg);
+	start_pending(m->d);
 }
 
-/* Read @m's file off the loop (once at a time); with @start, its workers start after. */
+/* Read @m's file off the loop (one read at a time); a start waiting on it goes on after. */
 static void
 inspect(struct orchd *d, struct model_entry *m)
 {
@@ -123,10 +146,8 @@ inspect(struct orchd *d, struct model_entry *m)
 		return;
 	}
 	orch_log_err(e.code, &e, "inspect_failed", "model=%s", m->cfg.name);
-	if (m->start_after && m->state == MODEL_LOADING) {
-		m->start_after = false;
-		fail_start(d, m, e.code, e.msg);
-	}
+	read_done(m, e.code, e.msg);
+	start_pending(d);
 }
 
 orch_err

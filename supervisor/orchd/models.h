@@ -40,8 +40,10 @@ struct model_entry {
 	struct event *ev_wait;      /* retries a start waiting for evicted models' memory */
 	struct inspect *inspecting; /* its file being read (inspect.h); NULL: none */
 	struct event *ev_read;      /* that read's load_timeout_s */
-	bool start_after;           /* the workers start when that read is in */
-	uint64_t wait_since_ms;     /* 0: not waiting */
+	bool start_after;           /* a start waits for that read (and earlier models' reads) */
+	orch_err read_rv;           /* the last read's result, and its message when not ORCH_OK */
+	char read_msg[512];
+	uint64_t wait_since_ms; /* 0: not waiting */
 	int last_exit;
 	uint64_t fail_ms[5]; /* the last failures' times, for "5 in 10 minutes" */
 	uint32_t n_fail;

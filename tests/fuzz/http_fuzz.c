@@ -67,8 +67,9 @@ head_invariants(const char *p, size_t n, const struct http_head *h, uint64_t max
 			abort();
 		if (i > 0 && p[i - 1] != '\n')
 			continue;
-		lengths += strncasecmp(p + i, "content-length:", 15) == 0;
-		if (i > 0 && strncasecmp(p + i, "transfer-encoding:", 18) == 0)
+		/* the head's own bytes only: p is not NUL-terminated */
+		lengths += n - i >= 15 && strncasecmp(p + i, "content-length:", 15) == 0;
+		if (i > 0 && n - i >= 18 && strncasecmp(p + i, "transfer-encoding:", 18) == 0)
 			abort();
 	}
 	if (lengths > 1 || h->content_length > max_body || (!h->post && h->content_length))

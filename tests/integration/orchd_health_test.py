@@ -162,11 +162,14 @@ def unhealthy_then_killed(pid2, log_path):
     [t.join(60) for t in th]
     lost = [k for k, (s, evs) in res.items() if evs and evs[-1]["event"] == "error"
             and json.loads(evs[-1]["data"]).get("code") == "WORKER_LOST"
-            and json.loads(evs[-1]["data"]).get("retriable") is True]
+            and json.loads(evs[-1]["data"]).get("retriable") is True and "token" in names(evs)]
     done = [k for k, (s, evs) in res.items() if names(evs)[-1:] == ["end"]]
-    check(len(lost) == 1 and len(done) == 3
+    # the one in the slot ends WORKER_LOST if a token of it went out before the kill (the
+    # worker may be stopped before its first one, on a slow build); the others, and a slot
+    # job with no token, run again on the restarted worker
+    check(len(lost) <= 1 and len(lost) + len(done) == 4
           and all(names(evs).count("started") == 1 for _, evs in res.values()),
-          "past unhealthy_drain_s the running job ends WORKER_LOST, the three waiting (no token "
+          "past unhealthy_drain_s a job with a token out ends WORKER_LOST, the others (no token "
           "yet) run on the restarted worker: %r" % {k: names(v[1])[-1:] for k, v in res.items()})
     check(2.0 <= waited < 6.0, "killed after unhealthy_drain_s (3 s): %.1f s" % waited)
     check("why=\"killed: unhealthy, and its jobs did not finish within unhealthy_drain_s\"" in open(log_path).read(),
