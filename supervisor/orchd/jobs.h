@@ -87,6 +87,8 @@ struct job_request {
 	char *stops[ORCH_API_MAX_STOPS];
 	uint32_t n_stops, max_tokens;
 	bool stream, include_usage;
+	bool literal_prompt; /* "parse_special": false: special-token text in the prompt stays text
+	                      */
 	uint32_t resume_grace_s;
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
 };

@@ -14,11 +14,10 @@
 #include "jobs.h"
 #include "params.h"
 
-static const char *const execute_keys[] = {"job_id",        "model",       "prompt",
-                                           "max_tokens",    "temperature", "top_p",
-                                           "top_k",         "min_p",       "repetition_penalty",
-                                           "stop",          "seed",        "resume_grace_s",
-                                           "metrics_every", NULL};
+static const char *const execute_keys[] = {
+        "job_id", "model",          "prompt",        "max_tokens",         "temperature",
+        "top_p",  "top_k",          "min_p",         "repetition_penalty", "stop",
+        "seed",   "resume_grace_s", "metrics_every", "parse_special",      NULL};
 
 static const char *const completion_keys[] = {"model",
                                               "prompt",
@@ -41,6 +40,7 @@ static const char *const completion_keys[] = {"model",
                                               "top_k",
                                               "min_p",
                                               "repetition_penalty",
+                                              "parse_special",
                                               NULL};
 
 static const char *const chat_keys[] = {"model",
@@ -64,6 +64,21 @@ static const char *const chat_keys[] = {"model",
                                         "min_p",
                                         "repetition_penalty",
                                         NULL};
+
+/*
+ * "parse_special" (default true): special-token text in a raw prompt becomes
+ * those tokens, as llama.cpp does; false keeps it text.
+ */
+static bool
+parse_special(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	bool on = true;
+
+	if (!params_bool(root, "parse_special", &on, pe))
+		return false;
+	r->literal_prompt = !on;
+	return true;
+}
 
 /* A prompt of 1 to @max_chars characters. */
 static bool
@@ -92,7 +107,7 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 	if (job_id[0] == '\0' || strlen(job_id) > REQUEST_JOB_ID_MAX)
 		return params_fail(pe, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes",
 		                   REQUEST_JOB_ID_MAX);
-	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe))
+	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
@@ -231,7 +246,7 @@ parse_prompt(const struct orchd_config *cfg, const cJSON *root, struct job_reque
 	if (!cJSON_IsString(p))
 		return params_fail(pe, ORCH_EINVAL, "prompt",
 		                   "'prompt' must be a string (or an array of one string)");
-	if (!prompt_ok(p->valuestring, cfg->max_prompt_chars, pe))
+	if (!prompt_ok(p->valuestring, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe))
 		return false;
 	if ((r->prompt = orch_strndup(p->valuestring, strlen(p->valuestring))) == NULL)
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");

@@ -58,6 +58,7 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.n_stop = j->req.n_stops;
 	s.correlation_id = (char *)(uintptr_t)j->correlation;
 	s.deadline_unix_ms = j->created_unix + d->cfg.request_timeout_s * 1000ull;
+	s.literal_prompt = j->req.literal_prompt;
 	if (j->req.messages != NULL) {
 		const cJSON *it;
 		size_t k = 0;

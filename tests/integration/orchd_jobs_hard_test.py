@@ -380,6 +380,30 @@ def retention():
 CORR = re.compile(r"^[0-9a-f]{16}$")
 
 
+def special_text():
+    """parse_special: special-token text in a raw prompt is parsed by default ("<s>" is BOS
+    for stories260K), kept as text with false; chat does not take it."""
+    counts = {}
+    for ps in (None, True, False):
+        body = {"model": "a", "prompt": "<s>Once", "max_tokens": 1}
+        if ps is not None:
+            body["parse_special"] = ps
+        st, _, t = post("/v1/completions", body, JSON)
+        counts[ps] = json.loads(t).get("usage", {}).get("prompt_tokens") if st == 200 else st
+    check(counts[None] == counts[True] and isinstance(counts[False], int)
+          and counts[False] > counts[True], "parse_special: %r" % counts)
+    st, _, t = post("/execute", {"job_id": "ps", "model": "a", "prompt": "<s>Once", "max_tokens": 1,
+                                 "parse_special": False}, JSON)
+    evs = sse_events(t)
+    check(st == 200 and json.loads(evs[0]["data"]).get("prompt_tokens") == counts[False],
+          "parse_special on /execute: %s" % t[:200])
+    st, _, t = post("/v1/chat/completions", {"model": "a", "messages": [{"role": "user", "content": "x"}],
+                                             "parse_special": False}, JSON)
+    check(st == 400 and error_of(t).get("param") == "parse_special", "chat refuses parse_special: %s" % st)
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": "x", "parse_special": "no"}, JSON)
+    check(st == 400 and error_of(t).get("param") == "parse_special", "parse_special must be a bool: %s" % st)
+
+
 def fifo_model():
     """Item 2: model files are read off the loop, regular files only: orchd started with a
     model whose path is a FIFO (before: its start hung in open()), and that model fails at
@@ -449,6 +473,7 @@ try:
     check(a.wait_ready(), "orchd without keys is ready")
     strict_bodies()
     prompt_limits()
+    special_text()
     fifo_model()
     anonymous_ids()
     log_forging(a)

@@ -74,6 +74,15 @@ c=$("$W" run --model "$M" --prompt "Once" -n 4 --format jsonl 2>/dev/null | tail
 python3 -c "import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; assert l[-1]['prompt_tokens'] > 5, l[-1]" \
 	"$tmp/chat.jsonl" && ok || bad "--chat prompt not templated"
 
+# A hand-written harmony turn: its special-token text becomes gpt-oss's special tokens (6 ids:
+# <|start|> user <|message|> Hi <|end|> ...), unless --no-parse-special keeps it text.
+G="$data/models/gpt-oss-tiny-mxfp4.gguf"
+h='<|start|>user<|message|>Hi<|end|><|start|>assistant'
+p1=$("$W" run --model "$G" --prompt "$h" -n 1 --temperature 0 --format jsonl 2>/dev/null | tail -n1)
+p2=$("$W" run --model "$G" --prompt "$h" -n 1 --temperature 0 --format jsonl --no-parse-special 2>/dev/null | tail -n1)
+[[ $p1 == *'"prompt_tokens":7,'* ]] && ok || bad "harmony text as special tokens: $p1"
+[[ $p2 =~ \"prompt_tokens\":([0-9]+), && ${BASH_REMATCH[1]} -gt 15 ]] && ok || bad "--no-parse-special: $p2"
+
 # A prompt file: the same tokens as --prompt.
 printf 'Once upon a time' >"$tmp/prompt"
 d=$("$W" run --model "$M" --prompt-file "$tmp/prompt" -n 8 --temperature 0 --format jsonl 2>/dev/null | head -n8 | cut -d, -f2)

@@ -29,6 +29,7 @@
 struct run_opts {
 	const char *model, *device, *prompt, *prompt_file, *format, *dump_path;
 	bool chat, jsonl, kv_f32, no_graphs;
+	bool literal; /* --no-parse-special: special-token text in the prompt stays text */
 	uint32_t n, n_ctx, threads, dump_n;
 	struct samp_params sp;
 	bool seed_given;
@@ -249,6 +250,9 @@ other_opt(struct run_opts *o, int c, int argc, char **argv, bool *ok)
 	case 'G':
 		o->no_graphs = true;
 		break;
+	case 'N':
+		o->literal = true;
+		break;
 	case 'z':
 		if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
 			fprintf(stderr,
@@ -285,6 +289,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	                                         {"kv-f32", no_argument, NULL, 'K'},
 	                                         {"no-graphs", no_argument, NULL, 'G'},
 	                                         {"tokenizer", required_argument, NULL, 'z'},
+	                                         {"no-parse-special", no_argument, NULL, 'N'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
 
@@ -323,7 +328,7 @@ prompt_ids(const struct run_opts *o, const struct model_text *mt, struct tok_ids
 		return rv;
 	const char *src = text ? text : o->prompt;
 	struct prompt_msg user = {"user", src};
-	rv = prompt_encode(mt, src, n, o->chat ? &user : NULL, o->chat ? 1 : 0, ids, e);
+	rv = prompt_encode(mt, src, n, o->literal, o->chat ? &user : NULL, o->chat ? 1 : 0, ids, e);
 	orch_free(text);
 	return rv;
 }

@@ -228,8 +228,8 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 	j->sv = sv;
 	for (size_t i = 0; i < m->n_messages; i++)
 		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content};
-	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), msgs, m->n_messages, &j->ids,
-	                   e);
+	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), m->literal_prompt, msgs,
+	                   m->n_messages, &j->ids, e);
 	if (rv != ORCH_OK) {
 		tok_ids_fini(&j->ids);
 		orch_free(j);

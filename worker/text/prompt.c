@@ -68,12 +68,12 @@ out:
 }
 
 orch_err
-prompt_encode(const struct model_text *mt, const char *text, size_t n,
+prompt_encode(const struct model_text *mt, const char *text, size_t n, bool literal,
               const struct prompt_msg *msgs, size_t n_msgs, struct tok_ids *ids,
               struct orch_errinfo *reterr)
 {
 	const struct tok *t = mt->tok;
-	unsigned flags = TOK_ADD_SPECIAL | TOK_PARSE_SPECIAL;
+	unsigned flags = TOK_ADD_SPECIAL | (literal && n_msgs == 0 ? 0 : TOK_PARSE_SPECIAL);
 	char *rendered = NULL;
 	orch_err rv;
 

@@ -22,10 +22,12 @@ struct prompt_msg {
 /*
  * prompt_encode - the ids, by @mt's tokenizer, of @text (@n bytes) when
  * @n_msgs is 0, else of @msgs rendered by @mt's chat template with
- * add_generation_prompt. ORCH_ETEMPLATE or ORCH_ETEMPLATE_RAISE with the
- * template's message, ORCH_ENOMEM.
+ * add_generation_prompt. Special-token text in @text (a harmony turn written
+ * by hand, "<s>") becomes those tokens, as llama.cpp does, unless @literal.
+ * ORCH_ETEMPLATE or ORCH_ETEMPLATE_RAISE with the template's message,
+ * ORCH_ENOMEM.
  */
-orch_err prompt_encode(const struct model_text *mt, const char *text, size_t n,
+orch_err prompt_encode(const struct model_text *mt, const char *text, size_t n, bool literal,
                        const struct prompt_msg *msgs, size_t n_msgs, struct tok_ids *ids,
                        struct orch_errinfo *reterr);
 
