@@ -108,19 +108,11 @@ orch_err
 model_gpt_oss_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr)
 {
 	struct model_hparams *hp = &m->hp;
-	const struct gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
 	orch_err rv;
 
-	if ((rv = read_keys(f, hp, reterr)) != ORCH_OK)
+	if ((rv = read_keys(f, hp, reterr)) != ORCH_OK ||
+	    (rv = model_map_ends(f, m, false, reterr)) != ORCH_OK)
 		return rv;
-	if (embd == NULL)
-		return orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor token_embd.weight is missing",
-		                 gguf_name(f));
-	hp->n_vocab = (uint32_t)embd->ne[1];
-	m->tok_embd =
-	        model_tensor(f, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &rv, reterr);
-	m->output_norm = model_tensor(f, "output_norm.weight", hp->n_embd, 0, true, &rv, reterr);
-	m->output = model_tensor(f, "output.weight", hp->n_embd, hp->n_vocab, true, &rv, reterr);
 	for (uint32_t il = 0; il < hp->n_layer && rv == ORCH_OK; il++)
 		rv = map_layer(f, hp, il, &m->layers[il], reterr);
 	return rv;

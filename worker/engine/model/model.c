@@ -162,20 +162,41 @@ read_hparams(const struct gguf_file *f, const char *arch, const struct arch_caps
 	return ORCH_OK;
 }
 
+/* Tensor @name, or NULL (an error when @required); nothing once *@rv is set. */
+static const struct gguf_tensor *
+lookup(const struct gguf_file *f, const char *name, bool required, orch_err *rv,
+       struct orch_errinfo *reterr)
+{
+	const struct gguf_tensor *t = *rv == ORCH_OK ? gguf_find_tensor(f, name) : NULL;
+
+	if (*rv == ORCH_OK && t == NULL && required)
+		*rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor %s is missing", gguf_name(f),
+		                name);
+	return t;
+}
+
+/* Whether @t has a type the engine computes with (F32 only for @one_d); else *@rv. */
+static bool
+type_ok(const struct gguf_file *f, const struct gguf_tensor *t, bool one_d, orch_err *rv,
+        struct orch_errinfo *reterr)
+{
+	if (quant_supported(t->type) && (!one_d || t->type == GGML_TYPE_F32))
+		return true;
+	*rv = orch_errf(reterr, ORCH_EUNSUPPORTED,
+	                "%s: tensor %s has type %s, which the engine does not support%s",
+	                gguf_name(f), t->name, ggml_type_name(t->type),
+	                one_d ? " for a 1-D tensor (F32 only)" : "");
+	return false;
+}
+
 const struct gguf_tensor *
 model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t ne1, bool required,
              orch_err *rv, struct orch_errinfo *reterr)
 {
-	const struct gguf_tensor *t = gguf_find_tensor(f, name);
+	const struct gguf_tensor *t = lookup(f, name, required, rv, reterr);
 
-	if (*rv != ORCH_OK)
+	if (t == NULL)
 		return NULL;
-	if (t == NULL) {
-		if (required)
-			*rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor %s is missing",
-			                gguf_name(f), name);
-		return NULL;
-	}
 	if (t->ne[0] != ne0 || t->ne[1] != (ne1 ? ne1 : 1) || t->n_dims > 2) {
 		*rv = orch_errf(reterr, ORCH_EGGUF_SHAPE,
 		                "%s: tensor %s is [%llu, %llu], want [%llu, %llu]", gguf_name(f),
@@ -183,29 +204,17 @@ model_tensor(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t
 		                (unsigned long long)ne0, (unsigned long long)(ne1 ? ne1 : 1));
 		return NULL;
 	}
-	if (!quant_supported(t->type) || (ne1 == 0 && t->type != GGML_TYPE_F32)) {
-		*rv = orch_errf(reterr, ORCH_EUNSUPPORTED,
-		                "%s: tensor %s has type %s, which the engine does not support%s",
-		                gguf_name(f), name, ggml_type_name(t->type),
-		                ne1 == 0 ? " for a 1-D tensor (F32 only)" : "");
-		return NULL;
-	}
-	return t;
+	return type_ok(f, t, ne1 == 0, rv, reterr) ? t : NULL;
 }
 
 const struct gguf_tensor *
 model_tensor3(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_t ne1, uint64_t ne2,
               orch_err *rv, struct orch_errinfo *reterr)
 {
-	const struct gguf_tensor *t = gguf_find_tensor(f, name);
+	const struct gguf_tensor *t = lookup(f, name, true, rv, reterr);
 
-	if (*rv != ORCH_OK)
+	if (t == NULL)
 		return NULL;
-	if (t == NULL) {
-		*rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: tensor %s is missing", gguf_name(f),
-		                name);
-		return NULL;
-	}
 	if (t->ne[0] != ne0 || t->ne[1] != ne1 || t->ne[2] != ne2 || t->n_dims > 3) {
 		*rv = orch_errf(reterr, ORCH_EGGUF_SHAPE,
 		                "%s: tensor %s is [%llu, %llu, %llu], want [%llu, %llu, %llu]",
@@ -215,13 +224,7 @@ model_tensor3(const struct gguf_file *f, const char *name, uint64_t ne0, uint64_
 		                (unsigned long long)ne2);
 		return NULL;
 	}
-	if (!quant_supported(t->type)) {
-		*rv = orch_errf(reterr, ORCH_EUNSUPPORTED,
-		                "%s: tensor %s has type %s, which the engine does not support",
-		                gguf_name(f), name, ggml_type_name(t->type));
-		return NULL;
-	}
-	return t;
+	return type_ok(f, t, false, rv, reterr) ? t : NULL;
 }
 
 orch_err

@@ -110,6 +110,14 @@ orch_err model_key_u32(const struct gguf_file *f, const char *arch, const char *
 orch_err model_key_f32(const struct gguf_file *f, const char *arch, const char *suffix, float *out,
                        bool required, struct orch_errinfo *reterr);
 
+/*
+ * model_map_ends - token_embd.weight (its rows are the vocabulary),
+ * output_norm.weight and output.weight, shapes checked; with @tied_ok an
+ * absent output.weight means tied embeddings, else it is an error.
+ */
+orch_err model_map_ends(const struct gguf_file *f, struct model *m, bool tied_ok,
+                        struct orch_errinfo *reterr);
+
 /* model_tensor3 - model_tensor for a 3-D tensor of @ne0 × @ne1 × @ne2 (experts), required. */
 const struct gguf_tensor *model_tensor3(const struct gguf_file *f, const char *name, uint64_t ne0,
                                         uint64_t ne1, uint64_t ne2, orch_err *rv,

@@ -46,8 +46,8 @@ map_layer(const struct gguf_file *f, const struct model_hparams *hp, uint32_t il
 }
 
 orch_err
-model_map(const struct gguf_file *f, struct model *m, const struct model_layout *lay,
-          struct orch_errinfo *reterr)
+model_map_ends(const struct gguf_file *f, struct model *m, bool tied_ok,
+               struct orch_errinfo *reterr)
 {
 	struct model_hparams *hp = &m->hp;
 	const struct gguf_tensor *embd = gguf_find_tensor(f, "token_embd.weight");
@@ -60,9 +60,22 @@ model_map(const struct gguf_file *f, struct model *m, const struct model_layout 
 	m->tok_embd =
 	        model_tensor(f, "token_embd.weight", hp->n_embd, hp->n_vocab, true, &rv, reterr);
 	m->output_norm = model_tensor(f, "output_norm.weight", hp->n_embd, 0, true, &rv, reterr);
-	m->output = model_tensor(f, "output.weight", hp->n_embd, hp->n_vocab, false, &rv, reterr);
+	m->output =
+	        model_tensor(f, "output.weight", hp->n_embd, hp->n_vocab, !tied_ok, &rv, reterr);
 	if (rv == ORCH_OK && m->output == NULL)
 		m->output = m->tok_embd; /* tied embeddings */
+	return rv;
+}
+
+orch_err
+model_map(const struct gguf_file *f, struct model *m, const struct model_layout *lay,
+          struct orch_errinfo *reterr)
+{
+	struct model_hparams *hp = &m->hp;
+	orch_err rv = model_map_ends(f, m, true, reterr);
+
+	if (rv != ORCH_OK)
+		return rv;
 	m->rope_freqs = model_tensor(f, "rope_freqs.weight", hp->n_rot / 2, 0, false, &rv, reterr);
 	for (uint32_t il = 0; il < hp->n_layer && rv == ORCH_OK; il++)
 		rv = map_layer(f, hp, il, lay, &m->layers[il], reterr);
