@@ -73,6 +73,8 @@ STREAMS = int(os.environ.get("SOAK_STREAMS", "64"))
 OUT = os.environ.get("SOAK_OUT") or os.path.join(ROOT, "build", "soak.json")
 SEED = int(os.environ.get("SOAK_SEED") or time.time_ns() % 1000000007)
 READ_TIMEOUT = float(os.environ.get("SOAK_READ_TIMEOUT", "120"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from orchd_lib import free_port  # noqa: E402
 RSS_SLOPE_MAX = float(os.environ.get("SOAK_RSS_SLOPE_KIB_MIN", "64"))
 RSS_FLOOR_KIB = 512.0  # growth a short window cannot tell from the heap settling
 FD_GROWTH_MAX = 8
@@ -98,22 +100,6 @@ stop = threading.Event()
 
 def now():
     return time.monotonic() - T0
-
-
-def free_port(seed):
-    """A TCP port on 127.0.0.1 nothing listens on, below the ephemeral range
-    (tests/integration/orchd_lib.py)."""
-    for k in range(12000):
-        port = 20000 + (seed + k) % 12000
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", port))
-            return port
-        except OSError:
-            pass
-        finally:
-            s.close()
-    raise RuntimeError("no free port in 20000-31999")
 
 
 def admin(method, path):
