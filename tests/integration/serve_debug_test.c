@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +14,14 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include <cjson/cJSON.h>
 #include <nng/nng.h>
 #include <nng/protocol/pair1/pair.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "base/clock.h"
 #include "ipc/debug.h"
 #include "ipc/ipc.h"
 #include "serve_harness.h"
@@ -38,29 +42,54 @@ scan_records(struct ipc_debug_sub *s, int ms, bool *step, bool *log)
 	sbuf_fini(&r);
 }
 
-/* Run @argv (a NULL-terminated list) and return its exit status and stdout (first 8 KiB). */
+/*
+ * Start @argv (a NULL-terminated list) with stdout on @out_fd and stderr on
+ * @err_fd (-1: inherited). posix_spawn, not fork: this process has NNG's
+ * threads, and a forked child of a sanitized, threaded process may hang
+ * before its exec on a lock another thread held.
+ */
+static pid_t
+start_cmd(const char *const *argv, int out_fd, int err_fd)
+{
+	posix_spawn_file_actions_t fa;
+	pid_t pid;
+
+	posix_spawn_file_actions_init(&fa);
+	if (out_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out_fd, STDOUT_FILENO);
+	if (err_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, err_fd, STDERR_FILENO);
+	int rv = posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)(uintptr_t)argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	return rv == 0 ? pid : -1;
+}
+
+/* Run @argv and return its exit status and stdout (first 8 KiB). */
 static int
 run_cmd(const char *const *argv, char *out, size_t n)
 {
 	int fds[2];
 	size_t got = 0;
 
-	if (pipe(fds) != 0)
+	if (pipe2(fds, O_CLOEXEC) != 0)
 		return -1;
-	pid_t pid = fork();
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		close(fds[0]);
-		execv(argv[0], (char *const *)(uintptr_t)argv);
-		_exit(127);
-	}
+	pid_t pid = start_cmd(argv, fds[1], -1);
 	close(fds[1]);
+	if (pid < 0) {
+		close(fds[0]);
+		return -1;
+	}
 	ssize_t k;
 	while (got + 1 < n && (k = read(fds[0], out + got, n - 1 - got)) > 0)
 		got += (size_t)k;
 	out[got] = '\0';
 	close(fds[0]);
-	return wait_exit(pid, 20000);
+	int st = wait_exit(pid, 20000);
+	if (st < 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+	}
+	return st;
 }
 
 /*
@@ -87,30 +116,54 @@ check_unknown_request(const char *dbg, char *ctl, size_t ctl_n)
 	nng_close(req);
 }
 
-/* orch-worker attach: --dump, and a stream of step records while jobs run on @c. */
+/*
+ * orch-worker attach: --dump, and a stream of step records while jobs run on
+ * @c. Bounded in time: a subscriber that never gets its records fails the
+ * check (with what it printed) instead of running jobs until ctest's timeout.
+ */
 static void
 check_attach(struct ipc_chan *c, const char *dbg)
 {
-	char out[8192];
+	char out[8192], errpath[64];
 
 	const char *dump_argv[] = {worker_bin, "attach", dbg, "--dump", NULL};
 	T_EQ(run_cmd(dump_argv, out, sizeof(out)), 0);
 	T_TRUE(strncmp(out, "worker id=t1 ", 13) == 0);
-	pid_t att = fork();
-	if (att == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, STDOUT_FILENO);
-		execl(worker_bin, worker_bin, "attach", dbg, "--topic", "step", "--count", "3",
-		      "--timeout-ms", "20000", (char *)NULL);
-		_exit(127);
-	}
+
+	snprintf(errpath, sizeof(errpath), "/tmp/orch-serve-debug-attach-%d.err", (int)getpid());
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	int err = open(errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	T_TRUE(null >= 0 && err >= 0);
+	const char *att_argv[] = {worker_bin, "attach",       dbg,     "--topic", "step", "--count",
+	                          "3",        "--timeout-ms", "20000", NULL};
+	pid_t att = start_cmd(att_argv, null, err);
+	close(null);
+	close(err);
+	T_TRUE(att > 0);
+
 	int st = -1;
-	for (uint64_t id = 200; id < 400 && st < 0; id++) {
+	uint64_t id = 200, deadline = orch_mono_ms() + 60000;
+	while (st < 0 && orch_mono_ms() < deadline) {
 		struct job_out k = {.id = id};
 		submit(c, id, p_once, 0.0f, 1, 4);
 		run_until_ended(c, &k, 1, NULL);
 		st = wait_exit(att, 20);
+		id++;
 	}
+	if (st < 0) {
+		kill(att, SIGKILL);
+		waitpid(att, NULL, 0);
+	}
+	if (st != 0) {
+		FILE *f = fopen(errpath, "r");
+		size_t k = f ? fread(out, 1, sizeof(out) - 1, f) : 0;
+		out[k] = '\0';
+		if (f)
+			fclose(f);
+		fprintf(stderr, "attach: status %d after %llu jobs; its stderr: %s\n", st,
+		        (unsigned long long)(id - 200), out);
+	}
+	unlink(errpath);
 	T_EQ(st, 0);
 }
 

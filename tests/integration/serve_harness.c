@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,30 +29,28 @@
 char url[128], model[512], worker_bin[512];
 const char *debug_url; /* --debug-endpoint of the workers spawned, when set */
 
+/* posix_spawn, not fork: NNG's threads run here (see serve_debug_test.c's start_cmd). */
 pid_t
 spawn(const char *model_path, const char *extra)
 {
-	pid_t pid = fork();
+	const char *argv[24] = {worker_bin,        "serve",
+	                        "--endpoint",      url,
+	                        "--model",         model_path,
+	                        "--device",        "cpu",
+	                        "--worker-id",     "t1",
+	                        "--slots",         "4",
+	                        "--context",       "256",
+	                        "--threads",       "1",
+	                        "--heartbeat-ms",  extra ? extra : "200",
+	                        "--no-hash-beside"}; /* the shared models stay as they are */
+	pid_t pid;
 
-	if (pid == 0) {
-		const char *argv[24] = {
-		        worker_bin,        "serve",
-		        "--endpoint",      url,
-		        "--model",         model_path,
-		        "--device",        "cpu",
-		        "--worker-id",     "t1",
-		        "--slots",         "4",
-		        "--context",       "256",
-		        "--threads",       "1",
-		        "--heartbeat-ms",  extra ? extra : "200",
-		        "--no-hash-beside"}; /* the shared models stay as they are */
-		if (debug_url != NULL) {
-			argv[19] = "--debug-endpoint";
-			argv[20] = debug_url;
-		}
-		execv(worker_bin, (char *const *)(uintptr_t)argv);
-		_exit(127);
+	if (debug_url != NULL) {
+		argv[19] = "--debug-endpoint";
+		argv[20] = debug_url;
 	}
+	if (posix_spawn(&pid, worker_bin, NULL, NULL, (char *const *)(uintptr_t)argv, environ) != 0)
+		return -1;
 	return pid;
 }
 
