@@ -30,7 +30,9 @@ extern "C" {
 #define IPC_MAX_MSG (16u << 20)
 
 /* Limits ipc_check enforces on decoded messages (a job's: base/limits.h). */
-#define IPC_MAX_BATCH 4096u
+#define IPC_MAX_BATCH     4096u
+#define IPC_MAX_CHANNEL   63u  /* a harmony channel name (bytes) */
+#define IPC_MAX_RECIPIENT 127u /* a harmony recipient (bytes) */
 
 struct ipc_chan;
 

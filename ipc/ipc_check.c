@@ -92,11 +92,15 @@ check_batch(const Orch__TokenBatch *b, struct orch_errinfo *reterr)
 {
 	if (b->n_tokens > IPC_MAX_BATCH)
 		return bad(reterr, "token_batch", "too many entries");
-	for (size_t i = 0; i < b->n_tokens; i++)
-		if (b->tokens[i] == NULL || b->tokens[i]->job_id == 0 ||
-		    b->tokens[i]->token_id < -1)
+	for (size_t i = 0; i < b->n_tokens; i++) {
+		const Orch__TokenEntry *t = b->tokens[i];
+		if (t == NULL || t->job_id == 0 || t->token_id < -1)
 			return bad(reterr, "token_batch",
 			           "an entry with job_id 0 or a bad token id");
+		if (strlen(t->channel) > IPC_MAX_CHANNEL ||
+		    strlen(t->recipient) > IPC_MAX_RECIPIENT)
+			return bad(reterr, "token_batch", "a channel or recipient is too long");
+	}
 	return ORCH_OK;
 }
 

@@ -12,6 +12,7 @@ static const struct finish_row table[ORCH_FINISH_COUNT] = {
         [ORCH_FINISH_STOP] = {"stop", "stop", true},
         [ORCH_FINISH_LENGTH] = {"length", "length", true},
         [ORCH_FINISH_EOS] = {"eos", "stop", true},
+        [ORCH_FINISH_TOOL_CALLS] = {"tool_calls", "tool_calls", true},
         [ORCH_FINISH_CANCELLED] = {"cancelled", "stop", false},
         [ORCH_FINISH_ERROR] = {"error", "stop", false},
 };

@@ -15,19 +15,20 @@ extern "C" {
 #endif
 
 enum orch_finish {
-	ORCH_FINISH_STOP,      /* a stop string matched */
-	ORCH_FINISH_LENGTH,    /* max_tokens or the end of the context */
-	ORCH_FINISH_EOS,       /* an end-of-generation token */
-	ORCH_FINISH_CANCELLED, /* the client or orchd cancelled it */
-	ORCH_FINISH_ERROR,     /* it failed (the error code says why) */
+	ORCH_FINISH_STOP,       /* a stop string matched */
+	ORCH_FINISH_LENGTH,     /* max_tokens or the end of the context */
+	ORCH_FINISH_EOS,        /* an end-of-generation token */
+	ORCH_FINISH_TOOL_CALLS, /* harmony's <|call|>: the turn ends in a tool call */
+	ORCH_FINISH_CANCELLED,  /* the client or orchd cancelled it */
+	ORCH_FINISH_ERROR,      /* it failed (the error code says why) */
 };
 
-#define ORCH_FINISH_COUNT 5
+#define ORCH_FINISH_COUNT 6
 
-/* orch_finish_name - "stop", "length", "eos", "cancelled", "error". */
+/* orch_finish_name - "stop", "length", "eos", "tool_calls", "cancelled", "error". */
 const char *orch_finish_name(enum orch_finish f);
 
-/* orch_finish_openai - OpenAI's finish_reason: "length" for LENGTH, else "stop". */
+/* orch_finish_openai - OpenAI's finish_reason: "length", "tool_calls", else "stop". */
 const char *orch_finish_openai(enum orch_finish f);
 
 /* orch_finish_proto - the FinishReason value in an End message; 0 for CANCELLED and ERROR. */

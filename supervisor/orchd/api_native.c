@@ -153,6 +153,14 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 	case EV_TOKEN:
 		cJSON_AddStringToObject(o, "t", ev->text ? ev->text : "");
 		cJSON_AddNumberToObject(o, "i", ev->index);
+		if (ev->msg) { /* harmony: the message the text is content of */
+			const struct job_msg *m = &j->msgs[ev->msg - 1];
+			cJSON_AddNumberToObject(o, "message", m->wire);
+			if (m->channel[0])
+				cJSON_AddStringToObject(o, "channel", m->channel);
+			if (m->recipient[0])
+				cJSON_AddStringToObject(o, "recipient", m->recipient);
+		}
 		return put_event(out, k + 1, "token", o);
 	case EV_END:
 		cJSON_AddNumberToObject(o, "tokens_out", ev->tokens_out);

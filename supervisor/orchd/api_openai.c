@@ -45,9 +45,67 @@ add_usage(cJSON *o, const struct job *j)
 	cJSON_AddNumberToObject(u, "total_tokens", j->prompt_tokens + j->tokens_out);
 }
 
-/* One choice of a chunk: a text delta, a role, or the finish reason. */
+/*
+ * Where a chat's text goes: a harmony message's channel decides (gpt-oss):
+ * analysis is reasoning_content, a message to a tool is that call's
+ * arguments, anything else (final, a commentary preamble, another model's
+ * text) is content.
+ */
+enum dest { D_CONTENT, D_REASONING, D_TOOL };
+
+static enum dest
+dest_of(const struct job *j, const struct job_event *ev, const struct job_msg **ret)
+{
+	const struct job_msg *m = ev->msg ? &j->msgs[ev->msg - 1] : NULL;
+
+	*ret = m;
+	if (j->kind != JOB_OAI_CHAT || m == NULL)
+		return D_CONTENT;
+	if (m->tool >= 0)
+		return D_TOOL;
+	return strcmp(m->channel, "analysis") == 0 ? D_REASONING : D_CONTENT;
+}
+
+/* A tool call's id: the job's uid and the call's place, so a resent body says the same. */
+static void
+call_id(const struct job *j, const struct job_msg *m, char *buf, size_t n)
+{
+	snprintf(buf, n, "call_%.24s%d", j->uid, m->tool);
+}
+
+/* A tool's name: the recipient less harmony's "functions." namespace. */
+static const char *
+tool_name(const struct job_msg *m)
+{
+	return strncmp(m->recipient, "functions.", 10) == 0 ? m->recipient + 10 : m->recipient;
+}
+
+/* A tool call as OpenAI writes one: {id, type, function: {name, arguments}}. */
 static cJSON *
-chunk(const struct job *j, const char *text, bool role, const char *finish)
+tool_call(const struct job *j, const struct job_msg *m, const char *args, bool head)
+{
+	cJSON *c = cJSON_CreateObject(), *f;
+	char id[64];
+
+	if (head) {
+		call_id(j, m, id, sizeof(id));
+		cJSON_AddStringToObject(c, "id", id);
+		cJSON_AddStringToObject(c, "type", "function");
+	}
+	f = cJSON_AddObjectToObject(c, "function");
+	if (head)
+		cJSON_AddStringToObject(f, "name", tool_name(m));
+	cJSON_AddStringToObject(f, "arguments", args);
+	return c;
+}
+
+/*
+ * One choice of a chunk: a text delta for @d (a tool call's arguments: the
+ * first chunk of a call also names it), a role, or the finish reason.
+ */
+static cJSON *
+chunk(const struct job *j, const char *text, enum dest d, const struct job_msg *m, bool head,
+      bool role, const char *finish)
 {
 	cJSON *o = envelope(j, true), *choices = cJSON_AddArrayToObject(o, "choices");
 	cJSON *c = cJSON_CreateObject();
@@ -57,8 +115,15 @@ chunk(const struct job *j, const char *text, bool role, const char *finish)
 		cJSON *delta = cJSON_AddObjectToObject(c, "delta");
 		if (role)
 			cJSON_AddStringToObject(delta, "role", "assistant");
-		if (text)
-			cJSON_AddStringToObject(delta, "content", text);
+		if (text && d == D_TOOL) {
+			cJSON *calls = cJSON_AddArrayToObject(delta, "tool_calls");
+			cJSON *tc = tool_call(j, m, text, head);
+			cJSON_AddNumberToObject(tc, "index", m->tool);
+			cJSON_AddItemToArray(calls, tc);
+		} else if (text) {
+			cJSON_AddStringToObject(
+			        delta, d == D_REASONING ? "reasoning_content" : "content", text);
+		}
 	} else {
 		cJSON_AddStringToObject(c, "text", text ? text : "");
 	}
@@ -89,14 +154,19 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 	switch (ev->type) {
 	case EV_STARTED:
 		if (j->kind == JOB_OAI_CHAT)
-			put(out, chunk(j, "", true, NULL));
+			put(out, chunk(j, "", D_CONTENT, NULL, false, true, NULL));
 		return;
 	case EV_TOKEN:
-		if (ev->text && ev->text[0])
-			put(out, chunk(j, ev->text, false, NULL));
+		if (ev->text && ev->text[0]) {
+			const struct job_msg *m;
+			enum dest d = dest_of(j, ev, &m);
+			put(out, chunk(j, ev->text, d, m, d == D_TOOL && m->first_event == k, false,
+			               NULL));
+		}
 		return;
 	case EV_END:
-		put(out, chunk(j, NULL, false, orch_finish_openai(ev->finish)));
+		put(out,
+		    chunk(j, NULL, D_CONTENT, NULL, false, false, orch_finish_openai(ev->finish)));
 		if (j->req.include_usage) {
 			cJSON *o = envelope(j, true);
 			cJSON_AddArrayToObject(o, "choices");
@@ -121,22 +191,65 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 	}
 }
 
+/*
+ * A chat's message from its events: content, reasoning_content (when there
+ * is some) and tool_calls (when there are some; content is then null when
+ * empty, as OpenAI's is).
+ */
+static cJSON *
+chat_message(const struct job *j)
+{
+	cJSON *msg = cJSON_CreateObject(), *calls = NULL;
+	struct sbuf text[2] = {{0}, {0}}, args = {0};
+
+	cJSON_AddStringToObject(msg, "role", "assistant");
+	if (j->n_tools > 0)
+		calls = cJSON_CreateArray();
+	for (int32_t tool = -1; tool < (int32_t)j->n_tools; tool++) {
+		const struct job_msg *call = NULL;
+		for (uint32_t k = 0; k < j->n_events; k++) {
+			const struct job_event *ev = &j->events[k];
+			const struct job_msg *m;
+			if (ev->type != EV_TOKEN || ev->text == NULL)
+				continue;
+			enum dest d = dest_of(j, ev, &m);
+			if (tool < 0 && d != D_TOOL)
+				sbuf_puts(&text[d], ev->text);
+			else if (d == D_TOOL && m->tool == tool) {
+				sbuf_puts(&args, ev->text);
+				call = m;
+			}
+		}
+		if (call != NULL)
+			cJSON_AddItemToArray(calls, tool_call(j, call, args.p ? args.p : "", true));
+		sbuf_clear(&args);
+	}
+	if (calls != NULL && text[D_CONTENT].n == 0)
+		cJSON_AddNullToObject(msg, "content");
+	else
+		cJSON_AddStringToObject(msg, "content", text[D_CONTENT].p ? text[D_CONTENT].p : "");
+	if (text[D_REASONING].n > 0)
+		cJSON_AddStringToObject(msg, "reasoning_content", text[D_REASONING].p);
+	if (calls != NULL)
+		cJSON_AddItemToObject(msg, "tool_calls", calls);
+	sbuf_fini(&text[0]);
+	sbuf_fini(&text[1]);
+	sbuf_fini(&args);
+	return msg;
+}
+
 static cJSON *
 openai_body(const struct job *j)
 {
 	const struct job_event *last = &j->events[j->n_events - 1];
 	cJSON *o = envelope(j, false), *choices = cJSON_AddArrayToObject(o, "choices");
 	cJSON *c = cJSON_CreateObject();
-	const char *text = j->text.p ? j->text.p : "";
 
 	cJSON_AddNumberToObject(c, "index", 0);
-	if (j->kind == JOB_OAI_CHAT) {
-		cJSON *msg = cJSON_AddObjectToObject(c, "message");
-		cJSON_AddStringToObject(msg, "role", "assistant");
-		cJSON_AddStringToObject(msg, "content", text);
-	} else {
-		cJSON_AddStringToObject(c, "text", text);
-	}
+	if (j->kind == JOB_OAI_CHAT)
+		cJSON_AddItemToObject(c, "message", chat_message(j));
+	else
+		cJSON_AddStringToObject(c, "text", j->text.p ? j->text.p : "");
 	cJSON_AddNullToObject(c, "logprobs");
 	cJSON_AddStringToObject(c, "finish_reason", orch_finish_openai(last->finish));
 	cJSON_AddItemToArray(choices, c);

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
@@ -36,6 +37,8 @@ job_request_fini(struct job_request *r)
 	r->prompt = NULL;
 	cJSON_Delete(r->messages);
 	r->messages = NULL;
+	free(r->template_vars); /* cJSON's printing: malloc */
+	r->template_vars = NULL;
 }
 
 /* @n random bytes from the kernel (getrandom(2), blocking only before the pool is ready). */
@@ -231,8 +234,8 @@ static int
 outcome(const struct job_event *ev)
 {
 	if (ev->type == EV_END)
-		return ev->finish <= ORCH_FINISH_EOS ? (int)ev->finish : (int)ORCH_FINISH_EOS;
-	return 3 + (int)ev->code;
+		return ev->finish < MET_FINISHES ? (int)ev->finish : (int)ORCH_FINISH_EOS;
+	return MET_FINISHES + (int)ev->code;
 }
 
 static void
@@ -317,6 +320,44 @@ append(struct job *j, const struct job_event *ev)
 	return true;
 }
 
+/* A recipient that is a role answers in the conversation; any other is a tool. */
+static bool
+is_tool(const char *recipient)
+{
+	static const char *const roles[] = {"", "assistant", "user", "system", "developer"};
+
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		if (strcmp(recipient, roles[i]) == 0)
+			return false;
+	return true;
+}
+
+uint32_t
+jobs_msg(struct job *j, uint32_t wire, const char *channel, const char *recipient)
+{
+	for (uint32_t k = j->n_msgs; k > 0; k--) /* the last one, nearly always */
+		if (j->msgs[k - 1].wire == wire)
+			return k;
+	struct job_msg *m = orch_reallocarray(j->msgs, j->n_msgs + 1, sizeof(*m));
+	if (m == NULL)
+		return 0;
+	j->msgs = m;
+	m = &m[j->n_msgs];
+	*m = (struct job_msg){.wire = wire,
+	                      .channel = orch_strndup(channel, strlen(channel)),
+	                      .recipient = orch_strndup(recipient, strlen(recipient)),
+	                      .tool = -1,
+	                      .first_event = UINT32_MAX};
+	if (m->channel == NULL || m->recipient == NULL) {
+		orch_free(m->channel);
+		orch_free(m->recipient);
+		return 0;
+	}
+	if (is_tool(recipient))
+		m->tool = (int32_t)j->n_tools++;
+	return ++j->n_msgs;
+}
+
 void
 jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
 {
@@ -329,6 +370,9 @@ jobs_event(struct orchd *d, struct job *j, const struct job_event *ev)
 	}
 	if (!append(j, ev))
 		return; /* out of memory: this token's event is lost, not the job's end */
+	if (ev->type == EV_TOKEN && ev->msg && ev->text && ev->text[0] &&
+	    j->msgs[ev->msg - 1].first_event == UINT32_MAX)
+		j->msgs[ev->msg - 1].first_event = j->n_events - 1;
 	if (ev->type == EV_TOKEN)
 		on_token(j, ev);
 	if (ev->type == EV_END || ev->type == EV_ERROR)
@@ -550,6 +594,11 @@ jobs_free(struct orchd *d, struct job *j)
 			orch_free(j->events[i].text);
 	orch_free(j->packed);
 	orch_free(j->events);
+	for (uint32_t i = 0; i < j->n_msgs; i++) {
+		orch_free(j->msgs[i].channel);
+		orch_free(j->msgs[i].recipient);
+	}
+	orch_free(j->msgs);
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);
 	event_free(j->ev_timer);

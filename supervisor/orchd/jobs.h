@@ -50,6 +50,19 @@ struct job_event {
 	double prefill_ms;       /* EV_END; EV_METRICS: from EV_STARTED to the first token */
 	uint64_t seed;           /* EV_STARTED, EV_END */
 	uint64_t unix_ms;        /* EV_STARTED: when (CLOCK_REALTIME) */
+	uint32_t msg;            /* EV_TOKEN: 1 + its job_msg's place in j->msgs; 0: none */
+};
+
+/*
+ * A harmony message (gpt-oss) of a job's output: the channel and recipient
+ * the worker reported for it, once per message; its tokens' events point
+ * here. A recipient other than a role is a tool call.
+ */
+struct job_msg {
+	uint32_t wire;             /* its index from the worker */
+	char *channel, *recipient; /* "" when none */
+	int32_t tool;              /* its place among the job's tool calls; -1: not one */
+	uint32_t first_event;      /* the first event with its text; UINT32_MAX until then */
 };
 
 /*
@@ -82,7 +95,8 @@ struct job_request {
 	char job_id[128]; /* native: the client's; "" for OpenAI */
 	char model[CFG_NAME_MAX];
 	char *prompt;
-	struct cJSON *messages; /* chat: [{role, content}] */
+	struct cJSON *messages; /* chat: [{role, content[, extra]}] (request_chat.c) */
+	char *template_vars;    /* chat: NULL or a JSON object of more template variables */
 	Orch__SamplingParams sp;
 	char *stops[ORCH_API_MAX_STOPS];
 	uint32_t n_stops, max_tokens;
@@ -131,7 +145,9 @@ struct job {
 	/* what happened */
 	struct job_event *events;
 	uint32_t n_events, cap_events;
-	struct sbuf text; /* all the text so far (OpenAI stream=false) */
+	struct sbuf text;     /* all the text so far (OpenAI stream=false) */
+	struct job_msg *msgs; /* harmony messages so far */
+	uint32_t n_msgs, n_tools;
 	uint32_t tokens_out, prompt_tokens;
 	uint64_t created_ms, started_ms, first_token_ms, last_token_ms, ended_ms;
 	uint64_t started_ns, first_token_ns; /* monotonic, for the metrics events */
@@ -173,6 +189,12 @@ struct job *jobs_lookup(struct orchd *d, const char *id, const struct job_owner 
 
 /* jobs_find - the live job with wire id @id, or NULL. */
 struct job *jobs_find(struct orchd *d, uint64_t id);
+
+/*
+ * jobs_msg - the event msg value (jobs.h) of @j's harmony message @wire with
+ * @channel and @recipient (kept from its first sighting); 0 when out of memory.
+ */
+uint32_t jobs_msg(struct job *j, uint32_t wire, const char *channel, const char *recipient);
 
 /* jobs_event - append an event to @j and notify its watchers; terminal ones end it, once. */
 void jobs_event(struct orchd *d, struct job *j, const struct job_event *ev);

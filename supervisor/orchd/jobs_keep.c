@@ -65,6 +65,9 @@ jobs_bytes(const struct job *j)
 	n += (uint64_t)j->cap_events * sizeof(*j->events) + MALLOC_OVERHEAD;
 	if (j->text.p != NULL)
 		n += j->text.cap + MALLOC_OVERHEAD;
+	for (uint32_t k = 0; k < j->n_msgs; k++)
+		n += sizeof(*j->msgs) + strlen(j->msgs[k].channel) + strlen(j->msgs[k].recipient) +
+		     2 + 2 * MALLOC_OVERHEAD;
 	if (j->packed != NULL)
 		return n + j->packed_bytes + MALLOC_OVERHEAD;
 	for (uint32_t k = 0; k < j->n_events; k++)

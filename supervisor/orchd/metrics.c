@@ -107,7 +107,8 @@ g_running(const struct model_entry *m)
 static const char *
 outcome_name(int k)
 {
-	return k < 3 ? orch_finish_name((enum orch_finish)k) : orch_err_wire((orch_err)(k - 3));
+	return k < MET_FINISHES ? orch_finish_name((enum orch_finish)k)
+	                        : orch_err_wire((orch_err)(k - MET_FINISHES));
 }
 
 static void

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/finish.h"
 #include "base/sbuf.h"
 
 struct orchd;
@@ -20,7 +21,9 @@ struct histo {
 
 /* Per model. Outcomes: the finish reasons STOP, LENGTH, EOS (base/finish.h), then every
  * orch_err code. */
-#define MET_OUTCOMES (3 + ORCH_ERR_COUNT)
+/* orch_requests_total's outcomes: the finish reasons an End carries, then the error codes */
+#define MET_FINISHES (ORCH_FINISH_TOOL_CALLS + 1)
+#define MET_OUTCOMES (MET_FINISHES + ORCH_ERR_COUNT)
 
 struct model_metrics {
 	uint64_t requests[MET_OUTCOMES];

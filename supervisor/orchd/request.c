@@ -63,6 +63,11 @@ static const char *const chat_keys[] = {"model",
                                         "top_k",
                                         "min_p",
                                         "repetition_penalty",
+                                        "tools",
+                                        "tool_choice",
+                                        "parallel_tool_calls",
+                                        "reasoning_effort",
+                                        "chat_template_kwargs",
                                         NULL};
 
 /*
@@ -145,96 +150,6 @@ neutral(const cJSON *root, const char *name, struct params_err *pe)
 	return true;
 }
 
-/* The text of a chat message's content: a string or an array of text parts. */
-static char *
-content_text(const cJSON *c)
-{
-	struct sbuf b = {0};
-	const cJSON *part;
-
-	if (cJSON_IsString(c))
-		return orch_strndup(c->valuestring, strlen(c->valuestring));
-	if (!cJSON_IsArray(c))
-		return NULL;
-	cJSON_ArrayForEach(part, c)
-	{
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(part, "type"),
-		            *text = cJSON_GetObjectItemCaseSensitive(part, "text");
-		if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") != 0 ||
-		    !cJSON_IsString(text)) {
-			sbuf_fini(&b);
-			return NULL;
-		}
-		sbuf_puts(&b, text->valuestring);
-	}
-	if (b.p == NULL)
-		sbuf_puts(&b, "");
-	return sbuf_err(&b) == ORCH_OK ? sbuf_take(&b, NULL) : NULL;
-}
-
-static bool
-role_ok(const cJSON *role)
-{
-	static const char *const roles[] = {"system", "user", "assistant", "developer"};
-
-	if (!cJSON_IsString(role))
-		return false;
-	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
-		if (strcmp(role->valuestring, roles[i]) == 0)
-			return true;
-	return false;
-}
-
-/*
- * messages: an array of {role, content} into @r->messages, normalized. What
- * reaches the worker (the contents, text parts joined) counts against
- * max_prompt_chars in all, as a prompt does.
- */
-static bool
-parse_messages(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
-               struct params_err *pe)
-{
-	const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(root, "messages"), *it;
-	uint64_t chars = 0;
-
-	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0 ||
-	    cJSON_GetArraySize(msgs) > (int)ORCH_MAX_MESSAGES)
-		return params_fail(pe, ORCH_EINVAL, "messages",
-		                   "'messages' must be an array of 1-%u messages",
-		                   ORCH_MAX_MESSAGES);
-	if ((r->messages = cJSON_CreateArray()) == NULL)
-		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
-	cJSON_ArrayForEach(it, msgs)
-	{
-		const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role"),
-		            *content = cJSON_GetObjectItemCaseSensitive(it, "content");
-		if (!role_ok(role))
-			return params_fail(
-			        pe, ORCH_EINVAL, "messages",
-			        "each message needs a role of system, developer, user or assistant");
-		char *text = content ? content_text(content) : NULL;
-		if (text == NULL)
-			return params_fail(
-			        pe, ORCH_EINVAL, "messages",
-			        "each message needs a content string or an array of text parts");
-		chars += params_utf8_chars(text);
-		if (chars > cfg->max_prompt_chars) {
-			orch_free(text);
-			return params_fail(
-			        pe, ORCH_EINVAL, "messages",
-			        "the messages' contents must be at most %u characters in "
-			        "all (max_prompt_chars)",
-			        cfg->max_prompt_chars);
-		}
-		cJSON *m = cJSON_CreateObject();
-		cJSON_AddStringToObject(m, "role", role->valuestring);
-		cJSON_AddStringToObject(m, "content", text);
-		cJSON_AddItemToArray(r->messages, m);
-		orch_free(text);
-	}
-	return true;
-}
-
 static bool
 parse_prompt(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
              struct params_err *pe)
@@ -305,7 +220,7 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 	                       chat ? "max_completion_tokens" : NULL, cfg->max_tokens,
 	                       chat ? cfg->max_tokens : 16, r, pe) &&
 	       params_stop(root, r, pe) &&
-	       (chat ? parse_messages(cfg, root, r, pe) : parse_prompt(cfg, root, r, pe));
+	       (chat ? request_chat_parse(cfg, root, r, pe) : parse_prompt(cfg, root, r, pe));
 }
 
 orch_err

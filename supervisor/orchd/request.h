@@ -5,10 +5,12 @@
  * (OpenAI). evhttp-free (the HTTP request fuzzer drives it). A parameter
  * orch does not implement is refused naming it, never silently ignored.
  */
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "base/err.h"
 
+struct cJSON;
 struct job_request;
 struct orchd_config;
 struct params_err;
@@ -21,6 +23,9 @@ enum request_api { REQUEST_EXECUTE, REQUEST_COMPLETION, REQUEST_CHAT };
 /* The largest metrics_every of a native request (0: no metrics events). */
 #define REQUEST_METRICS_EVERY_MAX 65536
 
+/* The most tools a chat request may describe. */
+#define REQUEST_TOOLS_MAX 128
+
 /*
  * request_parse - check @body (@n bytes of JSON) for @api under @cfg's caps
  * and fill *@ret (zeroed first; job_request_fini it, also on failure).
@@ -28,3 +33,11 @@ enum request_api { REQUEST_EXECUTE, REQUEST_COMPLETION, REQUEST_CHAT };
  */
 orch_err request_parse(enum request_api api, const struct orchd_config *cfg, const char *body,
                        size_t n, struct job_request *ret, struct params_err *pe);
+
+/*
+ * request_chat_parse - for request_parse (request_chat.c): a chat body's
+ * messages, tools, tool_choice, reasoning_effort and chat_template_kwargs
+ * into @r->messages and @r->template_vars.
+ */
+bool request_chat_parse(const struct orchd_config *cfg, const struct cJSON *root,
+                        struct job_request *r, struct params_err *pe);

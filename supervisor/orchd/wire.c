@@ -69,12 +69,17 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 			orch__chat_message__init(&msgs[k]);
 			msgs[k].role = cJSON_GetObjectItem(it, "role")->valuestring;
 			msgs[k].content = cJSON_GetObjectItem(it, "content")->valuestring;
+			const cJSON *extra = cJSON_GetObjectItem(it, "extra");
+			if (extra != NULL)
+				msgs[k].extra_json = extra->valuestring;
 			mp[k] = &msgs[k];
 			k++;
 		}
 		s.messages = mp;
 		s.n_messages = k;
 		s.chat = true;
+		if (j->req.template_vars != NULL)
+			s.template_vars_json = j->req.template_vars;
 	}
 	env.body_case = ORCH__ENVELOPE__BODY_SUBMIT;
 	env.submit = &s;
@@ -279,6 +284,8 @@ on_tokens(struct orchd *d, const Orch__TokenBatch *b)
 		else if (t->text[0] == '\0')
 			continue; /* nothing held back */
 		struct job_event ev = {.type = EV_TOKEN, .index = t->index, .text = t->text};
+		if (t->in_message)
+			ev.msg = jobs_msg(j, t->message, t->channel, t->recipient);
 		jobs_event(d, j, &ev);
 		if (t->token_id >= 0)
 			jobs_metrics_due(d, j);

@@ -304,8 +304,11 @@ try:
     check(st == 400, "not an object")
     st, _, _ = post("/execute", "{" + " " * 70000 + "}")
     check(st == 413, "oversized body: %s" % st)
-    st, _, t = post("/v1/chat/completions", {"model": "a", "messages": [{"role": "user", "content": "x"}], "tools": []})
-    check(st == 400 and json.loads(t)["error"]["param"] == "tools", "unsupported OpenAI parameter")
+    st, _, t = post("/v1/chat/completions", {"model": "a", "messages": [{"role": "user", "content": "x"}], "functions": []})
+    check(st == 400 and json.loads(t)["error"]["param"] == "functions", "unsupported OpenAI parameter")
+    st, _, t = post("/v1/chat/completions", {"model": "a", "messages": [{"role": "user", "content": "x"}],
+                                             "tools": [], "tool_choice": "required"})
+    check(st == 400 and json.loads(t)["error"]["param"] == "tool_choice", "a forced tool call is refused")
     st, _, t = post("/v1/completions", {"model": "a", "prompt": "x", "n": 2})
     check(st == 400 and json.loads(t)["error"]["param"] == "n", "n=2 refused")
     th.join()

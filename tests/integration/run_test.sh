@@ -82,6 +82,9 @@ p1=$("$W" run --model "$G" --prompt "$h" -n 1 --temperature 0 --format jsonl 2>/
 p2=$("$W" run --model "$G" --prompt "$h" -n 1 --temperature 0 --format jsonl --no-parse-special 2>/dev/null | tail -n1)
 [[ $p1 == *'"prompt_tokens":7,'* ]] && ok || bad "harmony text as special tokens: $p1"
 [[ $p2 =~ \"prompt_tokens\":([0-9]+), && ${BASH_REMATCH[1]} -gt 15 ]] && ok || bad "--no-parse-special: $p2"
+# A prompt that ends inside a harmony message: jsonl says each token's message and channel.
+p3=$("$W" run --model "$G" --prompt "$h<|channel|>final<|message|>" -n 2 --temperature 0 --format jsonl 2>/dev/null | head -n1)
+[[ $p3 == *'"message":0,"channel":"final"}' ]] && ok || bad "harmony channel in jsonl: $p3"
 
 # A prompt file: the same tokens as --prompt.
 printf 'Once upon a time' >"$tmp/prompt"

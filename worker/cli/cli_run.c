@@ -66,8 +66,8 @@ static void
 on_token(void *ctx, struct sched_job *j, uint32_t index, int32_t id, const char *text, size_t n)
 {
 	struct run_state *st = ctx;
+	const struct harmony_tag *tag = n > 0 ? sched_job_tag(j) : NULL;
 
-	(void)j;
 	if (!st->o->jsonl) {
 		fwrite(text, 1, n, stdout);
 		fflush(stdout);
@@ -79,6 +79,14 @@ on_token(void *ctx, struct sched_job *j, uint32_t index, int32_t id, const char 
 		printf("{\"i\":%u,\"id\":%d,\"t\":", index, id);
 	}
 	json_text(text, n);
+	if (tag != NULL) { /* harmony: the message this text is content of */
+		printf(",\"message\":%u,\"channel\":", tag->message);
+		json_text(tag->channel, strlen(tag->channel));
+		if (tag->recipient[0]) {
+			printf(",\"recipient\":");
+			json_text(tag->recipient, strlen(tag->recipient));
+		}
+	}
 	printf("}\n");
 }
 
@@ -327,8 +335,9 @@ prompt_ids(const struct run_opts *o, const struct model_text *mt, struct tok_ids
 	if (o->prompt_file && (rv = orch_read_file(o->prompt_file, 64u << 20, &text, &n, e)))
 		return rv;
 	const char *src = text ? text : o->prompt;
-	struct prompt_msg user = {"user", src};
-	rv = prompt_encode(mt, src, n, o->literal, o->chat ? &user : NULL, o->chat ? 1 : 0, ids, e);
+	struct prompt_msg user = {"user", src, NULL};
+	struct prompt_chat chat = {&user, 1, NULL};
+	rv = prompt_encode(mt, src, n, o->literal, o->chat ? &chat : NULL, ids, e);
 	orch_free(text);
 	return rv;
 }
@@ -359,6 +368,12 @@ generate(const struct run_opts *o, struct engine *eng)
 	                      .n_stops = o->n_stops,
 	                      .ops = &jops,
 	                      .ctx = &st};
+	struct harmony hm;
+	if (eng->mt.harmony) { /* gpt-oss: the harmony text as it is; jsonl says the channels */
+		harmony_init(&hm, eng->mt.tok, &eng->mt.hv);
+		j.hm = &hm;
+		j.hm_raw = true;
+	}
 	if (sched_submit(eng->s, &j, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: %s: %s\n", orch_err_wire(e.code), e.msg);
 		goto out;

@@ -95,7 +95,10 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	j->fed = j->tokens_out = 0;
 	j->cancel = false;
 	j->pending = (struct sbuf){0};
-	detok_init(&j->dt, s->t, TOK_STRIP_PREFIX);
+	detok_init(&j->dt, s->t, TOK_STRIP_PREFIX | (j->hm && j->hm_raw ? TOK_RENDER_SPECIAL : 0));
+	j->tag = (struct harmony_tag){.message = HARMONY_NO_MESSAGE};
+	if (j->hm)
+		harmony_prime(j->hm, j->prompt, j->n_prompt);
 	j->t_start = (double)orch_mono_ns() / 1e6;
 	j->t_first = 0;
 	j->next = NULL;
@@ -107,17 +110,29 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	return ORCH_OK;
 }
 
+const struct harmony_tag *
+sched_job_tag(const struct sched_job *j)
+{
+	return j->hm && j->tag.message != HARMONY_NO_MESSAGE ? &j->tag : NULL;
+}
+
+/* Release all the text held back (an incomplete character becomes U+FFFD) as token @index's. */
+static void
+release(struct sched_job *j, uint32_t index)
+{
+	detok_finish(&j->dt, &j->pending);
+	if (j->pending.n > 0 && j->ops->on_token)
+		j->ops->on_token(j->ctx, j, index, -1, j->pending.p, j->pending.n);
+	j->pending.n = 0;
+}
+
 static void
 finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
 {
 	double now = (double)orch_mono_ns() / 1e6;
 
-	if (why != ORCH_FINISH_STOP && why != ORCH_FINISH_ERROR && why != ORCH_FINISH_CANCELLED) {
-		detok_finish(&j->dt, &j->pending); /* flush what was held back */
-		if (j->pending.n > 0 && j->ops->on_token)
-			j->ops->on_token(j->ctx, j, j->tokens_out ? j->tokens_out - 1 : 0, -1,
-			                 j->pending.p, j->pending.n);
-	}
+	if (why != ORCH_FINISH_STOP && why != ORCH_FINISH_ERROR && why != ORCH_FINISH_CANCELLED)
+		release(j, j->tokens_out ? j->tokens_out - 1 : 0);
 	j->prefill_ms = (j->t_first > 0 ? j->t_first : now) - j->t_start;
 	j->decode_ms = j->t_first > 0 ? now - j->t_first : 0;
 	if (j->state != J_WAITING)
@@ -192,25 +207,51 @@ emit_text(struct sched_job *j, uint32_t index, int32_t id)
 	return stop;
 }
 
+/*
+ * Harmony: feed @id to @j's parser; when the text now belongs to another
+ * message (or to none), release what the last one held back first. Whether
+ * the token has text: content, or anything in a raw prompt's output. A
+ * chat job's header and control tokens are reported without text.
+ */
+static bool
+harmony_token(struct sched_job *j, uint32_t index, int32_t id)
+{
+	static const struct harmony_tag none = {.message = HARMONY_NO_MESSAGE};
+	bool content = harmony_feed(j->hm, id) == HARMONY_CONTENT;
+	const struct harmony_tag *tag = content ? harmony_tag(j->hm) : &none;
+
+	if (tag->message != j->tag.message) {
+		release(j, index);
+		j->tag = *tag;
+	}
+	if (!content && !j->hm_raw && j->ops->on_token)
+		j->ops->on_token(j->ctx, j, index, id, "", 0);
+	return content || j->hm_raw;
+}
+
 /* A token sampled for @j: emit it and decide whether the job goes on. */
 static void
 accept_token(struct sched *s, struct sched_job *j, int32_t id)
 {
 	uint32_t index = j->tokens_out;
 
+	if (index < j->n_script)
+		id = j->script[index];
 	if (j->t_first == 0)
 		j->t_first = (double)orch_mono_ns() / 1e6;
 	if (tok_is_eog(s->t, id)) {
-		finish(s, j, ORCH_FINISH_EOS, ORCH_OK, NULL);
+		bool call = j->hm && id == j->hm->v.call;
+		finish(s, j, call ? ORCH_FINISH_TOOL_CALLS : ORCH_FINISH_EOS, ORCH_OK, NULL);
 		return;
 	}
 	j->tokens_out++;
 	j->hist[j->n_hist++] = id;
-	if (detok_push(&j->dt, id, &j->pending) != ORCH_OK) {
+	bool text = j->hm == NULL || harmony_token(j, index, id); /* else a header: no text */
+	if (text && detok_push(&j->dt, id, &j->pending) != ORCH_OK) {
 		finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
 		return;
 	}
-	if (emit_text(j, index, id)) {
+	if (text && emit_text(j, index, id)) {
 		finish(s, j, ORCH_FINISH_STOP, ORCH_OK, NULL);
 		return;
 	}

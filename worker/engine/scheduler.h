@@ -10,6 +10,12 @@
  * stop strings matched on the text (a string split across tokens is caught
  * and never emitted: text that could start one is held back). Every
  * accepted job gets exactly one on_end.
+ *
+ * A job given a harmony parser (gpt-oss) has its output split by message:
+ * the text of each on_token call belongs to one message (sched_job_tag),
+ * held-back text is released when a message ends, and <|call|> ends the job
+ * with ORCH_FINISH_TOOL_CALLS. A chat job's headers and control tokens give
+ * no text; a raw prompt's keep theirs, rendered, untagged.
  * Thread: one caller drives a sched (submit, step, cancel); callbacks run on it.
  */
 #include "backend.h"
@@ -17,6 +23,7 @@
 #include "base/sbuf.h"
 #include "sampler.h"
 #include "text/detok.h"
+#include "text/harmony.h"
 
 struct sched_job;
 
@@ -25,7 +32,8 @@ struct sched_job_ops {
 	 * on_token - generated token @index (@id) and the text it completes (may
 	 * be empty: held back as an incomplete character or a possible stop
 	 * string start). At the end of a job that did not stop on a stop string,
-	 * held-back text comes in one last call with @id -1.
+	 * held-back text comes in one last call with @id -1; so does the text
+	 * held back when a harmony message ends.
 	 */
 	void (*on_token)(void *ctx, struct sched_job *j, uint32_t index, int32_t id,
 	                 const char *text, size_t n);
@@ -48,6 +56,10 @@ struct sched_job {
 	uint32_t n_stops;
 	const struct sched_job_ops *ops;
 	void *ctx;
+	struct harmony *hm;    /* harmony_init'ed: split the output by message; NULL: plain text */
+	bool hm_raw;           /* with hm: headers and control tokens stay in the text, rendered */
+	const int32_t *script; /* a test hook: the first n_script tokens, instead of sampled ones */
+	uint32_t n_script;
 	/* results, valid in on_end */
 	uint32_t tokens_out;
 	double prefill_ms, decode_ms;
@@ -59,10 +71,17 @@ struct sched_job {
 	uint32_t n_hist;
 	struct detok dt;
 	struct sbuf pending;
+	struct harmony_tag tag; /* with hm: the message the pending text belongs to */
 	double t_start, t_first;
 	bool cancel;
 	struct sched_job *next;
 };
+
+/*
+ * sched_job_tag - in on_token: the harmony message the text belongs to;
+ * NULL for a job without a parser and text outside any message.
+ */
+const struct harmony_tag *sched_job_tag(const struct sched_job *j);
 
 struct sched;
 

@@ -91,10 +91,21 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 	struct serve *sv = j->sv;
 
 	if (sv->n_entries == sv->cap_entries)
-		return; /* cannot happen: the capacity is two per live job */
+		return; /* cannot happen: the capacity is three per live job */
+	const struct harmony_tag *tag = n > 0 ? sched_job_tag(sj) : NULL;
 	size_t off = sv->text.n;
+	struct entry_text *o = &sv->text_off[sv->n_entries];
+	*o = (struct entry_text){off, SIZE_MAX, SIZE_MAX};
 	sbuf_put(&sv->text, text, n);
 	sbuf_putc(&sv->text, '\0');
+	if (tag != NULL) {
+		o->channel = sv->text.n;
+		sbuf_puts(&sv->text, tag->channel);
+		sbuf_putc(&sv->text, '\0');
+		o->recipient = sv->text.n;
+		sbuf_puts(&sv->text, tag->recipient);
+		sbuf_putc(&sv->text, '\0');
+	}
 	if (sv->text.oom) { /* this text is lost, so the job cannot go on; the others' stay */
 		sched_cancel(sv->eng->s, sj->id);
 		sv->text.oom = false;
@@ -108,7 +119,10 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 	e->job_id = sj->id;
 	e->index = index;
 	e->token_id = id;
-	sv->text_off[sv->n_entries] = off;
+	if (tag != NULL) {
+		e->in_message = true;
+		e->message = tag->message;
+	}
 	sv->entry_ptrs[sv->n_entries] = e;
 	sv->n_entries++;
 }
@@ -155,6 +169,7 @@ serve_job_free(struct serve *sv, struct serve_job *j)
 	for (uint32_t i = 0; i < j->sj.n_stops; i++)
 		orch_free(j->stops[i]);
 	tok_ids_fini(&j->ids);
+	tok_ids_fini(&j->script);
 	orch_free(j);
 }
 
@@ -165,8 +180,14 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 	sv->last_entries = sv->n_entries;
 	if (sv->n_entries > 0) {
 		Orch__Envelope env = ORCH__ENVELOPE__INIT;
-		for (uint32_t i = 0; i < sv->n_entries; i++) /* the buffer has stopped moving */
-			sv->entries[i].text = sv->text.p + sv->text_off[i];
+		for (uint32_t i = 0; i < sv->n_entries; i++) { /* the buffer has stopped moving */
+			const struct entry_text *o = &sv->text_off[i];
+			sv->entries[i].text = sv->text.p + o->text;
+			if (o->channel != SIZE_MAX) {
+				sv->entries[i].channel = sv->text.p + o->channel;
+				sv->entries[i].recipient = sv->text.p + o->recipient;
+			}
+		}
 		Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
 		tb.step = sv->steps;
 		tb.sampled_ns = sampled_ns;
@@ -227,9 +248,11 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	j->sv = sv;
 	for (size_t i = 0; i < m->n_messages; i++)
-		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content};
-	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), m->literal_prompt, msgs,
-	                   m->n_messages, &j->ids, e);
+		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content,
+		                              m->messages[i]->extra_json};
+	struct prompt_chat chat = {msgs, m->n_messages, m->template_vars_json};
+	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), m->literal_prompt,
+	                   m->chat || m->n_messages > 0 ? &chat : NULL, &j->ids, e);
 	if (rv != ORCH_OK) {
 		tok_ids_fini(&j->ids);
 		orch_free(j);
@@ -240,6 +263,12 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		               : rv;
 	}
 	j->sj.id = m->job_id;
+	if (sv->eng->mt.harmony) {
+		harmony_init(&j->hm, sv->eng->mt.tok, &sv->eng->mt.hv);
+		j->sj.hm = &j->hm;
+		j->sj.hm_raw = !m->chat && m->n_messages == 0;
+	}
+	serve_script(sv, j);
 	j->sj.prompt = j->ids.v;
 	j->sj.n_prompt = (uint32_t)j->ids.n;
 	j->sj.sp = samp_defaults();

@@ -25,6 +25,8 @@
 
 struct serve_job {
 	struct sched_job sj;
+	struct harmony hm;     /* a harmony model's parser (sj.hm points here) */
+	struct tok_ids script; /* ORCH_FAULT_SCRIPT's tokens (sj.script points here) */
 	struct tok_ids ids;
 	char *stops[ORCH_MAX_STOPS];
 	uint64_t deadline_ms;
@@ -59,6 +61,11 @@ struct serve_ident {
 	uint64_t hash_started_ms;
 };
 
+/* Where an entry's strings are in serve.text (they move until the step ends). */
+struct entry_text {
+	size_t text, channel, recipient; /* SIZE_MAX: none ("") */
+};
+
 struct serve {
 	const struct serve_opts *o;
 	struct serve_ident id;
@@ -72,8 +79,8 @@ struct serve {
 	/* this step's output */
 	Orch__TokenEntry *entries;
 	Orch__TokenEntry **entry_ptrs;
-	size_t *text_off; /* each entry's text in @text */
-	struct sbuf text; /* the step's texts, NUL-separated; reused step after step */
+	struct entry_text *text_off; /* each entry's strings in @text */
+	struct sbuf text;            /* the step's strings, NUL-separated; reused step after step */
 	uint32_t n_entries, cap_entries;
 	uint32_t last_entries; /* tokens the last step sent */
 	struct ending *endings;
@@ -89,6 +96,11 @@ struct serve {
 	uint64_t fault_job;
 	long fault_n;
 };
+
+/* ---- serve_script.c ---- */
+
+/* serve_script - the test hook ORCH_FAULT_SCRIPT: the text @j generates first, if any. */
+void serve_script(struct serve *sv, struct serve_job *j);
 
 /* ---- serve.c ---- */
 

@@ -121,7 +121,8 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 	if ((rv = engine_open(&cfg, &sv->eng, e)) != ORCH_OK)
 		return rv;
 	sv->max_jobs = 4 * sv->o->slots + 16;
-	sv->cap_entries = 2 * sv->max_jobs;
+	/* per job and step: released text, the token, the text released at the end */
+	sv->cap_entries = 3 * sv->max_jobs;
 	sv->entries = orch_calloc(sv->cap_entries, sizeof(*sv->entries));
 	sv->entry_ptrs = orch_calloc(sv->cap_entries, sizeof(*sv->entry_ptrs));
 	sv->text_off = orch_calloc(sv->cap_entries, sizeof(*sv->text_off));

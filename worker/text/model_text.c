@@ -186,6 +186,8 @@ model_text_load(const char *model_path, const struct gguf_file *f, enum text_sou
 	                         : load_gguf(model_path, f, n_vocab, mt, reterr);
 	if (rv != ORCH_OK)
 		model_text_fini(mt);
+	else
+		mt->harmony = harmony_vocab_find(mt->tok, &mt->hv);
 	return rv;
 }
 

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "harmony.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,8 @@ struct model_text {
 	struct orch_errinfo tmpl_err; /* why (ORCH_ETEMPLATE), for every chat request */
 	enum text_source source;
 	enum chat_origin origin;
+	bool harmony; /* the model speaks harmony (gpt-oss): its output is split by message */
+	struct harmony_vocab hv;
 };
 
 /* text_source_parse - "gguf" or "hf-json" (NULL: gguf). ORCH_EINVAL for anything else. */

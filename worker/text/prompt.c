@@ -23,10 +23,35 @@ token_string(const struct tok *t, int32_t id)
 	return s ? strndup(s, n) : strdup("");
 }
 
-/* @msgs rendered by the model's template into *@ret (*@ret_n bytes). */
+/*
+ * Add the members of JSON object @json (NULL or "": none) to @obj, past
+ * those it has. ORCH_EINVAL (naming @what) when it is not an object.
+ */
 static orch_err
-render(const struct model_text *mt, const struct prompt_msg *msgs, size_t n_msgs, char **ret,
-       size_t *ret_n, struct orch_errinfo *reterr)
+merge(cJSON *obj, const char *json, const char *what, struct orch_errinfo *reterr)
+{
+	if (json == NULL || json[0] == '\0')
+		return ORCH_OK;
+	cJSON *src = cJSON_Parse(json);
+	if (!cJSON_IsObject(src)) {
+		cJSON_Delete(src);
+		return orch_errf(reterr, ORCH_EINVAL, "%s: not a JSON object", what);
+	}
+	while (src->child != NULL) {
+		cJSON *it = cJSON_DetachItemViaPointer(src, src->child);
+		if (cJSON_GetObjectItemCaseSensitive(obj, it->string) != NULL)
+			cJSON_Delete(it); /* role, content, messages: as given */
+		else
+			cJSON_AddItemToObject(obj, it->string, it);
+	}
+	cJSON_Delete(src);
+	return ORCH_OK;
+}
+
+/* @chat rendered by the model's template into *@ret (*@ret_n bytes). */
+static orch_err
+render(const struct model_text *mt, const struct prompt_chat *chat, char **ret, size_t *ret_n,
+       struct orch_errinfo *reterr)
 {
 	const struct tok *t = mt->tok;
 	struct sbuf out = {0};
@@ -41,17 +66,22 @@ render(const struct model_text *mt, const struct prompt_msg *msgs, size_t n_msgs
 	}
 	if (vars == NULL || arr == NULL || bos == NULL || eos == NULL)
 		goto out;
-	for (size_t i = 0; i < n_msgs; i++) {
+	for (size_t i = 0; i < chat->n_msgs; i++) {
+		const struct prompt_msg *pm = &chat->msgs[i];
 		cJSON *m = cJSON_CreateObject();
 		if (m == NULL || !cJSON_AddItemToArray(arr, m) ||
-		    cJSON_AddStringToObject(m, "role", msgs[i].role) == NULL ||
-		    cJSON_AddStringToObject(m, "content", msgs[i].content ? msgs[i].content : "") ==
-		            NULL)
+		    cJSON_AddStringToObject(m, "role", pm->role) == NULL ||
+		    cJSON_AddStringToObject(m, "content", pm->content ? pm->content : "") == NULL)
 			goto out;
+		if ((rv = merge(m, pm->extra_json, "a message's fields", reterr)) != ORCH_OK)
+			goto out;
+		rv = ORCH_ENOMEM;
 	}
 	if (cJSON_AddBoolToObject(vars, "add_generation_prompt", true) == NULL ||
 	    cJSON_AddStringToObject(vars, "bos_token", bos) == NULL ||
 	    cJSON_AddStringToObject(vars, "eos_token", eos) == NULL)
+		goto out;
+	if ((rv = merge(vars, chat->vars_json, "the template variables", reterr)) != ORCH_OK)
 		goto out;
 	if ((rv = jinja_render(mt->tmpl, vars, NULL, &out, reterr)) != ORCH_OK)
 		goto out;
@@ -69,18 +99,17 @@ out:
 
 orch_err
 prompt_encode(const struct model_text *mt, const char *text, size_t n, bool literal,
-              const struct prompt_msg *msgs, size_t n_msgs, struct tok_ids *ids,
-              struct orch_errinfo *reterr)
+              const struct prompt_chat *chat, struct tok_ids *ids, struct orch_errinfo *reterr)
 {
 	const struct tok *t = mt->tok;
-	unsigned flags = TOK_ADD_SPECIAL | (literal && n_msgs == 0 ? 0 : TOK_PARSE_SPECIAL);
+	unsigned flags = TOK_ADD_SPECIAL | (literal && chat == NULL ? 0 : TOK_PARSE_SPECIAL);
 	char *rendered = NULL;
 	orch_err rv;
 
-	if (n_msgs > 0) {
+	if (chat != NULL) {
 		size_t bl;
 		const char *bos = tok_bos(t) >= 0 ? tok_text(t, tok_bos(t), &bl) : NULL;
-		if ((rv = render(mt, msgs, n_msgs, &rendered, &n, reterr)) != ORCH_OK)
+		if ((rv = render(mt, chat, &rendered, &n, reterr)) != ORCH_OK)
 			return rv;
 		if (bos != NULL && n >= bl && memcmp(rendered, bos, bl) == 0)
 			flags = TOK_PARSE_SPECIAL; /* the template wrote BOS itself */

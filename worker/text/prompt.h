@@ -17,18 +17,28 @@ extern "C" {
 
 struct prompt_msg {
 	const char *role, *content;
+	const char *extra_json; /* NULL, "" or a JSON object: the message's other fields
+	                           (tool_calls, thinking, name, tool_call_id) */
+};
+
+/* A chat: its messages and more template variables (tools, reasoning_effort). */
+struct prompt_chat {
+	const struct prompt_msg *msgs;
+	size_t n_msgs;
+	const char *vars_json; /* NULL, "" or a JSON object of variables */
 };
 
 /*
  * prompt_encode - the ids, by @mt's tokenizer, of @text (@n bytes) when
- * @n_msgs is 0, else of @msgs rendered by @mt's chat template with
+ * @chat is NULL, else of @chat rendered by @mt's chat template with
  * add_generation_prompt. Special-token text in @text (a harmony turn written
  * by hand, "<s>") becomes those tokens, as llama.cpp does, unless @literal.
  * ORCH_ETEMPLATE or ORCH_ETEMPLATE_RAISE with the template's message,
+ * ORCH_EINVAL for extra fields or variables that are not a JSON object,
  * ORCH_ENOMEM.
  */
 orch_err prompt_encode(const struct model_text *mt, const char *text, size_t n, bool literal,
-                       const struct prompt_msg *msgs, size_t n_msgs, struct tok_ids *ids,
+                       const struct prompt_chat *chat, struct tok_ids *ids,
                        struct orch_errinfo *reterr);
 
 #ifdef __cplusplus

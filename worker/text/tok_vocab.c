@@ -64,6 +64,14 @@ add_eog(struct tok *t, int32_t id)
 	t->eog[t->n_eog++] = id;
 }
 
+static int32_t
+control_id(const struct tok *t, const char *s)
+{
+	int32_t id = strmap_get(t->map, s, strlen(s));
+
+	return id >= 0 && t->types[id] == TOK_TYPE_CONTROL ? id : -1;
+}
+
 /* End of generation: eos, eot, eom, and the control tokens chat models end turns with. */
 static void
 find_eog(struct tok *t)
@@ -75,11 +83,20 @@ find_eog(struct tok *t)
 	add_eog(t, t->eos);
 	add_eog(t, t->eot);
 	add_eog(t, t->eom);
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		int32_t id = strmap_get(t->map, names[i], strlen(names[i]));
-		if (id >= 0 && t->types[id] == TOK_TYPE_CONTROL)
-			add_eog(t, id);
-	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		add_eog(t, control_id(t, names[i]));
+	/* harmony (gpt-oss): <|end|> closes one message of a turn (the analysis before the
+	 * answer); the turn ends at <|return|> or <|call|>. llama.cpp drops it the same way. */
+	int32_t ret = control_id(t, "<|return|>"), call = control_id(t, "<|call|>"),
+	        end = control_id(t, "<|end|>");
+	if (ret >= 0 && call >= 0 && end >= 0)
+		for (size_t i = 0; i < t->n_eog; i++)
+			if (t->eog[i] == end) {
+				memmove(&t->eog[i], &t->eog[i + 1],
+				        (t->n_eog - i - 1) * sizeof(t->eog[0]));
+				t->n_eog--;
+				break;
+			}
 }
 
 orch_err

@@ -177,7 +177,10 @@ test_finish_table(void)
 	T_TRUE(!orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_UNSPECIFIED, &f));
 	T_TRUE(orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_EOS, &f));
 	T_EQ(f, ORCH_FINISH_EOS);
-	T_TRUE(!orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_EOS + 1, &f));
+	T_TRUE(orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_TOOL_CALLS, &f));
+	T_EQ(f, ORCH_FINISH_TOOL_CALLS);
+	T_STREQ(orch_finish_openai(ORCH_FINISH_TOOL_CALLS), "tool_calls");
+	T_TRUE(!orch_finish_from_proto(ORCH__FINISH_REASON__FINISH_TOOL_CALLS + 1, &f));
 	T_STREQ(orch_finish_openai(ORCH_FINISH_EOS), "stop");
 	T_STREQ(orch_finish_openai(ORCH_FINISH_LENGTH), "length");
 	T_STREQ(orch_finish_name(ORCH_FINISH_EOS), "eos");

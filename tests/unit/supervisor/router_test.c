@@ -147,7 +147,7 @@ test_queue(void)
 	T_EQ(m->queued, 0);
 	T_EQ(x->events[1].code, ORCH_EMODEL_NOT_FOUND);
 	T_STREQ(y->events[1].text, "gone");
-	T_EQ(m->met.requests[3 + ORCH_EMODEL_NOT_FOUND], 2);
+	T_EQ(m->met.requests[MET_FINISHES + ORCH_EMODEL_NOT_FOUND], 2);
 	jobs_free(&d, c);
 }
 
