@@ -134,6 +134,93 @@ cudaError_t cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld
 cudaError_t cuk_swiglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
                        cudaStream_t st);
 
+/*
+ * cuk_swiglu_oai - gpt-oss's clamped SwiGLU, cpu_swiglu_oai's arithmetic:
+ * with x = min(g, @limit) and y = clamp(u, -limit, limit),
+ * g[t][i] = x / (1 + e^(-@alpha·x)) · (y + 1), for T rows of @n (row strides @ld).
+ */
+cudaError_t cuk_swiglu_oai(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
+                           float alpha, float limit, cudaStream_t st);
+
+/* ---- integer dots with MXFP4 weights ---- */
+
+/*
+ * Activation rows quantized for MXFP4 weights as cpu_quant_q8b does it (Q8_0
+ * codes and F16-rounded scale per 32 elements): a row of n (a multiple of
+ * 32) holds n/32 float scales, padded to 16 bytes, then n/32 blocks of 32
+ * int8 codes.
+ */
+static inline uint64_t
+cuk_q8_row_bytes(uint32_t n)
+{
+	uint64_t nb = n / 32;
+
+	return (4 * nb + 15) / 16 * 16 + 32 * nb;
+}
+
+/*
+ * cuk_quant_q8 - quantize @T rows of @n floats (row stride @x_ld, n a
+ * multiple of 32) into @xq, @xq_ld bytes (a multiple of 16, at least
+ * cuk_q8_row_bytes(n)) a row.
+ */
+cudaError_t cuk_quant_q8(const float *x, uint64_t x_ld, uint32_t n, uint32_t T, void *xq,
+                         uint64_t xq_ld, cudaStream_t st);
+
+/*
+ * cuk_mmv_q8 - cuk_mmv for MXFP4 weights against activations quantized by
+ * cuk_quant_q8 (rows of @xq_ld bytes): per 32-element block the exact
+ * integer sum of doubled E2M1 values times codes, times the E8M0 scale
+ * (halved) and the activation scale, accumulated in fp32 — cpu_qdot's
+ * arithmetic but for the order of the float sum.
+ */
+cudaError_t cuk_mmv_q8(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const void *xq,
+                       uint64_t xq_ld, uint32_t B, float *y, uint64_t y_ld, const float *bias,
+                       cudaStream_t st);
+
+/* ---- mixture of experts ---- */
+
+/* The most experts a layer may have. */
+#define CUK_MOE_MAX_EXPERTS 256
+
+/*
+ * cuk_moe_route - for each of @T tokens, its @K best experts by router logit
+ * (@logits [T][n_expert]; best first, the lower index on a tie) into
+ * sel[t·K + k] and their weights, a softmax over the chosen logits alone
+ * (its sum in double), into sel_w[t·K + k]: cpu_forward's route_tokens.
+ */
+cudaError_t cuk_moe_route(const float *logits, uint32_t n_expert, uint32_t T, uint32_t K,
+                          int32_t *sel, float *sel_w, cudaStream_t st);
+
+/* The products of cuk_moe_mmv: for p < @n, y[p] = W_sel[p] · x[p / x_div] (+ bias). */
+struct cuk_moe_mmv_args {
+	const struct cuk_mat *w; /* all experts' matrices stacked: expert e is rows e·rows_e.. */
+	uint32_t rows_e;         /* rows of one expert's matrix */
+	const int32_t *sel;      /* [n] the expert of each product */
+	uint32_t n, x_div;       /* products; product p reads activation row p / x_div */
+	const float *x;          /* [..][x_ld] floats, for weights other than MXFP4 */
+	uint64_t x_ld;
+	const void *xq; /* MXFP4: the same rows quantized by cuk_quant_q8, xq_ld bytes a row */
+	uint64_t xq_ld;
+	float *y; /* [n][y_ld] */
+	uint64_t y_ld;
+	const float *bias; /* [n_expert][rows_e] or NULL */
+};
+
+/*
+ * cuk_moe_mmv - the products of @a, one warp a row as cuk_mmv (MXFP4 as
+ * cuk_mmv_q8); only the chosen experts' rows are read. A product's result
+ * does not depend on the others.
+ */
+cudaError_t cuk_moe_mmv(const struct cuk_moe_mmv_args *a, cudaStream_t st);
+
+/*
+ * cuk_moe_combine - out[t][c] = Σ_k y[t·K + k][c] · sel_w[t·K + k] for @T
+ * tokens and c < @n, each product rounded, then summed in k order (as
+ * cpu_forward's moe_block).
+ */
+cudaError_t cuk_moe_combine(const float *y, uint64_t y_ld, const float *sel_w, uint32_t K,
+                            uint32_t n, uint32_t T, float *out, uint64_t out_ld, cudaStream_t st);
+
 /* ---- sampling (samp_sample's steps on the device) ---- */
 
 /* One sequence's sampling parameters and state, as the device reads them. */
