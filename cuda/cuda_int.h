@@ -29,8 +29,14 @@
 struct cu_layer {
 	const float *attn_norm, *ffn_norm;
 	struct cuk_mat wq, wk, wv, wqkv, wo, w_gate, w_up, w_gate_up, w_down;
-	const float *bq, *bk, *bv;
+	const float *bq, *bk, *bv, *bo; /* [width] or NULL */
 	bool fused_qkv, fused_gate_up;
+	/* gpt-oss */
+	const float *sinks; /* [n_head] or NULL */
+	/* its KV cache: cells positions a slot (a ring when fewer than n_ctx), kv_off elements
+	 * into the slot's allocation; window: the positions a query sees (0: all) */
+	uint64_t kv_off;
+	uint32_t kv_cells, window;
 };
 
 /* A step's per-token inputs, as uploaded (pinned host copy and device copy share the layout). */
@@ -69,6 +75,8 @@ struct be_model {
 	/* shapes */
 	uint32_t q_dim, kv_dim, qkv_dim, max_ne0, n_split, slots_pad;
 	float theta_scale;
+	struct cuk_yarn yarn;
+	bool has_yarn;
 
 	/* KV cache: one allocation per slot, made by reserve (slot `slots`: padding) */
 	void **k_slot, **v_slot;     /* host [slots + 1] */

@@ -89,24 +89,44 @@ cudaError_t cuk_rmsnorm(float *x, const float *delta, const float *w, uint32_t n
 /* cuk_add - x[i] += d[i] for @n floats. */
 cudaError_t cuk_add(float *x, const float *d, uint64_t n, cudaStream_t st);
 
+/* YaRN for cuk_rope, as ggml_rope_ext takes it (cuk_yarn_init; the CPU's struct cpu_yarn). */
+struct cuk_yarn {
+	float freq_scale, ext_factor, attn_factor;
+	float corr_dims[2];
+};
+
+/*
+ * cuk_yarn_init - @y for @n_rot dims, @base, @factor, @orig_ctx, @beta_fast and @beta_slow,
+ * with cpu_yarn_init's arithmetic (host code; the same floats).
+ */
+void cuk_yarn_init(struct cuk_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
+                   float beta_fast, float beta_slow);
+
 /*
  * cuk_rope - rotate Q (@n_head heads) and K (@n_head_kv heads) of each of @T
  * tokens in place; token t's row of @qkv (stride @ld) holds Q at 0 and K at
  * n_head·head_dim, its position is pos[t]. @theta_scale = base^(-2/n_rot);
- * @factors (n_rot/2, NULL: none) divide the frequencies; @neox pairs
- * (i, i + n_rot/2) instead of (2i, 2i + 1).
+ * @factors (n_rot/2, NULL: none) divide the frequencies; @yarn (a host
+ * pointer, NULL: none) applies YaRN's ramp and magnitude as cpu_rope_yarn
+ * does (then @factors must be NULL); @neox pairs (i, i + n_rot/2) instead
+ * of (2i, 2i + 1).
  */
 cudaError_t cuk_rope(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n_head,
                      uint32_t n_head_kv, uint32_t head_dim, uint32_t n_rot, float theta_scale,
-                     const float *factors, bool neox, cudaStream_t st);
+                     const float *factors, const struct cuk_yarn *yarn, bool neox, cudaStream_t st);
 
 /*
- * The KV cache: slot s of layer l holds positions [0, n_ctx) of kv_dim
- * elements (F16 bits or F32) at k_base[s] + (l · n_ctx + pos) · kv_dim.
+ * The KV cache of one layer: slot s holds @cells positions of kv_dim
+ * elements (F16 bits or F32) at k_base[s] + (layer_off + p % cells) ·
+ * kv_dim, so a sliding-window layer keeps a ring of its window plus one
+ * step's tokens and any other layer keeps the whole context (cells = n_ctx).
+ * A query at position p attends over positions [p - window + 1, p] (the
+ * window's, its own included) or, with @window 0, over [0, p].
  */
 struct cuk_kv {
 	void *const *k_base, *const *v_base; /* device arrays [slots + 1] of device pointers */
-	uint32_t n_ctx, kv_dim, layer;
+	uint64_t layer_off;                  /* elements of a slot before this layer's cells */
+	uint32_t cells, kv_dim, window;
 	bool f16;
 };
 
@@ -117,18 +137,28 @@ struct cuk_kv {
 cudaError_t cuk_kv_append(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint64_t kv_off,
                           uint32_t T, const uint32_t *slot, const uint32_t *pos, cudaStream_t st);
 
+/* cuk_attention_part_floats - the floats cuk_attention's @part scratch holds. */
+static inline uint64_t
+cuk_attention_part_floats(uint32_t T, uint32_t n_head, uint32_t d, uint32_t n_split)
+{
+	return (uint64_t)T * n_head * ((uint64_t)n_split * (d + 2) + 2);
+}
+
 /*
  * cuk_attention - for each token t < @T and head h: softmax(q·K/√d)·V over
- * positions [0, pos[t]] of slot slot[t] (causal; GQA: head h reads KV head
- * h / (n_head / n_head_kv)). q at qkv + t·ld + h·d; output at
- * out + t·out_ld + h·d. The KV length is split in @n_split parts of
- * CUK_ATTN_SPLIT positions (parts past pos[t] do nothing); @part holds
- * T · n_head · n_split · (d + 2) floats.
+ * the positions kv->window lets it see (causal) in slot slot[t] (GQA: head
+ * h reads KV head h / (n_head / n_head_kv)), with @sinks[h] (NULL: none)
+ * joining each softmax's denominator, exactly as cpu_attn_head computes it
+ * (with an F16 cache, q and the normalized weights rounded to F16). q at
+ * qkv + t·ld + h·d; output at out + t·out_ld + h·d. The positions are split
+ * in parts of CUK_ATTN_SPLIT; @n_split must cover the most positions any
+ * token sees (parts a token does not need do nothing); @part holds
+ * cuk_attention_part_floats(T, n_head, d, n_split) floats.
  */
 cudaError_t cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T,
                           const uint32_t *slot, const uint32_t *pos, uint32_t n_head,
-                          uint32_t n_head_kv, uint32_t d, uint32_t n_split, float *part, float *out,
-                          uint64_t out_ld, cudaStream_t st);
+                          uint32_t n_head_kv, uint32_t d, uint32_t n_split, const float *sinks,
+                          float *part, float *out, uint64_t out_ld, cudaStream_t st);
 
 /* cuk_swiglu - g[t][i] = silu(g[t][i]) · u[t][i] for T rows of @n (row strides @ld). */
 cudaError_t cuk_swiglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,

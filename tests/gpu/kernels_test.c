@@ -7,13 +7,15 @@
  *   for a row whatever the batch;
  * - MXFP4 integer dots: activation quantization bit-identical to
  *   cpu_quant_q8b, mat-vecs vs cpu_qdot_scalar;
- * - RMSNorm (with the fused residual), RoPE (normal, NEOX, factors), SwiGLU
- *   and gpt-oss's clamped SwiGLU;
+ * - RMSNorm (with the fused residual), RoPE (normal, NEOX, factors, YaRN),
+ *   SwiGLU and gpt-oss's clamped SwiGLU;
  * - mixture of experts: routing vs route_tokens, the chosen experts'
  *   products (MXFP4, F32) with biases, the weighted sum;
- * - KV append + attention (F16 and F32 caches, GQA, several KV splits) vs cpu_attn_head;
+ * - KV append + attention (F16 and F32 caches, GQA, several KV splits,
+ *   sinks, sliding windows over a ring) vs cpu_attn_head;
  * - sampling: the same token as samp_sample() over 10,000 draws per filter.
- * Exits 77 where no CUDA device exists.
+ * YaRN's host-side parameters are checked against cpu_yarn_init first, with
+ * or without a device; then the test exits 77 where no CUDA device exists.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -216,7 +218,7 @@ test_norm_rope_swiglu(void)
 		fill(q, (uint64_t)T * ld, 1.0f);
 		CK(cudaMemcpy(dq, q, (uint64_t)T * ld * 4, cudaMemcpyHostToDevice));
 		CK(cuk_rope(dq, ld, T, dpos, nh, nkv, hd, hd, powf(1e6f, -2.0f / (float)hd),
-		            with_f ? dfac : NULL, neox, 0));
+		            with_f ? dfac : NULL, NULL, neox, 0));
 		CK(cudaMemcpy(qo, dq, (uint64_t)T * ld * 4, cudaMemcpyDeviceToHost));
 		for (uint32_t t = 0; t < T; t++)
 			cpu_rope(q + (uint64_t)t * ld, nh + nkv, hd, hd, pos[t], 1e6f, neox,
@@ -245,6 +247,37 @@ test_norm_rope_swiglu(void)
 	cudaFree(dx), cudaFree(dd), cudaFree(dw), cudaFree(dout), cudaFree(dpos), cudaFree(dq),
 	        cudaFree(dfac);
 	free(x), free(d), free(w), free(out), free(ref), free(cpu), free(q), free(qo);
+}
+
+/* YaRN RoPE as gpt-oss sets it (base 150000, factor 32 over 4096, NEOX): bound 1e-5 as for RoPE. */
+static void
+test_rope_yarn(void)
+{
+	const uint32_t T = 5, hd = 64, nh = 8, nkv = 2, ld = (nh + 2 * nkv) * hd;
+	uint32_t pos[5] = {0, 1, 17, 2047, 30000}, *dpos = dev(sizeof(pos));
+	float *q = malloc((uint64_t)T * ld * 4), *qo = malloc((uint64_t)T * ld * 4);
+	float *dq = dev((uint64_t)T * ld * 4);
+	double *ref = malloc((uint64_t)T * ld * 8);
+	struct cpu_yarn cy;
+	struct cuk_yarn gy;
+
+	cpu_yarn_init(&cy, hd, 150000.0f, 32.0f, 4096, 32.0f, 1.0f);
+	cuk_yarn_init(&gy, hd, 150000.0f, 32.0f, 4096, 32.0f, 1.0f);
+	fill(q, (uint64_t)T * ld, 1.0f);
+	CK(cudaMemcpy(dpos, pos, sizeof(pos), cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(dq, q, (uint64_t)T * ld * 4, cudaMemcpyHostToDevice));
+	CK(cuk_rope(dq, ld, T, dpos, nh, nkv, hd, hd, powf(150000.0f, -2.0f / (float)hd), NULL, &gy,
+	            true, 0));
+	CK(cudaMemcpy(qo, dq, (uint64_t)T * ld * 4, cudaMemcpyDeviceToHost));
+	for (uint32_t t = 0; t < T; t++)
+		cpu_rope_yarn(q + (uint64_t)t * ld, nh + nkv, hd, hd, pos[t], 150000.0f, true, &cy);
+	for (uint64_t i = 0; i < (uint64_t)T * ld; i++)
+		ref[i] = q[i];
+	double e = rel_err(qo, ref, (uint64_t)T * ld);
+	printf("rope yarn rel err %.2e (bound 1e-5)\n", e);
+	T_TRUE(e <= 1e-5);
+	cudaFree(dpos), cudaFree(dq);
+	free(q), free(qo), free(ref);
 }
 
 /* gpt-oss's clamped SwiGLU, values past the limit of 7 included: bound 1e-6 (expf's last bits). */
@@ -522,76 +555,166 @@ test_moe_mmv(void)
 	free(x), free(bias), free(deq), free(y), free(ref), free(hq);
 }
 
-/* KV append + attention for head dims 8, 64, 96, 128 and contexts past one split. */
+/* YaRN's parameters, computed on the host for the kernel, are cpu_yarn_init's (no device). */
+static void
+test_yarn_init(void)
+{
+	static const float p[][4] = {
+	        {150000, 32, 4096, 64}, {10000, 4, 2048, 128}, {1e6f, 8, 8192, 80}};
+
+	for (int i = 0; i < 3; i++) {
+		struct cpu_yarn c;
+		struct cuk_yarn g;
+		cpu_yarn_init(&c, (uint32_t)p[i][3], p[i][0], p[i][1], (uint32_t)p[i][2], 32.0f,
+		              1.0f);
+		cuk_yarn_init(&g, (uint32_t)p[i][3], p[i][0], p[i][1], (uint32_t)p[i][2], 32.0f,
+		              1.0f);
+		T_TRUE(sizeof(c) == sizeof(g) && memcmp(&c, &g, sizeof(c)) == 0);
+	}
+}
+
+/*
+ * One attention case: P tokens at positions 0..P-1 appended and attended
+ * @chunk at a time (cells: n_ctx without a window, else window + chunk, a
+ * ring that wraps), against cpu_attn_head over the same K/V (rounded as the
+ * cache stores them) for the first and last token of every chunk and the
+ * tokens at 255 and 256. The worst relative error.
+ */
+struct attn_case {
+	uint32_t d, nh, nkv, window, chunk;
+	bool f16, sinks;
+};
+
+static double
+attn_run(const struct attn_case *c)
+{
+	uint32_t d = c->d, nh = c->nh, nkv = c->nkv, P = 613, n_ctx = 700, kvd = nkv * d;
+	uint32_t ld = (nh + 2 * nkv) * d, cells = c->window ? c->window + c->chunk : n_ctx;
+	uint32_t seen = c->window ? c->window : n_ctx;
+	uint32_t n_split = (seen + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT;
+	size_t es = c->f16 ? 2 : 4;
+	float *qkv = malloc((uint64_t)P * ld * 4), *out = malloc((uint64_t)P * nh * d * 4), sk[64];
+	float *dqkv = dev((uint64_t)P * ld * 4), *dout = dev((uint64_t)P * nh * d * 4);
+	float *dsk = dev(sizeof(sk));
+	float *part = dev(cuk_attention_part_floats(c->chunk, nh, d, n_split) * 4);
+	void *kb = dev((uint64_t)cells * kvd * es), *vb = dev((uint64_t)cells * kvd * es);
+	void **tab = dev(2 * sizeof(void *)), *ptrs[2] = {kb, vb};
+	uint32_t *slot = dev(P * 4), *pos = dev(P * 4), *hp = malloc(P * 4);
+
+	for (uint32_t i = 0; i < P; i++)
+		hp[i] = i;
+	fill(qkv, (uint64_t)P * ld, 1.0f);
+	fill(sk, 64, 2.0f);
+	cudaMemcpy(dqkv, qkv, (uint64_t)P * ld * 4, cudaMemcpyHostToDevice);
+	cudaMemcpy(dsk, sk, sizeof(sk), cudaMemcpyHostToDevice);
+	cudaMemcpy(tab, ptrs, sizeof(ptrs), cudaMemcpyHostToDevice);
+	cudaMemcpy(pos, hp, P * 4, cudaMemcpyHostToDevice);
+	cudaMemset(slot, 0, P * 4);
+	struct cuk_kv kv = {.k_base = (void *const *)tab,
+	                    .v_base = (void *const *)tab + 1,
+	                    .layer_off = 0,
+	                    .cells = cells,
+	                    .kv_dim = kvd,
+	                    .window = c->window,
+	                    .f16 = c->f16};
+	bool ok = true;
+	for (uint32_t t0 = 0; t0 < P && ok; t0 += c->chunk) {
+		uint32_t n = P - t0 < c->chunk ? P - t0 : c->chunk;
+		ok = cuk_kv_append(&kv, dqkv + (uint64_t)t0 * ld, ld, (uint64_t)nh * d, n, slot,
+		                   pos + t0, 0) == cudaSuccess &&
+		     cuk_attention(&kv, dqkv + (uint64_t)t0 * ld, ld, n, slot, pos + t0, nh, nkv, d,
+		                   n_split, c->sinks ? dsk : NULL, part,
+		                   dout + (uint64_t)t0 * nh * d, (uint64_t)nh * d,
+		                   0) == cudaSuccess;
+	}
+	ok = ok &&
+	     cudaMemcpy(out, dout, (uint64_t)P * nh * d * 4, cudaMemcpyDeviceToHost) == cudaSuccess;
+	/* the reference cache, linear: position p's K and V as the cache stores them */
+	uint8_t *kc = malloc((uint64_t)P * kvd * es), *vc = malloc((uint64_t)P * kvd * es);
+	for (uint64_t p = 0; p < P; p++)
+		for (uint32_t i = 0; i < kvd; i++) {
+			float k = qkv[p * ld + (uint64_t)nh * d + i],
+			      v = qkv[p * ld + (nh + nkv) * d + i];
+			if (c->f16) {
+				uint16_t hk = fp16_from_f32(k), hv = fp16_from_f32(v);
+				memcpy(kc + (p * kvd + i) * 2, &hk, 2);
+				memcpy(vc + (p * kvd + i) * 2, &hv, 2);
+			} else {
+				memcpy(kc + (p * kvd + i) * 4, &k, 4);
+				memcpy(vc + (p * kvd + i) * 4, &v, 4);
+			}
+		}
+	float *sc = malloc(P * 4), *o = malloc(d * 4);
+	double *ref = malloc((uint64_t)nh * d * 8), worst = ok ? 0 : NAN;
+	for (uint32_t t0 = 0; t0 < P && ok; t0 += c->chunk) {
+		uint32_t last = t0 + c->chunk - 1 < P - 1 ? t0 + c->chunk - 1 : P - 1;
+		uint32_t check[4] = {t0, last, 255, 256}; /* and both sides of one part's end */
+		for (int ci = 0; ci < 4; ci++) {
+			uint32_t t = check[ci];
+			if (t < t0 || t > last)
+				continue;
+			uint32_t first = c->window && t + 1 > c->window ? t + 1 - c->window : 0;
+			for (uint32_t h = 0; h < nh; h++) {
+				uint64_t off = ((uint64_t)first * kvd + (h / (nh / nkv)) * d) * es;
+				struct cpu_attn a = {.k = kc + off,
+				                     .v = vc + off,
+				                     .stride = kvd,
+				                     .d = d,
+				                     .f16 = c->f16,
+				                     .simd = false,
+				                     .has_sink = c->sinks,
+				                     .sink = sk[h]};
+				cpu_attn_head(&a, qkv + (uint64_t)t * ld + (uint64_t)h * d,
+				              t + 1 - first, sc, o);
+				for (uint32_t i = 0; i < d; i++)
+					ref[h * d + i] = o[i];
+			}
+			double e = rel_err(out + (uint64_t)t * nh * d, ref, (uint64_t)nh * d);
+			worst = !(e <= worst) ? e : worst;
+		}
+	}
+	cudaFree(dqkv), cudaFree(dout), cudaFree(dsk), cudaFree(part), cudaFree(kb), cudaFree(vb),
+	        cudaFree(tab), cudaFree(slot), cudaFree(pos);
+	free(qkv), free(out), free(hp), free(kc), free(vc), free(sc), free(o), free(ref);
+	return worst;
+}
+
+/*
+ * KV append + attention: head dims 8 to 128 over 613 positions (past two
+ * parts) in one step; then gpt-oss's shape with sinks and a sliding window
+ * whose ring wraps (window 128, 64 tokens a step: 192 cells), a window
+ * wider than a part (300, 7 tokens a step), and sinks alone.
+ *
+ * Bounds: the kernels give the CPU's weights (normalized first; with an F16
+ * cache rounded to F16) and differ only in the order of float sums: the
+ * dot products (fused multiply-adds here), the softmax's sum (double on
+ * both sides; a many-part token's is rescaled from the parts') and Σ w·V.
+ * ‖Δ‖/‖ref‖ from that is of order √n·2^-24 ≈ 1e-6 (bound 1e-5). With an F16
+ * cache a weight that moves by an ulp can round to the neighbouring F16
+ * value (about one weight in 10^3-10^4, each by 2^-11 of itself): bound
+ * 1e-4. (Before the weights were rounded as the CPU rounds them, the F16
+ * difference reached ~1e-3.)
+ */
 static void
 test_attention(void)
 {
-	static const uint32_t dims[][3] = {{8, 8, 4}, {64, 14, 2}, {96, 32, 32}, {128, 8, 2}};
+	static const struct attn_case cases[] = {
+	        {8, 8, 4, 0, 613, false, false},    {64, 14, 2, 0, 613, false, false},
+	        {96, 32, 32, 0, 613, false, false}, {128, 8, 2, 0, 613, false, false},
+	        {64, 8, 2, 128, 64, false, true},   {64, 8, 2, 300, 7, false, true},
+	        {96, 32, 32, 0, 100, false, true},
+	};
 
 	for (int f16 = 0; f16 < 2; f16++) {
-		for (size_t di = 0; di < 4; di++) {
-			uint32_t d = dims[di][0], nh = dims[di][1], nkv = dims[di][2];
-			uint32_t n_ctx = 700, kvd = nkv * d, ld = (nh + 2 * nkv) * d, P = 613;
-			size_t es = f16 ? 2 : 4;
-			float *qkv = malloc((uint64_t)P * ld * 4),
-			      *out = malloc((uint64_t)nh * d * 4);
-			double *ref = malloc((uint64_t)nh * d * 8);
-			float *dqkv = dev((uint64_t)P * ld * 4),
-			      *dout = dev((uint64_t)P * nh * d * 4);
-			void *kb = dev((uint64_t)n_ctx * kvd * es),
-			     *vb = dev((uint64_t)n_ctx * kvd * es);
-			void **tab = dev(2 * sizeof(void *)), *ptrs[2] = {kb, vb};
-			uint32_t *slot = dev(P * 4), *pos = dev(P * 4), *hp = malloc(P * 4);
-			uint32_t n_split = (n_ctx + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT;
-			float *part = dev((uint64_t)P * nh * n_split * (d + 2) * 4);
-			for (uint32_t i = 0; i < P; i++)
-				hp[i] = i;
-			fill(qkv, (uint64_t)P * ld, 1.0f);
-			CK(cudaMemcpy(dqkv, qkv, (uint64_t)P * ld * 4, cudaMemcpyHostToDevice));
-			CK(cudaMemcpy(tab, ptrs, sizeof(ptrs), cudaMemcpyHostToDevice));
-			CK(cudaMemcpy(pos, hp, P * 4, cudaMemcpyHostToDevice));
-			CK(cudaMemset(slot, 0, P * 4));
-			struct cuk_kv kv = {
-			        (void *const *)tab, (void *const *)tab + 1, n_ctx, kvd, 0, f16};
-			CK(cuk_kv_append(&kv, dqkv, ld, (uint64_t)nh * d, P, slot, pos, 0));
-			CK(cuk_attention(&kv, dqkv, ld, P, slot, pos, nh, nkv, d, n_split, part,
-			                 dout, (uint64_t)nh * d, 0));
-			/* the CPU twin over the same cache contents, for three query positions */
-			uint8_t *kc = malloc((uint64_t)n_ctx * kvd * es),
-			        *vc = malloc((uint64_t)n_ctx * kvd * es);
-			float *sc = malloc(n_ctx * 4), *o = malloc(d * 4);
-			CK(cudaMemcpy(kc, kb, (uint64_t)P * kvd * es, cudaMemcpyDeviceToHost));
-			CK(cudaMemcpy(vc, vb, (uint64_t)P * kvd * es, cudaMemcpyDeviceToHost));
-			double worst = 0;
-			uint32_t qs[3] = {0, 255, P - 1};
-			for (int k = 0; k < 3; k++) {
-				uint32_t t = qs[k];
-				for (uint32_t h = 0; h < nh; h++) {
-					uint64_t off = (uint64_t)(h / (nh / nkv)) * d * es;
-					struct cpu_attn a = {.k = kc + off,
-					                     .v = vc + off,
-					                     .stride = kvd,
-					                     .d = d,
-					                     .f16 = f16,
-					                     .simd = false};
-					cpu_attn_head(&a, qkv + (uint64_t)t * ld + (uint64_t)h * d,
-					              t + 1, sc, o);
-					for (uint32_t i = 0; i < d; i++)
-						ref[h * d + i] = o[i];
-				}
-				CK(cudaMemcpy(out, dout + (uint64_t)t * nh * d,
-				              (uint64_t)nh * d * 4, cudaMemcpyDeviceToHost));
-				double e = rel_err(out, ref, (uint64_t)nh * d);
-				worst = !(e <= worst) ? e : worst;
-			}
-			double bound = f16 ? 3e-3 : 1e-5;
-			printf("attention d=%u heads %u/%u %s cache: rel err %.2e (bound %.0e)\n",
-			       d, nh, nkv, f16 ? "F16" : "F32", worst, bound);
-			T_TRUE(worst <= bound);
-			cudaFree(dqkv), cudaFree(dout), cudaFree(kb), cudaFree(vb), cudaFree(tab),
-			        cudaFree(slot), cudaFree(pos), cudaFree(part);
-			free(qkv), free(out), free(ref), free(hp), free(kc), free(vc), free(sc),
-			        free(o);
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			struct attn_case c = cases[i];
+			c.f16 = f16;
+			double e = attn_run(&c), bound = f16 ? 1e-4 : 1e-5;
+			printf("attention d=%u heads %u/%u window %u chunk %u sinks %d %s cache: "
+			       "rel err %.2e (bound %.0e)\n",
+			       c.d, c.nh, c.nkv, c.window, c.chunk, c.sinks, f16 ? "F16" : "F32", e,
+			       bound);
+			T_TRUE(e <= bound);
 		}
 	}
 }
@@ -685,6 +808,9 @@ main(void)
 	int count = 0;
 	char why[256];
 
+	T_RUN(test_yarn_init); /* host code only: runs without a device */
+	if (t_failed > 0)
+		return t_done();
 	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
 		T_SKIP("no CUDA device");
 	if (cuk_limits_check(0, why, sizeof(why)) != cudaSuccess) {
@@ -694,6 +820,7 @@ main(void)
 	rng_seed(&r, (uint64_t)time(NULL)); /* fresh inputs every run */
 	T_RUN(test_dequant_mmv);
 	T_RUN(test_norm_rope_swiglu);
+	T_RUN(test_rope_yarn);
 	T_RUN(test_swiglu_oai);
 	T_RUN(test_mxfp4_q8);
 	T_RUN(test_moe_route);
