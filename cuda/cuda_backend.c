@@ -68,6 +68,26 @@ al(uint64_t bytes)
 	return (bytes + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
 }
 
+/* Floats of gu a token takes: [gate | up] of the dense FFN, or of each chosen expert. */
+static uint64_t
+gu_floats(const struct model_hparams *hp)
+{
+	uint64_t dense = 2ull * hp->n_ff, moe = 2ull * hp->n_expert_used * hp->n_ff_exp;
+
+	return dense > moe ? dense : moe;
+}
+
+/* The mixture of experts' buffers for B tokens (0 for a dense model), in carve_arena's order. */
+static uint64_t
+moe_bytes(const struct model_hparams *hp, uint64_t B)
+{
+	uint64_t BK = B * hp->n_expert_used;
+
+	if (hp->n_expert == 0)
+		return 0;
+	return al(B * hp->n_expert * 4) + al(BK * 4) + al(BK * 4) + al(BK * hp->n_embd * 4);
+}
+
 /* What the arena holds besides the weights, for B tokens a step (set_shapes first). */
 static uint64_t
 scratch_bytes(struct be_model *b, uint64_t sort_tmp)
@@ -80,11 +100,12 @@ scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 	        cuk_attention_part_floats((uint32_t)B, hp->n_head, hp->head_dim, b->n_split);
 
 	return 3 * al(B * hp->n_embd * f) + al(B * b->qkv_dim * f) + al(B * b->q_dim * f) +
-	       al(B * 2 * hp->n_ff * f) + al(S * hp->n_embd * f) + al(S * V * f) + al(part * f) +
+	       al(B * gu_floats(hp) * f) + al(S * hp->n_embd * f) + al(S * V * f) + al(part * f) +
 	       al((uint64_t)CU_GEMM_TILE_ROWS * b->max_ne0 * 2) + al(B * b->max_ne0 * 2) +
 	       al(CU_BLAS_WS_BYTES) + al(b->step_bytes) + al(S * sizeof(struct cuk_samp)) +
 	       al(s1 * b->hist_cap * 4) + 2 * al(2 * S * V * 4) + al(S * V * 4) + al(S * 4) +
-	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *));
+	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *)) + moe_bytes(hp, B) +
+	       al(b->xq_bytes);
 }
 
 static orch_err
@@ -169,12 +190,13 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 	if (hp->head_dim > CUK_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
 		                 hp->head_dim, CUK_ATTN_MAX_D);
-	/* gpt-oss's mixture of experts is not wired into the CUDA step yet */
-	if (hp->n_expert > 0)
+	if (hp->n_expert > 0 && (hp->n_expert > CUK_MOE_MAX_EXPERTS || hp->n_expert_used == 0 ||
+	                         hp->n_expert_used > hp->n_expert || hp->n_ff_exp == 0))
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
-		                 "architecture %s runs on the cpu device only for now: the CUDA "
-		                 "backend does not run its experts yet",
-		                 model_arch_name(hp->arch));
+		                 "%u experts of which %u used (width %u): the CUDA kernels take "
+		                 "1..%u experts and at least one used",
+		                 hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
+		                 CUK_MOE_MAX_EXPERTS);
 	if (hp->yarn_factor > 0 && m->rope_freqs != NULL)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
 		                 "YaRN together with rope frequency factors has no CUDA kernel");
@@ -187,7 +209,9 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 		const struct gguf_tensor *ts[] = {
 		        L ? L->wq : m->tok_embd, L ? L->wk : m->output,   L ? L->wv : NULL,
 		        L ? L->wqkv : NULL,      L ? L->wo : NULL,        L ? L->w_gate : NULL,
-		        L ? L->w_up : NULL,      L ? L->w_gate_up : NULL, L ? L->w_down : NULL};
+		        L ? L->w_up : NULL,      L ? L->w_gate_up : NULL, L ? L->w_down : NULL,
+		        L ? L->router : NULL,    L ? L->gate_exps : NULL, L ? L->up_exps : NULL,
+		        L ? L->down_exps : NULL};
 		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
 			if (ts[i] != NULL && !cuk_type_supported(ts[i]->type))
 				return orch_errf(reterr, ORCH_EUNSUPPORTED,
@@ -225,6 +249,25 @@ kv_layout(struct be_model *b)
 }
 
 static void
+count_type(const struct gguf_tensor *t, void *ctx)
+{
+	uint32_t *want = ctx;
+
+	if (t->type == want[0])
+		want[1]++;
+}
+
+/* Whether a tensor of @m has ggml @type. */
+static bool
+has_type(const struct model *m, uint32_t type)
+{
+	uint32_t want[2] = {type, 0};
+
+	model_for_each_tensor(m, count_type, want);
+	return want[1] > 0;
+}
+
+static void
 set_shapes(struct be_model *b)
 {
 	const struct model_hparams *hp = &b->m->hp;
@@ -253,6 +296,12 @@ set_shapes(struct be_model *b)
 	uint64_t B =
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
 	b->step_bytes = B * 12 + (uint64_t)b->slots_pad * 4;
+	b->xq_bytes = 0;
+	if (has_type(b->m, GGML_TYPE_MXFP4)) { /* dense rows of up to max_ne0, or expert rows */
+		uint64_t dense = cuk_q8_row_bytes(b->max_ne0);
+		uint64_t moe = hp->n_expert_used * cuk_q8_row_bytes(hp->n_ff_exp);
+		b->xq_bytes = B * (dense > moe ? dense : moe);
+	}
 }
 
 /* Carve the step-input arrays out of @base (device, host staging or mirror). */
@@ -280,7 +329,7 @@ carve_arena(struct be_model *b)
 	b->tmp = cu_arena_take(b, B * hp->n_embd * f);
 	b->qkv = cu_arena_take(b, B * b->qkv_dim * f);
 	b->att = cu_arena_take(b, B * b->q_dim * f);
-	b->gu = cu_arena_take(b, B * 2 * hp->n_ff * f);
+	b->gu = cu_arena_take(b, B * gu_floats(hp) * f);
 	b->last = cu_arena_take(b, S * hp->n_embd * f);
 	b->logits = cu_arena_take(b, S * V * f);
 	b->part = cu_arena_take(
@@ -301,6 +350,16 @@ carve_arena(struct be_model *b)
 	b->d_k_base = cu_arena_take(b, s1 * sizeof(void *));
 	b->d_v_base = cu_arena_take(b, s1 * sizeof(void *));
 	if (b->d_v_base == NULL)
+		return ORCH_EINTERNAL;
+	if (hp->n_expert > 0) {
+		uint64_t BK = B * hp->n_expert_used;
+		b->moe_lg = cu_arena_take(b, B * hp->n_expert * f);
+		b->moe_sel = cu_arena_take(b, BK * 4);
+		b->moe_w = cu_arena_take(b, BK * f);
+		if ((b->moe_out = cu_arena_take(b, BK * hp->n_embd * f)) == NULL)
+			return ORCH_EINTERNAL;
+	}
+	if (b->xq_bytes > 0 && (b->xq = cu_arena_take(b, b->xq_bytes)) == NULL)
 		return ORCH_EINTERNAL;
 	carve_step(b, b->d_step, &b->d);
 	return ORCH_OK;

@@ -103,13 +103,12 @@ run_layers(struct be_model *b, uint32_t T, uint32_t n_out, uint32_t n_split)
 	TRY(cuk_embed(&b->tok_embd, b->d.tok, T, b->x, b->st));
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		TRY(attention_block(b, l, T, n_split));
-		TRY(ffn_block(b, l, T));
+		TRY(hp->n_expert > 0 ? cu_moe_block(b, l, T) : ffn_block(b, l, T));
 	}
 	TRY(cuk_add(b->x, b->tmp, (uint64_t)T * hp->n_embd, b->st));
 	TRY(cuk_rmsnorm(b->x, NULL, b->output_norm, hp->n_embd, hp->rms_eps, n_out, b->d.rows,
 	                b->last, b->st));
-	return cu_matmul_rows(&b->output, b->last, hp->n_embd, n_out, b->logits, hp->n_vocab,
-	                      b->st);
+	return cu_matmul_rows(b, &b->output, b->last, hp->n_embd, n_out, b->logits, hp->n_vocab);
 }
 
 /* Upload the staged inputs for @T tokens and @n_out outputs unless the device has them. */
