@@ -11,6 +11,11 @@
  *   allocated when a job first uses it (reserve): if another process took
  *   the memory in between, that job fails with VRAM_OOM and the worker
  *   keeps serving.
+ * - A slot's KV allocation holds each layer's cells one after the other: a
+ *   sliding-window layer keeps only its window plus the most tokens one
+ *   sequence feeds in a step (max_batch_tokens), as a ring (position p in
+ *   cell p % cells); every other layer, or a window that would not save
+ *   anything, keeps n_ctx cells. The footprint counts exactly that.
  * - Host memory on the step path is pinned (step inputs, sampled ids,
  *   logits for callers that want them) and only staged through.
  * - The module is loaded with dlopen for a cuda:N device; be_cuda_ops is
@@ -63,7 +68,27 @@ al(uint64_t bytes)
 	return (bytes + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
 }
 
-/* What the arena holds besides the weights, for B tokens a step; also sets the shapes. */
+/* Floats of gu a token takes: [gate | up] of the dense FFN, or of each chosen expert. */
+static uint64_t
+gu_floats(const struct model_hparams *hp)
+{
+	uint64_t dense = 2ull * hp->n_ff, moe = 2ull * hp->n_expert_used * hp->n_ff_exp;
+
+	return dense > moe ? dense : moe;
+}
+
+/* The mixture of experts' buffers for B tokens (0 for a dense model), in carve_arena's order. */
+static uint64_t
+moe_bytes(const struct model_hparams *hp, uint64_t B)
+{
+	uint64_t BK = B * hp->n_expert_used;
+
+	if (hp->n_expert == 0)
+		return 0;
+	return al(B * hp->n_expert * 4) + al(BK * 4) + al(BK * 4) + al(BK * hp->n_embd * 4);
+}
+
+/* What the arena holds besides the weights, for B tokens a step (set_shapes first). */
 static uint64_t
 scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 {
@@ -71,14 +96,16 @@ scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 	uint64_t B =
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
 	uint64_t S = b->slots_pad, V = hp->n_vocab, f = sizeof(float), s1 = b->cfg.slots + 1u;
+	uint64_t part =
+	        cuk_attention_part_floats((uint32_t)B, hp->n_head, hp->head_dim, b->n_split);
 
 	return 3 * al(B * hp->n_embd * f) + al(B * b->qkv_dim * f) + al(B * b->q_dim * f) +
-	       al(B * 2 * hp->n_ff * f) + al(S * hp->n_embd * f) + al(S * V * f) +
-	       al(B * hp->n_head * b->n_split * (hp->head_dim + 2ull) * f) +
+	       al(B * gu_floats(hp) * f) + al(S * hp->n_embd * f) + al(S * V * f) + al(part * f) +
 	       al((uint64_t)CU_GEMM_TILE_ROWS * b->max_ne0 * 2) + al(B * b->max_ne0 * 2) +
 	       al(CU_BLAS_WS_BYTES) + al(b->step_bytes) + al(S * sizeof(struct cuk_samp)) +
 	       al(s1 * b->hist_cap * 4) + 2 * al(2 * S * V * 4) + al(S * V * 4) + al(S * 4) +
-	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *));
+	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *)) + moe_bytes(hp, B) +
+	       al(b->xq_bytes);
 }
 
 static orch_err
@@ -163,13 +190,16 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 	if (hp->head_dim > CUK_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
 		                 hp->head_dim, CUK_ATTN_MAX_D);
-	/* gpt-oss's parts (experts, sinks, a sliding window, YaRN) have no CUDA kernels yet */
-	if (hp->n_expert > 0 || hp->n_swa > 0 || hp->yarn_factor > 0)
+	if (hp->n_expert > 0 && (hp->n_expert > CUK_MOE_MAX_EXPERTS || hp->n_expert_used == 0 ||
+	                         hp->n_expert_used > hp->n_expert || hp->n_ff_exp == 0))
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
-		                 "architecture %s runs on the cpu device only for now: the CUDA "
-		                 "backend has no kernels for its experts, sinks, sliding window or "
-		                 "YaRN",
-		                 model_arch_name(hp->arch));
+		                 "%u experts of which %u used (width %u): the CUDA kernels take "
+		                 "1..%u experts and at least one used",
+		                 hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
+		                 CUK_MOE_MAX_EXPERTS);
+	if (hp->yarn_factor > 0 && m->rope_freqs != NULL)
+		return orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                 "YaRN together with rope frequency factors has no CUDA kernel");
 	if (b->cfg.max_batch_tokens > 65535 || b->cfg.slots > 256 || b->cfg.slots == 0)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "max_batch_tokens %u (≤ 65535) or slots %u (1..256) out of range",
@@ -179,7 +209,9 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 		const struct gguf_tensor *ts[] = {
 		        L ? L->wq : m->tok_embd, L ? L->wk : m->output,   L ? L->wv : NULL,
 		        L ? L->wqkv : NULL,      L ? L->wo : NULL,        L ? L->w_gate : NULL,
-		        L ? L->w_up : NULL,      L ? L->w_gate_up : NULL, L ? L->w_down : NULL};
+		        L ? L->w_up : NULL,      L ? L->w_gate_up : NULL, L ? L->w_down : NULL,
+		        L ? L->router : NULL,    L ? L->gate_exps : NULL, L ? L->up_exps : NULL,
+		        L ? L->down_exps : NULL};
 		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
 			if (ts[i] != NULL && !cuk_type_supported(ts[i]->type))
 				return orch_errf(reterr, ORCH_EUNSUPPORTED,
@@ -187,6 +219,52 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 				                 ts[i]->name, ggml_type_name(ts[i]->type));
 	}
 	return ORCH_OK;
+}
+
+/*
+ * Each layer's KV cells and offset in a slot, and the slot's bytes: a
+ * sliding-window layer keeps n_swa + T cells as a ring, T being the most
+ * tokens one sequence feeds in a step (its earliest query still needs n_swa
+ * - 1 positions before it while the step writes T), unless that reaches
+ * n_ctx.
+ */
+static void
+kv_layout(struct be_model *b)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	uint64_t T = b->cfg.max_batch_tokens, off = 0;
+	uint32_t swa_cells = hp->n_swa == 0 || hp->n_swa + T >= b->cfg.n_ctx
+	                             ? b->cfg.n_ctx
+	                             : hp->n_swa + (uint32_t)T;
+
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		struct cu_layer *C = &b->layers[l];
+		bool swa = model_layer_swa(hp, l);
+		C->kv_cells = swa ? swa_cells : b->cfg.n_ctx;
+		C->window = swa ? hp->n_swa : 0;
+		C->kv_off = off;
+		off += (uint64_t)C->kv_cells * b->kv_dim;
+	}
+	b->kv_slot_bytes = off * (b->cfg.kv_f32 ? 4 : 2);
+}
+
+static void
+count_type(const struct gguf_tensor *t, void *ctx)
+{
+	uint32_t *want = ctx;
+
+	if (t->type == want[0])
+		want[1]++;
+}
+
+/* Whether a tensor of @m has ggml @type. */
+static bool
+has_type(const struct model *m, uint32_t type)
+{
+	uint32_t want[2] = {type, 0};
+
+	model_for_each_tensor(m, count_type, want);
+	return want[1] > 0;
 }
 
 static void
@@ -209,12 +287,21 @@ set_shapes(struct be_model *b)
 		b->slots_pad *= 2;
 	}
 	b->theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot);
+	b->has_yarn = hp->yarn_factor > 0;
+	if (b->has_yarn)
+		cuk_yarn_init(&b->yarn, hp->n_rot, hp->rope_base, hp->yarn_factor,
+		              hp->yarn_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow);
 	b->hist_cap = b->cfg.n_ctx + 1;
-	b->kv_slot_bytes =
-	        (uint64_t)hp->n_layer * b->cfg.n_ctx * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
+	kv_layout(b);
 	uint64_t B =
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
 	b->step_bytes = B * 12 + (uint64_t)b->slots_pad * 4;
+	b->xq_bytes = 0;
+	if (has_type(b->m, GGML_TYPE_MXFP4)) { /* dense rows of up to max_ne0, or expert rows */
+		uint64_t dense = cuk_q8_row_bytes(b->max_ne0);
+		uint64_t moe = hp->n_expert_used * cuk_q8_row_bytes(hp->n_ff_exp);
+		b->xq_bytes = B * (dense > moe ? dense : moe);
+	}
 }
 
 /* Carve the step-input arrays out of @base (device, host staging or mirror). */
@@ -242,10 +329,12 @@ carve_arena(struct be_model *b)
 	b->tmp = cu_arena_take(b, B * hp->n_embd * f);
 	b->qkv = cu_arena_take(b, B * b->qkv_dim * f);
 	b->att = cu_arena_take(b, B * b->q_dim * f);
-	b->gu = cu_arena_take(b, B * 2 * hp->n_ff * f);
+	b->gu = cu_arena_take(b, B * gu_floats(hp) * f);
 	b->last = cu_arena_take(b, S * hp->n_embd * f);
 	b->logits = cu_arena_take(b, S * V * f);
-	b->part = cu_arena_take(b, B * hp->n_head * b->n_split * (hp->head_dim + 2ull) * f);
+	b->part = cu_arena_take(
+	        b,
+	        cuk_attention_part_floats((uint32_t)B, hp->n_head, hp->head_dim, b->n_split) * f);
 	b->gemm_w = cu_arena_take(b, (uint64_t)CU_GEMM_TILE_ROWS * b->max_ne0 * 2);
 	b->gemm_x = cu_arena_take(b, B * b->max_ne0 * 2);
 	b->blas_ws = cu_arena_take(b, CU_BLAS_WS_BYTES);
@@ -261,6 +350,16 @@ carve_arena(struct be_model *b)
 	b->d_k_base = cu_arena_take(b, s1 * sizeof(void *));
 	b->d_v_base = cu_arena_take(b, s1 * sizeof(void *));
 	if (b->d_v_base == NULL)
+		return ORCH_EINTERNAL;
+	if (hp->n_expert > 0) {
+		uint64_t BK = B * hp->n_expert_used;
+		b->moe_lg = cu_arena_take(b, B * hp->n_expert * f);
+		b->moe_sel = cu_arena_take(b, BK * 4);
+		b->moe_w = cu_arena_take(b, BK * f);
+		if ((b->moe_out = cu_arena_take(b, BK * hp->n_embd * f)) == NULL)
+			return ORCH_EINTERNAL;
+	}
+	if (b->xq_bytes > 0 && (b->xq = cu_arena_take(b, b->xq_bytes)) == NULL)
 		return ORCH_EINTERNAL;
 	carve_step(b, b->d_step, &b->d);
 	return ORCH_OK;
@@ -329,6 +428,10 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 	if ((rv = parse_device(cfg->device, &b->dev, reterr)) != ORCH_OK ||
 	    (rv = check_model(b, reterr)) != ORCH_OK || (rv = open_device(b, reterr)) != ORCH_OK)
 		goto fail;
+	if ((b->layers = orch_calloc(m->hp.n_layer, sizeof(*b->layers))) == NULL) {
+		rv = orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+		goto fail;
+	}
 	set_shapes(b);
 	if ((ce = cuk_sample_tmp_bytes(b->slots_pad, m->hp.n_vocab, &b->sort_tmp_bytes)) !=
 	    cudaSuccess) {

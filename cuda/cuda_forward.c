@@ -35,11 +35,17 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 	const struct cu_layer *L = &b->layers[l];
 	struct cuk_kv kv = {(void *const *)b->d_k_base,
 	                    (void *const *)b->d_v_base,
-	                    b->cfg.n_ctx,
+	                    L->kv_off,
+	                    L->kv_cells,
 	                    b->kv_dim,
-	                    l,
+	                    L->window,
 	                    !b->cfg.kv_f32};
+	uint32_t win_split = (L->window + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT;
 	cudaError_t ce;
+
+	/* a window needs no more parts than its own positions fill */
+	if (L->window > 0 && win_split < n_split)
+		n_split = win_split;
 
 	/* x += the previous layer's FFN output, then the attention norm */
 	TRY(cuk_rmsnorm(b->x, l > 0 ? b->tmp : NULL, L->attn_norm, hp->n_embd, hp->rms_eps, T, NULL,
@@ -56,11 +62,13 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 		              b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv));
 	}
 	TRY(cuk_rope(b->qkv, b->qkv_dim, T, b->d.pos, hp->n_head, hp->n_head_kv, hp->head_dim,
-	             hp->n_rot, b->theta_scale, b->rope_freqs, hp->rope_neox, b->st));
+	             hp->n_rot, b->theta_scale, b->rope_freqs, b->has_yarn ? &b->yarn : NULL,
+	             hp->rope_neox, b->st));
 	TRY(cuk_kv_append(&kv, b->qkv, b->qkv_dim, b->q_dim, T, b->d.slot, b->d.pos, b->st));
 	TRY(cuk_attention(&kv, b->qkv, b->qkv_dim, T, b->d.slot, b->d.pos, hp->n_head,
-	                  hp->n_head_kv, hp->head_dim, n_split, b->part, b->att, b->q_dim, b->st));
-	return cu_matmul(b, &L->wo, 0, hp->n_embd, b->att, b->q_dim, b->tmp, hp->n_embd, NULL);
+	                  hp->n_head_kv, hp->head_dim, n_split, L->sinks, b->part, b->att, b->q_dim,
+	                  b->st));
+	return cu_matmul(b, &L->wo, 0, hp->n_embd, b->att, b->q_dim, b->tmp, hp->n_embd, L->bo);
 }
 
 static cudaError_t
@@ -95,13 +103,12 @@ run_layers(struct be_model *b, uint32_t T, uint32_t n_out, uint32_t n_split)
 	TRY(cuk_embed(&b->tok_embd, b->d.tok, T, b->x, b->st));
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		TRY(attention_block(b, l, T, n_split));
-		TRY(ffn_block(b, l, T));
+		TRY(hp->n_expert > 0 ? cu_moe_block(b, l, T) : ffn_block(b, l, T));
 	}
 	TRY(cuk_add(b->x, b->tmp, (uint64_t)T * hp->n_embd, b->st));
 	TRY(cuk_rmsnorm(b->x, NULL, b->output_norm, hp->n_embd, hp->rms_eps, n_out, b->d.rows,
 	                b->last, b->st));
-	return cu_matmul_rows(&b->output, b->last, hp->n_embd, n_out, b->logits, hp->n_vocab,
-	                      b->st);
+	return cu_matmul_rows(b, &b->output, b->last, hp->n_embd, n_out, b->logits, hp->n_vocab);
 }
 
 /* Upload the staged inputs for @T tokens and @n_out outputs unless the device has them. */

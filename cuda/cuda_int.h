@@ -1,7 +1,7 @@
 #pragma once
 /*
  * cuda_int.h - the CUDA backend's model state, shared by its files
- * (cuda_backend.c, cuda_load.c, cuda_matmul.c, cuda_forward.c,
+ * (cuda_backend.c, cuda_load.c, cuda_matmul.c, cuda_forward.c, cuda_moe.c,
  * cuda_sample.c, cuda_check.c). Not for use outside cuda/.
  */
 #include <stdbool.h>
@@ -29,8 +29,19 @@
 struct cu_layer {
 	const float *attn_norm, *ffn_norm;
 	struct cuk_mat wq, wk, wv, wqkv, wo, w_gate, w_up, w_gate_up, w_down;
-	const float *bq, *bk, *bv;
+	const float *bq, *bk, *bv, *bo; /* [width] or NULL */
 	bool fused_qkv, fused_gate_up;
+	/* gpt-oss */
+	const float *sinks;    /* [n_head] or NULL */
+	struct cuk_mat router; /* [n_expert] rows of n_embd, F32 */
+	const float *router_b; /* [n_expert] */
+	/* the experts stacked by rows: expert e's from row e·n_ff_exp (down: e·n_embd) */
+	struct cuk_mat gate_exps, up_exps, down_exps;
+	const float *gate_exps_b, *up_exps_b, *down_exps_b; /* [n_expert][rows of one expert] */
+	/* its KV cache: cells positions a slot (a ring when fewer than n_ctx), kv_off elements
+	 * into the slot's allocation; window: the positions a query sees (0: all) */
+	uint64_t kv_off;
+	uint32_t kv_cells, window;
 };
 
 /* A step's per-token inputs, as uploaded (pinned host copy and device copy share the layout). */
@@ -69,6 +80,8 @@ struct be_model {
 	/* shapes */
 	uint32_t q_dim, kv_dim, qkv_dim, max_ne0, n_split, slots_pad;
 	float theta_scale;
+	struct cuk_yarn yarn;
+	bool has_yarn;
 
 	/* KV cache: one allocation per slot, made by reserve (slot `slots`: padding) */
 	void **k_slot, **v_slot;     /* host [slots + 1] */
@@ -79,6 +92,13 @@ struct be_model {
 	float *x, *xn, *tmp, *qkv, *att, *gu, *last, *logits, *part;
 	uint16_t *gemm_w, *gemm_x; /* F16 weight tile, F16 activations */
 	void *blas_ws;
+	/* mixture of experts (K = n_expert_used): router logits [B][n_expert], the chosen
+	 * experts and weights [B][K], expert outputs [B·K][n_embd] (gate and up go to gu) */
+	float *moe_lg, *moe_w, *moe_out;
+	int32_t *moe_sel;
+	/* activations quantized for MXFP4 weights (cuk_quant_q8), when the model has any */
+	void *xq;
+	uint64_t xq_bytes;
 
 	/* step inputs: device, pinned host staging, and what the device holds now */
 	struct cu_step d, h, mir;
@@ -139,8 +159,26 @@ cudaError_t cu_matmul(struct be_model *b, const struct cuk_mat *w, uint32_t row0
                       const float *x, uint64_t x_ld, float *y, uint64_t y_ld, const float *bias);
 
 /* cu_matmul_rows - the same over @n rows of x all taken as one run of mat-vecs. */
-cudaError_t cu_matmul_rows(const struct cuk_mat *w, const float *x, uint64_t x_ld, uint32_t n,
-                           float *y, uint64_t y_ld, cudaStream_t st);
+cudaError_t cu_matmul_rows(struct be_model *b, const struct cuk_mat *w, const float *x,
+                           uint64_t x_ld, uint32_t n, float *y, uint64_t y_ld);
+
+/*
+ * cu_matmul_q8 - MXFP4 weights: rows [0, @n) of x quantized into b->xq, then
+ * the integer-dot mat-vecs (cuk_mmv_q8), CUK_MMV_MAX_B rows a launch, as
+ * the CPU backend computes them, whatever the step's runs.
+ */
+cudaError_t cu_matmul_q8(struct be_model *b, const struct cuk_mat *w, uint32_t row0, uint32_t rows,
+                         const float *x, uint64_t x_ld, uint32_t n, float *y, uint64_t y_ld,
+                         const float *bias);
+
+/* ---- cuda_moe.c ---- */
+
+/*
+ * cu_moe_block - a mixture-of-experts FFN over the step's @T tokens: the
+ * residual add and norm, router, top-k, the chosen experts' products and
+ * their weighted sum into b->tmp (the next norm adds it to x).
+ */
+cudaError_t cu_moe_block(struct be_model *b, uint32_t l, uint32_t T);
 
 /* ---- cuda_forward.c ---- */
 

@@ -2,12 +2,13 @@
  * cuda_load.c - the weights into the arena: each tensor is copied from the
  * mapped GGUF file in chunks through two pinned staging buffers, so the
  * host copy of one chunk overlaps the device transfer of the other.
- * Quantized tensors stay quantized, in their GGUF layout.
+ * Quantized tensors stay quantized, in their GGUF layout; a 3-D expert
+ * tensor is one matrix of all its experts' rows (expert e's from row
+ * e · ne1). b->layers is allocated by the caller (it holds the KV layout).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/alloc.h"
 #include "cuda_int.h"
 #include "gguf/gguf.h"
 
@@ -124,11 +125,21 @@ put_all(struct stager *s)
 		C->bk = put(s, L->bk, &ce);
 		C->bv = put(s, L->bv, &ce);
 		C->wo = put_mat(s, L->wo, &ce);
+		C->bo = put(s, L->bo, &ce);
+		C->sinks = put(s, L->sinks, &ce);
 		C->ffn_norm = put(s, L->ffn_norm, &ce);
 		C->w_gate = put_mat(s, L->w_gate, &ce);
 		C->w_up = put_mat(s, L->w_up, &ce);
 		C->w_gate_up = put_mat(s, L->w_gate_up, &ce);
 		C->w_down = put_mat(s, L->w_down, &ce);
+		C->router = put_mat(s, L->router, &ce);
+		C->router_b = put(s, L->router_b, &ce);
+		C->gate_exps = put_mat(s, L->gate_exps, &ce); /* 3-D: experts stacked by rows */
+		C->up_exps = put_mat(s, L->up_exps, &ce);
+		C->down_exps = put_mat(s, L->down_exps, &ce);
+		C->gate_exps_b = put(s, L->gate_exps_b, &ce);
+		C->up_exps_b = put(s, L->up_exps_b, &ce);
+		C->down_exps_b = put(s, L->down_exps_b, &ce);
 		C->fused_qkv = L->wqkv != NULL;
 		C->fused_gate_up = L->w_gate_up != NULL;
 	}
@@ -142,8 +153,6 @@ cu_upload(struct be_model *b, be_progress_fn progress, void *ctx, struct orch_er
 	cudaError_t ce;
 	orch_err rv = ORCH_OK;
 
-	if ((b->layers = orch_calloc(b->m->hp.n_layer, sizeof(*b->layers))) == NULL)
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	s.total = b->weight_bytes;
 	for (int k = 0; k < 2; k++)
 		if ((ce = cudaMallocHost((void **)&s.buf[k], STAGE_BYTES)) != cudaSuccess ||

@@ -12,18 +12,46 @@
  *   tile (bounded: never a dequantized copy of a whole matrix, let alone the
  *   model), with the activations rounded to F16 and fp32 accumulation. One
  *   GEMM per sequence, so its result depends only on its own tokens.
+ * - MXFP4 weights (gpt-oss's experts, and any MXFP4 matrix) are integer
+ *   dots against activations quantized to Q8_0, as the CPU backend and
+ *   llama.cpp compute them, decode and prefill alike: their logits differ
+ *   from a float product by more than the goldens allow. A long prompt
+ *   then reads such a matrix once per CUK_MMV_MAX_B tokens.
  */
 #include "cuda_int.h"
 #include "gguf/ggml_type.h"
 
 cudaError_t
-cu_matmul_rows(const struct cuk_mat *w, const float *x, uint64_t x_ld, uint32_t n, float *y,
-               uint64_t y_ld, cudaStream_t st)
+cu_matmul_q8(struct be_model *b, const struct cuk_mat *w, uint32_t row0, uint32_t rows,
+             const float *x, uint64_t x_ld, uint32_t n, float *y, uint64_t y_ld, const float *bias)
 {
+	uint64_t xq_ld = cuk_q8_row_bytes(w->ne0);
+	const uint8_t *xq = b->xq;
+	cudaError_t ce;
+
+	if (b->xq == NULL || (uint64_t)n * xq_ld > b->xq_bytes)
+		return cudaErrorInvalidValue; /* the footprint did not count this product */
+	if ((ce = cuk_quant_q8(x, x_ld, w->ne0, n, b->xq, xq_ld, b->st)) != cudaSuccess)
+		return ce;
+	for (uint32_t t = 0; t < n; t += CUK_MMV_MAX_B) {
+		uint32_t B = n - t < CUK_MMV_MAX_B ? n - t : CUK_MMV_MAX_B;
+		if ((ce = cuk_mmv_q8(w, row0, rows, xq + t * xq_ld, xq_ld, B,
+		                     y + (uint64_t)t * y_ld, y_ld, bias, b->st)) != cudaSuccess)
+			return ce;
+	}
+	return cudaSuccess;
+}
+
+cudaError_t
+cu_matmul_rows(struct be_model *b, const struct cuk_mat *w, const float *x, uint64_t x_ld,
+               uint32_t n, float *y, uint64_t y_ld)
+{
+	if (w->type == GGML_TYPE_MXFP4)
+		return cu_matmul_q8(b, w, 0, w->rows, x, x_ld, n, y, y_ld, NULL);
 	for (uint32_t t = 0; t < n; t += CUK_MMV_MAX_B) {
 		uint32_t B = n - t < CUK_MMV_MAX_B ? n - t : CUK_MMV_MAX_B;
 		cudaError_t ce = cuk_mmv(w, 0, w->rows, x + (uint64_t)t * x_ld, x_ld, B,
-		                         y + (uint64_t)t * y_ld, y_ld, NULL, st);
+		                         y + (uint64_t)t * y_ld, y_ld, NULL, b->st);
 		if (ce != cudaSuccess)
 			return ce;
 	}
@@ -107,6 +135,10 @@ cu_matmul(struct be_model *b, const struct cuk_mat *w, uint32_t row0, uint32_t r
 	bool any_gemm = false;
 	cudaError_t ce;
 
+	if (w->type == GGML_TYPE_MXFP4 && b->n_runs > 0) {
+		const struct cu_run *last = &b->runs[b->n_runs - 1];
+		return cu_matmul_q8(b, w, row0, rows, x, x_ld, last->tok0 + last->n, y, y_ld, bias);
+	}
 	for (uint32_t i = 0; i < b->n_runs; i++) {
 		const struct cu_run *R = &b->runs[i];
 		if (R->gemm) {

@@ -89,24 +89,44 @@ cudaError_t cuk_rmsnorm(float *x, const float *delta, const float *w, uint32_t n
 /* cuk_add - x[i] += d[i] for @n floats. */
 cudaError_t cuk_add(float *x, const float *d, uint64_t n, cudaStream_t st);
 
+/* YaRN for cuk_rope, as ggml_rope_ext takes it (cuk_yarn_init; the CPU's struct cpu_yarn). */
+struct cuk_yarn {
+	float freq_scale, ext_factor, attn_factor;
+	float corr_dims[2];
+};
+
+/*
+ * cuk_yarn_init - @y for @n_rot dims, @base, @factor, @orig_ctx, @beta_fast and @beta_slow,
+ * with cpu_yarn_init's arithmetic (host code; the same floats).
+ */
+void cuk_yarn_init(struct cuk_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
+                   float beta_fast, float beta_slow);
+
 /*
  * cuk_rope - rotate Q (@n_head heads) and K (@n_head_kv heads) of each of @T
  * tokens in place; token t's row of @qkv (stride @ld) holds Q at 0 and K at
  * n_head·head_dim, its position is pos[t]. @theta_scale = base^(-2/n_rot);
- * @factors (n_rot/2, NULL: none) divide the frequencies; @neox pairs
- * (i, i + n_rot/2) instead of (2i, 2i + 1).
+ * @factors (n_rot/2, NULL: none) divide the frequencies; @yarn (a host
+ * pointer, NULL: none) applies YaRN's ramp and magnitude as cpu_rope_yarn
+ * does (then @factors must be NULL); @neox pairs (i, i + n_rot/2) instead
+ * of (2i, 2i + 1).
  */
 cudaError_t cuk_rope(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n_head,
                      uint32_t n_head_kv, uint32_t head_dim, uint32_t n_rot, float theta_scale,
-                     const float *factors, bool neox, cudaStream_t st);
+                     const float *factors, const struct cuk_yarn *yarn, bool neox, cudaStream_t st);
 
 /*
- * The KV cache: slot s of layer l holds positions [0, n_ctx) of kv_dim
- * elements (F16 bits or F32) at k_base[s] + (l · n_ctx + pos) · kv_dim.
+ * The KV cache of one layer: slot s holds @cells positions of kv_dim
+ * elements (F16 bits or F32) at k_base[s] + (layer_off + p % cells) ·
+ * kv_dim, so a sliding-window layer keeps a ring of its window plus one
+ * step's tokens and any other layer keeps the whole context (cells = n_ctx).
+ * A query at position p attends over positions [p - window + 1, p] (the
+ * window's, its own included) or, with @window 0, over [0, p].
  */
 struct cuk_kv {
 	void *const *k_base, *const *v_base; /* device arrays [slots + 1] of device pointers */
-	uint32_t n_ctx, kv_dim, layer;
+	uint64_t layer_off;                  /* elements of a slot before this layer's cells */
+	uint32_t cells, kv_dim, window;
 	bool f16;
 };
 
@@ -117,22 +137,119 @@ struct cuk_kv {
 cudaError_t cuk_kv_append(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint64_t kv_off,
                           uint32_t T, const uint32_t *slot, const uint32_t *pos, cudaStream_t st);
 
+/* cuk_attention_part_floats - the floats cuk_attention's @part scratch holds. */
+static inline uint64_t
+cuk_attention_part_floats(uint32_t T, uint32_t n_head, uint32_t d, uint32_t n_split)
+{
+	return (uint64_t)T * n_head * ((uint64_t)n_split * (d + 2) + 2);
+}
+
 /*
  * cuk_attention - for each token t < @T and head h: softmax(q·K/√d)·V over
- * positions [0, pos[t]] of slot slot[t] (causal; GQA: head h reads KV head
- * h / (n_head / n_head_kv)). q at qkv + t·ld + h·d; output at
- * out + t·out_ld + h·d. The KV length is split in @n_split parts of
- * CUK_ATTN_SPLIT positions (parts past pos[t] do nothing); @part holds
- * T · n_head · n_split · (d + 2) floats.
+ * the positions kv->window lets it see (causal) in slot slot[t] (GQA: head
+ * h reads KV head h / (n_head / n_head_kv)), with @sinks[h] (NULL: none)
+ * joining each softmax's denominator, exactly as cpu_attn_head computes it
+ * (with an F16 cache, q and the normalized weights rounded to F16). q at
+ * qkv + t·ld + h·d; output at out + t·out_ld + h·d. The positions are split
+ * in parts of CUK_ATTN_SPLIT; @n_split must cover the most positions any
+ * token sees (parts a token does not need do nothing); @part holds
+ * cuk_attention_part_floats(T, n_head, d, n_split) floats.
  */
 cudaError_t cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T,
                           const uint32_t *slot, const uint32_t *pos, uint32_t n_head,
-                          uint32_t n_head_kv, uint32_t d, uint32_t n_split, float *part, float *out,
-                          uint64_t out_ld, cudaStream_t st);
+                          uint32_t n_head_kv, uint32_t d, uint32_t n_split, const float *sinks,
+                          float *part, float *out, uint64_t out_ld, cudaStream_t st);
 
 /* cuk_swiglu - g[t][i] = silu(g[t][i]) · u[t][i] for T rows of @n (row strides @ld). */
 cudaError_t cuk_swiglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
                        cudaStream_t st);
+
+/*
+ * cuk_swiglu_oai - gpt-oss's clamped SwiGLU, cpu_swiglu_oai's arithmetic:
+ * with x = min(g, @limit) and y = clamp(u, -limit, limit),
+ * g[t][i] = x / (1 + e^(-@alpha·x)) · (y + 1), for T rows of @n (row strides @ld).
+ */
+cudaError_t cuk_swiglu_oai(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
+                           float alpha, float limit, cudaStream_t st);
+
+/* ---- integer dots with MXFP4 weights ---- */
+
+/*
+ * Activation rows quantized for MXFP4 weights as cpu_quant_q8b does it (Q8_0
+ * codes and F16-rounded scale per 32 elements): a row of n (a multiple of
+ * 32) holds n/32 float scales, padded to 16 bytes, then n/32 blocks of 32
+ * int8 codes.
+ */
+static inline uint64_t
+cuk_q8_row_bytes(uint32_t n)
+{
+	uint64_t nb = n / 32;
+
+	return (4 * nb + 15) / 16 * 16 + 32 * nb;
+}
+
+/*
+ * cuk_quant_q8 - quantize @T rows of @n floats (row stride @x_ld, n a
+ * multiple of 32) into @xq, @xq_ld bytes (a multiple of 16, at least
+ * cuk_q8_row_bytes(n)) a row.
+ */
+cudaError_t cuk_quant_q8(const float *x, uint64_t x_ld, uint32_t n, uint32_t T, void *xq,
+                         uint64_t xq_ld, cudaStream_t st);
+
+/*
+ * cuk_mmv_q8 - cuk_mmv for MXFP4 weights against activations quantized by
+ * cuk_quant_q8 (rows of @xq_ld bytes): per 32-element block the exact
+ * integer sum of doubled E2M1 values times codes, times the E8M0 scale
+ * (halved) and the activation scale, accumulated in fp32 — cpu_qdot's
+ * arithmetic but for the order of the float sum.
+ */
+cudaError_t cuk_mmv_q8(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const void *xq,
+                       uint64_t xq_ld, uint32_t B, float *y, uint64_t y_ld, const float *bias,
+                       cudaStream_t st);
+
+/* ---- mixture of experts ---- */
+
+/* The most experts a layer may have. */
+#define CUK_MOE_MAX_EXPERTS 256
+
+/*
+ * cuk_moe_route - for each of @T tokens, its @K best experts by router logit
+ * (@logits [T][n_expert]; best first, the lower index on a tie) into
+ * sel[t·K + k] and their weights, a softmax over the chosen logits alone
+ * (its sum in double), into sel_w[t·K + k]: cpu_forward's route_tokens.
+ */
+cudaError_t cuk_moe_route(const float *logits, uint32_t n_expert, uint32_t T, uint32_t K,
+                          int32_t *sel, float *sel_w, cudaStream_t st);
+
+/* The products of cuk_moe_mmv: for p < @n, y[p] = W_sel[p] · x[p / x_div] (+ bias). */
+struct cuk_moe_mmv_args {
+	const struct cuk_mat *w; /* all experts' matrices stacked: expert e is rows e·rows_e.. */
+	uint32_t rows_e;         /* rows of one expert's matrix */
+	const int32_t *sel;      /* [n] the expert of each product */
+	uint32_t n, x_div;       /* products; product p reads activation row p / x_div */
+	const float *x;          /* [..][x_ld] floats, for weights other than MXFP4 */
+	uint64_t x_ld;
+	const void *xq; /* MXFP4: the same rows quantized by cuk_quant_q8, xq_ld bytes a row */
+	uint64_t xq_ld;
+	float *y; /* [n][y_ld] */
+	uint64_t y_ld;
+	const float *bias; /* [n_expert][rows_e] or NULL */
+};
+
+/*
+ * cuk_moe_mmv - the products of @a, one warp a row as cuk_mmv (MXFP4 as
+ * cuk_mmv_q8); only the chosen experts' rows are read. A product's result
+ * does not depend on the others.
+ */
+cudaError_t cuk_moe_mmv(const struct cuk_moe_mmv_args *a, cudaStream_t st);
+
+/*
+ * cuk_moe_combine - out[t][c] = Σ_k y[t·K + k][c] · sel_w[t·K + k] for @T
+ * tokens and c < @n, each product rounded, then summed in k order (as
+ * cpu_forward's moe_block).
+ */
+cudaError_t cuk_moe_combine(const float *y, uint64_t y_ld, const float *sel_w, uint32_t K,
+                            uint32_t n, uint32_t T, float *out, uint64_t out_ld, cudaStream_t st);
 
 /* ---- sampling (samp_sample's steps on the device) ---- */
 

@@ -1,20 +1,33 @@
 /*
  * attention.cu - causal attention with grouped KV heads over the cache, for
- * prefill and decode alike: each (token, head) attends to positions
- * [0, pos[t]] of its slot.
+ * prefill and decode alike, with an optional sliding window and per-head
+ * sink logits (gpt-oss): each (token, head) attends to positions
+ * [first, pos[t]] of its slot, first = pos[t] - window + 1 (or 0).
  *
  * Design notes
- * - The KV length is split in parts of CUK_ATTN_SPLIT positions, one warp
- *   per (part, head, token), so a long context spreads over the GPU even at
- *   batch 1. A part keeps its scores in shared memory: lane l scores
- *   positions l, l + 32, ... (q·k over the head), then lane l sums dims
- *   l, l + 32, ... of Σ e^(s - max)·V, reading V rows coalesced.
- * - A part writes (max, Σ e^(s - max), unnormalized output); the combine
- *   kernel rescales the parts to the global max and divides by the total.
- *   Parts past the token's position write max = -inf and are skipped, so the
- *   grid can be sized for the whole context (and captured in a graph).
+ * - cpu_attn_head normalizes the softmax weights before they weight V, and
+ *   with an F16 cache rounds them to F16 first (as llama.cpp does); to give
+ *   the same weights, these kernels know the softmax's maximum and sum
+ *   before they touch V. A sink joins the maximum and the sum, never V.
+ * - The positions are split in parts of CUK_ATTN_SPLIT, one warp per (part,
+ *   head, token), so a long context spreads over the GPU even at batch 1.
+ * - A token whose positions fit in one part (every query of a window of at
+ *   most 256, any query before position 256) is done in one pass by
+ *   attn_value_kernel: scores into shared memory, the maximum (with the
+ *   sink), e^(s - max), their sum in double plus the sink's term, weights
+ *   e · (1/sum), Σ w·V: the CPU's arithmetic but for the order of the dot
+ *   products and of the sum.
+ * - A longer one takes three launches more: attn_stats_kernel (each part's
+ *   maximum m and Σ e^(s - m)), attn_norm_kernel (the maximum M over parts
+ *   and sink, and 1 / Σ of the parts' sums rescaled to M), and, after
+ *   attn_value_kernel has recomputed the scores (K is read twice) and
+ *   weighted V by e^(s - M) · (1/Σ), attn_sum_kernel adds the parts in
+ *   order. That sum is the CPU's up to rounding, so a weight may differ in
+ *   its last float bit and, rarely, in its F16 rounding.
+ * - Parts a token does not need return at once, so the grid can be sized
+ *   for the whole context (and captured in a graph).
  * - With an F16 cache the query is rounded to F16 before q·K, as the CPU
- *   twin (cpu_attn_head) and llama.cpp do.
+ *   twin and llama.cpp do.
  */
 #include <math.h>
 
@@ -28,6 +41,19 @@ namespace
 {
 
 constexpr int MAXK = CUK_ATTN_MAX_D / 32;
+constexpr uint32_t SPLIT = CUK_ATTN_SPLIT;
+
+struct attn_args {
+	cuk_kv kv;
+	const float *qkv; /* [T][ld]: Q heads at 0 */
+	uint64_t ld;
+	const uint32_t *slot, *pos; /* [T] */
+	uint32_t n_head, group, d, n_split;
+	const float *sinks; /* [n_head] or NULL */
+	float *part;        /* cuk_attention_part_floats */
+	float *out;         /* [T][out_ld] */
+	uint64_t out_ld;
+};
 
 __device__ __forceinline__ float
 kv_elem(const void *base, uint64_t i, bool f16)
@@ -35,99 +61,199 @@ kv_elem(const void *base, uint64_t i, bool f16)
 	return f16 ? __half2float(((const __half *)base)[i]) : ((const float *)base)[i];
 }
 
-__global__ void __launch_bounds__(32)
-        attn_part_kernel(cuk_kv kv, const float *qkv, uint64_t ld, const uint32_t *slot,
-                         const uint32_t *pos, uint32_t n_head, uint32_t group, uint32_t d,
-                         uint32_t n_split, float *part)
+/* The positions token @t's query sees: [*first, *first + *n). */
+__device__ __forceinline__ void
+span(const attn_args &a, uint32_t t, uint32_t *first, uint32_t *n)
 {
-	__shared__ float sc[CUK_ATTN_SPLIT];
-	__shared__ float q[CUK_ATTN_MAX_D];
-	uint32_t split = blockIdx.x % n_split, h = blockIdx.x / n_split, t = blockIdx.y;
-	uint32_t lane = threadIdx.x, n_pos = pos[t] + 1, p0 = split * CUK_ATTN_SPLIT;
-	float *out = part + (((uint64_t)t * n_head + h) * n_split + split) * (d + 2);
+	uint32_t n_pos = a.pos[t] + 1;
 
-	if (p0 >= n_pos) {
-		if (lane == 0) {
-			out[0] = -INFINITY;
-			out[1] = 0.0f;
-		}
-		return;
-	}
-	uint32_t p1 = min(n_pos, p0 + CUK_ATTN_SPLIT);
-	const float *qs = qkv + (uint64_t)t * ld + (uint64_t)h * d;
-	for (uint32_t i = lane; i < d; i += 32)
-		q[i] = kv.f16 ? __half2float(__float2half_rn(qs[i])) : qs[i];
+	*first = a.kv.window && n_pos > a.kv.window ? n_pos - a.kv.window : 0;
+	*n = n_pos - *first;
+}
+
+/* The scratch of (t, h): n_split parts of (max, sum, d outputs), then (M, 1/Σ). */
+__device__ __forceinline__ float *
+part_of(const attn_args &a, uint32_t t, uint32_t h)
+{
+	return a.part + ((uint64_t)t * a.n_head + h) * ((uint64_t)a.n_split * (a.d + 2) + 2);
+}
+
+/* Head @h's query of token @t into @q (F16-rounded for an F16 cache). */
+__device__ __forceinline__ void
+load_q(const attn_args &a, uint32_t t, uint32_t h, float *q)
+{
+	const float *qs = a.qkv + (uint64_t)t * a.ld + (uint64_t)h * a.d;
+
+	for (uint32_t i = threadIdx.x; i < a.d; i += 32)
+		q[i] = a.kv.f16 ? __half2float(__float2half_rn(qs[i])) : qs[i];
 	__syncwarp();
-	uint64_t kvh = (uint64_t)(h / group) * d;
-	const uint8_t *kb = (const uint8_t *)kv.k_base[slot[t]];
-	const uint8_t *vb = (const uint8_t *)kv.v_base[slot[t]];
-	size_t es = kv.f16 ? 2 : 4;
-	uint64_t layer0 = (uint64_t)kv.layer * kv.n_ctx;
-	float scale = __fdiv_rn(1.0f, sqrtf((float)d)), mx = -INFINITY;
+}
 
-	for (uint32_t p = p0 + lane; p < p1; p += 32) {
-		const void *k = kb + ((layer0 + p) * kv.kv_dim + kvh) * es;
+/* Cache element offset of position @p's KV head of query head @h. */
+__device__ __forceinline__ uint64_t
+kv_at(const attn_args &a, uint32_t p, uint32_t h)
+{
+	return (a.kv.layer_off + p % a.kv.cells) * a.kv.kv_dim + (uint64_t)(h / a.group) * a.d;
+}
+
+/* q·K[p] / √d of positions [p0, p1) into sc[p - p0], lane-strided; the lane's maximum. */
+__device__ __forceinline__ float
+scores(const attn_args &a, uint32_t t, uint32_t h, const float *q, uint32_t p0, uint32_t p1,
+       float *sc)
+{
+	const uint8_t *kb = (const uint8_t *)a.kv.k_base[a.slot[t]];
+	size_t es = a.kv.f16 ? 2 : 4;
+	float scale = __fdiv_rn(1.0f, sqrtf((float)a.d)), mx = -INFINITY;
+
+	for (uint32_t p = p0 + threadIdx.x; p < p1; p += 32) {
+		const void *k = kb + kv_at(a, p, h) * es;
 		float s = 0.0f;
-		for (uint32_t i = 0; i < d; i++)
-			s = fmaf(q[i], kv_elem(k, i, kv.f16), s);
-		s *= scale;
+		for (uint32_t i = 0; i < a.d; i++)
+			s = fmaf(q[i], kv_elem(k, i, a.kv.f16), s);
+		s = __fmul_rn(s, scale);
 		sc[p - p0] = s;
 		mx = fmaxf(mx, s);
 	}
-	mx = cuk::warp_max(mx);
-	float sum = 0.0f;
-	for (uint32_t p = p0 + lane; p < p1; p += 32) {
-		float e = expf(sc[p - p0] - mx);
-		sc[p - p0] = e;
-		sum += e;
+	return mx;
+}
+
+/* Each part's maximum and Σ e^(s - max), for tokens that need more than one part. */
+__global__ void __launch_bounds__(32) attn_stats_kernel(attn_args a)
+{
+	__shared__ float sc[SPLIT];
+	__shared__ float q[CUK_ATTN_MAX_D];
+	uint32_t split = blockIdx.x % a.n_split, h = blockIdx.x / a.n_split, t = blockIdx.y;
+	uint32_t first, n;
+
+	span(a, t, &first, &n);
+	if (n <= SPLIT || split * SPLIT >= n)
+		return;
+	uint32_t p0 = first + split * SPLIT, p1 = first + min(n, (split + 1) * SPLIT);
+	load_q(a, t, h, q);
+	float mx = cuk::warp_max(scores(a, t, h, q, p0, p1, sc)), l = 0.0f;
+	for (uint32_t p = p0 + threadIdx.x; p < p1; p += 32)
+		l += expf(sc[p - p0] - mx);
+	l = cuk::warp_sum(l);
+	if (threadIdx.x == 0) {
+		float *o = part_of(a, t, h) + (uint64_t)split * (a.d + 2);
+		o[0] = mx;
+		o[1] = l;
 	}
-	sum = cuk::warp_sum(sum);
+}
+
+/* The maximum M over the parts and the sink, and 1 / Σ (sink included) at M. */
+__global__ void __launch_bounds__(32) attn_norm_kernel(attn_args a)
+{
+	uint32_t h = blockIdx.x, t = blockIdx.y, first, n;
+
+	span(a, t, &first, &n);
+	if (n <= SPLIT)
+		return;
+	uint32_t n_act = min((n + SPLIT - 1) / SPLIT, a.n_split);
+	float *base = part_of(a, t, h), M = -INFINITY;
+	for (uint32_t s = threadIdx.x; s < n_act; s += 32)
+		M = fmaxf(M, base[(uint64_t)s * (a.d + 2)]);
+	M = cuk::warp_max(M);
+	if (a.sinks)
+		M = fmaxf(M, a.sinks[h]);
+	double tot = 0.0;
+	for (uint32_t s = threadIdx.x; s < n_act; s += 32) {
+		const float *o = base + (uint64_t)s * (a.d + 2);
+		tot += (double)o[1] * (double)expf(o[0] - M);
+	}
+	tot = cuk::warp_sum(tot);
+	if (a.sinks)
+		tot += (double)expf(a.sinks[h] - M);
+	if (threadIdx.x == 0) {
+		base[(uint64_t)a.n_split * (a.d + 2)] = M;
+		base[(uint64_t)a.n_split * (a.d + 2) + 1] = (float)(1.0 / tot);
+	}
+}
+
+/* The normalizer of a one-part token, as cpu_attn_head: e^(s - M) into sc; returns 1 / Σ. */
+__device__ __forceinline__ float
+one_part_norm(const attn_args &a, uint32_t h, float lane_max, uint32_t len, float *sc)
+{
+	float M = cuk::warp_max(lane_max);
+	double tot = 0.0;
+
+	if (a.sinks)
+		M = fmaxf(M, a.sinks[h]);
+	for (uint32_t i = threadIdx.x; i < len; i += 32) {
+		sc[i] = expf(sc[i] - M);
+		tot += (double)sc[i];
+	}
+	tot = cuk::warp_sum(tot);
+	if (a.sinks)
+		tot += (double)expf(a.sinks[h] - M);
+	return (float)(1.0 / tot);
+}
+
+/* Σ w·V over one part: the whole attention of a one-part token, else the part's share. */
+__global__ void __launch_bounds__(32) attn_value_kernel(attn_args a)
+{
+	__shared__ float sc[SPLIT];
+	__shared__ float q[CUK_ATTN_MAX_D];
+	uint32_t split = blockIdx.x % a.n_split, h = blockIdx.x / a.n_split, t = blockIdx.y;
+	uint32_t lane = threadIdx.x, first, n;
+
+	span(a, t, &first, &n);
+	if (split * SPLIT >= n)
+		return;
+	uint32_t p0 = first + split * SPLIT, p1 = first + min(n, (split + 1) * SPLIT);
+	load_q(a, t, h, q);
+	float mx = scores(a, t, h, q, p0, p1, sc), inv;
+	if (n <= SPLIT) {
+		inv = one_part_norm(a, h, mx, p1 - p0, sc);
+	} else {
+		const float *norm = part_of(a, t, h) + (uint64_t)a.n_split * (a.d + 2);
+		float M = norm[0];
+		inv = norm[1];
+		for (uint32_t p = p0 + lane; p < p1; p += 32)
+			sc[p - p0] = expf(sc[p - p0] - M);
+	}
+	for (uint32_t p = p0 + lane; p < p1; p += 32) {
+		float w = __fmul_rn(sc[p - p0], inv);
+		sc[p - p0] = a.kv.f16 ? __half2float(__float2half_rn(w)) : w;
+	}
 	__syncwarp();
+	const uint8_t *vb = (const uint8_t *)a.kv.v_base[a.slot[t]];
+	size_t es = a.kv.f16 ? 2 : 4;
 	float acc[MAXK];
 #pragma unroll
 	for (int k = 0; k < MAXK; k++)
 		acc[k] = 0.0f;
 	for (uint32_t p = p0; p < p1; p++) {
-		const void *v = vb + ((layer0 + p) * kv.kv_dim + kvh) * es;
+		const void *v = vb + kv_at(a, p, h) * es;
 		float w = sc[p - p0];
 #pragma unroll
 		for (int k = 0; k < MAXK; k++)
-			if (lane + 32 * k < d)
-				acc[k] = fmaf(w, kv_elem(v, lane + 32 * k, kv.f16), acc[k]);
+			if (lane + 32 * k < a.d)
+				acc[k] = fmaf(w, kv_elem(v, lane + 32 * k, a.kv.f16), acc[k]);
 	}
-	if (lane == 0) {
-		out[0] = mx;
-		out[1] = sum;
-	}
+	float *o = n <= SPLIT ? a.out + (uint64_t)t * a.out_ld + (uint64_t)h * a.d
+	                      : part_of(a, t, h) + (uint64_t)split * (a.d + 2) + 2;
 #pragma unroll
 	for (int k = 0; k < MAXK; k++)
-		if (lane + 32 * k < d)
-			out[2 + lane + 32 * k] = acc[k];
+		if (lane + 32 * k < a.d)
+			o[lane + 32 * k] = acc[k];
 }
 
-__global__ void __launch_bounds__(32)
-        attn_combine_kernel(const float *part, uint32_t n_head, uint32_t d, uint32_t n_split,
-                            float *out, uint64_t out_ld)
+/* The parts' outputs of a many-part token added in order. */
+__global__ void __launch_bounds__(32) attn_sum_kernel(attn_args a)
 {
-	uint32_t h = blockIdx.x, t = blockIdx.y, lane = threadIdx.x;
-	const float *pp = part + ((uint64_t)t * n_head + h) * n_split * (d + 2);
-	float mx = -INFINITY, total = 0.0f;
+	uint32_t h = blockIdx.x, t = blockIdx.y, first, n;
 
-	for (uint32_t s = 0; s < n_split; s++)
-		mx = fmaxf(mx, pp[(uint64_t)s * (d + 2)]);
-	for (uint32_t s = 0; s < n_split; s++) {
-		float m = pp[(uint64_t)s * (d + 2)];
-		if (m != -INFINITY)
-			total += pp[(uint64_t)s * (d + 2) + 1] * expf(m - mx);
-	}
-	for (uint32_t i = lane; i < d; i += 32) {
+	span(a, t, &first, &n);
+	if (n <= SPLIT)
+		return;
+	uint32_t n_act = min((n + SPLIT - 1) / SPLIT, a.n_split);
+	const float *base = part_of(a, t, h);
+	for (uint32_t i = threadIdx.x; i < a.d; i += 32) {
 		float o = 0.0f;
-		for (uint32_t s = 0; s < n_split; s++) {
-			float m = pp[(uint64_t)s * (d + 2)];
-			if (m != -INFINITY)
-				o = fmaf(pp[(uint64_t)s * (d + 2) + 2 + i], expf(m - mx), o);
-		}
-		out[(uint64_t)t * out_ld + (uint64_t)h * d + i] = o / total;
+		for (uint32_t s = 0; s < n_act; s++)
+			o = __fadd_rn(o, base[(uint64_t)s * (a.d + 2) + 2 + i]);
+		a.out[(uint64_t)t * a.out_ld + (uint64_t)h * a.d + i] = o;
 	}
 }
 
@@ -136,28 +262,41 @@ __global__ void __launch_bounds__(32)
 extern "C" cudaError_t
 cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T,
               const uint32_t *slot, const uint32_t *pos, uint32_t n_head, uint32_t n_head_kv,
-              uint32_t d, uint32_t n_split, float *part, float *out, uint64_t out_ld,
-              cudaStream_t st)
+              uint32_t d, uint32_t n_split, const float *sinks, float *part, float *out,
+              uint64_t out_ld, cudaStream_t st)
 {
 	if (T == 0)
 		return cudaSuccess;
 	if (d == 0 || d > CUK_ATTN_MAX_D || n_head_kv == 0 || n_head % n_head_kv != 0 ||
-	    n_split == 0 || T > 65535 || (uint64_t)n_split * n_head > 0x7fffffffu)
+	    n_split == 0 || T > 65535 || (uint64_t)n_split * n_head > 0x7fffffffu ||
+	    kv->cells == 0 || n_head > 65535)
 		return cudaErrorInvalidValue;
-	attn_part_kernel<<<dim3(n_split * n_head, T), 32, 0, st>>>(
-	        *kv, qkv, ld, slot, pos, n_head, n_head / n_head_kv, d, n_split, part);
-	cudaError_t e = cuk::launched();
-	if (e != cudaSuccess)
+	attn_args a = {*kv, qkv,     ld,    slot, pos, n_head, n_head / n_head_kv,
+	               d,   n_split, sinks, part, out, out_ld};
+	dim3 parts(n_split * n_head, T), heads(n_head, T);
+	cudaError_t e;
+
+	attn_stats_kernel<<<parts, 32, 0, st>>>(a);
+	if ((e = cuk::launched()) != cudaSuccess)
 		return e;
-	attn_combine_kernel<<<dim3(n_head, T), 32, 0, st>>>(part, n_head, d, n_split, out, out_ld);
+	attn_norm_kernel<<<heads, 32, 0, st>>>(a);
+	if ((e = cuk::launched()) != cudaSuccess)
+		return e;
+	attn_value_kernel<<<parts, 32, 0, st>>>(a);
+	if ((e = cuk::launched()) != cudaSuccess)
+		return e;
+	attn_sum_kernel<<<heads, 32, 0, st>>>(a);
 	return cuk::launched();
 }
 
 cudaError_t
 cuk_check_attention(char *why, size_t why_len)
 {
-	cudaError_t e = cuk::fits(attn_part_kernel, 32, "attn_part", why, why_len);
+	cudaError_t e;
 
-	return e != cudaSuccess ? e
-	                        : cuk::fits(attn_combine_kernel, 32, "attn_combine", why, why_len);
+	if ((e = cuk::fits(attn_stats_kernel, 32, "attn_stats", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(attn_norm_kernel, 32, "attn_norm", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(attn_value_kernel, 32, "attn_value", why, why_len)) != cudaSuccess)
+		return e;
+	return cuk::fits(attn_sum_kernel, 32, "attn_sum", why, why_len);
 }

@@ -17,3 +17,5 @@ cudaError_t cuk_check_rope(char *why, size_t why_len);
 cudaError_t cuk_check_kv_append(char *why, size_t why_len);
 cudaError_t cuk_check_attention(char *why, size_t why_len);
 cudaError_t cuk_check_sample(char *why, size_t why_len);
+cudaError_t cuk_check_quant_q8(char *why, size_t why_len);
+cudaError_t cuk_check_moe(char *why, size_t why_len);

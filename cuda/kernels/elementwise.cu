@@ -1,7 +1,8 @@
 /*
  * elementwise.cu - the small element-wise kernels of a forward step:
  * residual add, bias add, SwiGLU (silu as x / (1 + e^-x), cpu_swiglu's
- * formula) and the float → F16 conversion of GEMM activations.
+ * formula), gpt-oss's clamped SwiGLU (cpu_swiglu_oai's) and the float → F16
+ * conversion of GEMM activations.
  */
 #include <cuda_fp16.h>
 
@@ -43,6 +44,20 @@ swiglu_kernel(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T)
 }
 
 __global__ void
+swiglu_oai_kernel(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T, float alpha,
+                  float limit)
+{
+	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= (uint64_t)n * T)
+		return;
+	uint64_t o = (i / n) * ld + i % n;
+	float x = fminf(g[o], limit), y = fminf(fmaxf(u[o], -limit), limit);
+	g[o] = __fmul_rn(__fdiv_rn(x, __fadd_rn(1.0f, expf(__fmul_rn(alpha, -x)))),
+	                 __fadd_rn(y, 1.0f));
+}
+
+__global__ void
 f32_to_f16_kernel(const float *x, uint64_t x_ld, uint32_t n, uint32_t T, __half *y)
 {
 	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -81,6 +96,17 @@ cuk_swiglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T, cudaSt
 }
 
 extern "C" cudaError_t
+cuk_swiglu_oai(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T, float alpha,
+               float limit, cudaStream_t st)
+{
+	if ((uint64_t)n * T == 0)
+		return cudaSuccess;
+	swiglu_oai_kernel<<<cuk::div_up((uint64_t)n * T, 256), 256, 0, st>>>(g, u, ld, n, T, alpha,
+	                                                                     limit);
+	return cuk::launched();
+}
+
+extern "C" cudaError_t
 cuk_f32_to_f16(const float *x, uint64_t x_ld, uint32_t n, uint32_t T, uint16_t *y, cudaStream_t st)
 {
 	if ((uint64_t)n * T == 0)
@@ -97,7 +123,8 @@ cuk_check_elementwise(char *why, size_t why_len)
 
 	if ((e = cuk::fits(add_kernel, 256, "add", why, why_len)) != cudaSuccess ||
 	    (e = cuk::fits(add_bias_kernel, 256, "add_bias", why, why_len)) != cudaSuccess ||
-	    (e = cuk::fits(swiglu_kernel, 256, "swiglu", why, why_len)) != cudaSuccess)
+	    (e = cuk::fits(swiglu_kernel, 256, "swiglu", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(swiglu_oai_kernel, 256, "swiglu_oai", why, why_len)) != cudaSuccess)
 		return e;
 	return cuk::fits(f32_to_f16_kernel, 256, "f32_to_f16", why, why_len);
 }

@@ -1,7 +1,7 @@
 /*
  * kv_append.cu - the K and V of each token of a step stored in its slot's
- * cache at its position (F16 rounded to nearest even, as fp16_from_f32, or
- * F32). One thread per element.
+ * cache at its position's cell, p % cells (F16 rounded to nearest even, as
+ * fp16_from_f32, or F32). One thread per element.
  */
 #include <cuda_fp16.h>
 
@@ -22,7 +22,7 @@ kv_append_kernel(cuk_kv kv, const float *qkv, uint64_t ld, uint64_t kv_off, uint
 		return;
 	uint32_t t = (uint32_t)(i / kv.kv_dim), e = (uint32_t)(i % kv.kv_dim);
 	const float *src = qkv + (uint64_t)t * ld + kv_off;
-	uint64_t o = ((uint64_t)kv.layer * kv.n_ctx + pos[t]) * kv.kv_dim + e;
+	uint64_t o = (kv.layer_off + pos[t] % kv.cells) * kv.kv_dim + e;
 	void *kb = kv.k_base[slot[t]], *vb = kv.v_base[slot[t]];
 
 	if (kv.f16) {
@@ -44,6 +44,8 @@ cuk_kv_append(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint64_t k
 
 	if (n == 0)
 		return cudaSuccess;
+	if (kv->cells == 0)
+		return cudaErrorInvalidValue;
 	kv_append_kernel<<<cuk::div_up(n, 256), 256, 0, st>>>(*kv, qkv, ld, kv_off, T, slot, pos);
 	return cuk::launched();
 }

@@ -8,11 +8,16 @@
  * in fp32; a warp reduction finishes the row. The weights are read once per
  * launch whatever B is, and each (row, b) sum is formed in the same order
  * for any B, so results do not depend on the batch.
+ *
+ * cuk_mmv_q8 is the same for MXFP4 weights against activations quantized
+ * to Q8_0 codes (q8.cuh): lane l takes blocks l, l + 32, ..., each an exact
+ * integer dot, as the CPU backend (and llama.cpp) compute MXFP4 products.
  */
 #include "../kernels.h"
 #include "check.h"
 #include "common.cuh"
 #include "deq.cuh"
+#include "q8.cuh"
 
 namespace
 {
@@ -119,7 +124,78 @@ mmv_launch(uint32_t B, const mmv_args &a)
 #undef MMV_B
 }
 
+template <int B>
+__global__ void
+__launch_bounds__(WARPS * 32)
+        mmv_q8_kernel(const uint8_t *__restrict__ W, uint64_t row_bytes, uint32_t ne0,
+                      uint32_t rows, const uint8_t *__restrict__ xq, uint64_t xq_ld,
+                      float *__restrict__ y, uint64_t y_ld, const float *__restrict__ bias)
+{
+	uint32_t r = blockIdx.x * WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+	uint32_t nb = ne0 / 32;
+	float acc[B];
+
+	if (r >= rows)
+		return;
+#pragma unroll
+	for (int b = 0; b < B; b++)
+		acc[b] = 0.0f;
+	const uint8_t *row = W + (uint64_t)r * row_bytes;
+	for (uint32_t c = lane; c < nb; c += 32) {
+		const uint8_t *blk = row + 17ull * c;
+		float dw = cuk::e8m0_half(blk[0]);
+		int v[8];
+		cuk::mxfp4_values(blk, v);
+#pragma unroll
+		for (int b = 0; b < B; b++) {
+			const uint8_t *xr = xq + (uint64_t)b * xq_ld;
+			int s = cuk::dot_codes(v, cuk::q8_codes(xr, nb, c));
+			acc[b] = __fadd_rn(acc[b], cuk::block_term(dw, cuk::q8_scales(xr)[c], s));
+		}
+	}
+#pragma unroll
+	for (int b = 0; b < B; b++) {
+		float s = cuk::warp_sum(acc[b]);
+		if (lane == 0)
+			y[(uint64_t)b * y_ld + r] = bias ? s + bias[r] : s;
+	}
+}
+
 } // namespace
+
+extern "C" cudaError_t
+cuk_mmv_q8(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const void *xq, uint64_t xq_ld,
+           uint32_t B, float *y, uint64_t y_ld, const float *bias, cudaStream_t st)
+{
+	if (B == 0 || B > CUK_MMV_MAX_B || rows == 0 || row0 + rows > w->rows ||
+	    w->type != GGML_TYPE_MXFP4 || w->ne0 % 32 != 0 || xq_ld % 16 != 0 ||
+	    ((uintptr_t)xq & 15) != 0)
+		return cudaErrorInvalidValue;
+	const uint8_t *W = (const uint8_t *)w->data + (uint64_t)row0 * w->row_bytes;
+	const uint8_t *X = (const uint8_t *)xq;
+	const float *bb = bias ? bias + row0 : nullptr;
+	dim3 grid(cuk::div_up(rows, WARPS)), block(WARPS * 32);
+
+#define MMV_Q8_B(n)                                                                               \
+	case n:                                                                                   \
+		mmv_q8_kernel<n><<<grid, block, 0, st>>>(W, w->row_bytes, w->ne0, rows, X, xq_ld, \
+		                                         y, y_ld, bb);                            \
+		break;
+	switch (B) {
+		MMV_Q8_B(1)
+		MMV_Q8_B(2)
+		MMV_Q8_B(3)
+		MMV_Q8_B(4)
+		MMV_Q8_B(5)
+		MMV_Q8_B(6)
+		MMV_Q8_B(7)
+	default:
+		mmv_q8_kernel<8><<<grid, block, 0, st>>>(W, w->row_bytes, w->ne0, rows, X, xq_ld, y,
+		                                         y_ld, bb);
+	}
+#undef MMV_Q8_B
+	return cuk::launched();
+}
 
 extern "C" cudaError_t
 cuk_mmv(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const float *x, uint64_t x_ld,
@@ -167,5 +243,11 @@ mmv_check_type(uint32_t type, char *why, size_t why_len)
 cudaError_t
 cuk_check_mmv(char *why, size_t why_len)
 {
+	cudaError_t e;
+
+	if ((e = cuk::fits(mmv_q8_kernel<1>, WARPS * 32, "mmv_q8", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(mmv_q8_kernel<CUK_MMV_MAX_B>, WARPS * 32, "mmv_q8", why, why_len)) !=
+	            cudaSuccess)
+		return e;
 	return cuk::every_type(mmv_check_type, why, why_len);
 }

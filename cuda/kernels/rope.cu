@@ -1,10 +1,15 @@
 /*
  * rope.cu - rotary position embedding of Q and K in place, normal (pairs
  * 2i, 2i + 1) and NEOX (pairs i, i + n_rot/2), with optional frequency
- * factors. theta advances by repeated multiplication in float, as
- * cpu_rope does, so the angles are the CPU's bit for bit; only sin/cos
- * may differ in the last place. One thread per (token, head, pair).
+ * factors or YaRN. theta advances by repeated multiplication in float, as
+ * cpu_rope and cpu_rope_yarn do, and YaRN's ramp, mix and magnitude are
+ * their float operations one by one (no fused multiply-add; the magnitude
+ * is computed on the host with the CPU's expression), so the angles are the
+ * CPU's bit for bit; only sin/cos may differ in the last place. One thread
+ * per (token, head, pair).
  */
+#include <math.h>
+
 #include "../kernels.h"
 #include "check.h"
 #include "common.cuh"
@@ -12,9 +17,25 @@
 namespace
 {
 
+/* What the kernel needs of YaRN; ext_factor 0 and mscale 1 without it. */
+struct yarn_k {
+	bool on;
+	float freq_scale, ext_factor, mscale, dim0, dim1;
+};
+
+/* ggml's ramp on pair @i (cpu_ops.c yarn_ramp with i0 = 2i). */
+__device__ __forceinline__ float
+yarn_ramp(const yarn_k &y, uint32_t i)
+{
+	float r = __fdiv_rn(__fsub_rn((float)i, y.dim0), fmaxf(0.001f, __fsub_rn(y.dim1, y.dim0)));
+
+	return __fsub_rn(1.0f, fminf(1.0f, fmaxf(0.0f, r)));
+}
+
 __global__ void
 rope_kernel(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n_heads,
-            uint32_t head_dim, uint32_t n_rot, float theta_scale, const float *factors, bool neox)
+            uint32_t head_dim, uint32_t n_rot, float theta_scale, const float *factors, yarn_k y,
+            bool neox)
 {
 	uint32_t half = n_rot / 2;
 	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -23,17 +44,32 @@ rope_kernel(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n
 		return;
 	uint32_t k = (uint32_t)(i % half), h = (uint32_t)((i / half) % n_heads);
 	uint32_t t = (uint32_t)(i / ((uint64_t)half * n_heads));
-	float theta = (float)pos[t];
+	float theta = (float)pos[t], mscale = 1.0f;
 	for (uint32_t j = 0; j < k; j++)
 		theta = __fmul_rn(theta, theta_scale);
 	if (factors)
 		theta = __fdiv_rn(theta, factors[k]);
+	if (y.on) { /* interpolate, then mix back the extrapolated angle by the ramp */
+		float interp = __fmul_rn(y.freq_scale, theta);
+		if (y.ext_factor != 0.0f) {
+			float mix = __fmul_rn(yarn_ramp(y, k), y.ext_factor);
+			theta = __fadd_rn(__fmul_rn(interp, __fsub_rn(1.0f, mix)),
+			                  __fmul_rn(theta, mix));
+		} else {
+			theta = interp;
+		}
+		mscale = y.mscale;
+	}
 	/* sin/cos of θ through sincospi(θ/π) in double: its argument reduction
 	 * is exact (no Payne-Hanek stack frame), and the float results are
 	 * those of sinf/cosf but in the rarest cases */
 	double sd, cd;
 	sincospi((double)theta * (1.0 / 3.14159265358979323846), &sd, &cd);
 	float c = (float)cd, s = (float)sd;
+	if (y.on) {
+		c = __fmul_rn(c, mscale);
+		s = __fmul_rn(s, mscale);
+	}
 	/* Q heads first, then K heads, contiguous in the row */
 	float *v = qkv + (uint64_t)t * ld + (uint64_t)h * head_dim;
 	uint32_t a = neox ? k : 2 * k, b = neox ? k + half : 2 * k + 1;
@@ -42,21 +78,52 @@ rope_kernel(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n
 	v[b] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
 }
 
+/* ggml's corr dim: the dimension whose wavelength fits @rotations turns in @orig_ctx. */
+float
+corr_dim(uint32_t n_dims, uint32_t orig_ctx, float rotations, float base)
+{
+	return (float)n_dims * logf((float)orig_ctx / (rotations * 2 * (float)M_PI)) /
+	       (2 * logf(base));
+}
+
 } // namespace
+
+extern "C" void
+cuk_yarn_init(struct cuk_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
+              float beta_fast, float beta_slow)
+{
+	float start = floorf(corr_dim(n_rot, orig_ctx, beta_fast, base));
+	float end = ceilf(corr_dim(n_rot, orig_ctx, beta_slow, base));
+
+	y->freq_scale = 1.0f / factor;
+	y->ext_factor = 1.0f; /* llama.cpp's for rope.scaling.type yarn */
+	y->attn_factor = 1.0f;
+	y->corr_dims[0] = start > 0 ? start : 0;
+	y->corr_dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
+}
 
 extern "C" cudaError_t
 cuk_rope(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n_head,
          uint32_t n_head_kv, uint32_t head_dim, uint32_t n_rot, float theta_scale,
-         const float *factors, bool neox, cudaStream_t st)
+         const float *factors, const struct cuk_yarn *yarn, bool neox, cudaStream_t st)
 {
 	uint64_t n = (uint64_t)T * (n_head + n_head_kv) * (n_rot / 2);
+	yarn_k y = {false, 1.0f, 0.0f, 1.0f, 0.0f, 0.0f};
 
-	if (n_rot > head_dim || n_rot % 2 != 0)
+	if (n_rot > head_dim || n_rot % 2 != 0 || (yarn && factors))
 		return cudaErrorInvalidValue;
 	if (n == 0)
 		return cudaSuccess;
-	rope_kernel<<<cuk::div_up(n, 256), 256, 0, st>>>(
-	        qkv, ld, T, pos, n_head + n_head_kv, head_dim, n_rot, theta_scale, factors, neox);
+	if (yarn) { /* the magnitude exactly as cpu_rope_yarn computes it, in float on the host */
+		float mscale = yarn->attn_factor;
+		if (yarn->ext_factor != 0.0f)
+			mscale *= 1.0f + 0.1f * logf(1.0f / yarn->freq_scale);
+		y = {true,   yarn->freq_scale,   yarn->ext_factor,
+		     mscale, yarn->corr_dims[0], yarn->corr_dims[1]};
+	}
+	rope_kernel<<<cuk::div_up(n, 256), 256, 0, st>>>(qkv, ld, T, pos, n_head + n_head_kv,
+	                                                 head_dim, n_rot, theta_scale, factors, y,
+	                                                 neox);
 	return cuk::launched();
 }
 
