@@ -109,6 +109,14 @@ model_info_get(const struct gguf_file *f, struct model_info *mi, struct orch_err
 	return get_hparams(f, mi, reterr);
 }
 
+uint32_t
+model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens)
+{
+	uint64_t ring = (uint64_t)n_swa + max_batch_tokens;
+
+	return n_swa == 0 || ring >= n_ctx ? n_ctx : (uint32_t)ring;
+}
+
 orch_err
 model_mem_estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
                    uint32_t kv_elem_bytes, struct mem_estimate *ret)

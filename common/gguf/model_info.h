@@ -48,6 +48,21 @@ orch_err model_info_get(const struct gguf_file *f, struct model_info *mi,
                         struct orch_errinfo *reterr);
 
 /*
+ * MODEL_DEFAULT_CHUNK_TOKENS - the prompt tokens of one sequence a worker feeds in one step
+ * by default (orch-worker's --chunk, ENGINE_DEFAULT_CHUNK); a step carries at most
+ * chunk + slots tokens, the backend's max_batch_tokens.
+ */
+#define MODEL_DEFAULT_CHUNK_TOKENS 512
+
+/*
+ * model_swa_cells - KV cells one sequence of a sliding-window layer needs: with a window of
+ * @n_swa positions and at most @max_batch_tokens tokens fed per forward call, a ring of
+ * n_swa + max_batch_tokens cells (position p in cell p % cells) holds every key a query
+ * of the call still sees; @n_ctx when that is not smaller or @n_swa is 0.
+ */
+uint32_t model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens);
+
+/*
  * Memory a worker needs for @n_ctx tokens in each of @slots sequences:
  *   weights  = tensor data as stored (quantized stays quantized)
  *   kv       = 2 (K, V) × layers × n_ctx × slots × n_head_kv × head_dim × kv element bytes
