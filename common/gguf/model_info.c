@@ -39,6 +39,30 @@ hparam(const struct gguf_file *f, const struct model_info *mi, const char *suffi
 	return ORCH_OK;
 }
 
+/*
+ * gpt-oss's sliding window, read as worker/engine/model/gpt_oss.c reads it (pattern 2 unless
+ * the file says): the layers il with il % pattern < pattern - 1 slide. Other architectures
+ * have none in the worker (phi3 files carry a sliding_window key it does not use).
+ */
+static orch_err
+get_swa(const struct gguf_file *f, struct model_info *mi, struct orch_errinfo *reterr)
+{
+	bool opt = true;
+	const char *unused;
+	orch_err rv;
+
+	if (strcmp(mi->arch, "gpt-oss") != 0)
+		return ORCH_OK;
+	mi->swa_pattern = 2;
+	if ((rv = hparam(f, mi, "attention.sliding_window", &mi->n_swa, &opt, &unused, reterr)) ||
+	    (rv = hparam(f, mi, "attention.sliding_window_pattern", &mi->swa_pattern, &opt, &unused,
+	                 reterr)))
+		return rv;
+	for (uint32_t il = 0; mi->n_swa > 0 && mi->swa_pattern > 0 && il < mi->n_layer; il++)
+		mi->n_layer_swa += il % mi->swa_pattern < mi->swa_pattern - 1;
+	return ORCH_OK;
+}
+
 static orch_err
 get_hparams(const struct gguf_file *f, struct model_info *mi, struct orch_errinfo *reterr)
 {
@@ -59,6 +83,8 @@ get_hparams(const struct gguf_file *f, struct model_info *mi, struct orch_errinf
 		return rv;
 	mi->head_dim = mi->n_head ? mi->n_embd / mi->n_head : 0;
 	if ((rv = hparam(f, mi, "attention.key_length", &mi->head_dim, &opt, &unused, reterr)))
+		return rv;
+	if ((rv = get_swa(f, mi, reterr)))
 		return rv;
 	mi->has_hparams = ok && mi->n_head > 0 && mi->n_head_kv > 0;
 	if (mi->has_hparams)
@@ -109,30 +135,50 @@ model_info_get(const struct gguf_file *f, struct model_info *mi, struct orch_err
 	return get_hparams(f, mi, reterr);
 }
 
+uint32_t
+model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens)
+{
+	uint64_t ring = (uint64_t)n_swa + max_batch_tokens;
+
+	return n_swa == 0 || ring >= n_ctx ? n_ctx : (uint32_t)ring;
+}
+
 orch_err
 model_mem_estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
                    uint32_t kv_elem_bytes, struct mem_estimate *ret)
 {
-	uint64_t kv = 2, act, logits, widest, qkv;
+	uint64_t cell = 2, full, swa, kv, total, act, logits, widest, qkv;
+	uint64_t T = MODEL_DEFAULT_CHUNK_TOKENS + (uint64_t)slots;
+	uint32_t swa_cells =
+	        model_swa_cells(n_ctx, mi->n_swa, T > UINT32_MAX ? UINT32_MAX : (uint32_t)T);
 
 	if (!mi->has_hparams)
 		return ORCH_ENOTFOUND;
 	qkv = (uint64_t)mi->head_dim * (mi->n_head + 2ull * mi->n_head_kv);
 	widest = mi->n_ff > qkv ? mi->n_ff : qkv;
-	if (__builtin_mul_overflow(kv, (uint64_t)mi->n_layer, &kv) ||
-	    __builtin_mul_overflow(kv, (uint64_t)n_ctx, &kv) ||
-	    __builtin_mul_overflow(kv, (uint64_t)slots, &kv) ||
-	    __builtin_mul_overflow(kv, (uint64_t)mi->n_head_kv * mi->head_dim, &kv) ||
-	    __builtin_mul_overflow(kv, (uint64_t)kv_elem_bytes, &kv))
+	/* one position of every sequence in one layer: K and V */
+	if (__builtin_mul_overflow(cell, (uint64_t)slots, &cell) ||
+	    __builtin_mul_overflow(cell, (uint64_t)mi->n_head_kv * mi->head_dim, &cell) ||
+	    __builtin_mul_overflow(cell, (uint64_t)kv_elem_bytes, &cell) ||
+	    __builtin_mul_overflow(cell, (uint64_t)n_ctx * (mi->n_layer - mi->n_layer_swa),
+	                           &full) ||
+	    __builtin_mul_overflow(cell, (uint64_t)swa_cells * mi->n_layer_swa, &swa) ||
+	    __builtin_add_overflow(full, swa, &kv))
 		return ORCH_ERANGE;
 	logits = (uint64_t)mi->n_vocab * 4u * slots;
-	act = 512ull * (4ull * mi->n_embd + 2ull * widest) * 4u;
+	act = (uint64_t)MODEL_DEFAULT_CHUNK_TOKENS * (4ull * mi->n_embd + 2ull * widest) * 4u;
+	if (__builtin_add_overflow(mi->weight_bytes, kv, &total) ||
+	    __builtin_add_overflow(total, MODEL_RUNTIME_OVERHEAD_BYTES + logits + act, &total))
+		return ORCH_ERANGE;
 	ret->weights = mi->weight_bytes;
 	ret->kv = kv;
+	ret->kv_full = full;
+	ret->kv_swa = swa;
 	ret->overhead = MODEL_RUNTIME_OVERHEAD_BYTES + logits + act;
-	ret->total = ret->weights + ret->kv + ret->overhead;
+	ret->total = total;
 	ret->n_ctx = n_ctx;
 	ret->slots = slots;
 	ret->kv_elem_bytes = kv_elem_bytes;
+	ret->swa_cells = mi->n_layer_swa > 0 ? swa_cells : 0;
 	return ORCH_OK;
 }

@@ -69,10 +69,35 @@ token_text(const struct gguf_file *f, uint32_t id)
 	return a->strs[id];
 }
 
+/* The estimate's line, and the KV cache's split when some layers slide. */
+static void
+print_memory(const struct model_info *mi, const struct mem_estimate *est)
+{
+	char b1[32], b2[32], b3[32], b4[32];
+
+	if (est == NULL) {
+		printf("memory          n/a (missing %s.%s)\n", mi->arch[0] ? mi->arch : "?",
+		       mi->missing ? mi->missing : "?");
+		return;
+	}
+	printf("memory          context %u x %u slot%s: weights %s + KV %s (F16) + overhead %s = %s\n",
+	       est->n_ctx, est->slots, est->slots == 1 ? "" : "s",
+	       fmt_bytes(est->weights, b1, sizeof(b1)), fmt_bytes(est->kv, b2, sizeof(b2)),
+	       fmt_bytes(est->overhead, b3, sizeof(b3)), fmt_bytes(est->total, b4, sizeof(b4)));
+	if (mi->n_layer_swa == 0)
+		return;
+	uint32_t full = mi->n_layer - mi->n_layer_swa, swa = mi->n_layer_swa;
+	printf("kv cache        full attention: %u layer%s x %u cells/slot = %s; sliding window %u: %u "
+	       "layer%s x %u cells/slot = %s\n",
+	       full, full == 1 ? "" : "s", est->n_ctx, fmt_bytes(est->kv_full, b1, sizeof(b1)),
+	       mi->n_swa, swa, swa == 1 ? "" : "s", est->swa_cells,
+	       fmt_bytes(est->kv_swa, b2, sizeof(b2)));
+}
+
 static void
 print_text(const struct gguf_file *f, const struct model_info *mi, const struct mem_estimate *est)
 {
-	char b1[32], b2[32], b3[32], b4[32];
+	char b1[32];
 
 	printf("file            %s\n", gguf_name(f));
 	printf("format          GGUF v%u, %llu bytes, alignment %u, %zu keys, %zu tensors\n",
@@ -105,15 +130,7 @@ print_text(const struct gguf_file *f, const struct model_info *mi, const struct 
 		       (unsigned long long)mi->chat_template_bytes);
 	else
 		printf("chat template   absent\n");
-	if (est == NULL) {
-		printf("memory          n/a (missing %s.%s)\n", mi->arch[0] ? mi->arch : "?",
-		       mi->missing ? mi->missing : "?");
-		return;
-	}
-	printf("memory          context %u x %u slot%s: weights %s + KV %s (F16) + overhead %s = %s\n",
-	       est->n_ctx, est->slots, est->slots == 1 ? "" : "s",
-	       fmt_bytes(est->weights, b1, sizeof(b1)), fmt_bytes(est->kv, b2, sizeof(b2)),
-	       fmt_bytes(est->overhead, b3, sizeof(b3)), fmt_bytes(est->total, b4, sizeof(b4)));
+	print_memory(mi, est);
 }
 
 static void
@@ -183,6 +200,8 @@ json_model(const struct gguf_file *f, const struct model_info *mi, const struct 
 		cJSON_AddNumberToObject(o, "kv_heads", mi->n_head_kv);
 		cJSON_AddNumberToObject(o, "head_dim", mi->head_dim);
 		cJSON_AddNumberToObject(o, "feed_forward_length", mi->n_ff);
+		cJSON_AddNumberToObject(o, "sliding_window", mi->n_swa);
+		cJSON_AddNumberToObject(o, "sliding_window_layers", mi->n_layer_swa);
 	}
 	cJSON_AddNumberToObject(o, "tensor_count", (double)gguf_tensor_count(f));
 	cJSON_AddItemToObject(o, "tensor_types", json_types(mi));
@@ -203,6 +222,9 @@ json_model(const struct gguf_file *f, const struct model_info *mi, const struct 
 	cJSON_AddNumberToObject(mem, "slots", est->slots);
 	cJSON_AddNumberToObject(mem, "weights_bytes", (double)est->weights);
 	cJSON_AddNumberToObject(mem, "kv_bytes", (double)est->kv);
+	cJSON_AddNumberToObject(mem, "kv_full_bytes", (double)est->kv_full);
+	cJSON_AddNumberToObject(mem, "kv_sliding_bytes", (double)est->kv_swa);
+	cJSON_AddNumberToObject(mem, "sliding_cells", est->swa_cells);
 	cJSON_AddNumberToObject(mem, "overhead_bytes", (double)est->overhead);
 	cJSON_AddNumberToObject(mem, "total_bytes", (double)est->total);
 	return o;

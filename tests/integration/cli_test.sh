@@ -40,6 +40,25 @@ then ok; else bad "stories260K facts"; fi
 "$bin/orchctl" inspect --json --context 512 --slots 4 "$data/models/stories260K.gguf" >"$tmp/s2.json"
 if python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["kv_bytes"]==2*5*512*4*4*8*2, m' "$tmp/s2.json"; then ok; else bad "--context/--slots"; fi
 
+# gpt-oss: the sliding-window layer's KV is a ring of 128 + 512 + slots cells, and the text
+# output splits the KV cache (1 full and 1 sliding layer, 2 KV heads of 64, F16).
+"$bin/orchctl" inspect --json --context 4096 "$data/models/gpt-oss-tiny-mxfp4.gguf" >"$tmp/g.json"
+if python3 - "$tmp/g.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["sliding_window"] == 128 and d["sliding_window_layers"] == 1, d
+m = d["memory"]
+cell = 2 * 2 * 64 * 2
+assert m["sliding_cells"] == 641, m
+assert m["kv_full_bytes"] == 4096 * cell and m["kv_sliding_bytes"] == 641 * cell, m
+assert m["kv_bytes"] == m["kv_full_bytes"] + m["kv_sliding_bytes"], m
+PY
+then ok; else bad "gpt-oss sliding-window KV"; fi
+"$bin/orchctl" inspect --context 4096 --slots 3 "$data/models/gpt-oss-tiny-mxfp4.gguf" >"$tmp/out"
+grep -q '^kv cache        full attention: 1 layer x 4096 cells/slot = 6.00 MiB; sliding window 128: 1 layer x 643 cells/slot = ' "$tmp/out" && ok || bad "kv cache line: $(grep '^kv' "$tmp/out")"
+"$bin/orchctl" inspect "$data/models/stories260K.gguf" | grep -q '^kv cache' && bad "kv cache line without sliding layers" || ok
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["kv_sliding_bytes"]==0 and m["kv_full_bytes"]==m["kv_bytes"], m' "$tmp/s.json" && ok || bad "stories260K KV split"
+
 # A synthesized model with a real vocabulary and its chat template.
 if "$bin/orch-synth" --preset tiny-qwen2 --quant Q4_K_M --vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 3 -o "$tmp/m.gguf" &&
 	"$bin/orchctl" inspect "$tmp/m.gguf" >"$tmp/out" &&

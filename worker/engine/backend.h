@@ -6,11 +6,14 @@
  *
  * A backend holds the weights of a struct model, a KV cache of
  * slots × n_ctx positions allocated once at load, and scratch for one
- * forward step of up to max_batch_tokens tokens. A forward step takes a
- * batch of sequences, each with its KV slot, the position of its first new
- * token and its new tokens (many for prefill, one for decode); it appends
- * their K/V to the slot and returns the logits of the last token of each
- * sequence that asked for them.
+ * forward step of up to max_batch_tokens tokens. A sliding-window layer
+ * (model_layer_swa) keeps, per slot, a ring of model_swa_cells(n_ctx,
+ * n_swa, max_batch_tokens) cells (gguf/model_info.h): position p in cell
+ * p % cells, enough for every query of a step to see its whole window.
+ * A forward step takes a batch of sequences, each with its KV slot, the
+ * position of its first new token and its new tokens (many for prefill,
+ * one for decode); it appends their K/V to the slot and returns the logits
+ * of the last token of each sequence that asked for them.
  *
  * Results do not depend on batch composition: a sequence computed alone or
  * next to others gives bit-identical logits.
@@ -36,8 +39,11 @@ struct be_config {
 };
 
 struct be_seq {
-	uint32_t slot;         /* KV slot, < slots */
-	uint32_t pos;          /* position of tokens[0]; the slot's positions < pos are kept */
+	uint32_t slot; /* KV slot, < slots */
+	/* position of tokens[0]: the slot's positions < pos are kept (a sliding-window
+	 * layer's ring only the last cells fed: a sequence continues where its last
+	 * step ended, or starts again at 0) */
+	uint32_t pos;
 	const int32_t *tokens; /* [n_tokens] */
 	uint32_t n_tokens;
 	bool want_logits; /* logits of tokens[n_tokens - 1] */

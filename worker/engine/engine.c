@@ -6,6 +6,11 @@
 #include "base/alloc.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf.h"
+#include "gguf/model_info.h"
+
+/* model_mem_estimate sizes a sliding-window layer's ring for the worker's default chunk */
+_Static_assert(ENGINE_DEFAULT_CHUNK == MODEL_DEFAULT_CHUNK_TOKENS,
+               "the memory estimate assumes the engine's default chunk");
 
 uint32_t
 engine_default_ctx(const struct model *m)

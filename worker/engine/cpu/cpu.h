@@ -116,10 +116,16 @@ float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, u
 
 #define CPU_ATTN_MAX_D 512
 
-/* One KV head of one slot: position p's key at k + p·stride elements (F16 or F32). */
+/*
+ * One KV head of one slot: the i-th position read is cell c = first + i, or
+ * (first + i) % cells when @cells is not 0 (a ring), and its key is at
+ * k + c·stride elements (F16 or F32), its value at v + c·stride.
+ */
 struct cpu_attn {
 	const void *k, *v;
-	uint64_t stride; /* elements from one position to the next */
+	uint64_t stride; /* elements from one cell to the next */
+	uint32_t cells;  /* cells of the ring; 0: the positions read are contiguous */
+	uint32_t first;  /* the cell of the first position read (< cells when a ring) */
 	uint32_t d;      /* head dimension, ≤ CPU_ATTN_MAX_D */
 	bool f16;        /* cache elements are F16, else F32 */
 	bool simd;       /* AVX2/F16C kernels (the caller checked the CPU) */
@@ -128,8 +134,10 @@ struct cpu_attn {
 };
 
 /*
- * cpu_attn_head - softmax(q·K / √d)·V over positions [0, @n_pos) for query
- * head @q (d floats) into @out (d floats); @sc is n_pos floats of scratch.
+ * cpu_attn_head - softmax(q·K / √d)·V over @n_pos positions (cells as struct
+ * cpu_attn says, in order) for query head @q (d floats) into @out (d
+ * floats); @sc is n_pos floats of scratch. A ring gives the same result, bit
+ * for bit, as the same positions stored contiguously.
  * With a sink s, the softmax is exp(x_p - m) / (Σ exp(x_p - m) + exp(s - m)),
  * m the maximum of the scores and s.
  */

@@ -1,6 +1,8 @@
 /*
  * cpu_attn.c - attention of one query head over the cached positions of a
- * slot: scores q·K[p] / √d, a softmax (sum in double), and Σ w[p]·V[p].
+ * slot: scores q·K[p] / √d, a softmax (sum in double), and Σ w[p]·V[p]. The
+ * positions are cells of the slot's cache, read in position order: a
+ * sliding-window layer's ring wraps from its last cell to its first.
  * With an F16 cache the query and the weights are rounded to F16 first, as
  * llama.cpp's CPU attention does. The AVX2 kernel (F16C loads, eight partial
  * sums) and the scalar twin differ only in summation order.
@@ -74,6 +76,13 @@ axpy_avx2(const struct cpu_attn *a, float w, const uint8_t *v, float *out)
 		                                          _mm256_loadu_ps(out + i)));
 }
 
+/* The cell after @c: the next one, or the ring's first after its last. */
+static uint32_t
+next_cell(const struct cpu_attn *a, uint32_t c)
+{
+	return c + 1 == a->cells ? 0 : c + 1;
+}
+
 void
 cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *sc, float *out)
 {
@@ -83,8 +92,8 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 
 	for (uint32_t i = 0; i < a->d; i++)
 		q[i] = a->f16 ? fp16_to_f32(fp16_from_f32(qs[i])) : qs[i];
-	for (uint32_t p = 0; p < n_pos; p++) {
-		const uint8_t *k = (const uint8_t *)a->k + (uint64_t)p * a->stride * elem;
+	for (uint32_t p = 0, c = a->first; p < n_pos; p++, c = next_cell(a, c)) {
+		const uint8_t *k = (const uint8_t *)a->k + (uint64_t)c * a->stride * elem;
 		sc[p] = (simd ? score_avx2(a, q, k) : score_scalar(a, q, k)) * scale;
 		max = sc[p] > max ? sc[p] : max;
 	}
@@ -99,8 +108,8 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 		sum += (double)expf(a->sink - max);
 	float inv = (float)(1.0 / sum);
 	memset(out, 0, a->d * sizeof(float));
-	for (uint32_t p = 0; p < n_pos; p++) {
-		const uint8_t *v = (const uint8_t *)a->v + (uint64_t)p * a->stride * elem;
+	for (uint32_t p = 0, c = a->first; p < n_pos; p++, c = next_cell(a, c)) {
+		const uint8_t *v = (const uint8_t *)a->v + (uint64_t)c * a->stride * elem;
 		float w = sc[p] * inv;
 		if (a->f16)
 			w = fp16_to_f32(fp16_from_f32(w));

@@ -5,7 +5,8 @@
  * file, in their own format (no dequantized copy). Load touches every page
  * of them, reporting progress, so the disk reads happen at load and not in
  * the first request. The KV cache and all scratch are allocated here, once;
- * a forward step allocates nothing.
+ * a forward step allocates nothing. A sliding-window layer's KV cache is a
+ * ring of model_swa_cells() cells per slot, a full layer's n_ctx cells.
  */
 #include "cpu_backend.h"
 
@@ -15,6 +16,7 @@
 #include "base/alloc.h"
 #include "gguf/fp16.h"
 #include "gguf/gguf.h"
+#include "gguf/model_info.h"
 
 static void
 add_bytes(const struct gguf_tensor *t, void *ctx)
@@ -55,18 +57,49 @@ balloc(struct be_model *b, size_t n)
 	return p;
 }
 
+/*
+ * The KV cache's layout (cpu_backend.h): each layer's cells per slot (n_ctx, or a sliding
+ * window's ring) and where its cells start; *@ret_bytes is the size of the K (or V) cache.
+ */
+static orch_err
+kv_layout(struct be_model *b, uint64_t *ret_bytes, struct orch_errinfo *reterr)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	uint32_t ring = model_swa_cells(b->cfg.n_ctx, hp->n_swa, b->cfg.max_batch_tokens);
+	uint64_t cells = 0, bytes;
+
+	if ((b->kv_cells = balloc(b, hp->n_layer * sizeof(uint32_t))) == NULL ||
+	    (b->kv_base = balloc(b, hp->n_layer * sizeof(uint64_t))) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "cpu backend: out of memory");
+	for (uint32_t il = 0; il < hp->n_layer; il++) {
+		b->kv_cells[il] = model_layer_swa(hp, il) ? ring : b->cfg.n_ctx;
+		b->kv_base[il] = cells;
+		cells += (uint64_t)b->cfg.slots * b->kv_cells[il];
+	}
+	if (__builtin_mul_overflow(cells, (uint64_t)b->kv_dim * (b->cfg.kv_f32 ? 4 : 2), &bytes) ||
+	    bytes > SIZE_MAX / 2)
+		return orch_errf(reterr, ORCH_ENOMEM,
+		                 "cpu backend: a KV cache of %llu cells of %u values is too large",
+		                 (unsigned long long)cells, b->kv_dim);
+	*ret_bytes = bytes;
+	return ORCH_OK;
+}
+
 static orch_err
 alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 {
 	const struct model_hparams *hp = &b->m->hp;
 	uint64_t B = b->cfg.max_batch_tokens, S = b->cfg.slots, th = cpu_pool_threads(b->pool);
 	uint64_t ff = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp, K = hp->n_expert_used;
-	uint64_t kv =
-	        (uint64_t)hp->n_layer * S * b->cfg.n_ctx * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
+	uint64_t kv = 0;
 	size_t f = sizeof(float);
+	orch_err rv;
 
+	if ((rv = kv_layout(b, &kv, reterr)) != ORCH_OK)
+		return rv;
 	b->bytes_needed =
-	        b->weight_bytes + 2 * kv + 65536 * f +
+	        b->weight_bytes + 2 * kv + hp->n_layer * (sizeof(uint32_t) + sizeof(uint64_t)) +
+	        65536 * f +
 	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * ff) +
 	             (hp->n_expert ? B * (hp->n_expert + 3 * K + (1 + K) * hp->n_embd) : 0) +
 	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * (b->max_ne0 + b->cfg.n_ctx)) +
@@ -174,10 +207,11 @@ cpu_free(struct be_model *b)
 	if (b == NULL)
 		return;
 	cpu_pool_free(b->pool);
-	void *bufs[] = {b->k_cache,    b->v_cache, b->f16,    b->x,       b->xn,      b->tmp,
-	                b->qkv,        b->att,     b->gate,   b->up,      b->last,    b->logits,
-	                b->mm_scratch, b->xq,      b->scores, b->tok_seq, b->tok_pos, b->router,
-	                b->sel,        b->sel_w,   b->route,  b->moe_x,   b->moe_out};
+	void *bufs[] = {b->k_cache, b->v_cache, b->kv_cells, b->kv_base, b->f16,
+	                b->x,       b->xn,      b->tmp,      b->qkv,     b->att,
+	                b->gate,    b->up,      b->last,     b->logits,  b->mm_scratch,
+	                b->xq,      b->scores,  b->tok_seq,  b->tok_pos, b->router,
+	                b->sel,     b->sel_w,   b->route,    b->moe_x,   b->moe_out};
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		orch_free(bufs[i]);
 	orch_free(b);

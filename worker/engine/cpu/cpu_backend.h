@@ -9,8 +9,16 @@ struct be_model {
 	struct cpu_pool *pool;
 	cpu_dot_fn dot;
 	uint32_t q_dim, kv_dim, qkv_dim, max_ne0;
-	void *k_cache, *v_cache; /* [n_layer][slots][n_ctx][kv_dim], F16 bits or F32 */
-	float *f16;              /* [65536] F16 bits → float */
+	/*
+	 * KV cache, F16 bits or F32: per layer, per slot, kv_cells[il] cells of kv_dim;
+	 * layer il's cells of slot s start at cell kv_base[il] + s · kv_cells[il], and
+	 * position p lives in cell p % kv_cells[il]: n_ctx cells for a full-attention layer,
+	 * a ring of model_swa_cells() for a sliding-window one.
+	 */
+	void *k_cache, *v_cache;
+	uint32_t *kv_cells; /* [n_layer] */
+	uint64_t *kv_base;  /* [n_layer] */
+	float *f16;         /* [65536] F16 bits → float */
 	/* scratch for max_batch_tokens (B) tokens */
 	float *x, *xn, *tmp; /* [B][n_embd] */
 	float *qkv;          /* [B][q + 2 kv] */

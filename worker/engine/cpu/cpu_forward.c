@@ -10,7 +10,11 @@
  *   (same kernels, same order), so a sequence's logits are bit-identical
  *   whether it runs alone or next to others.
  * - Attention reads the sequence's own KV slot, positions 0..pos (causal),
- *   or its last n_swa of them on a sliding-window layer. With an F16 cache
+ *   or its last n_swa of them on a sliding-window layer. Such a layer's
+ *   cache is a ring of n_swa + max_batch_tokens cells (position p in cell
+ *   p % cells): a step stores all its tokens' K/V before any attends, and
+ *   the newest of at most max_batch_tokens stored overwrites only a position
+ *   older than the window of the step's first token. With an F16 cache
  *   it mirrors ggml: Q is rounded to F16 before Q·K, and the softmax weights
  *   to F16 before they weight V; a layer's sinks join each softmax.
  * - A mixture-of-experts layer (gpt-oss) routes each token to its top
@@ -27,20 +31,22 @@
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
 
-/* Byte offset of (layer, slot, pos) in a cache of @elem-byte elements. */
+/* Byte offset of cell @cell of (layer, slot) in a cache of @elem-byte elements. */
 static uint64_t
-kv_off(const struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, size_t elem)
+kv_off(const struct be_model *b, uint32_t layer, uint32_t slot, uint32_t cell, size_t elem)
 {
-	return (((uint64_t)layer * b->cfg.slots + slot) * b->cfg.n_ctx + pos) * b->kv_dim * elem;
+	return (b->kv_base[layer] + (uint64_t)slot * b->kv_cells[layer] + cell) * b->kv_dim * elem;
 }
 
+/* Position @pos's K and V into its cell: pos itself, or pos % cells in a ring. */
 static void
 kv_store(struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, const float *k,
          const float *v)
 {
 	size_t elem = b->cfg.kv_f32 ? 4 : 2;
-	uint8_t *kd = (uint8_t *)b->k_cache + kv_off(b, layer, slot, pos, elem);
-	uint8_t *vd = (uint8_t *)b->v_cache + kv_off(b, layer, slot, pos, elem);
+	uint64_t off = kv_off(b, layer, slot, pos % b->kv_cells[layer], elem);
+	uint8_t *kd = (uint8_t *)b->k_cache + off;
+	uint8_t *vd = (uint8_t *)b->v_cache + off;
 
 	if (b->cfg.kv_f32) {
 		memcpy(kd, k, b->kv_dim * sizeof(float));
@@ -60,7 +66,11 @@ struct att_job {
 	uint32_t layer;
 };
 
-/* One (token, head) pair: softmax(q·K / √d) · V over positions 0..pos of the slot. */
+/*
+ * One (token, head) pair: softmax(q·K / √d) · V over positions 0..pos of the
+ * slot, or max(0, pos - n_swa + 1)..pos on a sliding-window layer, read from
+ * their cells (a ring's wrap included) in position order.
+ */
 static void
 attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 {
@@ -79,10 +89,12 @@ attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 		uint32_t slot = j->seqs[b->tok_seq[t]].slot, kvh = h / group;
 		uint32_t n = b->tok_pos[t] + 1; /* positions 0..pos; a window: its last n_swa */
 		uint32_t first = swa && n > hp->n_swa ? n - hp->n_swa : 0;
-		uint64_t off = kv_off(b, j->layer, slot, first, elem) + (uint64_t)kvh * d * elem;
+		uint64_t off = kv_off(b, j->layer, slot, 0, elem) + (uint64_t)kvh * d * elem;
 		struct cpu_attn a = {.k = (const uint8_t *)b->k_cache + off,
 		                     .v = (const uint8_t *)b->v_cache + off,
 		                     .stride = b->kv_dim,
+		                     .cells = b->kv_cells[j->layer],
+		                     .first = first % b->kv_cells[j->layer],
 		                     .d = d,
 		                     .f16 = !b->cfg.kv_f32,
 		                     .simd = b->dot != cpu_dot_scalar};

@@ -32,7 +32,10 @@ struct model_hparams {
 	uint32_t n_swa, swa_pattern;
 };
 
-/* model_layer_swa - whether layer @il of @hp attends over a sliding window. */
+/*
+ * model_layer_swa - whether layer @il of @hp attends over a sliding window. Such a layer's
+ * KV cache is a ring of model_swa_cells() cells per sequence (gguf/model_info.h).
+ */
 static inline bool
 model_layer_swa(const struct model_hparams *hp, uint32_t il)
 {

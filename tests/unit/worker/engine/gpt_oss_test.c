@@ -5,9 +5,12 @@
  * are used; experts in MXFP4 in one file and F32 in the other, the same
  * values), both golden prompts (4 tokens, and 313 tokens, past the
  * 128-token window): prompt tokens and 16 greedy tokens exact, the logits
- * of steps 0 and 1 within a bound (below). Then a sequence's tokens do not
- * depend on its neighbours in a batch, though the experts' products group
- * tokens of both.
+ * of steps 0 and 1 within a bound (below), with the sliding-window layer's
+ * KV cache of n_ctx cells and (MXFP4) as a ring the long prompt wraps. Then a
+ * sequence's tokens do not depend on its neighbours in a batch, though the
+ * experts' products group tokens of both; the ring's size does not grow
+ * with the context; and a long generation over a ring gives the logits of
+ * a full cache, bit for bit.
  *
  * The bounds: llama.cpp's CPU sums in other orders (AVX-512, tiled F32
  * products) and, for MXFP4 experts, quantizes the activations to Q8_0 as
@@ -85,21 +88,28 @@ out_fini(struct out *o)
 	memset(o, 0, sizeof(*o));
 }
 
+/* @model on the CPU, 2 threads; a step carries at most @chunk + @slots tokens. */
 static struct engine *
-open_engine(const char *model, uint32_t slots)
+open_engine_ctx(const char *model, uint32_t slots, uint32_t n_ctx, uint32_t chunk)
 {
 	struct orch_errinfo err = {0};
 	struct engine *x = NULL;
 	struct engine_config cfg = {.model_path = t_path(model),
 	                            .ops = &be_cpu_ops,
 	                            .slots = slots,
-	                            .n_ctx = 512,
-	                            .chunk = 512,
+	                            .n_ctx = n_ctx,
+	                            .chunk = chunk,
 	                            .threads = 2};
 
 	if (engine_open(&cfg, &x, &err) != ORCH_OK)
 		fprintf(stderr, "%s: %s\n", model, err.msg);
 	return x;
+}
+
+static struct engine *
+open_engine(const char *model, uint32_t slots)
+{
+	return open_engine_ctx(model, slots, 512, 512);
 }
 
 /* Greedy @max tokens of @p (one job, or one beside @other's when not NULL) into @o. */
@@ -146,13 +156,18 @@ rel_diff(const float *a, const cJSON *b, uint32_t n)
 	return diff / scale;
 }
 
+/*
+ * Both golden cases of @model on an engine whose prefill chunk is @chunk:
+ * 512 gives the sliding-window layer n_ctx cells (128 + 513 >= 512), 32 a
+ * ring of 128 + 33 cells that the 313-token prompt wraps twice.
+ */
 static void
-golden(const char *model, const char *gold, double bound)
+golden(const char *model, const char *gold, double bound, uint32_t chunk)
 {
 	size_t n;
 	char *g = t_read_file(t_path(gold), &n);
 	cJSON *root = g ? cJSON_ParseWithLength(g, n) : NULL;
-	struct engine *x = open_engine(model, 1);
+	struct engine *x = open_engine_ctx(model, 1, 512, chunk);
 	const cJSON *c;
 	int ci = 0;
 
@@ -187,9 +202,9 @@ golden(const char *model, const char *gold, double bound)
 			double r = rel_diff(o.logits[s], lg, o.n_vocab);
 			worst = r > worst ? r : worst;
 		}
-		printf("%s case %d (%zu prompt tokens): %d tokens equal; logits max |Δ| / max "
-		       "|logit| = %.2e (bound %.0e)\n",
-		       model, ci, ids.n, N_GEN, worst, bound);
+		printf("%s chunk %u case %d (%zu prompt tokens): %d tokens equal; logits max |Δ| / "
+		       "max |logit| = %.2e (bound %.0e)\n",
+		       model, chunk, ci, ids.n, N_GEN, worst, bound);
 		T_TRUE(worst <= bound);
 		out_fini(&o);
 		tok_ids_fini(&ids);
@@ -200,16 +215,20 @@ golden(const char *model, const char *gold, double bound)
 	engine_close(x);
 }
 
+#define TINY_F32   "models/gpt-oss-tiny-f32.gguf"
+#define TINY_MXFP4 "models/gpt-oss-tiny-mxfp4.gguf"
+
 static void
 test_golden_f32(void)
 {
-	golden("models/gpt-oss-tiny-f32.gguf", "models/golden-gpt-oss-tiny-f32.json", 2e-3);
+	golden(TINY_F32, "models/golden-gpt-oss-tiny-f32.json", 2e-3, 512);
 }
 
 static void
 test_golden_mxfp4(void)
 {
-	golden("models/gpt-oss-tiny-mxfp4.gguf", "models/golden-gpt-oss-tiny-mxfp4.json", 1e-2);
+	golden(TINY_MXFP4, "models/golden-gpt-oss-tiny-mxfp4.json", 1e-2, 512);
+	golden(TINY_MXFP4, "models/golden-gpt-oss-tiny-mxfp4.json", 1e-2, 32);
 }
 
 /* Two prompts alone, then in one batch (their tokens share the experts' products). */
@@ -217,8 +236,8 @@ static void
 test_batch_independence(void)
 {
 	static const char *prompts[] = {"Once upon a time", "The lighthouse keeper climbed"};
-	struct engine *x1 = open_engine("models/gpt-oss-tiny-mxfp4.gguf", 1);
-	struct engine *x2 = open_engine("models/gpt-oss-tiny-mxfp4.gguf", 2);
+	struct engine *x1 = open_engine(TINY_MXFP4, 1);
+	struct engine *x2 = open_engine(TINY_MXFP4, 2);
 	struct tok_ids ids[2] = {{0}};
 	struct out alone[2], both[2];
 
@@ -244,11 +263,151 @@ test_batch_independence(void)
 	engine_close(x2);
 }
 
+/*
+ * The sliding-window layer's cache does not grow with the context: doubling
+ * n_ctx from 1024 to 2048 (2 slots, chunk 6: a step of at most 8 tokens, a
+ * ring of 128 + 8 cells) adds only the full layer's K and V (2 × 1024 cells ×
+ * 2 slots × kv_dim 128 × 2 bytes) and the attention scores (2 threads ×
+ * 1024 floats). With n_ctx cells for both layers it would add twice the KV.
+ */
+static void
+test_ring_memory(void)
+{
+	struct engine *x[2] = {open_engine_ctx(TINY_MXFP4, 2, 1024, 6),
+	                       open_engine_ctx(TINY_MXFP4, 2, 2048, 6)};
+	uint64_t need[2], used[2];
+	uint64_t kv_full = 2ull * 1024 * 2 * 128 * 2, scores = 2ull * 1024 * sizeof(float);
+
+	T_TRUE(x[0] != NULL && x[1] != NULL);
+	T_EQ(x[0]->m.hp.n_swa, 128);
+	T_TRUE(model_layer_swa(&x[0]->m.hp, 0) && !model_layer_swa(&x[0]->m.hp, 1));
+	for (int i = 0; i < 2; i++)
+		x[i]->ops->memory(x[i]->b, &need[i], &used[i]);
+	printf("memory needed at context 1024: %llu, at 2048: %llu bytes (+%llu: full layer KV "
+	       "%llu, scores %llu)\n",
+	       (unsigned long long)need[0], (unsigned long long)need[1],
+	       (unsigned long long)(need[1] - need[0]), (unsigned long long)kv_full,
+	       (unsigned long long)scores);
+	T_EQ(need[1] - need[0], kv_full + scores);
+	T_EQ(used[1] - used[0], kv_full + scores);
+	engine_close(x[0]);
+	engine_close(x[1]);
+}
+
+/* A sequence of the ring test: its tokens (prompt, then what greedy chose), how many are fed. */
+struct ring_seq {
+	int32_t toks[1024];
+	uint32_t n_prompt, fed, chunk;
+};
+
+/* A prompt of @n pseudo-random ids of the vocabulary's ordinary range (LCG from @seed). */
+static void
+ring_prompt(struct ring_seq *q, uint32_t n, uint32_t seed)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		seed = seed * 1664525u + 1013904223u;
+		q->toks[i] = (int32_t)(seed >> 8) % 199000;
+	}
+	q->n_prompt = n;
+	q->fed = 0;
+}
+
+/*
+ * One step of @q[0..1] on @x and on @ref, at most RING_T tokens in all, as
+ * the scheduler shares its budget: each sequence in turn feeds a prompt
+ * chunk of up to its chunk tokens, or the last token chosen, or sits the
+ * step out when the budget is spent. Every logits row of @x must equal
+ * @ref's bit for bit; its argmax becomes the sequence's next token.
+ */
+#define RING_T 8 /* chunk 6 + 2 slots: a ring of 128 + 8 cells */
+
+static bool
+ring_step(struct engine *x, struct engine *ref, struct ring_seq *q)
+{
+	struct orch_errinfo err = {0};
+	struct be_seq s[2];
+	const float *a, *b;
+	uint32_t V = x->m.hp.n_vocab, n = 0, budget = RING_T;
+
+	for (uint32_t k = 0; k < 2; k++) {
+		uint32_t left = q[k].n_prompt - q[k].fed, want = 1;
+		if (q[k].fed < q[k].n_prompt)
+			want = left < q[k].chunk ? left : q[k].chunk;
+		want = want < budget ? want : budget;
+		if (want == 0)
+			continue;
+		s[n++] = (struct be_seq){k, q[k].fed, q[k].toks + q[k].fed, want, true};
+		budget -= want;
+	}
+	if (x->ops->forward(x->b, s, n, &a, &err) != ORCH_OK ||
+	    ref->ops->forward(ref->b, s, n, &b, &err) != ORCH_OK) {
+		fprintf(stderr, "forward: %s\n", err.msg);
+		return false;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct ring_seq *r = &q[s[i].slot];
+		const float *lg = a + (uint64_t)i * V;
+		uint32_t best = 0;
+		if (memcmp(lg, b + (uint64_t)i * V, V * sizeof(float)) != 0) {
+			fprintf(stderr,
+			        "slot %u, positions %u..%u: the ring's logits differ from the full "
+			        "cache's\n",
+			        s[i].slot, s[i].pos, s[i].pos + s[i].n_tokens - 1);
+			return false;
+		}
+		for (uint32_t v = 1; v < V; v++)
+			best = lg[v] > lg[best] ? v : best;
+		r->fed += s[i].n_tokens;
+		if (r->fed >= r->n_prompt)
+			r->toks[r->fed] = (int32_t)best;
+	}
+	return true;
+}
+
+/*
+ * A generation far past the ring: two slots, chunked prefill (5 and 3
+ * tokens a step) next to decoding, slot 0 running to position 449 (its
+ * 136 cells wrapped 3 times), then restarting with a new prompt over the
+ * old cells in chunks of 8 (RING_T, the most a step may carry: slot 1
+ * waits), slot 1 to position 422 (3 wraps). Every step's logits equal
+ * those of an engine whose sliding-window layer has n_ctx cells (chunk
+ * 1022: 128 + 1024 >= n_ctx), bit for bit.
+ */
+static void
+test_ring_matches_full_cache(void)
+{
+	struct engine *x = open_engine_ctx(TINY_MXFP4, 2, 1024, RING_T - 2);
+	struct engine *ref = open_engine_ctx(TINY_MXFP4, 2, 1024, 1022);
+	struct ring_seq *q = calloc(2, sizeof(*q));
+
+	T_TRUE(x != NULL && ref != NULL && q != NULL);
+	ring_prompt(&q[0], 300, 1);
+	ring_prompt(&q[1], 211, 2);
+	q[0].chunk = 5;
+	q[1].chunk = 3;
+	for (int step = 0; step < 300; step++) {
+		if (step == 210) {
+			T_EQ(q[0].fed, 450);
+			ring_prompt(&q[0], 140, 3);
+			q[0].chunk = RING_T;
+		}
+		T_TRUE(ring_step(x, ref, q));
+	}
+	printf("300 steps, slot 0 at position %u, slot 1 at %u: logits equal\n", q[0].fed - 1,
+	       q[1].fed - 1);
+	T_EQ(q[1].fed, 423);
+	free(q);
+	engine_close(x);
+	engine_close(ref);
+}
+
 int
 main(void)
 {
 	T_RUN(test_golden_f32);
 	T_RUN(test_golden_mxfp4);
 	T_RUN(test_batch_independence);
+	T_RUN(test_ring_memory);
+	T_RUN(test_ring_matches_full_cache);
 	return t_done();
 }

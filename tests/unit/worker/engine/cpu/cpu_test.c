@@ -191,6 +191,60 @@ test_attn_twins(void)
 	}
 }
 
+/*
+ * A ring read (a sliding-window layer's cache) equals, bit for bit, the same
+ * positions read from contiguous cells, wherever the read starts and wraps.
+ */
+static void
+test_attn_ring(void)
+{
+	enum { CELLS = 13, D = 64 };
+	static float q[D], ring[CELLS * D], line[CELLS * D], sc[CELLS], o1[D], o2[D];
+	static uint16_t ring16[CELLS * D], line16[CELLS * D];
+	struct rng r;
+
+	rng_seed(&r, 17);
+	for (int i = 0; i < CELLS * D; i++) {
+		ring[i] = rng_normalish(&r);
+		ring16[i] = fp16_from_f32(ring[i]);
+	}
+	for (int i = 0; i < D; i++)
+		q[i] = rng_normalish(&r);
+	for (int mode = 0; mode < 4; mode++) { /* F16 or F32 cache, AVX2 or scalar */
+		bool f16 = mode & 1, simd = (mode & 2) && cpu_has_avx2();
+		for (uint32_t first = 0; first < CELLS; first++) {
+			for (uint32_t c = 0; c < CELLS; c++) { /* the same cells, unrolled */
+				uint32_t from = (first + c) % CELLS;
+				memcpy(line + c * D, ring + from * D, D * sizeof(float));
+				memcpy(line16 + c * D, ring16 + from * D, D * sizeof(uint16_t));
+			}
+			for (uint32_t n = 1; n <= CELLS; n++) {
+				struct cpu_attn a = {.k = f16 ? (const void *)ring16 : ring,
+				                     .v = f16 ? (const void *)ring16 : ring,
+				                     .stride = D,
+				                     .cells = CELLS,
+				                     .first = first,
+				                     .d = D,
+				                     .f16 = f16,
+				                     .simd = simd,
+				                     .has_sink = n % 2 == 0,
+				                     .sink = 0.25f};
+				struct cpu_attn b = a;
+				b.k = b.v = f16 ? (const void *)line16 : line;
+				b.cells = b.first = 0;
+				cpu_attn_head(&a, q, n, sc, o1);
+				cpu_attn_head(&b, q, n, sc, o2);
+				if (memcmp(o1, o2, sizeof(o1)) != 0) {
+					T_FAIL_("ring of %d, first %u, %u positions, mode %d: "
+					        "differs from the contiguous read",
+					        CELLS, first, n, mode);
+					return;
+				}
+			}
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -198,5 +252,6 @@ main(void)
 	T_RUN(test_dequant_twins);
 	T_RUN(test_qdot_twins);
 	T_RUN(test_attn_twins);
+	T_RUN(test_attn_ring);
 	return t_done();
 }

@@ -1,0 +1,176 @@
+/*
+ * model_info_test.c - the memory estimate's KV cache: full-attention layers
+ * hold n_ctx cells a sequence, gpt-oss's sliding-window layers a ring of
+ * model_swa_cells() (window + the worker's default step of 512 + slots
+ * tokens), read from the keys and the layer pattern as the worker reads
+ * them; other architectures' sliding_window keys are not used.
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "gguf/gguf.h"
+#include "gguf/gguf_write.h"
+#include "gguf/model_info.h"
+#include "t.h"
+
+/* A model's shape keys; swa/pattern 0: the key is absent. */
+struct shape {
+	const char *arch;
+	uint32_t n_layer, swa, pattern;
+};
+
+static orch_err
+set_keys(struct gguf_writer *w, const struct shape *s)
+{
+	char k[96];
+	orch_err rv = gguf_writer_set_str(w, "general.architecture", s->arch);
+	/* gpt-oss-20b's shapes: n_embd 2880, 64 heads, 8 KV heads of 64 */
+	static const struct {
+		const char *suffix;
+		uint32_t v;
+	} keys[] = {{"embedding_length", 2880},     {"attention.head_count", 64},
+	            {"attention.head_count_kv", 8}, {"attention.key_length", 64},
+	            {"feed_forward_length", 2880},  {"context_length", 131072}};
+
+	for (size_t i = 0; rv == ORCH_OK && i < sizeof(keys) / sizeof(keys[0]); i++) {
+		snprintf(k, sizeof(k), "%s.%s", s->arch, keys[i].suffix);
+		rv = gguf_writer_set_u32(w, k, keys[i].v);
+	}
+	snprintf(k, sizeof(k), "%s.block_count", s->arch);
+	if (rv == ORCH_OK)
+		rv = gguf_writer_set_u32(w, k, s->n_layer);
+	snprintf(k, sizeof(k), "%s.attention.sliding_window", s->arch);
+	if (rv == ORCH_OK && s->swa)
+		rv = gguf_writer_set_u32(w, k, s->swa);
+	snprintf(k, sizeof(k), "%s.attention.sliding_window_pattern", s->arch);
+	if (rv == ORCH_OK && s->pattern)
+		rv = gguf_writer_set_u32(w, k, s->pattern);
+	return rv;
+}
+
+/* *@mi of a metadata-only file with @s's keys. */
+static void
+info_of(const struct shape *s, struct model_info *mi)
+{
+	struct gguf_writer *w = NULL;
+	struct gguf_file *f = NULL;
+	void *buf = NULL;
+	size_t size = 0;
+
+	memset(mi, 0, sizeof(*mi));
+	T_OK(gguf_writer_new(&w));
+	T_OK(set_keys(w, s));
+	T_OK(gguf_writer_write_mem(w, NULL, NULL, &buf, &size, NULL));
+	T_OK(gguf_open_mem(buf, size, "mem", &f, NULL));
+	T_OK(model_info_get(f, mi, NULL));
+	gguf_close(f);
+	gguf_writer_free(w);
+	orch_free(buf);
+}
+
+static void
+test_swa_cells(void)
+{
+	T_EQ(model_swa_cells(4096, 128, 513), 641);
+	T_EQ(model_swa_cells(642, 128, 513), 641);
+	T_EQ(model_swa_cells(641, 128, 513), 641); /* not smaller: n_ctx */
+	T_EQ(model_swa_cells(512, 128, 513), 512);
+	T_EQ(model_swa_cells(4096, 0, 513), 4096); /* no window */
+	T_EQ(model_swa_cells(UINT32_MAX, UINT32_MAX, UINT32_MAX), UINT32_MAX);
+}
+
+/* gpt-oss-20b: 24 layers, the even ones sliding over 128 positions; F16 K and V. */
+static void
+test_gpt_oss_20b(void)
+{
+	const struct shape s = {"gpt-oss", 24, 128, 0};
+	const uint64_t cell = 2 * 8 * 64 * 2; /* K and V of one position in one layer */
+	struct model_info mi;
+	struct mem_estimate e;
+
+	info_of(&s, &mi);
+	T_TRUE(mi.has_hparams);
+	T_EQ(mi.n_swa, 128);
+	T_EQ(mi.swa_pattern, 2);
+	T_EQ(mi.n_layer_swa, 12);
+	mi.weight_bytes = 1000;
+	mi.n_vocab = 201088;
+	for (uint32_t ctx = 4096; ctx <= 131072; ctx *= 2) {
+		T_OK(model_mem_estimate(&mi, ctx, 1, 2, &e));
+		T_EQ(e.swa_cells, 128 + 512 + 1);
+		T_EQ(e.kv_full, 12 * cell * ctx);
+		T_EQ(e.kv_swa, 12 * cell * 641);
+		T_EQ(e.kv, e.kv_full + e.kv_swa);
+		T_EQ(e.total, e.weights + e.kv + e.overhead);
+	}
+	T_OK(model_mem_estimate(&mi, 4096, 4, 2, &e)); /* 4 slots: a step of 512 + 4 */
+	T_EQ(e.swa_cells, 644);
+	T_EQ(e.kv_swa, 4 * 12 * cell * 644);
+	T_EQ(e.kv_full, 4 * 12 * cell * 4096);
+	T_OK(model_mem_estimate(&mi, 600, 1, 2, &e)); /* the ring would not be smaller */
+	T_EQ(e.swa_cells, 600);
+	T_EQ(e.kv, 24 * cell * 600);
+}
+
+static void
+test_patterns(void)
+{
+	struct model_info mi;
+	struct mem_estimate e;
+	const struct shape p3 = {"gpt-oss", 24, 128, 3}, p1 = {"gpt-oss", 24, 128, 1};
+	const struct shape phi3 = {"phi3", 32, 2047, 0}, none = {"gpt-oss", 24, 0, 0};
+
+	info_of(&p3, &mi); /* il % 3 < 2: two of every three */
+	T_EQ(mi.n_layer_swa, 16);
+	info_of(&p1, &mi); /* il % 1 < 0: none */
+	T_EQ(mi.n_layer_swa, 0);
+	info_of(&phi3, &mi); /* phi3's key is written by the converter, not used by the worker */
+	T_EQ(mi.n_swa, 0);
+	T_EQ(mi.n_layer_swa, 0);
+	T_OK(model_mem_estimate(&mi, 4096, 1, 2, &e));
+	T_EQ(e.kv_swa, 0);
+	T_EQ(e.swa_cells, 0);
+	T_EQ(e.kv, e.kv_full);
+	info_of(&none, &mi); /* no window key: every layer full */
+	T_EQ(mi.n_layer_swa, 0);
+	T_TRUE(mi.has_hparams);
+}
+
+/* Overflow is ORCH_ERANGE and leaves the result alone; a non-integer window key is an error. */
+static void
+test_errors(void)
+{
+	const struct shape s = {"gpt-oss", 24, 128, 0};
+	struct model_info mi;
+	struct mem_estimate e = {.kv = 7};
+	struct gguf_writer *w = NULL;
+	struct gguf_file *f = NULL;
+	struct orch_errinfo err = {0};
+	void *buf = NULL;
+	size_t size = 0;
+
+	info_of(&s, &mi);
+	T_ERR(model_mem_estimate(&mi, UINT32_MAX, UINT32_MAX, UINT32_MAX, &e), ORCH_ERANGE);
+	T_EQ(e.kv, 7);
+	T_OK(gguf_writer_new(&w));
+	T_OK(set_keys(w, &(struct shape){"gpt-oss", 24, 0, 0}));
+	T_OK(gguf_writer_set_str(w, "gpt-oss.attention.sliding_window", "128"));
+	T_OK(gguf_writer_write_mem(w, NULL, NULL, &buf, &size, NULL));
+	T_OK(gguf_open_mem(buf, size, "mem", &f, NULL));
+	T_ERR(model_info_get(f, &mi, &err), ORCH_ETYPE);
+	T_TRUE(strstr(err.msg, "gpt-oss.attention.sliding_window") != NULL);
+	gguf_close(f);
+	gguf_writer_free(w);
+	orch_free(buf);
+}
+
+int
+main(void)
+{
+	T_RUN(test_swa_cells);
+	T_RUN(test_gpt_oss_20b);
+	T_RUN(test_patterns);
+	T_RUN(test_errors);
+	return t_done();
+}
