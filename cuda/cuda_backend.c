@@ -31,6 +31,7 @@
 #include "cuda_int.h"
 #include "gguf/ggml_type.h"
 #include "gguf/gguf.h"
+#include "gguf/model_info.h"
 
 #define MIB(x) ((unsigned long long)((x) >> 20))
 
@@ -223,19 +224,15 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 
 /*
  * Each layer's KV cells and offset in a slot, and the slot's bytes: a
- * sliding-window layer keeps n_swa + T cells as a ring, T being the most
- * tokens one sequence feeds in a step (its earliest query still needs n_swa
- * - 1 positions before it while the step writes T), unless that reaches
- * n_ctx.
+ * sliding-window layer keeps a ring (model_swa_cells, the CPU backend's
+ * rule), T being the most tokens one sequence feeds in a step.
  */
 static void
 kv_layout(struct be_model *b)
 {
 	const struct model_hparams *hp = &b->m->hp;
-	uint64_t T = b->cfg.max_batch_tokens, off = 0;
-	uint32_t swa_cells = hp->n_swa == 0 || hp->n_swa + T >= b->cfg.n_ctx
-	                             ? b->cfg.n_ctx
-	                             : hp->n_swa + (uint32_t)T;
+	uint64_t off = 0;
+	uint32_t swa_cells = model_swa_cells(b->cfg.n_ctx, hp->n_swa, b->cfg.max_batch_tokens);
 
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct cu_layer *C = &b->layers[l];
