@@ -285,9 +285,15 @@ set_shapes(struct be_model *b)
 	}
 	b->theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot);
 	b->has_yarn = hp->yarn_factor > 0;
-	if (b->has_yarn)
-		cuk_yarn_init(&b->yarn, hp->n_rot, hp->rope_base, hp->yarn_factor,
-		              hp->yarn_orig_ctx, hp->yarn_beta_fast, hp->yarn_beta_slow);
+	if (b->has_yarn) {
+		struct model_yarn y;
+		model_yarn_params(hp->n_rot, hp->rope_base, hp->yarn_factor, hp->yarn_orig_ctx,
+		                  hp->yarn_beta_fast, hp->yarn_beta_slow, &y);
+		b->yarn = (struct cuk_yarn){y.freq_scale,
+		                            y.ext_factor,
+		                            y.attn_factor,
+		                            {y.corr_dims[0], y.corr_dims[1]}};
+	}
 	b->hist_cap = b->cfg.n_ctx + 1;
 	kv_layout(b);
 	uint64_t B =

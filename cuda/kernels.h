@@ -89,18 +89,11 @@ cudaError_t cuk_rmsnorm(float *x, const float *delta, const float *w, uint32_t n
 /* cuk_add - x[i] += d[i] for @n floats. */
 cudaError_t cuk_add(float *x, const float *d, uint64_t n, cudaStream_t st);
 
-/* YaRN for cuk_rope, as ggml_rope_ext takes it (cuk_yarn_init; the CPU's struct cpu_yarn). */
+/* YaRN for cuk_rope, as ggml_rope_ext takes it: model_yarn_params's numbers (model.h). */
 struct cuk_yarn {
 	float freq_scale, ext_factor, attn_factor;
 	float corr_dims[2];
 };
-
-/*
- * cuk_yarn_init - @y for @n_rot dims, @base, @factor, @orig_ctx, @beta_fast and @beta_slow,
- * with cpu_yarn_init's arithmetic (host code; the same floats).
- */
-void cuk_yarn_init(struct cuk_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
-                   float beta_fast, float beta_slow);
 
 /*
  * cuk_rope - rotate Q (@n_head heads) and K (@n_head_kv heads) of each of @T

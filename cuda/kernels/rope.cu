@@ -78,29 +78,7 @@ rope_kernel(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n
 	v[b] = __fadd_rn(__fmul_rn(x0, s), __fmul_rn(x1, c));
 }
 
-/* ggml's corr dim: the dimension whose wavelength fits @rotations turns in @orig_ctx. */
-float
-corr_dim(uint32_t n_dims, uint32_t orig_ctx, float rotations, float base)
-{
-	return (float)n_dims * logf((float)orig_ctx / (rotations * 2 * (float)M_PI)) /
-	       (2 * logf(base));
-}
-
 } // namespace
-
-extern "C" void
-cuk_yarn_init(struct cuk_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
-              float beta_fast, float beta_slow)
-{
-	float start = floorf(corr_dim(n_rot, orig_ctx, beta_fast, base));
-	float end = ceilf(corr_dim(n_rot, orig_ctx, beta_slow, base));
-
-	y->freq_scale = 1.0f / factor;
-	y->ext_factor = 1.0f; /* llama.cpp's for rope.scaling.type yarn */
-	y->attn_factor = 1.0f;
-	y->corr_dims[0] = start > 0 ? start : 0;
-	y->corr_dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
-}
 
 extern "C" cudaError_t
 cuk_rope(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, uint32_t n_head,

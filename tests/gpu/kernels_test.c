@@ -14,8 +14,7 @@
  * - KV append + attention (F16 and F32 caches, GQA, several KV splits,
  *   sinks, sliding windows over a ring) vs cpu_attn_head;
  * - sampling: the same token as samp_sample() over 10,000 draws per filter.
- * YaRN's host-side parameters are checked against cpu_yarn_init first, with
- * or without a device; then the test exits 77 where no CUDA device exists.
+ * The test exits 77 where no CUDA device exists.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 
 #include "base/rng.h"
 #include "engine/cpu/cpu.h"
+#include "engine/model/model.h"
 #include "engine/sampler.h"
 #include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
@@ -258,11 +258,11 @@ test_rope_yarn(void)
 	float *q = malloc((uint64_t)T * ld * 4), *qo = malloc((uint64_t)T * ld * 4);
 	float *dq = dev((uint64_t)T * ld * 4);
 	double *ref = malloc((uint64_t)T * ld * 8);
-	struct cpu_yarn cy;
-	struct cuk_yarn gy;
+	struct model_yarn cy;
 
-	cpu_yarn_init(&cy, hd, 150000.0f, 32.0f, 4096, 32.0f, 1.0f);
-	cuk_yarn_init(&gy, hd, 150000.0f, 32.0f, 4096, 32.0f, 1.0f);
+	model_yarn_params(hd, 150000.0f, 32.0f, 4096, 32.0f, 1.0f, &cy);
+	struct cuk_yarn gy = {
+	        cy.freq_scale, cy.ext_factor, cy.attn_factor, {cy.corr_dims[0], cy.corr_dims[1]}};
 	fill(q, (uint64_t)T * ld, 1.0f);
 	CK(cudaMemcpy(dpos, pos, sizeof(pos), cudaMemcpyHostToDevice));
 	CK(cudaMemcpy(dq, q, (uint64_t)T * ld * 4, cudaMemcpyHostToDevice));
@@ -555,24 +555,6 @@ test_moe_mmv(void)
 	free(x), free(bias), free(deq), free(y), free(ref), free(hq);
 }
 
-/* YaRN's parameters, computed on the host for the kernel, are cpu_yarn_init's (no device). */
-static void
-test_yarn_init(void)
-{
-	static const float p[][4] = {
-	        {150000, 32, 4096, 64}, {10000, 4, 2048, 128}, {1e6f, 8, 8192, 80}};
-
-	for (int i = 0; i < 3; i++) {
-		struct cpu_yarn c;
-		struct cuk_yarn g;
-		cpu_yarn_init(&c, (uint32_t)p[i][3], p[i][0], p[i][1], (uint32_t)p[i][2], 32.0f,
-		              1.0f);
-		cuk_yarn_init(&g, (uint32_t)p[i][3], p[i][0], p[i][1], (uint32_t)p[i][2], 32.0f,
-		              1.0f);
-		T_TRUE(sizeof(c) == sizeof(g) && memcmp(&c, &g, sizeof(c)) == 0);
-	}
-}
-
 /*
  * One attention case: P tokens at positions 0..P-1 appended and attended
  * @chunk at a time (cells: n_ctx without a window, else window + chunk, a
@@ -808,9 +790,6 @@ main(void)
 	int count = 0;
 	char why[256];
 
-	T_RUN(test_yarn_init); /* host code only: runs without a device */
-	if (t_failed > 0)
-		return t_done();
 	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
 		T_SKIP("no CUDA device");
 	if (cuk_limits_check(0, why, sizeof(why)) != cudaSuccess) {

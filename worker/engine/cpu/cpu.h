@@ -13,6 +13,7 @@
 
 struct gguf_tensor;
 struct model;
+struct model_yarn;
 
 /* ---- thread pool: a parallel for over [0, n), split in contiguous ranges ---- */
 
@@ -175,16 +176,7 @@ void cpu_swiglu(float *g, const float *u, uint32_t n);
  */
 void cpu_swiglu_oai(float *g, const float *u, uint32_t n, float alpha, float limit);
 
-/* YaRN for cpu_rope_yarn, as ggml_rope_ext takes it (freq_scale = 1 / factor). */
-struct cpu_yarn {
-	float freq_scale, ext_factor, attn_factor;
-	float corr_dims[2]; /* cpu_yarn_init */
-};
-
-/* cpu_yarn_init - @y for @n_rot dims, @base, @factor, @orig_ctx, @beta_fast, @beta_slow. */
-void cpu_yarn_init(struct cpu_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
-                   float beta_fast, float beta_slow);
-
-/* cpu_rope_yarn - cpu_rope with YaRN's interpolation ramp and magnitude scale. */
+/* cpu_rope_yarn - cpu_rope with YaRN's interpolation ramp and magnitude scale (@y:
+ * model_yarn_params). */
 void cpu_rope_yarn(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
-                   float base, bool neox, const struct cpu_yarn *y);
+                   float base, bool neox, const struct model_yarn *y);

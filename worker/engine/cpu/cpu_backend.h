@@ -30,7 +30,7 @@ struct be_model {
 	float *sel_w;           /* [B][n_expert_used] their weights */
 	uint32_t *route;        /* [B · n_expert_used] (token · k + j) of one expert's rows */
 	float *moe_x, *moe_out; /* [B][n_embd]; [B][n_expert_used][n_embd] */
-	struct cpu_yarn yarn;   /* yarn_factor > 0 */
+	struct model_yarn yarn; /* yarn_factor > 0 */
 	float *last;            /* [slots][n_embd] */
 	float *logits;          /* [slots][n_vocab] */
 	float *mm_scratch;      /* [threads][max_ne0] */

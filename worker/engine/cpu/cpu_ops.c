@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "cpu.h"
+#include "engine/model/model.h"
 
 void
 cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *out)
@@ -41,28 +42,6 @@ cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t
 	}
 }
 
-/* ggml's corr dim: the dimension whose wavelength fits @n_rot rotations in @orig_ctx. */
-static float
-corr_dim(uint32_t n_dims, uint32_t orig_ctx, float rotations, float base)
-{
-	return (float)n_dims * logf((float)orig_ctx / (rotations * 2 * (float)M_PI)) /
-	       (2 * logf(base));
-}
-
-void
-cpu_yarn_init(struct cpu_yarn *y, uint32_t n_rot, float base, float factor, uint32_t orig_ctx,
-              float beta_fast, float beta_slow)
-{
-	float start = floorf(corr_dim(n_rot, orig_ctx, beta_fast, base));
-	float end = ceilf(corr_dim(n_rot, orig_ctx, beta_slow, base));
-
-	y->freq_scale = 1.0f / factor;
-	y->ext_factor = 1.0f; /* llama.cpp's for rope.scaling.type yarn */
-	y->attn_factor = 1.0f;
-	y->corr_dims[0] = start > 0 ? start : 0;
-	y->corr_dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
-}
-
 /* ggml's ramp: 1 below corr_dims[0], 0 above corr_dims[1], linear between (on i0 / 2). */
 static float
 yarn_ramp(const float *dims, uint32_t i0)
@@ -74,7 +53,7 @@ yarn_ramp(const float *dims, uint32_t i0)
 
 void
 cpu_rope_yarn(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
-              float base, bool neox, const struct cpu_yarn *y)
+              float base, bool neox, const struct model_yarn *y)
 {
 	float theta_scale = powf(base, -2.0f / (float)n_rot);
 	float cs[CPU_ATTN_MAX_D];

@@ -13,6 +13,7 @@
  */
 #include "model.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -272,4 +273,26 @@ model_free(struct model *m)
 {
 	orch_free(m->layers);
 	m->layers = NULL;
+}
+
+/* ggml's corrected dimension: where @rotations full turns fit the original context. */
+static float
+corr_dim(uint32_t n_dims, uint32_t orig_ctx, float rotations, float base)
+{
+	return (float)n_dims * logf((float)orig_ctx / (rotations * 2 * (float)M_PI)) /
+	       (2 * logf(base));
+}
+
+void
+model_yarn_params(uint32_t n_rot, float base, float factor, uint32_t orig_ctx, float beta_fast,
+                  float beta_slow, struct model_yarn *ret)
+{
+	float start = floorf(corr_dim(n_rot, orig_ctx, beta_fast, base));
+	float end = ceilf(corr_dim(n_rot, orig_ctx, beta_slow, base));
+
+	ret->freq_scale = 1.0f / factor;
+	ret->ext_factor = 1.0f; /* llama.cpp's for rope.scaling.type yarn */
+	ret->attn_factor = 1.0f;
+	ret->corr_dims[0] = start > 0 ? start : 0;
+	ret->corr_dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
 }

@@ -42,6 +42,20 @@ model_layer_swa(const struct model_hparams *hp, uint32_t il)
 	return hp->n_swa > 0 && hp->swa_pattern > 0 && il % hp->swa_pattern < hp->swa_pattern - 1;
 }
 
+/* YaRN's rotation parameters as ggml_rope_ext takes them (rope.scaling.type yarn). */
+struct model_yarn {
+	float freq_scale, ext_factor, attn_factor; /* 1 / factor, 1, 1 */
+	float corr_dims[2];                        /* the ramp's first and last dimension */
+};
+
+/*
+ * model_yarn_params - @ret for @n_rot rotated dims, rope @base, @factor over
+ * @orig_ctx, @beta_fast and @beta_slow, with ggml's arithmetic: one function for
+ * both backends, so they rotate by the same floats.
+ */
+void model_yarn_params(uint32_t n_rot, float base, float factor, uint32_t orig_ctx, float beta_fast,
+                       float beta_slow, struct model_yarn *ret);
+
 /* One layer's tensors; absent ones are NULL (fused or not in this architecture). */
 struct model_layer {
 	const struct gguf_tensor *attn_norm;     /* [n_embd] */
