@@ -21,19 +21,17 @@ tokenizer, the worker's harmony parser, the wire, orchd's APIs.
 - the official openai npm client (tests/interop/harmony_client.mjs)."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 
 BIN = os.environ["ORCH_BIN"]
 DATA = os.environ["ORCH_TESTDATA"]
 MODEL = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
-from orchd_lib import check, post, get, sse_events  # noqa: E402
+from orchd_lib import check, post, sse_events  # noqa: E402
 
 ROUND_TRIP = ('<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>'
               '{"city": "Paris"}<|call|><|start|>functions.get_weather to=assistant<|channel|>'
@@ -200,24 +198,11 @@ def test_openai_npm():
     check(r.returncode == 0 and "all passed" in r.stdout, "openai npm client: %s" % (r.stdout + r.stderr)[-2000:])
 
 
-with open(os.path.join(tmp, "orchd.conf"), "w") as f:
-    f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\nhash_cache_beside = no\n"
-            '[model "oss"]\npath = %s\nslots = 2\ncontext = 1024\nthreads = 1\n'
-            % (orchd_lib.PORT, orchd_lib.ADMIN, tmp, MODEL))
-log = open(os.path.join(tmp, "orchd.log"), "w")
-env = dict(os.environ, ORCH_FAULT_SCRIPT=json.dumps(SCRIPTS))
-orchd = subprocess.Popen([BIN + "/orchd", "--config", os.path.join(tmp, "orchd.conf")], stdout=log,
-                         stderr=subprocess.STDOUT, env=env)
+conf = ("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\nhash_cache_beside = no\n"
+        '[model "oss"]\npath = %s\nslots = 2\ncontext = 1024\nthreads = 1\n'
+        % (orchd_lib.PORT, orchd_lib.ADMIN, tmp, MODEL))
+orchd, log = orchd_lib.start_orchd(BIN, tmp, conf, dict(os.environ, ORCH_FAULT_SCRIPT=json.dumps(SCRIPTS)), 60)
 try:
-    end = time.time() + 60
-    while time.time() < end:
-        try:
-            if get("/ready")[0] == 200:
-                break
-        except OSError:
-            pass
-        time.sleep(0.1)
-    check(get("/ready")[0] == 200, "ready")
     test_chat()
     test_tool_call()
     test_refused()
@@ -226,12 +211,6 @@ try:
     orchd.send_signal(signal.SIGTERM)
     check(orchd.wait(30) == 0, "exit 0")
 finally:
-    if orchd.poll() is None:
-        orchd.kill()
-        orchd.wait()
-    log.close()
-    if orchd_lib.failed:
-        sys.stderr.write("".join(l for l in open(os.path.join(tmp, "orchd.log")) if "load_progress" not in l)[-8000:])
-    shutil.rmtree(tmp, ignore_errors=True)
+    orchd_lib.stop_orchd(orchd, log, tmp)
 print("orchd_harmony_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)

@@ -91,3 +91,39 @@ def admin(method, path, body=None):
     t = r.read().decode()
     c.close()
     return r.status, t
+
+
+def start_orchd(bin_dir, tmp, conf, env=None, ready_s=20):
+    """Write @conf to TMP/orchd.conf, start orchd on it (its output in TMP/orchd.log,
+    @env for its environment) and wait up to @ready_s for /ready; (process, log file)."""
+    import os
+    import subprocess
+    import time
+    path = os.path.join(tmp, "orchd.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    log = open(os.path.join(tmp, "orchd.log"), "w")
+    p = subprocess.Popen([bin_dir + "/orchd", "--config", path], stdout=log, stderr=subprocess.STDOUT, env=env)
+    end = time.time() + ready_s
+    while time.time() < end:
+        try:
+            if get("/ready")[0] == 200:
+                break
+        except OSError:
+            pass
+        time.sleep(0.05)
+    check(get("/ready")[0] == 200, "ready")
+    return p, log
+
+
+def stop_orchd(p, log, tmp):
+    """Kill orchd if it still runs, print the end of its log when a check failed, remove @tmp."""
+    import os
+    import shutil
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+    log.close()
+    if failed:
+        sys.stderr.write("".join(l for l in open(os.path.join(tmp, "orchd.log")) if "load_progress" not in l)[-8000:])
+    shutil.rmtree(tmp, ignore_errors=True)

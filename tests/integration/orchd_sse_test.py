@@ -16,9 +16,7 @@ import datetime
 import json
 import os
 import re
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -135,24 +133,12 @@ def metrics():
     check("metrics" not in names(plain), "no metrics events unless asked")
 
 
-with open(os.path.join(tmp, "orchd.conf"), "w") as f:
-    f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\nmax_queue = 1\n"
-            "hash_cache_beside = no\n"
-            '[model "a"]\npath = %s\nslots = 1\ncontext = 256\nthreads = 1\n'
-            % (orchd_lib.PORT, orchd_lib.ADMIN, tmp, MODEL))
-log = open(os.path.join(tmp, "orchd.log"), "w")
-orchd = subprocess.Popen([BIN + "/orchd", "--config", os.path.join(tmp, "orchd.conf")], stdout=log,
-                         stderr=subprocess.STDOUT)
+orchd, log = orchd_lib.start_orchd(
+    BIN, tmp, "[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\nmax_queue = 1\n"
+    "hash_cache_beside = no\n"
+    '[model "a"]\npath = %s\nslots = 1\ncontext = 256\nthreads = 1\n'
+    % (orchd_lib.PORT, orchd_lib.ADMIN, tmp, MODEL))
 try:
-    end = time.time() + 20
-    while time.time() < end:
-        try:
-            if get("/ready")[0] == 200:
-                break
-        except OSError:
-            pass
-        time.sleep(0.05)
-    check(get("/ready")[0] == 200, "ready")
     refused_after_admission()
     refused_before_admission()
     started_and_end()
@@ -160,13 +146,7 @@ try:
     orchd.send_signal(signal.SIGTERM)
     check(orchd.wait(15) == 0, "exit 0")
 finally:
-    if orchd.poll() is None:
-        orchd.kill()
-        orchd.wait()
-    log.close()
-    if orchd_lib.failed:
-        sys.stderr.write("".join(l for l in open(os.path.join(tmp, "orchd.log")) if "load_progress" not in l)[-8000:])
-    shutil.rmtree(tmp, ignore_errors=True)
+    orchd_lib.stop_orchd(orchd, log, tmp)
 
 print("orchd_sse_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)
