@@ -18,6 +18,7 @@
 #include "orchd.h"
 #include "params.h"
 #include "request.h"
+#include "sse.h"
 
 void
 api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg)
@@ -88,6 +89,8 @@ api_native_events(struct orchd *d, struct evhttp_request *req, const char *job_i
 			return http_error(req, ORCH_EINVAL, "Last-Event-ID",
 			                  "Last-Event-ID must be an event id");
 	}
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
+		return sse_head(req); /* the stream exists; a HEAD does not follow it */
 	if (!api_room(d, req))
 		return;
 	api_follow(d, j, req, true, after > UINT32_MAX ? UINT32_MAX : (uint32_t)after);

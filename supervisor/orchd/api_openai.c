@@ -16,6 +16,7 @@
 #include "keys.h"
 #include "models.h"
 #include "orchd.h"
+#include "params.h"
 #include "request.h"
 
 /* ---- responses ---- */
@@ -176,15 +177,10 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 		return;
 	case EV_METRICS: /* a native API option */
 		return;
-	case EV_ERROR: {
-		cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
-		cJSON_AddStringToObject(e, "code", orch_err_wire(ev->code));
-		cJSON_AddStringToObject(e, "message", ev->text ? ev->text : "");
-		cJSON_AddStringToObject(e, "type",
-		                        orch_err_http(ev->code) < 500 ? "invalid_request_error"
-		                                                      : "server_error");
-		cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(ev->code));
-		cJSON_AddStringToObject(e, "correlation_id", j->correlation);
+	case EV_ERROR: { /* the body an error answer has (params_err_json), in a chunk */
+		cJSON *o = params_err_json(ev->code, NULL, ev->text ? ev->text : "");
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "error"),
+		                        "correlation_id", j->correlation);
 		put(out, o);
 		return;
 	}

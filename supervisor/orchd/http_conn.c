@@ -117,9 +117,14 @@ reason(int status)
 	static const struct {
 		int status;
 		const char *text;
-	} t[] = {{400, "Bad Request"},         {411, "Length Required"},
-	         {413, "Content Too Large"},   {415, "Unsupported Media Type"},
-	         {421, "Misdirected Request"}, {431, "Request Header Fields Too Large"},
+	} t[] = {{400, "Bad Request"},
+	         {411, "Length Required"},
+	         {413, "Content Too Large"},
+	         {415, "Unsupported Media Type"},
+	         {417, "Expectation Failed"},
+	         {421, "Misdirected Request"},
+	         {431, "Request Header Fields Too Large"},
+	         {501, "Not Implemented"},
 	         {503, "Service Unavailable"}};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)

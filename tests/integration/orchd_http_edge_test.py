@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+"""orchd_http_edge_test - what a new client meets on orchd's public API
+(issue 18), against a real orchd serving the repository's own model
+(models/stories260K.gguf on the cpu device), through raw sockets where the
+exact bytes matter:
+
+- routes: an unknown path is 404 NOT_FOUND and a known path with another
+  method 405 METHOD_NOT_ALLOWED with Allow; every GET route answers HEAD with
+  the same head and no body (the next response on the connection parses);
+  OPTIONS is 204 with Allow; a method orchd does not know is 501 and an
+  Expect it does not take 417; every error body, UNAUTHORIZED and
+  JOB_NOT_FOUND included, has the documented members and no HTML page is
+  ever sent."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ["ORCH_BIN"]
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MODEL = os.path.join(ROOT, "models", "stories260K.gguf")
+KEY = "edge-key-0123456789abcdef"
+KEY_B = "edge-key-b-0123456789abcdef"  # limited to model b
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import orchd_lib  # noqa: E402
+from orchd_lib import check  # noqa: E402
+
+ERROR_MEMBERS = ("code", "message", "param", "type", "retriable")
+
+
+class Orchd:
+    """One orchd on a free port: [server] keys @conf, models a (preloaded) and b."""
+
+    def __init__(self, conf="", seed=0):
+        self.tmp = tempfile.mkdtemp()
+        self.port = orchd_lib.free_port(os.getpid() * 11 + seed)
+        self.log_path = os.path.join(self.tmp, "orchd.log")
+        keys = os.path.join(self.tmp, "keys")
+        with open(keys, "w") as f:
+            f.write("%s\n%s models=b\n" % (KEY, KEY_B))
+        os.chmod(keys, 0o600)
+        with open(os.path.join(self.tmp, "orchd.conf"), "w") as f:
+            f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n"
+                    "api_keys_file = %s\n%s\n"
+                    "[model \"a\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\n"
+                    "[model \"b\"]\npath = %s\ndevice = cpu\npreload = no\n"
+                    % (self.port, os.path.join(self.tmp, "orchd.sock"), self.tmp, keys, conf,
+                       MODEL, MODEL))
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([BIN + "/orchd", "--config", os.path.join(self.tmp, "orchd.conf")],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        orchd_lib.PORT = self.port
+        end = time.time() + 60
+        while time.time() < end:
+            try:
+                if orchd_lib.get("/ready")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        check(False, "orchd ready on %d" % self.port)
+
+    def log_text(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        if orchd_lib.failed:
+            sys.stderr.write(self.log_text()[-6000:])
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def request(method, path, body=b"", headers=None, key=True):
+    """A request's bytes: Host, the key (unless @key is false) and, for a body, its type and length."""
+    h = {"Host": "127.0.0.1"}
+    if key:
+        h["Authorization"] = "Bearer " + KEY
+    if body:
+        h["Content-Type"] = "application/json"
+        h["Content-Length"] = str(len(body))
+    h.update(headers or {})
+    head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items())
+    return head.encode() + b"\r\n" + body
+
+
+def raw(port, data, timeout=5.0):
+    """Send @data on a new connection and read until the peer closes or @timeout: the bytes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    out = b""
+    try:
+        s.sendall(data)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    finally:
+        s.close()
+    return out
+
+
+def responses(data, heads=()):
+    """[(status, headers, body)] of the responses in @data, Content-Length framed; those at
+    the indexes in @heads answer a HEAD: no body, whatever Content-Length says."""
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        lines = head.decode("latin-1").split("\r\n")
+        hdr = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            hdr[k.strip().lower()] = v.strip()
+        n = 0 if len(out) in heads else int(hdr.get("content-length", "0"))
+        out.append((int(lines[0].split(" ")[1]), hdr, rest[:n]))
+        data = rest[n:]
+    return out
+
+
+def one(port, data, heads=()):
+    """The one response to @data sent with Connection: close."""
+    r = responses(raw(port, data), heads)
+    return r[0] if len(r) == 1 else (0, {}, b"%r" % r)
+
+
+def error_ok(body, code):
+    """@body is the documented error object of @code."""
+    try:
+        e = json.loads(body)["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    return e.get("code") == code and all(k in e for k in ERROR_MEMBERS) and \
+        isinstance(e["message"], str) and e["type"] in ("invalid_request_error", "server_error") \
+        and isinstance(e["retriable"], bool)
+
+
+def routes(o):
+    """404 and 405, HEAD, OPTIONS, 501, 417; complete error bodies, never HTML."""
+    close = {"Connection": "close"}
+    for path in ("/", "/v1/embeddings", "/v1/models/a/b", "/jobs/x", "/index.html?q=1"):
+        st, h, body = one(o.port, request("GET", path, headers=close))
+        check(st == 404 and error_ok(body, "NOT_FOUND") and b"?q" not in body,
+              "GET %s is 404 NOT_FOUND: %s %s" % (path, st, body[:200]))
+    cases = [("DELETE", "/v1/models", "GET, HEAD, OPTIONS"), ("GET", "/execute", "POST, OPTIONS"),
+             ("PUT", "/v1/chat/completions", "POST, OPTIONS"), ("POST", "/health", "GET, HEAD, OPTIONS"),
+             ("PATCH", "/metrics", "GET, HEAD, OPTIONS"), ("POST", "/jobs/abc/events", "GET, HEAD, OPTIONS")]
+    for method, path, allow in cases:
+        body = b"{}" if method == "POST" else b""
+        st, h, b = one(o.port, request(method, path, body, headers=close))
+        check(st == 405 and h.get("allow") == allow and error_ok(b, "METHOD_NOT_ALLOWED"),
+              "%s %s is 405 with Allow %s: %s %r %s" % (method, path, allow, st, h.get("allow"), b[:200]))
+    # a path that needs a key says 401 before 405 to a caller without one
+    st, h, b = one(o.port, request("DELETE", "/v1/models", headers=close, key=False))
+    check(st == 401 and error_ok(b, "UNAUTHORIZED") and h.get("www-authenticate") == "Bearer",
+          "no key: 401 UNAUTHORIZED with every member and WWW-Authenticate: %s %s" % (st, b[:200]))
+    st, h, b = one(o.port, request("GET", "/v1/models", headers=dict(close, Authorization="Bearer nope")))
+    check(st == 401 and error_ok(b, "UNAUTHORIZED"), "a wrong key: 401 with every member: %s" % b[:200])
+    st, h, b = one(o.port, request("GET", "/jobs/0123456789abcdef0123456789abcdef/events", headers=close))
+    check(st == 404 and error_ok(b, "JOB_NOT_FOUND"), "JOB_NOT_FOUND with every member: %s" % b[:200])
+    st, h, b = one(o.port, request("POST", "/cancel", b'{"job_id":"nope"}', headers=close))
+    check(st == 404 and error_ok(b, "JOB_NOT_FOUND") and json.loads(b)["error"]["param"] == "job_id",
+          "/cancel of an unknown job: JOB_NOT_FOUND naming job_id: %s" % b[:200])
+    # HEAD of every GET route: GET's head, no body; the GET after it on the connection parses
+    for path in ("/health", "/ready", "/metrics", "/v1/models", "/nope"):
+        data = raw(o.port, request("HEAD", path) + request("GET", path, headers=close))
+        r = responses(data, heads=(0,))
+        ok = len(r) == 2 and r[0][0] == r[1][0] and r[0][2] == b"" and \
+            r[0][1].get("content-type") == r[1][1].get("content-type") and "content-length" in r[0][1]
+        check(ok, "HEAD %s: GET's status and type, no body: %r" % (path, data[:600]))
+        if ok and path not in ("/health", "/metrics", "/nope"):  # bodies the same for both
+            check(int(r[0][1]["content-length"]) == len(r[1][2]), "HEAD %s: GET's Content-Length" % path)
+    st, h, b = one(o.port, request("HEAD", "/jobs/0123456789abcdef0123456789abcdef/events", headers=close),
+                   heads=(0,))
+    check(st == 404 and b == b"", "HEAD of an unknown job's events: 404, no body: %s %r" % (st, b))
+    # OPTIONS: 204 with Allow, no key needed, no CORS fields when cors_origins is not set
+    for path, allow in (("/v1/chat/completions", "POST, OPTIONS"), ("/v1/models", "GET, HEAD, OPTIONS"),
+                        ("/jobs/abc/events", "GET, HEAD, OPTIONS"), ("/health", "GET, HEAD, OPTIONS")):
+        st, h, b = one(o.port, request("OPTIONS", path, headers=dict(close, Origin="http://page.invalid"),
+                                       key=False))
+        check(st == 204 and h.get("allow") == allow and b == b"" and "content-length" not in h
+              and not any(k.startswith("access-control-") for k in h),
+              "OPTIONS %s: 204, Allow %s, no CORS: %s %r" % (path, allow, st, h))
+    st, h, b = one(o.port, request("OPTIONS", "/nope", headers=close))
+    check(st == 404 and error_ok(b, "NOT_FOUND"), "OPTIONS of no route: 404: %s" % b[:200])
+    # what evhttp would answer with an HTML page
+    st, h, b = one(o.port, request("PROPFIND", "/v1/models", headers=close))
+    check(st == 501 and error_ok(b, "NOT_IMPLEMENTED"), "an unknown method: 501 JSON: %s %s" % (st, b[:200]))
+    st, h, b = one(o.port, request("POST", "/cancel", b'{"job_id":"x"}', headers=dict(close, Expect="x-y")))
+    check(st == 417 and error_ok(b, "EXPECTATION_FAILED"), "Expect x-y: 417 JSON: %s %s" % (st, b[:200]))
+    # a pipelined HEAD, OPTIONS and GET: each answered in order
+    r = responses(raw(o.port, request("HEAD", "/v1/models") + request("OPTIONS", "/v1/models")
+                      + request("GET", "/v1/models", headers=close)), heads=(0,))
+    check([x[0] for x in r] == [200, 204, 200] and json.loads(r[2][2])["object"] == "list",
+          "HEAD, OPTIONS, GET pipelined: %r" % r)
+
+
+o = Orchd()
+try:
+    routes(o)
+finally:
+    o.stop()
+
+print("orchd_http_edge_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
+sys.exit(1 if orchd_lib.failed else 0)
