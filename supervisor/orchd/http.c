@@ -19,6 +19,7 @@
 #include "base/sbuf.h"
 #include "health.h"
 #include "http_conn.h"
+#include "http_cors.h"
 #include "keys.h"
 #include "metrics.h"
 #include "models.h"
@@ -333,19 +334,51 @@ on_complete(struct evhttp_request *req, void *arg)
 #define N_OPEN (sizeof(open_routes) / sizeof(open_routes[0]))
 #define N_API  (sizeof(api_routes) / sizeof(api_routes[0]))
 
-/* OPTIONS on a route: 204 with Allow; 404 where there is none. */
+/*
+ * CORS (http_cors.h): with cors_origins set, every answer varies with
+ * Origin, and one to an origin it lets in says so (and shows the fields a
+ * client reads). Returns whether @req's origin is let in.
+ */
+static bool
+cors_fields(struct orchd *d, struct evhttp_request *req)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	const char *allow = http_cors_allow(
+	        &d->cors, evhttp_find_header(evhttp_request_get_input_headers(req), "Origin"));
+
+	if (!d->cors.on)
+		return false;
+	evhttp_add_header(out, "Vary", "Origin");
+	if (allow == NULL)
+		return false;
+	evhttp_add_header(out, "Access-Control-Allow-Origin", allow);
+	evhttp_add_header(out, "Access-Control-Expose-Headers", "X-Job-Id, Retry-After");
+	return true;
+}
+
+/*
+ * OPTIONS on a route: 204 with Allow, and for an origin CORS lets in what a
+ * preflight asks; 404 where there is no route.
+ */
 static void
-on_options(struct orchd *d, struct evhttp_request *req, const char *path)
+on_options(struct evhttp_request *req, const char *path, bool cors)
 {
 	unsigned m = methods_at(open_routes, N_OPEN, path) | methods_at(api_routes, N_API, path);
-	char allow[96];
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	char allow[96], age[16];
 
-	(void)d;
 	if (m == 0)
 		return http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for OPTIONS %s",
 		                  path);
 	allow_value(m, allow, sizeof(allow));
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+	evhttp_add_header(out, "Allow", allow);
+	if (cors) {
+		snprintf(age, sizeof(age), "%d", HTTP_CORS_MAX_AGE_S);
+		evhttp_add_header(out, "Access-Control-Allow-Methods", allow);
+		evhttp_add_header(out, "Access-Control-Allow-Headers",
+		                  "Authorization, Content-Type, Last-Event-ID");
+		evhttp_add_header(out, "Access-Control-Max-Age", age);
+	}
 	http_send(req, 204, NULL, NULL, 0);
 }
 
@@ -381,8 +414,9 @@ route(struct evhttp_request *req, void *arg)
 		                  "the request was not read by orchd's checks");
 	}
 	req_path(req, path, sizeof(path));
+	bool cors = cors_fields(d, req);
 	if (cmd == EVHTTP_REQ_OPTIONS) /* no key: a browser's preflight never carries one */
-		return on_options(d, req, path);
+		return on_options(req, path, cors);
 	if (http_dispatch(d, req, open_routes, N_OPEN) ||
 	    refuse_method(req, open_routes, N_OPEN, path))
 		return;
@@ -424,6 +458,8 @@ http_start(struct orchd *d, struct orch_errinfo *reterr)
 	struct evhttp_bound_socket *bound = NULL;
 	orch_err rv;
 
+	if (http_cors_init(&d->cors, d->cfg.cors_origins, reterr) != ORCH_OK)
+		return ORCH_EINVAL;
 	if ((d->http = evhttp_new(d->base)) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	if ((rv = http_conn_start(d, reterr)) != ORCH_OK)
@@ -443,7 +479,10 @@ http_start(struct orchd *d, struct orch_errinfo *reterr)
 	if ((rv = bind_addr(d->http, d->cfg.listen, &bound, reterr)) != ORCH_OK ||
 	    (rv = http_conn_listen(d, bound, reterr)) != ORCH_OK)
 		return rv;
-	orch_log(ORCH_LOG_INFO, "listening", "addr=%s", d->cfg.listen);
+	orch_log(ORCH_LOG_INFO, "listening", "addr=%s cors=%s", d->cfg.listen,
+	         !d->cors.on   ? "off"
+	         : d->cors.any ? "any"
+	                       : "listed");
 	return ORCH_OK;
 }
 

@@ -10,7 +10,12 @@ exact bytes matter:
   OPTIONS is 204 with Allow; a method orchd does not know is 501 and an
   Expect it does not take 417; every error body, UNAUTHORIZED and
   JOB_NOT_FOUND included, has the documented members and no HTML page is
-  ever sent."""
+  ever sent;
+- CORS: off by default (no Access-Control-* field anywhere); with
+  cors_origins a listed origin's preflight is 204 with the allowed origin,
+  methods, headers and max age (no key needed), its answers (errors and
+  streams too) carry Access-Control-Allow-Origin and Vary: Origin, an
+  origin not listed gets none; "*" lets any origin in."""
 import json
 import os
 import shutil
@@ -33,9 +38,9 @@ ERROR_MEMBERS = ("code", "message", "param", "type", "retriable")
 
 
 class Orchd:
-    """One orchd on a free port: [server] keys @conf, models a (preloaded) and b."""
+    """One orchd on a free port: [server] keys @conf, models a (preloaded) and b unless not @models."""
 
-    def __init__(self, conf="", seed=0):
+    def __init__(self, conf="", seed=0, models=True):
         self.tmp = tempfile.mkdtemp()
         self.port = orchd_lib.free_port(os.getpid() * 11 + seed)
         self.log_path = os.path.join(self.tmp, "orchd.log")
@@ -46,10 +51,10 @@ class Orchd:
         with open(os.path.join(self.tmp, "orchd.conf"), "w") as f:
             f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n"
                     "api_keys_file = %s\n%s\n"
-                    "[model \"a\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\n"
-                    "[model \"b\"]\npath = %s\ndevice = cpu\npreload = no\n"
-                    % (self.port, os.path.join(self.tmp, "orchd.sock"), self.tmp, keys, conf,
-                       MODEL, MODEL))
+                    % (self.port, os.path.join(self.tmp, "orchd.sock"), self.tmp, keys, conf))
+            if models:
+                f.write("[model \"a\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\n"
+                        "[model \"b\"]\npath = %s\ndevice = cpu\npreload = no\n" % (MODEL, MODEL))
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen([BIN + "/orchd", "--config", os.path.join(self.tmp, "orchd.conf")],
                                      stdout=self.log, stderr=subprocess.STDOUT)
@@ -211,11 +216,77 @@ def routes(o):
           "HEAD, OPTIONS, GET pipelined: %r" % r)
 
 
+def cors_of(h):
+    return {k: v for k, v in h.items() if k.startswith("access-control-")}
+
+
+def cors(o):
+    """cors_origins = http://localhost:5173, https://ui.invalid"""
+    site = "http://localhost:5173"
+    close = {"Connection": "close"}
+    pre = dict(close, Origin=site, **{"Access-Control-Request-Method": "POST",
+                                      "Access-Control-Request-Headers": "authorization, content-type"})
+    st, h, b = one(o.port, request("OPTIONS", "/v1/chat/completions", headers=pre, key=False))
+    check(st == 204 and b == b"" and h.get("access-control-allow-origin") == site
+          and h.get("access-control-allow-methods") == "POST, OPTIONS"
+          and h.get("access-control-allow-headers") == "Authorization, Content-Type, Last-Event-ID"
+          and h.get("access-control-max-age") == "600" and h.get("vary") == "Origin",
+          "a listed origin's preflight: %s %r" % (st, h))
+    st, h, b = one(o.port, request("OPTIONS", "/jobs/abc/events", key=False,
+                                   headers=dict(pre, Origin="HTTPS://UI.invalid:443")))
+    check(st == 204 and h.get("access-control-allow-origin") == "HTTPS://UI.invalid:443"
+          and h.get("access-control-allow-methods") == "GET, HEAD, OPTIONS",
+          "the other listed origin, another case and its default port: %r" % h)
+    for other in ("http://localhost:5174", "null", "https://localhost:5173"):
+        st, h, b = one(o.port, request("OPTIONS", "/v1/chat/completions", key=False,
+                                       headers=dict(pre, Origin=other)))
+        check(st == 204 and cors_of(h) == {} and h.get("vary") == "Origin",
+              "an origin not listed (%s): no CORS fields: %r" % (other, h))
+    for method, path, body, key, status in (("GET", "/v1/models", b"", True, 200),
+                                            ("GET", "/v1/models", b"", False, 401),
+                                            ("GET", "/nope", b"", True, 404),
+                                            ("POST", "/cancel", b'{"job_id":"x"}', True, 404),
+                                            ("GET", "/health", b"", False, 200)):
+        st, h, b = one(o.port, request(method, path, body, key=key, headers=dict(close, Origin=site)))
+        check(st == status and h.get("access-control-allow-origin") == site and h.get("vary") == "Origin"
+              and "X-Job-Id" in h.get("access-control-expose-headers", ""),
+              "%s %s from a listed origin: %s with CORS fields: %r" % (method, path, st, h))
+        st, h, b = one(o.port, request(method, path, body, key=key,
+                                       headers=dict(close, Origin="http://evil.invalid")))
+        check(st == status and cors_of(h) == {}, "%s %s from another origin: no CORS: %r" % (method, path, h))
+    body = json.dumps({"job_id": "c1", "model": "a", "prompt": "Once", "max_tokens": 2}).encode()
+    data = raw(o.port, request("POST", "/execute", body, headers=dict(close, Origin=site)))
+    check(data.startswith(b"HTTP/1.1 200") and b"Access-Control-Allow-Origin: " + site.encode() in data
+          and b"event: end" in data, "a stream to a listed origin carries the field: %r" % data[:400])
+
+
+def cors_any():
+    """cors_origins = *: any origin gets "*"; a request without Origin gets no CORS field."""
+    o = Orchd("cors_origins = *\n", seed=2, models=False)
+    try:
+        st, h, b = one(o.port, request("OPTIONS", "/v1/models", key=False,
+                                       headers={"Connection": "close", "Origin": "https://any.invalid",
+                                                "Access-Control-Request-Method": "GET"}))
+        check(st == 204 and h.get("access-control-allow-origin") == "*"
+              and h.get("access-control-allow-methods") == "GET, HEAD, OPTIONS", "*: preflight: %r" % h)
+        st, h, b = one(o.port, request("GET", "/health", key=False, headers={"Connection": "close"}))
+        check(st == 200 and cors_of(h) == {}, "*: no Origin, no CORS field: %r" % h)
+    finally:
+        o.stop()
+
+
 o = Orchd()
 try:
     routes(o)
 finally:
     o.stop()
+
+o = Orchd("cors_origins = http://localhost:5173, https://ui.invalid\n", seed=1)
+try:
+    cors(o)
+finally:
+    o.stop()
+cors_any()
 
 print("orchd_http_edge_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)
