@@ -39,6 +39,7 @@ cfg_defaults(struct orchd_config *c)
 	c->header_timeout_s = 10;
 	c->body_timeout_s = 60;
 	c->keepalive_timeout_s = 15;
+	c->access_log = true;
 	c->events_keep_s = 300;
 	c->sse_keepalive_s = 15;
 	c->handshake_timeout_s = 10;
@@ -184,7 +185,9 @@ set_edge(struct orchd_config *c, const char *k, const char *v, struct orch_errin
 		if (strcmp(k, edge_nums[i].key) == 0)
 			return set_u32((uint32_t *)(void *)((char *)c + edge_nums[i].off),
 			               edge_nums[i].lo, edge_nums[i].hi, k, v, e);
-	if (strcmp(k, "cors_origins") == 0) /* issue 18 */
+	if (strcmp(k, "access_log") == 0) /* issue 18 */
+		return set_bool(&c->access_log, k, v, e);
+	if (strcmp(k, "cors_origins") == 0)
 		return http_cors_init(&cors, v, e) != ORCH_OK
 		               ? ORCH_EINVAL
 		               : set_str(c->cors_origins, sizeof(c->cors_origins), k, v, e);

@@ -15,7 +15,12 @@ exact bytes matter:
   cors_origins a listed origin's preflight is 204 with the allowed origin,
   methods, headers and max age (no key needed), its answers (errors and
   streams too) carry Access-Control-Allow-Origin and Vary: Origin, an
-  origin not listed gets none; "*" lets any origin in."""
+  origin not listed gets none; "*" lets any origin in;
+- the access log: one http_access line per request, refused heads, 404s,
+  a stream (when it ends, with its job's correlation id) and one cut by its
+  client (end=closed) or a deadline (end=deadline) included, with the
+  method, the path without its query, the status, the bytes sent and the
+  duration; never the query, the prompt or a job's id."""
 import json
 import os
 import shutil
@@ -216,6 +221,77 @@ def routes(o):
           "HEAD, OPTIONS, GET pipelined: %r" % r)
 
 
+def access_lines(o, since=0):
+    """{fields} of the http_access lines of @o's log after its first @since bytes."""
+    out = []
+    for line in o.log_text()[since:].splitlines():
+        if "event=http_access " in line:
+            out.append(dict(f.split("=", 1) for f in line.split(" ")[1:] if "=" in f))
+    return out
+
+
+def wait_lines(o, since, n, timeout=10):
+    end = time.time() + timeout
+    while time.time() < end and len(access_lines(o, since)) < n:
+        time.sleep(0.05)
+    return access_lines(o, since)
+
+
+def access_log(o):
+    """One line per request, with what an operator needs and nothing a client sent in a body."""
+    close = {"Connection": "close"}
+    since = len(o.log_text())
+    got = raw(o.port, request("GET", "/v1/models?secret=s3cr3t", headers=close))
+    raw(o.port, request("GET", "/nowhere", headers=close))
+    raw(o.port, request("PROPFIND", "/v1/models", headers=close))
+    raw(o.port, b"POST /execute HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+        b"Content-Length: 2\r\nConnection: close\r\n\r\nhi")
+    raw(o.port, request("GET", "/v1/models", headers=close, key=False))
+    body = json.dumps({"job_id": "acc1", "model": "a", "prompt": "zebra-quartz prompt", "max_tokens": 3})
+    stream = raw(o.port, request("POST", "/execute", body.encode(), headers=close))
+    uid = ""
+    for line in stream.decode("latin-1").split("\r\n"):
+        if line.lower().startswith("x-job-id:"):
+            uid = line.split(":", 1)[1].strip()
+    raw(o.port, request("GET", "/jobs/%s/events" % uid, headers=close))
+    lines = wait_lines(o, since, 7)
+    want = [("GET", "/v1/models", "200"), ("GET", "/nowhere", "404"), ("PROPFIND", "/v1/models", "501"),
+            ("POST", "/execute", "415"), ("GET", "/v1/models", "401"), ("POST", "/execute", "200"),
+            ("GET", "/jobs/{id}/events", "200")]
+    check([(x.get("method"), x.get("path"), x.get("status")) for x in lines] == want,
+          "one line per request, in order: %r" % lines)
+    if len(lines) == 7:
+        check(int(lines[0]["bytes"]) == len(got), "bytes: what was sent (%s, %d)" % (lines[0]["bytes"], len(got)))
+        check(all(float(x["ms"]) >= 0 and "end" not in x for x in lines), "ms, no end=: %r" % lines)
+        job = lines[5]["job"]
+        check(len(job) == 16 and lines[6]["job"] == job and lines[0]["job"] == "-",
+              "the stream's line and its resume's name the job's correlation id: %r" % lines[5:])
+        check(("event=job_end job=%s" % job) in o.log_text(), "the same id as the job's own line")
+    text = o.log_text()[since:]
+    check("s3cr3t" not in text and "zebra" not in text and uid and uid not in text,
+          "no query, no prompt, no job id in the log")
+    # a stream its client leaves: logged when it ends, with the status that went out
+    since = len(o.log_text())
+    s_ = socket.create_connection(("127.0.0.1", o.port), timeout=5)
+    body = json.dumps({"job_id": "acc2", "model": "a", "prompt": "Once", "max_tokens": 2000}).encode()
+    s_.sendall(request("POST", "/execute", body))
+    got = b""
+    while b"event: token" not in got:
+        got += s_.recv(65536)
+    s_.close()
+    lines = wait_lines(o, since, 1)
+    check(len(lines) == 1 and lines[0].get("status") == "200" and lines[0].get("end") == "closed"
+          and int(lines[0]["bytes"]) >= len(got), "a stream cut by its client: %r" % lines)
+    # a head that never ends: cut at header_timeout_s
+    since = len(o.log_text())
+    s_ = socket.create_connection(("127.0.0.1", o.port), timeout=5)
+    s_.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    lines = wait_lines(o, since, 1)
+    s_.close()
+    check(len(lines) == 1 and lines[0].get("status") == "0" and lines[0].get("end") == "deadline"
+          and lines[0].get("path") == "/health", "a head cut at its deadline: %r" % lines)
+
+
 def cors_of(h):
     return {k: v for k, v in h.items() if k.startswith("access-control-")}
 
@@ -261,8 +337,9 @@ def cors(o):
 
 
 def cors_any():
-    """cors_origins = *: any origin gets "*"; a request without Origin gets no CORS field."""
-    o = Orchd("cors_origins = *\n", seed=2, models=False)
+    """cors_origins = *: any origin gets "*"; a request without Origin gets no CORS field.
+    (access_log = no: no access line.)"""
+    o = Orchd("cors_origins = *\naccess_log = no\n", seed=2, models=False)
     try:
         st, h, b = one(o.port, request("OPTIONS", "/v1/models", key=False,
                                        headers={"Connection": "close", "Origin": "https://any.invalid",
@@ -271,13 +348,17 @@ def cors_any():
               and h.get("access-control-allow-methods") == "GET, HEAD, OPTIONS", "*: preflight: %r" % h)
         st, h, b = one(o.port, request("GET", "/health", key=False, headers={"Connection": "close"}))
         check(st == 200 and cors_of(h) == {}, "*: no Origin, no CORS field: %r" % h)
+        raw(o.port, request("GET", "/nowhere", headers={"Connection": "close"}))
+        time.sleep(0.2)
+        check(access_lines(o) == [], "access_log = no: no line: %r" % access_lines(o))
     finally:
         o.stop()
 
 
-o = Orchd()
+o = Orchd("header_timeout_s = 1\n")
 try:
     routes(o)
+    access_log(o)
 finally:
     o.stop()
 

@@ -180,7 +180,7 @@ test_edge(void)
 	cfg_free(&c);
 }
 
-/* cors_origins (issue 18): off by default, a list or "*", checked when read */
+/* cors_origins and access_log (issue 18): CORS off and the log on by default */
 static void
 test_cors(void)
 {
@@ -189,6 +189,10 @@ test_cors(void)
 
 	cfg_defaults(&c);
 	T_STREQ(c.cors_origins, "");
+	T_TRUE(c.access_log);
+	T_OK(load_text(&c, "[server]\naccess_log = no\n", &e));
+	T_TRUE(!c.access_log);
+	cfg_free(&c);
 	T_OK(load_text(&c, "[server]\ncors_origins = http://localhost:5173, https://ui.internal\n",
 	               &e));
 	T_STREQ(c.cors_origins, "http://localhost:5173, https://ui.internal");
