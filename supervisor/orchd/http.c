@@ -322,6 +322,7 @@ static const struct http_route api_routes[] = {
         {EVHTTP_REQ_POST, "/v1/completions", false, NULL, api_openai_completions},
         {EVHTTP_REQ_POST, "/v1/chat/completions", false, NULL, api_openai_chat},
         {EVHTTP_REQ_GET, "/v1/models", false, NULL, api_openai_models},
+        {EVHTTP_REQ_GET, "/v1/models/", true, NULL, api_openai_model},
 };
 
 static void

@@ -20,7 +20,11 @@ exact bytes matter:
   a stream (when it ends, with its job's correlation id) and one cut by its
   client (end=closed) or a deadline (end=deadline) included, with the
   method, the path without its query, the status, the bytes sent and the
-  duration; never the query, the prompt or a job's id."""
+  duration; never the query, the prompt or a job's id;
+- GET /v1/models/{id}: the OpenAI model object with the state, context
+  lengths, file size, quant kind and architecture (before a model is
+  loaded too), 404 MODEL_NOT_FOUND for an unknown model and for one the
+  caller's key may not use, HEAD like GET."""
 import json
 import os
 import shutil
@@ -188,7 +192,7 @@ def routes(o):
     check(st == 404 and error_ok(b, "JOB_NOT_FOUND") and json.loads(b)["error"]["param"] == "job_id",
           "/cancel of an unknown job: JOB_NOT_FOUND naming job_id: %s" % b[:200])
     # HEAD of every GET route: GET's head, no body; the GET after it on the connection parses
-    for path in ("/health", "/ready", "/metrics", "/v1/models", "/nope"):
+    for path in ("/health", "/ready", "/metrics", "/v1/models", "/v1/models/a", "/nope"):
         data = raw(o.port, request("HEAD", path) + request("GET", path, headers=close))
         r = responses(data, heads=(0,))
         ok = len(r) == 2 and r[0][0] == r[1][0] and r[0][2] == b"" and \
@@ -219,6 +223,53 @@ def routes(o):
                       + request("GET", "/v1/models", headers=close)), heads=(0,))
     check([x[0] for x in r] == [200, 204, 200] and json.loads(r[2][2])["object"] == "list",
           "HEAD, OPTIONS, GET pipelined: %r" % r)
+
+
+def model_get(o, name, key=KEY):
+    st, h, b = one(o.port, request("GET", "/v1/models/" + name, headers={
+        "Connection": "close", "Authorization": "Bearer " + key}))
+    try:
+        return st, json.loads(b)
+    except ValueError:
+        return st, b
+
+
+def model_retrieve(o):
+    """GET /v1/models/{id}: the object, before and after a load; 404s; keys' model limits."""
+    size = os.path.getsize(MODEL)
+    st, m = model_get(o, "a")
+    check(st == 200 and m.get("id") == "a" and m.get("object") == "model" and m.get("owned_by") == "orch"
+          and isinstance(m.get("created"), int) and m.get("state") == "ready", "a: the model object: %r" % m)
+    if st == 200:
+        check(m["context_length"] and m["context_length"] > 0 and m["max_context_length"] >= m["context_length"]
+              and m["file_size_bytes"] == size and m["quant_kind"] == "F32" and m["architecture"] == "llama",
+              "a: context lengths, file size, quant kind, architecture: %r" % m)
+    st, lst = 0, {}
+    end = time.time() + 10
+    while time.time() < end:  # b's file is read off the loop when orchd starts
+        st, b_ = model_get(o, "b")
+        if st != 200 or b_.get("file_size_bytes"):
+            break
+        time.sleep(0.05)
+    check(st == 200 and b_.get("state") == "stopped" and b_.get("context_length") is None
+          and b_.get("file_size_bytes") == size and b_.get("architecture") == "llama"
+          and b_.get("max_context_length") == m.get("max_context_length"),
+          "b, never started: what its file says, no loaded context: %r" % b_)
+    for name in ("no-such-model", "a%2Fb", "A"):
+        st, e = model_get(o, name)
+        check(st == 404 and error_ok(json.dumps(e), "MODEL_NOT_FOUND") and e["error"]["param"] == "model",
+              "%s: 404 MODEL_NOT_FOUND: %s %r" % (name, st, e))
+    st, e = model_get(o, "a", key=KEY_B)
+    check(st == 404 and error_ok(json.dumps(e), "MODEL_NOT_FOUND"), "a key limited to b: a is not found: %r" % e)
+    st, b_ = model_get(o, "b", key=KEY_B)
+    check(st == 200 and b_.get("id") == "b", "a key limited to b: b is there")
+    st, h, body = one(o.port, request("GET", "/v1/models", headers={"Connection": "close",
+                                                                   "Authorization": "Bearer " + KEY_B}))
+    ids = [x["id"] for x in json.loads(body)["data"]] if st == 200 else []
+    check(ids == ["b"], "the list of a key limited to b: %r" % ids)
+    st, h, body = one(o.port, request("GET", "/v1/models", headers={"Connection": "close"}))
+    lst = {x["id"]: x for x in json.loads(body)["data"]} if st == 200 else {}
+    check(lst.get("a") == m, "the list has the same objects: %r" % lst.get("a"))
 
 
 def access_lines(o, since=0):
@@ -358,6 +409,7 @@ def cors_any():
 o = Orchd("header_timeout_s = 1\n")
 try:
     routes(o)
+    model_retrieve(o)
     access_log(o)
 finally:
     o.stop()
