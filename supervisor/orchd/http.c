@@ -1,6 +1,7 @@
 /*
- * http.c - the public listener (evhttp): limits, API keys, the route
- * table, JSON answers and errors. The SSE writer is sse.c's.
+ * http.c - the public listener (evhttp): limits, CORS, API keys, the route
+ * tables (404, 405 with Allow, HEAD as GET, OPTIONS), JSON answers and
+ * errors. The SSE writer is sse.c's; the access log http_conn.c's.
  */
 #include "http.h"
 
