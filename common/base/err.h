@@ -67,10 +67,14 @@ enum orch_err {
 	ORCH_EMEDIA_TYPE = 42,        /* a body that is not application/json */
 	ORCH_EMISDIRECTED = 43,       /* a Host the allow-list refuses */
 	ORCH_EHEADERS_TOO_LARGE = 44, /* a head over max_header_bytes, or too many fields */
+	/* issue 18: every answer of the public listener is a JSON error of this table */
+	ORCH_EMETHOD = 45,          /* a known path, a method it does not take (405, with Allow) */
+	ORCH_ENOT_IMPLEMENTED = 46, /* a method orchd does not know at all */
+	ORCH_EEXPECTATION = 47,     /* an Expect other than 100-continue */
 };
 typedef enum orch_err orch_err;
 
-#define ORCH_ERR_COUNT 45
+#define ORCH_ERR_COUNT 48
 
 /* Detail for a failure, filled by orch_errf(). Callers that do not care pass NULL. */
 struct orch_errinfo {

@@ -2,7 +2,8 @@
 /*
  * api.h - the public job APIs (docs/http-api.md): native (/execute,
  * /cancel, /jobs/ID/events) and OpenAI-compatible (/v1/completions,
- * /v1/chat/completions, /v1/models); handlers for http.c's route table.
+ * /v1/chat/completions, /v1/models, /v1/models/ID); handlers for http.c's
+ * route table.
  * Each API gives its jobs a sink (jobs.h); api_stream.c follows a job on a
  * request with it. Thread: the loop.
  */
@@ -36,8 +37,14 @@ void api_openai_completions(struct orchd *d, struct evhttp_request *req, const c
 /* api_openai_chat - POST /v1/chat/completions. */
 void api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *arg);
 
-/* api_openai_models - GET /v1/models. */
+/* api_openai_models - GET /v1/models: the models the caller's key may use. */
 void api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/*
+ * api_openai_model - GET /v1/models/@arg: that model's object; 404
+ * MODEL_NOT_FOUND when it is not configured or the caller's key may not use it.
+ */
+void api_openai_model(struct orchd *d, struct evhttp_request *req, const char *arg);
 
 /*
  * api_caller - the API key @req authenticated with (http.c let it through),

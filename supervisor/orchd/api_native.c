@@ -14,10 +14,12 @@
 
 #include "api.h"
 #include "http.h"
+#include "http_conn.h"
 #include "jobs.h"
 #include "orchd.h"
 #include "params.h"
 #include "request.h"
+#include "sse.h"
 
 void
 api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg)
@@ -34,7 +36,8 @@ cancel_job(struct orchd *d, struct evhttp_request *req, const char *job_id)
 
 	api_owner(d, req, &owner);
 	j = jobs_lookup(d, job_id, &owner);
-
+	if (j != NULL)
+		http_conn_note(d, req, NULL, j->correlation);
 	if (j == NULL) {
 		http_error(req, ORCH_EJOB_NOT_FOUND, "job_id",
 		           "no such job (or its events expired)");
@@ -77,10 +80,13 @@ api_native_events(struct orchd *d, struct evhttp_request *req, const char *job_i
 	struct job_owner owner;
 	struct job *j;
 
+	/* the id is a capability (docs/security.md): the access log shows the route */
+	http_conn_note(d, req, "/jobs/{id}/events", NULL);
 	api_owner(d, req, &owner);
 	if ((j = jobs_lookup(d, job_id, &owner)) == NULL)
 		return http_error(req, ORCH_EJOB_NOT_FOUND, NULL,
 		                  "no such job (or its events expired)");
+	http_conn_note(d, req, NULL, j->correlation);
 	if (last != NULL) {
 		char *end;
 		after = strtoull(last, &end, 10);
@@ -88,6 +94,8 @@ api_native_events(struct orchd *d, struct evhttp_request *req, const char *job_i
 			return http_error(req, ORCH_EINVAL, "Last-Event-ID",
 			                  "Last-Event-ID must be an event id");
 	}
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
+		return sse_head(req); /* the stream exists; a HEAD does not follow it */
 	if (!api_room(d, req))
 		return;
 	api_follow(d, j, req, true, after > UINT32_MAX ? UINT32_MAX : (uint32_t)after);

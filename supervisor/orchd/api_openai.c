@@ -1,8 +1,8 @@
 /*
  * api_openai.c - the OpenAI-compatible API: POST /v1/completions and
  * /v1/chat/completions (stream true: SSE "data:" chunks then "data:
- * [DONE]"; false: one JSON body), GET /v1/models. The bodies are checked
- * by request.c.
+ * [DONE]"; false: one JSON body), GET /v1/models and /v1/models/ID. The
+ * bodies are checked by request.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +16,9 @@
 #include "keys.h"
 #include "models.h"
 #include "orchd.h"
+#include "params.h"
 #include "request.h"
+#include "workers.h"
 
 /* ---- responses ---- */
 
@@ -176,15 +178,10 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 		return;
 	case EV_METRICS: /* a native API option */
 		return;
-	case EV_ERROR: {
-		cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
-		cJSON_AddStringToObject(e, "code", orch_err_wire(ev->code));
-		cJSON_AddStringToObject(e, "message", ev->text ? ev->text : "");
-		cJSON_AddStringToObject(e, "type",
-		                        orch_err_http(ev->code) < 500 ? "invalid_request_error"
-		                                                      : "server_error");
-		cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(ev->code));
-		cJSON_AddStringToObject(e, "correlation_id", j->correlation);
+	case EV_ERROR: { /* the body an error answer has (params_err_json), in a chunk */
+		cJSON *o = params_err_json(ev->code, NULL, ev->text ? ev->text : "");
+		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "error"),
+		                        "correlation_id", j->correlation);
 		put(out, o);
 		return;
 	}
@@ -280,6 +277,69 @@ api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *arg)
 	api_start(d, req, REQUEST_CHAT);
 }
 
+/* A member that is null when @v is "" or 0 (not known yet). */
+static void
+add_str(cJSON *o, const char *key, const char *v)
+{
+	if (v != NULL && v[0])
+		cJSON_AddStringToObject(o, key, v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+static void
+add_count(cJSON *o, const char *key, uint64_t v)
+{
+	if (v)
+		cJSON_AddNumberToObject(o, key, (double)v);
+	else
+		cJSON_AddNullToObject(o, key);
+}
+
+/* The first of @m's workers that said Ready (its facts), or NULL. */
+static const struct worker *
+loaded_worker(const struct model_entry *m)
+{
+	for (uint32_t i = 0; i < m->n_workers; i++)
+		if (m->workers[i]->ident.context_length)
+			return m->workers[i];
+	return NULL;
+}
+
+/*
+ * @m as OpenAI's model object, with orch's facts (docs/http-api.md): what
+ * its file is (from orchd's read of its header, inspect.h) and what its
+ * workers loaded (their Ready); null for what is not known yet.
+ */
+static cJSON *
+model_object(const struct orchd *d, const struct model_entry *m)
+{
+	cJSON *it = cJSON_CreateObject();
+	const struct worker *w = loaded_worker(m);
+	const struct inspect_model *f = &m->file;
+
+	cJSON_AddStringToObject(it, "id", m->cfg.name);
+	cJSON_AddStringToObject(it, "object", "model");
+	cJSON_AddNumberToObject(it, "created", (double)(d->started_unix / 1000));
+	cJSON_AddStringToObject(it, "owned_by", "orch");
+	cJSON_AddStringToObject(it, "state", models_state_name(m->state));
+	add_count(it, "context_length", w ? w->ident.context_length : 0);
+	add_count(it, "max_context_length", f->n_ctx_train);
+	add_count(it, "file_size_bytes", f->known ? f->file_bytes : 0);
+	add_str(it, "quant_kind", f->known ? f->quant_kind : w ? w->ident.quant_kind : "");
+	add_str(it, "architecture", f->known ? f->arch : w ? w->ident.architecture : "");
+	if (m->chat_template_origin[0])
+		cJSON_AddStringToObject(it, "chat_template", m->chat_template_origin);
+	if (m->state == MODEL_FAILED) { /* why (paths, worker output): the admin API, the log */
+		char buf[512];
+		orch_err code = m->error_code ? m->error_code : ORCH_EMODEL_LOAD;
+		cJSON_AddStringToObject(it, "error",
+		                        jobs_client_message(code, m->error, buf, sizeof(buf)));
+		cJSON_AddNumberToObject(it, "last_exit_status", m->last_exit);
+	}
+	return it;
+}
+
 void
 api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
@@ -289,26 +349,20 @@ api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg)
 	(void)arg;
 	cJSON_AddStringToObject(o, "object", "list");
 	data = cJSON_AddArrayToObject(o, "data");
-	for (struct model_entry *m = d->models; m; m = m->next) {
-		if (!keys_model_ok(key, m->cfg.name))
-			continue; /* the models this key may use */
-		cJSON *it = cJSON_CreateObject();
-		cJSON_AddStringToObject(it, "id", m->cfg.name);
-		cJSON_AddStringToObject(it, "object", "model");
-		cJSON_AddNumberToObject(it, "created", (double)(d->started_unix / 1000));
-		cJSON_AddStringToObject(it, "owned_by", "orch");
-		cJSON_AddStringToObject(it, "state", models_state_name(m->state));
-		if (m->chat_template_origin[0])
-			cJSON_AddStringToObject(it, "chat_template", m->chat_template_origin);
-		if (m->state ==
-		    MODEL_FAILED) { /* why (paths, worker output): the admin API, the log */
-			char buf[512];
-			orch_err code = m->error_code ? m->error_code : ORCH_EMODEL_LOAD;
-			cJSON_AddStringToObject(
-			        it, "error", jobs_client_message(code, m->error, buf, sizeof(buf)));
-			cJSON_AddNumberToObject(it, "last_exit_status", m->last_exit);
-		}
-		cJSON_AddItemToArray(data, it);
-	}
+	for (struct model_entry *m = d->models; m; m = m->next)
+		if (keys_model_ok(key, m->cfg.name)) /* the models this key may use */
+			cJSON_AddItemToArray(data, model_object(d, m));
 	http_json(req, 200, o);
+}
+
+void
+api_openai_model(struct orchd *d, struct evhttp_request *req, const char *id)
+{
+	struct model_entry *m = models_find(d, id);
+
+	/* a model the key may not use is one that does not exist, as far as its caller can tell */
+	if (m == NULL || !keys_model_ok(api_caller(d, req), id))
+		return http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
+		                  "model '%s' is not configured", id);
+	http_json(req, 200, model_object(d, m));
 }

@@ -231,6 +231,7 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		goto out;
 	}
+	http_conn_note(d, req, NULL, j->correlation);
 	if (api == REQUEST_EXECUTE)
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
 	else

@@ -15,6 +15,7 @@
 
 #include "base/alloc.h"
 #include "base/parse.h"
+#include "http_cors.h"
 #include "http_host.h"
 
 #define MIB (1024u * 1024u)
@@ -38,6 +39,7 @@ cfg_defaults(struct orchd_config *c)
 	c->header_timeout_s = 10;
 	c->body_timeout_s = 60;
 	c->keepalive_timeout_s = 15;
+	c->access_log = true;
 	c->events_keep_s = 300;
 	c->sse_keepalive_s = 15;
 	c->handshake_timeout_s = 10;
@@ -172,16 +174,23 @@ static const struct {
         {"keepalive_timeout_s", offsetof(struct orchd_config, keepalive_timeout_s), 1, 3600},
 };
 
-/* A key of the block above: ORCH_ENOTFOUND when @k is none of them. */
+/* A key of the block above (or cors_origins, allowed_hosts): ORCH_ENOTFOUND when @k is none. */
 static orch_err
 set_edge(struct orchd_config *c, const char *k, const char *v, struct orch_errinfo *e)
 {
 	struct http_hosts hosts;
+	struct http_cors cors;
 
 	for (size_t i = 0; i < sizeof(edge_nums) / sizeof(edge_nums[0]); i++)
 		if (strcmp(k, edge_nums[i].key) == 0)
 			return set_u32((uint32_t *)(void *)((char *)c + edge_nums[i].off),
 			               edge_nums[i].lo, edge_nums[i].hi, k, v, e);
+	if (strcmp(k, "access_log") == 0) /* issue 18 */
+		return set_bool(&c->access_log, k, v, e);
+	if (strcmp(k, "cors_origins") == 0)
+		return http_cors_init(&cors, v, e) != ORCH_OK
+		               ? ORCH_EINVAL
+		               : set_str(c->cors_origins, sizeof(c->cors_origins), k, v, e);
 	if (strcmp(k, "allowed_hosts") != 0)
 		return ORCH_ENOTFOUND;
 	if (http_hosts_init(&hosts, v, "127.0.0.1:1", e) != ORCH_OK) /* the syntax */

@@ -48,6 +48,8 @@ struct orchd_config {
 	uint32_t body_timeout_s;      /* its body this long after the head */
 	uint32_t keepalive_timeout_s; /* a connection idle between requests is closed after this */
 	char allowed_hosts[1024];     /* the Host allow-list (http_host.h); "" = the default */
+	char cors_origins[2048];      /* the web origins CORS lets in (http_cors.h); "" = off */
+	bool access_log; /* a line per request of the public listener (http_access.h) */
 
 	uint32_t events_keep_s;   /* a finished job's events stay for resuming this long */
 	uint32_t sse_keepalive_s; /* comment line on an idle stream */

@@ -1,6 +1,7 @@
 /*
- * http.c - the public listener (evhttp): limits, API keys, the route
- * table, JSON answers and errors. The SSE writer is sse.c's.
+ * http.c - the public listener (evhttp): limits, CORS, API keys, the route
+ * tables (404, 405 with Allow, HEAD as GET, OPTIONS), JSON answers and
+ * errors. The SSE writer is sse.c's; the access log http_conn.c's.
  */
 #include "http.h"
 
@@ -19,6 +20,7 @@
 #include "base/sbuf.h"
 #include "health.h"
 #include "http_conn.h"
+#include "http_cors.h"
 #include "keys.h"
 #include "metrics.h"
 #include "models.h"
@@ -34,30 +36,55 @@ http_count(struct orchd *d, int status)
 		d->metrics.http_responses[cls]++;
 }
 
+/* The answer when not even an error body can be made. */
+static const char oom_body[] = "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\","
+                               "\"param\":null,\"type\":\"server_error\",\"retriable\":false}}\n";
+
+/* @na bytes at @a and @nb at @b as the body of @status (http_send's rules). */
+static void
+send2(struct evhttp_request *req, int status, const char *type, const char *a, size_t na,
+      const char *b, size_t nb)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evbuffer *out = evhttp_request_get_output_buffer(req);
+	char len[24];
+
+	if (status != 204 && type != NULL)
+		evhttp_add_header(h, "Content-Type", type);
+	if (status == 204) {
+		na = nb = 0; /* evhttp would send a body after it */
+	} else if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		snprintf(len, sizeof(len), "%zu", na + nb); /* what GET would send, not sent */
+		evhttp_add_header(h, "Content-Length", len);
+		na = nb = 0;
+	}
+	if ((na && evbuffer_add(out, a, na) != 0) || (nb && evbuffer_add(out, b, nb) != 0)) {
+		evbuffer_drain(out, evbuffer_get_length(out));
+		evhttp_remove_header(h, "Content-Type");
+		evhttp_add_header(h, "Content-Type", "application/json");
+		status = 500;
+		evbuffer_add(out, oom_body, sizeof(oom_body) - 1);
+	}
+	/* NULL: libevent's reason phrase for the status */
+	evhttp_send_reply(req, status, status == 499 ? "Client Closed Request" : NULL, NULL);
+}
+
+void
+http_send(struct evhttp_request *req, int status, const char *type, const char *body, size_t n)
+{
+	send2(req, status, type, body, n, NULL, 0);
+}
+
 void
 http_json(struct evhttp_request *req, int status, cJSON *body)
 {
 	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
-	struct evbuffer *b = evbuffer_new();
 
 	cJSON_Delete(body);
-	if (b == NULL || text == NULL) {
-		evbuffer_free(b);
-		free(text);
-		evhttp_send_error(req, 500, "out of memory");
-		return;
-	}
-	evbuffer_add(b, text, strlen(text));
-	evbuffer_add(b, "\n", 1);
+	if (text == NULL)
+		return http_send(req, 500, "application/json", oom_body, sizeof(oom_body) - 1);
+	send2(req, status, "application/json", text, strlen(text), "\n", 1);
 	free(text);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-	                  "application/json");
-	const char *reason = status == 200   ? "OK"
-	                     : status == 202 ? "Accepted"
-	                     : status < 500  ? "Client Error"
-	                                     : "Server Error";
-	evhttp_send_reply(req, status, reason, b);
-	evbuffer_free(b);
 }
 
 void
@@ -153,18 +180,33 @@ route_match(const struct http_route *r, const char *path, char *arg, size_t n)
 	return true;
 }
 
+/* @req's path (the URI before any '?') into @out, cut to @n - 1 bytes. */
+static void
+req_path(struct evhttp_request *req, char *out, size_t n)
+{
+	const char *uri = evhttp_request_get_uri(req);
+	size_t k = strcspn(uri, "?");
+
+	snprintf(out, n, "%.*s", (int)(k < n - 1 ? k : n - 1), uri);
+}
+
+/* Whether a row of @method takes a request of @cmd: HEAD runs the GET row. */
+static bool
+method_match(int method, int cmd)
+{
+	return method == cmd || (cmd == EVHTTP_REQ_HEAD && method == EVHTTP_REQ_GET);
+}
+
 bool
 http_dispatch(struct orchd *d, struct evhttp_request *req, const struct http_route *table, size_t n)
 {
-	const char *uri = evhttp_request_get_uri(req);
 	int cmd = (int)evhttp_request_get_command(req);
 	char path[512], arg[256];
-	size_t k = strcspn(uri, "?");
 
-	snprintf(path, sizeof(path), "%.*s", (int)(k < sizeof(path) - 1 ? k : sizeof(path) - 1),
-	         uri);
+	req_path(req, path, sizeof(path));
 	for (size_t i = 0; i < n; i++) {
-		if (table[i].method != cmd || !route_match(&table[i], path, arg, sizeof(arg)))
+		if (!method_match(table[i].method, cmd) ||
+		    !route_match(&table[i], path, arg, sizeof(arg)))
 			continue;
 		char *dec = arg[0] ? evhttp_uridecode(arg, 0, NULL) : NULL;
 		table[i].handler(d, req, dec ? dec : arg);
@@ -172,6 +214,57 @@ http_dispatch(struct orchd *d, struct evhttp_request *req, const struct http_rou
 		return true;
 	}
 	return false;
+}
+
+/* The EVHTTP_REQ_* methods @table's rows take at @path (with HEAD and OPTIONS); 0: none. */
+static unsigned
+methods_at(const struct http_route *table, size_t n, const char *path)
+{
+	char arg[256];
+	unsigned m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (route_match(&table[i], path, arg, sizeof(arg)))
+			m |= (unsigned)table[i].method;
+	if (m & EVHTTP_REQ_GET)
+		m |= EVHTTP_REQ_HEAD;
+	return m ? m | EVHTTP_REQ_OPTIONS : 0;
+}
+
+static const char *
+method_name(int cmd)
+{
+	static const struct {
+		int cmd;
+		const char *name;
+	} t[] = {{EVHTTP_REQ_GET, "GET"},         {EVHTTP_REQ_HEAD, "HEAD"},
+	         {EVHTTP_REQ_POST, "POST"},       {EVHTTP_REQ_PUT, "PUT"},
+	         {EVHTTP_REQ_PATCH, "PATCH"},     {EVHTTP_REQ_DELETE, "DELETE"},
+	         {EVHTTP_REQ_OPTIONS, "OPTIONS"}, {EVHTTP_REQ_TRACE, "TRACE"},
+	         {EVHTTP_REQ_CONNECT, "CONNECT"}};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].cmd == cmd)
+			return t[i].name;
+	return "?";
+}
+
+/* An Allow header's value for @methods into @out (@n bytes). */
+static void
+allow_value(unsigned methods, char *out, size_t n)
+{
+	static const int order[] = {EVHTTP_REQ_GET,    EVHTTP_REQ_HEAD,  EVHTTP_REQ_POST,
+	                            EVHTTP_REQ_PUT,    EVHTTP_REQ_PATCH, EVHTTP_REQ_DELETE,
+	                            EVHTTP_REQ_OPTIONS};
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (!(methods & (unsigned)order[i]) || k >= n)
+			continue;
+		int w = snprintf(out + k, n - k, "%s%s", k ? ", " : "", method_name(order[i]));
+		k += w > 0 ? (size_t)w : 0;
+	}
 }
 
 /* ---- the public API ---- */
@@ -205,22 +298,14 @@ static void
 on_metrics(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
 	struct sbuf b = {0};
-	struct evbuffer *out = evbuffer_new();
 
 	(void)arg;
 	metrics_render(d, &b);
-	if (out == NULL || sbuf_err(&b) != ORCH_OK) {
-		evbuffer_free(out);
-		sbuf_fini(&b);
-		evhttp_send_error(req, 500, "out of memory");
-		return;
-	}
-	evbuffer_add(out, b.p, b.n);
+	if (sbuf_err(&b) != ORCH_OK)
+		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	else
+		http_send(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.n);
 	sbuf_fini(&b);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-	                  "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, 200, "OK", out);
-	evbuffer_free(out);
 }
 
 /* Without an API key. */
@@ -238,6 +323,7 @@ static const struct http_route api_routes[] = {
         {EVHTTP_REQ_POST, "/v1/completions", false, NULL, api_openai_completions},
         {EVHTTP_REQ_POST, "/v1/chat/completions", false, NULL, api_openai_chat},
         {EVHTTP_REQ_GET, "/v1/models", false, NULL, api_openai_models},
+        {EVHTTP_REQ_GET, "/v1/models/", true, NULL, api_openai_model},
 };
 
 static void
@@ -247,11 +333,81 @@ on_complete(struct evhttp_request *req, void *arg)
 	http_conn_done(arg, req);
 }
 
+#define N_OPEN (sizeof(open_routes) / sizeof(open_routes[0]))
+#define N_API  (sizeof(api_routes) / sizeof(api_routes[0]))
+
+/*
+ * CORS (http_cors.h): with cors_origins set, every answer varies with
+ * Origin, and one to an origin it lets in says so (and shows the fields a
+ * client reads). Returns whether @req's origin is let in.
+ */
+static bool
+cors_fields(struct orchd *d, struct evhttp_request *req)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	const char *allow = http_cors_allow(
+	        &d->cors, evhttp_find_header(evhttp_request_get_input_headers(req), "Origin"));
+
+	if (!d->cors.on)
+		return false;
+	evhttp_add_header(out, "Vary", "Origin");
+	if (allow == NULL)
+		return false;
+	evhttp_add_header(out, "Access-Control-Allow-Origin", allow);
+	evhttp_add_header(out, "Access-Control-Expose-Headers", "X-Job-Id, Retry-After");
+	return true;
+}
+
+/*
+ * OPTIONS on a route: 204 with Allow, and for an origin CORS lets in what a
+ * preflight asks; 404 where there is no route.
+ */
+static void
+on_options(struct evhttp_request *req, const char *path, bool cors)
+{
+	unsigned m = methods_at(open_routes, N_OPEN, path) | methods_at(api_routes, N_API, path);
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	char allow[96], age[16];
+
+	if (m == 0)
+		return http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for OPTIONS %s",
+		                  path);
+	allow_value(m, allow, sizeof(allow));
+	evhttp_add_header(out, "Allow", allow);
+	if (cors) {
+		snprintf(age, sizeof(age), "%d", HTTP_CORS_MAX_AGE_S);
+		evhttp_add_header(out, "Access-Control-Allow-Methods", allow);
+		evhttp_add_header(out, "Access-Control-Allow-Headers",
+		                  "Authorization, Content-Type, Last-Event-ID");
+		evhttp_add_header(out, "Access-Control-Max-Age", age);
+	}
+	http_send(req, 204, NULL, NULL, 0);
+}
+
+/* No row of @table takes @req's method at @path: 405 with Allow where another does; false. */
+static bool
+refuse_method(struct evhttp_request *req, const struct http_route *table, size_t n,
+              const char *path)
+{
+	unsigned m = methods_at(table, n, path);
+	const char *name = method_name((int)evhttp_request_get_command(req));
+	char allow[96];
+
+	if (m == 0)
+		return false;
+	allow_value(m, allow, sizeof(allow));
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
+	http_error(req, ORCH_EMETHOD, NULL, "%s %s is not served; %s takes %s", name, path, path,
+	           allow);
+	return true;
+}
+
 static void
 route(struct evhttp_request *req, void *arg)
 {
 	struct orchd *d = arg;
-	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	int cmd = (int)evhttp_request_get_command(req);
+	char path[512];
 
 	evhttp_request_set_on_complete_cb(req, on_complete, d);
 	if (!http_conn_checked(d, req)) { /* never expected: http_conn.c and evhttp disagree */
@@ -259,7 +415,12 @@ route(struct evhttp_request *req, void *arg)
 		return http_error(req, ORCH_EINVAL, NULL,
 		                  "the request was not read by orchd's checks");
 	}
-	if (http_dispatch(d, req, open_routes, sizeof(open_routes) / sizeof(open_routes[0])))
+	req_path(req, path, sizeof(path));
+	bool cors = cors_fields(d, req);
+	if (cmd == EVHTTP_REQ_OPTIONS) /* no key: a browser's preflight never carries one */
+		return on_options(req, path, cors);
+	if (http_dispatch(d, req, open_routes, N_OPEN) ||
+	    refuse_method(req, open_routes, N_OPEN, path))
 		return;
 	if (d->keys.n > 0 &&
 	    keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
@@ -270,13 +431,9 @@ route(struct evhttp_request *req, void *arg)
 		http_retry_after(req, 5);
 		return http_error(req, ORCH_EOVERLOADED, NULL, "orchd is shutting down");
 	}
-	if (http_dispatch(d, req, api_routes, sizeof(api_routes) / sizeof(api_routes[0])))
+	if (http_dispatch(d, req, api_routes, N_API) || refuse_method(req, api_routes, N_API, path))
 		return;
-	http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for %s %s",
-	           cmd == EVHTTP_REQ_GET    ? "GET"
-	           : cmd == EVHTTP_REQ_POST ? "POST"
-	                                    : "this method on",
-	           evhttp_request_get_uri(req));
+	http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for %s %s", method_name(cmd), path);
 }
 
 /* Bind "HOST:PORT" on @http; the bound socket into *@ret. */
@@ -303,6 +460,8 @@ http_start(struct orchd *d, struct orch_errinfo *reterr)
 	struct evhttp_bound_socket *bound = NULL;
 	orch_err rv;
 
+	if (http_cors_init(&d->cors, d->cfg.cors_origins, reterr) != ORCH_OK)
+		return ORCH_EINVAL;
 	if ((d->http = evhttp_new(d->base)) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	if ((rv = http_conn_start(d, reterr)) != ORCH_OK)
@@ -311,13 +470,21 @@ http_start(struct orchd *d, struct orch_errinfo *reterr)
 	evhttp_set_max_body_size(d->http, d->cfg.max_body_bytes);
 	evhttp_set_max_headers_size(d->http, d->cfg.max_header_bytes + 1024u);
 	evhttp_set_timeout(d->http, (int)d->cfg.request_timeout_s);
-	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
+	/* every method evhttp knows reaches route(): 404, 405 with Allow, OPTIONS, HEAD; the
+	 * others are refused (501) by http_head.c before evhttp sees them */
+	evhttp_set_allowed_methods(d->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+	                                            EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
+	                                            EVHTTP_REQ_OPTIONS | EVHTTP_REQ_TRACE |
+	                                            EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
 	evhttp_set_default_content_type(d->http, "application/json");
 	evhttp_set_gencb(d->http, route, d);
 	if ((rv = bind_addr(d->http, d->cfg.listen, &bound, reterr)) != ORCH_OK ||
 	    (rv = http_conn_listen(d, bound, reterr)) != ORCH_OK)
 		return rv;
-	orch_log(ORCH_LOG_INFO, "listening", "addr=%s", d->cfg.listen);
+	orch_log(ORCH_LOG_INFO, "listening", "addr=%s cors=%s", d->cfg.listen,
+	         !d->cors.on   ? "off"
+	         : d->cors.any ? "any"
+	                       : "listed");
 	return ORCH_OK;
 }
 

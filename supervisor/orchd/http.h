@@ -31,8 +31,9 @@ struct http_route {
 };
 
 /*
- * http_dispatch - run the route of @table (@n rows) matching @req; false
- * when none does (nothing answered).
+ * http_dispatch - run the route of @table (@n rows) matching @req (a HEAD
+ * runs the GET row: http_send leaves the body out); false when none does
+ * (nothing answered).
  */
 bool http_dispatch(struct orchd *d, struct evhttp_request *req, const struct http_route *table,
                    size_t n);
@@ -60,8 +61,17 @@ void http_error_job(struct evhttp_request *req, orch_err code, const char *param
 /* http_params_error - http_error for a refused request (params.h). */
 void http_params_error(struct evhttp_request *req, const struct params_err *pe);
 
-/* http_json - send @body (freed) with @status. */
+/* http_json - send @body (freed) with @status (http_send's rules); 500 when out of memory. */
 void http_json(struct evhttp_request *req, int status, struct cJSON *body);
+
+/*
+ * http_send - answer @req with @status and the @n bytes at @body, of
+ * Content-Type @type (NULL: none). A HEAD gets the same head, Content-Length
+ * the body's, and no body; a 204 no body and no type. The reason phrase is
+ * the standard one.
+ */
+void http_send(struct evhttp_request *req, int status, const char *type, const char *body,
+               size_t n);
 
 /* http_body - the request body's bytes (pulled up) into *@ret and their count. */
 size_t http_body(struct evhttp_request *req, const char **ret);

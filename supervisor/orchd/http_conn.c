@@ -51,6 +51,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "http_access.h"
 #include "http_head.h"
 #include "http_host.h"
 #include "orchd.h"
@@ -77,8 +78,8 @@ struct conn {
 	struct conn *prev, *next; /* every connection */
 	struct conn *hnext;       /* its hash bucket, once admitted */
 	struct bufferevent *bev;
-	struct evhttp_connection *evcon; /* NULL until admitted */
-	struct evbuffer_cb_entry *watch;
+	struct evhttp_connection *evcon;             /* NULL until admitted */
+	struct evbuffer_cb_entry *watch, *out_watch; /* its input; its output (bytes sent) */
 	struct event *timer;
 	struct client *client;
 	enum phase phase;
@@ -86,7 +87,10 @@ struct conn {
 	uint32_t requests;  /* heads accepted */
 	uint64_t body_left; /* BODY: bytes still to come */
 	struct http_head_scan scan;
-	struct params_err verdict; /* DOOMED: the answer */
+	struct params_err verdict;  /* DOOMED: the answer */
+	struct http_access access;  /* the request in progress, for the access log */
+	struct evhttp_request *req; /* BUSY: evhttp's request, once route() has it */
+	int status;                 /* its answer's, once the answer's head is out (0: not yet) */
 	http_close_fn user_close;
 	void *user_arg;
 };
@@ -117,9 +121,14 @@ reason(int status)
 	static const struct {
 		int status;
 		const char *text;
-	} t[] = {{400, "Bad Request"},         {411, "Length Required"},
-	         {413, "Content Too Large"},   {415, "Unsupported Media Type"},
-	         {421, "Misdirected Request"}, {431, "Request Header Fields Too Large"},
+	} t[] = {{400, "Bad Request"},
+	         {411, "Length Required"},
+	         {413, "Content Too Large"},
+	         {415, "Unsupported Media Type"},
+	         {417, "Expectation Failed"},
+	         {421, "Misdirected Request"},
+	         {431, "Request Header Fields Too Large"},
+	         {501, "Not Implemented"},
 	         {503, "Service Unavailable"}};
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
@@ -147,18 +156,18 @@ format_answer(const struct params_err *pe, char *out, size_t cap)
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-/* Best effort: a response into an empty send buffer of a non-blocking socket. */
-static void
+/* Best effort: a response into an empty send buffer of a non-blocking socket; bytes sent. */
+static size_t
 send_answer(int fd, const char *p, size_t n)
 {
 	ssize_t k = n ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
 	char sink[4096];
 
-	(void)k;
 	/* read what the client sent on, so the close is a FIN after the answer, not a reset
 	 * that can discard it */
 	for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
 		;
+	return k > 0 ? (size_t)k : 0;
 }
 
 /* ---- the tables ---- */
@@ -254,6 +263,8 @@ conn_free(struct conn *c)
 
 	if (c->watch)
 		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+	if (c->out_watch)
+		evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_watch);
 	if (c->timer)
 		event_free(c->timer);
 	if (c->evcon)
@@ -291,20 +302,22 @@ end_conn(struct conn *c)
 	bufferevent_trigger_event(c->bev, BEV_EVENT_READING | BEV_EVENT_EOF, 0);
 }
 
-/* Answer @c's verdict on the socket and close it. */
+/* Answer @c's verdict (none for ORCH_OK) on the socket and close it. */
 static void
 answer_and_end(struct conn *c)
 {
 	char buf[ANSWER_MAX];
-	size_t n = format_answer(&c->verdict, buf, sizeof(buf));
+	int status = orch_err_http(c->verdict.code);
+	size_t n = c->verdict.code != ORCH_OK ? format_answer(&c->verdict, buf, sizeof(buf)) : 0;
+	size_t sent = send_answer(bufferevent_getfd(c->bev), buf, n);
 
-	int cls = orch_err_http(c->verdict.code) / 100;
-
-	send_answer(bufferevent_getfd(c->bev), buf, n);
-	if (cls >= 1 && cls <= 5)
-		c->e->d->metrics.http_responses[cls]++;
-	orch_log(ORCH_LOG_DEBUG, "http_refused", "err=%s requests=%u msg=\"%s\"",
-	         orch_err_wire(c->verdict.code), c->requests, c->verdict.msg);
+	if (n > 0) {
+		c->e->d->metrics.http_responses[status / 100]++;
+		orch_log(ORCH_LOG_DEBUG, "http_refused", "err=%s requests=%u msg=\"%s\"",
+		         orch_err_wire(c->verdict.code), c->requests, c->verdict.msg);
+		http_access_sent(&c->access, sent);
+		http_access_end(&c->access, status, NULL, orch_mono_ns());
+	}
 	end_conn(c);
 }
 
@@ -341,12 +354,14 @@ head_bytes(struct conn *c, const char *p, size_t n)
 	orch_err rv;
 
 	if (http_head_feed(&c->scan, &c->e->rules, p, n, &used, &pe) != ORCH_OK) {
+		http_access_head(&c->access, c->scan.buf, c->scan.n);
 		doom(c, &pe);
 		return n;
 	}
 	if (!c->scan.done)
 		return used;
 	rv = http_head_check(c->scan.buf, c->scan.n, &c->e->rules, &h, &pe);
+	http_access_head(&c->access, c->scan.buf, c->scan.n);
 	http_head_fini(&c->scan);
 	if (rv != ORCH_OK) {
 		doom(c, &pe);
@@ -372,6 +387,10 @@ consume(struct conn *c, const char *p, size_t n)
 	switch (c->phase) {
 	case P_IDLE:
 		c->phase = P_HEAD; /* the first head's deadline runs from the accept */
+		c->req = NULL;
+		c->status = 0;
+		if (c->e->d->cfg.access_log)
+			http_access_begin(&c->access, orch_mono_ns());
 		if (c->requests > 0)
 			arm(c, c->e->d->cfg.header_timeout_s, MET_DEADLINE_HEAD);
 		return 0;
@@ -447,11 +466,22 @@ on_input(struct evbuffer *in, const struct evbuffer_cb_info *info, void *arg)
 	take(c, in, len - info->n_added, info->n_added);
 }
 
+/* The request in progress ends without its answer (@why); a head cut short says what it has. */
+static void
+cut_short(struct conn *c, const char *why)
+{
+	if (c->phase == P_HEAD && c->scan.n > 0)
+		http_access_head(&c->access, c->scan.buf, c->scan.n);
+	http_access_end(&c->access, c->status, why, orch_mono_ns());
+}
+
 static void
 on_close(struct evhttp_connection *evcon, void *arg)
 {
 	struct conn *c = arg;
 
+	/* the status that went out: evhttp has set the request's to 400 by now */
+	cut_short(c, "closed");
 	if (c->user_close)
 		c->user_close(evcon, c->user_arg);
 	conn_free(c);
@@ -526,11 +556,24 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 		c->e->d->metrics.http_deadlines[c->deadline]++;
 		orch_log(ORCH_LOG_DEBUG, "http_deadline", "phase=%s requests=%u",
 		         names[c->deadline], c->requests);
+		cut_short(c, "deadline");
 		end_conn(c);
 		return;
 	case P_BUSY:
 		return;
 	}
+}
+
+/* evbuffer callback: bytes left @c's output for the socket (the answer's, for the access log). */
+static void
+on_output(struct evbuffer *out, const struct evbuffer_cb_info *info, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)out;
+	if (info->n_added > 0 && c->req != NULL && c->status == 0) /* the answer's head */
+		c->status = evhttp_request_get_response_code(c->req);
+	http_access_sent(&c->access, info->n_deleted);
 }
 
 /* evhttp_set_bevcb: a new connection's bufferevent, its descriptor not set yet. */
@@ -545,7 +588,9 @@ on_new_connection(struct event_base *base, void *arg)
 	c->e = e;
 	if ((c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE)) == NULL ||
 	    (c->timer = evtimer_new(base, on_timer, c)) == NULL ||
-	    (c->watch = evbuffer_add_cb(bufferevent_get_input(c->bev), on_input, c)) == NULL) {
+	    (c->watch = evbuffer_add_cb(bufferevent_get_input(c->bev), on_input, c)) == NULL ||
+	    (c->out_watch = evbuffer_add_cb(bufferevent_get_output(c->bev), on_output, c)) ==
+	            NULL) {
 		if (c->timer)
 			event_free(c->timer);
 		if (c->bev)
@@ -570,7 +615,18 @@ http_conn_checked(struct orchd *d, struct evhttp_request *req)
 {
 	struct conn *c = find(d->edge, evhttp_request_get_connection(req));
 
+	if (c != NULL && c->phase == P_BUSY)
+		c->req = req;
 	return c == NULL || c->phase == P_BUSY;
+}
+
+void
+http_conn_note(struct orchd *d, struct evhttp_request *req, const char *path, const char *job)
+{
+	struct conn *c = find(d->edge, evhttp_request_get_connection(req));
+
+	if (c != NULL && c->req == req)
+		http_access_note(&c->access, path, job);
 }
 
 void
@@ -581,6 +637,8 @@ http_conn_done(struct orchd *d, struct evhttp_request *req)
 
 	if (c == NULL || c->phase != P_BUSY)
 		return;
+	http_access_end(&c->access, evhttp_request_get_response_code(req), NULL, orch_mono_ns());
+	c->req = NULL;
 	c->phase = P_IDLE;
 	arm(c, d->cfg.keepalive_timeout_s, MET_DEADLINE_IDLE);
 	in = bufferevent_get_input(c->bev);
@@ -782,7 +840,7 @@ http_conn_stop(struct orchd *d)
 		return;
 	while (e->conns) { /* left by evhttp_free() without a close callback: their
 		              bufferevents are gone */
-		e->conns->watch = NULL;
+		e->conns->watch = e->conns->out_watch = NULL;
 		conn_free(e->conns);
 	}
 	for (int i = 0; i < CLIENT_BUCKETS; i++)

@@ -18,6 +18,8 @@
  *     listener pauses 100 ms, the connections waiting are taken with a
  *     reserve descriptor and refused (503), one log line per episode (with
  *     the count when it ends), a metric; the open connections go on.
+ * It also writes each request's access line (http_access.h): when the
+ * answer is out, or the connection closes, or a refused head is answered.
  * The admin listeners do not go through it. Thread: the loop.
  */
 #include <stdbool.h>
@@ -46,8 +48,16 @@ orch_err http_conn_listen(struct orchd *d, struct evhttp_bound_socket *bound,
 /*
  * http_conn_checked - whether @req's head went through this layer and was
  * accepted; true for a connection it does not track (the admin listeners).
+ * The router calls it first: @req is then the one its access line
+ * (http_access.h) is about.
  */
 bool http_conn_checked(struct orchd *d, struct evhttp_request *req);
+
+/*
+ * http_conn_note - what @req's access line shows: the path (@path, NULL:
+ * the request's own) and the job's correlation id (@job, NULL: none yet).
+ */
+void http_conn_note(struct orchd *d, struct evhttp_request *req, const char *path, const char *job);
 
 /*
  * http_conn_done - @req's response is out (its completion callback): the

@@ -16,7 +16,7 @@
 #include "params.h"
 
 /* The fields a head may carry once at most, and what they said. */
-enum { F_LENGTH, F_HOST, F_TYPE, F_AUTH, F_TE, F_COUNT };
+enum { F_LENGTH, F_HOST, F_TYPE, F_AUTH, F_TE, F_EXPECT, F_COUNT };
 
 struct fields {
 	uint32_t count[F_COUNT];
@@ -24,8 +24,12 @@ struct fields {
 	size_t len[F_COUNT];
 };
 
-static const char *const field_names[F_COUNT] = {"Content-Length", "Host", "Content-Type",
-                                                 "Authorization", "Transfer-Encoding"};
+static const char *const field_names[F_COUNT] = {
+        "Content-Length", "Host", "Content-Type", "Authorization", "Transfer-Encoding", "Expect"};
+
+/* The methods evhttp knows (the routes answer them: 404, 405, OPTIONS, HEAD). */
+static const char *const methods[] = {"GET",     "HEAD",  "POST",    "PUT",  "DELETE",
+                                      "OPTIONS", "TRACE", "CONNECT", "PATCH"};
 
 static orch_err
 refuse(struct params_err *pe, orch_err code, const char *msg)
@@ -188,9 +192,28 @@ note(struct fields *f, const char *p, size_t n, size_t name)
 	}
 }
 
-/* Every line of the head @p (@n bytes) into @f; the method is POST into *@post, 1.1 *@http11. */
+/* The request line's method (@n bytes at @p): its length; whether evhttp knows it into *@known. */
+static size_t
+method_of(const char *p, size_t n, bool *known)
+{
+	const char *sp = memchr(p, ' ', n);
+	size_t m = sp ? (size_t)(sp - p) : n;
+
+	*known = false;
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		*known |= strlen(methods[i]) == m && memcmp(p, methods[i], m) == 0;
+	return m;
+}
+
+/* What the request line says. */
+struct line0 {
+	bool post, http11, known; /* POST; HTTP/1.1; a method evhttp knows */
+	size_t method;            /* the method's length (at the head's start) */
+};
+
+/* Every line of the head @p (@n bytes) into @f and @l. */
 static orch_err
-lines(const char *p, size_t n, struct fields *f, bool *post, bool *http11, struct params_err *pe)
+lines(const char *p, size_t n, struct fields *f, struct line0 *l, struct params_err *pe)
 {
 	size_t pos = 0, name;
 	uint32_t idx = 0;
@@ -210,8 +233,9 @@ lines(const char *p, size_t n, struct fields *f, bool *post, bool *http11, struc
 		if ((rv = line_ok(idx, p + pos, e - 1 - pos, &name, pe)) != ORCH_OK)
 			return rv;
 		if (idx == 0) {
-			*post = e - 1 - pos > 5 && memcmp(p + pos, "POST ", 5) == 0;
-			*http11 = p[e - 2] == '1';
+			l->post = e - 1 - pos > 5 && memcmp(p + pos, "POST ", 5) == 0;
+			l->http11 = p[e - 2] == '1';
+			l->method = method_of(p, e - 1, &l->known);
 		} else {
 			note(f, p + pos, e - 1 - pos, name);
 		}
@@ -299,13 +323,14 @@ http_head_check(const char *p, size_t n, const struct http_head_rules *r, struct
 {
 	struct fields f = {0};
 	struct http_head h = {0};
-	bool http11 = false;
+	struct line0 l = {0};
 	orch_err rv;
 
 	if (n > r->max_header_bytes)
 		return refuse(pe, ORCH_EHEADERS_TOO_LARGE, "the head is over max_header_bytes");
-	if ((rv = lines(p, n, &f, &h.post, &http11, pe)) != ORCH_OK)
+	if ((rv = lines(p, n, &f, &l, pe)) != ORCH_OK)
 		return rv;
+	h.post = l.post;
 	for (int i = 0; i < F_COUNT; i++)
 		if (f.count[i] > 1) {
 			params_fail(pe, ORCH_EINVAL, NULL, "more than one %s field",
@@ -314,11 +339,20 @@ http_head_check(const char *p, size_t n, const struct http_head_rules *r, struct
 		}
 	if ((rv = framing(&f, h.post, r, &h, pe)) != ORCH_OK)
 		return rv;
-	if (f.count[F_HOST] == 0 && http11)
+	if (f.count[F_HOST] == 0 && l.http11)
 		return refuse(pe, ORCH_EINVAL, "an HTTP/1.1 request without Host");
 	if (f.count[F_HOST] && r->hosts &&
 	    (rv = host_ok(r->hosts, f.value[F_HOST], f.len[F_HOST], pe)) != ORCH_OK)
 		return rv;
+	if (!l.known) {
+		params_fail(pe, ORCH_ENOT_IMPLEMENTED, NULL,
+		            "the method %.*s is not one orchd knows",
+		            (int)(l.method > 32 ? 32 : l.method), p);
+		return ORCH_ENOT_IMPLEMENTED;
+	}
+	if (f.count[F_EXPECT] &&
+	    (f.len[F_EXPECT] != 12 || strncasecmp(f.value[F_EXPECT], "100-continue", 12) != 0))
+		return refuse(pe, ORCH_EEXPECTATION, "Expect takes only 100-continue");
 	if (h.post && (!f.count[F_TYPE] || !json_type(f.value[F_TYPE], f.len[F_TYPE])))
 		return refuse(pe, ORCH_EMEDIA_TYPE,
 		              "a POST body must be Content-Type: application/json");

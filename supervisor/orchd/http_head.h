@@ -10,15 +10,18 @@
  *   - every line ends with CRLF, none is folded (obs-fold), none holds a
  *     control character; the request line is METHOD SP /PATH SP HTTP/1.x;
  *   - every field name is a token with its colon right after it;
- *   - Content-Length is there at most once, as digits; Host, Content-Type
- *     and Authorization at most once;
+ *   - Content-Length is there at most once, as digits; Host, Content-Type,
+ *     Authorization and Expect at most once;
  *   - there is no Transfer-Encoding (with Content-Length: 400; alone: 411);
  *   - only POST has a body: a POST has a Content-Length (411) of at most
  *     max_body_bytes (413) and Content-Type application/json (415);
  *   - an HTTP/1.1 request has a Host, and the allow-list takes it (421);
- *   - the head fits max_header_bytes and HTTP_HEAD_MAX_FIELDS (431).
- * Everything else about a request (the route, the method) is evhttp's and
- * the handlers'. Pure (no libevent): orchd_core, its tests and the HTTP
+ *   - the head fits max_header_bytes and HTTP_HEAD_MAX_FIELDS (431);
+ *   - the method is one evhttp knows (GET, HEAD, POST, PUT, DELETE, OPTIONS,
+ *     TRACE, CONNECT, PATCH; 501 otherwise: evhttp would answer it with an
+ *     HTML page), and an Expect is 100-continue (417; evhttp's again).
+ * Everything else about a request (the route, which methods it takes) is
+ * evhttp's and the handlers'. Pure (no libevent): orchd_core, its tests and the HTTP
  * fuzzer link it. Thread: any (no shared state).
  */
 #include <stdbool.h>
@@ -70,8 +73,9 @@ orch_err http_head_feed(struct http_head_scan *s, const struct http_head_rules *
  * http_head_check - the whole head @p (@n bytes, its final empty line
  * included) against @r: ORCH_OK with *@ret filled, or the refusal, returned
  * and in @pe: ORCH_EINVAL (400), ORCH_ELENGTH_REQUIRED (411),
- * ORCH_ETOO_LARGE (413), ORCH_EMEDIA_TYPE (415), ORCH_EMISDIRECTED (421),
- * ORCH_EHEADERS_TOO_LARGE (431).
+ * ORCH_ETOO_LARGE (413), ORCH_EMEDIA_TYPE (415), ORCH_EEXPECTATION (417),
+ * ORCH_EMISDIRECTED (421), ORCH_EHEADERS_TOO_LARGE (431),
+ * ORCH_ENOT_IMPLEMENTED (501).
  */
 orch_err http_head_check(const char *p, size_t n, const struct http_head_rules *r,
                          struct http_head *ret, struct params_err *pe);

@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "gguf/gguf.h"
+#include "gguf/ident.h"
 #include "gguf/model_info.h"
 #include "orchd.h"
 
@@ -85,6 +86,11 @@ read_facts(struct inspect *q)
 		return;
 	}
 	f->has_chat_template = mi.chat_template_bytes > 0;
+	const char *dominant = gguf_dominant_type(g);
+	f->model = (struct inspect_model){
+	        .known = true, .file_bytes = (uint64_t)st.st_size, .n_ctx_train = mi.n_ctx_train};
+	snprintf(f->model.arch, sizeof(f->model.arch), "%s", mi.arch);
+	snprintf(f->model.quant_kind, sizeof(f->model.quant_kind), "%s", dominant ? dominant : "");
 	if (q->slots > 0 && model_mem_estimate(&mi, q->context, q->slots, 2, &est) == ORCH_OK) {
 		f->need_bytes = est.total - MODEL_RUNTIME_OVERHEAD_BYTES;
 		f->has_estimate = true;

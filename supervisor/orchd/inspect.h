@@ -21,14 +21,24 @@
 struct orchd;
 struct inspect;
 
+/* What a model file is (GET /v1/models/ID): from its header, and its size. */
+struct inspect_model {
+	bool known;           /* a read of the file succeeded */
+	uint64_t file_bytes;  /* its size */
+	uint32_t n_ctx_train; /* <arch>.context_length: the context it was trained for; 0: absent */
+	char arch[32];        /* general.architecture; "" when absent */
+	char quant_kind[24];  /* its dominant type (gguf_dominant_type), "Q4_K_M"; "" for none */
+};
+
 /* What a read found. */
 struct inspect_facts {
 	orch_err rv;   /* ORCH_OK, or why the file cannot be a model (msg says) */
 	char msg[512]; /* for the log and the admin API's operator; names the path */
 	bool has_chat_template;
-	bool has_estimate;   /* need_bytes is known (the request gave slots) */
-	uint64_t need_bytes; /* the estimate less the CUDA runtime's part (placement.h) */
-	char missing[64];    /* rv ORCH_OK, no estimate: the first shape key not found */
+	bool has_estimate;          /* need_bytes is known (the request gave slots) */
+	uint64_t need_bytes;        /* the estimate less the CUDA runtime's part (placement.h) */
+	char missing[64];           /* rv ORCH_OK, no estimate: the first shape key not found */
+	struct inspect_model model; /* rv ORCH_OK: what the file is */
 };
 
 /* inspect_fn - on the loop, once, with what the read of @arg's file found. */

@@ -90,13 +90,14 @@ read_done(struct model_entry *m, orch_err rv, const char *msg)
 	         rv == ORCH_OK ? "" : msg);
 }
 
-/* The file's facts (inspect.h): the estimate and the template's origin; starts go on. */
+/* The file's facts (inspect.h): what it is, the estimate, the template's origin; starts go on. */
 static void
 on_inspected(struct orchd *d, void *arg, const struct inspect_facts *f)
 {
 	struct model_entry *m = arg;
 
 	read_done(m, f->rv, f->msg);
+	m->file = f->model; /* nothing known when the read failed */
 	if (f->rv == ORCH_OK) {
 		m->need_known = f->has_estimate;
 		m->need_bytes = f->need_bytes;

@@ -10,6 +10,7 @@
 
 #include "base/err.h"
 #include "config.h"
+#include "inspect.h"
 #include "metrics.h"
 
 struct event;
@@ -39,6 +40,7 @@ struct model_entry {
 	char chat_template_origin[24];
 	struct event *ev_wait;      /* retries a start waiting for evicted models' memory */
 	struct inspect *inspecting; /* its file being read (inspect.h); NULL: none */
+	struct inspect_model file;  /* what its file's last read found (GET /v1/models/ID) */
 	struct event *ev_read;      /* that read's load_timeout_s */
 	bool start_after;           /* a start waits for that read (and earlier models' reads) */
 	orch_err read_rv;           /* the last read's result, and its message when not ORCH_OK */

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "devices.h"
+#include "http_cors.h"
 #include "keys.h"
 #include "metrics.h"
 
@@ -45,6 +46,7 @@ struct orchd {
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
 	struct http_edge *edge; /* the public listener's connections (http_conn.h) */
+	struct http_cors cors;  /* the web origins the public API answers (cors_origins) */
 	struct inspector *insp; /* model files read off the loop (inspect.h) */
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;
 	struct api_keys keys; /* the public API's; none: open */

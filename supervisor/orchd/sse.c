@@ -102,6 +102,24 @@ on_ping(evutil_socket_t fd, short what, void *arg)
 	s->wrote = false;
 }
 
+/* A stream's head fields. */
+static void
+stream_fields(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(h, "Content-Type", "text/event-stream");
+	evhttp_add_header(h, "Cache-Control", "no-cache");
+	evhttp_add_header(h, "X-Accel-Buffering", "no");
+}
+
+void
+sse_head(struct evhttp_request *req)
+{
+	stream_fields(req);
+	evhttp_send_reply(req, 200, "OK", NULL); /* a HEAD: evhttp sends no body */
+}
+
 orch_err
 sse_start(struct orchd *d, struct evhttp_request *req, sse_gone_fn gone, void *arg,
           struct sse_stream **ret)
@@ -117,10 +135,7 @@ sse_start(struct orchd *d, struct evhttp_request *req, sse_gone_fn gone, void *a
 	s->req = req;
 	s->gone = gone;
 	s->arg = arg;
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
-	evhttp_add_header(h, "Content-Type", "text/event-stream");
-	evhttp_add_header(h, "Cache-Control", "no-cache");
-	evhttp_add_header(h, "X-Accel-Buffering", "no");
+	stream_fields(req);
 	evhttp_send_reply_start(req, 200, "OK");
 	http_conn_set_closecb(d, evhttp_request_get_connection(req), on_close, s);
 	event_add(s->ev_ping, &tv);

@@ -32,6 +32,9 @@ typedef void (*sse_gone_fn)(struct sse_stream *s, void *arg, const char *why);
 orch_err sse_start(struct orchd *d, struct evhttp_request *req, sse_gone_fn gone, void *arg,
                    struct sse_stream **ret);
 
+/* sse_head - answer a HEAD of a stream's route: the head sse_start would send, no body. */
+void sse_head(struct evhttp_request *req);
+
 /* sse_write - queue @n bytes of events; sent at once unless a chunk is in flight. */
 void sse_write(struct sse_stream *s, const char *data, size_t n);
 

@@ -1,7 +1,9 @@
 // openai_client.mjs - the official `openai` npm client against a running
 // orchd: models list, a chat completion (plain and streamed, which must agree
 // at temperature 0), a completion that must equal the golden text, a streamed
-// completion, and the client's own error class for an unknown model.
+// completion, the client's own error class for an unknown model, and
+// models.retrieve: the model's object, and NotFoundError (not retried) for an
+// unknown one.
 //
 // usage: node openai_client.mjs BASE_URL MODEL GOLDEN_TEXT_FILE
 // Prints one line per check; exit status 1 when any fails.
@@ -22,6 +24,28 @@ const models = await client.models.list();
 const ids = [];
 for await (const m of models) ids.push(m.id);
 check(ids.includes(model), "models.list names the model", ids);
+
+const one = await client.models.retrieve(model);
+check(one.id === model && one.object === "model" && typeof one.created === "number" &&
+	one.owned_by === "orch", "models.retrieve is the OpenAI model object", one);
+check(one.state === "ready" && one.context_length > 0 && one.max_context_length > 0 &&
+	one.file_size_bytes > 0 && typeof one.quant_kind === "string" &&
+	typeof one.architecture === "string", "models.retrieve has orch's facts", one);
+
+// the client's default retries (2): a 404 must not be retried, a 5xx would be
+let calls = 0;
+const counted = new OpenAI({
+	baseURL, apiKey: "unused", timeout: 30000,
+	fetch: (url, init) => { calls++; return fetch(url, init); },
+});
+try {
+	await counted.models.retrieve("no-such-model");
+	check(false, "retrieve of an unknown model is an error", "no error");
+} catch (e) {
+	check(e instanceof OpenAI.NotFoundError && e.status === 404 && calls === 1,
+		"retrieve of an unknown model is NotFoundError, not retried",
+		{ status: e.status, calls, message: e.message });
+}
 
 const messages = [{ role: "user", content: "Tell me a story" }];
 const chat = await client.chat.completions.create({ model, messages, max_tokens: 16, temperature: 0 });

@@ -180,6 +180,30 @@ test_edge(void)
 	cfg_free(&c);
 }
 
+/* cors_origins and access_log (issue 18): CORS off and the log on by default */
+static void
+test_cors(void)
+{
+	struct orchd_config c;
+	struct orch_errinfo e = {0};
+
+	cfg_defaults(&c);
+	T_STREQ(c.cors_origins, "");
+	T_TRUE(c.access_log);
+	T_OK(load_text(&c, "[server]\naccess_log = no\n", &e));
+	T_TRUE(!c.access_log);
+	cfg_free(&c);
+	T_OK(load_text(&c, "[server]\ncors_origins = http://localhost:5173, https://ui.internal\n",
+	               &e));
+	T_STREQ(c.cors_origins, "http://localhost:5173, https://ui.internal");
+	cfg_free(&c);
+	T_ERR(load_text(&c, "[server]\ncors_origins = https://ui.internal/app\n", &e), ORCH_EINVAL);
+	T_TRUE(strstr(e.msg, ":2") != NULL && strstr(e.msg, "'https://ui.internal/app'") != NULL);
+	cfg_free(&c);
+	T_OK(load_text(&c, "[server]\ncors_origins = *\n", &e));
+	cfg_free(&c);
+}
+
 int
 main(void)
 {
@@ -189,5 +213,6 @@ main(void)
 	T_RUN(test_retention_keys);
 	T_RUN(test_models);
 	T_RUN(test_edge);
+	T_RUN(test_cors);
 	return t_done();
 }

@@ -79,6 +79,19 @@ static const struct {
         {"GET /health HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer a\r\n"
          "Authorization: Bearer b\r\n\r\n",
          ORCH_EINVAL},
+        /* methods and Expect (issue 18): what evhttp would answer with an HTML page */
+        {"OPTIONS /v1/models HTTP/1.1\r\nHost: localhost\r\n\r\n", ORCH_OK},
+        {"HEAD /health HTTP/1.1\r\nHost: localhost\r\n\r\n", ORCH_OK},
+        {"PATCH /health HTTP/1.1\r\nHost: localhost\r\n\r\n", ORCH_OK},
+        {"FOO /health HTTP/1.1\r\nHost: localhost\r\n\r\n", ORCH_ENOT_IMPLEMENTED},
+        {"get /health HTTP/1.1\r\nHost: localhost\r\n\r\n", ORCH_ENOT_IMPLEMENTED},
+        {"GETX /health HTTP/1.1\r\nHost: localhost\r\n\r\n", ORCH_ENOT_IMPLEMENTED},
+        {"FOO /health HTTP/1.1\r\nHost: rebind.invalid\r\n\r\n", ORCH_EMISDIRECTED},
+        {POST_HEAD("Content-Length: 2\r\nExpect: 100-Continue\r\n"), ORCH_OK},
+        {POST_HEAD("Content-Length: 2\r\nExpect: 200-ok\r\n"), ORCH_EEXPECTATION},
+        {"GET /health HTTP/1.1\r\nHost: localhost\r\nExpect: x\r\n\r\n", ORCH_EEXPECTATION},
+        {POST_HEAD("Content-Length: 2\r\nExpect: 100-continue\r\nExpect: 100-continue\r\n"),
+         ORCH_EINVAL},
 };
 
 /* Feed @head whole, or byte by byte when @bytewise; the verdict (check after the feed). */

@@ -26,6 +26,13 @@ test_table_complete(void)
 	T_EQ(orch_err_http(ORCH_EHEADERS_TOO_LARGE), 431);
 	T_STREQ(orch_err_wire(ORCH_EMEDIA_TYPE), "UNSUPPORTED_MEDIA_TYPE");
 	T_EQ(orch_err_proto(ORCH_EHEADERS_TOO_LARGE), 21);
+	T_EQ(orch_err_http(ORCH_EMETHOD), 405);
+	T_EQ(orch_err_http(ORCH_ENOT_IMPLEMENTED), 501);
+	T_EQ(orch_err_http(ORCH_EEXPECTATION), 417);
+	T_STREQ(orch_err_wire(ORCH_EMETHOD), "METHOD_NOT_ALLOWED");
+	T_STREQ(orch_err_wire(ORCH_ENOT_IMPLEMENTED), "NOT_IMPLEMENTED");
+	T_STREQ(orch_err_wire(ORCH_EEXPECTATION), "EXPECTATION_FAILED");
+	T_EQ(orch_err_proto(ORCH_EEXPECTATION), 24);
 	T_TRUE(orch_err_proto(ORCH_EGGUF_MAGIC) == orch_err_proto(ORCH_EMODEL_LOAD));
 }
 

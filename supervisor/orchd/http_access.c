@@ -1,0 +1,82 @@
+/*
+ * http_access.c - the public listener's access log (http_access.h): a line
+ * built as the request goes (first byte, head, route, bytes out) and
+ * written once, when it ends.
+ */
+#include "http_access.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+
+void
+http_access_begin(struct http_access *a, uint64_t now_ns)
+{
+	*a = (struct http_access){.open = true, .start_ns = now_ns};
+	snprintf(a->method, sizeof(a->method), "-");
+	snprintf(a->path, sizeof(a->path), "-");
+}
+
+/* Bytes of @p (@n) before @stop or a byte outside @lo..0x7e, at most @max: their count. */
+static size_t
+span(const char *p, size_t n, const char *stop, unsigned char lo, size_t max)
+{
+	size_t k = 0;
+
+	while (k < n && k < max && (unsigned char)p[k] >= lo && (unsigned char)p[k] < 0x7f &&
+	       strchr(stop, p[k]) == NULL)
+		k++;
+	return k;
+}
+
+void
+http_access_head(struct http_access *a, const char *head, size_t n)
+{
+	size_t m = span(head, n, " ", 0x21, sizeof(a->method) - 1), t, k;
+
+	if (m > 0 && m < n && head[m] == ' ') {
+		snprintf(a->method, sizeof(a->method), "%.*s", (int)m, head);
+		t = m + 1;
+		k = span(head + t, n - t, " ?#", 0x21, HTTP_ACCESS_PATH_MAX);
+		if (k > 0)
+			snprintf(a->path, sizeof(a->path), "%.*s", (int)k, head + t);
+	}
+}
+
+void
+http_access_note(struct http_access *a, const char *path, const char *job)
+{
+	if (path != NULL)
+		snprintf(a->path, sizeof(a->path), "%s", path);
+	if (job != NULL)
+		snprintf(a->job, sizeof(a->job), "%s", job);
+}
+
+void
+http_access_sent(struct http_access *a, uint64_t n)
+{
+	if (a->open)
+		a->bytes += n;
+}
+
+void
+http_access_end(struct http_access *a, int status, const char *end, uint64_t now_ns)
+{
+	double ms = now_ns > a->start_ns ? (double)(now_ns - a->start_ns) / 1e6 : 0.0;
+
+	const char *job = a->job[0] ? a->job : "-";
+
+	if (!a->open)
+		return;
+	a->open = false;
+	if (end == NULL) /* orch_log quotes what a conversion adds: a field is there or not */
+		orch_log(ORCH_LOG_INFO, "http_access",
+		         "method=%s path=%s status=%d bytes=%llu ms=%.1f job=%s", a->method,
+		         a->path, status, (unsigned long long)a->bytes, ms, job);
+	else
+		orch_log(ORCH_LOG_INFO, "http_access",
+		         "method=%s path=%s status=%d bytes=%llu ms=%.1f job=%s end=%s", a->method,
+		         a->path, status, (unsigned long long)a->bytes, ms, job, end);
+}

@@ -1,0 +1,108 @@
+/*
+ * http_access_test.c - the access log's line: method and path from a head
+ * (the query never), what the route notes, the end reasons, one line per
+ * request and none for a closed one.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "http_access.h"
+#include "t.h"
+
+static char last[2048];
+static int lines;
+
+static void
+sink(void *ctx, enum orch_log_level level, const char *line, size_t n)
+{
+	(void)ctx;
+	(void)level;
+	snprintf(last, sizeof(last), "%.*s", (int)n, line);
+	lines++;
+}
+
+/* The line of a request whose head is @head, ended with @status and @end. */
+static const char *
+line_of(const char *head, int status, const char *end)
+{
+	struct http_access a;
+
+	http_access_begin(&a, 1000000);
+	http_access_head(&a, head, strlen(head));
+	http_access_sent(&a, 42);
+	http_access_end(&a, status, end, 3500000);
+	return last;
+}
+
+static void
+test_heads(void)
+{
+	T_STREQ(line_of("GET /v1/models?key=secret HTTP/1.1\r\nHost: x\r\n\r\n", 200, NULL),
+	        "event=http_access method=GET path=/v1/models status=200 bytes=42 ms=2.5 job=-");
+	T_STREQ(line_of("GET /a#frag HTTP/1.1\r\n", 404, NULL),
+	        "event=http_access method=GET path=/a status=404 bytes=42 ms=2.5 job=-");
+	T_STREQ(line_of("GET /health HTTP/1.1\r\nHost: x\r\n", 0, "deadline"),
+	        "event=http_access method=GET path=/health status=0 bytes=42 ms=2.5 job=- "
+	        "end=deadline");
+	/* a head cut anywhere, or not a request line: what it has */
+	T_STREQ(line_of("GET /he", 0, "closed"),
+	        "event=http_access method=GET path=/he status=0 bytes=42 ms=2.5 job=- end=closed");
+	T_STREQ(line_of("GET", 400, NULL),
+	        "event=http_access method=- path=- status=400 bytes=42 ms=2.5 job=-");
+	T_STREQ(line_of("\r\nGET / HTTP/1.1", 400, NULL),
+	        "event=http_access method=- path=- status=400 bytes=42 ms=2.5 job=-");
+	T_STREQ(line_of("GET  /x HTTP/1.1", 400, NULL),
+	        "event=http_access method=GET path=- status=400 bytes=42 ms=2.5 job=-");
+	T_STREQ(line_of("AVERYLONGMETHODNAME /x HTTP/1.1", 501, NULL),
+	        "event=http_access method=- path=- status=501 bytes=42 ms=2.5 job=-");
+	/* a quote in a path is escaped by the log, a control byte ends it */
+	T_STREQ(line_of("GET /a\"b HTTP/1.1", 404, NULL),
+	        "event=http_access method=GET path=\"/a\\\"b\" status=404 bytes=42 ms=2.5 job=-");
+	T_STREQ(line_of("GET /a\x01"
+	                "b HTTP/1.1",
+	                400, NULL),
+	        "event=http_access method=GET path=/a status=400 bytes=42 ms=2.5 job=-");
+}
+
+static void
+test_long_path(void)
+{
+	char head[600];
+	struct http_access a;
+
+	snprintf(head, sizeof(head), "GET /%0500d HTTP/1.1\r\n", 7);
+	http_access_begin(&a, 0);
+	http_access_head(&a, head, strlen(head));
+	T_EQ(strlen(a.path), HTTP_ACCESS_PATH_MAX);
+}
+
+static void
+test_note_and_once(void)
+{
+	struct http_access a;
+	int before = lines;
+
+	http_access_begin(&a, 0);
+	http_access_head(&a, "GET /jobs/0123abcd/events HTTP/1.1\r\n", 36);
+	http_access_note(&a, "/jobs/{id}/events", NULL);
+	http_access_note(&a, NULL, "89ca2a5f848c05d6");
+	http_access_end(&a, 200, NULL, 2000000);
+	T_STREQ(last, "event=http_access method=GET path=/jobs/{id}/events status=200 bytes=0 "
+	              "ms=2.0 job=89ca2a5f848c05d6");
+	http_access_end(&a, 200, "closed", 3000000); /* closed: no second line */
+	http_access_sent(&a, 10);                    /* nor bytes for it */
+	T_EQ(lines, before + 1);
+	T_EQ(a.bytes, 0);
+}
+
+int
+main(void)
+{
+	orch_log_set_sink(sink, NULL);
+	T_RUN(test_heads);
+	T_RUN(test_long_path);
+	T_RUN(test_note_and_once);
+	orch_log_set_sink(NULL, NULL);
+	return t_done();
+}
