@@ -13,6 +13,7 @@
 #include "api.h"
 #include "http.h"
 #include "jobs.h"
+#include "json_add.h"
 #include "keys.h"
 #include "models.h"
 #include "orchd.h"
@@ -277,25 +278,6 @@ api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *arg)
 	api_start(d, req, REQUEST_CHAT);
 }
 
-/* A member that is null when @v is "" or 0 (not known yet). */
-static void
-add_str(cJSON *o, const char *key, const char *v)
-{
-	if (v != NULL && v[0])
-		cJSON_AddStringToObject(o, key, v);
-	else
-		cJSON_AddNullToObject(o, key);
-}
-
-static void
-add_count(cJSON *o, const char *key, uint64_t v)
-{
-	if (v)
-		cJSON_AddNumberToObject(o, key, (double)v);
-	else
-		cJSON_AddNullToObject(o, key);
-}
-
 /* The first of @m's workers that said Ready (its facts), or NULL. */
 static const struct worker *
 loaded_worker(const struct model_entry *m)
@@ -323,11 +305,11 @@ model_object(const struct orchd *d, const struct model_entry *m)
 	cJSON_AddNumberToObject(it, "created", (double)(d->started_unix / 1000));
 	cJSON_AddStringToObject(it, "owned_by", "orch");
 	cJSON_AddStringToObject(it, "state", models_state_name(m->state));
-	add_count(it, "context_length", w ? w->ident.context_length : 0);
-	add_count(it, "max_context_length", f->n_ctx_train);
-	add_count(it, "file_size_bytes", f->known ? f->file_bytes : 0);
-	add_str(it, "quant_kind", f->known ? f->quant_kind : w ? w->ident.quant_kind : "");
-	add_str(it, "architecture", f->known ? f->arch : w ? w->ident.architecture : "");
+	json_add_count(it, "context_length", w ? w->ident.context_length : 0);
+	json_add_count(it, "max_context_length", f->n_ctx_train);
+	json_add_count(it, "file_size_bytes", f->known ? f->file_bytes : 0);
+	json_add_str(it, "quant_kind", f->known ? f->quant_kind : w ? w->ident.quant_kind : "");
+	json_add_str(it, "architecture", f->known ? f->arch : w ? w->ident.architecture : "");
 	if (m->chat_template_origin[0])
 		cJSON_AddStringToObject(it, "chat_template", m->chat_template_origin);
 	if (m->state == MODEL_FAILED) { /* why (paths, worker output): the admin API, the log */

@@ -10,29 +10,10 @@
 
 #include "base/build_id.h"
 #include "base/clock.h"
+#include "json_add.h"
 #include "models.h"
 #include "orchd.h"
 #include "workers.h"
-
-/* A string member, null when "". */
-static void
-add_str(cJSON *o, const char *key, const char *v)
-{
-	if (v[0])
-		cJSON_AddStringToObject(o, key, v);
-	else
-		cJSON_AddNullToObject(o, key);
-}
-
-/* A count member, null when 0 (not known yet). */
-static void
-add_count(cJSON *o, const char *key, uint64_t v)
-{
-	if (v)
-		cJSON_AddNumberToObject(o, key, (double)v);
-	else
-		cJSON_AddNullToObject(o, key);
-}
 
 /* Seconds since @since_ms (monotonic), null when 0. */
 static void
@@ -62,19 +43,19 @@ health_worker_facts(cJSON *o, const struct worker *w)
 
 	cJSON_AddStringToObject(o, "status", workers_healthy(w) ? "healthy" : "unhealthy");
 	cJSON_AddBoolToObject(o, "resident", resident(w));
-	add_str(o, "quant_kind", id->quant_kind);
+	json_add_str(o, "quant_kind", id->quant_kind);
 	cJSON_AddNumberToObject(o, "vram_bytes_used", (double)w->memory_used);
-	add_str(o, "tokenizer_kind", id->tokenizer_kind);
-	add_count(o, "vocab_size", id->vocab_size);
-	add_count(o, "context_length", id->context_length);
+	json_add_str(o, "tokenizer_kind", id->tokenizer_kind);
+	json_add_count(o, "vocab_size", id->vocab_size);
+	json_add_count(o, "context_length", id->context_length);
 	add_uptime(o, w->ready_ms);
-	add_str(o, "model_sha256", id->model_sha256);
-	add_str(o, "tokenizer_hash", id->tokenizer_hash);
-	add_str(o, "build_id", id->build_id);
+	json_add_str(o, "model_sha256", id->model_sha256);
+	json_add_str(o, "tokenizer_hash", id->tokenizer_hash);
+	json_add_str(o, "build_id", id->build_id);
 	if (strncmp(w->device, "cuda:", 5) == 0) {
-		add_str(o, "sm", id->sm);
-		add_str(o, "cuda_runtime_version", id->cuda_version);
-		add_str(o, "driver_version", id->driver_version);
+		json_add_str(o, "sm", id->sm);
+		json_add_str(o, "cuda_runtime_version", id->cuda_version);
+		json_add_str(o, "driver_version", id->driver_version);
 	}
 	if (w->state == WORKER_UNHEALTHY)
 		cJSON_AddStringToObject(o, "reason", w->unhealthy_reason);
@@ -114,11 +95,11 @@ model_facts(cJSON *o, const struct model_entry *m)
 		}
 	}
 	cJSON_AddBoolToObject(o, "resident", loaded > 0 && res == loaded);
-	add_str(o, "quant_kind", first ? first->ident.quant_kind : "");
+	json_add_str(o, "quant_kind", first ? first->ident.quant_kind : "");
 	cJSON_AddNumberToObject(o, "vram_bytes_used", (double)used);
-	add_str(o, "tokenizer_kind", first ? first->ident.tokenizer_kind : "");
-	add_count(o, "vocab_size", first ? first->ident.vocab_size : 0);
-	add_count(o, "context_length", first ? first->ident.context_length : 0);
+	json_add_str(o, "tokenizer_kind", first ? first->ident.tokenizer_kind : "");
+	json_add_count(o, "vocab_size", first ? first->ident.vocab_size : 0);
+	json_add_count(o, "context_length", first ? first->ident.context_length : 0);
 	add_uptime(o, m->state == MODEL_READY ? m->ready_since_ms : 0);
 }
 

@@ -27,11 +27,8 @@ exact bytes matter:
   caller's key may not use, HEAD like GET."""
 import json
 import os
-import shutil
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 BIN = os.environ["ORCH_BIN"]
@@ -46,56 +43,20 @@ from orchd_lib import check  # noqa: E402
 ERROR_MEMBERS = ("code", "message", "param", "type", "retriable")
 
 
-class Orchd:
-    """One orchd on a free port: [server] keys @conf, models a (preloaded) and b unless not @models."""
-
-    def __init__(self, conf="", seed=0, models=True):
-        self.tmp = tempfile.mkdtemp()
-        self.port = orchd_lib.free_port(os.getpid() * 11 + seed)
-        self.log_path = os.path.join(self.tmp, "orchd.log")
-        keys = os.path.join(self.tmp, "keys")
+def Orchd(conf="", seed=0, models=True):
+    """One orchd on a free port: [server] keys @conf with the two API keys, models a
+    (preloaded) and b unless not @models."""
+    def more(tmp):
+        keys = os.path.join(tmp, "keys")
         with open(keys, "w") as f:
             f.write("%s\n%s models=b\n" % (KEY, KEY_B))
         os.chmod(keys, 0o600)
-        with open(os.path.join(self.tmp, "orchd.conf"), "w") as f:
-            f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n"
-                    "api_keys_file = %s\n%s\n"
-                    % (self.port, os.path.join(self.tmp, "orchd.sock"), self.tmp, keys, conf))
-            if models:
-                f.write("[model \"a\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\n"
-                        "[model \"b\"]\npath = %s\ndevice = cpu\npreload = no\n" % (MODEL, MODEL))
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([BIN + "/orchd", "--config", os.path.join(self.tmp, "orchd.conf")],
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        orchd_lib.PORT = self.port
-        end = time.time() + 60
-        while time.time() < end:
-            try:
-                if orchd_lib.get("/ready")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        check(False, "orchd ready on %d" % self.port)
-
-    def log_text(self):
-        if not self.log.closed:
-            self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        if orchd_lib.failed:
-            sys.stderr.write(self.log_text()[-6000:])
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        text = "api_keys_file = %s\n" % keys
+        if models:
+            text += ("[model \"a\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\n"
+                     "[model \"b\"]\npath = %s\ndevice = cpu\npreload = no\n" % (MODEL, MODEL))
+        return text
+    return orchd_lib.OrchdProc(BIN, conf, 1000 + seed, None, 60, more)
 
 
 def request(method, path, body=b"", headers=None, key=True):

@@ -26,11 +26,8 @@ the ones written here:
 import json
 import os
 import resource
-import shutil
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 
 BIN = os.environ["ORCH_BIN"]
@@ -39,48 +36,9 @@ import orchd_lib  # noqa: E402
 from orchd_lib import check, get  # noqa: E402
 
 
-class Orchd:
+def Orchd(conf="", preexec=None, seed=0):
     """One orchd on a free port with [server] keys @conf; @preexec runs in the child."""
-
-    def __init__(self, conf="", preexec=None, seed=0):
-        self.tmp = tempfile.mkdtemp()
-        self.port = orchd_lib.free_port(os.getpid() * 7 + seed)
-        self.log_path = os.path.join(self.tmp, "orchd.log")
-        with open(os.path.join(self.tmp, "orchd.conf"), "w") as f:
-            f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n%s"
-                    % (self.port, os.path.join(self.tmp, "orchd.sock"), self.tmp, conf))
-        self.log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([BIN + "/orchd", "--config", os.path.join(self.tmp, "orchd.conf")],
-                                     stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=preexec)
-        orchd_lib.PORT = self.port
-        end = time.time() + 20
-        while time.time() < end:
-            try:
-                if get("/ready")[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        check(False, "orchd ready on %d" % self.port)
-
-    def log_text(self):
-        if not self.log.closed:
-            self.log.flush()
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-        if orchd_lib.failed:
-            sys.stderr.write(self.log_text()[-4000:])
-        shutil.rmtree(self.tmp, ignore_errors=True)
+    return orchd_lib.OrchdProc(BIN, conf, seed, preexec)
 
 
 def raw(port, data, timeout=3.0):

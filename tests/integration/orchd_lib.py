@@ -127,3 +127,62 @@ def stop_orchd(p, log, tmp):
     if failed:
         sys.stderr.write("".join(l for l in open(os.path.join(tmp, "orchd.log")) if "load_progress" not in l)[-8000:])
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+class OrchdProc:
+    """One orchd on a free port (from @seed) with its own temporary directory: a
+    [server] section with listen, admin_socket and runtime_dir, then @conf, then
+    what @more(tmp) returns (key files it writes there, model sections); @preexec
+    runs in the child. Waits up to @ready_s for /ready and points PORT at it."""
+
+    def __init__(self, bin_dir, conf="", seed=0, preexec=None, ready_s=20, more=None):
+        import os
+        import subprocess
+        import tempfile
+        global PORT
+        self.tmp = tempfile.mkdtemp()
+        self.port = free_port(os.getpid() * 7 + seed)
+        self.log_path = os.path.join(self.tmp, "orchd.log")
+        path = os.path.join(self.tmp, "orchd.conf")
+        with open(path, "w") as f:
+            f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n%s\n%s"
+                    % (self.port, os.path.join(self.tmp, "orchd.sock"), self.tmp, conf,
+                       more(self.tmp) if more else ""))
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([bin_dir + "/orchd", "--config", path], stdout=self.log,
+                                     stderr=subprocess.STDOUT, preexec_fn=preexec)
+        PORT = self.port
+        self._wait_ready(ready_s)
+
+    def _wait_ready(self, ready_s):
+        import time
+        end = time.time() + ready_s
+        while time.time() < end:
+            try:
+                if get("/ready")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        check(False, "orchd ready on %d" % self.port)
+
+    def log_text(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path, errors="replace") as f:
+            return f.read()
+
+    def stop(self, wait_s=15):
+        import shutil
+        import subprocess
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(wait_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        if failed:
+            sys.stderr.write(self.log_text()[-6000:])
+        shutil.rmtree(self.tmp, ignore_errors=True)
