@@ -243,6 +243,12 @@ ipc_debug_sub_close(struct ipc_debug_sub *s)
 	orch_free(s);
 }
 
+void
+ipc_debug_sub_leave(struct ipc_debug_sub *s)
+{
+	orch_free(s); /* the socket stays NNG's until the process ends */
+}
+
 orch_err
 ipc_debug_dump(const char *url, int timeout_ms, struct sbuf *out, struct orch_errinfo *reterr)
 {

@@ -92,8 +92,19 @@ orch_err ipc_debug_sub_open(const char *url, const char *const *topics, size_t n
 orch_err ipc_debug_sub_next(struct ipc_debug_sub *s, int timeout_ms, struct sbuf *out,
                             struct orch_errinfo *reterr);
 
-/* ipc_debug_sub_close - unsubscribe and free @s (NULL is fine). */
+/*
+ * ipc_debug_sub_close - unsubscribe and free @s (NULL is fine). Only when no
+ * more records arrive (the worker gone or quiet): NNG 1.5's nng_close can
+ * deadlock on a subscriber records are still arriving at.
+ */
 void ipc_debug_sub_close(struct ipc_debug_sub *s);
+
+/*
+ * ipc_debug_sub_leave - free @s but leave its socket open for the process's
+ * exit to end (NULL is fine): what a command that exits next does while
+ * records may still arrive.
+ */
+void ipc_debug_sub_leave(struct ipc_debug_sub *s);
 
 /*
  * ipc_debug_dump - ask the worker whose debug URL is @url for a state dump
@@ -117,7 +128,9 @@ typedef void ipc_debug_emit_fn(const char *record, void *arg);
  * (@topics as for ipc_debug_sub_open) and calls @emit for each record until
  * @count of them (0: no end), or until no record came for @timeout_ms (-1:
  * wait forever), or an error. Problems go to stderr prefixed with @prog.
- * Returns the exit code: 0 after @count records, else 1.
+ * Returns the exit code: 0 after @count records, else 1. The subscription
+ * is left for the process's exit to end (see ipc_debug_sub_close): call it
+ * last, then leave main.
  */
 int ipc_debug_follow(const char *prog, const char *url, const char *const *topics, size_t n_topics,
                      uint64_t count, int timeout_ms, ipc_debug_emit_fn *emit, void *arg);

@@ -150,7 +150,18 @@ check_attach(struct ipc_chan *c, const char *dbg)
 		st = wait_exit(att, 20);
 		id++;
 	}
-	if (st < 0) {
+	if (st < 0) { /* where it hangs, when gdb is there to say, then gone */
+		char pid[16];
+		snprintf(pid, sizeof(pid), "%d", (int)att);
+		const char *gdb[] = {"/usr/bin/gdb",        "-batch", "-p", pid, "-ex",
+		                     "thread apply all bt", NULL};
+		if (access(gdb[0], X_OK) == 0) {
+			pid_t g = start_cmd(gdb, STDERR_FILENO, STDERR_FILENO);
+			if (g > 0 && wait_exit(g, 30000) < 0) {
+				kill(g, SIGKILL);
+				waitpid(g, NULL, 0);
+			}
+		}
 		kill(att, SIGKILL);
 		waitpid(att, NULL, 0);
 	}
