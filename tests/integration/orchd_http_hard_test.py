@@ -42,21 +42,7 @@ def Orchd(conf="", preexec=None, seed=0):
 
 
 def raw(port, data, timeout=3.0):
-    """Send @data on a new connection and read until the peer closes or @timeout: the bytes."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-    out = b""
-    try:
-        s.sendall(data)
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
-    except (socket.timeout, ConnectionResetError):
-        pass
-    finally:
-        s.close()
-    return out
+    return orchd_lib.raw(port, data, timeout)
 
 
 def responses(data):

@@ -186,3 +186,22 @@ class OrchdProc:
         if failed:
             sys.stderr.write(self.log_text()[-6000:])
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def raw(port, data, timeout=3.0):
+    """Send @data on a new connection to @port and read until the peer closes or @timeout:
+    the bytes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    out = b""
+    try:
+        s.sendall(data)
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+    except (socket.timeout, ConnectionResetError):
+        pass
+    finally:
+        s.close()
+    return out
