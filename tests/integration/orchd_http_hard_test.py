@@ -45,22 +45,7 @@ def raw(port, data, timeout=3.0):
     return orchd_lib.raw(port, data, timeout)
 
 
-def responses(data):
-    """[(status, headers, body)] of the HTTP/1.1 responses in @data (Content-Length framed)."""
-    out = []
-    while data:
-        head, sep, rest = data.partition(b"\r\n\r\n")
-        if not sep:
-            break
-        lines = head.decode("latin-1").split("\r\n")
-        hdr = {}
-        for line in lines[1:]:
-            k, _, v = line.partition(":")
-            hdr[k.strip().lower()] = v.strip()
-        n = int(hdr.get("content-length", "0"))
-        out.append((int(lines[0].split(" ")[1]), hdr, rest[:n]))
-        data = rest[n:]
-    return out
+responses = orchd_lib.responses
 
 
 def request(method, path, body=b"", headers=None):

@@ -205,3 +205,22 @@ def raw(port, data, timeout=3.0):
     finally:
         s.close()
     return out
+
+
+def responses(data, heads=()):
+    """[(status, headers, body)] of the HTTP/1.1 responses in @data, Content-Length framed;
+    those at the indexes in @heads answer a HEAD: no body, whatever Content-Length says."""
+    out = []
+    while data:
+        head, sep, rest = data.partition(b"\r\n\r\n")
+        if not sep:
+            break
+        lines = head.decode("latin-1").split("\r\n")
+        hdr = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            hdr[k.strip().lower()] = v.strip()
+        n = 0 if len(out) in heads else int(hdr.get("content-length", "0"))
+        out.append((int(lines[0].split(" ")[1]), hdr, rest[:n]))
+        data = rest[n:]
+    return out
