@@ -25,10 +25,7 @@
  *     socket (in HEAD no response is in progress) and the connection is
  *     failed through its bufferevent, as if the client had closed it, which
  *     makes evhttp free it (and call our close callback).
- *   - accept() failures reach on_accept_error, which libevent calls with
- *     evhttp's pointer, not ours: the layer is found through its resume
- *     timer, the one event in the base with on_resume as its callback, kept
- *     pending for that (event_base_foreach_event; no global).
+ *   - accept() failures: http_accept.c.
  */
 #include "http_conn.h"
 
@@ -52,66 +49,11 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "http_access.h"
+#include "http_conn_int.h"
 #include "http_head.h"
 #include "http_host.h"
 #include "orchd.h"
 #include "params.h"
-
-#define CONN_BUCKETS   4096
-#define CLIENT_BUCKETS 1024
-#define REFUSE_BATCH   64    /* connections refused with the reserve descriptor per failure */
-#define PAUSE_MS       100   /* the listener's pause after an accept() failure */
-#define LOG_EVERY_MS   10000 /* at most one accept_paused line this often */
-#define IDLE_RESUME_S  3600  /* the resume timer's period when nothing is paused */
-#define ANSWER_MAX     2048
-
-enum phase { P_NEW, P_IDLE, P_HEAD, P_BODY, P_BUSY, P_DOOMED };
-
-struct client {
-	struct client *next;
-	uint8_t addr[16]; /* IPv6, or IPv4 mapped into it */
-	uint32_t n;       /* its connections */
-};
-
-struct conn {
-	struct http_edge *e;
-	struct conn *prev, *next; /* every connection */
-	struct conn *hnext;       /* its hash bucket, once admitted */
-	struct bufferevent *bev;
-	struct evhttp_connection *evcon;             /* NULL until admitted */
-	struct evbuffer_cb_entry *watch, *out_watch; /* its input; its output (bytes sent) */
-	struct event *timer;
-	struct client *client;
-	enum phase phase;
-	int deadline;       /* MET_DEADLINE_* of the armed timer */
-	uint32_t requests;  /* heads accepted */
-	uint64_t body_left; /* BODY: bytes still to come */
-	struct http_head_scan scan;
-	struct params_err verdict;  /* DOOMED: the answer */
-	struct http_access access;  /* the request in progress, for the access log */
-	struct evhttp_request *req; /* BUSY: evhttp's request, once route() has it */
-	int status;                 /* its answer's, once the answer's head is out (0: not yet) */
-	http_close_fn user_close;
-	void *user_arg;
-};
-
-struct http_edge {
-	struct orchd *d;
-	struct http_hosts hosts;
-	struct http_head_rules rules;
-	struct conn *conns;
-	uint32_t n_conns;
-	struct conn *bucket[CONN_BUCKETS];
-	struct client *clients[CLIENT_BUCKETS];
-	/* the listener */
-	struct evconnlistener *listener;
-	struct event *ev_resume;
-	int reserve_fd; /* /dev/null, closed for a moment to accept() and refuse */
-	bool paused, episode, logged;
-	uint64_t episode_refused, episode_ms, last_log_ms;
-	char busy[ANSWER_MAX]; /* the 503 of a connection refused at accept() */
-	size_t busy_n;
-};
 
 /* ---- answers written to the socket ---- */
 
@@ -137,9 +79,8 @@ reason(int status)
 	return status < 500 ? "Client Error" : "Server Error";
 }
 
-/* The whole response to a refusal @pe into @out (@cap bytes): its length, 0 when it fails. */
-static size_t
-format_answer(const struct params_err *pe, char *out, size_t cap)
+size_t
+http_conn_format_answer(const struct params_err *pe, char *out, size_t cap)
 {
 	cJSON *body = params_err_json(pe->code, pe->param[0] ? pe->param : NULL, pe->msg);
 	char *text = body ? cJSON_PrintUnformatted(body) : NULL;
@@ -156,9 +97,8 @@ format_answer(const struct params_err *pe, char *out, size_t cap)
 	return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-/* Best effort: a response into an empty send buffer of a non-blocking socket; bytes sent. */
-static size_t
-send_answer(int fd, const char *p, size_t n)
+size_t
+http_conn_send_answer(int fd, const char *p, size_t n)
 {
 	ssize_t k = n ? send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
 	char sink[4096];
@@ -308,8 +248,10 @@ answer_and_end(struct conn *c)
 {
 	char buf[ANSWER_MAX];
 	int status = orch_err_http(c->verdict.code);
-	size_t n = c->verdict.code != ORCH_OK ? format_answer(&c->verdict, buf, sizeof(buf)) : 0;
-	size_t sent = send_answer(bufferevent_getfd(c->bev), buf, n);
+	size_t n = c->verdict.code != ORCH_OK
+	                   ? http_conn_format_answer(&c->verdict, buf, sizeof(buf))
+	                   : 0;
+	size_t sent = http_conn_send_answer(bufferevent_getfd(c->bev), buf, n);
 
 	if (n > 0) {
 		c->e->d->metrics.http_responses[status / 100]++;
@@ -487,8 +429,6 @@ on_close(struct evhttp_connection *evcon, void *arg)
 	conn_free(c);
 }
 
-static void episode_end(struct http_edge *e);
-
 /* Refuse @c now: over a limit. */
 static void
 refuse(struct conn *c, int why, const char *msg)
@@ -521,7 +461,7 @@ admit(struct conn *c)
 	if ((c->client = client_get(e, addr)) != NULL)
 		c->client->n++;
 	if (e->episode)
-		episode_end(e);
+		http_accept_episode_end(e);
 	if (e->n_conns > cfg->max_connections || c->client == NULL)
 		return refuse(c, MET_REFUSED_MAX, "too many connections (max_connections)");
 	if (c->client->n > cfg->max_connections_per_client)
@@ -657,135 +597,6 @@ http_conn_set_closecb(struct orchd *d, struct evhttp_connection *evcon, http_clo
 	}
 	c->user_close = fn;
 	c->user_arg = arg;
-}
-
-/* ---- the listener ---- */
-
-static void
-episode_end(struct http_edge *e)
-{
-	if (e->logged)
-		orch_log(ORCH_LOG_INFO, "accept_resumed", "refused=%llu paused_ms=%llu",
-		         (unsigned long long)e->episode_refused,
-		         (unsigned long long)(orch_mono_ms() - e->episode_ms));
-	e->episode = e->logged = false;
-	e->episode_refused = 0;
-}
-
-static void
-resume_in(struct http_edge *e, uint64_t ms)
-{
-	struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000 * 1000)};
-
-	event_add(e->ev_resume, &tv);
-}
-
-static void
-on_resume(evutil_socket_t fd, short what, void *arg)
-{
-	struct http_edge *e = arg;
-
-	(void)fd;
-	(void)what;
-	if (!e->paused)
-		return;
-	e->paused = false;
-	evconnlistener_enable(e->listener);
-	resume_in(e, IDLE_RESUME_S * 1000ull);
-}
-
-/* Take the connections waiting in the backlog with the reserve descriptor, and refuse them. */
-static uint32_t
-refuse_waiting(struct http_edge *e)
-{
-	int lfd = evconnlistener_get_fd(e->listener);
-	uint32_t n = 0;
-
-	while (n < REFUSE_BATCH && e->reserve_fd >= 0) {
-		close(e->reserve_fd);
-		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-		if (fd >= 0) {
-			send_answer(fd, e->busy, e->busy_n);
-			close(fd);
-			n++;
-		}
-		e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			break;
-	}
-	return n;
-}
-
-static void
-accept_failed(struct http_edge *e, int err)
-{
-	uint64_t now = orch_mono_ms();
-	uint32_t refused = 0;
-
-	if (e->reserve_fd < 0)
-		e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (err == EMFILE || err == ENFILE)
-		refused = refuse_waiting(e);
-	e->d->metrics.http_refused[MET_REFUSED_FDS] += refused;
-	e->paused = true;
-	resume_in(e, PAUSE_MS);
-	if (!e->episode) {
-		e->episode = true;
-		e->episode_ms = now;
-		if (e->last_log_ms == 0 || now - e->last_log_ms >= LOG_EVERY_MS) {
-			e->logged = true;
-			e->last_log_ms = now;
-			orch_log(
-			        ORCH_LOG_WARNING, "accept_paused",
-			        "err=\"%s\" connections=%u refused=%u pause_ms=%d "
-			        "note=\"open connections go on; new ones get 503 until descriptors free up\"",
-			        strerror(err), e->n_conns, refused, PAUSE_MS);
-		}
-	}
-	e->episode_refused += refused;
-}
-
-static int
-find_edge(const struct event_base *base, const struct event *ev, void *arg)
-{
-	(void)base;
-	if (event_get_callback(ev) != on_resume)
-		return 0;
-	*(struct http_edge **)arg = event_get_callback_arg(ev);
-	return 1;
-}
-
-/* The listener's error callback; @http is evhttp's (see the design notes). */
-static void
-on_accept_error(struct evconnlistener *lev, void *http)
-{
-	int err = EVUTIL_SOCKET_ERROR();
-	struct http_edge *e = NULL;
-
-	(void)http;
-	evconnlistener_disable(lev); /* first: no retrying at once, forever */
-	event_base_foreach_event(evconnlistener_get_base(lev), find_edge, &e);
-	if (e != NULL && e->listener == lev)
-		accept_failed(e, err);
-}
-
-orch_err
-http_conn_listen(struct orchd *d, struct evhttp_bound_socket *bound, struct orch_errinfo *reterr)
-{
-	struct http_edge *e = d->edge;
-	struct params_err pe = {0};
-
-	params_fail(&pe, ORCH_EOVERLOADED, NULL,
-	            "no descriptor left to take the connection; try again shortly");
-	e->busy_n = format_answer(&pe, e->busy, sizeof(e->busy));
-	e->listener = evhttp_bound_socket_get_listener(bound);
-	e->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (e->busy_n == 0 || e->listener == NULL || e->reserve_fd < 0 ||
-	    (e->ev_resume = event_new(d->base, -1, EV_PERSIST, on_resume, e)) == NULL)
-		return orch_errf(reterr, ORCH_ENOMEM, "cannot set up the listener's limits");
-	evconnlistener_set_error_cb(e->listener, on_accept_error);
-	resume_in(e, IDLE_RESUME_S * 1000ull); /* always pending: find_edge looks for it */
-	return ORCH_OK;
 }
 
 /* ---- the layer ---- */
