@@ -5,6 +5,7 @@
  */
 #include "http.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -447,10 +448,18 @@ bind_addr(struct evhttp *http, const char *addr, struct evhttp_bound_socket **re
 	if (colon == NULL || (size_t)(colon - addr) >= sizeof(host))
 		return orch_errf(reterr, ORCH_EINVAL, "listen address '%s': want HOST:PORT", addr);
 	snprintf(host, sizeof(host), "%.*s", (int)(colon - addr), addr);
+	errno = 0;
 	if ((*ret = evhttp_bind_socket_with_handle(http, host, (ev_uint16_t)atoi(colon + 1))) ==
-	    NULL)
-		return orch_errf(reterr, ORCH_EIO,
-		                 "cannot listen on %s (in use, or not an address here)", addr);
+	    NULL) {
+		int err = errno;
+		if (err == EADDRINUSE)
+			return orch_errf(reterr, ORCH_EIO,
+			                 "cannot listen on %s: the port is in use (another orchd? "
+			                 "pick another with --port N or listen in [server])",
+			                 addr);
+		return orch_errf(reterr, ORCH_EIO, "cannot listen on %s: %s", addr,
+		                 err ? strerror(err) : "not an address of this machine");
+	}
 	return ORCH_OK;
 }
 

@@ -3,6 +3,7 @@
  * the event loop, start-up (listeners, preloaded models), systemd
  * notifications, SIGHUP reload, and the SIGTERM drain.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -18,8 +20,11 @@
 #include <event2/event.h>
 
 #include "admin.h"
+#include "base/build_id.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/parse.h"
+#include "check.h"
 #include "http.h"
 #include "inspect.h"
 #include "jobs.h"
@@ -144,12 +149,16 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 /* ---- main ---- */
 
 static void
-usage(void)
+usage(FILE *out)
 {
-	fprintf(stderr,
-	        "usage: orchd [--config FILE] [--check-config] [--listen HOST:PORT]\n"
+	fprintf(out,
+	        "usage: orchd [--config FILE] [--check-config] [--listen HOST:PORT] [--port N]\n"
 	        "             [--admin-socket PATH] [--runtime-dir DIR] [--worker-bin PATH]\n"
-	        "             [--log-level err|warning|info|debug]\n");
+	        "             [--log-level err|warning|info|debug] [--version]\n"
+	        "       orchd --model FILE [--name NAME] [--device cpu|cuda:N] [--context N]\n"
+	        "             [--slots N] [other options as above]\n"
+	        "Without --config, orchd reads /etc/orchd/orchd.conf when it exists and no\n"
+	        "--model is given. --model serves one GGUF file with no config file.\n");
 }
 
 /* orch-worker next to this binary. */
@@ -170,6 +179,19 @@ default_worker_bin(char *out, size_t n)
 	snprintf(out, n, "%s/orch-worker", self);
 }
 
+/*
+ * orchd cannot start: one log line (with no wire code: nobody asked over the API),
+ * and on a terminal the plain sentence too.
+ */
+static void
+start_failed(const struct orch_errinfo *e, const char *what, const char *value)
+{
+	orch_log(ORCH_LOG_ERR, "start_failed", "part=%s value=%s code=%s msg=\"%s\"", what, value,
+	         orch_err_name(e->code), e->msg);
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "orchd: %s\n", e->msg);
+}
+
 /* Descriptors, the runtime directory, the loop and its signals. */
 static bool
 prepare(struct orchd *d)
@@ -184,7 +206,7 @@ prepare(struct orchd *d)
 	}
 	struct orch_errinfo e = {0};
 	if (rundir_claim(d, &e) != ORCH_OK) { /* one orchd per directory; what a dead one left */
-		orch_log_err(e.code, &e, "runtime_dir_failed", "dir=%s", d->cfg.runtime_dir);
+		start_failed(&e, "runtime_dir", d->cfg.runtime_dir);
 		return false;
 	}
 	if ((d->base = event_base_new()) == NULL)
@@ -206,11 +228,15 @@ start(struct orchd *d)
 	struct orch_errinfo e = {0};
 
 	if (load_api_keys(d, &e) != ORCH_OK) {
-		orch_log_err(e.code, &e, "start_failed", "api_keys_file=%s", d->cfg.api_keys_file);
+		start_failed(&e, "api_keys_file", d->cfg.api_keys_file);
 		return false;
 	}
-	if (http_start(d, &e) != ORCH_OK || admin_start(d, &e) != ORCH_OK) {
-		orch_log_err(e.code, &e, "start_failed", "listen=%s", d->cfg.listen);
+	if (http_start(d, &e) != ORCH_OK) {
+		start_failed(&e, "listen", d->cfg.listen);
+		return false;
+	}
+	if (admin_start(d, &e) != ORCH_OK) {
+		start_failed(&e, "admin_socket", d->cfg.admin_socket);
 		return false;
 	}
 	for (uint32_t i = 0; i < d->cfg.n_models; i++) {
@@ -281,12 +307,51 @@ set_log_level(const char *v)
 	return false;
 }
 
-/* Flags that set a [server] key, and their keys. */
+/* Flags that set a [server] key or describe the --model model. */
 struct flags {
-	const char *kv[4][2];
+	const char *kv[8][2]; /* [server] key, value */
 	int n;
 	bool check;
+	const char *port;
+	const char *model, *name; /* --model FILE: its [model] keys in mkv */
+	const char *mkv[8][2];
+	int nm;
 };
+
+/* --port N: the port of @listen replaced; false when N is not a port. */
+static bool
+apply_port(char *listen, size_t n, const char *port)
+{
+	uint64_t p;
+	char host[128];
+	const char *colon = strrchr(listen, ':');
+
+	if (orch_parse_u64(port, 1, 65535, &p) != ORCH_OK)
+		return false;
+	snprintf(host, sizeof(host), "%.*s", colon ? (int)(colon - listen) : 0, listen);
+	if (snprintf(listen, n, "%.100s:%llu", host[0] ? host : "127.0.0.1",
+	             (unsigned long long)p) >= (int)n)
+		return false;
+	return true;
+}
+
+/* The --model model's name: the file's name less ".gguf", other characters as '-'. */
+static void
+model_name_of(const char *path, char *out, size_t n)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t len = strlen(base), k = 0;
+
+	if (len > 5 && strcasecmp(base + len - 5, ".gguf") == 0)
+		len -= 5;
+	for (size_t i = 0; i < len && k + 1 < n; i++) {
+		char ch = base[i];
+		out[k++] = isalnum((unsigned char)ch) || strchr("._-", ch) ? ch : '-';
+	}
+	out[k] = '\0';
+	if (k == 0)
+		snprintf(out, n, "model");
+}
 
 /* The command line; -1 to go on, else main's exit code. */
 static int
@@ -295,25 +360,40 @@ parse_flags(int argc, char **argv, struct orchd *d, struct flags *f)
 	static const struct option longopts[] = {{"config", required_argument, NULL, 'c'},
 	                                         {"check-config", no_argument, NULL, 'C'},
 	                                         {"listen", required_argument, NULL, 'l'},
+	                                         {"port", required_argument, NULL, 'p'},
 	                                         {"admin-socket", required_argument, NULL, 'a'},
 	                                         {"runtime-dir", required_argument, NULL, 'r'},
 	                                         {"worker-bin", required_argument, NULL, 'w'},
 	                                         {"log-level", required_argument, NULL, 'L'},
+	                                         {"model", required_argument, NULL, 'm'},
+	                                         {"name", required_argument, NULL, 'N'},
+	                                         {"device", required_argument, NULL, 'd'},
+	                                         {"context", required_argument, NULL, 'x'},
+	                                         {"slots", required_argument, NULL, 's'},
+	                                         {"version", no_argument, NULL, 'V'},
 	                                         {"help", no_argument, NULL, 'h'},
 	                                         {NULL, 0, NULL, 0}};
 	static const struct {
 		int opt;
 		const char *key;
-	} keys[] = {
-	        {'l', "listen"}, {'a', "admin_socket"}, {'r', "runtime_dir"}, {'w', "worker_bin"}};
+	} keys[] = {{'l', "listen"},     {'a', "admin_socket"}, {'r', "runtime_dir"},
+	            {'w', "worker_bin"}, {'d', "device"},       {'x', "context"},
+	            {'s', "slots"}};
 	int c;
 
-	while (f->n < 4 && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "m:hV", longopts, NULL)) != -1) {
 		bool known = false;
 		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 			if (keys[i].opt == c) {
-				f->kv[f->n][0] = keys[i].key;
-				f->kv[f->n++][1] = optarg;
+				bool model_key = c == 'd' || c == 'x' || c == 's';
+				int *k = model_key ? &f->nm : &f->n;
+				if (*k == 8) {
+					fprintf(stderr, "orchd: too many options\n");
+					return 2;
+				}
+				const char **kv = model_key ? f->mkv[(*k)++] : f->kv[(*k)++];
+				kv[0] = keys[i].key;
+				kv[1] = optarg;
 				known = true;
 			}
 		if (known)
@@ -322,16 +402,106 @@ parse_flags(int argc, char **argv, struct orchd *d, struct flags *f)
 			d->config_path = optarg;
 		else if (c == 'C')
 			f->check = true;
-		else if (c != 'L' || !set_log_level(optarg)) {
-			usage();
-			return c == 'h' ? 0 : 2;
+		else if (c == 'p')
+			f->port = optarg;
+		else if (c == 'm')
+			f->model = optarg;
+		else if (c == 'N')
+			f->name = optarg;
+		else if (c == 'V') {
+			printf("orchd %s\n", orch_build_id());
+			return 0;
+		} else if (c == 'h') {
+			usage(stdout);
+			return 0;
+		} else if (c != 'L' || !set_log_level(optarg)) {
+			if (c == 'L')
+				fprintf(stderr,
+				        "orchd: --log-level wants err, warning, notice, info "
+				        "or debug, got '%s'\n",
+				        optarg);
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc) {
-		usage();
+		fprintf(stderr, "orchd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+	if (f->nm > 0 && f->model == NULL) {
+		fprintf(stderr, "orchd: --device, --context and --slots describe the --model "
+		                "model; without --model, set them in the config file\n");
 		return 2;
 	}
 	return -1;
+}
+
+/* --model FILE: one [model] section, preloaded; 0 or main's exit code. */
+static int
+add_flag_model(struct orchd *d, const struct flags *f)
+{
+	char name[CFG_NAME_MAX], section[CFG_NAME_MAX + 16];
+	struct orch_errinfo e = {0};
+
+	if (f->name)
+		snprintf(name, sizeof(name), "%s", f->name);
+	else
+		model_name_of(f->model, name, sizeof(name));
+	snprintf(section, sizeof(section), "model \"%s\"", name);
+	if (cfg_model_find(&d->cfg, name) != NULL) {
+		fprintf(stderr,
+		        "orchd: --model: the config already has a model '%s' (pick "
+		        "another with --name)\n",
+		        name);
+		return 1;
+	}
+	if (cfg_set(&d->cfg, section, "path", f->model, &e) != ORCH_OK ||
+	    cfg_set(&d->cfg, section, "preload", "yes", &e) != ORCH_OK) {
+		fprintf(stderr, "orchd: --model: %s\n", e.msg);
+		return 1;
+	}
+	for (int i = 0; i < f->nm; i++)
+		if (cfg_set(&d->cfg, section, f->mkv[i][0], f->mkv[i][1], &e) != ORCH_OK) {
+			fprintf(stderr, "orchd: --%s: %s\n", f->mkv[i][0], e.msg);
+			return 1;
+		}
+	return 0;
+}
+
+/*
+ * Not root and nothing said where the runtime files go: /run/orchd is root's
+ * (systemd makes it), so a user's orchd keeps them in $XDG_RUNTIME_DIR/orchd,
+ * or /tmp/orchd-UID, as orchctl looks for them (docs/configuration.md).
+ */
+static void
+user_runtime_dir(struct orchd *d)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	struct orchd_config def;
+
+	cfg_defaults(&def);
+	if (geteuid() == 0 || strcmp(d->cfg.runtime_dir, def.runtime_dir) != 0 ||
+	    access(def.runtime_dir, W_OK) == 0)
+		return;
+	if (xdg != NULL && xdg[0] == '/')
+		snprintf(d->cfg.runtime_dir, sizeof(d->cfg.runtime_dir), "%s/orchd", xdg);
+	else
+		snprintf(d->cfg.runtime_dir, sizeof(d->cfg.runtime_dir), "/tmp/orchd-%u",
+		         (unsigned)geteuid());
+}
+
+/* admin_socket left at its default lives in the runtime directory, wherever that is. */
+static void
+admin_socket_default(struct orchd *d)
+{
+	struct orchd_config def;
+
+	cfg_defaults(&def);
+	if (strcmp(d->cfg.admin_socket, def.admin_socket) == 0 &&
+	    strcmp(d->cfg.runtime_dir, def.runtime_dir) != 0)
+		snprintf(d->cfg.admin_socket, sizeof(d->cfg.admin_socket), "%.*s/orchd.sock",
+		         (int)sizeof(d->cfg.admin_socket) - 16, d->cfg.runtime_dir);
 }
 
 /* The file, then the flags over it, then the whole-config checks; 0 or main's exit code. */
@@ -340,7 +510,9 @@ configure(struct orchd *d, const struct flags *f)
 {
 	struct orch_errinfo e = {0};
 
-	if (d->config_path == NULL && access("/etc/orchd/orchd.conf", R_OK) == 0)
+	/* --model alone is a one-model server: no system config beneath it */
+	if (d->config_path == NULL && f->model == NULL &&
+	    access("/etc/orchd/orchd.conf", R_OK) == 0)
 		d->config_path = "/etc/orchd/orchd.conf";
 	if (d->config_path != NULL && cfg_load(&d->cfg, d->config_path, &e) != ORCH_OK) {
 		fprintf(stderr, "orchd: %s\n", e.msg);
@@ -351,6 +523,14 @@ configure(struct orchd *d, const struct flags *f)
 			fprintf(stderr, "orchd: --%s: %s\n", f->kv[i][0], e.msg);
 			return 1;
 		}
+	if (f->port && !apply_port(d->cfg.listen, sizeof(d->cfg.listen), f->port)) {
+		fprintf(stderr, "orchd: --port wants 1-65535, got '%s'\n", f->port);
+		return 1;
+	}
+	if (f->model != NULL && add_flag_model(d, f) != 0)
+		return 1;
+	user_runtime_dir(d);
+	admin_socket_default(d);
 	if (cfg_check(&d->cfg, &e) != ORCH_OK) {
 		fprintf(stderr, "orchd: %s: %s\n", d->config_path ? d->config_path : "flags",
 		        e.msg);
@@ -372,10 +552,9 @@ main(int argc, char **argv)
 		return rc;
 	}
 	if (f.check) {
-		printf("orchd: %s: ok (%u models)\n", d.config_path ? d.config_path : "defaults",
-		       d.cfg.n_models);
+		rc = check_config(&d);
 		cfg_free(&d.cfg);
-		return 0;
+		return rc;
 	}
 	if (d.cfg.worker_bin[0])
 		snprintf(d.worker_bin, sizeof(d.worker_bin), "%s", d.cfg.worker_bin);

@@ -177,12 +177,15 @@ rundir_claim(struct orchd *d, struct orch_errinfo *reterr)
 	const char *dir = d->cfg.runtime_dir;
 	int dirfd, fd;
 
-	if (mkdir(dir, 0750) != 0 && errno != EEXIST)
-		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: %s", dir,
-		                 strerror(errno));
-	if ((dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: %s", dir,
-		                 strerror(errno));
+	if ((mkdir(dir, 0750) != 0 && errno != EEXIST) ||
+	    (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		int err = errno;
+		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: %s%s", dir, strerror(err),
+		                 err == EACCES || err == EPERM || err == EROFS
+		                         ? " (run orchd as root, or give it a directory of yours "
+		                           "with --runtime-dir DIR or runtime_dir in [server])"
+		                         : "");
+	}
 	if ((fd = openat(dirfd, "orchd.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640)) <
 	    0) {
 		int err = errno;
