@@ -14,18 +14,22 @@ SOAK_SECONDS ?= 1800
 SOAK_OUT   ?= $(BUILD)/soak.json
 PREFIX     ?= /usr/local
 
-.PHONY: all run test deps build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz soak format format-check bench gpu clean
+.PHONY: all run test deps deps-run build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz soak format format-check bench gpu clean
 
 all: build
 
-run: deps build
-	@scripts/run.sh "$(BUILD)"
+# PORT=N or LISTEN=HOST:PORT: where orchd listens (default 127.0.0.1:8080).
+run: deps-run build
+	@PORT="$(PORT)" LISTEN="$(LISTEN)" scripts/run.sh "$(BUILD)"
 
 test: deps
 	@scripts/test.sh
 
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh test
+
+deps-run:
+	@scripts/deps.sh run
 
 configure:
 	cmake -S . -B $(BUILD) -DORCH_WERROR=$(WERROR) $(CMAKE_ARGS)

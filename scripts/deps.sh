@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
-# Installs the Debian packages orch needs to build and test, and nothing when
-# all are present. CUDA is not a Debian package here: it lives in /usr/local/cuda.
+# deps.sh [run|test] - installs the Debian packages orch needs, and nothing when
+# all are present: 'run' what building and running need (make run), 'test' those
+# and what only the tests use (make test; the default). CUDA is not a Debian
+# package here: it lives in /usr/local/cuda.
 set -euo pipefail
+what=${1:-test}
 
 pkgs=(
 	build-essential cmake pkg-config     # compilers, CMake >= 3.25
-	clang libclang-rt-14-dev             # libFuzzer for tests/fuzz
-	clang-format                         # format check in 'make test'
 	libcjson-dev                         # JSON output (orchctl --json)
 	libpcre2-dev                         # tokenizer pre-tokenizer regexes
 	libnng-dev                           # supervisor <-> worker channel (ipc/)
 	libprotobuf-c-dev protobuf-c-compiler # its messages (proto/orch.proto)
 	libevent-dev libinih-dev libsystemd-dev # orchd: event loop + HTTP, config, sd_notify
+)
+test_pkgs=(
+	clang libclang-rt-14-dev             # libFuzzer for tests/fuzz, the clang build
+	clang-format                         # format check in 'make test'
 	curl prometheus                      # orchd tests: HTTP client, promtool check metrics
 	systemd                              # systemd-analyze, -sysusers, -tmpfiles: unit checks
 	python3                              # JSON checks in tests/integration
+	gdb                                  # stacks of a hung test child
 )
+case $what in
+run) ;;
+test) pkgs+=("${test_pkgs[@]}") ;;
+*)
+	echo "usage: deps.sh [run|test]" >&2
+	exit 2
+	;;
+esac
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -25,11 +39,12 @@ for p in "${pkgs[@]}"; do
 done
 
 # Node.js runs the interop tests; the machines here ship it, Debian's works too.
-if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+if [ "$what" = test ] && { ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; }; then
 	missing+=(nodejs npm)
 fi
 
 install_npm() {
+	[ "$what" = test ] || return 0
 	# Pinned by tests/interop/package-lock.json; skipped when already installed.
 	local dir
 	dir="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
@@ -47,7 +62,7 @@ fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps: missing Debian packages: ${missing[*]}" >&2
-	echo "deps: run 'make deps' as root (or: sudo apt-get install ${missing[*]})" >&2
+	echo "deps: run 'make deps' (or 'make deps-run' for running only) as root (or: sudo apt-get install ${missing[*]})" >&2
 	exit 1
 fi
 

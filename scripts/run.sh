@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run.sh BUILD - what 'make run' does: start orchd on 127.0.0.1:8080 with
+# run.sh BUILD - what 'make run' does: start orchd on 127.0.0.1:8080 (PORT=N
+# or LISTEN=HOST:PORT elsewhere) with
 # the default model, stories260K (a real 1.1 MB Llama model kept in the
 # repository: models/, see NOTICE), on the cpu (the CUDA backend is not yet
 # verified on a GPU). Runtime files go in BUILD/run. ORCH_MODEL=FILE serves
@@ -7,8 +8,16 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
-run=$build/run
+run=${ORCH_RUN_DIR:-$build/run}
 model=${ORCH_MODEL:-$root/models/stories260K.gguf}
+port=${PORT:-8080}
+listen=${LISTEN:-127.0.0.1:$port}
+if [[ ! $port =~ ^[0-9]+$ ]] || ((port < 1 || port > 65535)); then
+	echo "make run: PORT wants 1-65535, got '$port'" >&2
+	exit 2
+fi
+url=http://$listen
+[[ $listen == 0.0.0.0:* ]] && url=http://127.0.0.1:${listen##*:}
 mkdir -p "$run"
 if [[ ! -f $model ]]; then
 	echo "make run: $model is missing (the default model is models/stories260K.gguf in the repository)" >&2
@@ -17,7 +26,7 @@ fi
 cat >"$run/orchd.conf" <<CONF
 # written by scripts/run.sh (make run)
 [server]
-listen = 127.0.0.1:8080
+listen = $listen
 admin_socket = $run/orchd.sock
 runtime_dir = $run
 
@@ -28,7 +37,7 @@ slots = 8
 context = 512
 preload = yes
 CONF
-echo "make run: orchd on http://127.0.0.1:8080, admin socket $run/orchd.sock"
-echo "make run: try  curl -N localhost:8080/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
+echo "make run: orchd on $url, admin socket $run/orchd.sock"
+echo "make run: try  curl -N $url/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
 echo "make run: and  ORCHD_SOCKET=$run/orchd.sock $build/bin/orchctl status"
 exec "$build/bin/orchd" --config "$run/orchd.conf"

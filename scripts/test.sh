@@ -2,12 +2,18 @@
 # The whole suite, as 'make test' runs it: format check, normal build and
 # every test, the ASan+UBSan build of the unit and integration tests, a
 # short libFuzzer run, and a Release (gcc -O3) and a clang build. Ends with
-# one summary line "N passed, N failed".
+# one summary line "N passed, N failed, N skipped". Without ../shared/testdata
+# beside the clone it says so first and the tests that need it skip.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 passed=0
 failed=0
+skipped=0
+data=${ORCH_TESTDATA:-$PWD/../shared/testdata}
+if [[ ! -d $data ]]; then
+	echo "test: $data is missing: the tests that need the shared test data will be skipped (the count is in the last line)"
+fi
 steps_failed=()
 
 # ctest_sum DIR ARGS...: run ctest, add its counts to the totals.
@@ -18,16 +24,19 @@ ctest_sum() {
 	(cd "$dir" && ctest --output-on-failure -j"$jobs" "$@") | tee "$log"
 	local line
 	line=$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -1)
-	rm -f "$log"
 	if [[ -z $line ]]; then
+		rm -f "$log"
 		steps_failed+=("ctest in $dir")
 		return
 	fi
-	local total fails
+	local total fails skips
 	total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
 	fails=$(sed -E 's/.*tests passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
-	passed=$((passed + total - fails))
+	skips=$(grep -cE 'Test +#[0-9]+: .*Skipped' "$log")
+	passed=$((passed + total - fails - skips))
 	failed=$((failed + fails))
+	skipped=$((skipped + skips))
+	rm -f "$log"
 }
 
 step() {
@@ -53,5 +62,5 @@ if [[ ${#steps_failed[@]} -gt 0 ]]; then
 	echo "failed steps: ${steps_failed[*]}"
 	failed=$((failed + ${#steps_failed[@]}))
 fi
-echo "test: $passed passed, $failed failed"
+echo "test: $passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]

@@ -4,6 +4,7 @@
 set -uo pipefail
 
 source "$(dirname "$0")/lib.sh"
+need_testdata
 
 # Every GGUF in the test data: exit 0 and the expected architecture, except
 # the v1 file, which gets exactly one error line naming GGUF v1.

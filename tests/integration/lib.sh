@@ -3,6 +3,13 @@
 # ok/bad counters that `finish` reports as "NAME: N passed, N failed".
 bin=${ORCH_BIN:?ORCH_BIN not set}
 data=${ORCH_TESTDATA:?ORCH_TESTDATA not set}
+# need_testdata - skip the test (ctest's 77) where ../shared/testdata is missing
+need_testdata() {
+	if [[ ! -d $data ]]; then
+		echo "skipped: needs the shared test data, and $data is missing"
+		exit 77
+	fi
+}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 pass=0

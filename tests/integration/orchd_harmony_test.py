@@ -27,11 +27,11 @@ import sys
 import tempfile
 
 BIN = os.environ["ORCH_BIN"]
-DATA = os.environ["ORCH_TESTDATA"]
-MODEL = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, sse_events  # noqa: E402
+DATA = orchd_lib.testdata()
+MODEL = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
 
 ROUND_TRIP = ('<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>'
               '{"city": "Paris"}<|call|><|start|>functions.get_weather to=assistant<|channel|>'

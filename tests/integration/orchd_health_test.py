@@ -25,10 +25,10 @@ import threading
 import time
 
 BIN = os.environ["ORCH_BIN"]
-DATA = os.environ["ORCH_TESTDATA"]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, get, sse_events, admin  # noqa: E402
+DATA = orchd_lib.testdata()
 
 tmp = tempfile.mkdtemp()
 MODEL = os.path.join(tmp, "m.gguf")

@@ -33,11 +33,11 @@ import tempfile
 import time
 
 BIN = os.environ["ORCH_BIN"]
-DATA = os.environ["ORCH_TESTDATA"]
-MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, get, sse_events  # noqa: E402
+DATA = orchd_lib.testdata()
+MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 
 tmp = tempfile.mkdtemp()
 JSON = {"Content-Type": "application/json"}

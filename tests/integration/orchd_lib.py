@@ -3,6 +3,7 @@ plain HTTP to the public API on 127.0.0.1:PORT, SSE parsing, and the admin
 API on the unix socket ADMIN. A test sets PORT and ADMIN first."""
 import http.client
 import json
+import os
 import socket
 import sys
 
@@ -10,6 +11,19 @@ PORT = 0
 ADMIN = ""
 JSON_CT = {"Content-Type": "application/json"}  # POST bodies must say so (issue 16)
 passed = failed = 0
+
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE for every test (tests/CMakeLists.txt)
+
+
+def testdata():
+    """$ORCH_TESTDATA (../shared/testdata); a test that needs it is skipped, with
+    a line that says so, where a clone has nothing beside it."""
+    root = os.environ["ORCH_TESTDATA"]
+    if not os.path.isdir(root):
+        print("skipped: needs the shared test data, and %s is missing" % root, flush=True)
+        sys.exit(SKIP)
+    return root
 
 
 def free_port(seed):

@@ -27,11 +27,11 @@ import threading
 import time
 
 BIN = os.environ["ORCH_BIN"]
-DATA = os.environ["ORCH_TESTDATA"]
-MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, admin  # noqa: E402
+DATA = orchd_lib.testdata()
+MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 
 tmp = tempfile.mkdtemp()
 orchd_lib.PORT = orchd_lib.free_port(os.getpid() + 11)

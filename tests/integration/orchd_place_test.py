@@ -25,10 +25,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, get, admin, sse_events  # noqa: E402
+DATA = orchd_lib.testdata()
 
 BIN = os.environ["ORCH_BIN"]
 LIB = os.environ["ORCH_LIB"]
-DATA = os.environ["ORCH_TESTDATA"]
 MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 FAKE = os.path.join(LIB, "libfake_nvml.so")
 RUNTIME = 256 << 20  # MODEL_RUNTIME_OVERHEAD_BYTES: a GPU's share of the estimate

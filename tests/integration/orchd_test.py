@@ -23,12 +23,12 @@ import threading
 import time
 
 BIN = os.environ["ORCH_BIN"]
-DATA = os.environ["ORCH_TESTDATA"]
-MODEL = os.path.join(DATA, "models", "stories260K.gguf")
-MODEL_Q8 = os.path.join(DATA, "models", "stories260K-Q8_0.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import JSON_CT, check, conn, post, get, sse_events, admin  # noqa: E402
+DATA = orchd_lib.testdata()
+MODEL = os.path.join(DATA, "models", "stories260K.gguf")
+MODEL_Q8 = os.path.join(DATA, "models", "stories260K-Q8_0.gguf")
 
 PORT = orchd_lib.free_port(os.getpid())
 

@@ -33,10 +33,10 @@ import tempfile
 import time
 
 BIN = os.environ["ORCH_BIN"]
-DATA = os.environ["ORCH_TESTDATA"]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, get, admin  # noqa: E402
+DATA = orchd_lib.testdata()
 
 PRESETS = {"llama": "tiny-llama", "qwen2": "tiny-qwen2", "phi3": "tiny-phi3", "gpt-oss": "tiny-gpt-oss"}
 

@@ -6,6 +6,7 @@
 # longer than the context, an unsupported architecture (exit 1).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
+need_testdata
 W=$bin/orch-worker
 M=$data/models/stories260K.gguf
 

@@ -4,6 +4,7 @@
 # CLI (and the recorded raise, exit 3), the hf-json flag, bad inputs.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
+need_testdata
 W=$bin/orch-worker
 
 out=$("$W" tokenize --model "$data/models/stories260K.gguf" --add-special --parse-special --text "Once upon a time")

@@ -7,6 +7,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${ORCH_BIN:?ORCH_BIN not set}
 data=${ORCH_TESTDATA:?ORCH_TESTDATA not set}
+if [[ ! -d $data ]]; then
+	echo "skipped: needs the shared test data, and $data is missing"
+	exit 77
+fi
 if [[ ! -d $here/node_modules/@huggingface/gguf ]]; then
 	echo "interop: @huggingface/gguf is not installed in tests/interop: run 'make deps'" >&2
 	exit 1

@@ -41,7 +41,7 @@ static void
 golden(const char *name, const cJSON *cases)
 {
 	char path[512];
-	size_t n;
+	size_t n = 0;
 	struct jinja_tmpl *t = NULL;
 	struct orch_errinfo e = {0};
 
