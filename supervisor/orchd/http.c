@@ -322,6 +322,7 @@ static const struct http_route page_routes[] = {
         {EVHTTP_REQ_GET, "/", false, NULL, http_static_get},
         {EVHTTP_REQ_GET, "/chat.js", false, NULL, http_static_get},
         {EVHTTP_REQ_GET, "/chat.css", false, NULL, http_static_get},
+        {EVHTTP_REQ_GET, "/favicon.svg", false, NULL, http_static_get},
 };
 
 /* With an API key (when keys are configured), and not while stopping. */

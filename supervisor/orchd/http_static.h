@@ -3,8 +3,9 @@
  * http_static.h - the chat page (issue 18): the files of
  * supervisor/orchd/web/, compiled into orchd at build time
  * (cmake/OrchEmbed.cmake), served at GET and HEAD / (index.html),
- * /chat.js and /chat.css without an API key (the page asks for one and
- * sends it with its API calls), when [server] chat_page is on.
+ * /chat.js, /chat.css and /favicon.svg without an API key (the page
+ * asks for one and sends it with its API calls), when [server] chat_page
+ * is on.
  *
  * Each answer carries its Content-Type, an ETag (a hash of the file),
  * Cache-Control: no-cache (a browser revalidates, and If-None-Match gets

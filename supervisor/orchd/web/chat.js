@@ -61,7 +61,7 @@ async function loadModels() {
 		const list = (await res.json()).data || [];
 		sel.replaceChildren();
 		for (const m of list) {
-			const o = el("option", "", m.id + (m.state && m.state !== "READY" ? " (" + m.state.toLowerCase() + ")" : ""));
+			const o = el("option", "", m.id + (m.state && m.state.toLowerCase() !== "ready" ? " (" + m.state.toLowerCase() + ")" : ""));
 			o.value = m.id;
 			sel.append(o);
 		}
