@@ -40,6 +40,7 @@ cfg_defaults(struct orchd_config *c)
 	c->body_timeout_s = 60;
 	c->keepalive_timeout_s = 15;
 	c->access_log = true;
+	c->chat_page = true;
 	c->events_keep_s = 300;
 	c->sse_keepalive_s = 15;
 	c->handshake_timeout_s = 10;
@@ -187,6 +188,8 @@ set_edge(struct orchd_config *c, const char *k, const char *v, struct orch_errin
 			               edge_nums[i].lo, edge_nums[i].hi, k, v, e);
 	if (strcmp(k, "access_log") == 0) /* issue 18 */
 		return set_bool(&c->access_log, k, v, e);
+	if (strcmp(k, "chat_page") == 0) /* issue 18: http_static.h */
+		return set_bool(&c->chat_page, k, v, e);
 	if (strcmp(k, "cors_origins") == 0)
 		return http_cors_init(&cors, v, e) != ORCH_OK
 		               ? ORCH_EINVAL

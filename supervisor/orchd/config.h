@@ -50,6 +50,7 @@ struct orchd_config {
 	char allowed_hosts[1024];     /* the Host allow-list (http_host.h); "" = the default */
 	char cors_origins[2048];      /* the web origins CORS lets in (http_cors.h); "" = off */
 	bool access_log; /* a line per request of the public listener (http_access.h) */
+	bool chat_page;  /* serve the chat page at / (http_static.h) */
 
 	uint32_t events_keep_s;   /* a finished job's events stay for resuming this long */
 	uint32_t sse_keepalive_s; /* comment line on an idle stream */

@@ -1,7 +1,8 @@
 /*
  * http.c - the public listener (evhttp): limits, CORS, API keys, the route
  * tables (404, 405 with Allow, HEAD as GET, OPTIONS), JSON answers and
- * errors. The SSE writer is sse.c's; the access log http_conn.c's.
+ * errors. The SSE writer is sse.c's; the access log http_conn.c's; the chat
+ * page's files http_static.c's.
  */
 #include "http.h"
 
@@ -22,6 +23,7 @@
 #include "health.h"
 #include "http_conn.h"
 #include "http_cors.h"
+#include "http_static.h"
 #include "keys.h"
 #include "metrics.h"
 #include "models.h"
@@ -316,6 +318,14 @@ static const struct http_route open_routes[] = {
         {EVHTTP_REQ_GET, "/metrics", false, NULL, on_metrics},
 };
 
+/* The chat page (http_static.h), without an API key, when chat_page is on. */
+static const struct http_route page_routes[] = {
+        {EVHTTP_REQ_GET, "/", false, NULL, http_static_get},
+        {EVHTTP_REQ_GET, "/chat.js", false, NULL, http_static_get},
+        {EVHTTP_REQ_GET, "/chat.css", false, NULL, http_static_get},
+        {EVHTTP_REQ_GET, "/favicon.svg", false, NULL, http_static_get},
+};
+
 /* With an API key (when keys are configured), and not while stopping. */
 static const struct http_route api_routes[] = {
         {EVHTTP_REQ_POST, "/execute", false, NULL, api_native_execute},
@@ -336,6 +346,7 @@ on_complete(struct evhttp_request *req, void *arg)
 
 #define N_OPEN (sizeof(open_routes) / sizeof(open_routes[0]))
 #define N_API  (sizeof(api_routes) / sizeof(api_routes[0]))
+#define N_PAGE (sizeof(page_routes) / sizeof(page_routes[0]))
 
 /*
  * CORS (http_cors.h): with cors_origins set, every answer varies with
@@ -364,9 +375,10 @@ cors_fields(struct orchd *d, struct evhttp_request *req)
  * preflight asks; 404 where there is no route.
  */
 static void
-on_options(struct evhttp_request *req, const char *path, bool cors)
+on_options(struct orchd *d, struct evhttp_request *req, const char *path, bool cors)
 {
-	unsigned m = methods_at(open_routes, N_OPEN, path) | methods_at(api_routes, N_API, path);
+	unsigned m = methods_at(open_routes, N_OPEN, path) | methods_at(api_routes, N_API, path) |
+	             (d->cfg.chat_page ? methods_at(page_routes, N_PAGE, path) : 0);
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 	char allow[96], age[16];
 
@@ -419,9 +431,12 @@ route(struct evhttp_request *req, void *arg)
 	req_path(req, path, sizeof(path));
 	bool cors = cors_fields(d, req);
 	if (cmd == EVHTTP_REQ_OPTIONS) /* no key: a browser's preflight never carries one */
-		return on_options(req, path, cors);
+		return on_options(d, req, path, cors);
 	if (http_dispatch(d, req, open_routes, N_OPEN) ||
 	    refuse_method(req, open_routes, N_OPEN, path))
+		return;
+	if (d->cfg.chat_page && (http_dispatch(d, req, page_routes, N_PAGE) ||
+	                         refuse_method(req, page_routes, N_PAGE, path)))
 		return;
 	if (d->keys.n > 0 &&
 	    keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),

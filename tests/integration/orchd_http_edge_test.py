@@ -24,7 +24,10 @@ exact bytes matter:
 - GET /v1/models/{id}: the OpenAI model object with the state, context
   lengths, file size, quant kind and architecture (before a model is
   loaded too), 404 MODEL_NOT_FOUND for an unknown model and for one the
-  caller's key may not use, HEAD like GET."""
+  caller's key may not use, HEAD like GET;
+- the chat page: /, /chat.js, /chat.css, /favicon.svg without a key, with their types,
+  ETag and 304, no-cache, nosniff and a self-only Content-Security-Policy;
+  404 with chat_page = no (the browser test is tests/interop/chat_page_test)."""
 import json
 import os
 import socket
@@ -99,7 +102,7 @@ def error_ok(body, code):
 def routes(o):
     """404 and 405, HEAD, OPTIONS, 501, 417; complete error bodies, never HTML."""
     close = {"Connection": "close"}
-    for path in ("/", "/v1/embeddings", "/v1/models/a/b", "/jobs/x", "/index.html?q=1"):
+    for path in ("/chat", "/v1/embeddings", "/v1/models/a/b", "/jobs/x", "/index.html?q=1"):
         st, h, body = one(o.port, request("GET", path, headers=close))
         check(st == 404 and error_ok(body, "NOT_FOUND") and b"?q" not in body,
               "GET %s is 404 NOT_FOUND: %s %s" % (path, st, body[:200]))
@@ -318,10 +321,46 @@ def cors(o):
           and b"event: end" in data, "a stream to a listed origin carries the field: %r" % data[:400])
 
 
+def chat_page(o):
+    """The chat page (http_static.h): /, /chat.js, /chat.css, /favicon.svg without a key, each with its type,
+    an ETag (304 to If-None-Match), no-cache, nosniff and a self-only CSP; HEAD; 405."""
+    close = {"Connection": "close"}
+    types = {"/": "text/html; charset=utf-8", "/chat.js": "text/javascript; charset=utf-8",
+             "/chat.css": "text/css; charset=utf-8", "/favicon.svg": "image/svg+xml"}
+    for path, t in types.items():
+        st, h, b = one(o.port, request("GET", path, headers=close, key=False))
+        csp = h.get("content-security-policy", "")
+        check(st == 200 and h.get("content-type") == t and len(b) > 100
+              and h.get("x-content-type-options") == "nosniff" and h.get("cache-control") == "no-cache"
+              and "default-src 'none'" in csp and "connect-src 'self'" in csp and "http" not in csp,
+              "GET %s: 200 %s with its fields: %s %r" % (path, t, st, h))
+        etag = h.get("etag", "")
+        check(len(etag) == 18 and etag[0] == etag[-1] == '"', "GET %s: a strong ETag: %r" % (path, etag))
+        for inm in (etag, 'W/%s' % etag, '"other", %s' % etag, "*"):
+            st, h2, b = one(o.port, request("GET", path, headers=dict(close, **{"If-None-Match": inm}), key=False))
+            check(st == 304 and b == b"" and h2.get("etag") == etag and "content-length" not in h2,
+                  "GET %s If-None-Match %s: 304, no body: %s %r" % (path, inm, st, h2))
+        st, h2, b = one(o.port, request("GET", path, headers=dict(close, **{"If-None-Match": '"other"'}), key=False))
+        check(st == 200 and len(b) > 100, "GET %s with another ETag: 200: %s" % (path, st))
+        data = raw(o.port, request("HEAD", path, key=False) + request("GET", path, headers=close, key=False))
+        r = responses(data, heads=(0,))
+        check(len(r) == 2 and r[0][0] == 200 and r[0][2] == b"" and
+              r[0][1].get("content-length") == str(len(r[1][2])), "HEAD %s: GET's head: %r" % (path, r[:1]))
+    st, h, b = one(o.port, request("GET", "/", headers=close, key=False))
+    check(b'src="/chat.js"' in b and b'href="/chat.css"' in b and b"http" not in b.lower().replace(b"http-equiv", b""),
+          "index.html loads only its own files: %r" % b[:300])
+    st, h, b = one(o.port, request("POST", "/", b"{}", headers=close, key=False))
+    check(st == 405 and h.get("allow") == "GET, HEAD, OPTIONS" and error_ok(b, "METHOD_NOT_ALLOWED"),
+          "POST /: 405 with Allow: %s %r" % (st, h.get("allow")))
+    for path in ("/index.html", "/chat.js/", "/web/chat.js"):
+        st, h, b = one(o.port, request("GET", path, headers=close))
+        check(st == 404 and error_ok(b, "NOT_FOUND"), "GET %s is no file of the page: %s" % (path, st))
+
+
 def cors_any():
     """cors_origins = *: any origin gets "*"; a request without Origin gets no CORS field.
     (access_log = no: no access line.)"""
-    o = Orchd("cors_origins = *\naccess_log = no\n", seed=2, models=False)
+    o = Orchd("cors_origins = *\naccess_log = no\nchat_page = no\n", seed=2, models=False)
     try:
         st, h, b = one(o.port, request("OPTIONS", "/v1/models", key=False,
                                        headers={"Connection": "close", "Origin": "https://any.invalid",
@@ -333,6 +372,9 @@ def cors_any():
         raw(o.port, request("GET", "/nowhere", headers={"Connection": "close"}))
         time.sleep(0.2)
         check(access_lines(o) == [], "access_log = no: no line: %r" % access_lines(o))
+        for path in ("/", "/chat.js"):
+            st, h, b = one(o.port, request("GET", path, headers={"Connection": "close"}))
+            check(st == 404 and error_ok(b, "NOT_FOUND"), "chat_page = no: GET %s is 404: %s" % (path, st))
     finally:
         o.stop()
 
@@ -340,6 +382,7 @@ def cors_any():
 o = Orchd("header_timeout_s = 1\n")
 try:
     routes(o)
+    chat_page(o)
     model_retrieve(o)
     access_log(o)
 finally:
