@@ -147,8 +147,10 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 		orch_free(f);
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
-	if (!streaming)
+	if (!streaming) { /* a client that goes away cancels the job (docs/http-api.md) */
 		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, f);
+		http_conn_watch_close(evhttp_request_get_connection(req));
+	}
 	d->n_conns++;
 	jobs_watch(d, j, &f->watch, after);
 }
