@@ -259,7 +259,9 @@ room_ok(struct serve *sv, const Orch__Submit *m, uint32_t n_prompt, struct orch_
 {
 	uint32_t n_ctx = sv->eng->n_ctx;
 
-	if (!m->max_tokens_strict || (uint64_t)n_prompt + m->max_tokens <= n_ctx)
+	/* a prompt over the context alone: sched_submit says so, without max_tokens */
+	if (!m->max_tokens_strict || n_prompt > n_ctx ||
+	    (uint64_t)n_prompt + m->max_tokens <= n_ctx)
 		return ORCH_OK;
 	return orch_errf(e, ORCH_ECONTEXT,
 	                 "a prompt of %u tokens plus max_tokens %u exceeds the context of %u "
