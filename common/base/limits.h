@@ -6,8 +6,11 @@
  * `orch-worker run` size their arrays by them.
  */
 
-/* Chat messages in one request (the API, Submit, the worker's prompt). */
-#define ORCH_MAX_MESSAGES 64u
+/*
+ * Chat messages in one Submit (the protocol check, the worker's prompt), and
+ * the highest max_chat_messages orchd's config takes (its API's limit).
+ */
+#define ORCH_MAX_MESSAGES 4096u
 
 /* Stop strings one job carries (Submit, the worker, `orch-worker run --stop`). */
 #define ORCH_MAX_STOPS 16u

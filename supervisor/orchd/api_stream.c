@@ -23,6 +23,7 @@
 #include "params.h"
 #include "request.h"
 #include "sse.h"
+#include "workers.h"
 
 struct follow {
 	struct job_watch watch; /* first: the watch is the follow */
@@ -146,8 +147,10 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 		orch_free(f);
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
-	if (!streaming)
+	if (!streaming) { /* a client that goes away cancels the job (docs/http-api.md) */
 		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, f);
+		http_conn_watch_close(evhttp_request_get_connection(req));
+	}
 	d->n_conns++;
 	jobs_watch(d, j, &f->watch, after);
 }
@@ -181,6 +184,28 @@ api_room(struct orchd *d, struct evhttp_request *req)
 	return false;
 }
 
+/*
+ * The part of the max_tokens rule orchd can check without the prompt's
+ * tokens (the worker checks the rest): a max_tokens the client gave that
+ * alone fills a loaded worker's context leaves no room for a prompt, so it is
+ * refused here, before a stream starts.
+ */
+static bool
+fits(struct evhttp_request *req, const struct model_entry *m, const struct job_request *r)
+{
+	uint32_t ctx = 0;
+
+	for (uint32_t i = 0; i < m->n_workers && ctx == 0; i++)
+		ctx = m->workers[i]->ident.context_length;
+	if (!r->max_tokens_given || ctx == 0 || r->max_tokens < ctx)
+		return true;
+	http_error(req, ORCH_ECONTEXT, "max_tokens",
+	           "max_tokens %u leaves no room for the prompt in the model's context of %u "
+	           "tokens (prompt + max_tokens must fit)",
+	           r->max_tokens, ctx);
+	return false;
+}
+
 /* Checks against the registry; a refusal is answered. */
 static struct model_entry *
 admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
@@ -200,6 +225,8 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
 		           r->model);
 		return NULL;
 	}
+	if (!fits(req, m, r))
+		return NULL;
 	if (r->stream && !api_room(d, req))
 		return NULL;
 	return m;
@@ -232,6 +259,9 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		goto out;
 	}
 	http_conn_note(d, req, NULL, j->correlation);
+	if (j->req.ignored[0]) /* accepted and ignored (request_openai.c): once per request */
+		orch_log(ORCH_LOG_DEBUG, "request_fields_ignored", "job=%s fields=%s",
+		         j->correlation, j->req.ignored);
 	if (api == REQUEST_EXECUTE)
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
 	else

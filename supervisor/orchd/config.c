@@ -14,6 +14,7 @@
 #include <ini.h>
 
 #include "base/alloc.h"
+#include "base/limits.h"
 #include "base/parse.h"
 #include "http_cors.h"
 #include "http_host.h"
@@ -31,6 +32,7 @@ cfg_defaults(struct orchd_config *c)
 	c->request_timeout_s = 600;
 	c->max_tokens = 2048;
 	c->max_prompt_chars = 32768;
+	c->max_chat_messages = 1024;
 	c->max_body_bytes = 4 * MIB;
 	c->max_header_bytes = 16384;
 	c->max_connections = 4096;
@@ -149,6 +151,8 @@ static const struct {
         {"request_timeout_s", offsetof(struct orchd_config, request_timeout_s), 1, 86400},
         {"max_tokens", offsetof(struct orchd_config, max_tokens), 1, 1u << 20},
         {"max_prompt_chars", offsetof(struct orchd_config, max_prompt_chars), 1, 1u << 26},
+        {"max_chat_messages", offsetof(struct orchd_config, max_chat_messages), 1,
+         ORCH_MAX_MESSAGES},
         {"max_body_bytes", offsetof(struct orchd_config, max_body_bytes), 1024, 1u << 30},
         {"max_header_bytes", offsetof(struct orchd_config, max_header_bytes), 1024, 1u << 20},
         {"max_connections", offsetof(struct orchd_config, max_connections), 1, 1000000},

@@ -38,6 +38,8 @@ struct orchd_config {
 	uint32_t request_timeout_s;
 	uint32_t max_tokens;       /* cap on a request's max_tokens */
 	uint32_t max_prompt_chars; /* cap on a native prompt's length */
+
+	uint32_t max_chat_messages; /* a chat's messages, 1-ORCH_MAX_MESSAGES (issue 18) */
 	uint32_t max_body_bytes;
 	uint32_t max_header_bytes;
 	uint32_t max_connections;

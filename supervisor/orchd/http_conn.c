@@ -587,6 +587,22 @@ http_conn_done(struct orchd *d, struct evhttp_request *req)
 }
 
 void
+http_conn_watch_close(struct evhttp_connection *evcon)
+{
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	bufferevent_data_cb writecb = NULL;
+	bufferevent_event_cb eventcb = NULL;
+	void *arg = NULL;
+
+	if (bev == NULL)
+		return;
+	/* as evhttp_write_buffer does: evhttp's read callback would abort on bytes in this state */
+	bufferevent_getcb(bev, NULL, &writecb, &eventcb, &arg);
+	bufferevent_setcb(bev, NULL, writecb, eventcb, arg);
+	bufferevent_enable(bev, EV_READ);
+}
+
+void
 http_conn_set_closecb(struct orchd *d, struct evhttp_connection *evcon, http_close_fn fn, void *arg)
 {
 	struct conn *c = find(d->edge, evcon);

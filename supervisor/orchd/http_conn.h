@@ -67,6 +67,16 @@ void http_conn_note(struct orchd *d, struct evhttp_request *req, const char *pat
 void http_conn_done(struct orchd *d, struct evhttp_request *req);
 
 /*
+ * http_conn_watch_close - while @c's request waits for its answer (a
+ * handler that answers later, not streaming), see the client close it: evhttp
+ * stops reading once a request's body is in, so a close would go unseen
+ * until the answer was written. Reading resumes with no read callback (what
+ * the client sends ahead stays in the input buffer, as while a stream is
+ * written); an EOF fails the connection and its close callback runs.
+ */
+void http_conn_watch_close(struct evhttp_connection *c);
+
+/*
  * http_conn_set_closecb - evhttp_connection_set_closecb for a connection
  * this layer may track: it keeps evhttp's close callback for itself and
  * calls @fn(@arg) from it, first. NULL @fn: none.

@@ -100,11 +100,13 @@ struct job_request {
 	Orch__SamplingParams sp;
 	char *stops[ORCH_API_MAX_STOPS];
 	uint32_t n_stops, max_tokens;
+	bool max_tokens_given; /* the client's: over the context is refused, not cut (worker) */
 	bool stream, include_usage;
 	bool literal_prompt; /* "parse_special": false: special-token text in the prompt stays text
 	                      */
 	uint32_t resume_grace_s;
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
+	char ignored[160];      /* OpenAI: the fields accepted and ignored, comma-separated */
 };
 
 /* A job's id: 128 random bits (getrandom) as lowercase hex. */

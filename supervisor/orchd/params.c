@@ -298,6 +298,15 @@ params_stop(const cJSON *root, struct job_request *r, struct params_err *pe)
 	return true;
 }
 
+/* Whether @root has @name, not null. */
+static bool
+given(const cJSON *root, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	return v != NULL && !cJSON_IsNull(v);
+}
+
 bool
 params_sampling(const cJSON *root, const char *penalty_name, const char *max_name,
                 const char *max_alt, uint32_t max_cap, uint32_t default_max, struct job_request *r,
@@ -326,6 +335,7 @@ params_sampling(const cJSON *root, const char *penalty_name, const char *max_nam
 		r->sp.seed = (uint64_t)seed;
 	}
 	r->max_tokens = (uint32_t)max;
+	r->max_tokens_given = given(root, max_name) || (max_alt && given(root, max_alt));
 	return true;
 }
 

@@ -19,57 +19,6 @@ static const char *const execute_keys[] = {
         "top_p",  "top_k",          "min_p",         "repetition_penalty", "stop",
         "seed",   "resume_grace_s", "metrics_every", "parse_special",      NULL};
 
-static const char *const completion_keys[] = {"model",
-                                              "prompt",
-                                              "max_tokens",
-                                              "temperature",
-                                              "top_p",
-                                              "stream",
-                                              "stream_options",
-                                              "stop",
-                                              "seed",
-                                              "n",
-                                              "user",
-                                              "echo",
-                                              "logprobs",
-                                              "presence_penalty",
-                                              "frequency_penalty",
-                                              "best_of",
-                                              "suffix",
-                                              "logit_bias",
-                                              "top_k",
-                                              "min_p",
-                                              "repetition_penalty",
-                                              "parse_special",
-                                              NULL};
-
-static const char *const chat_keys[] = {"model",
-                                        "messages",
-                                        "max_tokens",
-                                        "max_completion_tokens",
-                                        "temperature",
-                                        "top_p",
-                                        "stream",
-                                        "stream_options",
-                                        "stop",
-                                        "seed",
-                                        "n",
-                                        "user",
-                                        "logprobs",
-                                        "top_logprobs",
-                                        "presence_penalty",
-                                        "frequency_penalty",
-                                        "logit_bias",
-                                        "top_k",
-                                        "min_p",
-                                        "repetition_penalty",
-                                        "tools",
-                                        "tool_choice",
-                                        "parallel_tool_calls",
-                                        "reasoning_effort",
-                                        "chat_template_kwargs",
-                                        NULL};
-
 /*
  * "parse_special" (default true): special-token text in a raw prompt becomes
  * those tokens, as llama.cpp does; false keeps it text.
@@ -133,23 +82,6 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 
 /* ---- OpenAI ---- */
 
-/* A parameter accepted only at its neutral value. */
-static bool
-neutral(const cJSON *root, const char *name, struct params_err *pe)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
-	bool ok = v == NULL || cJSON_IsNull(v) || cJSON_IsFalse(v) ||
-	          (cJSON_IsNumber(v) && v->valuedouble == 0) ||
-	          (cJSON_IsObject(v) && v->child == NULL);
-
-	if (strcmp(name, "n") == 0 || strcmp(name, "best_of") == 0)
-		ok = v == NULL || cJSON_IsNull(v) || (cJSON_IsNumber(v) && v->valuedouble == 1);
-	if (!ok)
-		return params_fail(pe, ORCH_EINVAL, name,
-		                   "'%s' is not supported by orch (only its default)", name);
-	return true;
-}
-
 static bool
 parse_prompt(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
              struct params_err *pe)
@@ -168,49 +100,15 @@ parse_prompt(const struct orchd_config *cfg, const cJSON *root, struct job_reque
 	return true;
 }
 
-/* The parameters OpenAI has and orch accepts only at their defaults. */
-static bool
-neutrals(const cJSON *root, bool chat, struct params_err *pe)
-{
-	static const char *const both[] = {"n",        "presence_penalty", "frequency_penalty",
-	                                   "logprobs", "logit_bias",       NULL};
-	static const char *const completion[] = {"echo", "best_of", "suffix", NULL};
-	static const char *const chat_only[] = {"top_logprobs", NULL};
-
-	for (const char *const *k = both; *k; k++)
-		if (!neutral(root, *k, pe))
-			return false;
-	for (const char *const *k = chat ? chat_only : completion; *k; k++)
-		if (!neutral(root, *k, pe))
-			return false;
-	return true;
-}
-
-static bool
-parse_stream_options(const cJSON *root, struct job_request *r, struct params_err *pe)
-{
-	static const char *const so_keys[] = {"include_usage", NULL};
-	const cJSON *so = cJSON_GetObjectItemCaseSensitive(root, "stream_options");
-
-	if (so == NULL || cJSON_IsNull(so))
-		return true;
-	if (!cJSON_IsObject(so))
-		return params_fail(pe, ORCH_EINVAL, "stream_options",
-		                   "'stream_options' must be an object");
-	return params_known(so, so_keys, pe) &&
-	       params_bool(so, "include_usage", &r->include_usage, pe);
-}
-
 static bool
 parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struct job_request *r,
              struct params_err *pe)
 {
 	const char *model = NULL;
 
-	if (!params_known(root, chat ? chat_keys : completion_keys, pe) ||
+	if (!request_openai_fields(root, chat, r, pe) ||
 	    !params_string(root, "model", true, &model, pe) ||
-	    !params_bool(root, "stream", &r->stream, pe) || !neutrals(root, chat, pe) ||
-	    !parse_stream_options(root, r, pe))
+	    !params_bool(root, "stream", &r->stream, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",

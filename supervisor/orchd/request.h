@@ -3,7 +3,9 @@
  * request.h - a request body to a job_request, for each API that starts a
  * job: POST /execute (native), /v1/completions and /v1/chat/completions
  * (OpenAI). evhttp-free (the HTTP request fuzzer drives it). A parameter
- * orch does not implement is refused naming it, never silently ignored.
+ * orch does not know, or one it would have to honour and cannot, is refused
+ * naming it; an OpenAI field that cannot change the answer is accepted and
+ * named in job_request.ignored (request_openai.c has the table).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,3 +43,13 @@ orch_err request_parse(enum request_api api, const struct orchd_config *cfg, con
  */
 bool request_chat_parse(const struct orchd_config *cfg, const struct cJSON *root,
                         struct job_request *r, struct params_err *pe);
+
+/*
+ * request_openai_fields - for request_parse (request_openai.c): every
+ * top-level field of an OpenAI body (@chat: chat completions) against the
+ * one table of what orch uses, ignores (named in @r->ignored), takes at its
+ * default only, or refuses; stream_options, response_format and modalities
+ * checked. The fields it uses are read by the parser after it.
+ */
+bool request_openai_fields(const struct cJSON *root, bool chat, struct job_request *r,
+                           struct params_err *pe);

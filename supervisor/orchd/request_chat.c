@@ -285,11 +285,14 @@ request_chat_parse(const struct orchd_config *cfg, const cJSON *root, struct job
 	uint64_t chars = 0;
 	bool ok = false;
 
-	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0 ||
-	    cJSON_GetArraySize(msgs) > (int)ORCH_MAX_MESSAGES)
+	if (!cJSON_IsArray(msgs) || cJSON_GetArraySize(msgs) == 0)
 		return params_fail(pe, ORCH_EINVAL, "messages",
-		                   "'messages' must be an array of 1-%u messages",
-		                   ORCH_MAX_MESSAGES);
+		                   "'messages' must be a non-empty array of messages");
+	if (cJSON_GetArraySize(msgs) > (int)cfg->max_chat_messages)
+		return params_fail(pe, ORCH_EINVAL, "messages",
+		                   "'messages' has %d messages; this server takes at most %u "
+		                   "(max_chat_messages in [server])",
+		                   cJSON_GetArraySize(msgs), cfg->max_chat_messages);
 	if ((r->messages = cJSON_CreateArray()) == NULL || (vars = cJSON_CreateObject()) == NULL) {
 		params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
 		goto out;

@@ -41,49 +41,71 @@ send_env(struct worker *w, const Orch__Envelope *env, uint64_t job_id)
 	return rv;
 }
 
+/*
+ * @j's chat messages as Submit's: *@ret_msgs and *@ret_ptrs, one allocation
+ * (orch_free *@ret_ptrs), pointing into @j->req.messages.
+ */
+static orch_err
+chat_messages(const struct job *j, Orch__ChatMessage ***ret_ptrs, size_t *ret_n)
+{
+	size_t n = (size_t)cJSON_GetArraySize(j->req.messages), k = 0;
+	Orch__ChatMessage **mp;
+	const cJSON *it;
+
+	/* one block: the pointers, then the messages */
+	mp = orch_calloc(n ? n : 1, sizeof(*mp) + sizeof(Orch__ChatMessage));
+	if (mp == NULL)
+		return ORCH_ENOMEM;
+	Orch__ChatMessage *msgs = (Orch__ChatMessage *)(void *)(mp + n);
+	cJSON_ArrayForEach(it, j->req.messages)
+	{
+		orch__chat_message__init(&msgs[k]);
+		msgs[k].role = cJSON_GetObjectItem(it, "role")->valuestring;
+		msgs[k].content = cJSON_GetObjectItem(it, "content")->valuestring;
+		const cJSON *extra = cJSON_GetObjectItem(it, "extra");
+		if (extra != NULL)
+			msgs[k].extra_json = extra->valuestring;
+		mp[k] = &msgs[k];
+		k++;
+	}
+	*ret_ptrs = mp;
+	*ret_n = k;
+	return ORCH_OK;
+}
+
 orch_err
 wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Submit s = ORCH__SUBMIT__INIT;
-	Orch__ChatMessage msgs[ORCH_MAX_MESSAGES], *mp[ORCH_MAX_MESSAGES];
+	Orch__ChatMessage **mp = NULL;
 	Orch__SamplingParams sp = j->req.sp;
 	char empty[] = "";
+	orch_err rv;
 
 	s.job_id = j->id;
 	s.prompt = j->req.prompt ? j->req.prompt : empty;
 	s.sampling = &sp;
 	s.max_tokens = j->req.max_tokens;
+	s.max_tokens_strict = j->req.max_tokens_given;
 	s.stop = (char **)(uintptr_t)j->req.stops;
 	s.n_stop = j->req.n_stops;
 	s.correlation_id = (char *)(uintptr_t)j->correlation;
 	s.deadline_unix_ms = j->created_unix + d->cfg.request_timeout_s * 1000ull;
 	s.literal_prompt = j->req.literal_prompt;
 	if (j->req.messages != NULL) {
-		const cJSON *it;
-		size_t k = 0;
-		cJSON_ArrayForEach(it, j->req.messages)
-		{
-			if (k == ORCH_MAX_MESSAGES)
-				break;
-			orch__chat_message__init(&msgs[k]);
-			msgs[k].role = cJSON_GetObjectItem(it, "role")->valuestring;
-			msgs[k].content = cJSON_GetObjectItem(it, "content")->valuestring;
-			const cJSON *extra = cJSON_GetObjectItem(it, "extra");
-			if (extra != NULL)
-				msgs[k].extra_json = extra->valuestring;
-			mp[k] = &msgs[k];
-			k++;
-		}
+		if ((rv = chat_messages(j, &mp, &s.n_messages)) != ORCH_OK)
+			return rv;
 		s.messages = mp;
-		s.n_messages = k;
 		s.chat = true;
 		if (j->req.template_vars != NULL)
 			s.template_vars_json = j->req.template_vars;
 	}
 	env.body_case = ORCH__ENVELOPE__BODY_SUBMIT;
 	env.submit = &s;
-	return send_env(w, &env, j->id);
+	rv = send_env(w, &env, j->id);
+	orch_free(mp);
+	return rv;
 }
 
 orch_err

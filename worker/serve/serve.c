@@ -229,6 +229,46 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 
 /* ---- incoming messages ---- */
 
+/* @m's prompt, or its chat rendered by the template, as ids into @ids. */
+static orch_err
+encode(struct serve *sv, const Orch__Submit *m, struct tok_ids *ids, struct orch_errinfo *e)
+{
+	struct prompt_msg *msgs = orch_calloc(m->n_messages ? m->n_messages : 1, sizeof(*msgs));
+	orch_err rv;
+
+	if (msgs == NULL)
+		return orch_errf(e, ORCH_ENOMEM, "out of memory");
+	for (size_t i = 0; i < m->n_messages; i++)
+		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content,
+		                              m->messages[i]->extra_json};
+	struct prompt_chat chat = {msgs, m->n_messages, m->template_vars_json};
+	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), m->literal_prompt,
+	                   m->chat || m->n_messages > 0 ? &chat : NULL, ids, e);
+	orch_free(msgs);
+	return rv;
+}
+
+/*
+ * The one max_tokens rule (docs/http-api.md): a max_tokens the client gave
+ * must fit beside the prompt of @n_prompt tokens, else CONTEXT_LENGTH_EXCEEDED
+ * with both numbers (no job number: the message reaches the client); a
+ * default one is cut to the room there is (admit).
+ */
+static orch_err
+room_ok(struct serve *sv, const Orch__Submit *m, uint32_t n_prompt, struct orch_errinfo *e)
+{
+	uint32_t n_ctx = sv->eng->n_ctx;
+
+	/* a prompt over the context alone: sched_submit says so, without max_tokens */
+	if (!m->max_tokens_strict || n_prompt > n_ctx ||
+	    (uint64_t)n_prompt + m->max_tokens <= n_ctx)
+		return ORCH_OK;
+	return orch_errf(e, ORCH_ECONTEXT,
+	                 "a prompt of %u tokens plus max_tokens %u exceeds the context of %u "
+	                 "tokens",
+	                 n_prompt, m->max_tokens, n_ctx);
+}
+
 /*
  * Admit @m as a new job in *@ret: tokenize, copy its parameters, hand it to
  * the scheduler. On failure everything it allocated is freed, and the code
@@ -237,7 +277,6 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 static orch_err
 admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct orch_errinfo *e)
 {
-	struct prompt_msg msgs[ORCH_MAX_MESSAGES];
 	struct serve_job *j;
 	orch_err rv;
 
@@ -247,12 +286,9 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 	if ((j = orch_calloc(1, sizeof(*j))) == NULL)
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	j->sv = sv;
-	for (size_t i = 0; i < m->n_messages; i++)
-		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content,
-		                              m->messages[i]->extra_json};
-	struct prompt_chat chat = {msgs, m->n_messages, m->template_vars_json};
-	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), m->literal_prompt,
-	                   m->chat || m->n_messages > 0 ? &chat : NULL, &j->ids, e);
+	rv = encode(sv, m, &j->ids, e);
+	if (rv == ORCH_OK)
+		rv = room_ok(sv, m, (uint32_t)j->ids.n, e);
 	if (rv != ORCH_OK) {
 		tok_ids_fini(&j->ids);
 		orch_free(j);

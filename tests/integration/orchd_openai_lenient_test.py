@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""orchd_openai_lenient_test - the OpenAI field table, the one max_tokens rule,
+the configurable message limit and a non-streamed request's disconnect
+(issue 18), against a real orchd serving the repository's own model
+(models/stories260K.gguf, context 256, on the cpu device):
+
+- fields SDKs send that cannot change the answer (store, metadata,
+  service_tier, parallel_tool_calls, response_format text, user, prediction,
+  modalities ["text"], stream_options.include_obfuscation) are accepted and
+  named once in a debug log line; those that would change it (n 2,
+  response_format json_object/json_schema, logit_bias, web_search_options,
+  audio modalities, functions) and unknown ones are a 400 naming the field;
+- max_tokens: a prompt plus a given max_tokens over the context is
+  CONTEXT_LENGTH_EXCEEDED with both numbers, in /execute and /v1/*, streamed
+  (an error event) and not (HTTP 400); one that alone fills the context is
+  refused before any stream; an omitted one runs until the context is full;
+- max_chat_messages: its value + 1 messages is a 400 naming it, 65 (the old
+  fixed cap + 1) are not refused for their number;
+- a non-streamed request whose client goes away cancels its job;
+- the official openai npm client sends store/metadata/service_tier and gets
+  its answer (tests/interop/lenient_client.mjs)."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ["ORCH_BIN"]
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+MODEL = os.path.join(ROOT, "models", "stories260K.gguf")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import orchd_lib  # noqa: E402
+from orchd_lib import JSON_CT, check, conn, get, post, sse_events  # noqa: E402
+
+CTX = 256
+LIMIT = 100
+
+
+def err_of(st, text, code, param=None):
+    """The error object of a refusal with HTTP status @st, checked to have @code and @param."""
+    try:
+        e = json.loads(text)["error"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    ok = e.get("code") == code and all(k in e for k in ("message", "param", "type", "retriable"))
+    if param is not None:
+        ok = ok and e.get("param") == param
+    return e if ok and st in (400, 404) else None
+
+
+def chat(extra, n=1):
+    body = {"model": "a", "messages": [{"role": "user", "content": "Hi"}] * n, "max_tokens": 4,
+            "temperature": 0}
+    body.update(extra)
+    return post("/v1/chat/completions", body)
+
+
+def test_fields(log_text):
+    harmless = {"store": True, "metadata": {"k": "v"}, "service_tier": "auto",
+                "parallel_tool_calls": False, "response_format": {"type": "text"},
+                "user": "u1", "prediction": {"type": "content", "content": "x"},
+                "modalities": ["text"], "prompt_cache_key": "k", "safety_identifier": "s",
+                "n": 1, "logprobs": False, "presence_penalty": 0, "logit_bias": {}}
+    st, _, t = chat(harmless)
+    check(st == 200 and json.loads(t)["choices"][0]["message"]["role"] == "assistant",
+          "harmless OpenAI fields accepted: %d %s" % (st, t[:300]))
+    st, _, t = chat({"stream": True, "stream_options": {"include_usage": True,
+                                                        "include_obfuscation": False}, "store": False})
+    check(st == 200 and "[DONE]" in t and '"usage"' in t, "stream_options.include_obfuscation ignored: %s" % t[-200:])
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": "Once", "max_tokens": 4, "store": True,
+                                        "metadata": {"a": "b"}, "service_tier": "default", "user": "x",
+                                        "suffix": "", "echo": False, "best_of": 1})
+    check(st == 200, "completions take store, metadata, service_tier: %d %s" % (st, t[:200]))
+    lines = [l for l in log_text().splitlines() if "event=request_fields_ignored" in l]
+    want = "fields=store,metadata,service_tier,parallel_tool_calls,user,prediction,prompt_cache_key,safety_identifier"
+    check(any(want in l and "job=" in l for l in lines), "one debug line names the ignored fields: %r" % lines[:3])
+    refused = [({"n": 2}, "n", "default"),
+               ({"response_format": {"type": "json_object"}}, "response_format", "constrained decoding"),
+               ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}},
+                "response_format", "constrained decoding"),
+               ({"response_format": {"type": "xml"}}, "response_format", "unknown"),
+               ({"logit_bias": {"1": 5}}, "logit_bias", "default"),
+               ({"web_search_options": {}}, "web_search_options", "web search"),
+               ({"modalities": ["text", "audio"]}, "modalities", "audio"),
+               ({"audio": {"voice": "alloy", "format": "wav"}}, "audio", "default"),
+               ({"functions": [{"name": "f"}]}, "functions", "tools"),
+               ({"presence_penalty": 0.5}, "presence_penalty", "default"),
+               ({"temprature": 0.5}, "temprature", "unsupported parameter")]
+    for extra, param, words in refused:
+        st, _, t = chat(extra)
+        e = err_of(st, t, "INVALID_REQUEST", param)
+        check(st == 400 and e is not None and words in e["message"],
+              "%s refused naming it (%s): %d %s" % (param, words, st, t[:300]))
+
+
+def test_max_tokens():
+    prompt = "Once upon a time there was a little girl"
+    # a prompt plus a given max_tokens over the context, non-streamed: HTTP 400 with both numbers
+    for path, body in (("/v1/completions", {"prompt": prompt}),
+                       ("/v1/chat/completions", {"messages": [{"role": "user", "content": prompt}]})):
+        body.update({"model": "a", "max_tokens": CTX - 2})
+        st, _, t = post(path, body)
+        e = err_of(st, t, "CONTEXT_LENGTH_EXCEEDED")
+        check(st == 400 and e is not None and ("max_tokens %d" % (CTX - 2)) in e["message"]
+              and ("context of %d" % CTX) in e["message"] and "prompt of " in e["message"]
+              and "correlation_id" in e, "%s: prompt + max_tokens over the context: %d %s" % (path, st, t[:300]))
+        # streamed: the stream has started, the error is its last chunk
+        body["stream"] = True
+        st, _, t = post(path, body)
+        chunks = [c["data"] for c in sse_events(t)]
+        errs = [json.loads(c)["error"] for c in chunks if c.startswith('{"error"')]
+        check(st == 200 and len(errs) == 1 and errs[0]["code"] == "CONTEXT_LENGTH_EXCEEDED"
+              and ("max_tokens %d" % (CTX - 2)) in errs[0]["message"] and chunks[-1] == "[DONE]",
+              "%s streamed: an error chunk: %s" % (path, t[-400:]))
+        # max_tokens alone fills the context: refused before any stream
+        body["max_tokens"] = CTX
+        st, _, t = post(path, body)
+        e = err_of(st, t, "CONTEXT_LENGTH_EXCEEDED", "max_tokens")
+        check(st == 400 and e is not None and ("context of %d" % CTX) in e["message"],
+              "%s streamed, max_tokens = context: HTTP 400 before the stream: %d %s" % (path, st, t[:300]))
+    # the native API: the same rule
+    st, _, t = post("/execute", {"job_id": "big", "model": "a", "prompt": prompt, "max_tokens": CTX - 2})
+    evs = sse_events(t)
+    check(st == 200 and [e["event"] for e in evs] == ["started", "error"]
+          and json.loads(evs[1]["data"])["code"] == "CONTEXT_LENGTH_EXCEEDED"
+          and ("max_tokens %d" % (CTX - 2)) in json.loads(evs[1]["data"])["message"],
+          "/execute: started then CONTEXT_LENGTH_EXCEEDED: %s" % t[-400:])
+    st, _, t = post("/execute", {"job_id": "big2", "model": "a", "prompt": prompt, "max_tokens": CTX + 10})
+    check(st == 400 and err_of(st, t, "CONTEXT_LENGTH_EXCEEDED", "max_tokens") is not None,
+          "/execute: max_tokens over the context: HTTP 400: %d %s" % (st, t[:300]))
+    # fits exactly: served
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": prompt, "max_tokens": 8, "temperature": 0})
+    u = json.loads(t).get("usage", {}) if st == 200 else {}
+    check(st == 200 and u.get("completion_tokens", 0) > 0, "a max_tokens that fits: %d %s" % (st, t[:200]))
+    # omitted: until the context is full (or the model ends)
+    st, _, t = post("/v1/chat/completions", {"model": "a", "temperature": 1, "seed": 3,
+                                             "messages": [{"role": "user", "content": prompt}]})
+    o = json.loads(t) if st == 200 else {}
+    u = o.get("usage", {})
+    fin = o.get("choices", [{}])[0].get("finish_reason")
+    check(st == 200 and u.get("total_tokens", 0) <= CTX
+          and (fin != "length" or u["total_tokens"] >= CTX - 1),
+          "chat without max_tokens runs to the context: %s %r" % (fin, u))
+
+
+def test_messages():
+    st, _, t = chat({}, LIMIT + 1)
+    e = err_of(st, t, "INVALID_REQUEST", "messages")
+    check(st == 400 and e is not None and str(LIMIT) in e["message"] and "max_chat_messages" in e["message"],
+          "limit + 1 messages refused naming the limit and the key: %d %s" % (st, t[:300]))
+    st, _, t = chat({}, 65)
+    e = json.loads(t).get("error", {}) if st != 200 else {}
+    check(st == 200 or (e.get("code") == "CONTEXT_LENGTH_EXCEEDED" and "max_chat_messages" not in e["message"]),
+          "65 messages are not refused for their number: %d %s" % (st, t[:300]))
+
+
+def metric(name, labels):
+    _, _, text = get("/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all('%s="%s"' % kv in line for kv in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_disconnect():
+    """A non-streamed request whose client goes away: its job is cancelled in the worker."""
+    pid = json.loads(get("/health")[2])["models"]["a"]["workers"][0]["pid"]
+    before = metric("orch_client_cancellations_total", {"model": "a"})
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        c = conn()
+        c.request("POST", "/v1/completions", json.dumps({"model": "a", "prompt": "Once upon a time",
+                                                         "max_tokens": 200}), JSON_CT)
+        time.sleep(0.3)
+        c.sock.shutdown(socket.SHUT_RDWR)
+        c.close()
+        time.sleep(0.3)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    end = time.time() + 5
+    while time.time() < end and metric("orch_client_cancellations_total", {"model": "a"}) < before + 1:
+        time.sleep(0.05)
+    check(metric("orch_client_cancellations_total", {"model": "a"}) == before + 1,
+          "a non-streamed request's disconnect cancels its job")
+    end = time.time() + 5  # the worker ends the job once it runs again
+    while time.time() < end and metric("orch_requests_total", {"model": "a", "outcome": "CANCELLED"}) < 1:
+        time.sleep(0.05)
+    check(metric("orch_requests_total", {"model": "a", "outcome": "CANCELLED"}) >= 1,
+          "the job ended CANCELLED")
+
+
+def test_npm():
+    interop = os.path.join(ROOT, "tests", "interop")
+    if not os.path.isdir(os.path.join(interop, "node_modules", "openai")):
+        check(False, "the openai npm package is not installed in tests/interop: run 'make deps'")
+        return
+    r = subprocess.run(["node", os.path.join(interop, "lenient_client.mjs"),
+                        "http://127.0.0.1:%d/v1" % orchd_lib.PORT, "a"],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0 and "all passed" in r.stdout, "openai npm client: %s" % (r.stdout + r.stderr)[-2000:])
+
+
+def main():
+    tmp = tempfile.mkdtemp()
+    orchd_lib.PORT = orchd_lib.free_port(os.getpid() * 5 + 77)
+    conf = ("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\nmax_chat_messages = %d\n"
+            "[model \"a\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\ncontext = %d\n"
+            % (orchd_lib.PORT, os.path.join(tmp, "orchd.sock"), tmp, LIMIT, MODEL, CTX))
+    path = os.path.join(tmp, "orchd.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    log_path = os.path.join(tmp, "orchd.log")
+    log = open(log_path, "w")
+    p = subprocess.Popen([BIN + "/orchd", "--config", path, "--log-level", "debug"], stdout=log,
+                         stderr=subprocess.STDOUT)
+
+    def log_text():
+        log.flush()
+        return open(log_path, errors="replace").read()
+    try:
+        end = time.time() + 30
+        while time.time() < end:
+            try:
+                if get("/ready")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.05)
+        check(get("/ready")[0] == 200, "ready")
+        test_fields(log_text)
+        test_max_tokens()
+        test_messages()
+        test_npm()
+        test_disconnect()
+    finally:
+        orchd_lib.stop_orchd(p, log, tmp)
+    print("orchd_openai_lenient_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
+    return 1 if orchd_lib.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+// lenient_client.mjs - the official `openai` npm client sending what SDKs and
+// frameworks add (store, metadata, service_tier, parallel_tool_calls,
+// response_format text, user): orch answers; json_object is BadRequestError
+// naming response_format; a max_tokens past the context is BadRequestError
+// CONTEXT_LENGTH_EXCEEDED (issue 18).
+//
+// usage: node lenient_client.mjs BASE_URL MODEL
+// Prints one line per check; exit status 1 when any fails.
+import OpenAI from "openai";
+
+const [baseURL, model] = process.argv.slice(2);
+const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 30000 });
+let failed = 0;
+
+function check(cond, what, detail) {
+	console.log(`${cond ? "ok  " : "FAIL"} ${what}${cond ? "" : ": " + JSON.stringify(detail)}`);
+	if (!cond) failed++;
+}
+
+const messages = [{ role: "user", content: "Tell me a story" }];
+const extra = {
+	store: true, metadata: { run: "lenient" }, service_tier: "auto", user: "u-1",
+	parallel_tool_calls: false, response_format: { type: "text" },
+};
+try {
+	const chat = await client.chat.completions.create({ model, messages, max_tokens: 8, ...extra });
+	check(typeof chat.choices[0]?.message?.content === "string", "chat with SDK extras answers", chat);
+} catch (e) {
+	check(false, "chat with SDK extras answers", { status: e.status, message: e.message });
+}
+try {
+	const stream = await client.chat.completions.create({ model, messages, max_tokens: 8, stream: true, ...extra });
+	let n = 0;
+	for await (const chunk of stream) n += chunk.choices.length;
+	check(n > 0, "streamed chat with SDK extras answers", n);
+} catch (e) {
+	check(false, "streamed chat with SDK extras answers", { status: e.status, message: e.message });
+}
+try {
+	await client.chat.completions.create({ model, messages, max_tokens: 8, response_format: { type: "json_object" } });
+	check(false, "json_object is refused", "no error");
+} catch (e) {
+	check(e instanceof OpenAI.BadRequestError && e.param === "response_format" && /constrained/.test(e.message),
+		"json_object is BadRequestError naming response_format", { status: e.status, message: e.message, param: e.param });
+}
+try {
+	await client.completions.create({ model, prompt: "Once upon a time there was a little girl", max_tokens: 254 });
+	check(false, "max_tokens past the context is refused", "no error");
+} catch (e) {
+	check(e instanceof OpenAI.BadRequestError && e.code === "CONTEXT_LENGTH_EXCEEDED" && /max_tokens 254/.test(e.message),
+		"max_tokens past the context is BadRequestError CONTEXT_LENGTH_EXCEEDED", { status: e.status, code: e.code, message: e.message });
+}
+
+console.log(`lenient_client: ${failed ? failed + " failed" : "all passed"}`);
+process.exit(failed ? 1 : 0);
