@@ -21,6 +21,7 @@ test_pkgs=(
 	systemd                              # systemd-analyze, -sysusers, -tmpfiles: unit checks
 	python3                              # JSON checks in tests/integration
 	gdb                                  # stacks of a hung test child
+	chromium                             # the chat page's browser test (playwright-core drives it)
 )
 case $what in
 run) ;;
@@ -49,7 +50,8 @@ install_npm() {
 	local dir
 	dir="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
 	if [ ! -d "$dir/node_modules/@huggingface/gguf" ] || [ ! -d "$dir/node_modules/openai" ] ||
-		[ ! -d "$dir/node_modules/@apidevtools/swagger-parser" ]; then
+		[ ! -d "$dir/node_modules/@apidevtools/swagger-parser" ] ||
+		[ ! -d "$dir/node_modules/playwright-core" ]; then
 		echo "deps: installing the interop test packages (npm ci in tests/interop)"
 		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 	fi
