@@ -73,7 +73,7 @@ async function basics(page) {
 }
 
 async function stop(page, cdp) {
-	await page.fill("#max-tokens", "2048");
+	await page.fill("#max-tokens", "1024"); // prompt + max_tokens must fit the 2048 context
 	// ~2 KB/s: the answer (hundreds of chunks of ~250 bytes) streams for minutes
 	await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0,
 		downloadThroughput: 2000, uploadThroughput: -1 });
