@@ -4,12 +4,15 @@
  * progress bar on a terminal (bytes, percent, rate, ETA), a plain line every
  * 10% otherwise; a failure is told in words and exits 1.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,6 +215,37 @@ load_opts(int argc, char **argv, cJSON *req, bool *wait)
 	return ok && (optind == argc - 1 || optind == argc - 2);
 }
 
+/*
+ * The model file checked here, as our user, before orchd is asked: missing,
+ * not a regular file, not a GGUF are told in words (orchd's answer is one
+ * sentence for all of them). A file we may not read is left to orchd, which
+ * may run as another user. False with the reason printed.
+ */
+static bool
+file_ok(const char *name, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char magic[4];
+	const char *why = NULL;
+
+	if (fd < 0 && errno == EACCES)
+		return true;
+	if (fd < 0) {
+		fprintf(stderr, "orchctl: load %s: %s: %s\n", name, path, strerror(errno));
+		return false;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		why = "is not a regular file";
+	else if (read(fd, magic, sizeof(magic)) != (ssize_t)sizeof(magic) ||
+	         memcmp(magic, "GGUF", 4) != 0)
+		why = "is not a GGUF file (bad magic)";
+	close(fd);
+	if (why)
+		fprintf(stderr, "orchctl: load %s: %s %s\n", name, path, why);
+	return why == NULL;
+}
+
 /* The warnings of a 202 (a context beyond the training context...) on stderr. */
 static void
 print_warnings(const char *name, const char *body)
@@ -241,6 +275,10 @@ orchctl_load(int argc, char **argv)
 	}
 	const char *name = argv[optind], *sock = orchctl_socket(NULL);
 	cJSON_AddStringToObject(req, "name", name);
+	if (optind == argc - 2 && !file_ok(name, argv[optind + 1])) {
+		cJSON_Delete(req);
+		return ORCHCTL_EXIT_FAILED;
+	}
 	if (optind == argc - 2) /* orchd's working directory is not ours: a path it can use */
 		cJSON_AddStringToObject(req, "path",
 		                        realpath(argv[optind + 1], abs_path) ? abs_path

@@ -316,10 +316,15 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 	} else if (!devices_or_reply(d, req, &tmp.models[0])) {
 		;
 	} else if (f->rv != ORCH_OK) {
-		/* the admin socket is the operator's: the reason is told (missing, not a GGUF) */
+		/* one answer for missing, unreadable, not regular, not a GGUF: the admin API does
+		 * not tell whether a path exists (docs/security.md); the log has the reason, and
+		 * orchctl checks the file itself first, as its user, and says which */
 		orch_log(ORCH_LOG_INFO, "admin_load_refused", "model=%s why=\"%s\"", p->name,
 		         f->msg);
-		http_error(req, ORCH_EINVAL, "path", "%s", f->msg);
+		http_error(req, ORCH_EINVAL, "path",
+		           "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
+		           "not-a-GGUF get this same answer; orchd's log says which)",
+		           p->path);
 	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
 		http_error(req, e.code, "name", "%s", e.msg);
 	} else {

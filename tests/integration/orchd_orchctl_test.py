@@ -111,14 +111,18 @@ def cli_checks():
     check(r.returncode == 3 and "cannot reach orchd" in r.stderr, "unreachable: exit 3: %r" % r.stderr)
 
     r = orchctl("load", "bad", "/etc/passwd")
-    check(r.returncode == 1 and "orchctl: load bad: " in r.stderr and "GGUF" in r.stderr
-          and "{" not in r.stderr and r.stdout == "", "not a GGUF in words: %r" % r.stderr)
+    check(r.returncode == 1 and r.stderr == "orchctl: load bad: /etc/passwd is not a GGUF file (bad magic)\n"
+          and r.stdout == "", "not a GGUF in words: %r" % r.stderr)
+    r = orchctl("load", "bad", tmp)
+    check(r.returncode == 1 and "is not a regular file" in r.stderr, "a directory: %r" % r.stderr)
+    st, t = admin("POST", "/admin/models", {"name": "bad", "path": "/etc/passwd"})
+    check(st == 400 and "is not a GGUF file orchd can read" in t, "orchd's own answer: %s %s" % (st, t))
     r = orchctl("load", "bad", os.path.join(tmp, "nonexistent.gguf"))
     check(r.returncode == 1 and "nonexistent.gguf" in r.stderr, "missing file: %r" % r.stderr)
     r = orchctl("load", "x", MODEL, "--device", "cuda:0")
     check(r.returncode == 1 and "no device 'cuda:0'" in r.stderr, "unknown device: %r" % r.stderr)
-    r = orchctl("--json", "load", "bad", "/etc/passwd")
-    check(r.returncode == 1 and json.loads(r.stdout)["error"]["code"] == "INVALID_REQUEST",
+    r = orchctl("--json", "load", "x", MODEL, "--device", "cuda:7")
+    check(r.returncode == 1 and json.loads(r.stdout)["error"]["param"] == "device",
           "--json: the error body on stdout: %r" % r.stdout)
     r = orchctl("load", "x", MODEL, "--slots", "zero")
     check(r.returncode == 2 and "--slots wants a number" in r.stderr, "bad number: %r" % r.stderr)
