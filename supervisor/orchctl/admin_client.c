@@ -25,7 +25,29 @@ orchctl_socket(const char *flag)
 {
 	const char *env = getenv("ORCHD_SOCKET");
 
+	if (flag == NULL)
+		flag = arg_socket;
 	return flag ? flag : env && env[0] ? env : DEFAULT_SOCKET;
+}
+
+int
+orchctl_refused(const char *what, int status, const char *body)
+{
+	cJSON *j = cJSON_Parse(body);
+	const cJSON *e = cJSON_GetObjectItem(j, "error");
+	const char *msg = cJSON_IsString(cJSON_GetObjectItem(e, "message"))
+	                          ? cJSON_GetObjectItem(e, "message")->valuestring
+	                          : NULL;
+
+	if (arg_json)
+		printf("%s%s", body, body[0] && body[strlen(body) - 1] == '\n' ? "" : "\n");
+	if (msg)
+		fprintf(stderr, "orchctl: %s: %s\n", what, msg);
+	else
+		fprintf(stderr, "orchctl: %s: orchd answered HTTP %d without an error message\n",
+		        what, status);
+	cJSON_Delete(j);
+	return ORCHCTL_EXIT_FAILED;
 }
 
 int
@@ -77,16 +99,20 @@ orchctl_request(const char *sock, const char *method, const char *path, const ch
 }
 
 cJSON *
-orchctl_get_json(const char *sock, const char *path, char **raw)
+orchctl_get_json(const char *sock, const char *path, char **raw, int *rc)
 {
 	int status = 0;
 	char *body;
 
-	if (orchctl_request(sock, "GET", path, NULL, &status, &body) != 0)
+	if (orchctl_request(sock, "GET", path, NULL, &status, &body) != 0) {
+		*rc = ORCHCTL_EXIT_UNREACHABLE;
 		return NULL;
+	}
 	cJSON *j = cJSON_Parse(body);
 	if (status != 200 || j == NULL) {
-		fprintf(stderr, "orchctl: %s: HTTP %d: %s\n", path, status, body);
+		char what[300];
+		snprintf(what, sizeof(what), "GET %.256s", path);
+		*rc = orchctl_refused(what, status, body);
 		cJSON_Delete(j);
 		free(body);
 		return NULL;
@@ -110,10 +136,10 @@ orchctl_num(const cJSON *o, const char *k)
 }
 
 cJSON *
-orchctl_find_worker(const char *sock, const char *name)
+orchctl_find_worker(const char *sock, const char *name, int *rc)
 {
 	char *raw = NULL;
-	cJSON *all = orchctl_get_json(sock, "/admin/workers", &raw), *found = NULL;
+	cJSON *all = orchctl_get_json(sock, "/admin/workers", &raw, rc), *found = NULL;
 	const cJSON *w;
 	struct sbuf ids = {0};
 	int of_model = 0;
@@ -132,6 +158,7 @@ orchctl_find_worker(const char *sock, const char *name)
 			sbuf_printf(&ids, "%s%s", of_model++ ? ", " : "", orchctl_str(w, "id"));
 		}
 	}
+	*rc = ORCHCTL_EXIT_FAILED;
 	if (found == NULL)
 		fprintf(stderr, "orchctl: no worker or model '%s' (see orchctl ps)\n", name);
 	else if (of_model > 1)
@@ -175,6 +202,7 @@ read_opts(int argc, char **argv, const char **sock, bool *json)
 			return false;
 	}
 	*sock = orchctl_socket(flag);
+	*json = *json || arg_json;
 	return optind == argc;
 }
 
@@ -231,9 +259,10 @@ orchctl_status(int argc, char **argv)
 		fprintf(stderr, "usage: orchctl status [--json] [--socket PATH]\n");
 		return 2;
 	}
-	cJSON *s = orchctl_get_json(sock, "/admin/status", &raw);
+	int rc = 0;
+	cJSON *s = orchctl_get_json(sock, "/admin/status", &raw, &rc);
 	if (s == NULL)
-		return 1;
+		return rc;
 	if (json) {
 		printf("%s", raw);
 	} else {
@@ -272,9 +301,10 @@ orchctl_ps(int argc, char **argv)
 		fprintf(stderr, "usage: orchctl ps [--json] [--socket PATH]\n");
 		return 2;
 	}
-	cJSON *a = orchctl_get_json(sock, "/admin/workers", &raw);
+	int rc = 0;
+	cJSON *a = orchctl_get_json(sock, "/admin/workers", &raw, &rc);
 	if (a == NULL)
-		return 1;
+		return rc;
 	if (json) {
 		printf("%s", raw);
 	} else {

@@ -159,9 +159,11 @@ orchctl_attach(int argc, char **argv)
 		        "[--count N] [--timeout-ms N] [--json] [--socket PATH]\n");
 		return 2;
 	}
-	cJSON *w = orchctl_find_worker(orchctl_socket(sockflag), argv[optind]);
+	int rc = 0;
+	cJSON *w = orchctl_find_worker(orchctl_socket(sockflag), argv[optind], &rc);
+	json = json || arg_json;
 	if (w == NULL)
-		return 1;
+		return rc;
 	char url[1024], pid[32];
 	snprintf(url, sizeof(url), "%s", orchctl_str(w, "debug_endpoint"));
 	snprintf(pid, sizeof(pid), "%.0f", orchctl_num(w, "pid"));

@@ -309,7 +309,7 @@ orchctl_inspect(int argc, char **argv)
 	                                         {"context", required_argument, NULL, 'c'},
 	                                         {"slots", required_argument, NULL, 's'},
 	                                         {NULL, 0, NULL, 0}};
-	struct inspect_opts opt = {.slots = 1};
+	struct inspect_opts opt = {.slots = 1, .json = arg_json};
 	int c, failed = 0;
 
 	while ((c = getopt_long(argc, argv, "jtc:s:", longopts, NULL)) != -1) {

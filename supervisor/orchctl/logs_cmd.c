@@ -1,8 +1,9 @@
 /*
- * logs_cmd.c - "orchctl logs WORKER": the output lines orchd kept of that
- * worker (GET /admin/workers/ID/logs), its own notes about the process
- * among them; --follow polls for new ones; --json prints one JSON object per
- * line.
+ * logs_cmd.c - "orchctl logs WORKER|MODEL": first why a failed model failed
+ * (its error and last exit status, from GET /admin/status), then the output
+ * lines orchd kept of that worker (GET /admin/workers/ID/logs), its own
+ * notes about the process among them; --follow polls for new ones; --json
+ * prints one JSON object per line.
  */
 #include <getopt.h>
 #include <stdbool.h>
@@ -40,7 +41,8 @@ static int
 logs_once(const char *sock, const char *path, bool json, double *next)
 {
 	char *raw = NULL;
-	cJSON *o = orchctl_get_json(sock, path, &raw);
+	int rc = 0;
+	cJSON *o = orchctl_get_json(sock, path, &raw, &rc);
 	const cJSON *l;
 
 	if (o == NULL)
@@ -52,6 +54,42 @@ logs_once(const char *sock, const char *path, bool json, double *next)
 	fflush(stdout);
 	*next = orchctl_num(o, "next");
 	cJSON_Delete(o);
+	free(raw);
+	return 0;
+}
+
+/* When @name is a model that failed: why, as the first line. -1: orchd did not answer. */
+static int
+model_failure(const char *sock, const char *name, bool json)
+{
+	char *raw = NULL;
+	int rc = 0;
+	cJSON *s = orchctl_get_json(sock, "/admin/status", &raw, &rc);
+	const cJSON *m;
+
+	if (s == NULL)
+		return -1;
+	cJSON_ArrayForEach(m, cJSON_GetObjectItem(s, "models"))
+	{
+		if (strcmp(orchctl_str(m, "name"), name) != 0 ||
+		    strcmp(orchctl_str(m, "state"), "failed") != 0)
+			continue;
+		if (json) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "model", name);
+			cJSON_AddStringToObject(o, "state", "failed");
+			cJSON_AddStringToObject(o, "error", orchctl_str(m, "error"));
+			cJSON_AddStringToObject(o, "error_code", orchctl_str(m, "error_code"));
+			cJSON_AddNumberToObject(o, "last_exit_status",
+			                        orchctl_num(m, "last_exit_status"));
+			orchctl_print_json(o);
+		} else {
+			printf("%s failed: %s (%s; last exit status %.0f)\n", name,
+			       orchctl_str(m, "error"), orchctl_str(m, "error_code"),
+			       orchctl_num(m, "last_exit_status"));
+		}
+	}
+	cJSON_Delete(s);
 	free(raw);
 	return 0;
 }
@@ -88,9 +126,13 @@ orchctl_logs(int argc, char **argv)
 		return 2;
 	}
 	const char *sock = orchctl_socket(sockflag);
-	cJSON *w = orchctl_find_worker(sock, argv[optind]);
+	int rc = 0;
+	json = json || arg_json;
+	if (model_failure(sock, argv[optind], json) != 0)
+		return ORCHCTL_EXIT_UNREACHABLE;
+	cJSON *w = orchctl_find_worker(sock, argv[optind], &rc);
 	if (w == NULL)
-		return 1;
+		return rc;
 	char id[256], path[512];
 	snprintf(id, sizeof(id), "%s", orchctl_str(w, "id"));
 	cJSON_Delete(w);

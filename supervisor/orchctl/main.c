@@ -1,31 +1,101 @@
 /*
  * orchctl - the orch admin CLI. Subcommands are one table; status, ps, load,
- * unload and logs talk to orchd's admin socket, attach to a worker's debug
- * stream as well, inspect works on files alone.
+ * unload, rm and logs talk to orchd's admin socket, attach to a worker's
+ * debug stream as well, inspect works on files alone. The global options
+ * (--socket PATH, --json, --version) go anywhere on the line: they are taken
+ * out before the subcommand sees its arguments.
+ *
+ * Exit codes: 0 done; 1 failed (orchd refused or the load failed, not
+ * found); 2 bad usage; 3 orchd cannot be reached.
  */
+#include <stdio.h>
+#include <string.h>
+
 #include "base/subcmd.h"
 #include "orchctl.h"
+
+const char *arg_socket;
+bool arg_json;
+
+static int
+orchctl_version(int argc, char **argv)
+{
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: orchctl version\n");
+		return 2;
+	}
+	printf("orchctl %s\n", PROJECT_VERSION);
+	return 0;
+}
 
 static const struct subcmd commands[] = {
         {"status", orchctl_status,
          "status [--json] [--socket PATH]  models, devices, jobs, uptime"},
         {"ps", orchctl_ps, "ps [--json] [--socket PATH]  one line per worker"},
         {"load", orchctl_load,
-         "load NAME [PATH] [--device D] [--slots N] [--context N] [--tokenizer gguf|hf-json] [--wait] [--socket PATH]"},
-        {"unload", orchctl_unload, "unload NAME [--socket PATH]  drain, then stop its workers"},
+         "load NAME [PATH] [--device D] [--slots N] [--context N] [--replicas N] [--tokenizer "
+         "gguf|hf-json] [--no-wait] [--json] [--socket PATH]  load and wait until ready"},
+        {"unload", orchctl_unload,
+         "unload NAME [--json] [--socket PATH]  drain, then stop its workers"},
+        {"rm", orchctl_rm,
+         "rm NAME [--json] [--socket PATH]  unload and forget a model added with load"},
 #ifdef ORCHCTL_HAVE_ATTACH
         {"attach", orchctl_attach,
          "attach WORKER [--dump | --gdb] [--topic log|step]... [--count N] [--json] [--socket "
          "PATH]  its debug stream"},
 #endif
         {"logs", orchctl_logs,
-         "logs WORKER [-n N] [-f] [--json] [--socket PATH]  its output lines"},
+         "logs WORKER|MODEL [-n N] [-f] [--json] [--socket PATH]  why it failed, its output"},
         {"inspect", orchctl_inspect,
          "inspect [--json] [--tensors] [--context N] [--slots S] FILE.gguf...  describe a model file"},
+        {"version", orchctl_version, "version  orchctl's version (also --version)"},
 };
+
+/*
+ * Takes --socket PATH, --socket=PATH and --json out of @argv (anywhere, up
+ * to a "--"), into arg_socket and arg_json. -1 for --socket without a path.
+ */
+static int
+take_globals(int argc, char **argv)
+{
+	int n = 0;
+
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			while (i < argc)
+				argv[n++] = argv[i++];
+			break;
+		}
+		if (strcmp(a, "--json") == 0) {
+			arg_json = true;
+		} else if (strncmp(a, "--socket=", 9) == 0) {
+			arg_socket = a + 9;
+		} else if (strcmp(a, "--socket") == 0) {
+			if (i + 1 >= argc)
+				return -1;
+			arg_socket = argv[++i];
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	argv[n] = NULL;
+	return n;
+}
 
 int
 main(int argc, char **argv)
 {
-	return subcmd_main("orchctl", commands, sizeof(commands) / sizeof(commands[0]), argc, argv);
+	size_t n = sizeof(commands) / sizeof(commands[0]);
+
+	argc = take_globals(argc, argv);
+	if (argc < 0) {
+		fprintf(stderr, "orchctl: --socket needs a path\n");
+		return 2;
+	}
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0)
+			return orchctl_version(1, argv);
+	return subcmd_main("orchctl", commands, n, argc, argv);
 }

@@ -1,18 +1,28 @@
 /*
- * models_cmd.c - "orchctl load" and "orchctl unload" through the admin API;
- * load --wait follows the model until READY (a progress bar on a terminal,
- * plain lines otherwise) or failed.
+ * models_cmd.c - "orchctl load", "unload" and "rm" through the admin API.
+ * load waits (unless --no-wait) until the model is READY or failed: a
+ * progress bar on a terminal (bytes, percent, rate, ETA), a plain line every
+ * 10% otherwise; a failure is told in words and exits 1.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "base/parse.h"
 #include "orchctl.h"
+
+#define WAIT_POLL_US 100000
+#define WAIT_MAX_S   600
 
 /* The model's entry in /admin/status, or NULL; *@root to free. */
 static const cJSON *
@@ -36,131 +46,308 @@ model_status(const char *sock, const char *name, cJSON **root)
 	return NULL;
 }
 
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* How far a load is: for the bar and the plain lines. */
+struct progress {
+	bool tty;
+	int last_pct;       /* the last one shown; -1: none */
+	double started_s;   /* when the wait began */
+	double file_mib;    /* the model file's size; 0: not known */
+	double rate_mib_s;  /* MiB/s since the start; 0: not known yet */
+	double eta_s;       /* -1: not known */
+	double last_line_s; /* when the last plain line was printed */
+};
+
+/* "12.0/27.0 MiB, 3.1 MiB/s, ETA 4 s" for @pct of the file, as far as known. */
+static void
+facts(struct progress *p, int pct, char *out, size_t n)
+{
+	double done = p->file_mib * pct / 100.0, dt = now_s() - p->started_s;
+
+	p->rate_mib_s = dt > 0.2 && done > 0 ? done / dt : 0;
+	p->eta_s = p->rate_mib_s > 0 ? (p->file_mib - done) / p->rate_mib_s : -1;
+	if (p->file_mib <= 0) {
+		snprintf(out, n, "%.0f s", dt);
+		return;
+	}
+	int k = snprintf(out, n, "%.1f/%.1f MiB", done, p->file_mib);
+	if (k > 0 && (size_t)k < n && p->rate_mib_s > 0)
+		snprintf(out + k, n - (size_t)k, ", %.1f MiB/s, ETA %.0f s", p->rate_mib_s,
+		         p->eta_s);
+}
+
+static void
+show(struct progress *p, const char *name, int pct)
+{
+	char f[96];
+	double t = now_s();
+
+	if (pct == p->last_pct && (!p->tty || t - p->last_line_s < 0.5))
+		return;
+	facts(p, pct, f, sizeof(f));
+	if (p->tty) {
+		printf("\r%s [%-30.*s] %3d%%  %s\033[K", name, pct * 30 / 100,
+		       "##############################", pct, f);
+	} else if (pct / 10 != p->last_pct / 10 || p->last_pct < 0) {
+		printf("%s: loading %d%% (%s)\n", name, pct, f);
+	} else {
+		return;
+	}
+	fflush(stdout);
+	p->last_pct = pct;
+	p->last_line_s = t;
+}
+
+/* One look at the model: 0 ready, 1 failed or gone (said why), -1 still loading. */
+static int
+poll_once(const char *sock, const char *name, struct progress *p)
+{
+	cJSON *root;
+	const cJSON *m = model_status(sock, name, &root);
+	int rc = -1;
+
+	if (root == NULL) {
+		rc = ORCHCTL_EXIT_UNREACHABLE;
+	} else if (m == NULL) {
+		fprintf(stderr, "%sorchctl: load %s: the model was removed while loading\n",
+		        p->tty ? "\n" : "", name);
+		rc = ORCHCTL_EXIT_FAILED;
+	} else {
+		const char *state = orchctl_str(m, "state");
+		p->file_mib = orchctl_num(m, "file_bytes") / 1048576.0;
+		if (strcmp(state, "ready") == 0) {
+			show(p, name, 100);
+			if (arg_json)
+				orchctl_print_json(cJSON_Duplicate(m, true));
+			else
+				printf("%s%s: ready in %.1f s\n", p->tty ? "\n" : "", name,
+				       now_s() - p->started_s);
+			rc = 0;
+		} else if (strcmp(state, "failed") == 0) {
+			fprintf(stderr, "%sorchctl: load %s: %s (orchctl logs %s)\n",
+			        p->tty ? "\n" : "", name, orchctl_str(m, "error"), name);
+			rc = ORCHCTL_EXIT_FAILED;
+		} else if (strcmp(state, "loading") != 0) {
+			fprintf(stderr, "%sorchctl: load %s: the model is %s, not loading\n",
+			        p->tty ? "\n" : "", name, state);
+			rc = ORCHCTL_EXIT_FAILED;
+		} else if (!arg_json) {
+			show(p, name, (int)orchctl_num(m, "load_percent"));
+		}
+	}
+	cJSON_Delete(root);
+	return rc;
+}
+
 static int
 wait_ready(const char *sock, const char *name)
 {
-	bool tty = isatty(STDOUT_FILENO);
-	int last = -1;
+	struct progress p = {
+	        .tty = isatty(STDOUT_FILENO) && !arg_json, .last_pct = -1, .started_s = now_s()};
 
-	for (int i = 0; i < 6000; i++) { /* 10 minutes */
-		cJSON *root;
-		const cJSON *m = model_status(sock, name, &root);
-		if (m == NULL) {
-			cJSON_Delete(root);
-			fprintf(stderr, "orchctl: model %s is gone\n", name);
-			return 1;
-		}
-		const char *state = cJSON_GetObjectItem(m, "state")->valuestring;
-		int pct = (int)cJSON_GetObjectItem(m, "load_percent")->valuedouble;
-		if (pct != last) {
-			if (tty)
-				printf("\r%s [%-50.*s] %3d%%", name, pct / 2,
-				       "##################################################", pct);
-			else
-				printf("%s: loading %d%%\n", name, pct);
-			fflush(stdout);
-			last = pct;
-		}
-		int rc = -1;
-		if (strcmp(state, "ready") == 0) {
-			printf("%s%s: ready\n", tty ? "\n" : "", name);
-			rc = 0;
-		} else if (strcmp(state, "failed") == 0) {
-			const cJSON *e = cJSON_GetObjectItem(m, "error");
-			fprintf(stderr, "%sorchctl: %s failed: %s\n", tty ? "\n" : "", name,
-			        cJSON_IsString(e) ? e->valuestring : "?");
-			rc = 1;
-		}
-		cJSON_Delete(root);
+	while (now_s() - p.started_s < WAIT_MAX_S) {
+		int rc = poll_once(sock, name, &p);
 		if (rc >= 0)
 			return rc;
-		usleep(100000);
+		usleep(WAIT_POLL_US);
 	}
-	fprintf(stderr, "orchctl: %s is not ready after 10 minutes\n", name);
-	return 1;
+	fprintf(stderr, "%sorchctl: load %s: not ready after %d s (orchctl status)\n",
+	        p.tty ? "\n" : "", name, WAIT_MAX_S);
+	return ORCHCTL_EXIT_FAILED;
+}
+
+/* A number option into @req as @key, or false with the reason printed. */
+static bool
+add_number(cJSON *req, const char *key, const char *v, uint64_t lo, uint64_t hi)
+{
+	uint64_t x;
+
+	if (orch_parse_u64(v, lo, hi, &x) != ORCH_OK) {
+		fprintf(stderr, "orchctl: load: --%s wants a number from %llu to %llu, got '%s'\n",
+		        key, (unsigned long long)lo, (unsigned long long)hi, v);
+		return false;
+	}
+	cJSON_AddNumberToObject(req, key, (double)x);
+	return true;
+}
+
+/* The options into @req; false on bad usage (printed). */
+static bool
+load_opts(int argc, char **argv, cJSON *req, bool *wait)
+{
+	static const struct option longopts[] = {{"device", required_argument, NULL, 'd'},
+	                                         {"slots", required_argument, NULL, 's'},
+	                                         {"context", required_argument, NULL, 'c'},
+	                                         {"replicas", required_argument, NULL, 'r'},
+	                                         {"wait", no_argument, NULL, 'w'},
+	                                         {"no-wait", no_argument, NULL, 'W'},
+	                                         {"socket", required_argument, NULL, 'S'},
+	                                         {"tokenizer", required_argument, NULL, 'k'},
+	                                         {NULL, 0, NULL, 0}};
+	bool ok = true;
+	int c;
+
+	optind = 1;
+	while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c == 'd' || c == 'k')
+			cJSON_AddStringToObject(req, c == 'd' ? "device" : "tokenizer", optarg);
+		else if (c == 's')
+			ok = add_number(req, "slots", optarg, 1, 256);
+		else if (c == 'c')
+			ok = add_number(req, "context", optarg, 16, 1u << 20);
+		else if (c == 'r')
+			ok = add_number(req, "replicas", optarg, 1, 64);
+		else if (c == 'w' || c == 'W')
+			*wait = c == 'w';
+		else if (c == 'S')
+			arg_socket = optarg;
+		else
+			ok = false;
+	}
+	return ok && (optind == argc - 1 || optind == argc - 2);
+}
+
+/*
+ * The model file checked here, as our user, before orchd is asked: missing,
+ * not a regular file, not a GGUF are told in words (orchd's answer is one
+ * sentence for all of them). A file we may not read is left to orchd, which
+ * may run as another user. False with the reason printed.
+ */
+static bool
+file_ok(const char *name, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	char magic[4];
+	const char *why = NULL;
+
+	if (fd < 0 && errno == EACCES)
+		return true;
+	if (fd < 0) {
+		fprintf(stderr, "orchctl: load %s: %s: %s\n", name, path, strerror(errno));
+		return false;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		why = "is not a regular file";
+	else if (read(fd, magic, sizeof(magic)) != (ssize_t)sizeof(magic) ||
+	         memcmp(magic, "GGUF", 4) != 0)
+		why = "is not a GGUF file (bad magic)";
+	close(fd);
+	if (why)
+		fprintf(stderr, "orchctl: load %s: %s %s\n", name, path, why);
+	return why == NULL;
+}
+
+/* The warnings of a 202 (a context beyond the training context...) on stderr. */
+static void
+print_warnings(const char *name, const char *body)
+{
+	cJSON *j = cJSON_Parse(body);
+	const cJSON *w;
+
+	cJSON_ArrayForEach(w, cJSON_GetObjectItem(j, "warnings"))
+	        fprintf(stderr, "orchctl: warning: load %s: %s\n", name,
+	                cJSON_IsString(w) ? w->valuestring : "?");
+	cJSON_Delete(j);
 }
 
 int
 orchctl_load(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"device", required_argument, NULL, 'd'},
-	                                         {"slots", required_argument, NULL, 's'},
-	                                         {"context", required_argument, NULL, 'c'},
-	                                         {"wait", no_argument, NULL, 'w'},
-	                                         {"socket", required_argument, NULL, 'S'},
-	                                         {"tokenizer", required_argument, NULL, 'k'},
-	                                         {NULL, 0, NULL, 0}};
-	const char *sock_flag = NULL;
-	bool wait = false;
 	cJSON *req = cJSON_CreateObject();
-	int c;
+	bool wait = true;
+	char what[128], abs_path[PATH_MAX];
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (c == 'd' || c == 'k')
-			cJSON_AddStringToObject(req, c == 'd' ? "device" : "tokenizer", optarg);
-		else if (c == 's' || c == 'c')
-			cJSON_AddNumberToObject(req, c == 's' ? "slots" : "context", atof(optarg));
-		else if (c == 'w')
-			wait = true;
-		else if (c == 'S')
-			sock_flag = optarg;
-		else
-			goto usage;
+	if (!load_opts(argc, argv, req, &wait)) {
+		cJSON_Delete(req);
+		fprintf(stderr, "usage: orchctl load NAME [PATH] [--device D] [--slots N] "
+		                "[--context N] [--replicas N] [--tokenizer gguf|hf-json] "
+		                "[--no-wait] [--json] [--socket PATH]\n");
+		return ORCHCTL_EXIT_USAGE;
 	}
-	if (optind != argc - 1 && optind != argc - 2)
-		goto usage;
-	const char *name = argv[optind], *sock = orchctl_socket(sock_flag);
+	const char *name = argv[optind], *sock = orchctl_socket(NULL);
 	cJSON_AddStringToObject(req, "name", name);
-	if (optind == argc - 2)
-		cJSON_AddStringToObject(req, "path", argv[optind + 1]);
+	if (optind == argc - 2 && !file_ok(name, argv[optind + 1])) {
+		cJSON_Delete(req);
+		return ORCHCTL_EXIT_FAILED;
+	}
+	if (optind == argc - 2) /* orchd's working directory is not ours: a path it can use */
+		cJSON_AddStringToObject(req, "path",
+		                        realpath(argv[optind + 1], abs_path) ? abs_path
+		                                                             : argv[optind + 1]);
 	char *body = cJSON_PrintUnformatted(req), *resp = NULL;
 	int status = 0;
 	cJSON_Delete(req);
 	int rv = orchctl_request(sock, "POST", "/admin/models", body, &status, &resp);
 	free(body);
 	if (rv != 0)
-		return 1;
+		return ORCHCTL_EXIT_UNREACHABLE;
+	snprintf(what, sizeof(what), "load %.100s", name);
 	if (status != 202) {
-		fprintf(stderr, "orchctl: load %s: HTTP %d: %s", name, status, resp);
+		rv = orchctl_refused(what, status, resp);
 		free(resp);
-		return 1;
+		return rv;
 	}
+	print_warnings(name, resp);
+	if (!wait && arg_json)
+		printf("%s\n", resp);
+	else if (!wait)
+		printf("%s: loading (orchctl status)\n", name);
 	free(resp);
 	return wait ? wait_ready(sock, name) : 0;
+}
+
+/* unload and rm: @method @path for model @argv[1]; the answer told. */
+static int
+model_verb(int argc, char **argv, const char *method, const char *suffix, const char *done)
+{
+	static const struct option longopts[] = {{"socket", required_argument, NULL, 'S'},
+	                                         {NULL, 0, NULL, 0}};
+	char path[256], what[128], *resp = NULL;
+	int c, status = 0;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c != 'S')
+			goto usage;
+		arg_socket = optarg;
+	}
+	if (optind != argc - 1 || strlen(argv[optind]) > 100 || strchr(argv[optind], '/'))
+		goto usage;
+	snprintf(path, sizeof(path), "/admin/models/%s%s", argv[optind], suffix);
+	snprintf(what, sizeof(what), "%s %s", argv[0], argv[optind]);
+	if (orchctl_request(orchctl_socket(NULL), method, path, NULL, &status, &resp) != 0)
+		return ORCHCTL_EXIT_UNREACHABLE;
+	int rc = 0;
+	if (status != 202)
+		rc = orchctl_refused(what, status, resp);
+	else if (arg_json)
+		printf("%s\n", resp);
+	else
+		printf("%s: %s\n", argv[optind], done);
+	free(resp);
+	return rc;
 usage:
-	cJSON_Delete(req);
-	fprintf(stderr, "usage: orchctl load NAME [PATH] [--device D] [--slots N] [--context N] "
-	                "[--tokenizer gguf|hf-json] [--wait] [--socket PATH]\n");
-	return 2;
+	fprintf(stderr, "usage: orchctl %s NAME [--json] [--socket PATH]\n", argv[0]);
+	return ORCHCTL_EXIT_USAGE;
 }
 
 int
 orchctl_unload(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"socket", required_argument, NULL, 'S'},
-	                                         {NULL, 0, NULL, 0}};
-	const char *sock_flag = NULL;
-	char path[256], *resp = NULL;
-	int c, status = 0;
+	return model_verb(argc, argv, "DELETE", "", "unloading (drain, then stop)");
+}
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-		if (c != 'S') {
-			fprintf(stderr, "usage: orchctl unload NAME [--socket PATH]\n");
-			return 2;
-		}
-		sock_flag = optarg;
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "usage: orchctl unload NAME [--socket PATH]\n");
-		return 2;
-	}
-	snprintf(path, sizeof(path), "/admin/models/%s", argv[optind]);
-	if (orchctl_request(orchctl_socket(sock_flag), "DELETE", path, NULL, &status, &resp) != 0)
-		return 1;
-	if (status != 202)
-		fprintf(stderr, "orchctl: unload %s: HTTP %d: %s", argv[optind], status, resp);
-	free(resp);
-	return status == 202 ? 0 : 1;
+int
+orchctl_rm(int argc, char **argv)
+{
+	return model_verb(argc, argv, "POST", "/forget", "unloaded and forgotten");
 }

@@ -12,7 +12,7 @@ _orchctl_ps_column() { # $1: 1 = worker ids, 2 = model names
 
 _orchctl() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="status ps load unload attach logs inspect --help"
+	local cmds="status ps load unload rm attach logs inspect version --help --version --json --socket"
 	COMPREPLY=()
 	if ((COMP_CWORD == 1)); then
 		mapfile -t COMPREPLY < <(compgen -W "$cmds" -- "$cur")
@@ -31,27 +31,40 @@ _orchctl() {
 	--tokenizer)
 		mapfile -t COMPREPLY < <(compgen -W "gguf hf-json" -- "$cur")
 		return ;;
-	--slots | --context | --count | --timeout-ms | --lines | -n)
+	--slots | --context | --replicas | --count | --timeout-ms | --lines | -n)
 		return ;;
 	esac
-	local opts words=()
-	case ${COMP_WORDS[1]} in
+	local opts words=() cmd= i
+	for ((i = 1; i < COMP_CWORD; i++)); do # the command: the first word not a global option
+		case ${COMP_WORDS[i]} in
+		--socket) ((i++)) ;;
+		-*) ;;
+		*) cmd=${COMP_WORDS[i]}; break ;;
+		esac
+	done
+	if [[ -z $cmd ]]; then
+		mapfile -t COMPREPLY < <(compgen -W "$cmds" -- "$cur")
+		return
+	fi
+	case $cmd in
 	status | ps) opts="--json --socket" ;;
-	load) opts="--device --slots --context --tokenizer --wait --socket" ;;
-	unload)
-		opts="--socket"
+	load)
+		opts="--device --slots --context --replicas --tokenizer --no-wait --json --socket"
+		mapfile -t words < <(_orchctl_ps_column 2) ;;
+	unload | rm)
+		opts="--json --socket"
 		mapfile -t words < <(_orchctl_ps_column 2) ;;
 	attach)
 		opts="--dump --gdb --topic --count --timeout-ms --json --socket"
 		mapfile -t words < <(_orchctl_ps_column 1) ;;
 	logs)
 		opts="--lines --follow --json --socket"
-		mapfile -t words < <(_orchctl_ps_column 1) ;;
+		mapfile -t words < <(_orchctl_ps_column 1; _orchctl_ps_column 2) ;;
 	inspect) opts="--json --tensors --context --slots" ;;
 	esac
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")
-	elif [[ ${COMP_WORDS[1]} == inspect || (${COMP_WORDS[1]} == load && COMP_CWORD -ge 3) ]]; then
+	elif [[ $cmd == inspect || ($cmd == load && $i -lt $((COMP_CWORD - 1))) ]]; then
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
 	else
 		mapfile -t COMPREPLY < <(compgen -W "${words[*]}" -- "$cur")

@@ -6,6 +6,7 @@
  *   GET    /admin/workers                 one object per worker
  *   POST   /admin/models                  load {name, path, device, slots, context, replicas}
  *   DELETE /admin/models/NAME             unload (drain, then stop)
+ *   POST   /admin/models/NAME/forget      unload, then forget (models added here only)
  *   POST   /admin/workers/ID/restart
  *   GET    /admin/models/NAME/events      SSE: progress and state changes
  *   GET    /admin/workers/ID/logs         its last output lines (?lines=N, ?since=SEQ)
@@ -23,13 +24,17 @@
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "admin_state.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/readfile.h"
+#include "base/sbuf.h"
+#include "devices.h"
 #include "health.h"
 #include "http.h"
 #include "http_conn.h"
@@ -84,6 +89,12 @@ model_json(const struct model_entry *m)
 	cJSON_AddStringToObject(o, "tokenizer", m->cfg.hf_tokenizer ? "hf-json" : "gguf");
 	if (m->chat_template_origin[0])
 		cJSON_AddStringToObject(o, "chat_template", m->chat_template_origin);
+	cJSON_AddBoolToObject(o, "wanted", m->wanted);
+	cJSON_AddStringToObject(o, "origin", m->runtime ? "admin" : "config");
+	if (m->file.known) {
+		cJSON_AddNumberToObject(o, "file_bytes", (double)m->file.file_bytes);
+		cJSON_AddNumberToObject(o, "n_ctx_train", m->file.n_ctx_train);
+	}
 	cJSON_AddNumberToObject(o, "queued", m->queued);
 	cJSON_AddNumberToObject(o, "restarts", m->restarts);
 	uint32_t pct = 0;
@@ -218,51 +229,6 @@ follow(struct orchd *d, struct evhttp_request *req, struct model_entry *m)
 	admin_model_event(d, m, "state");
 }
 
-/* The admin body's keys as config keys of @tmp's model @name (the file's syntax). */
-static bool
-model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root, struct orch_errinfo *e)
-{
-	char section[CFG_NAME_MAX + 16];
-	struct cfg_model *cm;
-	const cJSON *it;
-
-	snprintf(section, sizeof(section), "model \"%s\"", name);
-	if (cfg_model_add(tmp, name, &cm, e) != ORCH_OK)
-		return false;
-	cJSON_ArrayForEach(it, root)
-	{
-		char num[32];
-		const char *v = NULL;
-		if (strcmp(it->string, "name") == 0)
-			continue;
-		if (cJSON_IsString(it)) {
-			v = it->valuestring;
-		} else if (cJSON_IsNumber(it)) {
-			snprintf(num, sizeof(num), "%.0f", it->valuedouble);
-			v = num;
-		} else if (cJSON_IsArray(it) && strcmp(it->string, "device") == 0) {
-			struct sbuf list = {0};
-			const cJSON *x;
-			cJSON_ArrayForEach(x, it)
-			        sbuf_printf(&list, "%s%s", list.n ? "," : "",
-			                    cJSON_IsString(x) ? x->valuestring : "?");
-			bool ok = cfg_set(tmp, section, it->string, list.p ? list.p : "", e) ==
-			          ORCH_OK;
-			sbuf_fini(&list);
-			if (!ok)
-				return false;
-			continue;
-		}
-		if (v == NULL) {
-			orch_errf(e, ORCH_EINVAL, "'%s' has the wrong type", it->string);
-			return false;
-		}
-		if (cfg_set(tmp, section, it->string, v, e) != ORCH_OK)
-			return false;
-	}
-	return true;
-}
-
 /*
  * A POST /admin/models of a new model whose file is being read (inspect.h):
  * the answer waits for the read. evhttp stops reading a connection once a
@@ -298,7 +264,43 @@ on_pending_close(struct evhttp_connection *evcon, void *arg)
 	pending_free(p);
 }
 
-/* A new model from the body, its file read: checked, added and started. */
+/* Each device of @cm is one orchd has, or answered 400 naming the ones it has. */
+static bool
+devices_or_reply(struct orchd *d, struct evhttp_request *req, const struct cfg_model *cm)
+{
+	struct sbuf have = {0};
+
+	for (uint32_t i = 0; i < cm->n_devices; i++) {
+		if (devices_find(&d->devices, cm->devices[i]) != NULL)
+			continue;
+		for (uint32_t k = 0; k < d->devices.n; k++)
+			sbuf_printf(&have, "%s%s", k ? ", " : "", d->devices.dev[k].id);
+		http_error(req, ORCH_EINVAL, "device", "no device '%s' here (orchd has: %s)",
+		           cm->devices[i], have.p ? have.p : "cpu");
+		sbuf_fini(&have);
+		return false;
+	}
+	return true;
+}
+
+/* A context beyond what the model was trained for works, but its answers degrade: say so. */
+static void
+add_context_warning(cJSON *o, const struct cfg_model *cm, uint32_t n_ctx_train)
+{
+	char msg[256];
+
+	if (cm->context == 0 || n_ctx_train == 0 || cm->context <= n_ctx_train)
+		return;
+	snprintf(msg, sizeof(msg),
+	         "context %u is beyond the model's training context (%u tokens): answers past "
+	         "%u tokens may degrade",
+	         cm->context, n_ctx_train, n_ctx_train);
+	orch_log(ORCH_LOG_WARNING, "context_beyond_training", "model=%s context=%u n_ctx_train=%u",
+	         cm->name, cm->context, n_ctx_train);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "warnings"), cJSON_CreateString(msg));
+}
+
+/* A new model from the body, its file read: checked, added, kept in the state file, started. */
 static void
 on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 {
@@ -309,22 +311,30 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 	struct model_entry *m;
 
 	http_conn_set_closecb(d, p->evcon, NULL, NULL);
-	if (f->rv != ORCH_OK) {
+	if (!admin_model_cfg(&tmp, p->name, p->root, &e)) {
+		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
+	} else if (!devices_or_reply(d, req, &tmp.models[0])) {
+		;
+	} else if (f->rv != ORCH_OK) {
 		/* one answer for missing, unreadable, not regular, not a GGUF: the admin API does
-		 * not tell whether a path exists; the log has the reason */
+		 * not tell whether a path exists (docs/security.md); the log has the reason, and
+		 * orchctl checks the file itself first, as its user, and says which */
 		orch_log(ORCH_LOG_INFO, "admin_load_refused", "model=%s why=\"%s\"", p->name,
 		         f->msg);
 		http_error(req, ORCH_EINVAL, "path",
 		           "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
-		           "not-a-GGUF get this same answer)",
+		           "not-a-GGUF get this same answer; orchd's log says which)",
 		           p->path);
-	} else if (!model_cfg(&tmp, p->name, p->root, &e)) {
-		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
 	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
 		http_error(req, e.code, "name", "%s", e.msg);
 	} else {
+		m->runtime = true;
+		m->wanted = true;
+		admin_state_save(d);
 		models_start(d, m);
-		http_json(req, 202, model_json(m));
+		cJSON *o = model_json(m);
+		add_context_warning(o, &m->cfg, f->model.n_ctx_train);
+		http_json(req, 202, o);
 	}
 	cfg_free(&tmp);
 	pending_free(p);
@@ -371,11 +381,16 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	    !params_string(root, "name", true, &name, &pe) ||
 	    !params_string(root, "path", false, &path, &pe))
 		;
-	else if ((m = models_find(d, name)) != NULL && path == NULL) { /* a configured model */
+	else if ((m = models_find(d, name)) != NULL && path == NULL) { /* a known model */
+		m->wanted = true;
+		if (m->runtime)
+			admin_state_save(d);
 		models_start(d, m);
 		http_json(req, 202, model_json(m));
 	} else if (m != NULL)
-		http_error(req, ORCH_EINVAL, "name", "model '%s' exists; unload it first", name);
+		http_error(req, ORCH_EINVAL, "name",
+		           "model '%s' exists; load it by name alone, or 'orchctl rm %s' first",
+		           name, name);
 	else if (path == NULL)
 		http_error(req, ORCH_EINVAL, "path", "'path' is required for a new model");
 	else {
@@ -500,7 +515,30 @@ on_unload(struct orchd *d, struct evhttp_request *req, const char *name)
 	if (m == NULL)
 		return;
 	cJSON *o = model_json(m);
+	bool runtime = m->runtime;
 	models_unload(d, m, false);
+	if (runtime)
+		admin_state_save(d);
+	http_json(req, 202, o);
+}
+
+/* POST /admin/models/NAME/forget: unload, then out of the registry and the state file. */
+static void
+on_forget(struct orchd *d, struct evhttp_request *req, const char *name)
+{
+	struct model_entry *m = model_or_reply(d, req, name);
+
+	if (m == NULL)
+		return;
+	if (!m->runtime)
+		return http_error(req, ORCH_EINVAL, "name",
+		                  "model '%s' comes from the configuration file; remove it there "
+		                  "and reload orchd (SIGHUP), or 'orchctl unload %s'",
+		                  name, name);
+	cJSON *o = model_json(m);
+	orch_log(ORCH_LOG_INFO, "model_forget", "model=%s", name);
+	models_unload(d, m, true); /* may free it */
+	admin_state_save(d);
 	http_json(req, 202, o);
 }
 
@@ -539,9 +577,18 @@ static const struct http_route admin_routes[] = {
         {EVHTTP_REQ_POST, "/admin/models", false, NULL, on_load},
         {EVHTTP_REQ_DELETE, "/admin/models/", true, "", on_unload},
         {EVHTTP_REQ_GET, "/admin/models/", true, "/events", on_events},
+        {EVHTTP_REQ_POST, "/admin/models/", true, "/forget", on_forget},
         {EVHTTP_REQ_POST, "/admin/workers/", true, "/restart", on_restart},
         {EVHTTP_REQ_GET, "/admin/workers/", true, "/logs", on_logs},
 };
+
+static void
+on_restore(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	admin_state_restore(arg);
+}
 
 static void
 route(struct evhttp_request *req, void *arg)
@@ -590,6 +637,8 @@ admin_start(struct orchd *d, struct orch_errinfo *reterr)
 	evhttp_set_max_body_size(d->admin_http, 1u << 20);
 	evhttp_set_gencb(d->admin_http, route, d);
 	d->on_model_event = admin_model_event;
+	/* the state file's models join after the configuration's (main.c adds those next) */
+	event_base_once(d->base, -1, EV_TIMEOUT, on_restore, d, &(struct timeval){0, 0});
 	orch_log(ORCH_LOG_INFO, "admin_listening", "socket=%s", sa.sun_path);
 	if (d->cfg.admin_listen[0]) {
 		char *tok = NULL;

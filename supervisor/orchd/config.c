@@ -227,6 +227,8 @@ set_server(struct orchd_config *c, const char *k, const char *v, struct orch_err
 		return set_str(c->admin_token_file, sizeof(c->admin_token_file), k, v, e);
 	if (strcmp(k, "runtime_dir") == 0)
 		return set_str(c->runtime_dir, sizeof(c->runtime_dir), k, v, e);
+	if (strcmp(k, "state_dir") == 0)
+		return set_str(c->state_dir, sizeof(c->state_dir), k, v, e);
 	if (strcmp(k, "api_keys_file") == 0)
 		return set_str(c->api_keys_file, sizeof(c->api_keys_file), k, v, e);
 	if (strcmp(k, "worker_bin") == 0)

@@ -32,6 +32,7 @@ struct orchd_config {
 	char admin_listen[128]; /* optional TCP HOST:PORT of the admin API ("" = none) */
 	char admin_token_file[CFG_PATH_MAX];
 	char runtime_dir[CFG_PATH_MAX];
+	char state_dir[CFG_PATH_MAX]; /* models.json (admin_state.h); "" = see admin_state_dir */
 	char api_keys_file[CFG_PATH_MAX]; /* "" = no API keys */
 	char worker_bin[CFG_PATH_MAX];    /* "" = orch-worker beside orchd */
 	uint32_t max_queue;               /* per model */

@@ -280,7 +280,7 @@ on_health(struct orchd *d, struct evhttp_request *req, const char *arg)
 	http_json(req, 200, health_json(d));
 }
 
-/* GET /ready: 200 when every preload model is READY, else 503 with each model's state. */
+/* GET /ready: 200 when every wanted model (models.h) is READY, else 503 with each one's state. */
 static void
 on_ready(struct orchd *d, struct evhttp_request *req, const char *arg)
 {

@@ -176,6 +176,7 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model_entry **re
 		m->n_workers++;
 	}
 	m->state = MODEL_STOPPED;
+	m->wanted = cfg->preload;
 	m->next = NULL;
 	inspect(d, m); /* facts for /v1/models before the first start; errors then */
 	struct model_entry **tail = &d->models;
@@ -283,6 +284,7 @@ void
 models_unload(struct orchd *d, struct model_entry *m, bool remove)
 {
 	m->remove_when_stopped |= remove;
+	m->wanted = false; /* /ready no longer waits for it */
 	m->state = MODEL_UNLOADING;
 	orch_log(ORCH_LOG_INFO, "model_unload", "model=%s", m->cfg.name);
 	/* queued jobs have no worker to wait for any more */
@@ -487,7 +489,7 @@ bool
 models_all_ready(const struct orchd *d)
 {
 	for (const struct model_entry *m = d->models; m; m = m->next)
-		if (m->cfg.preload && m->state != MODEL_READY)
+		if (m->wanted && m->state != MODEL_READY)
 			return false;
 	return true;
 }

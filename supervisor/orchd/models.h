@@ -51,6 +51,10 @@ struct model_entry {
 	uint32_t n_fail;
 	uint32_t restarts;
 	bool remove_when_stopped; /* unloaded through the admin API or a reload */
+	/* orchd keeps it loaded: /ready waits for it. Set by preload and an admin load, cleared
+	 * by an unload; a model started by a request alone is not wanted */
+	bool wanted;
+	bool runtime; /* added through the admin API: kept in the state file (admin_state.h) */
 	uint64_t load_started_ms;
 	uint64_t ready_since_ms; /* when it last became READY (monotonic) */
 	struct model_metrics met;
@@ -103,7 +107,7 @@ void models_fail_queued(struct orchd *d, struct model_entry *m, orch_err code, c
 /* models_state_name - "stopped", "loading", "ready", "failed", "unloading". */
 const char *models_state_name(enum model_state s);
 
-/* models_all_ready - every preload model is READY. */
+/* models_all_ready - every wanted model (preload or loaded, not unloaded since) is READY. */
 bool models_all_ready(const struct orchd *d);
 
 /* models_free - free @m and its workers (not in the registry any more); its jobs forget it. */

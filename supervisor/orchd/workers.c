@@ -303,6 +303,7 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	w->exit_status = st;
 	w->exit_pid = w->pid;
 	w->pid = 0;
+	w->memory_used = 0; /* its memory went with it: ps, status and /metrics say so */
 	if (w->ev_reap == NULL &&
 	    (w->ev_reap = evtimer_new(w->model->d->base, on_reaped, w)) == NULL) {
 		on_reaped(-1, 0, w); /* out of memory: settle it now */

@@ -443,7 +443,7 @@ try:
     r = orchctl("unload", "zzz")
     check(r.returncode == 1, "orchctl unload of an unknown model")
     r = subprocess.run([BIN + "/orchctl", "status", "--socket", os.path.join(tmp, "none.sock")], capture_output=True, text=True)
-    check(r.returncode == 1 and "cannot reach orchd" in r.stderr, "orchctl without orchd")
+    check(r.returncode == 3 and "cannot reach orchd" in r.stderr, "orchctl without orchd: exit 3")
     r = subprocess.run([BIN + "/orch-worker", "attach", worker_pid_url("a"), "--dump"], capture_output=True, text=True)
     check(r.returncode == 0 and r.stdout.startswith("worker id=a-0 "), "attach --dump to a worker of orchd: %r" % r.stdout[:80])
     r = orchctl("attach", "a", "--dump")
