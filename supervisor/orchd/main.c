@@ -55,7 +55,10 @@ same_model(const struct cfg_model *a, const struct cfg_model *b)
 	return memcmp(a, b, sizeof(*a)) == 0;
 }
 
-/* SIGHUP: models added start (when preloaded), removed ones unload, unchanged ones go on. */
+/*
+ * SIGHUP: models added start (when preloaded), removed ones unload, unchanged ones go
+ * on. Models added at run time (orchctl load) are not the file's to remove.
+ */
 static void
 reload(struct orchd *d)
 {
@@ -78,6 +81,8 @@ reload(struct orchd *d)
 	for (struct model_entry *m = d->models, *next; m; m = next) {
 		next = m->next;
 		struct cfg_model *nm = cfg_model_find(&c, m->cfg.name);
+		if (m->runtime && nm == NULL)
+			continue; /* added with orchctl load: the state file's, not the config's */
 		if (nm == NULL || !same_model(nm, &m->cfg)) {
 			orch_log(ORCH_LOG_INFO, "reload_unload", "model=%s why=%s", m->cfg.name,
 			         nm ? "changed" : "removed");
