@@ -1,7 +1,7 @@
 /*
  * admin_client.c - orchctl's side of the admin API: one HTTP/1.1 request
  * over orchd's unix socket (--socket PATH, else $ORCHD_SOCKET, else
- * /run/orchd/orchd.sock), JSON helpers, and the read commands status and ps.
+ * /run/orchd/orchd.sock, or a user orchd's), JSON helpers, and the read commands status and ps.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -20,6 +20,25 @@
 
 #define DEFAULT_SOCKET "/run/orchd/orchd.sock"
 
+/*
+ * Where a user's orchd puts its socket when it cannot write /run/orchd (orchd's
+ * main.c): $XDG_RUNTIME_DIR/orchd, else /tmp/orchd-UID. Root's is the default.
+ */
+static const char *
+user_socket(void)
+{
+	static char path[512];
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+
+	if (geteuid() == 0 || access(DEFAULT_SOCKET, F_OK) == 0)
+		return DEFAULT_SOCKET;
+	if (xdg != NULL && xdg[0] == '/')
+		snprintf(path, sizeof(path), "%.480s/orchd/orchd.sock", xdg);
+	else
+		snprintf(path, sizeof(path), "/tmp/orchd-%u/orchd.sock", (unsigned)geteuid());
+	return access(path, F_OK) == 0 ? path : DEFAULT_SOCKET;
+}
+
 const char *
 orchctl_socket(const char *flag)
 {
@@ -27,7 +46,7 @@ orchctl_socket(const char *flag)
 
 	if (flag == NULL)
 		flag = arg_socket;
-	return flag ? flag : env && env[0] ? env : DEFAULT_SOCKET;
+	return flag ? flag : env && env[0] ? env : user_socket();
 }
 
 int

@@ -130,6 +130,9 @@ if [[ $(id -u) -eq 0 ]] && command -v setpriv >/dev/null &&
 	pids+=($!)
 	if wait_ready "$port"; then
 		[[ -S $tmp/xdg/orchd/orchd.sock ]] && ok || bad "a user's orchd: no socket in \$XDG_RUNTIME_DIR/orchd"
+		# and the same user's orchctl finds it with no --socket
+		out=$(as_nobody env -u ORCHD_SOCKET XDG_RUNTIME_DIR="$tmp/xdg" "$bin/orchctl" status 2>&1)
+		[[ $? -eq 0 && $out == *stories260K* ]] && ok || bad "a user's orchctl status: $out"
 	else
 		bad "orchd as a user never ready: $(tail -3 "$tmp/u.out")"
 	fi
