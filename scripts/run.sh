@@ -37,7 +37,7 @@ slots = 8
 context = 512
 preload = yes
 CONF
-echo "make run: orchd on $url, admin socket $run/orchd.sock"
+echo "make run: orchd on $url (a chat page at $url/), admin socket $run/orchd.sock"
 echo "make run: try  curl -N $url/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
 echo "make run: and  ORCHD_SOCKET=$run/orchd.sock $build/bin/orchctl status"
 exec "$build/bin/orchd" --config "$run/orchd.conf"
