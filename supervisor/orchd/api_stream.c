@@ -259,9 +259,12 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		goto out;
 	}
 	http_conn_note(d, req, NULL, j->correlation);
-	if (j->req.ignored[0]) /* accepted and ignored (request_openai.c): once per request */
+	if (j->req.ignored != 0 && orch_log_enabled(ORCH_LOG_DEBUG)) {
+		char names[512]; /* accepted and ignored (request_openai.c): once per request */
+		request_openai_ignored(j->req.ignored, names, sizeof(names));
 		orch_log(ORCH_LOG_DEBUG, "request_fields_ignored", "job=%s fields=%s",
-		         j->correlation, j->req.ignored);
+		         j->correlation, names);
+	}
 	if (api == REQUEST_EXECUTE)
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
 	else

@@ -106,7 +106,8 @@ struct job_request {
 	                      */
 	uint32_t resume_grace_s;
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
-	char ignored[160];      /* OpenAI: the fields accepted and ignored, comma-separated */
+	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's
+	                     table */
 };
 
 /* A job's id: 128 random bits (getrandom) as lowercase hex. */

@@ -5,10 +5,11 @@
  * (OpenAI). evhttp-free (the HTTP request fuzzer drives it). A parameter
  * orch does not know, or one it would have to honour and cannot, is refused
  * naming it; an OpenAI field that cannot change the answer is accepted and
- * named in job_request.ignored (request_openai.c has the table).
+ * noted in job_request.ignored (request_openai.c has the table).
  */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 
@@ -53,3 +54,6 @@ bool request_chat_parse(const struct orchd_config *cfg, const struct cJSON *root
  */
 bool request_openai_fields(const struct cJSON *root, bool chat, struct job_request *r,
                            struct params_err *pe);
+
+/* request_openai_ignored - the names of the fields in @ignored, comma-separated, in @out. */
+void request_openai_ignored(uint64_t ignored, char *out, size_t n);

@@ -80,6 +80,7 @@ static const struct field {
 };
 
 #define N_FIELDS (sizeof(fields) / sizeof(fields[0]))
+_Static_assert(N_FIELDS <= 64, "job_request.ignored has a bit per field");
 
 static const struct field *
 field_of(const char *name, unsigned char api)
@@ -171,15 +172,29 @@ check(const cJSON *v, struct job_request *r, struct params_err *pe)
 	return stream_options(v, r, pe);
 }
 
-/* Add @name to @r->ignored (comma-separated; what does not fit is left out). */
+/* Note @f in @r->ignored. */
 static void
-note_ignored(struct job_request *r, const char *name)
+note_ignored(struct job_request *r, const struct field *f)
 {
-	size_t n = strlen(r->ignored);
+	r->ignored |= 1ull << (f - fields);
+}
 
-	if (n + strlen(name) + 2 > sizeof(r->ignored))
-		return;
-	snprintf(r->ignored + n, sizeof(r->ignored) - n, "%s%s", n ? "," : "", name);
+void
+request_openai_ignored(uint64_t ignored, char *out, size_t n)
+{
+	size_t k = 0;
+
+	if (n > 0)
+		out[0] = '\0';
+	for (size_t i = 0; i < N_FIELDS && k + 1 < n; i++)
+		if (ignored & (1ull << i)) {
+			int w = snprintf(out + k, n - k, "%s%s", k ? "," : "", fields[i].name);
+			if (w < 0 || (size_t)w >= n - k) {
+				out[k] = '\0';
+				break;
+			}
+			k += (size_t)w;
+		}
 }
 
 static bool
@@ -199,7 +214,7 @@ one(const cJSON *v, bool chat, struct job_request *r, struct params_err *pe)
 	case R_USE:
 		return true;
 	case R_IGNORE:
-		note_ignored(r, f->name);
+		note_ignored(r, f);
 		return true;
 	case R_DEFAULT:
 		if (is_default(f->name, v))

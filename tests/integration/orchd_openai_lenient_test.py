@@ -75,7 +75,7 @@ def test_fields(log_text):
                                         "suffix": "", "echo": False, "best_of": 1})
     check(st == 200, "completions take store, metadata, service_tier: %d %s" % (st, t[:200]))
     lines = [l for l in log_text().splitlines() if "event=request_fields_ignored" in l]
-    want = "fields=store,metadata,service_tier,parallel_tool_calls,user,prediction,prompt_cache_key,safety_identifier"
+    want = "fields=user,store,metadata,service_tier,parallel_tool_calls,prediction,prompt_cache_key,safety_identifier"  # the table's order
     check(any(want in l and "job=" in l for l in lines), "one debug line names the ignored fields: %r" % lines[:3])
     refused = [({"n": 2}, "n", "default"),
                ({"response_format": {"type": "json_object"}}, "response_format", "constrained decoding"),
