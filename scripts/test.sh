@@ -12,6 +12,10 @@ failed=0
 skipped=0
 data=${ORCH_TESTDATA:-$PWD/../shared/testdata}
 if [[ ! -d $data ]]; then
+	if [[ ${ORCH_REQUIRE_TESTDATA:-0} == 1 ]]; then
+		echo "test: $data is missing and ORCH_REQUIRE_TESTDATA=1 (CI): 0 passed, 1 failed"
+		exit 1
+	fi
 	echo "test: $data is missing: the tests that need the shared test data will be skipped (the count is in the last line)"
 fi
 steps_failed=()

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -36,7 +37,8 @@ user_socket(void)
 		snprintf(path, sizeof(path), "%.480s/orchd/orchd.sock", xdg);
 	else
 		snprintf(path, sizeof(path), "/tmp/orchd-%u/orchd.sock", (unsigned)geteuid());
-	return access(path, F_OK) == 0 ? path : DEFAULT_SOCKET;
+	struct stat st; /* the user's own orchd's only: not a socket someone else put there */
+	return stat(path, &st) == 0 && st.st_uid == geteuid() ? path : DEFAULT_SOCKET;
 }
 
 const char *

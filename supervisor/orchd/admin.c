@@ -381,7 +381,12 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	    !params_string(root, "name", true, &name, &pe) ||
 	    !params_string(root, "path", false, &path, &pe))
 		;
-	else if ((m = models_find(d, name)) != NULL && path == NULL) { /* a known model */
+	else if ((m = models_find(d, name)) != NULL && path == NULL &&
+	         m->state == MODEL_UNLOADING) /* nothing would start it once it stops */
+		http_error(req, ORCH_EOVERLOADED, "name",
+		           "model '%s' is still unloading: load it again once it has stopped",
+		           name);
+	else if (m != NULL && path == NULL) { /* a known model */
 		m->wanted = true;
 		if (m->runtime)
 			admin_state_save(d);

@@ -76,7 +76,7 @@ static orch_err
 write_atomic(const char *dir, const char *tmp, const char *path, const char *text, size_t n,
              struct orch_errinfo *e)
 {
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0640);
 	size_t done = 0;
 
 	if (fd < 0)
@@ -93,10 +93,14 @@ write_atomic(const char *dir, const char *tmp, const char *path, const char *tex
 		}
 		done += (size_t)k;
 	}
-	if (fsync(fd) != 0 || close(fd) != 0) {
-		int err = errno;
+	int synced = fsync(fd), sync_err = errno;
+	if (close(fd) != 0 && synced == 0) {
+		synced = -1;
+		sync_err = errno;
+	}
+	if (synced != 0) {
 		unlink(tmp);
-		return orch_errf(e, ORCH_EIO, "fsync %s: %s", tmp, strerror(err));
+		return orch_errf(e, ORCH_EIO, "fsync %s: %s", tmp, strerror(sync_err));
 	}
 	if (rename(tmp, path) != 0) {
 		int err = errno;

@@ -149,7 +149,7 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 	}
 	if (!streaming) { /* a client that goes away cancels the job (docs/http-api.md) */
 		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, f);
-		http_conn_watch_close(evhttp_request_get_connection(req));
+		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
 	}
 	d->n_conns++;
 	jobs_watch(d, j, &f->watch, after);

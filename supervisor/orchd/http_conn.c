@@ -587,15 +587,20 @@ http_conn_done(struct orchd *d, struct evhttp_request *req)
 }
 
 void
-http_conn_watch_close(struct evhttp_connection *evcon)
+http_conn_watch_close(struct evhttp_connection *evcon, uint32_t write_timeout_s)
 {
 	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 	bufferevent_data_cb writecb = NULL;
 	bufferevent_event_cb eventcb = NULL;
 	void *arg = NULL;
+	struct timeval w = {.tv_sec = (time_t)write_timeout_s};
 
 	if (bev == NULL)
 		return;
+	/* evhttp's read timeout (request_timeout_s) would fire on a client that only waits,
+	 * dropping it before the job's own deadline answers INFERENCE_TIMEOUT: reading has
+	 * no timeout here (this layer's own deadlines cover a connection's reads) */
+	bufferevent_set_timeouts(bev, NULL, &w);
 	/* as evhttp_write_buffer does: evhttp's read callback would abort on bytes in this state */
 	bufferevent_getcb(bev, NULL, &writecb, &eventcb, &arg);
 	bufferevent_setcb(bev, NULL, writecb, eventcb, arg);

@@ -23,6 +23,7 @@
  * The admin listeners do not go through it. Thread: the loop.
  */
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/err.h"
 
@@ -72,9 +73,10 @@ void http_conn_done(struct orchd *d, struct evhttp_request *req);
  * stops reading once a request's body is in, so a close would go unseen
  * until the answer was written. Reading resumes with no read callback (what
  * the client sends ahead stays in the input buffer, as while a stream is
- * written); an EOF fails the connection and its close callback runs.
+ * written) and no read timeout; writes time out after @write_timeout_s. An EOF
+ * fails the connection and its close callback runs.
  */
-void http_conn_watch_close(struct evhttp_connection *c);
+void http_conn_watch_close(struct evhttp_connection *c, uint32_t write_timeout_s);
 
 /*
  * http_conn_set_closecb - evhttp_connection_set_closecb for a connection

@@ -434,9 +434,9 @@ parse_flags(int argc, char **argv, struct orchd *d, struct flags *f)
 		usage(stderr);
 		return 2;
 	}
-	if (f->nm > 0 && f->model == NULL) {
-		fprintf(stderr, "orchd: --device, --context and --slots describe the --model "
-		                "model; without --model, set them in the config file\n");
+	if ((f->nm > 0 || f->name != NULL) && f->model == NULL) {
+		fprintf(stderr, "orchd: --name, --device, --context and --slots describe the "
+		                "--model model; without --model, set them in the config file\n");
 		return 2;
 	}
 	return -1;

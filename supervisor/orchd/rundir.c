@@ -178,13 +178,25 @@ rundir_claim(struct orchd *d, struct orch_errinfo *reterr)
 	int dirfd, fd;
 
 	if ((mkdir(dir, 0750) != 0 && errno != EEXIST) ||
-	    (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+	    (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		int err = errno;
 		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: %s%s", dir, strerror(err),
 		                 err == EACCES || err == EPERM || err == EROFS
 		                         ? " (run orchd as root, or give it a directory of yours "
 		                           "with --runtime-dir DIR or runtime_dir in [server])"
 		                         : "");
+	}
+	/* only ours: whoever else can write it could plant pidfiles (which orchd kills),
+	 * the state file or the admin socket (a /tmp/orchd-UID made first by another user) */
+	struct stat st;
+	if (fstat(dirfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+		close(dirfd);
+		return orch_errf(
+		        reterr, ORCH_EIO,
+		        "runtime directory %s is not orchd's own (owner uid %u, mode %03o: "
+		        "it must be owned by uid %u and writable by nobody else)",
+		        dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777),
+		        (unsigned)geteuid());
 	}
 	if ((fd = openat(dirfd, "orchd.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640)) <
 	    0) {

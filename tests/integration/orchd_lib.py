@@ -107,9 +107,10 @@ def admin(method, path, body=None):
     return r.status, t
 
 
-def start_orchd(bin_dir, tmp, conf, env=None, ready_s=20):
+def start_orchd(bin_dir, tmp, conf, env=None, ready_s=20, args=()):
     """Write @conf to TMP/orchd.conf, start orchd on it (its output in TMP/orchd.log,
-    @env for its environment) and wait up to @ready_s for /ready; (process, log file)."""
+    @env for its environment, @args more flags) and wait up to @ready_s for /ready;
+    (process, log file)."""
     import os
     import subprocess
     import time
@@ -117,7 +118,8 @@ def start_orchd(bin_dir, tmp, conf, env=None, ready_s=20):
     with open(path, "w") as f:
         f.write(conf)
     log = open(os.path.join(tmp, "orchd.log"), "w")
-    p = subprocess.Popen([bin_dir + "/orchd", "--config", path], stdout=log, stderr=subprocess.STDOUT, env=env)
+    p = subprocess.Popen([bin_dir + "/orchd", "--config", path] + list(args), stdout=log,
+                         stderr=subprocess.STDOUT, env=env)
     end = time.time() + ready_s
     while time.time() < end:
         try:
@@ -128,6 +130,15 @@ def start_orchd(bin_dir, tmp, conf, env=None, ready_s=20):
         time.sleep(0.05)
     check(get("/ready")[0] == 200, "ready")
     return p, log
+
+
+def metric(name, labels):
+    """The value of the /metrics sample @name whose labels include @labels; 0 if none."""
+    _, _, text = get("/metrics")
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all('%s="%s"' % kv in line for kv in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
 
 
 def stop_orchd(p, log, tmp):

@@ -33,6 +33,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 MODEL = os.path.join(ROOT, "models", "stories260K.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
+from orchd_lib import metric  # noqa: E402
 from orchd_lib import JSON_CT, check, conn, get, post, sse_events  # noqa: E402
 
 CTX = 256
@@ -157,14 +158,6 @@ def test_messages():
           "65 messages are not refused for their number: %d %s" % (st, t[:300]))
 
 
-def metric(name, labels):
-    _, _, text = get("/metrics")
-    for line in text.splitlines():
-        if line.startswith(name + "{") and all('%s="%s"' % kv in line for kv in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
-
-
 def test_disconnect():
     """A non-streamed request whose client goes away: its job is cancelled in the worker."""
     pid = json.loads(get("/health")[2])["models"]["a"]["workers"][0]["pid"]
@@ -209,27 +202,12 @@ def main():
     conf = ("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\nmax_chat_messages = %d\n"
             "[model \"a\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\ncontext = %d\n"
             % (orchd_lib.PORT, os.path.join(tmp, "orchd.sock"), tmp, LIMIT, MODEL, CTX))
-    path = os.path.join(tmp, "orchd.conf")
-    with open(path, "w") as f:
-        f.write(conf)
-    log_path = os.path.join(tmp, "orchd.log")
-    log = open(log_path, "w")
-    p = subprocess.Popen([BIN + "/orchd", "--config", path, "--log-level", "debug"], stdout=log,
-                         stderr=subprocess.STDOUT)
+    p, log = orchd_lib.start_orchd(BIN, tmp, conf, ready_s=30, args=["--log-level", "debug"])
 
     def log_text():
         log.flush()
-        return open(log_path, errors="replace").read()
+        return open(os.path.join(tmp, "orchd.log"), errors="replace").read()
     try:
-        end = time.time() + 30
-        while time.time() < end:
-            try:
-                if get("/ready")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.05)
-        check(get("/ready")[0] == 200, "ready")
         test_fields(log_text)
         test_max_tokens()
         test_messages()

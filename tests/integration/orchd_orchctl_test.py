@@ -183,8 +183,10 @@ def persist_checks():
     check(model("c")["origin"] == "config", "c from the config")
     check(get("/ready")[0] == 200, "ready after the restart")
     # a reload of the config file leaves the models orchctl added alone
+    reloads = open(os.path.join(tmp, "orchd.log")).read().count("event=reloaded")
     proc.send_signal(signal.SIGHUP)
-    time.sleep(1.5)
+    wait_for(lambda: open(os.path.join(tmp, "orchd.log")).read().count("event=reloaded") > reloads,
+             "the reload is done")
     check(model("p1") and model("p1")["state"] == "ready" and model("e") is not None,
           "SIGHUP keeps the run-time models: %r" % model("p1"))
     check(orchctl("rm", "e").returncode == 0 and orchctl("rm", "p1").returncode == 0, "rm e, p1")

@@ -25,6 +25,7 @@ import time
 BIN = os.environ["ORCH_BIN"]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
+from orchd_lib import metric  # noqa: E402
 from orchd_lib import JSON_CT, check, conn, post, get, sse_events, admin  # noqa: E402
 DATA = orchd_lib.testdata()
 MODEL = os.path.join(DATA, "models", "stories260K.gguf")
@@ -70,14 +71,6 @@ def wait_ready(model, timeout=20):
             return pid
         time.sleep(0.05)
     return 0
-
-
-def metric(name, labels):
-    _, _, text = get("/metrics")
-    for line in text.splitlines():
-        if line.startswith(name + "{") and all('%s="%s"' % kv in line for kv in labels.items()):
-            return float(line.rsplit(" ", 1)[1])
-    return 0.0
 
 
 def check_health():

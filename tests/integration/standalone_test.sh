@@ -44,9 +44,9 @@ pick_port() {
 	while ! port_free $p; do p=$((p + 1)); done
 	echo $p
 }
-# wait_ready PORT - until /ready answers 200 (30 s)
+# wait_ready PORT - until /ready answers 200 (60 s: a loaded machine, ASan)
 wait_ready() {
-	for _ in $(seq 300); do
+	for _ in $(seq 600); do
 		[[ $(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/ready") == 200 ]] && return 0
 		sleep 0.1
 	done
@@ -94,6 +94,13 @@ out=$("$bin/orchd" --device cpu 2>&1)
 [[ $? -eq 2 && $out == *"without --model"* ]] && ok || bad "--device alone: $out"
 out=$("$bin/orchd" --port 0 --model "$model" 2>&1)
 [[ $? -ne 0 && $out == *"--port wants"* ]] && ok || bad "--port 0: $out"
+
+# a runtime directory others can write is refused (they could plant pidfiles orchd kills)
+mkdir -p "$tmp/ww" && chmod 777 "$tmp/ww"
+out=$("$bin/orchd" --model "$model" --port "$(pick_port 4)" --runtime-dir "$tmp/ww" 2>&1)
+[[ $? -ne 0 && $out == *"is not orchd's own"* ]] && ok || bad "a world-writable runtime dir: $out"
+out=$("$bin/orchd" --name x 2>&1)
+[[ $? -eq 2 && $out == *"without --model"* ]] && ok || bad "--name alone: $out"
 
 # 5. --check-config: files that exist and are GGUF, devices that are here
 printf 'not a model\n' >"$tmp/text.gguf"

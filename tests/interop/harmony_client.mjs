@@ -8,16 +8,10 @@
 //
 // usage: node harmony_client.mjs BASE_URL MODEL
 // Prints one line per check; exit status 1 when any fails.
-import OpenAI from "openai";
+import { check, counts, openaiClient } from "./checks.mjs";
 
 const [baseURL, model] = process.argv.slice(2);
-const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 30000 });
-let failed = 0;
-
-function check(cond, what, detail) {
-	console.log(`${cond ? "ok  " : "FAIL"} ${what}${cond ? "" : ": " + JSON.stringify(detail)}`);
-	if (!cond) failed++;
-}
+const client = openaiClient(baseURL);
 
 const system = { role: "system", content: "You are a terse assistant." };
 const tools = [{
@@ -76,8 +70,8 @@ const answer = await client.chat.completions.create({ model, messages: back, too
 check(answer.choices[0].message.content === "It is sunny in Paris, 22 °C.", "the tool's result answered",
 	answer.choices[0]);
 
-if (failed) {
-	console.log(`${failed} failed`);
+if (counts.failed) {
+	console.log(`${counts.failed} failed`);
 	process.exit(1);
 }
 console.log("all passed");

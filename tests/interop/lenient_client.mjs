@@ -7,15 +7,10 @@
 // usage: node lenient_client.mjs BASE_URL MODEL
 // Prints one line per check; exit status 1 when any fails.
 import OpenAI from "openai";
+import { check, counts, openaiClient } from "./checks.mjs";
 
 const [baseURL, model] = process.argv.slice(2);
-const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 30000 });
-let failed = 0;
-
-function check(cond, what, detail) {
-	console.log(`${cond ? "ok  " : "FAIL"} ${what}${cond ? "" : ": " + JSON.stringify(detail)}`);
-	if (!cond) failed++;
-}
+const client = openaiClient(baseURL);
 
 const messages = [{ role: "user", content: "Tell me a story" }];
 const extra = {
@@ -51,5 +46,5 @@ try {
 		"max_tokens past the context is BadRequestError CONTEXT_LENGTH_EXCEEDED", { status: e.status, code: e.code, message: e.message });
 }
 
-console.log(`lenient_client: ${failed ? failed + " failed" : "all passed"}`);
-process.exit(failed ? 1 : 0);
+console.log(`lenient_client: ${counts.failed ? counts.failed + " failed" : "all passed"}`);
+process.exit(counts.failed ? 1 : 0);

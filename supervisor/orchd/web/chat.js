@@ -8,7 +8,7 @@
  */
 const $ = (id) => document.getElementById(id);
 const store = window.localStorage;
-const messages = []; /* {role, content} sent with each request */
+let messages = []; /* {role, content} sent with each request */
 let controller = null; /* the answer being streamed: its AbortController */
 
 function headers() {
@@ -80,7 +80,8 @@ async function* events(body) {
 	for (;;) {
 		const { value, done } = await reader.read();
 		if (done) return;
-		buf += dec.decode(value, { stream: true }).replace(/\r\n/g, "\n");
+		/* normalised after joining: a CR and its LF may come in two reads */
+		buf = (buf + dec.decode(value, { stream: true })).replace(/\r\n/g, "\n");
 		let cut;
 		while ((cut = buf.indexOf("\n\n")) >= 0) {
 			const block = buf.slice(0, cut);
@@ -125,10 +126,11 @@ function statsText(n, t0, tFirst, tEnd, stopped) {
 async function send(text) {
 	const model = $("model").value;
 	if (!model) return status("pick a model first");
-	messages.push({ role: "user", content: text });
+	const conv = messages; /* "New chat" during the answer starts another conversation */
+	conv.push({ role: "user", content: text });
 	bubble("user", text);
 	const view = answerView();
-	const body = { model, messages, stream: true, stream_options: { include_usage: true } };
+	const body = { model, messages: conv, stream: true, stream_options: { include_usage: true } };
 	const maxTokens = parseInt($("max-tokens").value, 10);
 	const temperature = parseFloat($("temperature").value);
 	if (maxTokens > 0) body.max_tokens = maxTokens;
@@ -157,11 +159,14 @@ async function send(text) {
 	} catch (e) {
 		if (e.name === "AbortError") stopped = true;
 		else failed = e.message;
+	} finally {
+		if (failed && controller) controller.abort(); /* a bad event: the job ends too */
 	}
 	const n = usage ? usage.completion_tokens : deltas;
 	const stats = el("div", "stats", statsText(n, t0, tFirst, performance.now(), stopped));
 	view.bubble.append(stats);
-	if (content) messages.push({ role: "assistant", content });
+	if (content) conv.push({ role: "assistant", content });
+	else if (conv[conv.length - 1].role === "user") conv.pop(); /* no answer: not a turn */
 	if (failed) bubble("error", failed);
 	controller = null;
 	busy(false);
@@ -199,7 +204,7 @@ function init() {
 	$("stop").addEventListener("click", () => controller && controller.abort());
 	$("new-chat").addEventListener("click", () => {
 		if (controller) controller.abort();
-		messages.length = 0;
+		messages = [];
 		$("conversation").replaceChildren();
 	});
 	loadModels();
