@@ -36,7 +36,8 @@ bench(const char *path, uint32_t threads, const char *name)
 	                            .slots = 16,
 	                            .n_ctx = 512,
 	                            .chunk = 144, /* 160 tokens a step, with the slots */
-	                            .threads = threads};
+	                            .threads = threads,
+	                            .kv_slots = true}; /* forward is called without block tables */
 	struct engine *eng = NULL;
 	struct orch_errinfo e = {0};
 	const float *lg;
@@ -50,14 +51,19 @@ bench(const char *path, uint32_t threads, const char *name)
 	struct be_model *b = eng->b;
 	for (int i = 0; i < 128; i++)
 		prompt[i] = i == 0 ? 1 : (int32_t)(100 + (uint32_t)i * 7 % (m->hp.n_vocab - 100));
-	struct be_seq s = {0, 0, prompt, 128, true};
+	struct be_seq s = {
+	        .slot = 0, .pos = 0, .tokens = prompt, .n_tokens = 128, .want_logits = true};
 	double t0 = (double)orch_mono_ns() / 1e9;
 	be_cpu_ops.forward(b, &s, 1, &lg, &e);
 	double prefill = (double)orch_mono_ns() / 1e9 - t0;
 	int32_t tok = argmax(lg, m->hp.n_vocab);
 	t0 = (double)orch_mono_ns() / 1e9;
 	for (uint32_t i = 0; i < 128; i++) {
-		s = (struct be_seq){0, 128 + i, &tok, 1, true};
+		s = (struct be_seq){.slot = 0,
+		                    .pos = 128 + i,
+		                    .tokens = &tok,
+		                    .n_tokens = 1,
+		                    .want_logits = true};
 		be_cpu_ops.forward(b, &s, 1, &lg, &e);
 		tok = argmax(lg, m->hp.n_vocab);
 	}
@@ -67,7 +73,11 @@ bench(const char *path, uint32_t threads, const char *name)
 	for (uint32_t B = 1; B <= 16; B *= 4) {
 		struct be_seq seqs[16];
 		for (uint32_t k = 0; k < B; k++) { /* 8-token prompts, not timed */
-			seqs[k] = (struct be_seq){k + 1 < 16 ? k + 1 : 15, 0, prompt + k, 8, true};
+			seqs[k] = (struct be_seq){.slot = k + 1 < 16 ? k + 1 : 15,
+			                          .pos = 0,
+			                          .tokens = prompt + k,
+			                          .n_tokens = 8,
+			                          .want_logits = true};
 			if (k == 15)
 				seqs[k].slot = 0;
 		}
@@ -77,8 +87,11 @@ bench(const char *path, uint32_t threads, const char *name)
 		t0 = (double)orch_mono_ns() / 1e9;
 		for (uint32_t step = 0; step < 32; step++) {
 			for (uint32_t k = 0; k < B; k++)
-				seqs[k] =
-				        (struct be_seq){seqs[k].slot, 8 + step, &toks[k], 1, true};
+				seqs[k] = (struct be_seq){.slot = seqs[k].slot,
+				                          .pos = 8 + step,
+				                          .tokens = &toks[k],
+				                          .n_tokens = 1,
+				                          .want_logits = true};
 			be_cpu_ops.forward(b, seqs, B, &lg, &e);
 			for (uint32_t k = 0; k < B; k++)
 				toks[k] = argmax(lg + (uint64_t)k * m->hp.n_vocab, m->hp.n_vocab);

@@ -82,8 +82,11 @@ step(const struct be_ops *ops, struct be_model *b, struct seq_state *ss, uint32_
 	uint64_t t0 = orch_mono_ns();
 
 	for (uint32_t i = 0; i < n; i++) {
-		seqs[i] = (struct be_seq){slot0 + i, ss[i].n_hist - len,
-		                          ss[i].hist + ss[i].n_hist - len, len, true};
+		seqs[i] = (struct be_seq){.slot = slot0 + i,
+		                          .pos = ss[i].n_hist - len,
+		                          .tokens = ss[i].hist + ss[i].n_hist - len,
+		                          .n_tokens = len,
+		                          .want_logits = true};
 		smp[i] = (struct be_sample){&ss[i].sp, ss[i].hist, ss[i].n_hist, 0};
 	}
 	if (ops->forward_sample(b, seqs, n, smp, ids, &e) != ORCH_OK) {

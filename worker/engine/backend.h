@@ -4,9 +4,15 @@
  * CUDA later, loaded as its own shared object for cuda:N). Nothing above it
  * knows which backend runs.
  *
- * A backend holds the weights of a struct model, a KV cache of
- * slots × n_ctx positions allocated once at load, and scratch for one
- * forward step of up to max_batch_tokens tokens. A sliding-window layer
+ * A backend holds the weights of a struct model, a KV cache allocated once
+ * at load, and scratch for one forward step of up to max_batch_tokens
+ * tokens. The KV cache of a full-attention layer is either slots × n_ctx
+ * positions (one slot per sequence), or, on a backend with be_ops.paged
+ * given kv_blocks > 0, a pool of kv_blocks × kv_block_tokens rows that
+ * sequences address through block tables (kv_blocks.h, issue 19): position
+ * p of a sequence is row blocks[p / kv_block_tokens] × kv_block_tokens +
+ * p % kv_block_tokens. The scheduler owns the tables; the backend only reads
+ * them and copies rows when told (copy_blocks). A sliding-window layer
  * (model_layer_swa) keeps, per slot, a ring of model_swa_cells(n_ctx,
  * n_swa, max_batch_tokens) cells (gguf/model_info.h): position p in cell
  * p % cells, enough for every query of a step to see its whole window.
@@ -36,10 +42,15 @@ struct be_config {
 	const char *device;        /* "cpu", "cuda:N" (NULL: "cpu") */
 	const char *model_path;    /* for messages (may be NULL) */
 	bool no_graphs;            /* cuda: run every step eagerly, no CUDA graphs */
+	/* paged KV (be_ops.paged only; 0: one slot of n_ctx per sequence) */
+	uint32_t kv_blocks;       /* blocks in the pool of each full-attention layer */
+	uint32_t kv_block_tokens; /* positions per block (with kv_blocks > 0) */
 };
 
 struct be_seq {
-	uint32_t slot; /* KV slot, < slots */
+	/* KV slot, < slots: the sequence's id. Paged, it still names the sliding-window
+	 * layers' ring (those stay per sequence); full-attention layers use @blocks. */
+	uint32_t slot;
 	/* position of tokens[0]: the slot's positions < pos are kept (a sliding-window
 	 * layer's ring only the last cells fed: a sequence continues where its last
 	 * step ended, or starts again at 0) */
@@ -47,6 +58,13 @@ struct be_seq {
 	const int32_t *tokens; /* [n_tokens] */
 	uint32_t n_tokens;
 	bool want_logits; /* logits of tokens[n_tokens - 1] */
+	/* paged (be_config.kv_blocks > 0): the block table, entry i holding positions
+	 * i·kv_block_tokens..; at least ceil((pos + n_tokens) / kv_block_tokens) entries,
+	 * each on a block < kv_blocks; first_block must be 0 in this slice (full-attention
+	 * layers read from position 0; nothing is dropped yet) */
+	const uint32_t *blocks;
+	uint32_t n_blocks;
+	uint32_t first_block;
 };
 
 /* One sequence's sampling, for forward_sample. */
@@ -70,6 +88,7 @@ typedef void (*be_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 struct be_ops {
 	const char *name; /* "cpu", "cuda" */
+	bool paged;       /* takes kv_blocks > 0 and block tables (else slots only) */
 
 	/*
 	 * load - prepare @m (whose GGUF stays mapped) for computing with @cfg.
@@ -116,6 +135,15 @@ struct be_ops {
 	 */
 	orch_err (*reserve)(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr);
 
+	/*
+	 * copy_blocks - paged only (be_ops.paged): copy rows [0, @n_tokens) of
+	 * block @src into block @dst in every full-attention layer, K and V (a
+	 * kvb_copy: copy-on-write before a shared partial block is written).
+	 * ORCH_EINVAL for a block out of range. Thread: as forward.
+	 */
+	orch_err (*copy_blocks)(struct be_model *b, uint32_t src, uint32_t dst, uint32_t n_tokens,
+	                        struct orch_errinfo *reterr);
+
 	/* info - @device's description, runtime and driver; needs no loaded model. */
 	void (*info)(const char *device, struct be_info *ret);
 
@@ -132,7 +160,9 @@ extern const struct be_ops be_cpu_ops;
 /*
  * be_check_batch - what every forward checks first: slots in range and
  * distinct, tokens in the vocabulary, positions inside n_ctx (ORCH_ECONTEXT),
- * at most max_batch_tokens in all (ORCH_EINVAL). *@ret_T: the tokens.
+ * at most max_batch_tokens in all (ORCH_EINVAL); paged, a block table that
+ * covers the new positions with blocks in the pool (ORCH_EINVAL).
+ * *@ret_T: the tokens.
  */
 orch_err be_check_batch(const struct be_config *cfg, uint32_t n_vocab, const struct be_seq *seqs,
                         uint32_t n, uint32_t *ret_T, struct orch_errinfo *reterr);

@@ -4,6 +4,7 @@
 #include "engine.h"
 
 #include "base/alloc.h"
+#include "engine/kv_blocks.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf.h"
 #include "gguf/model_info.h"
@@ -18,10 +19,37 @@ engine_default_ctx(const struct model *m)
 	return m->hp.n_ctx_train < ENGINE_DEFAULT_CTX ? m->hp.n_ctx_train : ENGINE_DEFAULT_CTX;
 }
 
+/*
+ * The KV pool when the backend pages and the caller did not ask for slots:
+ * slots × ceil(n_ctx / block_tokens) blocks, so every slot can fill its
+ * context as before (nothing can run out yet). Zeros: slots.
+ */
+static orch_err
+kv_geometry(struct engine *e, const struct engine_config *cfg, struct orch_errinfo *reterr)
+{
+	uint32_t bt = cfg->kv_block_tokens ? cfg->kv_block_tokens : KVB_DEFAULT_BLOCK_TOKENS;
+	uint64_t blocks = (uint64_t)e->slots * ((e->n_ctx + (uint64_t)bt - 1) / bt);
+
+	e->kv_blocks = e->kv_block_tokens = 0;
+	if (!e->ops->paged || cfg->kv_slots)
+		return ORCH_OK;
+	if (bt > KVB_MAX_BLOCK_TOKENS || blocks > UINT32_MAX / bt)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "a KV block of %u tokens (at most %u) for %u slots of %u", bt,
+		                 KVB_MAX_BLOCK_TOKENS, e->slots, e->n_ctx);
+	e->kv_blocks = (uint32_t)blocks;
+	e->kv_block_tokens = bt;
+	return ORCH_OK;
+}
+
 /* The backend and the scheduler over it, for @e's model and text. */
 static orch_err
 engine_start(struct engine *e, const struct engine_config *cfg, struct orch_errinfo *reterr)
 {
+	orch_err rv = kv_geometry(e, cfg, reterr);
+
+	if (rv != ORCH_OK)
+		return rv;
 	struct be_config bc = {.slots = e->slots,
 	                       .n_ctx = e->n_ctx,
 	                       .kv_f32 = cfg->kv_f32,
@@ -29,16 +57,15 @@ engine_start(struct engine *e, const struct engine_config *cfg, struct orch_erri
 	                       .max_batch_tokens = e->chunk + e->slots,
 	                       .device = cfg->device,
 	                       .model_path = cfg->model_path,
-	                       .no_graphs = cfg->no_graphs};
-	struct sched_config sc = {e->slots, e->n_ctx, e->chunk};
-	orch_err rv;
+	                       .no_graphs = cfg->no_graphs,
+	                       .kv_blocks = e->kv_blocks,
+	                       .kv_block_tokens = e->kv_block_tokens};
+	struct sched_config sc = {e->slots, e->n_ctx, e->chunk, e->kv_blocks, e->kv_block_tokens};
 
 	rv = e->ops->load(&e->m, &bc, cfg->progress, cfg->progress_ctx, &e->b, reterr);
 	if (rv != ORCH_OK)
 		return rv;
-	if (sched_new(e->ops, e->b, e->mt.tok, e->m.hp.n_vocab, &sc, &e->s) != ORCH_OK)
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory for the scheduler");
-	return ORCH_OK;
+	return sched_new(e->ops, e->b, e->mt.tok, e->m.hp.n_vocab, &sc, &e->s, reterr);
 }
 
 orch_err

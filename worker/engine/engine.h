@@ -32,10 +32,14 @@ struct engine_config {
 	enum text_source tokenizer; /* TEXT_GGUF (0) or TEXT_HF_JSON */
 	uint32_t slots;             /* sequences at once; 0: 1 */
 	uint32_t n_ctx;             /* positions per sequence; 0: engine_default_ctx() */
-	uint32_t chunk;          /* prefill tokens per sequence per step; 0: ENGINE_DEFAULT_CHUNK */
-	uint32_t threads;        /* CPU threads; 0: one per core */
-	bool kv_f32;             /* KV cache in F32 (default F16) */
-	bool no_graphs;          /* cuda: no CUDA graphs */
+	uint32_t chunk;   /* prefill tokens per sequence per step; 0: ENGINE_DEFAULT_CHUNK */
+	uint32_t threads; /* CPU threads; 0: one per core */
+	bool kv_f32;      /* KV cache in F32 (default F16) */
+	bool no_graphs;   /* cuda: no CUDA graphs */
+	/* paged KV (a backend with be_ops.paged): tokens per block; 0: KVB_DEFAULT_BLOCK_TOKENS */
+	uint32_t kv_block_tokens;
+	bool kv_slots; /* one slot of n_ctx per sequence even on a paged backend (callers of
+	                  forward that pass no block tables: benchmarks, tests) */
 	be_progress_fn progress; /* load progress; may be NULL */
 	void *progress_ctx;
 };
@@ -48,6 +52,7 @@ struct engine {
 	struct be_model *b; /* weights, KV cache, scratch on the device */
 	struct sched *s;    /* continuous batching over @b */
 	uint32_t slots, n_ctx, chunk;
+	uint32_t kv_blocks, kv_block_tokens; /* the paged KV pool; zeros: slots */
 };
 
 /*

@@ -12,13 +12,25 @@
  *   longest suffix that could begin a stop string is emitted.
  * - Tokens are sampled per job with Philox keyed by the job's seed and the
  *   token's index, so batch composition never changes a job's tokens.
+ * - Paged KV (cfg.kv_blocks > 0, a backend with be_ops.paged): the scheduler
+ *   owns the block pool (kv_blocks.h). A job's sequence id is its slot. It
+ *   is admitted when the blocks its whole prompt needs are available;
+ *   before each step the tokens it feeds are appended to its sequence (a
+ *   reported copy-on-write goes to the backend's copy_blocks first) and the
+ *   step carries its block table. At every step start a running job's
+ *   sequence holds exactly its fed tokens. A failed append fails that job
+ *   alone (ORCH_EVRAM); on_end releases its blocks. The default pool
+ *   (slots × ceil(n_ctx / block_tokens)) cannot run out; preemption and
+ *   the prefix cache are later slices.
  */
 #include "scheduler.h"
 
+#include <assert.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "kv_blocks.h"
 #include "text/tokenizer.h"
 
 enum { J_WAITING, J_PREFILL, J_DECODE };
@@ -37,16 +49,17 @@ struct sched {
 	struct be_sample *samp;     /* [slots]: for a backend that samples (forward_sample) */
 	int32_t *ids;               /* [slots] */
 	struct sched_step_info last;
+	struct kvb *kv; /* paged KV: the block pool, sequence i = slot i; NULL: slots */
 };
 
 orch_err
 sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uint32_t n_vocab,
-          const struct sched_config *cfg, struct sched **ret)
+          const struct sched_config *cfg, struct sched **ret, struct orch_errinfo *reterr)
 {
 	struct sched *s = orch_calloc(1, sizeof(*s));
 
 	if (s == NULL)
-		return ORCH_ENOMEM;
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory for the scheduler");
 	*s = (struct sched){.ops = ops, .b = b, .t = t, .n_vocab = n_vocab, .cfg = *cfg};
 	s->slots = orch_calloc(cfg->slots, sizeof(*s->slots));
 	s->seqs = orch_calloc(cfg->slots, sizeof(*s->seqs));
@@ -57,7 +70,19 @@ sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uin
 	if (s->slots == NULL || s->seqs == NULL || s->seq_job == NULL || s->work == NULL ||
 	    s->samp == NULL || s->ids == NULL) {
 		sched_free(s);
-		return ORCH_ENOMEM;
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory for the scheduler");
+	}
+	if (cfg->kv_blocks > 0) {
+		assert(ops->paged && ops->copy_blocks != NULL);
+		struct kvb_config kc = {.n_blocks = cfg->kv_blocks,
+		                        .block_tokens = cfg->kv_block_tokens,
+		                        .max_seqs = cfg->slots,
+		                        .max_seq_tokens = cfg->n_ctx};
+		orch_err rv = kvb_new(&kc, &s->kv, reterr);
+		if (rv != ORCH_OK) {
+			sched_free(s);
+			return rv;
+		}
 	}
 	*ret = s;
 	return ORCH_OK;
@@ -74,6 +99,7 @@ sched_free(struct sched *s)
 	orch_free(s->work);
 	orch_free(s->samp);
 	orch_free(s->ids);
+	kvb_free(s->kv);
 	orch_free(s);
 }
 
@@ -135,8 +161,11 @@ finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err,
 		release(j, j->tokens_out ? j->tokens_out - 1 : 0);
 	j->prefill_ms = (j->t_first > 0 ? j->t_first : now) - j->t_start;
 	j->decode_ms = j->t_first > 0 ? now - j->t_first : 0;
-	if (j->state != J_WAITING)
+	if (j->state != J_WAITING) {
 		s->slots[j->slot] = NULL;
+		if (s->kv != NULL)
+			kvb_seq_free(s->kv, j->slot);
+	}
 	sbuf_fini(&j->pending);
 	orch_free(j->hist);
 	j->hist = NULL;
@@ -263,12 +292,36 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 	j->last = id;
 }
 
+/*
+ * Paged: whether the head of the queue may take sequence @seq now: the
+ * blocks its whole prompt needs are available. A prompt that cannot fit
+ * even with no job running fails (ORCH_EVRAM); otherwise it waits.
+ */
+static bool
+kv_admit(struct sched *s, uint32_t seq)
+{
+	struct sched_job *j = s->waiting;
+
+	if (s->kv == NULL || kvb_seq_blocks_needed(s->kv, seq, j->n_prompt) <= kvb_available(s->kv))
+		return true;
+	for (uint32_t i = 0; i < s->cfg.slots; i++)
+		if (s->slots[i] != NULL)
+			return false;
+	s->waiting = j->next;
+	if (s->waiting == NULL)
+		s->waiting_tail = NULL;
+	finish(s, j, ORCH_FINISH_ERROR, ORCH_EVRAM, "the KV cache cannot hold this prompt");
+	return false;
+}
+
 static void
 admit(struct sched *s)
 {
 	for (uint32_t i = 0; i < s->cfg.slots && s->waiting != NULL; i++) {
 		if (s->slots[i] != NULL)
 			continue;
+		if (!kv_admit(s, i))
+			break;
 		struct sched_job *j = s->waiting;
 		s->waiting = j->next;
 		if (s->waiting == NULL)
@@ -280,9 +333,43 @@ admit(struct sched *s)
 		 */
 		struct orch_errinfo e = {0};
 		orch_err rv = s->ops->reserve ? s->ops->reserve(s->b, i, &e) : ORCH_OK;
-		if (rv != ORCH_OK)
+		if (rv != ORCH_OK) {
 			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+			continue;
+		}
+		/* paged: start the sequence (no prefix cache yet: nothing is matched) */
+		uint32_t cached = 0;
+		if (s->kv != NULL &&
+		    kvb_seq_match(s->kv, i, j->prompt, j->n_prompt, NULL, 0, &cached) != ORCH_OK)
+			assert(!"a free slot's sequence is empty");
+		j->fed = cached;
 	}
+}
+
+/*
+ * Paged: append @q's tokens to @j's sequence, copy what copy-on-write asks,
+ * and give @q the table. False when that failed: @j is then finished.
+ */
+static bool
+kv_append(struct sched *s, struct sched_job *j, struct be_seq *q)
+{
+	struct orch_errinfo e = {0};
+	struct kvb_copy c = {0};
+	orch_err rv;
+
+	if (s->kv == NULL)
+		return true;
+	assert(kvb_seq_len(s->kv, j->slot) == q->pos);
+	rv = kvb_seq_append(s->kv, j->slot, q->tokens, q->n_tokens, &c, &e);
+	if (rv == ORCH_OK && c.n_tokens > 0)
+		rv = s->ops->copy_blocks(s->b, c.src, c.dst, c.n_tokens, &e);
+	if (rv != ORCH_OK) {
+		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+		return false;
+	}
+	q->blocks = kvb_seq_table(s->kv, j->slot, &q->n_blocks);
+	q->first_block = kvb_seq_first_block(s->kv, j->slot);
+	return true;
 }
 
 /* The batch: every decoding job's token, then prompt chunks up to cfg.chunk tokens. */
@@ -298,16 +385,25 @@ build_batch(struct sched *s)
 				continue;
 			struct be_seq *q = &s->seqs[n];
 			if (pass == 0) {
-				*q = (struct be_seq){j->slot, j->fed, &j->last, 1, true};
+				*q = (struct be_seq){.slot = j->slot,
+				                     .pos = j->fed,
+				                     .tokens = &j->last,
+				                     .n_tokens = 1,
+				                     .want_logits = true};
 			} else {
 				uint32_t k = j->n_prompt - j->fed < budget ? j->n_prompt - j->fed
 				                                           : budget;
 				if (k == 0)
 					continue;
-				*q = (struct be_seq){j->slot, j->fed, j->prompt + j->fed, k,
-				                     j->fed + k == j->n_prompt};
-				budget -= k;
+				*q = (struct be_seq){.slot = j->slot,
+				                     .pos = j->fed,
+				                     .tokens = j->prompt + j->fed,
+				                     .n_tokens = k,
+				                     .want_logits = j->fed + k == j->n_prompt};
 			}
+			if (!kv_append(s, j, q))
+				continue;
+			budget -= pass == 0 ? 0 : q->n_tokens;
 			s->seq_job[n++] = j;
 		}
 	}

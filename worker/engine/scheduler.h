@@ -88,14 +88,20 @@ struct sched;
 struct sched_config {
 	uint32_t slots, n_ctx,
 	        chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
+	/* paged KV: the backend's be_config.kv_blocks / kv_block_tokens (0: slots) */
+	uint32_t kv_blocks, kv_block_tokens;
 };
 
 /*
- * sched_new - a scheduler over backend @b (made with @ops for the same slots
- * and n_ctx, and max_batch_tokens ≥ chunk + slots) and tokenizer @t.
+ * sched_new - a scheduler over backend @b (made with @ops for the same slots,
+ * n_ctx and KV pool, and max_batch_tokens ≥ chunk + slots) and tokenizer
+ * @t. With kv_blocks > 0 (@ops must be paged) it owns the block pool and
+ * hands every step the sequences' block tables. ORCH_ENOMEM; the pool's
+ * ORCH_EINVAL for a bad geometry.
  */
 orch_err sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t,
-                   uint32_t n_vocab, const struct sched_config *cfg, struct sched **ret);
+                   uint32_t n_vocab, const struct sched_config *cfg, struct sched **ret,
+                   struct orch_errinfo *reterr);
 void sched_free(struct sched *s);
 
 /*

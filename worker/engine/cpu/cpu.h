@@ -119,18 +119,23 @@ float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, u
 
 /*
  * One KV head of one slot: the i-th position read is cell c = first + i, or
- * (first + i) % cells when @cells is not 0 (a ring), and its key is at
- * k + c·stride elements (F16 or F32), its value at v + c·stride.
+ * (first + i) % cells when @cells is not 0 (a ring), or with a block table
+ * @blocks, c = blocks[l / block_tokens]·block_tokens + l % block_tokens for
+ * l = first + i (paged); its key is at k + c·stride elements (F16 or F32),
+ * its value at v + c·stride.
  */
 struct cpu_attn {
 	const void *k, *v;
-	uint64_t stride; /* elements from one cell to the next */
-	uint32_t cells;  /* cells of the ring; 0: the positions read are contiguous */
-	uint32_t first;  /* the cell of the first position read (< cells when a ring) */
-	uint32_t d;      /* head dimension, ≤ CPU_ATTN_MAX_D */
-	bool f16;        /* cache elements are F16, else F32 */
-	bool simd;       /* AVX2/F16C kernels (the caller checked the CPU) */
-	bool has_sink;   /* @sink joins the softmax's denominator (gpt-oss), as ggml's sinks */
+	uint64_t stride;        /* elements from one cell to the next */
+	uint32_t cells;         /* cells of the ring; 0: the positions read are contiguous */
+	uint32_t first;         /* the cell of the first position read (< cells when a ring);
+	                           paged: the first position read */
+	const uint32_t *blocks; /* paged: the block table (NULL: not paged; then cells is 0) */
+	uint32_t block_tokens;  /* paged: positions per block */
+	uint32_t d;             /* head dimension, ≤ CPU_ATTN_MAX_D */
+	bool f16;               /* cache elements are F16, else F32 */
+	bool simd;              /* AVX2/F16C kernels (the caller checked the CPU) */
+	bool has_sink; /* @sink joins the softmax's denominator (gpt-oss), as ggml's sinks */
 	float sink;
 };
 

@@ -2,7 +2,8 @@
  * cpu_attn.c - attention of one query head over the cached positions of a
  * slot: scores q·K[p] / √d, a softmax (sum in double), and Σ w[p]·V[p]. The
  * positions are cells of the slot's cache, read in position order: a
- * sliding-window layer's ring wraps from its last cell to its first.
+ * sliding-window layer's ring wraps from its last cell to its first; a paged
+ * layer's follow the sequence's block table.
  * With an F16 cache the query and the weights are rounded to F16 first, as
  * llama.cpp's CPU attention does. The AVX2 kernel (F16C loads, eight partial
  * sums) and the scalar twin differ only in summation order.
@@ -76,11 +77,43 @@ axpy_avx2(const struct cpu_attn *a, float w, const uint8_t *v, float *out)
 		                                          _mm256_loadu_ps(out + i)));
 }
 
-/* The cell after @c: the next one, or the ring's first after its last. */
-static uint32_t
-next_cell(const struct cpu_attn *a, uint32_t c)
+/*
+ * Walks the cells of the positions read, in order: contiguous, a ring (the
+ * first cell after the last) or a block table (the next block's first row
+ * after a block's last).
+ */
+struct cell_iter {
+	uint64_t cell;
+	uint32_t block, row; /* paged: table entry and row in it */
+};
+
+static struct cell_iter
+cell_first(const struct cpu_attn *a)
 {
-	return c + 1 == a->cells ? 0 : c + 1;
+	struct cell_iter it = {.cell = a->first};
+
+	if (a->blocks != NULL) {
+		it.block = a->first / a->block_tokens;
+		it.row = a->first % a->block_tokens;
+		it.cell = (uint64_t)a->blocks[it.block] * a->block_tokens + it.row;
+	}
+	return it;
+}
+
+static void
+cell_next(const struct cpu_attn *a, struct cell_iter *it)
+{
+	if (a->blocks == NULL) {
+		it->cell = it->cell + 1 == a->cells ? 0 : it->cell + 1;
+		return;
+	}
+	if (++it->row < a->block_tokens) {
+		it->cell++;
+		return;
+	}
+	it->row = 0;
+	it->block++;
+	it->cell = (uint64_t)a->blocks[it->block] * a->block_tokens;
 }
 
 void
@@ -92,10 +125,13 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 
 	for (uint32_t i = 0; i < a->d; i++)
 		q[i] = a->f16 ? fp16_to_f32(fp16_from_f32(qs[i])) : qs[i];
-	for (uint32_t p = 0, c = a->first; p < n_pos; p++, c = next_cell(a, c)) {
-		const uint8_t *k = (const uint8_t *)a->k + (uint64_t)c * a->stride * elem;
+	struct cell_iter it = cell_first(a);
+	for (uint32_t p = 0; p < n_pos; p++) {
+		const uint8_t *k = (const uint8_t *)a->k + it.cell * a->stride * elem;
 		sc[p] = (simd ? score_avx2(a, q, k) : score_scalar(a, q, k)) * scale;
 		max = sc[p] > max ? sc[p] : max;
+		if (p + 1 < n_pos)
+			cell_next(a, &it);
 	}
 	if (a->has_sink)
 		max = a->sink > max ? a->sink : max;
@@ -108,8 +144,9 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 		sum += (double)expf(a->sink - max);
 	float inv = (float)(1.0 / sum);
 	memset(out, 0, a->d * sizeof(float));
-	for (uint32_t p = 0, c = a->first; p < n_pos; p++, c = next_cell(a, c)) {
-		const uint8_t *v = (const uint8_t *)a->v + (uint64_t)c * a->stride * elem;
+	it = cell_first(a);
+	for (uint32_t p = 0; p < n_pos; p++) {
+		const uint8_t *v = (const uint8_t *)a->v + it.cell * a->stride * elem;
 		float w = sc[p] * inv;
 		if (a->f16)
 			w = fp16_to_f32(fp16_from_f32(w));
@@ -117,5 +154,7 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 			axpy_avx2(a, w, v, out);
 		else
 			axpy_scalar(a, w, v, out);
+		if (p + 1 < n_pos)
+			cell_next(a, &it);
 	}
 }

@@ -6,7 +6,9 @@
  * of them, reporting progress, so the disk reads happen at load and not in
  * the first request. The KV cache and all scratch are allocated here, once;
  * a forward step allocates nothing. A sliding-window layer's KV cache is a
- * ring of model_swa_cells() cells per slot, a full layer's n_ctx cells.
+ * ring of model_swa_cells() cells per slot; a full layer's is n_ctx cells
+ * per slot, or paged (cfg.kv_blocks > 0) one pool of kv_blocks ×
+ * kv_block_tokens rows that all sequences share through their block tables.
  */
 #include "cpu_backend.h"
 
@@ -72,8 +74,13 @@ kv_layout(struct be_model *b, uint64_t *ret_bytes, struct orch_errinfo *reterr)
 	    (b->kv_base = balloc(b, hp->n_layer * sizeof(uint64_t))) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "cpu backend: out of memory");
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
-		b->kv_cells[il] = model_layer_swa(hp, il) ? ring : b->cfg.n_ctx;
 		b->kv_base[il] = cells;
+		if (cpu_layer_paged(b, il)) { /* one pool of rows, not per slot */
+			b->kv_cells[il] = b->cfg.kv_blocks * b->cfg.kv_block_tokens;
+			cells += b->kv_cells[il];
+			continue;
+		}
+		b->kv_cells[il] = model_layer_swa(hp, il) ? ring : b->cfg.n_ctx;
 		cells += (uint64_t)b->cfg.slots * b->kv_cells[il];
 	}
 	if (__builtin_mul_overflow(cells, (uint64_t)b->kv_dim * (b->cfg.kv_f32 ? 4 : 2), &bytes) ||
@@ -153,6 +160,11 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 	if (cfg->slots == 0 || cfg->n_ctx == 0 || cfg->max_batch_tokens == 0 || cfg->slots > 4096)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "cpu backend: slots, context and batch must be positive");
+	if (cfg->kv_blocks > 0 &&
+	    (cfg->kv_block_tokens == 0 || cfg->kv_blocks > UINT32_MAX / cfg->kv_block_tokens))
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "cpu backend: a KV pool of %u blocks of %u tokens", cfg->kv_blocks,
+		                 cfg->kv_block_tokens);
 	if (hp->head_dim > CPU_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cpu backend: head_dim %u is over 512",
 		                 hp->head_dim);
@@ -194,6 +206,30 @@ fail:
 	return rv;
 }
 
+/* Rows [0, n) of block @src into block @dst, K and V, in every paged layer. */
+static orch_err
+cpu_copy_blocks(struct be_model *b, uint32_t src, uint32_t dst, uint32_t n,
+                struct orch_errinfo *reterr)
+{
+	uint32_t bt = b->cfg.kv_block_tokens;
+	size_t row = (size_t)b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
+
+	if (b->cfg.kv_blocks == 0 || src >= b->cfg.kv_blocks || dst >= b->cfg.kv_blocks || n > bt ||
+	    src == dst)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "cpu backend: copy of %u rows from block %u to %u (pool of %u)", n,
+		                 src, dst, b->cfg.kv_blocks);
+	for (uint32_t il = 0; il < b->m->hp.n_layer; il++) {
+		if (!cpu_layer_paged(b, il))
+			continue;
+		uint64_t s_off = (b->kv_base[il] + (uint64_t)src * bt) * row;
+		uint64_t d_off = (b->kv_base[il] + (uint64_t)dst * bt) * row;
+		memcpy((uint8_t *)b->k_cache + d_off, (uint8_t *)b->k_cache + s_off, n * row);
+		memcpy((uint8_t *)b->v_cache + d_off, (uint8_t *)b->v_cache + s_off, n * row);
+	}
+	return ORCH_OK;
+}
+
 static void
 cpu_memory(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used)
 {
@@ -219,8 +255,10 @@ cpu_free(struct be_model *b)
 
 const struct be_ops be_cpu_ops = {
         .name = "cpu",
+        .paged = true,
         .load = cpu_load,
         .memory = cpu_memory,
         .forward = cpu_forward,
         .free = cpu_free,
+        .copy_blocks = cpu_copy_blocks,
 };

@@ -13,7 +13,10 @@ struct be_model {
 	 * KV cache, F16 bits or F32: per layer, per slot, kv_cells[il] cells of kv_dim;
 	 * layer il's cells of slot s start at cell kv_base[il] + s · kv_cells[il], and
 	 * position p lives in cell p % kv_cells[il]: n_ctx cells for a full-attention layer,
-	 * a ring of model_swa_cells() for a sliding-window one.
+	 * a ring of model_swa_cells() for a sliding-window one. A paged layer
+	 * (cpu_layer_paged) has instead kv_cells[il] = kv_blocks · kv_block_tokens cells
+	 * shared by all slots, from kv_base[il]: position p of a sequence is cell
+	 * blocks[p / kv_block_tokens] · kv_block_tokens + p % kv_block_tokens.
 	 */
 	void *k_cache, *v_cache;
 	uint32_t *kv_cells; /* [n_layer] */
@@ -39,6 +42,13 @@ struct be_model {
 	uint32_t *tok_seq, *tok_pos; /* [B] */
 	uint64_t weight_bytes, bytes_needed, bytes_used;
 };
+
+/* cpu_layer_paged - layer @il's K/V is in the block pool: paged, and full attention. */
+static inline bool
+cpu_layer_paged(const struct be_model *b, uint32_t il)
+{
+	return b->cfg.kv_blocks > 0 && !model_layer_swa(&b->m->hp, il);
+}
 
 /* cpu_forward - the backend's forward op (cpu_forward.c). */
 orch_err cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n,

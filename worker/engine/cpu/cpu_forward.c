@@ -10,7 +10,9 @@
  *   (same kernels, same order), so a sequence's logits are bit-identical
  *   whether it runs alone or next to others.
  * - Attention reads the sequence's own KV slot, positions 0..pos (causal),
- *   or its last n_swa of them on a sliding-window layer. Such a layer's
+ *   or its last n_swa of them on a sliding-window layer. Paged (issue 19),
+ *   a full-attention layer reads and writes them through the sequence's
+ *   block table instead; sliding-window layers keep their per-slot ring. Such a layer's
  *   cache is a ring of n_swa + max_batch_tokens cells (position p in cell
  *   p % cells): a step stores all its tokens' K/V before any attends, and
  *   the newest of at most max_batch_tokens stored overwrites only a position
@@ -38,13 +40,29 @@ kv_off(const struct be_model *b, uint32_t layer, uint32_t slot, uint32_t cell, s
 	return (b->kv_base[layer] + (uint64_t)slot * b->kv_cells[layer] + cell) * b->kv_dim * elem;
 }
 
-/* Position @pos's K and V into its cell: pos itself, or pos % cells in a ring. */
+/*
+ * Byte offset of position @pos of sequence @q in @layer: its cell in the
+ * slot (pos itself, or pos % cells in a ring), or, paged, its block's row.
+ */
+static uint64_t
+kv_pos_off(const struct be_model *b, uint32_t layer, const struct be_seq *q, uint32_t pos,
+           size_t elem)
+{
+	uint32_t bt = b->cfg.kv_block_tokens;
+
+	if (!cpu_layer_paged(b, layer))
+		return kv_off(b, layer, q->slot, pos % b->kv_cells[layer], elem);
+	return (b->kv_base[layer] + (uint64_t)q->blocks[pos / bt] * bt + pos % bt) * b->kv_dim *
+	       elem;
+}
+
+/* Position @pos's K and V into its cell (kv_pos_off). */
 static void
-kv_store(struct be_model *b, uint32_t layer, uint32_t slot, uint32_t pos, const float *k,
+kv_store(struct be_model *b, uint32_t layer, const struct be_seq *q, uint32_t pos, const float *k,
          const float *v)
 {
 	size_t elem = b->cfg.kv_f32 ? 4 : 2;
-	uint64_t off = kv_off(b, layer, slot, pos % b->kv_cells[layer], elem);
+	uint64_t off = kv_pos_off(b, layer, q, pos, elem);
 	uint8_t *kd = (uint8_t *)b->k_cache + off;
 	uint8_t *vd = (uint8_t *)b->v_cache + off;
 
@@ -69,7 +87,8 @@ struct att_job {
 /*
  * One (token, head) pair: softmax(q·K / √d) · V over positions 0..pos of the
  * slot, or max(0, pos - n_swa + 1)..pos on a sliding-window layer, read from
- * their cells (a ring's wrap included) in position order.
+ * their cells (a ring's wrap, or a paged layer's block table, followed) in
+ * position order.
  */
 static void
 attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
@@ -82,19 +101,24 @@ attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	size_t elem = b->cfg.kv_f32 ? 4 : 2;
 
 	const struct model_layer *L = &b->m->layers[j->layer];
-	bool swa = model_layer_swa(hp, j->layer);
+	bool swa = model_layer_swa(hp, j->layer), paged = cpu_layer_paged(b, j->layer);
 
 	for (uint64_t th = begin; th < end; th++) {
 		uint32_t t = (uint32_t)(th / hp->n_head), h = (uint32_t)(th % hp->n_head);
-		uint32_t slot = j->seqs[b->tok_seq[t]].slot, kvh = h / group;
+		const struct be_seq *q = &j->seqs[b->tok_seq[t]];
+		uint32_t kvh = h / group;
 		uint32_t n = b->tok_pos[t] + 1; /* positions 0..pos; a window: its last n_swa */
 		uint32_t first = swa && n > hp->n_swa ? n - hp->n_swa : 0;
-		uint64_t off = kv_off(b, j->layer, slot, 0, elem) + (uint64_t)kvh * d * elem;
+		uint64_t off = (paged ? b->kv_base[j->layer] * b->kv_dim * elem
+		                      : kv_off(b, j->layer, q->slot, 0, elem)) +
+		               (uint64_t)kvh * d * elem;
 		struct cpu_attn a = {.k = (const uint8_t *)b->k_cache + off,
 		                     .v = (const uint8_t *)b->v_cache + off,
 		                     .stride = b->kv_dim,
-		                     .cells = b->kv_cells[j->layer],
-		                     .first = first % b->kv_cells[j->layer],
+		                     .cells = paged ? 0 : b->kv_cells[j->layer],
+		                     .first = paged ? first : first % b->kv_cells[j->layer],
+		                     .blocks = paged ? q->blocks : NULL,
+		                     .block_tokens = b->cfg.kv_block_tokens,
 		                     .d = d,
 		                     .f16 = !b->cfg.kv_f32,
 		                     .simd = b->dot != cpu_dot_scalar};
@@ -141,7 +165,7 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 			cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot,
 			         b->tok_pos[t], hp->rope_base, hp->rope_neox, factors);
 		}
-		kv_store(b, il, seqs[b->tok_seq[t]].slot, b->tok_pos[t], q + b->q_dim,
+		kv_store(b, il, &seqs[b->tok_seq[t]], b->tok_pos[t], q + b->q_dim,
 		         q + b->q_dim + b->kv_dim);
 	}
 	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head,

@@ -88,9 +88,13 @@ out_fini(struct out *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* @model on the CPU, 2 threads; a step carries at most @chunk + @slots tokens. */
+/*
+ * @model on the CPU, 2 threads; a step carries at most @chunk + @slots tokens.
+ * @kv_slots: one KV slot per sequence (for tests that call forward directly,
+ * without block tables); else the paged KV cache.
+ */
 static struct engine *
-open_engine_ctx(const char *model, uint32_t slots, uint32_t n_ctx, uint32_t chunk)
+open_engine_kv(const char *model, uint32_t slots, uint32_t n_ctx, uint32_t chunk, bool kv_slots)
 {
 	struct orch_errinfo err = {0};
 	struct engine *x = NULL;
@@ -99,11 +103,18 @@ open_engine_ctx(const char *model, uint32_t slots, uint32_t n_ctx, uint32_t chun
 	                            .slots = slots,
 	                            .n_ctx = n_ctx,
 	                            .chunk = chunk,
-	                            .threads = 2};
+	                            .threads = 2,
+	                            .kv_slots = kv_slots};
 
 	if (engine_open(&cfg, &x, &err) != ORCH_OK)
 		fprintf(stderr, "%s: %s\n", model, err.msg);
 	return x;
+}
+
+static struct engine *
+open_engine_ctx(const char *model, uint32_t slots, uint32_t n_ctx, uint32_t chunk)
+{
+	return open_engine_kv(model, slots, n_ctx, chunk, false);
 }
 
 static struct engine *
@@ -336,7 +347,11 @@ ring_step(struct engine *x, struct engine *ref, struct ring_seq *q)
 		want = want < budget ? want : budget;
 		if (want == 0)
 			continue;
-		s[n++] = (struct be_seq){k, q[k].fed, q[k].toks + q[k].fed, want, true};
+		s[n++] = (struct be_seq){.slot = k,
+		                         .pos = q[k].fed,
+		                         .tokens = q[k].toks + q[k].fed,
+		                         .n_tokens = want,
+		                         .want_logits = true};
 		budget -= want;
 	}
 	if (x->ops->forward(x->b, s, n, &a, &err) != ORCH_OK ||
@@ -376,8 +391,8 @@ ring_step(struct engine *x, struct engine *ref, struct ring_seq *q)
 static void
 test_ring_matches_full_cache(void)
 {
-	struct engine *x = open_engine_ctx(TINY_MXFP4, 2, 1024, RING_T - 2);
-	struct engine *ref = open_engine_ctx(TINY_MXFP4, 2, 1024, 1022);
+	struct engine *x = open_engine_kv(TINY_MXFP4, 2, 1024, RING_T - 2, true);
+	struct engine *ref = open_engine_kv(TINY_MXFP4, 2, 1024, 1022, true);
 	struct ring_seq *q = calloc(2, sizeof(*q));
 
 	T_TRUE(x != NULL && ref != NULL && q != NULL);
