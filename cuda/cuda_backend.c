@@ -426,6 +426,10 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 
 	if (b == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	if (cfg->kv_blocks > 0) { /* be_cuda_ops.paged is false: slots until the paged kernel */
+		orch_free(b);
+		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cuda backend: no paged KV cache yet");
+	}
 	b->m = m;
 	b->cfg = *cfg;
 	if ((rv = parse_device(cfg->device, &b->dev, reterr)) != ORCH_OK ||

@@ -361,6 +361,47 @@ test_paged_geometries(void)
 	free(o);
 }
 
+/*
+ * A pool smaller than the slots' contexts (a scheduler of 3 blocks of 16 made
+ * beside the engine's, over the same backend): a 60-token prompt can never
+ * fit and fails with VRAM_OOM; a 40-token one runs until its sequence needs a
+ * fourth block (position 48: 9 tokens out) and then fails alone with
+ * VRAM_OOM; its blocks come back, so the same job runs the same way again.
+ */
+static void
+test_paged_pool_full(void)
+{
+	struct eng e;
+	struct sched *s = NULL;
+	struct out *o = calloc(3, sizeof(*o));
+	int32_t toks[60];
+	struct orch_errinfo err = {0};
+
+	T_TRUE(o && eng_open_kv(&e, t_path("models/stories260K.gguf"), 2, 64, 16, false,
+	                        (struct kv_geom){16, false}));
+	struct sched_config sc = {
+	        .slots = 2, .n_ctx = 64, .chunk = 16, .kv_blocks = 3, .kv_block_tokens = 16};
+	T_OK(sched_new(e.x->ops, e.b, e.t, e.m->hp.n_vocab, &sc, &s, &err));
+	toks[0] = 1;
+	for (uint32_t i = 1; i < 60; i++)
+		toks[i] = 300 + (int32_t)(i % 100);
+	struct tok_ids big = {toks, 60, 60}, small = {toks, 40, 40};
+	struct sched_job jobs[3] = {job(1, &big, 4, &o[0]), job(2, &small, 30, &o[1]),
+	                            job(3, &small, 30, &o[2])};
+	for (int k = 0; k < 3; k++) {
+		T_OK(sched_submit(s, &jobs[k], NULL));
+		while (!sched_idle(s))
+			sched_step(s);
+		T_EQ(o[k].why, ORCH_FINISH_ERROR);
+		T_STREQ(orch_err_wire(o[k].err), "VRAM_OOM");
+		T_EQ(o[k].n, k == 0 ? 0 : 9);
+	}
+	T_TRUE(memcmp(o[1].ids, o[2].ids, 9 * sizeof(int32_t)) == 0);
+	sched_free(s);
+	free(o);
+	eng_close(&e);
+}
+
 /* A stop string spanning two tokens ends the text before it; it is never emitted. */
 static void
 test_stop_strings(void)
@@ -501,6 +542,7 @@ main(void)
 	T_RUN(test_prompt_lengths);
 	T_RUN(test_batch_independence);
 	T_RUN(test_paged_geometries);
+	T_RUN(test_paged_pool_full);
 	T_RUN(test_stop_strings);
 	T_RUN(test_kv_f32);
 	T_RUN(test_tiny_models);
