@@ -78,42 +78,24 @@ axpy_avx2(const struct cpu_attn *a, float w, const uint8_t *v, float *out)
 }
 
 /*
- * Walks the cells of the positions read, in order: contiguous, a ring (the
- * first cell after the last) or a block table (the next block's first row
- * after a block's last).
+ * The cell of the @i-th position read and how many positions from it lie in
+ * consecutive cells: to the end of the ring, or of the block (paged).
  */
-struct cell_iter {
-	uint64_t cell;
-	uint32_t block, row; /* paged: table entry and row in it */
-};
-
-static struct cell_iter
-cell_first(const struct cpu_attn *a)
+static uint32_t
+cell_run(const struct cpu_attn *a, uint32_t i, uint64_t *ret_cell)
 {
-	struct cell_iter it = {.cell = a->first};
-
 	if (a->blocks != NULL) {
-		it.block = a->first / a->block_tokens;
-		it.row = a->first % a->block_tokens;
-		it.cell = (uint64_t)a->blocks[it.block] * a->block_tokens + it.row;
+		uint32_t l = a->first + i, row = l % a->block_tokens;
+		*ret_cell = (uint64_t)a->blocks[l / a->block_tokens] * a->block_tokens + row;
+		return a->block_tokens - row;
 	}
-	return it;
-}
-
-static void
-cell_next(const struct cpu_attn *a, struct cell_iter *it)
-{
-	if (a->blocks == NULL) {
-		it->cell = it->cell + 1 == a->cells ? 0 : it->cell + 1;
-		return;
+	if (a->cells != 0) {
+		uint32_t c = (uint32_t)(((uint64_t)a->first + i) % a->cells);
+		*ret_cell = c;
+		return a->cells - c;
 	}
-	if (++it->row < a->block_tokens) {
-		it->cell++;
-		return;
-	}
-	it->row = 0;
-	it->block++;
-	it->cell = (uint64_t)a->blocks[it->block] * a->block_tokens;
+	*ret_cell = (uint64_t)a->first + i;
+	return UINT32_MAX;
 }
 
 void
@@ -125,13 +107,14 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 
 	for (uint32_t i = 0; i < a->d; i++)
 		q[i] = a->f16 ? fp16_to_f32(fp16_from_f32(qs[i])) : qs[i];
-	struct cell_iter it = cell_first(a);
-	for (uint32_t p = 0; p < n_pos; p++) {
-		const uint8_t *k = (const uint8_t *)a->k + it.cell * a->stride * elem;
-		sc[p] = (simd ? score_avx2(a, q, k) : score_scalar(a, q, k)) * scale;
-		max = sc[p] > max ? sc[p] : max;
-		if (p + 1 < n_pos)
-			cell_next(a, &it);
+	for (uint32_t p = 0; p < n_pos;) {
+		uint64_t c;
+		uint32_t run = cell_run(a, p, &c), end = run < n_pos - p ? p + run : n_pos;
+		for (const uint8_t *k = (const uint8_t *)a->k + c * a->stride * elem; p < end;
+		     p++, k += a->stride * elem) {
+			sc[p] = (simd ? score_avx2(a, q, k) : score_scalar(a, q, k)) * scale;
+			max = sc[p] > max ? sc[p] : max;
+		}
 	}
 	if (a->has_sink)
 		max = a->sink > max ? a->sink : max;
@@ -144,17 +127,18 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 		sum += (double)expf(a->sink - max);
 	float inv = (float)(1.0 / sum);
 	memset(out, 0, a->d * sizeof(float));
-	it = cell_first(a);
-	for (uint32_t p = 0; p < n_pos; p++) {
-		const uint8_t *v = (const uint8_t *)a->v + it.cell * a->stride * elem;
-		float w = sc[p] * inv;
-		if (a->f16)
-			w = fp16_to_f32(fp16_from_f32(w));
-		if (simd)
-			axpy_avx2(a, w, v, out);
-		else
-			axpy_scalar(a, w, v, out);
-		if (p + 1 < n_pos)
-			cell_next(a, &it);
+	for (uint32_t p = 0; p < n_pos;) {
+		uint64_t c;
+		uint32_t run = cell_run(a, p, &c), end = run < n_pos - p ? p + run : n_pos;
+		for (const uint8_t *v = (const uint8_t *)a->v + c * a->stride * elem; p < end;
+		     p++, v += a->stride * elem) {
+			float w = sc[p] * inv;
+			if (a->f16)
+				w = fp16_to_f32(fp16_from_f32(w));
+			if (simd)
+				axpy_avx2(a, w, v, out);
+			else
+				axpy_scalar(a, w, v, out);
+		}
 	}
 }
