@@ -4,9 +4,11 @@
 #include "engine.h"
 
 #include "base/alloc.h"
+#include "base/sha256.h"
 #include "engine/kv_blocks.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf.h"
+#include "gguf/ident.h"
 #include "gguf/model_info.h"
 
 /* model_mem_estimate sizes a sliding-window layer's ring for the worker's default chunk */
@@ -42,6 +44,36 @@ kv_geometry(struct engine *e, const struct engine_config *cfg, struct orch_errin
 	return ORCH_OK;
 }
 
+/*
+ * The prefix cache's identity seed: SHA-256 over the digests of all of the
+ * file's metadata and of its tokenizer keys. Cheap (no weights hashed); it
+ * only has to tell apart models that share a pool, and each engine has its
+ * own pool for now. Shared pools should mix in the file's SHA-256.
+ */
+static void
+kv_seed(const struct engine *e, uint8_t seed[SHA256_BYTES])
+{
+	uint8_t meta[SHA256_BYTES], tok[SHA256_BYTES];
+	struct sha256 h;
+
+	gguf_kv_sha256(e->f, "", meta);
+	gguf_kv_sha256(e->f, "tokenizer.", tok);
+	sha256_init(&h);
+	sha256_update(&h, meta, sizeof(meta));
+	sha256_update(&h, tok, sizeof(tok));
+	sha256_final(&h, seed);
+}
+
+/* Whether some layer of @m attends over a sliding window (its ring is per slot, not cached). */
+static bool
+has_swa(const struct model *m)
+{
+	for (uint32_t il = 0; il < m->hp.n_layer; il++)
+		if (model_layer_swa(&m->hp, il))
+			return true;
+	return false;
+}
+
 /* The backend and the scheduler over it, for @e's model and text. */
 static orch_err
 engine_start(struct engine *e, const struct engine_config *cfg, struct orch_errinfo *reterr)
@@ -60,8 +92,16 @@ engine_start(struct engine *e, const struct engine_config *cfg, struct orch_erri
 	                       .no_graphs = cfg->no_graphs,
 	                       .kv_blocks = e->kv_blocks,
 	                       .kv_block_tokens = e->kv_block_tokens};
-	struct sched_config sc = {e->slots, e->n_ctx, e->chunk, e->kv_blocks, e->kv_block_tokens};
+	struct sched_config sc = {.slots = e->slots,
+	                          .n_ctx = e->n_ctx,
+	                          .chunk = e->chunk,
+	                          .kv_blocks = e->kv_blocks,
+	                          .kv_block_tokens = e->kv_block_tokens};
 
+	e->kv_prefix_cache = cfg->kv_prefix_cache && e->kv_blocks > 0 && !has_swa(&e->m);
+	sc.prefix_cache = e->kv_prefix_cache;
+	if (sc.prefix_cache)
+		kv_seed(e, sc.kv_seed);
 	rv = e->ops->load(&e->m, &bc, cfg->progress, cfg->progress_ctx, &e->b, reterr);
 	if (rv != ORCH_OK)
 		return rv;

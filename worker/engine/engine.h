@@ -38,8 +38,10 @@ struct engine_config {
 	bool no_graphs;   /* cuda: no CUDA graphs */
 	/* paged KV (a backend with be_ops.paged): tokens per block; 0: KVB_DEFAULT_BLOCK_TOKENS */
 	uint32_t kv_block_tokens;
-	bool kv_slots; /* one slot of n_ctx per sequence even on a paged backend (callers of
-	                  forward that pass no block tables: benchmarks, tests) */
+	bool kv_prefix_cache; /* paged: reuse cached prompt prefixes (off for a model with a
+	                         sliding window, whose ring is not cached) */
+	bool kv_slots;        /* one slot of n_ctx per sequence even on a paged backend (callers of
+	                         forward that pass no block tables: benchmarks, tests) */
 	be_progress_fn progress; /* load progress; may be NULL */
 	void *progress_ctx;
 };
@@ -53,6 +55,7 @@ struct engine {
 	struct sched *s;    /* continuous batching over @b */
 	uint32_t slots, n_ctx, chunk;
 	uint32_t kv_blocks, kv_block_tokens; /* the paged KV pool; zeros: slots */
+	bool kv_prefix_cache;                /* prompt prefixes are reused */
 };
 
 /*

@@ -20,8 +20,11 @@
  *   step carries its block table. At every step start a running job's
  *   sequence holds exactly its fed tokens. A failed append fails that job
  *   alone (ORCH_EVRAM); on_end releases its blocks. The default pool
- *   (slots × ceil(n_ctx / block_tokens)) cannot run out; preemption and
- *   the prefix cache are later slices.
+ *   (slots × ceil(n_ctx / block_tokens)) cannot run out; preemption is a
+ *   later slice. With cfg.prefix_cache, admission attaches the prompt's
+ *   cached leading blocks (kvb_seq_match) and prefill starts after them:
+ *   their K/V are what this job would compute (a position's K/V depend
+ *   only on the tokens up to it, whatever the batch or chunk).
  */
 #include "scheduler.h"
 
@@ -32,6 +35,9 @@
 #include "base/clock.h"
 #include "kv_blocks.h"
 #include "text/tokenizer.h"
+
+_Static_assert(sizeof(((struct sched_config *)0)->kv_seed) == KVB_SEED_BYTES,
+               "sched_config.kv_seed is a kv_blocks seed");
 
 enum { J_WAITING, J_PREFILL, J_DECODE };
 
@@ -77,7 +83,9 @@ sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uin
 		struct kvb_config kc = {.n_blocks = cfg->kv_blocks,
 		                        .block_tokens = cfg->kv_block_tokens,
 		                        .max_seqs = cfg->slots,
-		                        .max_seq_tokens = cfg->n_ctx};
+		                        .max_seq_tokens = cfg->n_ctx,
+		                        .prefix_cache = cfg->prefix_cache};
+		memcpy(kc.seed, cfg->kv_seed, sizeof(kc.seed));
 		orch_err rv = kvb_new(&kc, &s->kv, reterr);
 		if (rv != ORCH_OK) {
 			sched_free(s);
@@ -337,7 +345,8 @@ admit(struct sched *s)
 			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 			continue;
 		}
-		/* paged: start the sequence (no prefix cache yet: nothing is matched) */
+		/* paged: start the sequence after the prompt's cached prefix (0 without the cache)
+		 */
 		uint32_t cached = 0;
 		if (s->kv != NULL) {
 			orch_err mr =
@@ -492,6 +501,13 @@ sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells)
 		(*busy)++;
 		*kv_cells += s->slots[i]->fed;
 	}
+}
+
+bool
+sched_kv_stats(const struct sched *s, struct kvb_stats *ret)
+{
+	*ret = s->kv != NULL ? kvb_stats(s->kv) : (struct kvb_stats){0};
+	return s->kv != NULL;
 }
 
 bool

@@ -25,6 +25,7 @@
 #include "text/detok.h"
 #include "text/harmony.h"
 
+struct kvb_stats;
 struct sched_job;
 
 struct sched_job_ops {
@@ -90,6 +91,10 @@ struct sched_config {
 	        chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
 	/* paged KV: the backend's be_config.kv_blocks / kv_block_tokens (0: slots) */
 	uint32_t kv_blocks, kv_block_tokens;
+	/* paged: reuse cached prompt prefixes (kv_blocks.h); only for a model whose
+	 * layers are all paged (no sliding-window ring: it is not cached) */
+	bool prefix_cache;
+	uint8_t kv_seed[32]; /* the model and tokenizer identity mixed into every key */
 };
 
 /*
@@ -134,6 +139,12 @@ const char *sched_job_state(const struct sched_job *j);
 
 /* sched_usage - running jobs (slots in use) and the KV cells they fill. */
 void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
+
+/*
+ * sched_kv_stats - the block pool's counters (kv_blocks.h) into *@ret; false
+ * (and zeros) when the scheduler does not page.
+ */
+bool sched_kv_stats(const struct sched *s, struct kvb_stats *ret);
 
 /* sched_idle - no job is waiting or running. */
 bool sched_idle(const struct sched *s);

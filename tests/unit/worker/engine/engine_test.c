@@ -15,6 +15,7 @@
 #include "engine/backend.h"
 #include "engine/cpu/cpu.h"
 #include "engine/engine.h"
+#include "engine/kv_blocks.h"
 #include "engine/model/model.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -402,6 +403,74 @@ test_paged_pool_full(void)
 	eng_close(&e);
 }
 
+/*
+ * The prefix cache (blocks of 7): a 60-token prompt, then the same prompt
+ * (its first 56 tokens come from the cache), then its first 40 tokens and
+ * another ending (35 cached), each alone; then the 60 again beside a
+ * different prompt. Tokens and logits equal an engine without the cache,
+ * bit for bit; the pool counts the hits. A gpt-oss model (a sliding-window
+ * ring, not cached) gets no prefix cache.
+ */
+static void
+test_prefix_cache(void)
+{
+	static const uint32_t hits[] = {0, 56, 35, 56};
+	struct eng on, off;
+	struct out *o = calloc(2, sizeof(*o));
+	int32_t toks[60], other[40];
+	struct kvb_stats st;
+
+	T_TRUE(o && eng_open_kv(&off, t_path("models/stories260K.gguf"), 2, 200, 5, false,
+	                        (struct kv_geom){7, false}));
+	struct engine_config cfg = {.model_path = t_path("models/stories260K.gguf"),
+	                            .ops = &be_cpu_ops,
+	                            .slots = 2,
+	                            .n_ctx = 200,
+	                            .chunk = 5,
+	                            .threads = 2,
+	                            .kv_block_tokens = 7,
+	                            .kv_prefix_cache = true};
+	T_OK(engine_open(&cfg, &on.x, NULL));
+	on = (struct eng){on.x, &on.x->m, on.x->mt.tok, on.x->b, on.x->s};
+	T_TRUE(on.x->kv_prefix_cache);
+	toks[0] = other[0] = 1;
+	for (uint32_t i = 1; i < 60; i++)
+		toks[i] = 300 + (int32_t)(i * 7 % 100);
+	for (uint32_t i = 1; i < 40; i++)
+		other[i] = 450 + (int32_t)i;
+	struct tok_ids p[4] = {{toks, 60, 60}, {toks, 60, 60}, {toks, 40, 40}, {toks, 60, 60}};
+	int32_t mixed[48];
+	memcpy(mixed, toks, 40 * sizeof(int32_t));
+	for (uint32_t i = 40; i < 48; i++)
+		mixed[i] = 200 + (int32_t)i;
+	p[2] = (struct tok_ids){mixed, 48, 48};
+	uint64_t hit0 = 0;
+	for (int k = 0; k < 4; k++) {
+		struct tok_ids q = {other, 40, 40};
+		struct sched_job a = job(1, &p[k], 20, &o[0]), b = job(2, &q, 10, &o[1]);
+		T_OK(sched_submit(off.s, &a, NULL));
+		run_all(&off);
+		struct out ref = o[0];
+		a = job(1, &p[k], 20, &o[0]);
+		T_OK(sched_submit(on.s, &a, NULL));
+		if (k == 3)
+			T_OK(sched_submit(on.s, &b, NULL));
+		run_all(&on);
+		T_TRUE(sched_kv_stats(on.s, &st));
+		T_EQ(st.hit_tokens - hit0, hits[k] + 0u);
+		hit0 = st.hit_tokens;
+		T_EQ(o[0].n, ref.n);
+		if (memcmp(o[0].ids, ref.ids, ref.n * sizeof(int32_t)) != 0 ||
+		    memcmp(o[0].logits, ref.logits, sizeof(ref.logits)) != 0)
+			T_FAIL_("prompt %d: the prefix cache changed the result", k);
+	}
+	printf("prefix cache: %llu of %llu prompt tokens from the cache, results unchanged\n",
+	       (unsigned long long)st.hit_tokens, (unsigned long long)st.query_tokens);
+	free(o);
+	eng_close(&on);
+	eng_close(&off);
+}
+
 /* A stop string spanning two tokens ends the text before it; it is never emitted. */
 static void
 test_stop_strings(void)
@@ -543,6 +612,7 @@ main(void)
 	T_RUN(test_batch_independence);
 	T_RUN(test_paged_geometries);
 	T_RUN(test_paged_pool_full);
+	T_RUN(test_prefix_cache);
 	T_RUN(test_stop_strings);
 	T_RUN(test_kv_f32);
 	T_RUN(test_tiny_models);

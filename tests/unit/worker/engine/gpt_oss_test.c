@@ -421,6 +421,7 @@ test_ring_matches_full_cache(void)
  * window layer keeps its per-slot ring (chunk 6: 128 + 8 cells). Two jobs of
  * 150 and 90 random prompt tokens, batched, greedy past the ring's first
  * wrap, on slots and on blocks of 1, 7 and 16: equal tokens and logits.
+ * The prefix cache asked for is refused (the ring is per slot, not cached).
  */
 static void
 test_paged_with_ring(void)
@@ -443,11 +444,12 @@ test_paged_with_ring(void)
 		                            .chunk = 6,
 		                            .threads = 2,
 		                            .kv_block_tokens = bts[g],
+		                            .kv_prefix_cache = true, /* refused: a ring */
 		                            .kv_slots = bts[g] == 0};
 		struct out *w = g == 0 ? ref : o;
 		if (engine_open(&cfg, &x, &err) != ORCH_OK)
 			T_FAIL_("%s", err.msg);
-		T_TRUE(x != NULL && (bts[g] == 0 || x->kv_blocks > 0));
+		T_TRUE(x != NULL && (bts[g] == 0 || x->kv_blocks > 0) && !x->kv_prefix_cache);
 		greedy(x, &p0, 40, &w[0], &p1, &w[1]);
 		for (int k = 0; g > 0 && k < 2; k++) {
 			T_EQ(o[k].n, ref[k].n);
