@@ -188,6 +188,8 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 	const struct model_hparams *hp = &b->m->hp;
 	const struct model *m = b->m;
 
+	if (b->cfg.kv_blocks > 0) /* be_cuda_ops.paged is false: slots until the paged kernel */
+		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cuda backend: no paged KV cache yet");
 	if (hp->head_dim > CUK_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
 		                 hp->head_dim, CUK_ATTN_MAX_D);
@@ -426,10 +428,6 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 
 	if (b == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	if (cfg->kv_blocks > 0) { /* be_cuda_ops.paged is false: slots until the paged kernel */
-		orch_free(b);
-		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cuda backend: no paged KV cache yet");
-	}
 	b->m = m;
 	b->cfg = *cfg;
 	if ((rv = parse_device(cfg->device, &b->dev, reterr)) != ORCH_OK ||
