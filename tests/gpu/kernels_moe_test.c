@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -275,16 +274,10 @@ test_moe_mmv(void)
 int
 main(void)
 {
-	int count = 0;
-	char why[256];
+	int rc = kt_start();
 
-	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-		T_SKIP("no CUDA device");
-	if (cuk_limits_check(0, why, sizeof(why)) != cudaSuccess) {
-		fprintf(stderr, "FAIL: %s\n", why);
-		return 1;
-	}
-	rng_seed(&kt_rng, (uint64_t)time(NULL)); /* fresh inputs every run */
+	if (rc >= 0)
+		return rc;
 	T_RUN(test_mxfp4_q8);
 	T_RUN(test_moe_route);
 	T_RUN(test_moe_mmv);

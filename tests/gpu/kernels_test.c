@@ -17,7 +17,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -480,16 +479,10 @@ test_sampling(void)
 int
 main(void)
 {
-	int count = 0;
-	char why[256];
+	int rc = kt_start();
 
-	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
-		T_SKIP("no CUDA device");
-	if (cuk_limits_check(0, why, sizeof(why)) != cudaSuccess) {
-		fprintf(stderr, "FAIL: %s\n", why);
-		return 1;
-	}
-	rng_seed(&kt_rng, (uint64_t)time(NULL)); /* fresh inputs every run */
+	if (rc >= 0)
+		return rc;
 	T_RUN(test_dequant_mmv);
 	T_RUN(test_norm_rope_swiglu);
 	T_RUN(test_rope_yarn);

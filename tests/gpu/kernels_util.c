@@ -4,7 +4,9 @@
 #include "kernels_util.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -66,4 +68,22 @@ make_mat(uint32_t type, uint32_t rows, uint32_t ne0, struct cuk_mat *w, float *d
 	free(x);
 	free(q);
 	return d;
+}
+
+int
+kt_start(void)
+{
+	int count = 0;
+	char why[256];
+
+	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+		printf("SKIP: no CUDA device\n");
+		return 77;
+	}
+	if (cuk_limits_check(0, why, sizeof(why)) != cudaSuccess) {
+		fprintf(stderr, "FAIL: %s\n", why);
+		return 1;
+	}
+	rng_seed(&kt_rng, (uint64_t)time(NULL)); /* fresh inputs every run */
+	return -1;
 }

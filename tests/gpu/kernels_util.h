@@ -13,6 +13,13 @@
 /* The inputs' generator (each test seeds it). */
 extern struct rng kt_rng;
 
+/*
+ * kt_start - what each kernel test's main does first: skip (77) without a CUDA
+ * device, fail (1) when a kernel's launch shape does not fit device 0, else seed
+ * kt_rng from the clock (fresh inputs every run) and return -1 to go on.
+ */
+int kt_start(void);
+
 /* A T_ check that a CUDA call succeeded. */
 #define CK(call) T_TRUE((call) == cudaSuccess)
 

@@ -64,15 +64,7 @@ def Orchd(conf="", seed=0, models=True):
 
 def request(method, path, body=b"", headers=None, key=True):
     """A request's bytes: Host, the key (unless @key is false) and, for a body, its type and length."""
-    h = {"Host": "127.0.0.1"}
-    if key:
-        h["Authorization"] = "Bearer " + KEY
-    if body:
-        h["Content-Type"] = "application/json"
-        h["Content-Length"] = str(len(body))
-    h.update(headers or {})
-    head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items())
-    return head.encode() + b"\r\n" + body
+    return orchd_lib.request(method, path, body, headers, KEY if key else None)
 
 
 def raw(port, data, timeout=5.0):

@@ -48,15 +48,7 @@ def raw(port, data, timeout=3.0):
 responses = orchd_lib.responses
 
 
-def request(method, path, body=b"", headers=None):
-    """A request's bytes: Host and (for a body) Content-Type and Content-Length unless given."""
-    h = {"Host": "127.0.0.1"}
-    if body:
-        h["Content-Type"] = "application/json"
-        h["Content-Length"] = str(len(body))
-    h.update(headers or {})
-    head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items())
-    return head.encode() + b"\r\n" + body
+request = orchd_lib.request  # Host, and for a body Content-Type and Content-Length
 
 
 def code_of(body):

@@ -213,6 +213,20 @@ class OrchdProc:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def request(method, path, body=b"", headers=None, key=None):
+    """A request's bytes: Host, Authorization when @key is given, and for a body its
+    Content-Type and Content-Length, unless @headers says otherwise."""
+    h = {"Host": "127.0.0.1"}
+    if key:
+        h["Authorization"] = "Bearer " + key
+    if body:
+        h["Content-Type"] = "application/json"
+        h["Content-Length"] = str(len(body))
+    h.update(headers or {})
+    head = "%s %s HTTP/1.1\r\n" % (method, path) + "".join("%s: %s\r\n" % kv for kv in h.items())
+    return head.encode() + b"\r\n" + body
+
+
 def raw(port, data, timeout=3.0):
     """Send @data on a new connection to @port and read until the peer closes or @timeout:
     the bytes."""

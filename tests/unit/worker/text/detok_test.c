@@ -8,18 +8,7 @@
 #include "gguf/gguf.h"
 #include "t.h"
 #include "text/detok.h"
-
-static struct tok *
-load(const char *rel)
-{
-	struct gguf_file *f = NULL;
-	struct tok *t = NULL;
-
-	if (gguf_open(t_path(rel), &f, NULL) == ORCH_OK)
-		tok_load_gguf(f, &t, NULL);
-	gguf_close(f);
-	return t;
-}
+#include "unit/worker/text/tok_load.h"
 
 static const char *const texts[] = {
         "Grüße, 世界 👋\n",
@@ -32,7 +21,7 @@ static const char *const texts[] = {
 static void
 stream_matches_decode(const char *vocab)
 {
-	struct tok *t = load(vocab);
+	struct tok *t = t_tok(vocab);
 
 	T_TRUE(t != NULL);
 	for (size_t k = 0; k < sizeof(texts) / sizeof(texts[0]); k++) {
@@ -92,7 +81,7 @@ test_stream_gpt2(void)
 static void
 test_held_back_and_invalid(void)
 {
-	struct tok *t = load("models/stories260K.gguf");
+	struct tok *t = t_tok("models/stories260K.gguf");
 	struct sbuf out = {0};
 	struct detok d;
 	int32_t f0 = 3 + 0xF0, x9f = 3 + 0x9F, xa6 = 3 + 0xA6, x99 = 3 + 0x99, xff = 3 + 0xFF;
@@ -124,7 +113,7 @@ test_held_back_and_invalid(void)
 static void
 test_prefix_at_start_only(void)
 {
-	struct tok *t = load("vocab/ggml-vocab-llama-spm.gguf");
+	struct tok *t = t_tok("vocab/ggml-vocab-llama-spm.gguf");
 	struct tok_ids ids = {0};
 	struct sbuf out = {0};
 	struct detok d;

@@ -9,18 +9,7 @@
 #include "t.h"
 #include "text/harmony.h"
 #include "text/tokenizer.h"
-
-static struct tok *
-load(const char *rel)
-{
-	struct gguf_file *f = NULL;
-	struct tok *t = NULL;
-
-	if (gguf_open(t_path(rel), &f, NULL) == ORCH_OK)
-		tok_load_gguf(f, &t, NULL);
-	gguf_close(f);
-	return t; /* NULL: the checks that use it fail */
-}
+#include "unit/worker/text/tok_load.h"
 
 static struct tok *oss;
 static struct harmony_vocab hv;
@@ -89,12 +78,12 @@ test_vocab(void)
 	const char *const plain[] = {"vocab/ggml-vocab-qwen2.gguf", "vocab/ggml-vocab-phi-3.gguf",
 	                             "vocab/ggml-vocab-llama-spm.gguf"};
 	for (size_t i = 0; i < sizeof(plain) / sizeof(plain[0]); i++) {
-		struct tok *t = load(plain[i]);
+		struct tok *t = t_tok(plain[i]);
 		T_TRUE(t != NULL && !harmony_vocab_find(t, &other));
 		tok_free(t);
 	}
 	/* phi-3 keeps <|end|> as its end of turn */
-	struct tok *phi = load("vocab/ggml-vocab-phi-3.gguf");
+	struct tok *phi = t_tok("vocab/ggml-vocab-phi-3.gguf");
 	T_TRUE(phi != NULL);
 	int32_t end = tok_find(phi, "<|end|>", 7);
 	T_TRUE(end >= 0 && tok_is_eog(phi, end));
@@ -180,7 +169,7 @@ test_bounds(void)
 int
 main(void)
 {
-	oss = load("vocab/ggml-vocab-gpt-oss.gguf");
+	oss = t_tok("vocab/ggml-vocab-gpt-oss.gguf");
 	if (oss == NULL || !harmony_vocab_find(oss, &hv)) {
 		fprintf(stderr, "gpt-oss vocabulary without harmony tokens\n");
 		return 1;

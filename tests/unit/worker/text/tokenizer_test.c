@@ -11,19 +11,7 @@
 #include "gguf/gguf.h"
 #include "gguf/gguf_write.h"
 #include "text/tokenizer.h"
-
-static struct tok *
-load(const char *rel)
-{
-	struct gguf_file *f = NULL;
-	struct tok *t = NULL;
-	struct orch_errinfo e = {0};
-
-	if (gguf_open(t_path(rel), &f, &e) != ORCH_OK || tok_load_gguf(f, &t, &e) != ORCH_OK)
-		fprintf(stderr, "%s: %s\n", rel, e.msg);
-	gguf_close(f);
-	return t;
-}
+#include "unit/worker/text/tok_load.h"
 
 /* Split @inp on the separator; the trailing empty piece is not a test. */
 static size_t
@@ -58,7 +46,7 @@ conformance(const char *vocab, size_t cases)
 {
 	char path[256], *starts[128], *line;
 	size_t lens[128], inp_n, out_n;
-	struct tok *t = load(vocab);
+	struct tok *t = t_tok(vocab);
 
 	T_TRUE(t != NULL);
 	snprintf(path, sizeof(path), "%s.inp", vocab);
@@ -132,7 +120,7 @@ test_conformance_gpt_oss(void)
 static void
 test_stories_bos(void)
 {
-	struct tok *t = load("models/stories260K.gguf");
+	struct tok *t = t_tok("models/stories260K.gguf");
 	struct tok_ids ids = {0};
 	static const int32_t want[] = {1, 403, 407, 261, 378};
 
@@ -149,7 +137,7 @@ test_stories_bos(void)
 static void
 test_special_parsing(void)
 {
-	struct tok *t = load("vocab/ggml-vocab-qwen2.gguf");
+	struct tok *t = t_tok("vocab/ggml-vocab-qwen2.gguf");
 	struct tok_ids a = {0}, b = {0};
 	const char *s = "<|endoftext|>hi";
 
@@ -227,7 +215,7 @@ static void
 test_add_bos_defaults(void)
 {
 	static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3"};
-	struct tok *t = load("vocab/ggml-vocab-qwen2.gguf");
+	struct tok *t = t_tok("vocab/ggml-vocab-qwen2.gguf");
 
 	T_TRUE(t != NULL);
 	T_TRUE(!starts_with_bos(t, "Hello"));
@@ -262,7 +250,7 @@ test_phi3_rstrip(void)
 	        "one word, and then give one short reason why. Keep it brief.<|end|>\n"
 	        "<|assistant|>\n";
 	static const int32_t head[] = {1, 32010, 887}, tail[] = {29889, 32007, 32001};
-	struct tok *t = load("vocab/ggml-vocab-phi-3.gguf");
+	struct tok *t = t_tok("vocab/ggml-vocab-phi-3.gguf");
 	struct tok_ids ids = {0}, other = {0};
 
 	T_TRUE(t != NULL);
@@ -277,7 +265,7 @@ test_phi3_rstrip(void)
 	T_TRUE(other.n > ids.n);
 	/* <unk>, <s> and <|endoftext|> keep what follows them */
 	tok_free(t);
-	t = load("vocab/ggml-vocab-phi-3.gguf");
+	t = t_tok("vocab/ggml-vocab-phi-3.gguf");
 	tok_ids_fini(&other);
 	T_OK(tok_encode(t, "<|endoftext|>\nA", 15, TOK_PARSE_SPECIAL, &other));
 	T_TRUE(other.n >= 3 && other.v[0] == 32000);
@@ -317,7 +305,7 @@ test_round_trips(void)
 	        getenv("ORCH_TEST_SEED") ? strtoull(getenv("ORCH_TEST_SEED"), NULL, 0) : 1234;
 
 	for (size_t v = 0; v < 2; v++) {
-		struct tok *t = load(vocabs[v]);
+		struct tok *t = t_tok(vocabs[v]);
 		char *starts[64];
 		size_t lens[64], n;
 		char *inp = t_read_file(t_path("vocab/ggml-vocab-qwen2.gguf.inp"), &n);
