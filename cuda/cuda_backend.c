@@ -173,12 +173,17 @@ open_device(struct be_model *b, struct orch_errinfo *reterr)
 	    (ce = cudaGetDeviceProperties(&p, b->dev)) != cudaSuccess)
 		return cu_fail(NULL, ce, "opening the device", reterr);
 	fill_info(b->dev, &b->info);
-	if ((ce = cuk_limits_check(b->dev, why, sizeof(why))) != cudaSuccess)
+	ce = cuk_limits_check(b->dev, why, sizeof(why));
+	if (ce == cudaErrorNoKernelImageForDevice || ce == cudaErrorInvalidDeviceFunction ||
+	    ce == cudaErrorInvalidConfiguration)
 		return orch_errf(
 		        reterr, ORCH_EUNSUPPORTED,
 		        "device %s (%.96s, compute %d.%d): this build has no usable kernels "
 		        "for it (%s); build with its architecture in ORCH_CUDA_ARCHS",
 		        b->cfg.device, p.name, p.major, p.minor, why);
+	if (ce != cudaSuccess) /* not the build's fault: say what failed */
+		return orch_errf(reterr, ORCH_ECUDA, "device %s (%.96s): checking the kernels: %s",
+		                 b->cfg.device, p.name, why);
 	return ORCH_OK;
 }
 
@@ -241,10 +246,10 @@ kv_layout(struct be_model *b)
 		bool swa = model_layer_swa(hp, l);
 		C->kv_cells = swa ? swa_cells : b->cfg.n_ctx;
 		C->window = swa ? hp->n_swa : 0;
-		C->kv_off = off;
-		off += (uint64_t)C->kv_cells * b->kv_dim;
+		C->kv_cell0 = off;
+		off += C->kv_cells;
 	}
-	b->kv_slot_bytes = off * (b->cfg.kv_f32 ? 4 : 2);
+	b->kv_slot_bytes = off * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
 }
 
 static void
@@ -514,6 +519,7 @@ cuda_free(struct be_model *b)
 {
 	if (b == NULL)
 		return;
+	(void)cudaSetDevice(b->dev); /* each entry point: the thread may have another device */
 	for (uint32_t i = 0; i < b->n_buckets; i++)
 		if (b->graph[i] != NULL)
 			cudaGraphExecDestroy(b->graph[i]);

@@ -20,6 +20,8 @@ cu_reserve(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr)
 		return ORCH_OK;
 	if (b->dead)
 		return orch_errf(reterr, ORCH_ECUDA, "the CUDA context is unusable");
+	if ((ce = cudaSetDevice(b->dev)) != cudaSuccess)
+		return cu_fail(b, ce, "selecting the device", reterr);
 	if ((ce = cudaMalloc(&k, b->kv_slot_bytes)) != cudaSuccess ||
 	    (ce = cudaMalloc(&v, b->kv_slot_bytes)) != cudaSuccess) {
 		cudaFree(k);
@@ -71,7 +73,8 @@ cu_check(struct be_model *b, struct orch_errinfo *reterr)
 
 	if (b->dead)
 		return orch_errf(reterr, ORCH_ECUDA, "the CUDA context is unusable");
-	if ((ce = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess)
+	if ((ce = cudaSetDevice(b->dev)) != cudaSuccess ||
+	    (ce = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess)
 		return cu_fail(b, ce, "cudaMemGetInfo", reterr);
 	if ((rv = resident(b, b->arena, "the arena (weights and scratch)", reterr)) != ORCH_OK)
 		return rv;

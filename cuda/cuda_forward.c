@@ -35,7 +35,7 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 	const struct cu_layer *L = &b->layers[l];
 	struct cuk_kv kv = {(void *const *)b->d_k_base,
 	                    (void *const *)b->d_v_base,
-	                    L->kv_off,
+	                    L->kv_cell0,
 	                    L->kv_cells,
 	                    b->kv_dim,
 	                    L->window,
@@ -153,6 +153,8 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 		return orch_errf(reterr, ORCH_ECUDA, "the CUDA context is unusable");
 	if (n == 0)
 		return orch_errf(reterr, ORCH_EINVAL, "an empty batch");
+	if ((ce = cudaSetDevice(b->dev)) != cudaSuccess) /* the caller's thread may differ */
+		return cu_fail(b, ce, "selecting the device", reterr);
 	if ((rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, seqs, n, &T, reterr)) != ORCH_OK)
 		return rv;
 	for (uint32_t i = 0; i < n; i++)

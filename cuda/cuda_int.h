@@ -38,9 +38,10 @@ struct cu_layer {
 	/* the experts stacked by rows: expert e's from row e·n_ff_exp (down: e·n_embd) */
 	struct cuk_mat gate_exps, up_exps, down_exps;
 	const float *gate_exps_b, *up_exps_b, *down_exps_b; /* [n_expert][rows of one expert] */
-	/* its KV cache: cells positions a slot (a ring when fewer than n_ctx), kv_off elements
-	 * into the slot's allocation; window: the positions a query sees (0: all) */
-	uint64_t kv_off;
+	/* its KV cache: cells positions a slot (a ring when fewer than n_ctx), from cell
+	 * kv_cell0 of the slot's allocation (kv_dim elements a cell); window: the positions a
+	 * query sees (0: all) */
+	uint64_t kv_cell0;
 	uint32_t kv_cells, window;
 };
 

@@ -118,7 +118,7 @@ cudaError_t cuk_rope(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, u
  */
 struct cuk_kv {
 	void *const *k_base, *const *v_base; /* device arrays [slots + 1] of device pointers */
-	uint64_t layer_off;                  /* elements of a slot before this layer's cells */
+	uint64_t layer_off; /* cells of a slot before this layer's (× kv_dim elements) */
 	uint32_t cells, kv_dim, window;
 	bool f16;
 };

@@ -249,9 +249,9 @@ deq32(const uint8_t *row, uint32_t c, uint32_t valid, float *w)
 		constexpr int es = T == GGML_TYPE_F32 ? 4 : 2;
 		const uint8_t *p = row + (uint64_t)c * 32 * es;
 		if (valid == 32 && ((uintptr_t)p & 15) == 0) {
-			uint32_t v[4 * es];
+			uint32_t v[8 * es]; /* 32 elements: 32 * es bytes, 2 * es loads of 16 */
 #pragma unroll
-			for (int i = 0; i < es; i++)
+			for (int i = 0; i < 2 * es; i++)
 				ld16(p + 16 * i, v + 4 * i);
 #pragma unroll
 			for (int i = 0; i < 32; i++) {

@@ -174,7 +174,8 @@ __launch_bounds__(THREADS) filter_kernel(uint32_t n_vocab, const cuk_samp *sp, c
 	}
 	if (p.min_p > 0.0f) { /* then the prefix within min_p of the top */
 		float floor_p = p.min_p * pr[0];
-		for (uint32_t j = max(1u, tid); j < n; j += THREADS)
+		/* every index from 1 once (thread 0 takes THREADS, 2 THREADS, ...) */
+		for (uint32_t j = tid == 0 ? THREADS : tid; j < n; j += THREADS)
 			if (!(pr[j] >= floor_p)) {
 				atomicMin(&cut, j);
 				break;
