@@ -88,7 +88,7 @@ bench: build
 
 # Every GPU test and benchmark in one go (see tests/gpu/run.sh).
 gpu:
-	tests/gpu/run.sh
+	tests/gpu/run.sh build test orchd bench sanitize
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD) $(REL_BUILD) $(CLANG_BUILD)

@@ -84,8 +84,12 @@ static const char *t_current;
 		exit(77);            \
 	} while (0)
 
+/* T_ONLY=NAME in the environment runs only the tests whose names contain NAME. */
 #define T_RUN(fn)                                          \
 	do {                                               \
+		const char *t_only_ = getenv("T_ONLY");    \
+		if (t_only_ && !strstr(#fn, t_only_))      \
+			break;                             \
 		int t_before_ = t_failed_checks;           \
 		t_current = #fn;                           \
 		fn();                                      \

@@ -15,6 +15,7 @@
  * The test exits 77 where no CUDA device exists.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -382,7 +383,9 @@ test_attention(void)
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			struct attn_case c = cases[i];
 			c.f16 = f16;
-			double e = attn_run(&c), bound = f16 ? 1e-4 : 1e-5;
+			/* F16 cache: each K, V and normalized weight is rounded once to F16,
+			 * whose unit roundoff is 2^-11 = 4.9e-4 */
+			double e = attn_run(&c), bound = f16 ? 4.9e-4 : 1e-5;
 			printf("attention d=%u heads %u/%u window %u chunk %u sinks %d %s cache: "
 			       "rel err %.2e (bound %.0e)\n",
 			       c.d, c.nh, c.nkv, c.window, c.chunk, c.sinks, f16 ? "F16" : "F32", e,
@@ -392,13 +395,36 @@ test_attention(void)
 	}
 }
 
+/* The CPU sampler's choice for one row of a draw (a thread each: the reference is the slow part).
+ */
+struct ref_row {
+	pthread_t th;
+	struct samp_params p;
+	const float *lg;
+	const int32_t *hist;
+	uint32_t V, index;
+	struct samp_cand *work;
+	int32_t id;
+};
+
+static void *
+ref_row_run(void *arg)
+{
+	struct ref_row *r = arg;
+
+	r->id = samp_sample(&r->p, r->lg, r->V, r->hist, 64, r->index, r->work);
+	return NULL;
+}
+
 /* Device sampling vs samp_sample: 10,000 draws for each filter on its own and all together. */
 static void
 test_sampling(void)
 {
-	enum { V = 32000, N = 8, draws = 10000, cap = 128 };
+	enum { V = 32000, N = 8, cap = 128 };
+	const uint32_t draws = kt_quick ? 400 : 10000;
 	float *lg = malloc((uint64_t)N * V * 4), *dlg = dev((uint64_t)N * V * 4);
-	struct samp_cand *work = malloc(V * sizeof(*work));
+	struct samp_cand *work = malloc((uint64_t)N * V * sizeof(*work));
+	struct ref_row ref[N];
 	int32_t hist[N][64], *dhist = dev((uint64_t)N * cap * 4), ids[N], *dids = dev(N * 4);
 	struct cuk_samp sp[N], *dsp = dev(sizeof(sp));
 	uint32_t seg[N + 1], *dseg = dev(sizeof(seg));
@@ -461,10 +487,18 @@ test_sampling(void)
 			              keys, vals, probs, dseg, dids, 0));
 			CK(cudaMemcpy(ids, dids, N * 4, cudaMemcpyDeviceToHost));
 			for (uint32_t s = 0; s < N; s++) {
-				p.seed = 1000 + s;
-				int32_t want = samp_sample(&p, lg + (uint64_t)s * V, V, hist[s], 64,
-				                           it, work);
-				mismatches += ids[s] != want;
+				ref[s] = (struct ref_row){.p = p,
+				                          .lg = lg + (uint64_t)s * V,
+				                          .hist = hist[s],
+				                          .V = V,
+				                          .index = it,
+				                          .work = work + (uint64_t)s * V};
+				ref[s].p.seed = 1000 + s;
+				T_TRUE(pthread_create(&ref[s].th, NULL, ref_row_run, &ref[s]) == 0);
+			}
+			for (uint32_t s = 0; s < N; s++) {
+				pthread_join(ref[s].th, NULL);
+				mismatches += ids[s] != ref[s].id;
 			}
 		}
 		printf("sampling %-14s %u draws, %u differ from the CPU sampler\n", name[filt],

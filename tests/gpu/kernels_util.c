@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cuda_runtime_api.h>
@@ -14,6 +15,7 @@
 #include "gguf/quant.h"
 
 struct rng kt_rng;
+bool kt_quick;
 
 void *
 dev(size_t bytes)
@@ -84,6 +86,11 @@ kt_start(void)
 		fprintf(stderr, "FAIL: %s\n", why);
 		return 1;
 	}
-	rng_seed(&kt_rng, (uint64_t)time(NULL)); /* fresh inputs every run */
+	const char *q = getenv("ORCH_KT_QUICK"), *sd = getenv("ORCH_KT_SEED");
+	uint64_t seed = sd != NULL ? strtoull(sd, NULL, 0) : (uint64_t)time(NULL);
+	kt_quick = q != NULL && strcmp(q, "0") != 0;
+	rng_seed(&kt_rng, seed); /* fresh inputs every run */
+	printf("inputs: ORCH_KT_SEED=%llu%s\n", (unsigned long long)seed,
+	       kt_quick ? " (quick)" : "");
 	return -1;
 }

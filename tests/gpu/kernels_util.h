@@ -4,6 +4,7 @@
  * kernels_moe_test.c) share: device buffers poisoned with NaN, random
  * inputs, the relative error against a double reference, random matrices.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,10 +14,14 @@
 /* The inputs' generator (each test seeds it). */
 extern struct rng kt_rng;
 
+/* ORCH_KT_QUICK=1: fewer draws and sizes, for runs under compute-sanitizer. */
+extern bool kt_quick;
+
 /*
  * kt_start - what each kernel test's main does first: skip (77) without a CUDA
  * device, fail (1) when a kernel's launch shape does not fit device 0, else seed
- * kt_rng from the clock (fresh inputs every run) and return -1 to go on.
+ * kt_rng from the clock or ORCH_KT_SEED (fresh inputs every run; the seed is
+ * printed) and return -1 to go on.
  */
 int kt_start(void);
 

@@ -62,8 +62,11 @@ eng_open(struct eng *e, const struct be_ops *ops, const char *path, uint32_t slo
 	orch_err rv;
 
 	memset(e, 0, sizeof(*e));
-	if ((rv = engine_open(&cfg, &e->x, err)) != ORCH_OK)
+	if ((rv = engine_open(&cfg, &e->x, err)) != ORCH_OK) {
+		printf("engine_open %s on %s: %s: %s\n", path, cfg.device, orch_err_name(rv),
+		       err->msg);
 		return rv;
+	}
 	*e = (struct eng){e->x, ops, &e->x->m, e->x->mt.tok, e->x->b, e->x->s};
 	return ORCH_OK;
 }
@@ -153,8 +156,14 @@ max_rel(const float *a, const float *b, uint64_t n)
 	return diff / scale;
 }
 
+/*
+ * stories260K on cuda:0 against llama.cpp's goldens: 64 greedy tokens equal,
+ * and the logits of steps 0 and 1 within @bound (max |Δ| / max |logit|);
+ * at those steps, where the golden's top-1 margin exceeds twice the bound,
+ * the device's argmax is the golden's.
+ */
 static void
-golden(const char *model, const char *gold)
+golden(const char *model, const char *gold, double bound)
 {
 	size_t n;
 	char *g = t_read_file(t_path(gold), &n);
@@ -190,24 +199,50 @@ golden(const char *model, const char *gold)
 		float ref[512];
 		for (int i = 0; i < 512; i++)
 			ref[i] = (float)cJSON_GetArrayItem(gl, i)->valuedouble;
-		double d = max_rel(lg + s * 512, ref, 512);
+		double d = max_rel(lg + s * 512, ref, 512), scale = 0;
 		worst = d > worst ? d : worst;
+		const float *l = lg + s * 512;
+		uint32_t a = 0, r = 0, r2 = 1;
+		for (uint32_t i = 0; i < 512; i++) {
+			a = l[i] > l[a] ? i : a;
+			scale = fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
+		}
+		for (uint32_t i = 1; i < 512; i++)
+			if (ref[i] > ref[r]) {
+				r2 = r;
+				r = i;
+			} else if (i != r && (r2 == r || ref[i] > ref[r2])) {
+				r2 = i;
+			}
+		double margin = (double)(ref[r] - ref[r2]) / scale;
+		if (margin > 2 * bound && a != r)
+			T_FAIL_("%s step %d: argmax %u, llama.cpp's %u by a margin of %.2e", model,
+			        s, a, r, margin);
 	}
-	printf("%s on cuda:0: 64 greedy tokens equal llama.cpp; logits max rel %.2e (bound 2e-3)\n",
-	       model, worst);
-	T_TRUE(worst <= 2e-3);
+	printf("%s on cuda:0: 64 greedy tokens equal llama.cpp; logits max rel %.2e (bound %.1e)\n",
+	       model, worst, bound);
+	T_TRUE(worst <= bound);
 	eng_close(&e);
 	cJSON_Delete(root);
 	free(o);
 	free(lg);
 }
 
+/*
+ * Bounds. The device keeps activations in F32 for every product, while
+ * llama.cpp (and the CPU backend) round them to Q8_0 blocks for the quantized
+ * weights' integer dots. With F32 weights there is no such rounding and the
+ * two differ by float summation order only (1.4e-5 on an H100). With Q8_0 and
+ * Q4_0 weights the difference is llama.cpp's activation rounding itself: a CPU
+ * emulation of the device's arithmetic lands 7.8e-3 and 1.3e-2 from the
+ * goldens, the H100 7.9e-3 and 1.3e-2. The bounds are twice that.
+ */
 static void
 test_golden(void)
 {
-	golden("models/stories260K.gguf", "models/golden-stories260K.json");
-	golden("models/stories260K-Q8_0.gguf", "models/golden-stories260K-Q8_0.json");
-	golden("models/stories260K-Q4_0.gguf", "models/golden-stories260K-Q4_0.json");
+	golden("models/stories260K.gguf", "models/golden-stories260K.json", 2e-3);
+	golden("models/stories260K-Q8_0.gguf", "models/golden-stories260K-Q8_0.json", 1.6e-2);
+	golden("models/stories260K-Q4_0.gguf", "models/golden-stories260K-Q4_0.json", 2.6e-2);
 }
 
 /* Max |a - b| over max |b| for @n logits against a golden JSON array (walked, not indexed). */
@@ -227,6 +262,25 @@ rel_json(const float *a, const cJSON *b, uint32_t n)
 	return diff / scale;
 }
 
+/* The top-1 margin of a golden JSON logits array: (first - second) / max |logit|. */
+static double
+margin_json(const cJSON *b)
+{
+	double t1 = -INFINITY, t2 = -INFINITY, scale = 0;
+
+	for (const cJSON *it = b ? b->child : NULL; it != NULL; it = it->next) {
+		double v = it->valuedouble;
+		scale = fabs(v) > scale ? fabs(v) : scale;
+		if (v > t1) {
+			t2 = t1;
+			t1 = v;
+		} else if (v > t2) {
+			t2 = v;
+		}
+	}
+	return scale > 0 ? (t1 - t2) / scale : 0;
+}
+
 /*
  * gpt-oss on cuda:0 against llama.cpp's goldens
  * (../shared/testdata/models/SOURCE-gpt-oss.md): both cases of @gold (4
@@ -240,6 +294,12 @@ static void
 golden_gpt_oss(const char *model, const char *gold, double bound)
 {
 	size_t n;
+
+	/* tests/gpu/run.sh carries one of the two 52 MB models per call (ORCH_GPU_SUBSET) */
+	if (getenv("ORCH_GPU_SUBSET") != NULL && access(t_path(model), R_OK) != 0) {
+		printf("%s: not carried in this run (ORCH_GPU_SUBSET), not checked\n", model);
+		return;
+	}
 	char *g = t_read_file(t_path(gold), &n);
 	cJSON *root = g ? cJSON_ParseWithLength(g, n) : NULL;
 	struct out *o = calloc(1, sizeof(*o));
@@ -261,10 +321,24 @@ golden_gpt_oss(const char *model, const char *gold, double bound)
 		int32_t *prompt = malloc(np * 4);
 		for (uint32_t i = 0; i < np; i++)
 			prompt[i] = cJSON_GetArrayItem(pt, (int)i)->valueint;
+		/* a near-tie in the golden (top-1 margin within twice the bound) may go either
+		 * way: tokens are compared up to the first such step */
+		uint32_t upto = 16;
+		for (int st = 1; st >= 0; st--) {
+			double m = margin_json(cJSON_GetObjectItem(
+			        cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), st), "logits"));
+			if (m <= 2 * bound) {
+				printf("%s case %d step %d: llama.cpp's top-1 margin %.2e is within "
+				       "twice the bound; tokens from there on not compared\n",
+				       model, ci, st, m);
+				upto = (uint32_t)st;
+			}
+		}
 		generate(&e, prompt, np, 16, NULL, 0, o); /* sampled on the device */
 		T_EQ(o->err, ORCH_OK);
 		T_EQ(o->n, cJSON_GetArraySize(want));
-		for (uint32_t i = 0; i < o->n; i++)
+		upto = upto < o->n ? upto : o->n;
+		for (uint32_t i = 0; i < o->n && i < upto; i++)
 			if (o->ids[i] != cJSON_GetArrayItem(want, (int)i)->valueint) {
 				T_FAIL_("%s case %d on cuda:0: token %u is %d, llama.cpp has %d",
 				        model, ci, i, o->ids[i],
@@ -280,9 +354,9 @@ golden_gpt_oss(const char *model, const char *gold, double bound)
 			double d = rel_json(lg + (uint64_t)st * V, gl, V);
 			worst = d > worst ? d : worst;
 		}
-		printf("%s case %d (%u prompt tokens) on cuda:0: 16 greedy tokens equal "
+		printf("%s case %d (%u prompt tokens) on cuda:0: %u greedy tokens equal "
 		       "llama.cpp; logits max |Δ| / max |logit| %.2e (bound %.0e)\n",
-		       model, ci, np, worst, bound);
+		       model, ci, np, upto, worst, bound);
 		T_TRUE(worst <= bound);
 		free(prompt);
 		ci++;
@@ -320,6 +394,10 @@ static void
 test_gpt_oss_graphs_batch(void)
 {
 	const char *path = t_path("models/gpt-oss-tiny-mxfp4.gguf");
+	if (getenv("ORCH_GPU_SUBSET") != NULL && access(path, R_OK) != 0) {
+		printf("%s: not carried in this run (ORCH_GPU_SUBSET), not checked\n", path);
+		return;
+	}
 	static const int32_t p0[4] = {12194, 7045, 261, 1058}, p1[3] = {976, 24558, 1562},
 	                     p2[5] = {200006, 1428, 200008, 13225, 0};
 	struct out *o = calloc(4, sizeof(*o));
@@ -393,9 +471,11 @@ test_synth(void)
 			double d = max_rel(lgp + (uint64_t)s * V, lc + (uint64_t)s * V, V);
 			worst = d > worst ? d : worst;
 		}
-		printf("%s Q4_K_M: GPU vs CPU logits over 32 steps, max rel %.2e (bound 2e-2)\n",
+		/* the CPU rounds activations to Q8_K for the K-quant dots, the device does not:
+		 * 1.9e-2 and 2.0e-2 on an H100 (qwen2.5, phi3); the bound is twice that */
+		printf("%s Q4_K_M: GPU vs CPU logits over 32 steps, max rel %.2e (bound 4e-2)\n",
 		       presets[k], worst);
-		T_TRUE(worst <= 2e-2);
+		T_TRUE(worst <= 4e-2);
 		T_EQ(og->n, oc->n);
 		if (memcmp(og->ids, oc->ids, oc->n * 4) != 0)
 			T_FAIL_("%s: greedy tokens differ between cuda:0 and cpu", presets[k]);
@@ -434,14 +514,18 @@ test_synth(void)
 	}
 }
 
-/* Take all but @keep bytes of the device's free memory; returns the blocks (NULL-terminated). */
+/* The device memory a fresh context takes (measured first thing in main). */
+static size_t ctx_bytes;
+
+/* Take all but @keep bytes of the device's free memory, to 4 KiB; returns the blocks
+ * (NULL-terminated). */
 static void **
 hog(size_t keep)
 {
 	void **blocks = calloc(4096, sizeof(void *));
 	size_t n = 0, fr, tot;
 
-	for (size_t sz = 1ull << 30; sz >= (1u << 20) && n < 4095;) {
+	for (size_t sz = 1ull << 30; sz >= (4u << 10) && n < 4095;) {
 		cudaMemGetInfo(&fr, &tot);
 		if (fr < keep + sz || cudaMalloc(&blocks[n], sz) != cudaSuccess) {
 			(void)cudaGetLastError();
@@ -482,11 +566,12 @@ test_vram(void)
 	T_OK(e.ops->check(e.b, &err));
 	eng_close(&e);
 
-	/* a load that does not fit: a clear error, and orch-worker run exits 1 */
-	h = hog(64u << 20);
+	/* a load that does not fit: a clear error, and orch-worker run exits 1; the child
+	 * needs a context of its own (what main measured) before it sees 16 MiB free */
+	h = hog(16u << 20);
 	T_ERR(eng_open(&e, &be_cuda_ops, t_path("models/stories260K.gguf"), 2, true, &err),
 	      ORCH_EINSUFFICIENT_VRAM);
-	printf("load with 64 MiB free: %s\n", err.msg);
+	printf("load with 16 MiB free: %s\n", err.msg);
 	T_TRUE(strstr(err.msg, "cuda:0") && strstr(err.msg, "stories260K") &&
 	       strstr(err.msg, "MiB free"));
 	eng_close(&e);
@@ -497,6 +582,8 @@ test_vram(void)
 	         getenv("ORCH_BIN") ? getenv("ORCH_BIN") : ".", t_path("models/stories260K.gguf"));
 	char full[1200];
 	snprintf(full, sizeof(full), "bash -c '%s'", cmd);
+	unhog(h);
+	h = hog(ctx_bytes + (16u << 20));
 	T_EQ(system(full), 0);
 	unhog(h);
 	free(o);
@@ -509,6 +596,10 @@ main(void)
 
 	if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0)
 		T_SKIP("no CUDA device");
+	size_t fr = 0, tot = 0;
+	if (cudaFree(0) == cudaSuccess && cudaMemGetInfo(&fr, &tot) == cudaSuccess)
+		ctx_bytes = tot - fr; /* a fresh context (and whatever else holds the device) */
+	printf("a CUDA context takes %zu MiB of %zu\n", ctx_bytes >> 20, tot >> 20);
 	T_RUN(test_golden);
 	T_RUN(test_gpt_oss_golden);
 	T_RUN(test_gpt_oss_graphs_batch);

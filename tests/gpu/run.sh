@@ -1,127 +1,205 @@
 #!/usr/bin/env bash
-# run.sh - build and run every GPU test and benchmark in one go, on a machine
-# with an NVIDIA GPU (the device tool runs it from the repository root).
-# Logs go to $OUT (or build-gpu/out); a short table is printed last.
-# Each test also runs under compute-sanitizer memcheck and racecheck when the
-# toolkit has it. On the device tool: run scripts/gpu-deps.sh here once, then
-#   run(command="tests/gpu/run.sh", carry=[".gpudeps"])
+# run.sh - the GPU tests and benchmarks, in phases that each finish well
+# inside the device tool's 10 minutes a command.
+#
+#   tests/gpu/run.sh pack [oss-f32]   here: the test data a GPU run needs into
+#                                     .gpudata/ (ignored), and the Debian
+#                                     packages a GPU machine lacks into
+#                                     .gpudeps/; prints the carry list
+#   tests/gpu/run.sh PHASE...         there, in order, any of:
+#     build     configure and build (sm_90 only, ninja if present)
+#     test      every GPU test (kernels vs CPU twins, goldens, GPU vs CPU)
+#     sanitize  compute-sanitizer memcheck + racecheck on the reduced kernel test
+#     bench     orch-gpu-bench on synthesized qwen2.5-0.5b / phi3-mini Q4_K_M
+#     orchd     orchd with a cuda:0 model: NVML inventory, /health, a stream,
+#               the worker killed and restarted
+#
+# On the device tool, e.g.:
+#   run(command="tests/gpu/run.sh build test bench", carry=[".gpudeps", ".gpudata"])
+# Each phase writes $OUT/PHASE.log and appends its lines to $OUT/summary.txt,
+# which is printed last. Models are written to /tmp. Exit status: the number
+# of failed phases (0 when all passed).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${GPU_BUILD:-$root/build-gpu}
 out=${OUT:-$build/out}
-mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 
-nvidia-smi >"$out/nvidia-smi.txt" 2>&1 || echo "nvidia-smi failed (see $out/nvidia-smi.txt)"
+pack() {
+	local src=${ORCH_TESTDATA:-$root/../shared/testdata} dst=$root/.gpudata/testdata
+	[[ -d $src ]] || { echo "pack: no test data at $src" >&2; return 1; }
+	rm -rf "$root/.gpudata"
+	mkdir -p "$dst/models"
+	cp "$src"/models/stories260K*.gguf "$src"/models/golden-stories260K*.json "$dst/models/"
+	local oss=mxfp4
+	[[ ${1:-} == oss-f32 ]] && oss=f32
+	# the tiny gpt-oss model is 52 MB, one fits the 64 MiB a call carries, compressed
+	xz -T0 -6 -c "$src/models/gpt-oss-tiny-$oss.gguf" >"$dst/models/gpt-oss-tiny-$oss.gguf.xz"
+	xz -T0 -9 -c "$src/models/golden-gpt-oss-tiny-$oss.json" >"$dst/models/golden-gpt-oss-tiny-$oss.json.xz"
+	[[ -d $root/.gpudeps ]] || "$root/scripts/gpu-deps.sh" || return 1
+	echo "pack: $(du -sh "$root/.gpudata" | cut -f1) of test data, $(du -sh "$root/.gpudeps" | cut -f1) of packages"
+	echo 'carry: [".gpudeps", ".gpudata"]'
+}
 
-# Libraries the GPU machine may lack, carried as Debian packages
-# (scripts/gpu-deps.sh fetches them here into .gpudeps/; the device tool
-# carries that folder): unpacked into a private prefix, found through
-# pkg-config's sysroot and CMake's prefix path, loaded through
-# LD_LIBRARY_PATH. Used only when the machine's own pkg-config cannot find
-# PCRE2 and cJSON (or with ORCH_GPU_DEPS=carried, to try it anywhere).
+# Libraries the GPU machine may lack, carried as Debian packages: unpacked into
+# a private prefix, found through pkg-config's sysroot and CMake's prefix path,
+# loaded through LD_LIBRARY_PATH.
 cmake_extra=()
-have_deps() { command -v pkg-config >/dev/null && pkg-config --exists libpcre2-8 libcjson; }
-if { [[ ${ORCH_GPU_DEPS:-} == carried ]] || ! have_deps; } && compgen -G "$root/.gpudeps/*.deb" >/dev/null; then
-	deps=$build/deps
-	rm -rf "$deps"
-	mkdir -p "$deps"
-	for f in "$root"/.gpudeps/*.deb; do
-		if command -v dpkg >/dev/null; then
-			dpkg -x "$f" "$deps"
-		else
-			(cd "$deps" && ar p "$f" "$(ar t "$f" | grep '^data.tar')" | tar -xJ)
-		fi
-	done
+deps_env() {
+	local deps=/tmp/orch-gpudeps lib
+	compgen -G "$root/.gpudeps/*.deb" >/dev/null || return 0
+	if [[ ! -d $deps ]]; then
+		mkdir -p "$deps"
+		for f in "$root"/.gpudeps/*.deb; do dpkg -x "$f" "$deps"; done
+	fi
 	lib=$deps/usr/lib/x86_64-linux-gnu
 	export PATH=$deps/usr/bin:$PATH
 	export PKG_CONFIG_LIBDIR=$lib/pkgconfig:$deps/usr/share/pkgconfig
 	export PKG_CONFIG_SYSROOT_DIR=$deps
 	export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	cmake_extra=(-DCMAKE_PREFIX_PATH="$deps/usr" -DPKG_CONFIG_EXECUTABLE="$deps/usr/bin/pkg-config")
-	grep -qF "$deps" "$build/CMakeCache.txt" 2>/dev/null || rm -f "$build/CMakeCache.txt"
-	echo "using the carried packages of .gpudeps (unpacked in $deps)"
-fi
-if ! cmake -S "$root" -B "$build" -DORCH_WERROR=ON -DORCH_CUDA=ON "${cmake_extra[@]}" >"$out/configure.log" 2>&1; then
-	tail -n 30 "$out/configure.log"
-	echo "configure failed"
-	exit 1
-fi
-if ! cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1; then
-	grep -E 'error|warning' "$out/build.log" | head -n 40
-	echo "build failed"
-	exit 1
-fi
+}
 
-sanitizer=$(command -v compute-sanitizer || true)
-tests=$(ctest --test-dir "$build" -N -L gpu | awk '/Test +#/ {print $3}')
-rows=()
-failed=0
-for t in $tests; do
+# The test data: ../shared/testdata where it is beside the clone, else the
+# carried subset uncompressed into /tmp (ORCH_GPU_SUBSET: a model it lacks is
+# reported as not carried rather than failed).
+data_env() {
+	local d=/tmp/orch-gpudata
+	export ORCH_BIN=$build/bin TMPDIR=/tmp
+	if [[ -z ${ORCH_TESTDATA:-} && -d $root/../shared/testdata ]]; then
+		export ORCH_TESTDATA=$root/../shared/testdata
+		return
+	fi
+	if [[ ! -d $d && -d $root/.gpudata/testdata ]]; then
+		cp -r "$root/.gpudata/testdata" "$d"
+		for f in "$d"/models/*.xz; do [[ -e $f ]] && xz -d -T0 "$f"; done
+	fi
+	export ORCH_TESTDATA=${ORCH_TESTDATA:-$d} ORCH_GPU_SUBSET=1
+}
+
+sum() { echo "$*" | tee -a "$out/summary.txt"; }
+
+phase_build() {
+	local gen=()
+	command -v ninja >/dev/null && [[ ! -f $build/Makefile ]] && gen=(-G Ninja)
+	cmake -S "$root" -B "$build" "${gen[@]}" -DORCH_WERROR=ON -DORCH_CUDA=ON \
+		-DORCH_CUDA_ARCHS=90-real -DCMAKE_BUILD_TYPE=Release "${cmake_extra[@]}" || return 1
+	cmake --build "$build" -j"$(nproc)" --target device_test kernels_test kernels_moe_test \
+		gpu_model_test orch-gpu-bench orch-synth orch-worker orchd orchctl orch-cuda || return 1
+	sum "  $(nvcc --version | tail -n 1 | cut -d, -f1);" \
+		"$(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader)"
+}
+
+# One GPU test: its output into the phase log, a line into the summary.
+run_one() {
+	local t=$1 start rc secs res
+	shift
 	start=$(date +%s.%N)
-	"$build/bin/$t" >"$out/$t.log" 2>&1
+	echo "=== $t $*"
+	timeout "${ORCH_GPU_TEST_SECS:-300}" "$build/bin/$t" "$@" 2>&1
 	rc=$?
-	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }')
-	case $rc in 0) res=pass ;; 77) res=skip ;; *) res="FAIL($rc)"; failed=$((failed + 1)) ;; esac
-	mem=-
-	race=-
-	if [[ -n $sanitizer && $rc -eq 0 ]]; then
-		"$sanitizer" --tool memcheck --error-exitcode 99 "$build/bin/$t" >"$out/$t.memcheck.log" 2>&1 && mem=clean || { mem=ERRORS; failed=$((failed + 1)); }
-		"$sanitizer" --tool racecheck --error-exitcode 99 "$build/bin/$t" >"$out/$t.racecheck.log" 2>&1 && race=clean || { race=ERRORS; failed=$((failed + 1)); }
-	fi
-	rows+=("$(printf '%-24s %-9s %8.2fs  memcheck %-7s racecheck %-7s' "$t" "$res" "$secs" "$mem" "$race")")
-done
+	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+	case $rc in 0) res=pass ;; 77) res=skip ;; *) res="FAIL($rc)" ;; esac
+	sum "$(printf '  %-18s %-9s %6ss' "$t" "$res" "$secs")"
+	[[ $rc == 0 || $rc == 77 ]]
+}
 
-# The benchmarks (bench/RESULTS.md): synthesized qwen2.5-0.5b and
-# phi3-mini-4k Q4_K_M, written here by orch-synth.
-bench_rows=()
-if [[ -x $build/bin/orch-gpu-bench && -x $build/bin/orch-synth ]]; then
-	mdir=$out/models
-	mkdir -p "$mdir"
-	for p in qwen2.5-0.5b phi3-mini-4k; do
-		"$build/bin/orch-synth" --preset "$p" --quant Q4_K_M --seed 7 -o "$mdir/$p-Q4_K_M.gguf" \
-			>>"$out/synth.log" 2>&1 || echo "orch-synth $p failed (see $out/synth.log)"
+phase_test() {
+	local bad=0
+	for t in device_test kernels_test kernels_moe_test gpu_model_test; do
+		run_one "$t" || bad=1
 	done
-	if "$build/bin/orch-gpu-bench" "$mdir"/qwen2.5-0.5b-Q4_K_M.gguf "$mdir"/phi3-mini-4k-Q4_K_M.gguf \
-		>"$out/gpu-bench.txt" 2>&1; then
-		mapfile -t bench_rows <"$out/gpu-bench.txt"
-	else
-		failed=$((failed + 1))
-		bench_rows=("orch-gpu-bench FAILED: $(tail -n 3 "$out/gpu-bench.txt")")
-	fi
-	rm -rf "$mdir"
-fi
+	return $bad
+}
 
-# orchd's GPU inventory through the real NVML (when orchd was built here:
-# it needs NNG, protobuf-c, libevent, libinih and libsystemd).
-if [[ -x $build/bin/orchd ]]; then
-	inv=$out/orchd-inventory
-	mkdir -p "$inv"
-	printf '[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s/s.sock\nruntime_dir = %s\n' \
-		$((40000 + $$ % 10000)) "$inv" "$inv" >"$inv/orchd.conf"
-	"$build/bin/orchd" --config "$inv/orchd.conf" >"$inv/orchd.log" 2>&1 &
-	opid=$!
-	sleep 1
-	res="FAIL"
-	if curl -sf --unix-socket "$inv/s.sock" http://orchd/admin/status >"$inv/status.json" &&
-		python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["devices"]; sys.exit(0 if any(x["id"]=="cuda:0" and x["memory_total_bytes"]>0 and x["memory_free_bytes"]>0 for x in d) else 1)' "$inv/status.json"; then
-		res=pass
-	else
-		failed=$((failed + 1))
-	fi
-	kill "$opid" 2>/dev/null
-	wait "$opid" 2>/dev/null
-	rows+=("$(printf '%-24s %-9s (NVML inventory: %s)' orchd_nvml "$res" "$(grep -o 'event=device id=cuda:0[^<]*' "$inv/orchd.log" | head -n 1)")")
-else
-	rows+=("$(printf '%-24s %-9s (orchd not built here: NNG/protobuf-c/libevent/inih/libsystemd missing)' orchd_nvml skip)")
-fi
+# Where a forward step fails: the worker's CLI on stories260K with the launches
+# synchronous, then under memcheck (with and without graphs).
+phase_debug() {
+	local m=$root/models/stories260K.gguf args=(--device cuda:0 --prompt "Once upon a time" -n 8)
+	echo "=== CUDA_LAUNCH_BLOCKING=1 orch-worker run"
+	CUDA_LAUNCH_BLOCKING=1 timeout 60 "$build/bin/orch-worker" run --model "$m" "${args[@]}" 2>&1
+	echo "=== memcheck orch-worker run --no-graphs"
+	timeout 120 compute-sanitizer --tool memcheck --print-limit 5 "$build/bin/orch-worker" run \
+		--model "$m" "${args[@]}" --no-graphs 2>&1 | head -n 120
+	echo "=== memcheck orch-worker run (graphs)"
+	timeout 120 compute-sanitizer --tool memcheck --print-limit 5 "$build/bin/orch-worker" run \
+		--model "$m" "${args[@]}" 2>&1 | head -n 120
+	return 0
+}
 
+phase_sanitize() {
+	local bad=0 tool
+	for tool in memcheck racecheck; do
+		echo "=== compute-sanitizer --tool $tool kernels_test (ORCH_KT_QUICK=1)"
+		ORCH_KT_QUICK=1 timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+			"$build/bin/kernels_test" 2>&1
+		local rc=$?
+		sum "  $tool kernels_test quick: $([[ $rc == 0 ]] && echo clean || echo "ERRORS($rc)")"
+		[[ $rc == 0 ]] || bad=1
+	done
+	return $bad
+}
+
+phase_bench() {
+	local m=/tmp/orch-bench-models p
+	mkdir -p "$m"
+	for p in qwen2.5-0.5b phi3-mini-4k; do
+		[[ -f $m/$p.gguf ]] || "$build/bin/orch-synth" --preset "$p" --quant Q4_K_M --seed 7 \
+			-o "$m/$p.gguf" || return 1
+	done
+	timeout 300 "$build/bin/orch-gpu-bench" "$m/qwen2.5-0.5b.gguf" "$m/phi3-mini-4k.gguf" | tee "$out/bench.txt"
+	local rc=${PIPESTATUS[0]}
+	sed 's/^/  /' "$out/bench.txt" >>"$out/summary.txt"
+	return "$rc"
+}
+
+phase_orchd() {
+	local d=/tmp/orchd-gpu port=$((40000 + $$ % 10000)) rc=1 pid
+	rm -rf "$d"
+	mkdir -p "$d"
+	cat >"$d/orchd.conf" <<-EOF
+		[server]
+		listen = 127.0.0.1:$port
+		runtime_dir = $d
+		state_dir = $d
+		[model "stories"]
+		path = $root/models/stories260K.gguf
+		device = cuda:0
+	EOF
+	"$build/bin/orchd" --config "$d/orchd.conf" >"$d/orchd.log" 2>&1 &
+	pid=$!
+	timeout 150 python3 "$root/tests/gpu/orchd_gpu.py" "$port" "$d" && rc=0
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	cat "$d/orchd.log"
+	sum "  orchd on cuda:0: $([[ $rc == 0 ]] && echo pass || echo FAIL)"
+	return $rc
+}
+
+if [[ ${1:-} == pack ]]; then
+	shift
+	pack "$@"
+	exit
+fi
+[[ $# -gt 0 ]] || set -- build test
+mkdir -p "$out"
+: >"$out/summary.txt"
+deps_env
+data_env
+failed=0
+for ph in "$@"; do
+	if ! declare -F "phase_$ph" >/dev/null; then
+		echo "run.sh: unknown phase '$ph' (build test sanitize bench orchd; pack here)" >&2
+		exit 2
+	fi
+	sum "== $ph"
+	start=$(date +%s)
+	"phase_$ph" >"$out/$ph.log" 2>&1
+	rc=$?
+	[[ $rc == 0 ]] || { failed=$((failed + 1)); tail -n 25 "$out/$ph.log" | sed 's/^/  | /' >>"$out/summary.txt"; }
+	sum "== $ph: $([[ $rc == 0 ]] && echo ok || echo FAILED) in $(($(date +%s) - start))s"
+	[[ $ph == build && $rc != 0 ]] && break
+done
 echo
-echo "== GPU tests ($(head -n 1 "$out/$(echo $tests | cut -d' ' -f1).log" 2>/dev/null))"
-printf '%s\n' "${rows[@]}"
-if [[ ${#bench_rows[@]} -gt 0 ]]; then
-	echo "== benchmarks (orch-gpu-bench)"
-	printf '%s\n' "${bench_rows[@]}"
-fi
-echo "gpu: $((${#rows[@]} - failed)) passed, $failed failed"
-[[ $failed -eq 0 ]]
+cat "$out/summary.txt"
+exit $failed

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""orchd_gpu.py PORT RUNDIR - orchd serving a cuda:0 model, as a client sees it
+(tests/gpu/run.sh orchd starts orchd): /health names the device's sm and the
+CUDA versions, the admin API lists cuda:0 with its memory (real NVML), a
+completion streams, and after the worker is killed (SIGKILL) orchd restarts
+it and the next request answers. Prints what it saw; exits 1 on the first
+thing that is wrong."""
+import http.client
+import json
+import os
+import signal
+import socket
+import sys
+import time
+
+port, rundir = int(sys.argv[1]), sys.argv[2]
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def get(path):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    c.request("GET", path)
+    r = c.getresponse()
+    return r.status, r.read()
+
+
+def worker(h):
+    m = h.get("models", {}).get("stories")
+    if not m or not m.get("workers"):
+        return None
+    return m["workers"][0]
+
+
+def wait_healthy(old_pid, secs):
+    end = time.time() + secs
+    while time.time() < end:
+        try:
+            st, body = get("/health")
+            w = worker(json.loads(body))
+            if (st == 200 and w and w.get("state") == "ready" and w.get("status") == "healthy"
+                    and w.get("pid") not in (0, old_pid)):
+                return w
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.25)
+    return None
+
+
+def stream(prompt, n):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    body = json.dumps({"model": "stories", "prompt": prompt, "max_tokens": n,
+                       "temperature": 0, "stream": True})
+    t0 = time.time()
+    c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    if r.status != 200:
+        fail(f"completion: HTTP {r.status} {r.read()[:300]!r}")
+    text, chunks, done, first = "", 0, False, None
+    for line in r:
+        line = line.strip()
+        if not line.startswith(b"data: "):
+            continue
+        if line == b"data: [DONE]":
+            done = True
+            break
+        ev = json.loads(line[6:])
+        if "error" in ev:
+            fail(f"stream error event: {ev}")
+        t = ev["choices"][0].get("text", "")
+        if t and first is None:
+            first = time.time() - t0
+        text += t
+        chunks += 1
+    if not done:
+        fail("stream ended without [DONE]")
+    return text, chunks, first, time.time() - t0
+
+
+w = wait_healthy(0, 60)
+if w is None:
+    fail("the cuda:0 worker did not become healthy in 60 s: " + get("/health")[1].decode()[:800])
+print("health:", json.dumps({k: w.get(k) for k in
+      ("device", "sm", "cuda_runtime_version", "driver_version", "quant_kind", "vram_bytes_used", "resident")}))
+if w.get("device") != "cuda:0" or not w.get("sm") or not w.get("cuda_runtime_version"):
+    fail("health lacks the device's sm or CUDA versions")
+if not w.get("resident"):
+    fail("worker not resident in VRAM")
+
+s = socket.socket(socket.AF_UNIX)
+s.connect(os.path.join(rundir, "orchd.sock"))
+s.sendall(b"GET /admin/status HTTP/1.0\r\nHost: orchd\r\n\r\n")
+raw = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    raw += b
+st = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+devs = [d for d in st.get("devices", []) if d.get("id") == "cuda:0"]
+if not devs or devs[0].get("memory_total_bytes", 0) <= 0 or devs[0].get("memory_free_bytes", 0) <= 0:
+    fail(f"admin status devices: {st.get('devices')}")
+print("admin devices:", json.dumps(devs[0]))
+
+text, chunks, ttft, secs = stream("Once upon a time", 64)
+print(f"stream: {chunks} chunks, first after {ttft * 1000:.1f} ms, {secs * 1000:.1f} ms in all: {text[:80]!r}")
+if chunks < 8:
+    fail("too few chunks")
+
+os.kill(w["pid"], signal.SIGKILL)
+t0 = time.time()
+w2 = wait_healthy(w["pid"], 60)
+if w2 is None:
+    fail("the worker was not restarted within 60 s: " + get("/health")[1].decode()[:800])
+print(f"worker {w['pid']} killed; {w2['pid']} healthy after {time.time() - t0:.2f} s "
+      f"(last_restart_reason {w2.get('last_restart_reason')!r})")
+text2, chunks2, _, _ = stream("Once upon a time", 64)
+if text2 != text:
+    fail(f"after the restart the greedy text differs: {text2[:80]!r}")
+print("after the restart: the same greedy text")
+print("orchd on cuda:0: ok")
