@@ -2,9 +2,10 @@
 # run.sh BUILD - what 'make run' does: start orchd on 127.0.0.1:8080 (PORT=N
 # or LISTEN=HOST:PORT elsewhere) with
 # the default model, stories260K (a real 1.1 MB Llama model kept in the
-# repository: models/, see NOTICE), on the cpu (the CUDA backend is not yet
-# verified on a GPU). Runtime files go in BUILD/run. ORCH_MODEL=FILE serves
-# another GGUF instead.
+# repository: models/, see NOTICE), on the best device present: cuda:0 when
+# nvidia-smi lists a GPU and the CUDA module was built, else the cpu
+# (ORCH_DEVICE=cpu|cuda:N chooses). Runtime files go in BUILD/run.
+# ORCH_MODEL=FILE serves another GGUF instead.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:-build}" && pwd)
@@ -18,6 +19,13 @@ if [[ ! $port =~ ^[0-9]+$ ]] || ((port < 1 || port > 65535)); then
 fi
 url=http://$listen
 [[ $listen == 0.0.0.0:* ]] && url=http://127.0.0.1:${listen##*:}
+device=${ORCH_DEVICE:-}
+if [[ -z $device ]]; then
+	device=cpu
+	if [[ -e $build/lib/liborch-cuda.so ]] && nvidia-smi -L 2>/dev/null | grep -q '^GPU 0'; then
+		device=cuda:0
+	fi
+fi
 mkdir -p "$run"
 if [[ ! -f $model ]]; then
 	echo "make run: $model is missing (the default model is models/stories260K.gguf in the repository)" >&2
@@ -32,12 +40,12 @@ runtime_dir = $run
 
 [model "stories260k"]
 path = $model
-device = cpu
+device = $device
 slots = 8
 context = 512
 preload = yes
 CONF
-echo "make run: orchd on $url (a chat page at $url/), admin socket $run/orchd.sock"
+echo "make run: orchd on $url (a chat page at $url/), model on $device, admin socket $run/orchd.sock"
 echo "make run: try  curl -N $url/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
 echo "make run: and  ORCHD_SOCKET=$run/orchd.sock $build/bin/orchctl status"
 exec "$build/bin/orchd" --config "$run/orchd.conf"
