@@ -20,8 +20,17 @@
  *   step carries its block table. At every step start a running job's
  *   sequence holds exactly its fed tokens. A failed append fails that job
  *   alone (ORCH_EVRAM); on_end releases its blocks. The default pool
- *   (slots × ceil(n_ctx / block_tokens)) cannot run out; preemption is a
- *   later slice. With cfg.prefix_cache, admission attaches the prompt's
+ *   (slots × ceil(n_ctx / block_tokens)) cannot run out; a smaller one can.
+ * - Preemption (paged): before a step, while the blocks the step's appends
+ *   need exceed the available ones, the youngest running job (the last
+ *   submitted) gives its blocks back and goes to the front of the queue. A
+ *   job preempted while decoding is fed its prompt and generated tokens
+ *   again (hist[0, fed)) without sampling, then decodes on from the token it
+ *   had sampled: the client sees a pause, never a lost or repeated token
+ *   (its Philox index and detokenizer state did not move). Admission leaves
+ *   the running jobs their next step's blocks, so a job is not admitted
+ *   only to be preempted at once. A job that cannot grow even alone fails
+ *   (ORCH_EVRAM). With cfg.prefix_cache, admission attaches the prompt's
  *   cached leading blocks (kvb_seq_match) and prefill starts after them:
  *   their K/V are what this job would compute (a position's K/V depend
  *   only on the tokens up to it, whatever the batch or chunk).
@@ -56,6 +65,7 @@ struct sched {
 	int32_t *ids;               /* [slots] */
 	struct sched_step_info last;
 	struct kvb *kv; /* paged KV: the block pool, sequence i = slot i; NULL: slots */
+	uint64_t arrivals, preemptions;
 };
 
 orch_err
@@ -126,7 +136,8 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	memcpy(j->hist, j->prompt, j->n_prompt * sizeof(*j->hist));
 	j->n_hist = j->n_prompt;
 	j->state = J_WAITING;
-	j->fed = j->tokens_out = 0;
+	j->fed = j->tokens_out = j->refeed = 0;
+	j->arrival = s->arrivals++;
 	j->cancel = false;
 	j->pending = (struct sbuf){0};
 	detok_init(&j->dt, s->t, TOK_STRIP_PREFIX | (j->hm && j->hm_raw ? TOK_RENDER_SPECIAL : 0));
@@ -300,17 +311,100 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 	j->last = id;
 }
 
+/* The tokens a prefilling job feeds: its prompt, or after a preemption what it had fed. */
+static const int32_t *
+prefill_src(const struct sched_job *j, uint32_t *ret_n)
+{
+	*ret_n = j->refeed > 0 ? j->refeed : j->n_prompt;
+	return j->refeed > 0 ? j->hist : j->prompt;
+}
+
+/*
+ * Paged: the blocks the next step's appends take (each decoding job one
+ * token, prompt chunks as build_batch gives them), and the youngest running
+ * job (NULL when none runs).
+ */
+static uint64_t
+step_need(const struct sched *s, struct sched_job **ret_young)
+{
+	uint64_t need = 0;
+	uint32_t budget = s->cfg.chunk;
+
+	*ret_young = NULL;
+	for (uint32_t pass = 0; pass < 2; pass++)
+		for (uint32_t i = 0; i < s->cfg.slots; i++) {
+			struct sched_job *j = s->slots[i];
+			uint32_t n = 1;
+			if (j == NULL || j->state != (pass == 0 ? J_DECODE : J_PREFILL))
+				continue;
+			if (pass == 1) {
+				prefill_src(j, &n);
+				n = n - j->fed < budget ? n - j->fed : budget;
+				budget -= n;
+			}
+			need += kvb_seq_blocks_needed(s->kv, i, n);
+			if (*ret_young == NULL || j->arrival > (*ret_young)->arrival)
+				*ret_young = j;
+		}
+	return need;
+}
+
+/* Paged: give @j's blocks back and queue it first again (see the design notes). */
+static void
+preempt(struct sched *s, struct sched_job *j)
+{
+	kvb_seq_free(s->kv, j->slot);
+	s->slots[j->slot] = NULL;
+	if (j->state == J_DECODE)
+		j->refeed = j->fed;
+	j->state = J_WAITING;
+	j->fed = 0;
+	j->next = s->waiting;
+	s->waiting = j;
+	if (s->waiting_tail == NULL)
+		s->waiting_tail = j;
+	s->preemptions++;
+}
+
+/*
+ * Paged: before a step, preempt the youngest running jobs until the step's
+ * appends fit; the last one running that still cannot grow fails.
+ */
+static void
+kv_make_room(struct sched *s)
+{
+	struct sched_job *young;
+
+	while (s->kv != NULL && step_need(s, &young) > (uint64_t)kvb_available(s->kv)) {
+		uint32_t running = 0;
+		for (uint32_t i = 0; i < s->cfg.slots; i++)
+			running += s->slots[i] != NULL;
+		if (running > 1) {
+			preempt(s, young);
+			continue;
+		}
+		finish(s, young, ORCH_FINISH_ERROR, ORCH_EVRAM,
+		       "the KV cache cannot hold this sequence");
+		return;
+	}
+}
+
 /*
  * Paged: whether the head of the queue may take sequence @seq now: the
- * blocks its whole prompt needs are available. A prompt that cannot fit
- * even with no job running fails (ORCH_EVRAM); otherwise it waits.
+ * blocks its whole prompt (or refeed) needs are available beside what the
+ * running jobs' next step takes. One that cannot fit even with no job
+ * running fails (ORCH_EVRAM); otherwise it waits.
  */
 static bool
 kv_admit(struct sched *s, uint32_t seq)
 {
-	struct sched_job *j = s->waiting;
+	struct sched_job *j = s->waiting, *young;
+	uint32_t n;
 
-	if (s->kv == NULL || kvb_seq_blocks_needed(s->kv, seq, j->n_prompt) <= kvb_available(s->kv))
+	prefill_src(j, &n);
+	if (s->kv == NULL ||
+	    kvb_seq_blocks_needed(s->kv, seq, n) + step_need(s, &young) <=
+	            (uint64_t)kvb_available(s->kv))
 		return true;
 	for (uint32_t i = 0; i < s->cfg.slots; i++)
 		if (s->slots[i] != NULL)
@@ -347,10 +441,10 @@ admit(struct sched *s)
 		}
 		/* paged: start the sequence after the prompt's cached prefix (0 without the cache)
 		 */
-		uint32_t cached = 0;
+		uint32_t cached = 0, n_src;
+		const int32_t *src = prefill_src(j, &n_src);
 		if (s->kv != NULL) {
-			orch_err mr =
-			        kvb_seq_match(s->kv, i, j->prompt, j->n_prompt, NULL, 0, &cached);
+			orch_err mr = kvb_seq_match(s->kv, i, src, n_src, NULL, 0, &cached);
 			assert(mr == ORCH_OK); /* a free slot's sequence is empty */
 			(void)mr;
 		}
@@ -403,15 +497,18 @@ build_batch(struct sched *s)
 				                     .n_tokens = 1,
 				                     .want_logits = true};
 			} else {
-				uint32_t k = j->n_prompt - j->fed < budget ? j->n_prompt - j->fed
-				                                           : budget;
+				uint32_t n_src;
+				const int32_t *src = prefill_src(j, &n_src);
+				uint32_t k = n_src - j->fed < budget ? n_src - j->fed : budget;
 				if (k == 0)
 					continue;
+				/* a refeed samples nothing: its next token is already j->last */
 				*q = (struct be_seq){.slot = j->slot,
 				                     .pos = j->fed,
-				                     .tokens = j->prompt + j->fed,
+				                     .tokens = src + j->fed,
 				                     .n_tokens = k,
-				                     .want_logits = j->fed + k == j->n_prompt};
+				                     .want_logits =
+				                             j->fed + k == n_src && j->refeed == 0};
 			}
 			if (!kv_append(s, j, q))
 				continue;
@@ -433,6 +530,7 @@ sched_step(struct sched *s)
 		if (s->slots[i] != NULL && s->slots[i]->cancel)
 			finish(s, s->slots[i], ORCH_FINISH_CANCELLED, ORCH_ECANCELLED, "cancelled");
 	admit(s);
+	kv_make_room(s);
 	s->last = (struct sched_step_info){0};
 	if ((n = build_batch(s)) == 0)
 		return;
@@ -462,6 +560,10 @@ sched_step(struct sched *s)
 			continue;
 		}
 		j->fed += s->seqs[i].n_tokens;
+		if (j->refeed > 0 && j->fed == j->refeed) { /* back where it was preempted */
+			j->state = J_DECODE;
+			j->refeed = 0;
+		}
 		if (!s->seqs[i].want_logits)
 			continue;
 		if (dev_sample) {
@@ -501,6 +603,12 @@ sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells)
 		(*busy)++;
 		*kv_cells += s->slots[i]->fed;
 	}
+}
+
+uint64_t
+sched_preemptions(const struct sched *s)
+{
+	return s->preemptions;
 }
 
 bool

@@ -70,6 +70,8 @@ struct sched_job {
 	int32_t last;
 	int32_t *hist; /* prompt + generated, capacity n_prompt + max_tokens */
 	uint32_t n_hist;
+	uint64_t arrival; /* submission order: the youngest is preempted first */
+	uint32_t refeed;  /* preempted while decoding: hist[0, refeed) is fed again, then decode */
 	struct detok dt;
 	struct sbuf pending;
 	struct harmony_tag tag; /* with hm: the message the pending text belongs to */
@@ -145,6 +147,9 @@ void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
  * (and zeros) when the scheduler does not page.
  */
 bool sched_kv_stats(const struct sched *s, struct kvb_stats *ret);
+
+/* sched_preemptions - jobs preempted so far (paged KV: their blocks were needed). */
+uint64_t sched_preemptions(const struct sched *s);
 
 /* sched_idle - no job is waiting or running. */
 bool sched_idle(const struct sched *s);

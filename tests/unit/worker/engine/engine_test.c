@@ -404,6 +404,71 @@ test_paged_pool_full(void)
 }
 
 /*
+ * Preemption: a pool of 5 blocks of 16 tokens for two jobs that need 4
+ * each (30 + 30 greedy, 20 + 34 sampled at temperature 0.8). The younger
+ * is preempted when the older needs its blocks, fed its tokens again once
+ * they are free, and decodes on: both jobs' tokens and text equal a run of
+ * each alone in a pool that never runs out, with the prefix cache on and
+ * off (on: the refeed finds its own blocks still cached).
+ */
+static void
+test_paged_preemption(void)
+{
+	struct eng e;
+	struct out *ref = calloc(2, sizeof(*ref)), *o = calloc(2, sizeof(*o));
+	int32_t toks[30];
+	struct orch_errinfo err = {0};
+
+	T_TRUE(ref && o &&
+	       eng_open_kv(&e, t_path("models/stories260K.gguf"), 2, 64, 16, false,
+	                   (struct kv_geom){16, false}));
+	toks[0] = 1;
+	for (uint32_t i = 1; i < 30; i++)
+		toks[i] = 300 + (int32_t)(i * 7 % 100);
+	struct tok_ids pa = {toks, 30, 30}, pb = {toks + 10, 20, 20};
+	struct sched_job jobs[2];
+	for (int k = 0; k < 2; k++) { /* each alone, in the engine's own pool */
+		jobs[k] = k == 0 ? job(1, &pa, 30, &ref[0]) : job(2, &pb, 34, &ref[1]);
+		jobs[k].sp.temperature = k == 0 ? 0.0f : 0.8f;
+		jobs[k].sp.seed = 7;
+		T_OK(sched_submit(e.s, &jobs[k], NULL));
+		run_all(&e);
+		T_EQ(ref[k].why, ORCH_FINISH_LENGTH);
+	}
+	for (int cache = 0; cache < 2; cache++) {
+		struct sched *s = NULL;
+		struct sched_config sc = {.slots = 2,
+		                          .n_ctx = 64,
+		                          .chunk = 16,
+		                          .kv_blocks = 5,
+		                          .kv_block_tokens = 16,
+		                          .prefix_cache = cache == 1};
+		T_OK(sched_new(e.x->ops, e.b, e.t, e.m->hp.n_vocab, &sc, &s, &err));
+		jobs[0] = job(1, &pa, 30, &o[0]);
+		jobs[1] = job(2, &pb, 34, &o[1]);
+		jobs[1].sp.temperature = 0.8f;
+		jobs[0].sp.seed = jobs[1].sp.seed = 7;
+		T_OK(sched_submit(s, &jobs[0], NULL));
+		T_OK(sched_submit(s, &jobs[1], NULL));
+		while (!sched_idle(s))
+			sched_step(s);
+		printf("preemption (prefix cache %s): %llu preempted\n", cache ? "on" : "off",
+		       (unsigned long long)sched_preemptions(s));
+		T_TRUE(sched_preemptions(s) >= 1);
+		for (int k = 0; k < 2; k++) {
+			T_EQ(o[k].why, ORCH_FINISH_LENGTH);
+			T_EQ(o[k].n, ref[k].n);
+			T_TRUE(memcmp(o[k].ids, ref[k].ids, ref[k].n * sizeof(int32_t)) == 0);
+			T_STREQ(o[k].text, ref[k].text);
+		}
+		sched_free(s);
+	}
+	free(ref);
+	free(o);
+	eng_close(&e);
+}
+
+/*
  * The prefix cache (blocks of 7): a 60-token prompt, then the same prompt
  * (its first 56 tokens come from the cache), then its first 40 tokens and
  * another ending (35 cached), each alone; then the 60 again beside a
@@ -612,6 +677,7 @@ main(void)
 	T_RUN(test_batch_independence);
 	T_RUN(test_paged_geometries);
 	T_RUN(test_paged_pool_full);
+	T_RUN(test_paged_preemption);
 	T_RUN(test_prefix_cache);
 	T_RUN(test_stop_strings);
 	T_RUN(test_kv_f32);
