@@ -10,6 +10,8 @@
 #     build     configure and build (sm_90 only, ninja if present)
 #     test      every GPU test (kernels vs CPU twins, goldens, GPU vs CPU)
 #     sanitize  compute-sanitizer memcheck + racecheck on the reduced kernel test
+#     debug     where a forward step fails: orch-worker run on stories260K with
+#               synchronous launches, then under memcheck
 #     bench     orch-gpu-bench on synthesized qwen2.5-0.5b / phi3-mini Q4_K_M
 #     orchd     orchd with a cuda:0 model: NVML inventory, /health, a stream,
 #               the worker killed and restarted
@@ -189,7 +191,7 @@ data_env
 failed=0
 for ph in "$@"; do
 	if ! declare -F "phase_$ph" >/dev/null; then
-		echo "run.sh: unknown phase '$ph' (build test sanitize bench orchd; pack here)" >&2
+		echo "run.sh: unknown phase '$ph' (build test sanitize bench orchd debug; pack here)" >&2
 		exit 2
 	fi
 	sum "== $ph"
