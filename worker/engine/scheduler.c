@@ -402,9 +402,8 @@ kv_admit(struct sched *s, uint32_t seq)
 	uint32_t n;
 
 	prefill_src(j, &n);
-	if (s->kv == NULL ||
-	    kvb_seq_blocks_needed(s->kv, seq, n) + step_need(s, &young) <=
-	            (uint64_t)kvb_available(s->kv))
+	if (s->kv == NULL || kvb_seq_blocks_needed(s->kv, seq, n) + step_need(s, &young) <=
+	                             (uint64_t)kvb_available(s->kv))
 		return true;
 	for (uint32_t i = 0; i < s->cfg.slots; i++)
 		if (s->slots[i] != NULL)
