@@ -5,27 +5,22 @@ CUDA versions, the admin API lists cuda:0 with its memory (real NVML), a
 completion streams, and after the worker is killed (SIGKILL) orchd restarts
 it and the next request answers. Prints what it saw; exits 1 on the first
 thing that is wrong."""
-import http.client
 import json
 import os
 import signal
-import socket
 import sys
 import time
 
-port, rundir = int(sys.argv[1]), sys.argv[2]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import orchd_lib as L  # noqa: E402  (HTTP, the admin socket and SSE, as the orchd tests use them)
+
+L.PORT, rundir = int(sys.argv[1]), sys.argv[2]
+L.ADMIN = os.path.join(rundir, "orchd.sock")
 
 
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
-
-
-def get(path):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    c.request("GET", path)
-    r = c.getresponse()
-    return r.status, r.read()
 
 
 def worker(h):
@@ -39,7 +34,7 @@ def wait_healthy(old_pid, secs):
     end = time.time() + secs
     while time.time() < end:
         try:
-            st, body = get("/health")
+            st, _, body = L.get("/health")
             w = worker(json.loads(body))
             if (st == 200 and w and w.get("state") == "ready" and w.get("status") == "healthy"
                     and w.get("pid") not in (0, old_pid)):
@@ -51,38 +46,27 @@ def wait_healthy(old_pid, secs):
 
 
 def stream(prompt, n):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    body = json.dumps({"model": "stories", "prompt": prompt, "max_tokens": n,
-                       "temperature": 0, "stream": True})
     t0 = time.time()
-    c.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-    r = c.getresponse()
-    if r.status != 200:
-        fail(f"completion: HTTP {r.status} {r.read()[:300]!r}")
-    text, chunks, done, first = "", 0, False, None
-    for line in r:
-        line = line.strip()
-        if not line.startswith(b"data: "):
-            continue
-        if line == b"data: [DONE]":
-            done = True
-            break
-        ev = json.loads(line[6:])
+    st, _, body = L.post("/v1/completions", {"model": "stories", "prompt": prompt, "max_tokens": n,
+                                             "temperature": 0, "stream": True})
+    if st != 200:
+        fail(f"completion: HTTP {st} {body[:300]!r}")
+    evs = [e["data"] for e in L.sse_events(body)]
+    if not evs or evs[-1] != "[DONE]":
+        fail("stream ended without [DONE]")
+    text, chunks = "", 0
+    for d in evs[:-1]:
+        ev = json.loads(d)
         if "error" in ev:
             fail(f"stream error event: {ev}")
-        t = ev["choices"][0].get("text", "")
-        if t and first is None:
-            first = time.time() - t0
-        text += t
+        text += ev["choices"][0].get("text", "")
         chunks += 1
-    if not done:
-        fail("stream ended without [DONE]")
-    return text, chunks, first, time.time() - t0
+    return text, chunks, time.time() - t0
 
 
 w = wait_healthy(0, 60)
 if w is None:
-    fail("the cuda:0 worker did not become healthy in 60 s: " + get("/health")[1].decode()[:800])
+    fail("the cuda:0 worker did not become healthy in 60 s: " + L.get("/health")[2][:800])
 print("health:", json.dumps({k: w.get(k) for k in
       ("device", "sm", "cuda_runtime_version", "driver_version", "quant_kind", "vram_bytes_used", "resident")}))
 if w.get("device") != "cuda:0" or not w.get("sm") or not w.get("cuda_runtime_version"):
@@ -90,23 +74,17 @@ if w.get("device") != "cuda:0" or not w.get("sm") or not w.get("cuda_runtime_ver
 if not w.get("resident"):
     fail("worker not resident in VRAM")
 
-s = socket.socket(socket.AF_UNIX)
-s.connect(os.path.join(rundir, "orchd.sock"))
-s.sendall(b"GET /admin/status HTTP/1.0\r\nHost: orchd\r\n\r\n")
-raw = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    raw += b
-st = json.loads(raw.split(b"\r\n\r\n", 1)[1])
+code, raw = L.admin("GET", "/admin/status")
+if code != 200:
+    fail(f"admin status: HTTP {code} {raw[:300]!r}")
+st = json.loads(raw)
 devs = [d for d in st.get("devices", []) if d.get("id") == "cuda:0"]
 if not devs or devs[0].get("memory_total_bytes", 0) <= 0 or devs[0].get("memory_free_bytes", 0) <= 0:
     fail(f"admin status devices: {st.get('devices')}")
 print("admin devices:", json.dumps(devs[0]))
 
-text, chunks, ttft, secs = stream("Once upon a time", 64)
-print(f"stream: {chunks} chunks, first after {ttft * 1000:.1f} ms, {secs * 1000:.1f} ms in all: {text[:80]!r}")
+text, chunks, secs = stream("Once upon a time", 64)
+print(f"stream: {chunks} chunks in {secs * 1000:.1f} ms: {text[:80]!r}")
 if chunks < 8:
     fail("too few chunks")
 
@@ -114,10 +92,10 @@ os.kill(w["pid"], signal.SIGKILL)
 t0 = time.time()
 w2 = wait_healthy(w["pid"], 60)
 if w2 is None:
-    fail("the worker was not restarted within 60 s: " + get("/health")[1].decode()[:800])
+    fail("the worker was not restarted within 60 s: " + L.get("/health")[2][:800])
 print(f"worker {w['pid']} killed; {w2['pid']} healthy after {time.time() - t0:.2f} s "
       f"(last_restart_reason {w2.get('last_restart_reason')!r})")
-text2, chunks2, _, _ = stream("Once upon a time", 64)
+text2, _, _ = stream("Once upon a time", 64)
 if text2 != text:
     fail(f"after the restart the greedy text differs: {text2[:80]!r}")
 print("after the restart: the same greedy text")
