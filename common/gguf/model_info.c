@@ -143,42 +143,114 @@ model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens)
 	return n_swa == 0 || ring >= n_ctx ? n_ctx : (uint32_t)ring;
 }
 
+/*
+ * K and V of one position in one layer (*@ret_pos) and over the full-attention layers
+ * (*@ret_token); ORCH_ERANGE on overflow.
+ */
+static orch_err
+kv_position_bytes(const struct model_info *mi, uint32_t kv_elem_bytes, uint64_t *ret_pos,
+                  uint64_t *ret_token)
+{
+	uint64_t pos = 2;
+
+	if (__builtin_mul_overflow(pos, (uint64_t)mi->n_head_kv * mi->head_dim, &pos) ||
+	    __builtin_mul_overflow(pos, (uint64_t)kv_elem_bytes, &pos) ||
+	    __builtin_mul_overflow(pos, (uint64_t)(mi->n_layer - mi->n_layer_swa), ret_token))
+		return ORCH_ERANGE;
+	*ret_pos = pos;
+	return ORCH_OK;
+}
+
+/*
+ * The pool of @kv into @e: its block size (the default applied) and its blocks, a budget's
+ * floor(pool_bytes / block bytes) or slots × ceil(n_ctx / block_tokens); blocks of 0 bytes
+ * (no full-attention layer) make no blocks. ORCH_ERANGE as model_mem_estimate_kv says.
+ */
+static orch_err
+kv_pool(const struct mem_kv *kv, struct mem_estimate *e)
+{
+	uint32_t bt = kv->block_tokens ? kv->block_tokens : MODEL_DEFAULT_KV_BLOCK_TOKENS;
+	uint64_t block, blocks;
+
+	if (bt > MODEL_MAX_KV_BLOCK_TOKENS ||
+	    __builtin_mul_overflow(e->kv_token_bytes, (uint64_t)bt, &block))
+		return ORCH_ERANGE;
+	if (block == 0)
+		blocks = 0;
+	else if (kv->pool_bytes > 0)
+		blocks = kv->pool_bytes / block;
+	else
+		blocks = (uint64_t)e->slots * ((e->n_ctx + (uint64_t)bt - 1) / bt);
+	if (blocks > UINT32_MAX / bt)
+		return ORCH_ERANGE;
+	e->kv_blocks = (uint32_t)blocks;
+	e->kv_block_tokens = bt;
+	e->kv_pool_tokens = blocks * bt;
+	return ORCH_OK;
+}
+
+/*
+ * Both estimates: the full-attention layers hold slots × n_ctx positions, or with a pool
+ * (@kv not NULL) its kv_pool_tokens; the sliding-window rings are per slot either way.
+ */
+static orch_err
+estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots, uint32_t kv_elem_bytes,
+         const struct mem_kv *kv, struct mem_estimate *ret)
+{
+	struct mem_estimate e = {.n_ctx = n_ctx, .slots = slots, .kv_elem_bytes = kv_elem_bytes};
+	uint64_t pos, ring, full_tokens, act, widest, qkv;
+	uint64_t T = MODEL_DEFAULT_CHUNK_TOKENS + (uint64_t)slots;
+	uint32_t swa_cells =
+	        model_swa_cells(n_ctx, mi->n_swa, T > UINT32_MAX ? UINT32_MAX : (uint32_t)T);
+	orch_err rv;
+
+	if (!mi->has_hparams)
+		return ORCH_ENOTFOUND;
+	if ((rv = kv_position_bytes(mi, kv_elem_bytes, &pos, &e.kv_token_bytes)) ||
+	    (kv && (rv = kv_pool(kv, &e))))
+		return rv;
+	full_tokens = kv ? e.kv_pool_tokens : (uint64_t)slots * n_ctx;
+	if (__builtin_mul_overflow(e.kv_token_bytes, full_tokens, &e.kv_full) ||
+	    __builtin_mul_overflow(pos, (uint64_t)slots, &ring) ||
+	    __builtin_mul_overflow(ring, (uint64_t)swa_cells * mi->n_layer_swa, &e.kv_swa) ||
+	    __builtin_add_overflow(e.kv_full, e.kv_swa, &e.kv))
+		return ORCH_ERANGE;
+	qkv = (uint64_t)mi->head_dim * (mi->n_head + 2ull * mi->n_head_kv);
+	widest = mi->n_ff > qkv ? mi->n_ff : qkv;
+	act = (uint64_t)MODEL_DEFAULT_CHUNK_TOKENS * (4ull * mi->n_embd + 2ull * widest) * 4u;
+	e.overhead = MODEL_RUNTIME_OVERHEAD_BYTES + (uint64_t)mi->n_vocab * 4u * slots + act;
+	if (__builtin_add_overflow(mi->weight_bytes, e.kv, &e.total) ||
+	    __builtin_add_overflow(e.total, e.overhead, &e.total))
+		return ORCH_ERANGE;
+	e.weights = mi->weight_bytes;
+	e.swa_cells = mi->n_layer_swa > 0 ? swa_cells : 0;
+	*ret = e;
+	return ORCH_OK;
+}
+
 orch_err
 model_mem_estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
                    uint32_t kv_elem_bytes, struct mem_estimate *ret)
 {
-	uint64_t cell = 2, full, swa, kv, total, act, logits, widest, qkv;
-	uint64_t T = MODEL_DEFAULT_CHUNK_TOKENS + (uint64_t)slots;
-	uint32_t swa_cells =
-	        model_swa_cells(n_ctx, mi->n_swa, T > UINT32_MAX ? UINT32_MAX : (uint32_t)T);
+	return estimate(mi, n_ctx, slots, kv_elem_bytes, NULL, ret);
+}
 
-	if (!mi->has_hparams)
-		return ORCH_ENOTFOUND;
-	qkv = (uint64_t)mi->head_dim * (mi->n_head + 2ull * mi->n_head_kv);
-	widest = mi->n_ff > qkv ? mi->n_ff : qkv;
-	/* one position of every sequence in one layer: K and V */
-	if (__builtin_mul_overflow(cell, (uint64_t)slots, &cell) ||
-	    __builtin_mul_overflow(cell, (uint64_t)mi->n_head_kv * mi->head_dim, &cell) ||
-	    __builtin_mul_overflow(cell, (uint64_t)kv_elem_bytes, &cell) ||
-	    __builtin_mul_overflow(cell, (uint64_t)n_ctx * (mi->n_layer - mi->n_layer_swa),
-	                           &full) ||
-	    __builtin_mul_overflow(cell, (uint64_t)swa_cells * mi->n_layer_swa, &swa) ||
-	    __builtin_add_overflow(full, swa, &kv))
-		return ORCH_ERANGE;
-	logits = (uint64_t)mi->n_vocab * 4u * slots;
-	act = (uint64_t)MODEL_DEFAULT_CHUNK_TOKENS * (4ull * mi->n_embd + 2ull * widest) * 4u;
-	if (__builtin_add_overflow(mi->weight_bytes, kv, &total) ||
-	    __builtin_add_overflow(total, MODEL_RUNTIME_OVERHEAD_BYTES + logits + act, &total))
-		return ORCH_ERANGE;
-	ret->weights = mi->weight_bytes;
-	ret->kv = kv;
-	ret->kv_full = full;
-	ret->kv_swa = swa;
-	ret->overhead = MODEL_RUNTIME_OVERHEAD_BYTES + logits + act;
-	ret->total = total;
-	ret->n_ctx = n_ctx;
-	ret->slots = slots;
-	ret->kv_elem_bytes = kv_elem_bytes;
-	ret->swa_cells = mi->n_layer_swa > 0 ? swa_cells : 0;
-	return ORCH_OK;
+orch_err
+model_mem_estimate_kv(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
+                      uint32_t kv_elem_bytes, const struct mem_kv *kv, struct mem_estimate *ret)
+{
+	static const struct mem_kv defaults = {0};
+
+	return estimate(mi, n_ctx, slots, kv_elem_bytes, kv ? kv : &defaults, ret);
+}
+
+uint64_t
+model_kv_block_bytes(const struct model_info *mi, uint32_t block_tokens, uint32_t kv_elem_bytes)
+{
+	uint64_t pos, token, block;
+
+	if (!mi->has_hparams || kv_position_bytes(mi, kv_elem_bytes, &pos, &token) != ORCH_OK ||
+	    __builtin_mul_overflow(token, (uint64_t)block_tokens, &block))
+		return 0;
+	return block;
 }

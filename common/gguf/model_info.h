@@ -67,6 +67,23 @@ orch_err model_info_get(const struct gguf_file *f, struct model_info *mi,
 uint32_t model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens);
 
 /*
+ * MODEL_DEFAULT_KV_BLOCK_TOKENS - positions in one block of the paged KV pool (issue 19) when a
+ * worker is not told otherwise; must equal KVB_DEFAULT_BLOCK_TOKENS (worker/engine/kv_blocks.h).
+ * MODEL_MAX_KV_BLOCK_TOKENS - the largest block the estimate accepts.
+ */
+#define MODEL_DEFAULT_KV_BLOCK_TOKENS 16
+#define MODEL_MAX_KV_BLOCK_TOKENS     256
+
+/*
+ * The paged KV pool a worker is configured with (issue 19): a budget of pool_bytes
+ * (kv_cache_mib × 2^20), or when 0 the default of slots × ceil(n_ctx / block_tokens) blocks.
+ */
+struct mem_kv {
+	uint64_t pool_bytes;   /* 0: the default pool */
+	uint32_t block_tokens; /* tokens per block; 0: MODEL_DEFAULT_KV_BLOCK_TOKENS */
+};
+
+/*
  * Memory a worker needs for @n_ctx tokens in each of @slots sequences:
  *   weights  = tensor data as stored (quantized stays quantized)
  *   kv       = kv_full + kv_swa, where per layer 2 (K, V) × cells × slots × n_head_kv ×
@@ -77,16 +94,52 @@ uint32_t model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_toke
  *            + logits (n_vocab × 4 B × slots)
  *            + activations of a 512-token batch (MODEL_DEFAULT_CHUNK_TOKENS ×
  *              (4·n_embd + 2·max(n_ff, q+k+v width)) × 4 B)
+ * With a paged pool (model_mem_estimate_kv) the full-attention layers hold instead
+ * kv_blocks blocks of kv_block_tokens positions shared by all slots:
+ * kv_full = kv_pool_tokens × kv_token_bytes.
  */
 struct mem_estimate {
 	uint64_t weights, kv, overhead, total;
 	uint64_t kv_full, kv_swa; /* kv's full-attention and sliding-window layers */
 	uint32_t n_ctx, slots, kv_elem_bytes;
-	uint32_t swa_cells; /* cells per sequence of a sliding layer (n_layer_swa > 0) */
+	uint32_t swa_cells;       /* cells per sequence of a sliding layer (n_layer_swa > 0) */
+	uint64_t kv_token_bytes;  /* K and V of one position over the full-attention layers */
+	uint32_t kv_blocks;       /* blocks in the pool; 0: not paged, or no full-attention layer */
+	uint32_t kv_block_tokens; /* positions per block; 0: not paged (model_mem_estimate) */
+	uint64_t kv_pool_tokens;  /* kv_blocks × kv_block_tokens */
 };
 
 #define MODEL_RUNTIME_OVERHEAD_BYTES (256ull << 20)
 
-/* model_mem_estimate - ORCH_ENOTFOUND when @mi lacks hyper-parameters, ORCH_ERANGE on overflow. */
+/*
+ * model_mem_estimate - the estimate with every slot holding @n_ctx cells of each
+ * full-attention layer (no pool: kv_blocks, kv_block_tokens and kv_pool_tokens 0).
+ * ORCH_ENOTFOUND when @mi lacks hyper-parameters, ORCH_ERANGE on overflow; *@ret is
+ * written only on success.
+ */
 orch_err model_mem_estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
                             uint32_t kv_elem_bytes, struct mem_estimate *ret);
+
+/*
+ * model_kv_block_bytes - K and V of one block of @block_tokens positions over all
+ * full-attention layers: 2 × (n_layer − n_layer_swa) × n_head_kv × head_dim ×
+ * @kv_elem_bytes × @block_tokens; 0 when @mi lacks hyper-parameters or there are no
+ * full-attention layers or on overflow.
+ */
+uint64_t model_kv_block_bytes(const struct model_info *mi, uint32_t block_tokens,
+                              uint32_t kv_elem_bytes);
+
+/*
+ * model_mem_estimate_kv - as model_mem_estimate, with the full-attention layers' KV in a
+ * pool of blocks (@kv; NULL: all defaults): kv_full = kv_blocks × model_kv_block_bytes,
+ * where kv_blocks = floor(pool_bytes / block bytes) when pool_bytes > 0, else
+ * slots × ceil(n_ctx / block_tokens). Sliding-window rings stay per slot, outside the
+ * pool. A model with no full-attention layer (all sliding) has blocks of 0 bytes:
+ * kv_blocks 0, kv_full 0; so does a budget below one block. ORCH_ENOTFOUND without
+ * hyper-parameters; ORCH_ERANGE on overflow, for block_tokens over MODEL_MAX_KV_BLOCK_TOKENS, or
+ * when the pool's positions (kv_blocks × block_tokens) do not fit in 32 bits (the worker's cell
+ * index); *@ret is written only on success.
+ */
+orch_err model_mem_estimate_kv(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
+                               uint32_t kv_elem_bytes, const struct mem_kv *kv,
+                               struct mem_estimate *ret);

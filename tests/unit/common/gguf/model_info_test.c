@@ -3,7 +3,9 @@
  * hold n_ctx cells a sequence, gpt-oss's sliding-window layers a ring of
  * model_swa_cells() (window + the worker's default step of 512 + slots
  * tokens), read from the keys and the layer pattern as the worker reads
- * them; other architectures' sliding_window keys are not used.
+ * them; other architectures' sliding_window keys are not used. With a paged
+ * pool (issue 19) the full-attention layers hold blocks instead: by default
+ * slots × ceil(n_ctx / block_tokens) of them, or what a byte budget buys.
  */
 #include <stdint.h>
 #include <string.h>
@@ -165,6 +167,174 @@ test_errors(void)
 	orch_free(buf);
 }
 
+/* 4 full-attention layers of 8 KV heads of 64: K and V of a position, F16. */
+#define TOKEN_BYTES_4 (2ull * 4 * 8 * 64 * 2)
+
+static void
+test_block_bytes(void)
+{
+	const struct shape llama = {"llama", 4, 0, 0}, oss = {"gpt-oss", 24, 128, 0};
+	struct model_info mi;
+
+	info_of(&llama, &mi);
+	T_EQ(model_kv_block_bytes(&mi, 16, 2), 16 * TOKEN_BYTES_4); /* 128 KiB */
+	T_EQ(model_kv_block_bytes(&mi, 16, 4), 32 * TOKEN_BYTES_4); /* F32 */
+	T_EQ(model_kv_block_bytes(&mi, 1, 2), TOKEN_BYTES_4);
+	T_EQ(model_kv_block_bytes(&mi, 0, 2), 0);
+	info_of(&oss, &mi); /* gpt-oss-20b: 12 full layers, 24 KiB a position */
+	T_EQ(model_kv_block_bytes(&mi, 16, 2), 16ull * 24576);
+	mi.head_dim = mi.n_head_kv = UINT32_MAX; /* overflow */
+	T_EQ(model_kv_block_bytes(&mi, 256, UINT32_MAX), 0);
+	mi.has_hparams = false;
+	T_EQ(model_kv_block_bytes(&mi, 16, 2), 0);
+}
+
+/* The default pool: every slot can fill its context, n_ctx rounded up to whole blocks. */
+static void
+test_pool_default(void)
+{
+	const struct shape llama = {"llama", 4, 0, 0};
+	struct model_info mi;
+	struct mem_estimate plain, e;
+
+	info_of(&llama, &mi);
+	mi.weight_bytes = 1000;
+	mi.n_vocab = 32000;
+	T_OK(model_mem_estimate(&mi, 4096, 3, 2, &plain));
+	T_EQ(plain.kv_token_bytes, TOKEN_BYTES_4);
+	T_EQ(plain.kv_blocks, 0);
+	T_EQ(plain.kv_block_tokens, 0);
+	T_EQ(plain.kv_pool_tokens, 0);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 3, 2, &(struct mem_kv){0}, &e));
+	T_EQ(e.kv_block_tokens, MODEL_DEFAULT_KV_BLOCK_TOKENS);
+	T_EQ(e.kv_blocks, 3 * 256);
+	T_EQ(e.kv_pool_tokens, 3 * 4096);
+	T_EQ(e.kv_full, plain.kv_full); /* a multiple of the block: the same bytes */
+	T_EQ(e.kv, plain.kv);
+	T_EQ(e.overhead, plain.overhead);
+	T_EQ(e.total, plain.total);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 3, 2, NULL, &e)); /* NULL: the defaults */
+	T_EQ(e.kv_blocks, 3 * 256);
+	T_OK(model_mem_estimate_kv(&mi, 1000, 3, 2, NULL, &e)); /* 62.5 blocks a slot */
+	T_EQ(e.kv_blocks, 3 * 63);
+	T_EQ(e.kv_pool_tokens, 3 * 63 * 16);
+	T_EQ(e.kv_full, 3 * 63 * 16 * TOKEN_BYTES_4);
+	T_EQ(e.total, e.weights + e.kv + e.overhead);
+	T_OK(model_mem_estimate_kv(&mi, 1000, 2, 2, &(struct mem_kv){.block_tokens = 7}, &e));
+	T_EQ(e.kv_block_tokens, 7);
+	T_EQ(e.kv_blocks, 2 * 143); /* ceil(1000 / 7) */
+	T_EQ(e.kv_full, 2 * 143 * 7 * TOKEN_BYTES_4);
+}
+
+/* A byte budget: floor(pool / block) blocks, whatever the slots and the context. */
+static void
+test_pool_budget(void)
+{
+	const struct shape llama = {"llama", 4, 0, 0};
+	const uint64_t block = 16 * TOKEN_BYTES_4;
+	struct model_info mi;
+	struct mem_estimate e;
+
+	info_of(&llama, &mi);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 1, 2, &(struct mem_kv){.pool_bytes = 64ull << 20},
+	                           &e));
+	T_EQ(e.kv_blocks, 512);
+	T_EQ(e.kv_pool_tokens, 512 * 16);
+	T_EQ(e.kv_full, 512 * block);
+	T_EQ(e.kv, e.kv_full);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 8, 2,
+	                           &(struct mem_kv){.pool_bytes = (64ull << 20) + block - 1}, &e));
+	T_EQ(e.kv_blocks, 512); /* a partial block buys nothing */
+	T_EQ(e.kv_full, 512 * block);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 1, 4,
+	                           &(struct mem_kv){.pool_bytes = 64ull << 20, .block_tokens = 256},
+	                           &e));
+	T_EQ(e.kv_blocks, 16); /* F32, 256 positions: 8 MiB blocks */
+	T_EQ(e.kv_pool_tokens, 16 * 256);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 1, 2, &(struct mem_kv){.pool_bytes = block - 1}, &e));
+	T_EQ(e.kv_blocks, 0);
+	T_EQ(e.kv_full, 0);
+}
+
+/* gpt-oss: the pool holds the 12 full layers; the 12 sliding layers keep a ring a slot. */
+static void
+test_pool_swa(void)
+{
+	const struct shape s = {"gpt-oss", 24, 128, 0};
+	const uint64_t cell = 2 * 8 * 64 * 2;
+	struct model_info mi;
+	struct mem_estimate plain, e;
+
+	info_of(&s, &mi);
+	T_OK(model_mem_estimate(&mi, 4096, 4, 2, &plain));
+	T_OK(model_mem_estimate_kv(&mi, 4096, 4, 2, NULL, &e));
+	T_EQ(e.kv_token_bytes, 12 * cell);
+	T_EQ(e.kv_blocks, 4 * 256);
+	T_EQ(e.swa_cells, 644);
+	T_EQ(e.kv_swa, 4 * 12 * cell * 644);
+	T_EQ(e.kv_swa, plain.kv_swa);
+	T_EQ(e.kv_full, plain.kv_full);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 4, 2, &(struct mem_kv){.pool_bytes = 16ull << 20},
+	                           &e));
+	T_EQ(e.kv_blocks, (16ull << 20) / (16 * 12 * cell));
+	T_EQ(e.kv_full, e.kv_blocks * 16 * 12 * cell);
+	T_EQ(e.kv_swa, plain.kv_swa); /* outside the budget */
+	T_EQ(e.kv, e.kv_full + e.kv_swa);
+}
+
+/* Every layer slides (1 layer, pattern 2): blocks of 0 bytes, no blocks, the rings alone. */
+static void
+test_pool_all_sliding(void)
+{
+	const struct shape s = {"gpt-oss", 1, 128, 0};
+	struct model_info mi;
+	struct mem_estimate e;
+
+	info_of(&s, &mi);
+	T_EQ(mi.n_layer_swa, 1);
+	T_EQ(model_kv_block_bytes(&mi, 16, 2), 0);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 2, 2, NULL, &e));
+	T_EQ(e.kv_token_bytes, 0);
+	T_EQ(e.kv_blocks, 0);
+	T_EQ(e.kv_pool_tokens, 0);
+	T_EQ(e.kv_full, 0);
+	T_EQ(e.kv, e.kv_swa);
+	T_EQ(e.kv_swa, 2ull * 2 * 8 * 64 * 2 * 642);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 2, 2, &(struct mem_kv){.pool_bytes = 1ull << 30},
+	                           &e));
+	T_EQ(e.kv_blocks, 0);
+}
+
+/* Overflow, a block over 256 positions and a pool past 32-bit cells: ORCH_ERANGE, *ret kept. */
+static void
+test_pool_errors(void)
+{
+	const struct shape llama = {"llama", 4, 0, 0};
+	struct model_info mi;
+	struct mem_estimate e = {.kv = 7};
+
+	info_of(&llama, &mi);
+	T_ERR(model_mem_estimate_kv(&mi, 4096, 1, 2, &(struct mem_kv){.block_tokens = 257}, &e),
+	      ORCH_ERANGE);
+	T_OK(model_mem_estimate_kv(&mi, 4096, 1, 2, &(struct mem_kv){.block_tokens = 256}, &e));
+	e.kv = 7;
+	T_ERR(model_mem_estimate_kv(&mi, UINT32_MAX, UINT32_MAX, 2, NULL, &e), ORCH_ERANGE);
+	T_ERR(model_mem_estimate_kv(&mi, 4096, 1, 2, &(struct mem_kv){.pool_bytes = UINT64_MAX},
+	                            &e),
+	      ORCH_ERANGE);
+	T_ERR(model_mem_estimate_kv(&mi, UINT32_MAX, UINT32_MAX, UINT32_MAX, NULL, &e),
+	      ORCH_ERANGE);
+	mi.head_dim = UINT32_MAX; /* a position fits in 64 bits, a block of 256 does not */
+	mi.n_head_kv = 1u << 20;
+	T_ERR(model_mem_estimate_kv(&mi, 1, 1, 4,
+	                            &(struct mem_kv){.pool_bytes = UINT64_MAX, .block_tokens = 256},
+	                            &e),
+	      ORCH_ERANGE);
+	T_EQ(e.kv, 7);
+	mi.has_hparams = false;
+	T_ERR(model_mem_estimate_kv(&mi, 4096, 1, 2, NULL, &e), ORCH_ENOTFOUND);
+}
+
 int
 main(void)
 {
@@ -172,5 +342,11 @@ main(void)
 	T_RUN(test_gpt_oss_20b);
 	T_RUN(test_patterns);
 	T_RUN(test_errors);
+	T_RUN(test_block_bytes);
+	T_RUN(test_pool_default);
+	T_RUN(test_pool_budget);
+	T_RUN(test_pool_swa);
+	T_RUN(test_pool_all_sliding);
+	T_RUN(test_pool_errors);
 	return t_done();
 }
