@@ -13,3 +13,11 @@
  * *@out is untouched on failure.
  */
 orch_err orch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/*
+ * orch_parse_double - the whole of @s as a finite decimal number in [@min,
+ * @max] into *@out ("0.9", "1", ".5"; no sign, no hex, no exponent-only text).
+ * ORCH_EINVAL for anything else; ORCH_ERANGE outside [@min, @max]. *@out is
+ * untouched on failure.
+ */
+orch_err orch_parse_double(const char *s, double min, double max, double *out);

@@ -25,9 +25,37 @@ test_parse_u64(void)
 	T_EQ(v, 42);
 }
 
+static void
+test_parse_double(void)
+{
+	double v = 42;
+
+	T_OK(orch_parse_double("0.9", 0, 1, &v));
+	T_TRUE(v == 0.9);
+	T_OK(orch_parse_double(".5", 0, 1, &v));
+	T_TRUE(v == 0.5);
+	T_OK(orch_parse_double("1", 0, 1, &v));
+	T_TRUE(v == 1.0);
+	T_OK(orch_parse_double("5e-1", 0, 1, &v));
+	T_TRUE(v == 0.5);
+	v = 42;
+	T_ERR(orch_parse_double("", 0, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("-0.5", -1, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("0x1p-1", 0, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("nan", 0, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("inf", 0, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("1e999", 0, 1e300, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("0.5 ", 0, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("0.5%", 0, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double(NULL, 0, 1, &v), ORCH_EINVAL);
+	T_ERR(orch_parse_double("1.5", 0, 1, &v), ORCH_ERANGE);
+	T_EQ((int)v, 42);
+}
+
 int
 main(void)
 {
 	T_RUN(test_parse_u64);
+	T_RUN(test_parse_double);
 	return t_done();
 }
