@@ -147,10 +147,18 @@ cuda_info(const char *device, struct be_info *ret)
 {
 	int dev = 0;
 
-	if (parse_device(device, &dev, NULL) == ORCH_OK)
-		fill_info(dev, ret);
-	else
+	size_t mem_free = 0, mem_total = 0;
+
+	if (parse_device(device, &dev, NULL) != ORCH_OK) {
 		memset(ret, 0, sizeof(*ret));
+		return;
+	}
+	fill_info(dev, ret);
+	if (cudaSetDevice(dev) == cudaSuccess &&
+	    cudaMemGetInfo(&mem_free, &mem_total) == cudaSuccess) {
+		ret->mem_free = mem_free;
+		ret->mem_total = mem_total;
+	}
 }
 
 static orch_err

@@ -111,6 +111,9 @@ struct mem_estimate {
 
 #define MODEL_RUNTIME_OVERHEAD_BYTES (256ull << 20)
 
+/* A worker's context when none is configured: the trained one, at most this (engine.h) */
+#define MODEL_DEFAULT_CTX 4096
+
 /*
  * model_mem_estimate - the estimate with every slot holding @n_ctx cells of each
  * full-attention layer (no pool: kv_blocks, kv_block_tokens and kv_pool_tokens 0).

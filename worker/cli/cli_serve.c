@@ -76,6 +76,24 @@ serve_opt(struct serve_opts *o, int c, bool *ok)
 	case 'B':
 		o->no_hash_beside = true;
 		break;
+	case 'M':
+		*ok = count("--kv-cache-mib", optarg, 1, 1u << 30, &o->kv_cache_mib);
+		break;
+	case 'F':
+		if (orch_parse_double(optarg, 0.001, 1.0, &o->kv_cache_fraction) != ORCH_OK) {
+			fprintf(stderr,
+			        "orch-worker serve: --kv-cache-fraction wants a number in (0, 1], "
+			        "got '%s'\n",
+			        optarg);
+			*ok = false;
+		}
+		break;
+	case 'b':
+		*ok = count("--kv-block-tokens", optarg, 1, 256, &o->kv_block_tokens);
+		break;
+	case 'P':
+		o->no_prefix_cache = true;
+		break;
 	case 'K':
 		if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
 			fprintf(stderr,
@@ -109,6 +127,10 @@ cli_serve(int argc, char **argv)
 	        {"tokenizer", required_argument, NULL, 'K'},
 	        {"hash-cache-dir", required_argument, NULL, 'H'},
 	        {"no-hash-beside", no_argument, NULL, 'B'},
+	        {"kv-cache-mib", required_argument, NULL, 'M'},
+	        {"kv-cache-fraction", required_argument, NULL, 'F'},
+	        {"kv-block-tokens", required_argument, NULL, 'b'},
+	        {"no-prefix-cache", no_argument, NULL, 'P'},
 	        {NULL, 0, NULL, 0}};
 	struct serve_opts o = {
 	        .device = "cpu", .slots = 4, .heartbeat_ms = 1000, .chunk = 512, .residency_s = 60};
@@ -118,6 +140,11 @@ cli_serve(int argc, char **argv)
 	optind = 1;
 	while (ok && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		serve_opt(&o, c, &ok);
+	}
+	if (ok && o.kv_cache_mib && o.kv_cache_fraction > 0) {
+		fprintf(stderr, "orch-worker serve: --kv-cache-mib and --kv-cache-fraction both "
+		                "size the KV pool: give one\n");
+		return 2;
 	}
 	if (!ok || optind != argc || !o.endpoint || !o.model || !o.worker_id) {
 		cli_usage("serve");

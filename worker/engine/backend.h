@@ -81,6 +81,8 @@ struct be_info {
 	char cuda_version[32];   /* CUDA runtime, "13.0" */
 	char driver_version[32]; /* the CUDA version the driver supports, "13.0" */
 	char sm[16];             /* compute capability, "sm_90" */
+	uint64_t mem_free;       /* bytes free now: the device's, the host's MemAvailable */
+	uint64_t mem_total;
 };
 
 /* be_progress_fn - load progress: @done of @total bytes of weights are in place. */

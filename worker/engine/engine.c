@@ -14,6 +14,10 @@
 /* model_mem_estimate sizes a sliding-window layer's ring for the worker's default chunk */
 _Static_assert(ENGINE_DEFAULT_CHUNK == MODEL_DEFAULT_CHUNK_TOKENS,
                "the memory estimate assumes the engine's default chunk");
+_Static_assert(ENGINE_DEFAULT_CTX == MODEL_DEFAULT_CTX,
+               "orchd's estimate assumes the engine's default context");
+_Static_assert(KVB_DEFAULT_BLOCK_TOKENS == MODEL_DEFAULT_KV_BLOCK_TOKENS,
+               "the estimate assumes the pool's default block");
 
 uint32_t
 engine_default_ctx(const struct model *m)
@@ -21,24 +25,82 @@ engine_default_ctx(const struct model *m)
 	return m->hp.n_ctx_train < ENGINE_DEFAULT_CTX ? m->hp.n_ctx_train : ENGINE_DEFAULT_CTX;
 }
 
+#define ENGINE_MAX_KV_BLOCKS (1u << 30) /* rows of a pool (blocks × block tokens), at most */
+
+/*
+ * Blocks of the pool a budget of @bytes buys (model_info's block size, the
+ * one orchd's estimate and orchctl inspect use). A fraction is of the memory
+ * free now less what the weights, the sliding-window rings and the working
+ * memory will take.
+ */
+static orch_err
+kv_budget_blocks(struct engine *e, const struct engine_config *cfg, uint32_t bt,
+                 uint64_t *ret_blocks, struct orch_errinfo *reterr)
+{
+	struct model_info mi;
+	struct mem_estimate est;
+	struct mem_kv one = {.pool_bytes = 1, .block_tokens = bt};
+	uint32_t elem = cfg->kv_f32 ? 4 : 2;
+	uint64_t bytes = cfg->kv_cache_bytes, block;
+
+	if (model_info_get(e->f, &mi, reterr) != ORCH_OK ||
+	    (block = model_kv_block_bytes(&mi, bt, elem)) == 0 ||
+	    model_mem_estimate_kv(&mi, e->n_ctx, e->slots, elem, &one, &est) != ORCH_OK)
+		return orch_errf(reterr, ORCH_EINVAL, "%s: cannot size a KV pool for this model",
+		                 cfg->model_path);
+	if (bytes == 0) {
+		struct be_info info = {0};
+		uint64_t rest = est.weights + est.overhead + est.kv_swa;
+		if (e->ops->info)
+			e->ops->info(cfg->device, &info);
+		if (info.mem_free == 0)
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "kv_cache_fraction: the free memory of %s is not known; "
+			                 "give kv_cache_mib",
+			                 cfg->device ? cfg->device : "cpu");
+		bytes = info.mem_free > rest ? (uint64_t)(cfg->kv_cache_fraction *
+		                                          (double)(info.mem_free - rest))
+		                             : 0;
+	}
+	*ret_blocks = bytes / block;
+	if (*ret_blocks > ENGINE_MAX_KV_BLOCKS / bt) /* a budget past what a pool addresses */
+		*ret_blocks = ENGINE_MAX_KV_BLOCKS / bt;
+	uint64_t need = ((uint64_t)e->n_ctx + bt - 1) / bt;
+	if (*ret_blocks < need)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "the KV pool (%.1f MiB) holds %llu tokens, less than one sequence "
+		                 "of the context (%u tokens need %.1f MiB): raise kv_cache_mib or "
+		                 "kv_cache_fraction, or lower context",
+		                 (double)bytes / (1 << 20), (unsigned long long)(*ret_blocks * bt),
+		                 e->n_ctx, (double)(need * block) / (1 << 20));
+	return ORCH_OK;
+}
+
 /*
  * The KV pool when the backend pages and the caller did not ask for slots:
- * slots × ceil(n_ctx / block_tokens) blocks, so every slot can fill its
- * context as before (nothing can run out yet). Zeros: slots.
+ * a budget (kv_cache_bytes or kv_cache_fraction), or slots × ceil(n_ctx /
+ * block_tokens) blocks, so every slot can fill its context. Zeros: slots.
  */
 static orch_err
 kv_geometry(struct engine *e, const struct engine_config *cfg, struct orch_errinfo *reterr)
 {
 	uint32_t bt = cfg->kv_block_tokens ? cfg->kv_block_tokens : KVB_DEFAULT_BLOCK_TOKENS;
 	uint64_t blocks = (uint64_t)e->slots * ((e->n_ctx + (uint64_t)bt - 1) / bt);
+	orch_err rv;
 
 	e->kv_blocks = e->kv_block_tokens = 0;
 	if (!e->ops->paged || cfg->kv_slots)
 		return ORCH_OK;
-	if (bt > KVB_MAX_BLOCK_TOKENS || blocks > UINT32_MAX / bt)
+	if (bt > KVB_MAX_BLOCK_TOKENS)
+		return orch_errf(reterr, ORCH_EINVAL, "a KV block of %u tokens (at most %u)", bt,
+		                 KVB_MAX_BLOCK_TOKENS);
+	if ((cfg->kv_cache_bytes > 0 || cfg->kv_cache_fraction > 0) &&
+	    (rv = kv_budget_blocks(e, cfg, bt, &blocks, reterr)) != ORCH_OK)
+		return rv;
+	if (blocks > ENGINE_MAX_KV_BLOCKS / bt)
 		return orch_errf(reterr, ORCH_EINVAL,
-		                 "a KV block of %u tokens (at most %u) for %u slots of %u", bt,
-		                 KVB_MAX_BLOCK_TOKENS, e->slots, e->n_ctx);
+		                 "a KV pool of %llu blocks of %u tokens is too large",
+		                 (unsigned long long)blocks, bt);
 	e->kv_blocks = (uint32_t)blocks;
 	e->kv_block_tokens = bt;
 	return ORCH_OK;

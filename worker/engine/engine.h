@@ -38,6 +38,11 @@ struct engine_config {
 	bool no_graphs;   /* cuda: no CUDA graphs */
 	/* paged KV (a backend with be_ops.paged): tokens per block; 0: KVB_DEFAULT_BLOCK_TOKENS */
 	uint32_t kv_block_tokens;
+	/* the pool: a budget in bytes, or this share (0, 1] of the memory free after
+	 * the weights and working memory; both 0: slots × ceil(n_ctx / block) blocks.
+	 * It must hold one sequence of n_ctx (else ORCH_EINVAL, saying what fits). */
+	uint64_t kv_cache_bytes;
+	double kv_cache_fraction;
 	bool kv_prefix_cache; /* paged: reuse cached prompt prefixes (off for a model with a
 	                         sliding window, whose ring is not cached) */
 	bool kv_slots;        /* one slot of n_ctx per sequence even on a paged backend (callers of

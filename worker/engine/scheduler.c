@@ -136,7 +136,7 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	memcpy(j->hist, j->prompt, j->n_prompt * sizeof(*j->hist));
 	j->n_hist = j->n_prompt;
 	j->state = J_WAITING;
-	j->fed = j->tokens_out = j->refeed = 0;
+	j->fed = j->tokens_out = j->refeed = j->cached_tokens = j->preempted = 0;
 	j->arrival = s->arrivals++;
 	j->cancel = false;
 	j->pending = (struct sbuf){0};
@@ -359,6 +359,7 @@ preempt(struct sched *s, struct sched_job *j)
 		j->refeed = j->fed;
 	j->state = J_WAITING;
 	j->fed = 0;
+	j->preempted++;
 	j->next = s->waiting;
 	s->waiting = j;
 	if (s->waiting_tail == NULL)
@@ -443,11 +444,14 @@ admit(struct sched *s)
 		uint32_t cached = 0, n_src;
 		const int32_t *src = prefill_src(j, &n_src);
 		if (s->kv != NULL) {
-			orch_err mr = kvb_seq_match(s->kv, i, src, n_src, NULL, 0, &cached);
+			orch_err mr = kvb_seq_match(s->kv, i, src, n_src, j->cache_salt,
+			                            j->cache_salt_len, &cached);
 			assert(mr == ORCH_OK); /* a free slot's sequence is empty */
 			(void)mr;
 		}
 		j->fed = cached;
+		if (j->preempted == 0) /* what the client is told: its own blocks do not count */
+			j->cached_tokens = cached;
 	}
 }
 

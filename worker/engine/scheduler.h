@@ -61,8 +61,14 @@ struct sched_job {
 	bool hm_raw;           /* with hm: headers and control tokens stay in the text, rendered */
 	const int32_t *script; /* a test hook: the first n_script tokens, instead of sampled ones */
 	uint32_t n_script;
+	/* paged with the prefix cache: a job shares cached blocks only with jobs of the
+	 * same salt (NULL/0: the unsalted pool); kept alive until on_end */
+	const void *cache_salt;
+	uint32_t cache_salt_len;
 	/* results, valid in on_end */
 	uint32_t tokens_out;
+	uint32_t cached_tokens; /* prompt tokens found in the prefix cache at admission */
+	uint32_t preempted;     /* times its blocks were taken back (paged) */
 	double prefill_ms, decode_ms;
 	/* owner: sched */
 	int state;

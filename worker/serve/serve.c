@@ -25,6 +25,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "engine/kv_blocks.h"
 #include "serve_int.h"
 #include "text/prompt.h"
 
@@ -168,6 +169,7 @@ serve_job_free(struct serve *sv, struct serve_job *j)
 	}
 	for (uint32_t i = 0; i < j->sj.n_stops; i++)
 		orch_free(j->stops[i]);
+	orch_free(j->cache_salt);
 	tok_ids_fini(&j->ids);
 	tok_ids_fini(&j->script);
 	orch_free(j);
@@ -218,6 +220,7 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 			end.prefill_ms = sj->prefill_ms;
 			end.decode_ms = sj->decode_ms;
 			end.seed = sj->sp.seed;
+			end.cached_tokens = sj->cached_tokens;
 			env.body_case = ORCH__ENVELOPE__BODY_END;
 			env.end = &end;
 			serve_send(sv, &env);
@@ -338,6 +341,15 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		}
 		j->sj.n_stops++;
 	}
+	if (m->cache_salt != NULL && m->cache_salt[0] != '\0') {
+		size_t n = strlen(m->cache_salt);
+		if ((j->cache_salt = orch_strndup(m->cache_salt, n)) == NULL) {
+			serve_job_free(sv, j);
+			return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
+		}
+		j->sj.cache_salt = j->cache_salt;
+		j->sj.cache_salt_len = (uint32_t)n;
+	}
 	if ((rv = sched_submit(sv->eng->s, &j->sj, e)) != ORCH_OK) {
 		serve_job_free(sv, j);
 		return rv == ORCH_ENOMEM
@@ -415,9 +427,20 @@ serve_status(struct serve *sv, Orch__Heartbeat *hb)
 {
 	uint64_t needed;
 
+	struct kvb_stats kv;
+
 	sched_usage(sv->eng->s, &hb->slots_busy, &hb->kv_cells_used);
 	hb->slots_total = sv->o->slots;
 	hb->kv_cells_total = (uint64_t)sv->o->slots * sv->eng->n_ctx;
+	if (sched_kv_stats(sv->eng->s, &kv)) {
+		hb->kv_cells_total = (uint64_t)kv.total * sv->eng->kv_block_tokens;
+		hb->kv_blocks_total = kv.total;
+		hb->kv_blocks_used = kv.used;
+		hb->kv_blocks_cached = kv.cached;
+		hb->prefix_query_tokens = kv.query_tokens;
+		hb->prefix_hit_tokens = kv.hit_tokens;
+	}
+	hb->preemptions = sched_preemptions(sv->eng->s);
 	sv->eng->ops->memory(sv->eng->b, &needed, &hb->memory_used);
 	hb->residency_ok = sv->resident;
 	hb->residency_error = sv->resident ? (char *)(uintptr_t) "" : sv->residency_error;

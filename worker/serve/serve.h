@@ -25,6 +25,11 @@ struct serve_opts {
 	enum text_source tokenizer;     /* gguf, or hf-json beside the model */
 	const char *hash_cache_dir; /* the model digest's cache when not beside it (NULL: none) */
 	bool no_hash_beside;        /* never write MODEL.sha256 */
+	/* the paged KV pool (docs/configuration.md); zeros: slots × context */
+	uint32_t kv_cache_mib;    /* the pool's budget */
+	double kv_cache_fraction; /* or this share of the memory free after the weights */
+	uint32_t kv_block_tokens; /* 0: the default */
+	bool no_prefix_cache;     /* never reuse cached prompt prefixes */
 };
 
 /* serve_run - serve until Drain completes, Shutdown or SIGTERM (0), or a failure (1). */

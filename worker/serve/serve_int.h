@@ -29,6 +29,7 @@ struct serve_job {
 	struct tok_ids script; /* ORCH_FAULT_SCRIPT's tokens (sj.script points here) */
 	struct tok_ids ids;
 	char *stops[ORCH_MAX_STOPS];
+	char *cache_salt; /* Submit.cache_salt (sj.cache_salt points here); NULL: none */
 	uint64_t deadline_ms;
 	uint64_t submitted_ms; /* monotonic */
 	char correlation[64];

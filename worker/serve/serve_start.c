@@ -98,6 +98,9 @@ serve_ready(struct serve *sv)
 	const char *dominant = gguf_dominant_type(sv->eng->f);
 	r.quant_kind = (char *)(uintptr_t)(dominant ? dominant : "");
 	r.model_sha256 = sv->id.model_sha256;
+	r.kv_blocks = sv->eng->kv_blocks;
+	r.kv_block_tokens = sv->eng->kv_block_tokens;
+	r.prefix_cache = sv->eng->kv_prefix_cache;
 	env.body_case = ORCH__ENVELOPE__BODY_READY;
 	env.ready = &r;
 	serve_send(sv, &env);
@@ -114,12 +117,27 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 	                            .chunk = sv->o->chunk,
 	                            .threads = sv->o->threads,
 	                            .no_graphs = sv->o->no_graphs,
+	                            .kv_cache_bytes = (uint64_t)sv->o->kv_cache_mib << 20,
+	                            .kv_cache_fraction = sv->o->kv_cache_fraction,
+	                            .kv_block_tokens = sv->o->kv_block_tokens,
+	                            .kv_prefix_cache = !sv->o->no_prefix_cache,
 	                            .progress = serve_progress,
 	                            .progress_ctx = sv};
 	orch_err rv;
 
 	if ((rv = engine_open(&cfg, &sv->eng, e)) != ORCH_OK)
 		return rv;
+	if (sv->eng->kv_blocks == 0 &&
+	    (sv->o->kv_cache_mib || sv->o->kv_cache_fraction > 0 || sv->o->kv_block_tokens))
+		orch_log(ORCH_LOG_WARNING, "kv_pool_ignored",
+		         "device=%s: its backend keeps one KV slot of the context per sequence; "
+		         "kv_cache_mib, kv_cache_fraction and kv_block_tokens do not apply",
+		         sv->o->device);
+	orch_log(ORCH_LOG_INFO, "kv_cache",
+	         "blocks=%u block_tokens=%u tokens=%llu prefix_cache=%s slots=%u context=%u",
+	         sv->eng->kv_blocks, sv->eng->kv_block_tokens,
+	         (unsigned long long)sv->eng->kv_blocks * sv->eng->kv_block_tokens,
+	         sv->eng->kv_prefix_cache ? "on" : "off", sv->o->slots, sv->eng->n_ctx);
 	sv->max_jobs = 4 * sv->o->slots + 16;
 	/* per job and step: released text, the token, the text released at the end */
 	sv->cap_entries = 3 * sv->max_jobs;

@@ -12,6 +12,7 @@
  */
 #include "cpu_backend.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -253,6 +254,27 @@ cpu_free(struct be_model *b)
 	orch_free(b);
 }
 
+/* The host's memory: MemTotal and MemAvailable (what can be allocated without swapping). */
+static void
+cpu_info(const char *device, struct be_info *ret)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	unsigned long long kib;
+
+	(void)device;
+	memset(ret, 0, sizeof(*ret));
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "MemTotal: %llu kB", &kib) == 1)
+			ret->mem_total = kib * 1024;
+		else if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			ret->mem_free = kib * 1024;
+	}
+	fclose(f);
+}
+
 const struct be_ops be_cpu_ops = {
         .name = "cpu",
         .paged = true,
@@ -261,4 +283,5 @@ const struct be_ops be_cpu_ops = {
         .forward = cpu_forward,
         .free = cpu_free,
         .copy_blocks = cpu_copy_blocks,
+        .info = cpu_info,
 };
