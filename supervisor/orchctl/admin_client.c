@@ -227,7 +227,8 @@ read_opts(int argc, char **argv, const char **sock, bool *json)
 	return optind == argc;
 }
 
-/* The health notes of @model's workers in status @s: why one is unhealthy or last restarted. */
+/* Per worker of @model in status @s: its KV pool (paged), and why one is unhealthy or was last
+ * restarted. */
 static void
 print_worker_notes(const cJSON *s, const char *model)
 {
@@ -237,6 +238,18 @@ print_worker_notes(const cJSON *s, const char *model)
 	{
 		if (strcmp(orchctl_str(w, "model"), model) != 0)
 			continue;
+		double total = orchctl_num(w, "kv_blocks_total");
+		if (total > 0) { /* paged KV */
+			double used = orchctl_num(w, "kv_blocks_used");
+			double q = orchctl_num(w, "prefix_query_tokens");
+			printf("  worker %s kv %.0f/%.0f blocks of %.0f (%.1f %%), %.0f cached; "
+			       "prefix cache %s, %.0f of %.0f prompt tokens hit; %.0f preemptions\n",
+			       orchctl_str(w, "id"), used, total, orchctl_num(w, "kv_block_tokens"),
+			       100.0 * used / total, orchctl_num(w, "kv_blocks_cached"),
+			       cJSON_IsTrue(cJSON_GetObjectItem(w, "prefix_cache")) ? "on" : "off",
+			       orchctl_num(w, "prefix_hit_tokens"), q,
+			       orchctl_num(w, "preemptions"));
+		}
 		if (cJSON_GetObjectItem(w, "reason"))
 			printf("  worker %s unhealthy: %s (draining, then a restart)\n",
 			       orchctl_str(w, "id"), orchctl_str(w, "reason"));

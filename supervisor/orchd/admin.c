@@ -61,6 +61,16 @@ worker_json(const struct worker *w)
 	cJSON_AddNumberToObject(o, "slots_total", w->slots_total);
 	cJSON_AddNumberToObject(o, "kv_cells_used", (double)w->kv_used);
 	cJSON_AddNumberToObject(o, "kv_cells_total", (double)w->kv_total);
+	if (w->kv_blocks_total > 0) { /* paged KV */
+		cJSON_AddNumberToObject(o, "kv_blocks_total", w->kv_blocks_total);
+		cJSON_AddNumberToObject(o, "kv_blocks_used", w->kv_blocks_used);
+		cJSON_AddNumberToObject(o, "kv_blocks_cached", w->kv_blocks_cached);
+		cJSON_AddNumberToObject(o, "kv_block_tokens", w->kv_block_tokens);
+		cJSON_AddBoolToObject(o, "prefix_cache", w->prefix_cache);
+		cJSON_AddNumberToObject(o, "prefix_query_tokens", (double)w->prefix_query_tokens);
+		cJSON_AddNumberToObject(o, "prefix_hit_tokens", (double)w->prefix_hit_tokens);
+		cJSON_AddNumberToObject(o, "preemptions", (double)w->preemptions);
+	}
 	cJSON_AddNumberToObject(o, "jobs", w->jobs);
 	cJSON_AddNumberToObject(o, "restarts", w->restarts);
 	cJSON_AddNumberToObject(o, "last_exit_status", w->last_exit);
@@ -357,7 +367,7 @@ load_new(struct orchd *d, struct evhttp_request *req, cJSON *root, const char *n
 	                           .root = root,
 	                           .name = name,
 	                           .path = path};
-	if (inspect_start(d, path, 0, 0, on_file_read, p, &p->q, &e) != ORCH_OK) {
+	if (inspect_start(d, path, NULL, on_file_read, p, &p->q, &e) != ORCH_OK) {
 		pending_free(p);
 		return http_error(req, e.code, NULL, "%s", e.msg);
 	}

@@ -173,7 +173,7 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 	case EV_END:
 		cJSON_AddNumberToObject(o, "tokens_out", ev->tokens_out);
 		cJSON_AddNumberToObject(o, "prompt_tokens", ev->prompt_tokens);
-		cJSON_AddNumberToObject(o, "cached_tokens", 0); /* no prefix cache yet */
+		cJSON_AddNumberToObject(o, "cached_tokens", ev->cached_tokens);
 		cJSON_AddNumberToObject(o, "prefill_time_ms", ev->prefill_ms);
 		cJSON_AddNumberToObject(o, "decode_time_ms", ev->decode_ms);
 		cJSON_AddStringToObject(o, "finish_reason", orch_finish_name(ev->finish));

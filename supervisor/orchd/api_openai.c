@@ -46,6 +46,8 @@ add_usage(cJSON *o, const struct job *j)
 	cJSON_AddNumberToObject(u, "prompt_tokens", j->prompt_tokens);
 	cJSON_AddNumberToObject(u, "completion_tokens", j->tokens_out);
 	cJSON_AddNumberToObject(u, "total_tokens", j->prompt_tokens + j->tokens_out);
+	cJSON *details = cJSON_AddObjectToObject(u, "prompt_tokens_details");
+	cJSON_AddNumberToObject(details, "cached_tokens", j->cached_tokens);
 }
 
 /*

@@ -292,6 +292,23 @@ set_model(struct cfg_model *m, const char *k, const char *v, struct orch_errinfo
 		return set_u32(&m->threads, 0, 256, k, v, e);
 	if (strcmp(k, "preload") == 0)
 		return set_bool(&m->preload, k, v, e);
+	if (strcmp(k, "kv_cache_mib") == 0)
+		return set_u32(&m->kv_cache_mib, 0, 1u << 30, k, v, e);
+	if (strcmp(k, "kv_cache_fraction") == 0) {
+		double f = 0;
+		if (orch_parse_double(v, 0, 1, &f) != ORCH_OK || (f > 0 && f < 0.001))
+			return orch_errf(
+			        e, ORCH_EINVAL,
+			        "kv_cache_fraction wants 0 (unset) or a number in [0.001, 1], "
+			        "got '%s'",
+			        v);
+		m->kv_cache_fraction = f;
+		return ORCH_OK;
+	}
+	if (strcmp(k, "kv_block_tokens") == 0)
+		return set_u32(&m->kv_block_tokens, 1, 256, k, v, e);
+	if (strcmp(k, "enable_prefix_cache") == 0)
+		return set_bool(&m->prefix_cache, k, v, e);
 	if (strcmp(k, "tokenizer") == 0) {
 		if (strcmp(v, "gguf") != 0 && strcmp(v, "hf-json") != 0)
 			return orch_errf(e, ORCH_EINVAL,
@@ -337,7 +354,8 @@ cfg_model_add(struct orchd_config *c, const char *name, struct cfg_model **ret,
 		return orch_errf(e, ORCH_ENOMEM, "out of memory");
 	c->models = m;
 	m = &c->models[c->n_models++];
-	*m = (struct cfg_model){.slots = 4, .replicas = 1, .n_devices = 1, .preload = true};
+	*m = (struct cfg_model){
+	        .slots = 4, .replicas = 1, .n_devices = 1, .preload = true, .prefix_cache = true};
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	snprintf(m->devices[0], sizeof(m->devices[0]), "cpu");
 	*ret = m;
@@ -442,6 +460,11 @@ cfg_check(const struct orchd_config *c, struct orch_errinfo *reterr)
 		const struct cfg_model *m = &c->models[i];
 		if (m->path[0] == '\0')
 			return orch_errf(reterr, ORCH_EINVAL, "model '%s' has no path", m->name);
+		if (m->kv_cache_mib > 0 && m->kv_cache_fraction > 0)
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "model '%s': kv_cache_mib and kv_cache_fraction both size "
+			                 "the KV pool: give one",
+			                 m->name);
 	}
 	if (c->admin_socket[0] == '\0')
 		return orch_errf(reterr, ORCH_EINVAL, "admin_socket is empty");

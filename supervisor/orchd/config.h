@@ -21,6 +21,11 @@ struct cfg_model {
 	uint32_t slots, context, replicas, threads;
 	bool preload;
 	bool hf_tokenizer; /* tokenizer = hf-json: tokenizer.json beside the GGUF */
+	/* the paged KV pool (docs/configuration.md); zeros: slots × context */
+	uint32_t kv_cache_mib;
+	double kv_cache_fraction;
+	uint32_t kv_block_tokens; /* 0: the worker's default (16) */
+	bool prefix_cache;        /* enable_prefix_cache (default yes) */
 };
 
 enum cfg_evict { CFG_EVICT_NONE, CFG_EVICT_LRU };

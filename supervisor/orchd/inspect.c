@@ -34,8 +34,8 @@ struct inspect {
 	struct inspector *in;
 	inspect_fn fn;
 	void *arg;
-	bool cancelled; /* the loop's: the thread never reads it */
-	uint32_t context, slots;
+	bool cancelled;             /* the loop's: the thread never reads it */
+	struct inspect_shape shape; /* slots 0: no estimate */
 	struct inspect_facts facts;
 	char path[]; /* NUL-terminated */
 };
@@ -48,6 +48,26 @@ struct inspector {
 };
 
 /* ---- the helper thread ---- */
+
+/* The memory estimate of @s's workers of @mi (inspect_shape). */
+static orch_err
+estimate(const struct inspect_shape *s, const struct model_info *mi, struct mem_estimate *ret)
+{
+	uint32_t ctx = s->context, bt = s->kv_block_tokens;
+	struct mem_kv kv = {.pool_bytes = (uint64_t)s->kv_cache_mib << 20, .block_tokens = bt};
+
+	if (ctx == 0)
+		ctx = mi->n_ctx_train && mi->n_ctx_train < MODEL_DEFAULT_CTX ? mi->n_ctx_train
+		                                                             : MODEL_DEFAULT_CTX;
+	if (!s->paged)
+		return model_mem_estimate(mi, ctx, s->slots, 2, ret);
+	if (s->kv_fraction) { /* what the worker takes is known there: at least one sequence */
+		if (bt == 0)
+			bt = MODEL_DEFAULT_KV_BLOCK_TOKENS;
+		kv.pool_bytes = model_kv_block_bytes(mi, bt, 2) * (((uint64_t)ctx + bt - 1) / bt);
+	}
+	return model_mem_estimate_kv(mi, ctx, s->slots, 2, &kv, ret);
+}
 
 static void
 read_facts(struct inspect *q)
@@ -91,10 +111,10 @@ read_facts(struct inspect *q)
 	        .known = true, .file_bytes = (uint64_t)st.st_size, .n_ctx_train = mi.n_ctx_train};
 	snprintf(f->model.arch, sizeof(f->model.arch), "%s", mi.arch);
 	snprintf(f->model.quant_kind, sizeof(f->model.quant_kind), "%s", dominant ? dominant : "");
-	if (q->slots > 0 && model_mem_estimate(&mi, q->context, q->slots, 2, &est) == ORCH_OK) {
+	if (q->shape.slots > 0 && estimate(&q->shape, &mi, &est) == ORCH_OK) {
 		f->need_bytes = est.total - MODEL_RUNTIME_OVERHEAD_BYTES;
 		f->has_estimate = true;
-	} else if (q->slots > 0) {
+	} else if (q->shape.slots > 0) {
 		snprintf(f->missing, sizeof(f->missing), "%s", mi.missing ? mi.missing : "?");
 	}
 	gguf_close(g); /* mi's strings point into it: nothing of them is kept */
@@ -156,7 +176,7 @@ inspector(struct orchd *d, struct orch_errinfo *reterr)
 }
 
 orch_err
-inspect_start(struct orchd *d, const char *path, uint32_t context, uint32_t slots, inspect_fn fn,
+inspect_start(struct orchd *d, const char *path, const struct inspect_shape *shape, inspect_fn fn,
               void *arg, struct inspect **ret, struct orch_errinfo *reterr)
 {
 	size_t n = strlen(path);
@@ -172,8 +192,9 @@ inspect_start(struct orchd *d, const char *path, uint32_t context, uint32_t slot
 		return rv;
 	if ((q = orch_calloc(1, sizeof(*q) + n + 1)) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	*q = (struct inspect){
-	        .d = d, .in = d->insp, .fn = fn, .arg = arg, .context = context, .slots = slots};
+	*q = (struct inspect){.d = d, .in = d->insp, .fn = fn, .arg = arg};
+	if (shape != NULL)
+		q->shape = *shape;
 	memcpy(q->path, path, n + 1);
 	atomic_fetch_add(&d->insp->running, 1);
 	pthread_attr_init(&attr);

@@ -41,16 +41,31 @@ struct inspect_facts {
 	struct inspect_model model; /* rv ORCH_OK: what the file is */
 };
 
+/*
+ * The workers a memory estimate is for: @slots sequences (0: no estimate) of
+ * @context tokens (0: the model's default, its trained context up to
+ * MODEL_DEFAULT_CTX). Paged (the worker's backend pages its KV: cpu), the
+ * full-attention layers' KV is a pool of @kv_block_tokens-token blocks of
+ * @kv_cache_mib MiB, or, with @kv_fraction, at least one sequence of the
+ * context (what the worker refuses to go below), or slots × context.
+ */
+struct inspect_shape {
+	uint32_t context, slots;
+	bool paged;
+	uint32_t kv_cache_mib, kv_block_tokens;
+	bool kv_fraction;
+};
+
 /* inspect_fn - on the loop, once, with what the read of @arg's file found. */
 typedef void (*inspect_fn)(struct orchd *d, void *arg, const struct inspect_facts *f);
 
 /*
- * inspect_start - read @path on a helper thread for a model of @slots
- * sequences of @context tokens (@slots 0: no estimate), then @fn(@arg) on
- * the loop; *@ret (may be NULL) is the request, for inspect_cancel.
- * ORCH_ENOMEM, ORCH_EIO (no thread or pipe): @fn will not run.
+ * inspect_start - read @path on a helper thread, with a memory estimate for
+ * @shape (NULL: none), then @fn(@arg) on the loop; *@ret (may be NULL) is the
+ * request, for inspect_cancel. ORCH_ENOMEM, ORCH_EIO (no thread or pipe):
+ * @fn will not run.
  */
-orch_err inspect_start(struct orchd *d, const char *path, uint32_t context, uint32_t slots,
+orch_err inspect_start(struct orchd *d, const char *path, const struct inspect_shape *shape,
                        inspect_fn fn, void *arg, struct inspect **ret, struct orch_errinfo *reterr);
 
 /* inspect_cancel - @q's callback will not run (its thread finishes on its own). */

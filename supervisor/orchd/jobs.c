@@ -39,6 +39,8 @@ job_request_fini(struct job_request *r)
 	r->messages = NULL;
 	free(r->template_vars); /* cJSON's printing: malloc */
 	r->template_vars = NULL;
+	orch_free(r->cache_salt);
+	r->cache_salt = NULL;
 }
 
 /* @n random bytes from the kernel (getrandom(2), blocking only before the pool is ready). */

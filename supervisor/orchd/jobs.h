@@ -51,6 +51,7 @@ struct job_event {
 	uint64_t seed;           /* EV_STARTED, EV_END */
 	uint64_t unix_ms;        /* EV_STARTED: when (CLOCK_REALTIME) */
 	uint32_t msg;            /* EV_TOKEN: 1 + its job_msg's place in j->msgs; 0: none */
+	uint32_t cached_tokens;  /* EV_END: of the prompt, taken from the prefix cache */
 };
 
 /*
@@ -106,6 +107,7 @@ struct job_request {
 	                      */
 	uint32_t resume_grace_s;
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
+	char *cache_salt; /* NULL or the client's: the prefix cache is shared only within it */
 	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's
 	                     table */
 };
@@ -144,6 +146,7 @@ struct job {
 	struct worker *worker;
 	enum job_state state;
 	struct job_request req; /* the request (model and job_id as the client sent them) */
+	uint64_t affinity;      /* its prompt prefix's key (affinity.h); 0: none, or not yet */
 	char correlation[JOBS_CORRELATION_HEX + 1];
 	/* what happened */
 	struct job_event *events;
@@ -152,6 +155,7 @@ struct job {
 	struct job_msg *msgs; /* harmony messages so far */
 	uint32_t n_msgs, n_tools;
 	uint32_t tokens_out, prompt_tokens;
+	uint32_t cached_tokens; /* of the prompt, from the worker's prefix cache (End) */
 	uint64_t created_ms, started_ms, first_token_ms, last_token_ms, ended_ms;
 	uint64_t started_ns, first_token_ns; /* monotonic, for the metrics events */
 	uint64_t created_unix;

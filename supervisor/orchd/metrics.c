@@ -95,6 +95,45 @@ g_client_cancel(const struct model_entry *m)
 {
 	return (double)m->met.cancelled_by_client;
 }
+/* The paged KV pool of @m's workers, from their heartbeats: blocks in all, or in use. */
+static double
+kv_blocks(const struct model_entry *m, bool used)
+{
+	double n = 0;
+	for (uint32_t i = 0; i < m->n_workers; i++)
+		n += used ? m->workers[i]->kv_blocks_used : m->workers[i]->kv_blocks_total;
+	return n;
+}
+static double
+g_kv_total(const struct model_entry *m)
+{
+	return kv_blocks(m, false);
+}
+static double
+g_kv_used(const struct model_entry *m)
+{
+	return kv_blocks(m, true);
+}
+static double
+g_prefix_hits(const struct model_entry *m)
+{
+	return (double)m->met.prefix_hit_tokens;
+}
+static double
+g_prefix_queries(const struct model_entry *m)
+{
+	return (double)m->met.prefix_query_tokens;
+}
+static double
+g_preemptions(const struct model_entry *m)
+{
+	return (double)m->met.preemptions;
+}
+static double
+g_affinity(const struct model_entry *m)
+{
+	return (double)m->met.affinity_routed;
+}
 static double
 g_running(const struct model_entry *m)
 {
@@ -154,6 +193,23 @@ counters(struct orchd *d, struct sbuf *o)
 	          g_evictions);
 	per_model(d, o, "orch_client_cancellations_total", "counter",
 	          "Jobs cancelled because their client went away.", g_client_cancel);
+	per_model(d, o, "orch_kv_blocks", "gauge",
+	          "Blocks of the workers' paged KV pools (0: the model's workers do not page).",
+	          g_kv_total);
+	per_model(d, o, "orch_kv_blocks_used", "gauge",
+	          "KV blocks held by running sequences (cached prefixes not counted).", g_kv_used);
+	per_model(d, o, "orch_prefix_cache_queries_total", "counter",
+	          "Prompt tokens looked up in the prefix cache.", g_prefix_queries);
+	per_model(d, o, "orch_prefix_cache_hits_total", "counter",
+	          "Prompt tokens found in the prefix cache (not computed).", g_prefix_hits);
+	per_model(d, o, "orch_preemptions_total", "counter",
+	          "Sequences whose KV blocks were taken back to let others grow (recomputed "
+	          "later).",
+	          g_preemptions);
+	per_model(d, o, "orch_affinity_routed_total", "counter",
+	          "Jobs sent to the replica likely to hold their prompt prefix rather than the "
+	          "least loaded one.",
+	          g_affinity);
 }
 
 static void

@@ -30,6 +30,9 @@ struct model_metrics {
 	uint64_t prompt_tokens, generation_tokens;
 	uint64_t loads, load_failures, evictions;
 	uint64_t cancelled_by_client;
+	/* the workers' paged KV counters, summed over their lives (heartbeat deltas) */
+	uint64_t prefix_query_tokens, prefix_hit_tokens, preemptions;
+	uint64_t affinity_routed; /* jobs placed by prompt affinity, not on the least loaded */
 	struct histo ttft, itl, e2e, load;
 };
 

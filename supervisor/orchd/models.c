@@ -10,6 +10,7 @@
 
 #include <event2/event.h>
 
+#include "affinity.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -136,13 +137,22 @@ inspect(struct orchd *d, struct model_entry *m)
 {
 	struct orch_errinfo e = {0};
 	struct timeval limit = {(time_t)d->cfg.load_timeout_s, 0};
+	/* the cpu backend pages its KV; cuda keeps a slot of context per sequence (for now) */
+	struct inspect_shape shape = {.context = m->cfg.context,
+	                              .slots = m->cfg.slots,
+	                              .paged = true,
+	                              .kv_cache_mib = m->cfg.kv_cache_mib,
+	                              .kv_block_tokens = m->cfg.kv_block_tokens,
+	                              .kv_fraction = m->cfg.kv_cache_fraction > 0};
 
+	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
+		shape.paged &= strcmp(m->cfg.devices[i], "cpu") == 0;
 	if (m->inspecting != NULL)
 		return;
 	if (m->ev_read == NULL && (m->ev_read = evtimer_new(d->base, on_read_timeout, m)) == NULL) {
 		orch_errf(&e, ORCH_ENOMEM, "out of memory");
-	} else if (inspect_start(d, m->cfg.path, m->cfg.context, m->cfg.slots, on_inspected, m,
-	                         &m->inspecting, &e) == ORCH_OK) {
+	} else if (inspect_start(d, m->cfg.path, &shape, on_inspected, m, &m->inspecting, &e) ==
+	           ORCH_OK) {
 		evtimer_add(m->ev_read, &limit);
 		return;
 	}
@@ -344,11 +354,16 @@ models_unqueue(struct job *j)
 	}
 }
 
-/* The READY worker of @m with room and the fewest outstanding tokens, or NULL. */
+/*
+ * The worker for @j: among @m's READY workers with room, the one its prompt
+ * prefix has affinity to (affinity.h) when that one has a free slot, else
+ * the one with the fewest outstanding tokens; NULL when none has room.
+ */
 static struct worker *
-pick(struct model_entry *m)
+pick(struct model_entry *m, const struct job *j)
 {
-	struct worker *best = NULL;
+	struct worker *best = NULL, *near = NULL;
+	uint64_t near_score = 0;
 
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		struct worker *w = m->workers[i];
@@ -359,6 +374,15 @@ pick(struct model_entry *m)
 			continue;
 		if (best == NULL || w->outstanding < best->outstanding)
 			best = w;
+		uint64_t score = j->affinity ? affinity_score(j->affinity, w->id) : 0;
+		if (j->affinity && w->prefix_cache && (near == NULL || score > near_score)) {
+			near = w;
+			near_score = score;
+		}
+	}
+	if (near != NULL && near != best && near->jobs < near->slots_total) {
+		m->met.affinity_routed++;
+		return near;
 	}
 	return best;
 }
@@ -389,7 +413,7 @@ models_dispatch(struct orchd *d, struct model_entry *m)
 {
 	struct worker *w;
 
-	while (m->queue_head && (w = pick(m)) != NULL) {
+	while (m->queue_head && (w = pick(m, m->queue_head)) != NULL) {
 		struct job *j = m->queue_head;
 		models_unqueue(j);
 		place(d, w, j);
@@ -412,7 +436,9 @@ models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 	if (m->state == MODEL_UNLOADING)
 		return orch_errf(reterr, ORCH_EQUEUE_FULL, "model '%s' is being unloaded",
 		                 m->cfg.name);
-	if (m->queue_head == NULL && (w = pick(m)) != NULL) {
+	if (j->affinity == 0 && m->n_workers > 1)
+		j->affinity = affinity_key(&j->req);
+	if (m->queue_head == NULL && (w = pick(m, j)) != NULL) {
 		place(d, w, j);
 		return ORCH_OK;
 	}

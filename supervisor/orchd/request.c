@@ -17,7 +17,30 @@
 static const char *const execute_keys[] = {
         "job_id", "model",          "prompt",        "max_tokens",         "temperature",
         "top_p",  "top_k",          "min_p",         "repetition_penalty", "stop",
-        "seed",   "resume_grace_s", "metrics_every", "parse_special",      NULL};
+        "seed",   "resume_grace_s", "metrics_every", "parse_special",      "cache_salt",
+        NULL};
+
+/*
+ * "cache_salt" (optional, both APIs): the prefix cache shares this request's
+ * prompt blocks only with requests of the same salt, so a tenant's prompts
+ * cannot be detected by another's time to first token (vLLM's field).
+ */
+static bool
+parse_cache_salt(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	const char *salt = NULL;
+
+	if (!params_string(root, "cache_salt", false, &salt, pe))
+		return false;
+	if (salt == NULL)
+		return true;
+	if (salt[0] == '\0' || strlen(salt) > REQUEST_CACHE_SALT_MAX)
+		return params_fail(pe, ORCH_EINVAL, "cache_salt", "'cache_salt' must be 1-%d bytes",
+		                   REQUEST_CACHE_SALT_MAX);
+	if ((r->cache_salt = orch_strndup(salt, strlen(salt))) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	return true;
+}
 
 /*
  * "parse_special" (default true): special-token text in a raw prompt becomes
@@ -61,7 +84,8 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 	if (job_id[0] == '\0' || strlen(job_id) > REQUEST_JOB_ID_MAX)
 		return params_fail(pe, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes",
 		                   REQUEST_JOB_ID_MAX);
-	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe))
+	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe) ||
+	    !parse_cache_salt(root, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
@@ -108,7 +132,7 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 
 	if (!request_openai_fields(root, chat, r, pe) ||
 	    !params_string(root, "model", true, &model, pe) ||
-	    !params_bool(root, "stream", &r->stream, pe))
+	    !params_bool(root, "stream", &r->stream, pe) || !parse_cache_salt(root, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",

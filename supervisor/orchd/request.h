@@ -26,6 +26,9 @@ enum request_api { REQUEST_EXECUTE, REQUEST_COMPLETION, REQUEST_CHAT };
 /* The largest metrics_every of a native request (0: no metrics events). */
 #define REQUEST_METRICS_EVERY_MAX 65536
 
+/* The longest cache_salt. */
+#define REQUEST_CACHE_SALT_MAX 256
+
 /* The most tools a chat request may describe. */
 #define REQUEST_TOOLS_MAX 128
 

@@ -49,6 +49,7 @@ static const struct field {
         {"min_p", A_BOTH, R_USE, NULL},
         {"repetition_penalty", A_BOTH, R_USE, NULL},
         {"parse_special", A_CMPL, R_USE, NULL},
+        {"cache_salt", A_BOTH, R_USE, NULL},
         {"tools", A_CHAT, R_USE, NULL},
         {"tool_choice", A_CHAT, R_USE, NULL},
         {"reasoning_effort", A_CHAT, R_USE, NULL},

@@ -93,6 +93,7 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.correlation_id = (char *)(uintptr_t)j->correlation;
 	s.deadline_unix_ms = j->created_unix + d->cfg.request_timeout_s * 1000ull;
 	s.literal_prompt = j->req.literal_prompt;
+	s.cache_salt = j->req.cache_salt ? j->req.cache_salt : empty;
 	if (j->req.messages != NULL) {
 		if ((rv = chat_messages(j, &mp, &s.n_messages)) != ORCH_OK)
 			return rv;
@@ -208,6 +209,11 @@ on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
 	w->load_pct = 100;
 	w->slots_total = r->slots;
 	w->memory_used = r->memory_used;
+	w->kv_blocks_total = r->kv_blocks;
+	w->kv_block_tokens = r->kv_block_tokens;
+	w->prefix_cache = r->prefix_cache;
+	w->kv_blocks_used = w->kv_blocks_cached = 0;
+	w->prefix_query_tokens = w->prefix_hit_tokens = w->preemptions = 0; /* a new process */
 	w->backoff_ms = 0;
 	w->ready_ms = now;
 	w->residency_ok = true; /* checked at load; heartbeats say from now on */
@@ -227,10 +233,28 @@ on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
 	models_dispatch(d, m);
 }
 
+/* What a counter of this process grew by since @last (it only grows while the process lives). */
+static uint64_t
+grown(uint64_t *last, uint64_t now)
+{
+	uint64_t d = now >= *last ? now - *last : now;
+
+	*last = now;
+	return d;
+}
+
 static void
 on_heartbeat(struct orchd *d, struct worker *w, const Orch__Heartbeat *hb)
 {
+	struct model_metrics *mm = &w->model->met;
 	char why[WORKER_REASON_MAX];
+
+	w->kv_blocks_total = hb->kv_blocks_total;
+	w->kv_blocks_used = hb->kv_blocks_used;
+	w->kv_blocks_cached = hb->kv_blocks_cached;
+	mm->prefix_query_tokens += grown(&w->prefix_query_tokens, hb->prefix_query_tokens);
+	mm->prefix_hit_tokens += grown(&w->prefix_hit_tokens, hb->prefix_hit_tokens);
+	mm->preemptions += grown(&w->preemptions, hb->preemptions);
 
 	w->slots_busy = hb->slots_busy;
 	w->slots_total = hb->slots_total;
@@ -329,9 +353,11 @@ on_end(struct orchd *d, const Orch__End *e)
 	                       .prompt_tokens = e->prompt_tokens,
 	                       .decode_ms = e->decode_ms,
 	                       .prefill_ms = e->prefill_ms,
-	                       .seed = e->seed};
+	                       .seed = e->seed,
+	                       .cached_tokens = e->cached_tokens};
 	j->tokens_out = e->tokens_out;
 	j->prompt_tokens = e->prompt_tokens;
+	j->cached_tokens = e->cached_tokens;
 	jobs_event(d, j, &ev);
 }
 

@@ -314,17 +314,20 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 
 /* ---- spawning ---- */
 
-/* The worker's command line into @argv (room for 32); the numbers go into @num. */
+/* The worker's command line into @argv (room for 40); the numbers go into @num. */
 static void
-build_argv(struct orchd *d, struct worker *w, const char *url, char num[4][16], const char **argv)
+build_argv(struct orchd *d, struct worker *w, const char *url, char num[7][24], const char **argv)
 {
 	const struct cfg_model *mc = &w->model->cfg;
 	int n = 0;
 
-	snprintf(num[0], 16, "%u", mc->slots);
-	snprintf(num[1], 16, "%u", mc->context);
-	snprintf(num[2], 16, "%u", mc->threads);
-	snprintf(num[3], 16, "%u", d->cfg.residency_check_s);
+	snprintf(num[0], 24, "%u", mc->slots);
+	snprintf(num[1], 24, "%u", mc->context);
+	snprintf(num[2], 24, "%u", mc->threads);
+	snprintf(num[3], 24, "%u", d->cfg.residency_check_s);
+	snprintf(num[4], 24, "%u", mc->kv_cache_mib);
+	snprintf(num[5], 24, "%.6g", mc->kv_cache_fraction);
+	snprintf(num[6], 24, "%u", mc->kv_block_tokens);
 	const char *fixed[] = {d->worker_bin,
 	                       "serve",
 	                       "--endpoint",
@@ -357,6 +360,20 @@ build_argv(struct orchd *d, struct worker *w, const char *url, char num[4][16], 
 		argv[n++] = "--tokenizer";
 		argv[n++] = "hf-json";
 	}
+	if (mc->kv_cache_mib) {
+		argv[n++] = "--kv-cache-mib";
+		argv[n++] = num[4];
+	}
+	if (mc->kv_cache_fraction > 0) {
+		argv[n++] = "--kv-cache-fraction";
+		argv[n++] = num[5];
+	}
+	if (mc->kv_block_tokens) {
+		argv[n++] = "--kv-block-tokens";
+		argv[n++] = num[6];
+	}
+	if (!mc->prefix_cache)
+		argv[n++] = "--no-prefix-cache";
 	if (!d->cfg.hash_cache_beside)
 		argv[n++] = "--no-hash-beside";
 	argv[n] = NULL;
@@ -420,8 +437,8 @@ watch(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 orch_err
 workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 {
-	char url[sizeof(w->sock_path) + 8], num[4][16], note[96];
-	const char *argv[32];
+	char url[sizeof(w->sock_path) + 8], num[7][24], note[96];
+	const char *argv[40];
 	orch_err rv;
 
 	snprintf(url, sizeof(url), "ipc://%s", w->sock_path);

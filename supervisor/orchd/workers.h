@@ -91,6 +91,10 @@ struct worker {
 	/* from the last heartbeat */
 	uint32_t slots_busy, slots_total;
 	uint64_t kv_used, kv_total, memory_used, decode_steps;
+	/* paged KV (Ready, then the heartbeat); the counters as this process last told */
+	uint32_t kv_blocks_total, kv_blocks_used, kv_blocks_cached, kv_block_tokens;
+	bool prefix_cache;
+	uint64_t prefix_query_tokens, prefix_hit_tokens, preemptions;
 	bool residency_ok, degraded;
 	char residency_error[256];
 	/* Hello and Ready */
