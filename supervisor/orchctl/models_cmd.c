@@ -179,19 +179,40 @@ add_number(cJSON *req, const char *key, const char *v, uint64_t lo, uint64_t hi)
 	return true;
 }
 
+/* --kv-cache-fraction into @req, or false with the reason printed. */
+static bool
+add_fraction(cJSON *req, const char *v)
+{
+	double x;
+
+	if (orch_parse_double(v, 0.001, 1, &x) != ORCH_OK) {
+		fprintf(stderr,
+		        "orchctl: load: --kv-cache-fraction wants a number from 0.001 to 1, got '%s'\n",
+		        v);
+		return false;
+	}
+	cJSON_AddNumberToObject(req, "kv_cache_fraction", x);
+	return true;
+}
+
 /* The options into @req; false on bad usage (printed). */
 static bool
 load_opts(int argc, char **argv, cJSON *req, bool *wait)
 {
-	static const struct option longopts[] = {{"device", required_argument, NULL, 'd'},
-	                                         {"slots", required_argument, NULL, 's'},
-	                                         {"context", required_argument, NULL, 'c'},
-	                                         {"replicas", required_argument, NULL, 'r'},
-	                                         {"wait", no_argument, NULL, 'w'},
-	                                         {"no-wait", no_argument, NULL, 'W'},
-	                                         {"socket", required_argument, NULL, 'S'},
-	                                         {"tokenizer", required_argument, NULL, 'k'},
-	                                         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {
+	        {"device", required_argument, NULL, 'd'},
+	        {"slots", required_argument, NULL, 's'},
+	        {"context", required_argument, NULL, 'c'},
+	        {"replicas", required_argument, NULL, 'r'},
+	        {"wait", no_argument, NULL, 'w'},
+	        {"no-wait", no_argument, NULL, 'W'},
+	        {"socket", required_argument, NULL, 'S'},
+	        {"tokenizer", required_argument, NULL, 'k'},
+	        {"kv-cache-mib", required_argument, NULL, 'M'},
+	        {"kv-cache-fraction", required_argument, NULL, 'F'},
+	        {"kv-block-tokens", required_argument, NULL, 'b'},
+	        {"no-prefix-cache", no_argument, NULL, 'P'},
+	        {NULL, 0, NULL, 0}};
 	bool ok = true;
 	int c;
 
@@ -205,6 +226,14 @@ load_opts(int argc, char **argv, cJSON *req, bool *wait)
 			ok = add_number(req, "context", optarg, 16, 1u << 20);
 		else if (c == 'r')
 			ok = add_number(req, "replicas", optarg, 1, 64);
+		else if (c == 'M')
+			ok = add_number(req, "kv_cache_mib", optarg, 1, 1u << 30);
+		else if (c == 'b')
+			ok = add_number(req, "kv_block_tokens", optarg, 1, 256);
+		else if (c == 'F')
+			ok = add_fraction(req, optarg);
+		else if (c == 'P')
+			cJSON_AddBoolToObject(req, "enable_prefix_cache", false);
 		else if (c == 'w' || c == 'W')
 			*wait = c == 'w';
 		else if (c == 'S')
@@ -270,7 +299,8 @@ orchctl_load(int argc, char **argv)
 		cJSON_Delete(req);
 		fprintf(stderr, "usage: orchctl load NAME [PATH] [--device D] [--slots N] "
 		                "[--context N] [--replicas N] [--tokenizer gguf|hf-json] "
-		                "[--no-wait] [--json] [--socket PATH]\n");
+		                "[--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] "
+		                "[--no-prefix-cache] [--no-wait] [--json] [--socket PATH]\n");
 		return ORCHCTL_EXIT_USAGE;
 	}
 	const char *name = argv[optind], *sock = orchctl_socket(NULL);

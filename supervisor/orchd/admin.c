@@ -97,6 +97,7 @@ model_json(const struct model_entry *m)
 	cJSON_AddNumberToObject(o, "replicas", m->cfg.replicas);
 	cJSON_AddBoolToObject(o, "preload", m->cfg.preload);
 	cJSON_AddStringToObject(o, "tokenizer", m->cfg.hf_tokenizer ? "hf-json" : "gguf");
+	admin_kv_json(o, &m->cfg);
 	if (m->chat_template_origin[0])
 		cJSON_AddStringToObject(o, "chat_template", m->chat_template_origin);
 	cJSON_AddBoolToObject(o, "wanted", m->wanted);
@@ -378,8 +379,19 @@ load_new(struct orchd *d, struct evhttp_request *req, cJSON *root, const char *n
 static void
 on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
-	static const char *const keys[] = {"name",     "path",    "device",    "slots", "context",
-	                                   "replicas", "threads", "tokenizer", NULL};
+	static const char *const keys[] = {"name",
+	                                   "path",
+	                                   "device",
+	                                   "slots",
+	                                   "context",
+	                                   "replicas",
+	                                   "threads",
+	                                   "tokenizer",
+	                                   "kv_cache_mib",
+	                                   "kv_cache_fraction",
+	                                   "kv_block_tokens",
+	                                   "enable_prefix_cache",
+	                                   NULL};
 	struct params_err pe = {0};
 	const char *body, *name = NULL, *path = NULL;
 	size_t n = http_body(req, &body);

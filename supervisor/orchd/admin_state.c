@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,7 @@ model_entry_json(const struct model_entry *m)
 	if (m->cfg.threads)
 		cJSON_AddNumberToObject(o, "threads", m->cfg.threads);
 	cJSON_AddStringToObject(o, "tokenizer", m->cfg.hf_tokenizer ? "hf-json" : "gguf");
+	admin_kv_json(o, &m->cfg);
 	cJSON_AddBoolToObject(o, "loaded", m->wanted);
 	return o;
 }
@@ -148,6 +150,19 @@ admin_state_save(struct orchd *d)
 	return rv;
 }
 
+void
+admin_kv_json(cJSON *o, const struct cfg_model *c)
+{
+	if (c->kv_cache_mib)
+		cJSON_AddNumberToObject(o, "kv_cache_mib", c->kv_cache_mib);
+	if (c->kv_cache_fraction > 0)
+		cJSON_AddNumberToObject(o, "kv_cache_fraction", c->kv_cache_fraction);
+	if (c->kv_block_tokens)
+		cJSON_AddNumberToObject(o, "kv_block_tokens", c->kv_block_tokens);
+	if (!c->prefix_cache)
+		cJSON_AddBoolToObject(o, "enable_prefix_cache", false);
+}
+
 bool
 admin_model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root,
                 struct orch_errinfo *e)
@@ -169,9 +184,16 @@ admin_model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root,
 			continue;
 		if (cJSON_IsString(it)) {
 			v = it->valuestring;
-		} else if (cJSON_IsNumber(it)) {
-			snprintf(num, sizeof(num), "%.0f", it->valuedouble);
+		} else if (cJSON_IsNumber(it)) { /* integers as such; kv_cache_fraction exactly */
+			snprintf(num, sizeof(num),
+			         fabs(it->valuedouble) < 1e15 &&
+			                         floor(it->valuedouble) == it->valuedouble
+			                 ? "%.0f"
+			                 : "%.17g",
+			         it->valuedouble);
 			v = num;
+		} else if (cJSON_IsBool(it)) {
+			v = cJSON_IsTrue(it) ? "yes" : "no";
 		} else if (cJSON_IsArray(it) && strcmp(it->string, "device") == 0) {
 			cJSON_ArrayForEach(x, it)
 			        sbuf_printf(&list, "%s%s", list.n ? "," : "",
@@ -185,7 +207,7 @@ admin_model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root,
 		if (!ok)
 			return false;
 	}
-	return true;
+	return cfg_model_check(cm, e) == ORCH_OK;
 }
 
 /* One entry of the file: added (and started when it was loaded) unless the config has it. */

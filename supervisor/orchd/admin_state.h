@@ -13,6 +13,7 @@
 #include "base/err.h"
 
 struct cJSON;
+struct cfg_model;
 struct orchd;
 struct orchd_config;
 
@@ -38,8 +39,16 @@ orch_err admin_state_save(struct orchd *d);
 void admin_state_restore(struct orchd *d);
 
 /*
+ * admin_kv_json - @c's KV pool keys into @o as the admin API takes them,
+ * only those that differ from the default (kv_cache_mib, kv_cache_fraction,
+ * kv_block_tokens, enable_prefix_cache).
+ */
+void admin_kv_json(struct cJSON *o, const struct cfg_model *c);
+
+/*
  * admin_model_cfg - the admin API's load keys in @root (name, path, device,
- * slots, context, replicas, threads, tokenizer; "loaded" is skipped) as a
+ * slots, context, replicas, threads, tokenizer, the kv_* keys and
+ * enable_prefix_cache; "loaded" is skipped) as a
  * new model @name of @tmp, checked as the configuration file's keys are.
  * False with the reason in @e.
  */

@@ -454,17 +454,26 @@ cfg_load(struct orchd_config *c, const char *path, struct orch_errinfo *reterr)
 }
 
 orch_err
+cfg_model_check(const struct cfg_model *m, struct orch_errinfo *reterr)
+{
+	if (m->path[0] == '\0')
+		return orch_errf(reterr, ORCH_EINVAL, "model '%s' has no path", m->name);
+	if (m->kv_cache_mib > 0 && m->kv_cache_fraction > 0)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "model '%s': kv_cache_mib and kv_cache_fraction both size the KV "
+		                 "pool: give one",
+		                 m->name);
+	return ORCH_OK;
+}
+
+orch_err
 cfg_check(const struct orchd_config *c, struct orch_errinfo *reterr)
 {
 	for (uint32_t i = 0; i < c->n_models; i++) {
 		const struct cfg_model *m = &c->models[i];
-		if (m->path[0] == '\0')
-			return orch_errf(reterr, ORCH_EINVAL, "model '%s' has no path", m->name);
-		if (m->kv_cache_mib > 0 && m->kv_cache_fraction > 0)
-			return orch_errf(reterr, ORCH_EINVAL,
-			                 "model '%s': kv_cache_mib and kv_cache_fraction both size "
-			                 "the KV pool: give one",
-			                 m->name);
+		orch_err rv = cfg_model_check(m, reterr);
+		if (rv != ORCH_OK)
+			return rv;
 	}
 	if (c->admin_socket[0] == '\0')
 		return orch_errf(reterr, ORCH_EINVAL, "admin_socket is empty");

@@ -108,6 +108,9 @@ struct cfg_model *cfg_model_find(const struct orchd_config *c, const char *name)
 orch_err cfg_model_add(struct orchd_config *c, const char *name, struct cfg_model **ret,
                        struct orch_errinfo *reterr);
 
+/* cfg_model_check - one model's checks (a path; one way to size the KV pool). */
+orch_err cfg_model_check(const struct cfg_model *m, struct orch_errinfo *reterr);
+
 /* cfg_check - whole-config checks (a model without a path, ...). */
 orch_err cfg_check(const struct orchd_config *c, struct orch_errinfo *reterr);
 

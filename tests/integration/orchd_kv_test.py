@@ -199,6 +199,7 @@ def test_config():
         check(st == 200 and cached(b) == 0, "enable_prefix_cache = no: nothing cached")
         r = subprocess.run([BIN + "/orchctl", "status", "--socket", orchd_lib.ADMIN], capture_output=True, text=True)
         check("prefix cache off" in r.stdout, "orchctl status says the cache is off: %s" % r.stdout)
+        test_orchctl_load()
     finally:
         o.stop()
     # both sizes at once, and bad values: orchd --check-config names the key
@@ -212,6 +213,28 @@ def test_config():
         r = subprocess.run([BIN + "/orchd", "--check-config", "--config", path], capture_output=True, text=True)
         os.unlink(path)
         check(r.returncode != 0 and want in r.stderr, "%r refused: %s" % (extra, r.stderr))
+
+
+def test_orchctl_load():
+    """orchctl load takes the pool's keys; orchd checks them as the file's."""
+    def load(*args):
+        return subprocess.run([BIN + "/orchctl", "load", "--socket", orchd_lib.ADMIN] + list(args),
+                              capture_output=True, text=True, timeout=60)
+    r = load("k", MODEL, "--kv-cache-mib", "2", "--kv-block-tokens", "32", "--no-prefix-cache")
+    check(r.returncode == 0, "orchctl load with the kv flags: %s" % (r.stdout + r.stderr))
+    n = wait_metric("orch_kv_blocks", {"model": "k"}, lambda v: v > 0)
+    check(n == (2 << 20) // 20480, "orchctl load --kv-cache-mib 2 --kv-block-tokens 32: %s blocks" % n)
+    st, text = admin("GET", "/admin/status")
+    k = [m for m in json.loads(text)["models"] if m["name"] == "k"]
+    check(k and k[0].get("kv_cache_mib") == 2 and k[0].get("enable_prefix_cache") is False,
+          "status shows the model's kv keys: %s" % k)
+    r = load("f", MODEL, "--kv-cache-fraction", "0.002")
+    check(r.returncode == 0, "orchctl load --kv-cache-fraction: %s" % (r.stdout + r.stderr))
+    r = load("g", MODEL, "--kv-cache-fraction", "0.5", "--kv-cache-mib", "8")
+    check(r.returncode != 0 and "give one" in r.stderr, "both sizes refused by orchd: %s" % r.stderr)
+    for bad in (["--kv-cache-fraction", "2"], ["--kv-block-tokens", "0"], ["--kv-cache-mib", "x"]):
+        r = load("h", MODEL, *bad)
+        check(r.returncode == 2 and bad[0] in r.stderr, "orchctl load %s refused: %s" % (bad, r.stderr))
 
 
 def main():
