@@ -3,9 +3,13 @@
  *
  * Text output is one "label  value" line per fact (--tensors adds one line
  * per tensor: name, type, shape, offset, bytes); --json prints one JSON
- * object per file, one per line. A file that fails to open gives one line
- * on stderr ("orchctl: FILE: offset N: what") and, with --json, an object
- * with an "error" member; the exit code is 1 if any file failed.
+ * object per file, one per line. The memory estimate is for --context and
+ * --slots (F16 KV); --kv-cache-mib and --kv-block-tokens size the full-
+ * attention layers' KV as the worker's paged pool does (issue 19): a budget,
+ * or without one slots × ceil(context / block) blocks, and say what fits.
+ * A file that fails to open gives one line on stderr ("orchctl: FILE:
+ * offset N: what") and, with --json, an object with an "error" member; the
+ * exit code is 1 if any file failed.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -25,7 +29,13 @@ struct inspect_opts {
 	bool tensors;   /* list every tensor */
 	uint32_t n_ctx; /* 0: the model's trained context */
 	uint32_t slots;
+	uint32_t kv_cache_mib;    /* the paged pool's budget; 0: the default pool */
+	uint32_t kv_block_tokens; /* 0: MODEL_DEFAULT_KV_BLOCK_TOKENS */
+	bool paged;               /* either of the two above was given */
 };
+
+/* The KV element bytes the estimate counts (F16 K and V, the worker's default). */
+#define INSPECT_KV_ELEM_BYTES 2
 
 static const char *
 fmt_bytes(uint64_t b, char *buf, size_t n)
@@ -75,6 +85,10 @@ print_memory(const struct model_info *mi, const struct mem_estimate *est)
 {
 	char b1[32], b2[32], b3[32], b4[32];
 
+	if (est == NULL && mi->has_hparams) {
+		printf("memory          n/a (out of range: the KV pool past 2^32 positions, or an overflow)\n");
+		return;
+	}
 	if (est == NULL) {
 		printf("memory          n/a (missing %s.%s)\n", mi->arch[0] ? mi->arch : "?",
 		       mi->missing ? mi->missing : "?");
@@ -87,15 +101,69 @@ print_memory(const struct model_info *mi, const struct mem_estimate *est)
 	if (mi->n_layer_swa == 0)
 		return;
 	uint32_t full = mi->n_layer - mi->n_layer_swa, swa = mi->n_layer_swa;
-	printf("kv cache        full attention: %u layer%s x %u cells/slot = %s; sliding window %u: %u "
-	       "layer%s x %u cells/slot = %s\n",
-	       full, full == 1 ? "" : "s", est->n_ctx, fmt_bytes(est->kv_full, b1, sizeof(b1)),
-	       mi->n_swa, swa, swa == 1 ? "" : "s", est->swa_cells,
-	       fmt_bytes(est->kv_swa, b2, sizeof(b2)));
+	if (est->kv_block_tokens)
+		printf("kv cache        full attention: %u layer%s in the pool = %s", full,
+		       full == 1 ? "" : "s", fmt_bytes(est->kv_full, b1, sizeof(b1)));
+	else
+		printf("kv cache        full attention: %u layer%s x %u cells/slot = %s", full,
+		       full == 1 ? "" : "s", est->n_ctx, fmt_bytes(est->kv_full, b1, sizeof(b1)));
+	printf("; sliding window %u: %u layer%s x %u cells/slot = %s\n", mi->n_swa, swa,
+	       swa == 1 ? "" : "s", est->swa_cells, fmt_bytes(est->kv_swa, b2, sizeof(b2)));
+}
+
+/* Tokens per block: the estimate's pool, else the option, else the worker's default. */
+static uint32_t
+block_tokens(const struct mem_estimate *est, const struct inspect_opts *opt)
+{
+	if (est->kv_block_tokens)
+		return est->kv_block_tokens;
+	return opt->kv_block_tokens ? opt->kv_block_tokens : MODEL_DEFAULT_KV_BLOCK_TOKENS;
+}
+
+/*
+ * What the KV of one position and one block costs, and with a pool what it holds:
+ * its blocks, their positions and how many sequences of the context that is.
+ */
+static void
+print_kv(const struct model_info *mi, const struct mem_estimate *est,
+         const struct inspect_opts *opt)
+{
+	uint32_t bt = block_tokens(est, opt);
+	uint64_t block = model_kv_block_bytes(mi, bt, INSPECT_KV_ELEM_BYTES);
+	char b1[32], b2[32];
+
+	if (est->kv_token_bytes == 0)
+		printf("kv per token    0 B (no full-attention layer; the sliding-window rings are per slot)\n");
+	else
+		printf("kv per token    %s (a %u-token block %s)\n",
+		       fmt_bytes(est->kv_token_bytes, b1, sizeof(b1)), bt,
+		       fmt_bytes(block, b2, sizeof(b2)));
+	if (!est->kv_block_tokens)
+		return;
+	if (opt->kv_cache_mib)
+		printf("kv pool         %u MiB = ", opt->kv_cache_mib);
+	else
+		printf("kv pool         %s (default: %u slot%s x %u) = ",
+		       fmt_bytes(est->kv_full, b1, sizeof(b1)), est->slots,
+		       est->slots == 1 ? "" : "s", est->n_ctx);
+	if (est->kv_token_bytes == 0) {
+		printf("0 blocks (no full-attention layer)\n");
+		return;
+	}
+	printf("%u blocks of %u = %llu tokens", est->kv_blocks, est->kv_block_tokens,
+	       (unsigned long long)est->kv_pool_tokens);
+	if (est->n_ctx == 0)
+		printf("\n");
+	else if (est->kv_pool_tokens < est->n_ctx)
+		printf(" (less than one sequence of %u: the worker refuses it)\n", est->n_ctx);
+	else
+		printf(" (%.1f sequences of %u)\n", (double)est->kv_pool_tokens / est->n_ctx,
+		       est->n_ctx);
 }
 
 static void
-print_text(const struct gguf_file *f, const struct model_info *mi, const struct mem_estimate *est)
+print_text(const struct gguf_file *f, const struct model_info *mi, const struct mem_estimate *est,
+           const struct inspect_opts *opt)
 {
 	char b1[32];
 
@@ -131,6 +199,8 @@ print_text(const struct gguf_file *f, const struct model_info *mi, const struct 
 	else
 		printf("chat template   absent\n");
 	print_memory(mi, est);
+	if (est)
+		print_kv(mi, est, opt);
 }
 
 static void
@@ -181,8 +251,27 @@ json_types(const struct model_info *mi)
 	return types;
 }
 
+/* The KV facts of print_kv() into @mem. */
+static void
+json_kv(cJSON *mem, const struct model_info *mi, const struct mem_estimate *est,
+        const struct inspect_opts *opt)
+{
+	uint64_t block = model_kv_block_bytes(mi, block_tokens(est, opt), INSPECT_KV_ELEM_BYTES);
+
+	cJSON_AddNumberToObject(mem, "kv_token_bytes", (double)est->kv_token_bytes);
+	cJSON_AddNumberToObject(mem, "kv_block_bytes", (double)block);
+	if (!est->kv_block_tokens)
+		return;
+	cJSON_AddNumberToObject(mem, "kv_blocks", est->kv_blocks);
+	cJSON_AddNumberToObject(mem, "kv_block_tokens", est->kv_block_tokens);
+	cJSON_AddNumberToObject(mem, "kv_pool_tokens", (double)est->kv_pool_tokens);
+	cJSON_AddNumberToObject(mem, "kv_pool_sequences",
+	                        est->n_ctx ? (double)est->kv_pool_tokens / est->n_ctx : 0.0);
+}
+
 static cJSON *
-json_model(const struct gguf_file *f, const struct model_info *mi, const struct mem_estimate *est)
+json_model(const struct gguf_file *f, const struct model_info *mi, const struct mem_estimate *est,
+           const struct inspect_opts *opt)
 {
 	cJSON *o = cJSON_CreateObject(), *tok, *sp, *mem;
 
@@ -227,6 +316,7 @@ json_model(const struct gguf_file *f, const struct model_info *mi, const struct 
 	cJSON_AddNumberToObject(mem, "sliding_cells", est->swa_cells);
 	cJSON_AddNumberToObject(mem, "overhead_bytes", (double)est->overhead);
 	cJSON_AddNumberToObject(mem, "total_bytes", (double)est->total);
+	json_kv(mem, mi, est, opt);
 	return o;
 }
 
@@ -242,6 +332,19 @@ json_print(cJSON *o)
 		cJSON_free(s);
 	}
 	cJSON_Delete(o);
+}
+
+/* The estimate for @opt's context and slots, through the paged pool when one was asked for. */
+static orch_err
+estimate(const struct model_info *mi, const struct inspect_opts *opt, struct mem_estimate *ret)
+{
+	uint32_t n_ctx = opt->n_ctx ? opt->n_ctx : mi->n_ctx_train;
+	struct mem_kv kv = {.pool_bytes = (uint64_t)opt->kv_cache_mib << 20,
+	                    .block_tokens = opt->kv_block_tokens};
+
+	if (!opt->paged)
+		return model_mem_estimate(mi, n_ctx, opt->slots, INSPECT_KV_ELEM_BYTES, ret);
+	return model_mem_estimate_kv(mi, n_ctx, opt->slots, INSPECT_KV_ELEM_BYTES, &kv, ret);
 }
 
 static int
@@ -271,15 +374,14 @@ inspect_one(const char *path, const struct inspect_opts *opt)
 		return 1;
 	}
 	if (mi.has_hparams)
-		have_est = model_mem_estimate(&mi, opt->n_ctx ? opt->n_ctx : mi.n_ctx_train,
-		                              opt->slots, 2, &est) == ORCH_OK;
+		have_est = estimate(&mi, opt, &est) == ORCH_OK;
 	if (opt->json) {
-		cJSON *o = json_model(f, &mi, have_est ? &est : NULL);
+		cJSON *o = json_model(f, &mi, have_est ? &est : NULL, opt);
 		if (o && opt->tensors)
 			cJSON_AddItemToObject(o, "tensors", json_tensors(f));
 		json_print(o);
 	} else {
-		print_text(f, &mi, have_est ? &est : NULL);
+		print_text(f, &mi, have_est ? &est : NULL, opt);
 		if (opt->tensors)
 			print_tensors(f);
 	}
@@ -287,18 +389,47 @@ inspect_one(const char *path, const struct inspect_opts *opt)
 	return 0;
 }
 
+/* @s as an integer 1..@max into *@out; -1 with a sentence on stderr when it is not one. */
 static int
-parse_u32(const char *flag, const char *s, uint32_t *out)
+parse_u32(const char *flag, const char *s, uint32_t max, uint32_t *out)
 {
 	uint64_t v;
 
-	if (orch_parse_u64(s, 1, 16u * 1024 * 1024, &v) != ORCH_OK) {
-		fprintf(stderr, "orchctl inspect: %s wants an integer 1..16777216, got '%s'\n",
-		        flag, s);
+	if (orch_parse_u64(s, 1, max, &v) != ORCH_OK) {
+		fprintf(stderr, "orchctl inspect: %s wants an integer 1..%u, got '%s'\n", flag, max,
+		        s);
 		return -1;
 	}
 	*out = (uint32_t)v;
 	return 0;
+}
+
+/* One option of @c (its argument @arg); -1 for a bad one, said on stderr. */
+static int
+parse_opt(int c, const char *arg, struct inspect_opts *opt)
+{
+	const uint32_t max = 16u * 1024 * 1024;
+
+	switch (c) {
+	case 'j':
+		opt->json = true;
+		return 0;
+	case 't':
+		opt->tensors = true;
+		return 0;
+	case 'c':
+		return parse_u32("--context", arg, max, &opt->n_ctx);
+	case 's':
+		return parse_u32("--slots", arg, max, &opt->slots);
+	case 'm':
+		opt->paged = true;
+		return parse_u32("--kv-cache-mib", arg, max, &opt->kv_cache_mib);
+	case 'b':
+		opt->paged = true;
+		return parse_u32("--kv-block-tokens", arg, MODEL_MAX_KV_BLOCK_TOKENS,
+		                 &opt->kv_block_tokens);
+	}
+	return -1;
 }
 
 int
@@ -308,25 +439,18 @@ orchctl_inspect(int argc, char **argv)
 	                                         {"tensors", no_argument, NULL, 't'},
 	                                         {"context", required_argument, NULL, 'c'},
 	                                         {"slots", required_argument, NULL, 's'},
+	                                         {"kv-cache-mib", required_argument, NULL, 'm'},
+	                                         {"kv-block-tokens", required_argument, NULL, 'b'},
 	                                         {NULL, 0, NULL, 0}};
 	struct inspect_opts opt = {.slots = 1, .json = arg_json};
 	int c, failed = 0;
 
-	while ((c = getopt_long(argc, argv, "jtc:s:", longopts, NULL)) != -1) {
-		if (c == 'j')
-			opt.json = true;
-		else if (c == 't')
-			opt.tensors = true;
-		else if (c == 'c' && parse_u32("--context", optarg, &opt.n_ctx) == 0)
-			continue;
-		else if (c == 's' && parse_u32("--slots", optarg, &opt.slots) == 0)
-			continue;
-		else if (c != 'j' && c != 't')
+	while ((c = getopt_long(argc, argv, "jtc:s:", longopts, NULL)) != -1)
+		if (parse_opt(c, optarg, &opt) != 0)
 			return 2;
-	}
 	if (optind >= argc) {
 		fprintf(stderr,
-		        "usage: orchctl inspect [--json] [--tensors] [--context N] [--slots S] FILE.gguf...\n");
+		        "usage: orchctl inspect [--json] [--tensors] [--context N] [--slots S] [--kv-cache-mib N] [--kv-block-tokens N] FILE.gguf...\n");
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

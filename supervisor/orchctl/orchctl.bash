@@ -31,7 +31,10 @@ _orchctl() {
 	--tokenizer)
 		mapfile -t COMPREPLY < <(compgen -W "gguf hf-json" -- "$cur")
 		return ;;
-	--slots | --context | --replicas | --count | --timeout-ms | --lines | -n)
+	--kv-block-tokens)
+		mapfile -t COMPREPLY < <(compgen -W "8 16 32 64 128 256" -- "$cur")
+		return ;;
+	--slots | --context | --replicas | --count | --timeout-ms | --lines | -n | --kv-cache-mib)
 		return ;;
 	esac
 	local opts words=() cmd= i
@@ -60,7 +63,7 @@ _orchctl() {
 	logs)
 		opts="--lines --follow --json --socket"
 		mapfile -t words < <(_orchctl_ps_column 1; _orchctl_ps_column 2) ;;
-	inspect) opts="--json --tensors --context --slots" ;;
+	inspect) opts="--json --tensors --context --slots --kv-cache-mib --kv-block-tokens" ;;
 	esac
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")

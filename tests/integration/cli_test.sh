@@ -60,6 +60,20 @@ grep -q '^kv cache        full attention: 1 layer x 4096 cells/slot = 6.00 MiB; 
 "$bin/orchctl" inspect "$data/models/stories260K.gguf" | grep -q '^kv cache' && bad "kv cache line without sliding layers" || ok
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["kv_sliding_bytes"]==0 and m["kv_full_bytes"]==m["kv_bytes"], m' "$tmp/s.json" && ok || bad "stories260K KV split"
 
+# The KV cost per token and block (5 layers x 4 KV heads x 8, F16); a --kv-cache-mib pool says
+# what fits, in blocks, tokens and sequences, and a pool under one sequence is called refused.
+grep -q '^kv per token    640 B (a 16-token block 10.00 KiB)$' <("$bin/orchctl" inspect "$data/models/stories260K.gguf") && ok || bad "kv per token line"
+"$bin/orchctl" inspect --kv-cache-mib 1 --context 512 "$data/models/stories260K.gguf" >"$tmp/out"
+grep -q '^kv pool         1 MiB = 102 blocks of 16 = 1632 tokens (3.2 sequences of 512)$' "$tmp/out" && ok || bad "kv pool line: $(grep '^kv' "$tmp/out")"
+grep -q 'less than one sequence of 4096: the worker refuses it' <("$bin/orchctl" inspect --kv-cache-mib 1 --kv-block-tokens 32 --context 4096 "$data/models/stories260K.gguf") && ok || bad "kv pool under one sequence"
+"$bin/orchctl" inspect --json --kv-cache-mib 1 --context 512 "$data/models/stories260K.gguf" >"$tmp/p.json"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert (m["kv_token_bytes"],m["kv_block_bytes"],m["kv_blocks"],m["kv_block_tokens"],m["kv_pool_tokens"],m["kv_full_bytes"])==(640,10240,102,16,1632,1632*640) and abs(m["kv_pool_sequences"]-1632/512)<1e-9, m' "$tmp/p.json" && ok || bad "kv pool JSON"
+for a in "--kv-block-tokens 0" "--kv-block-tokens 257" "--kv-cache-mib abc"; do
+	# shellcheck disable=SC2086
+	"$bin/orchctl" inspect $a "$data/models/stories260K.gguf" >/dev/null 2>"$tmp/err"
+	[[ $? -eq 2 ]] && grep -q 'wants an integer' "$tmp/err" && ok || bad "inspect $a accepted"
+done
+
 # A synthesized model with a real vocabulary and its chat template.
 if "$bin/orch-synth" --preset tiny-qwen2 --quant Q4_K_M --vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 3 -o "$tmp/m.gguf" &&
 	"$bin/orchctl" inspect "$tmp/m.gguf" >"$tmp/out" &&
