@@ -35,7 +35,8 @@ static const struct subcmd commands[] = {
         {"ps", orchctl_ps, "ps [--json] [--socket PATH]  one line per worker"},
         {"load", orchctl_load,
          "load NAME [PATH] [--device D] [--slots N] [--context N] [--replicas N] [--tokenizer "
-         "gguf|hf-json] [--no-wait] [--json] [--socket PATH]  load and wait until ready"},
+         "gguf|hf-json] [--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] "
+         "[--no-prefix-cache] [--no-wait] [--json] [--socket PATH]  load and wait until ready"},
         {"unload", orchctl_unload,
          "unload NAME [--json] [--socket PATH]  drain, then stop its workers"},
         {"rm", orchctl_rm,

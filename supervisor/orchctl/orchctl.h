@@ -17,8 +17,8 @@
 extern const char *arg_socket; /* --socket PATH; NULL: $ORCHD_SOCKET, else the default */
 extern bool arg_json;          /* --json */
 
-/* orchctl_inspect - "orchctl inspect [--json] [--tensors] [--context N] [--slots S] FILE.gguf...".
- */
+/* orchctl_inspect - "orchctl inspect [--json] [--tensors] [--context N] [--slots S]
+ * [--kv-cache-mib N] [--kv-block-tokens N] FILE.gguf...". */
 int orchctl_inspect(int argc, char **argv);
 
 /* orchctl_status - "orchctl status [--json] [--socket PATH]": models, devices, jobs, uptime. */
@@ -28,7 +28,8 @@ int orchctl_status(int argc, char **argv);
 int orchctl_ps(int argc, char **argv);
 
 /* orchctl_load - "orchctl load NAME [PATH] [--device D] [--slots N] [--context N] [--tokenizer T]
- * [--wait]". */
+ * [--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] [--no-prefix-cache] [--wait]".
+ */
 int orchctl_load(int argc, char **argv);
 
 /* orchctl_unload - "orchctl unload NAME": drain, then stop its workers. */
