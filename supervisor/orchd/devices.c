@@ -11,6 +11,7 @@
 
 #include "base/alloc.h"
 #include "base/log.h"
+#include "base/meminfo.h"
 
 /* NVML's C API: nvmlReturn_t is an int (0 = NVML_SUCCESS), a device an opaque handle. */
 typedef int nvml_ret;
@@ -28,24 +29,6 @@ struct nvml_api {
 	nvml_ret (*memory)(nvml_dev, struct nvml_memory *);
 	const char *(*error)(nvml_ret);
 };
-
-static void
-cpu_memory(struct device_info *d)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[256];
-	unsigned long long kib;
-
-	if (f == NULL)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "MemTotal: %llu kB", &kib) == 1)
-			d->total = kib * 1024;
-		else if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-			d->free = kib * 1024;
-	}
-	fclose(f);
-}
 
 static void
 cpu_name(struct device_info *d)
@@ -158,7 +141,7 @@ devices_open(struct devices *inv, const char *nvml_library)
 void
 devices_refresh(struct devices *inv)
 {
-	cpu_memory(&inv->dev[0]);
+	orch_meminfo(&inv->dev[0].total, &inv->dev[0].free);
 	for (uint32_t i = 1; inv->nvml && i < inv->n; i++) {
 		struct nvml_memory mem;
 		nvml_dev h;

@@ -12,11 +12,11 @@
  */
 #include "cpu_backend.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/meminfo.h"
 #include "gguf/fp16.h"
 #include "gguf/gguf.h"
 #include "gguf/model_info.h"
@@ -258,21 +258,9 @@ cpu_free(struct be_model *b)
 static void
 cpu_info(const char *device, struct be_info *ret)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[256];
-	unsigned long long kib;
-
 	(void)device;
 	memset(ret, 0, sizeof(*ret));
-	if (f == NULL)
-		return;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "MemTotal: %llu kB", &kib) == 1)
-			ret->mem_total = kib * 1024;
-		else if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
-			ret->mem_free = kib * 1024;
-	}
-	fclose(f);
+	orch_meminfo(&ret->mem_total, &ret->mem_free);
 }
 
 const struct be_ops be_cpu_ops = {
