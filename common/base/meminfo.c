@@ -8,7 +8,7 @@
 void
 orch_meminfo(uint64_t *total, uint64_t *avail)
 {
-	FILE *f = fopen("/proc/meminfo", "r");
+	FILE *f = fopen("/proc/meminfo", "re");
 	char line[256];
 	unsigned long long kib;
 

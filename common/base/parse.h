@@ -16,8 +16,9 @@ orch_err orch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out
 
 /*
  * orch_parse_double - the whole of @s as a finite decimal number in [@min,
- * @max] into *@out ("0.9", "1", ".5"; no sign, no hex, no exponent-only text).
- * ORCH_EINVAL for anything else; ORCH_ERANGE outside [@min, @max]. *@out is
- * untouched on failure.
+ * @max] into *@out ("0.9", "1", ".5", "1e-3"; no leading sign, no hex, no
+ * inf or nan). ORCH_EINVAL for anything else, and for a number too large for
+ * a double ("1e999"); ORCH_ERANGE outside [@min, @max]. *@out is untouched on
+ * failure.
  */
 orch_err orch_parse_double(const char *s, double min, double max, double *out);

@@ -136,6 +136,13 @@ model_info_get(const struct gguf_file *f, struct model_info *mi, struct orch_err
 }
 
 uint32_t
+model_default_ctx(const struct model_info *mi)
+{
+	return mi->n_ctx_train && mi->n_ctx_train < MODEL_DEFAULT_CTX ? mi->n_ctx_train
+	                                                              : MODEL_DEFAULT_CTX;
+}
+
+uint32_t
 model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens)
 {
 	uint64_t ring = (uint64_t)n_swa + max_batch_tokens;
@@ -177,9 +184,13 @@ kv_pool(const struct mem_kv *kv, struct mem_estimate *e)
 		return ORCH_ERANGE;
 	if (block == 0)
 		blocks = 0;
-	else if (kv->pool_bytes > 0)
+	else if (kv->pool_bytes > 0) {
 		blocks = kv->pool_bytes / block;
-	else
+		if (blocks > MODEL_MAX_KV_POOL_TOKENS / bt) {
+			blocks = MODEL_MAX_KV_POOL_TOKENS / bt;
+			e->kv_pool_capped = true;
+		}
+	} else
 		blocks = (uint64_t)e->slots * ((e->n_ctx + (uint64_t)bt - 1) / bt);
 	if (blocks > UINT32_MAX / bt)
 		return ORCH_ERANGE;

@@ -70,9 +70,12 @@ uint32_t model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_toke
  * MODEL_DEFAULT_KV_BLOCK_TOKENS - positions in one block of the paged KV pool (issue 19) when a
  * worker is not told otherwise; must equal KVB_DEFAULT_BLOCK_TOKENS (worker/engine/kv_blocks.h).
  * MODEL_MAX_KV_BLOCK_TOKENS - the largest block the estimate accepts.
+ * MODEL_MAX_KV_POOL_TOKENS - a budget's pool holds at most this many positions (blocks ×
+ * block tokens); a larger budget is cut to it, here and in the worker (engine.c).
  */
 #define MODEL_DEFAULT_KV_BLOCK_TOKENS 16
 #define MODEL_MAX_KV_BLOCK_TOKENS     256
+#define MODEL_MAX_KV_POOL_TOKENS      (1u << 30)
 
 /*
  * The paged KV pool a worker is configured with (issue 19): a budget of pool_bytes
@@ -107,12 +110,16 @@ struct mem_estimate {
 	uint32_t kv_blocks;       /* blocks in the pool; 0: not paged, or no full-attention layer */
 	uint32_t kv_block_tokens; /* positions per block; 0: not paged (model_mem_estimate) */
 	uint64_t kv_pool_tokens;  /* kv_blocks × kv_block_tokens */
+	bool kv_pool_capped;      /* a budget larger than MODEL_MAX_KV_POOL_TOKENS positions */
 };
 
 #define MODEL_RUNTIME_OVERHEAD_BYTES (256ull << 20)
 
 /* A worker's context when none is configured: the trained one, at most this (engine.h) */
 #define MODEL_DEFAULT_CTX 4096
+
+/* model_default_ctx - the context a worker gives @mi when none is configured. */
+uint32_t model_default_ctx(const struct model_info *mi);
 
 /*
  * model_mem_estimate - the estimate with every slot holding @n_ctx cells of each
@@ -138,10 +145,11 @@ uint64_t model_kv_block_bytes(const struct model_info *mi, uint32_t block_tokens
  * where kv_blocks = floor(pool_bytes / block bytes) when pool_bytes > 0, else
  * slots × ceil(n_ctx / block_tokens). Sliding-window rings stay per slot, outside the
  * pool. A model with no full-attention layer (all sliding) has blocks of 0 bytes:
- * kv_blocks 0, kv_full 0; so does a budget below one block. ORCH_ENOTFOUND without
+ * kv_blocks 0, kv_full 0; so does a budget below one block. A budget's pool is cut at
+ * MODEL_MAX_KV_POOL_TOKENS positions (kv_pool_capped says so). ORCH_ENOTFOUND without
  * hyper-parameters; ORCH_ERANGE on overflow, for block_tokens over MODEL_MAX_KV_BLOCK_TOKENS, or
- * when the pool's positions (kv_blocks × block_tokens) do not fit in 32 bits (the worker's cell
- * index); *@ret is written only on success.
+ * when the default pool's positions do not fit in 32 bits (the worker's cell index); *@ret is
+ * written only on success.
  */
 orch_err model_mem_estimate_kv(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
                                uint32_t kv_elem_bytes, const struct mem_kv *kv,

@@ -334,11 +334,14 @@ json_print(cJSON *o)
 	cJSON_Delete(o);
 }
 
-/* The estimate for @opt's context and slots, through the paged pool when one was asked for. */
+/*
+ * The estimate for @opt's context and slots, through the paged pool when one was asked
+ * for. No --context: a worker's default, the trained context up to MODEL_DEFAULT_CTX.
+ */
 static orch_err
 estimate(const struct model_info *mi, const struct inspect_opts *opt, struct mem_estimate *ret)
 {
-	uint32_t n_ctx = opt->n_ctx ? opt->n_ctx : mi->n_ctx_train;
+	uint32_t n_ctx = opt->n_ctx ? opt->n_ctx : model_default_ctx(mi);
 	struct mem_kv kv = {.pool_bytes = (uint64_t)opt->kv_cache_mib << 20,
 	                    .block_tokens = opt->kv_block_tokens};
 

@@ -408,6 +408,11 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 		http_error(req, ORCH_EOVERLOADED, "name",
 		           "model '%s' is still unloading: load it again once it has stopped",
 		           name);
+	else if (m != NULL && path == NULL && cJSON_GetArraySize(root) > 1)
+		http_error(req, ORCH_EINVAL, NULL,
+		           "model '%s' exists: a load by name starts it as configured and changes "
+		           "nothing; give only its name, or 'orchctl rm %s' and load it anew",
+		           name, name);
 	else if (m != NULL && path == NULL) { /* a known model */
 		m->wanted = true;
 		if (m->runtime)

@@ -16,7 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +162,16 @@ admin_kv_json(cJSON *o, const struct cfg_model *c)
 		cJSON_AddBoolToObject(o, "enable_prefix_cache", false);
 }
 
+/* @x as the shortest text that reads back as it (an error then quotes what was sent). */
+static const char *
+number_text(double x, char *buf, size_t n)
+{
+	snprintf(buf, n, "%.15g", x);
+	if (strtod(buf, NULL) != x)
+		snprintf(buf, n, "%.17g", x);
+	return buf;
+}
+
 bool
 admin_model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root,
                 struct orch_errinfo *e)
@@ -184,14 +193,8 @@ admin_model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root,
 			continue;
 		if (cJSON_IsString(it)) {
 			v = it->valuestring;
-		} else if (cJSON_IsNumber(it)) { /* integers as such; kv_cache_fraction exactly */
-			snprintf(num, sizeof(num),
-			         fabs(it->valuedouble) < 1e15 &&
-			                         floor(it->valuedouble) == it->valuedouble
-			                 ? "%.0f"
-			                 : "%.17g",
-			         it->valuedouble);
-			v = num;
+		} else if (cJSON_IsNumber(it)) {
+			v = number_text(it->valuedouble, num, sizeof(num));
 		} else if (cJSON_IsBool(it)) {
 			v = cJSON_IsTrue(it) ? "yes" : "no";
 		} else if (cJSON_IsArray(it) && strcmp(it->string, "device") == 0) {

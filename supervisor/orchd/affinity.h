@@ -16,6 +16,14 @@ struct job_request;
 /* The prompt bytes hashed: about the first 16 KV blocks of 16 tokens of English text. */
 #define AFFINITY_PREFIX_BYTES 1024
 
+/*
+ * AFFINITY_SLACK - how many more running jobs than the least loaded replica
+ * the one a prefix prefers may have and still get it: a quarter of its slots
+ * (at least 1). Past that, sharing a prefix is worth less than the idle
+ * replica (a prefill of the prefix once more, against waiting on a batch).
+ */
+#define AFFINITY_SLACK(slots) ((slots) / 4 > 1 ? (slots) / 4 : 1)
+
 /* affinity_key - @r's key; 0 when it has no prompt text (no preference). */
 uint64_t affinity_key(const struct job_request *r);
 

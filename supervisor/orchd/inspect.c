@@ -57,14 +57,18 @@ estimate(const struct inspect_shape *s, const struct model_info *mi, struct mem_
 	struct mem_kv kv = {.pool_bytes = (uint64_t)s->kv_cache_mib << 20, .block_tokens = bt};
 
 	if (ctx == 0)
-		ctx = mi->n_ctx_train && mi->n_ctx_train < MODEL_DEFAULT_CTX ? mi->n_ctx_train
-		                                                             : MODEL_DEFAULT_CTX;
+		ctx = model_default_ctx(mi);
 	if (!s->paged)
 		return model_mem_estimate(mi, ctx, s->slots, 2, ret);
-	if (s->kv_fraction) { /* what the worker takes is known there: at least one sequence */
-		if (bt == 0)
-			bt = MODEL_DEFAULT_KV_BLOCK_TOKENS;
-		kv.pool_bytes = model_kv_block_bytes(mi, bt, 2) * (((uint64_t)ctx + bt - 1) / bt);
+	if (s->kv_fraction > 0) { /* the worker's sum (engine.c kv_fraction_bytes) */
+		struct mem_kv none = {.pool_bytes = 1, .block_tokens = bt};
+		orch_err rv = model_mem_estimate_kv(mi, ctx, s->slots, 2, &none, ret);
+		if (rv != ORCH_OK)
+			return rv;
+		uint64_t rest = ret->weights + ret->overhead + ret->kv_swa;
+		kv.pool_bytes = s->mem_total > rest
+		                        ? (uint64_t)(s->kv_fraction * (double)(s->mem_total - rest))
+		                        : 1;
 	}
 	return model_mem_estimate_kv(mi, ctx, s->slots, 2, &kv, ret);
 }

@@ -46,14 +46,15 @@ struct inspect_facts {
  * @context tokens (0: the model's default, its trained context up to
  * MODEL_DEFAULT_CTX). Paged (the worker's backend pages its KV: cpu), the
  * full-attention layers' KV is a pool of @kv_block_tokens-token blocks of
- * @kv_cache_mib MiB, or, with @kv_fraction, at least one sequence of the
- * context (what the worker refuses to go below), or slots × context.
+ * @kv_cache_mib MiB, or @kv_fraction of (@mem_total − the rest of the
+ * estimate), as the worker computes it (engine.c), or slots × context.
  */
 struct inspect_shape {
 	uint32_t context, slots;
 	bool paged;
 	uint32_t kv_cache_mib, kv_block_tokens;
-	bool kv_fraction;
+	double kv_fraction;
+	uint64_t mem_total; /* the device's memory (cpu: MemTotal), for kv_fraction */
 };
 
 /* inspect_fn - on the loop, once, with what the read of @arg's file found. */

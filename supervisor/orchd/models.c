@@ -14,6 +14,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "devices.h"
 #include "inspect.h"
 #include "jobs.h"
 #include "notify.h"
@@ -143,10 +144,12 @@ inspect(struct orchd *d, struct model_entry *m)
 	                              .paged = true,
 	                              .kv_cache_mib = m->cfg.kv_cache_mib,
 	                              .kv_block_tokens = m->cfg.kv_block_tokens,
-	                              .kv_fraction = m->cfg.kv_cache_fraction > 0};
+	                              .kv_fraction = m->cfg.kv_cache_fraction};
+	const struct device_info *cpu = devices_find(&d->devices, "cpu");
 
 	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
 		shape.paged &= strcmp(m->cfg.devices[i], "cpu") == 0;
+	shape.mem_total = cpu ? cpu->total : 0;
 	if (m->inspecting != NULL)
 		return;
 	if (m->ev_read == NULL && (m->ev_read = evtimer_new(d->base, on_read_timeout, m)) == NULL) {
@@ -356,8 +359,9 @@ models_unqueue(struct job *j)
 
 /*
  * The worker for @j: among @m's READY workers with room, the one its prompt
- * prefix has affinity to (affinity.h) when that one has a free slot, else
- * the one with the fewest outstanding tokens; NULL when none has room.
+ * prefix has affinity to (affinity.h) while that one has a free slot and at
+ * most AFFINITY_SLACK(slots) more jobs than the least loaded, else the one
+ * with the fewest outstanding tokens; NULL when none has room.
  */
 static struct worker *
 pick(struct model_entry *m, const struct job *j)
@@ -380,7 +384,8 @@ pick(struct model_entry *m, const struct job *j)
 			near_score = score;
 		}
 	}
-	if (near != NULL && near != best && near->jobs < near->slots_total) {
+	if (near != NULL && near != best && near->jobs < near->slots_total &&
+	    near->jobs <= best->jobs + AFFINITY_SLACK(near->slots_total)) {
 		m->met.affinity_routed++;
 		return near;
 	}

@@ -304,6 +304,8 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	w->exit_pid = w->pid;
 	w->pid = 0;
 	w->memory_used = 0; /* its memory went with it: ps, status and /metrics say so */
+	w->kv_used = w->kv_total = 0;
+	w->kv_blocks_total = w->kv_blocks_used = w->kv_blocks_cached = 0;
 	if (w->ev_reap == NULL &&
 	    (w->ev_reap = evtimer_new(w->model->d->base, on_reaped, w)) == NULL) {
 		on_reaped(-1, 0, w); /* out of memory: settle it now */
@@ -313,6 +315,30 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ---- spawning ---- */
+
+/* The KV pool's options of @mc from argv[@n] on (their numbers in @num[4..6]); the new n. */
+static int
+kv_argv(const struct cfg_model *mc, char num[7][24], const char **argv, int n)
+{
+	snprintf(num[4], 24, "%u", mc->kv_cache_mib);
+	snprintf(num[5], 24, "%.17g", mc->kv_cache_fraction);
+	snprintf(num[6], 24, "%u", mc->kv_block_tokens);
+	if (mc->kv_cache_mib) {
+		argv[n++] = "--kv-cache-mib";
+		argv[n++] = num[4];
+	}
+	if (mc->kv_cache_fraction > 0) {
+		argv[n++] = "--kv-cache-fraction";
+		argv[n++] = num[5];
+	}
+	if (mc->kv_block_tokens) {
+		argv[n++] = "--kv-block-tokens";
+		argv[n++] = num[6];
+	}
+	if (!mc->prefix_cache)
+		argv[n++] = "--no-prefix-cache";
+	return n;
+}
 
 /* The worker's command line into @argv (room for 40); the numbers go into @num. */
 static void
@@ -325,9 +351,6 @@ build_argv(struct orchd *d, struct worker *w, const char *url, char num[7][24], 
 	snprintf(num[1], 24, "%u", mc->context);
 	snprintf(num[2], 24, "%u", mc->threads);
 	snprintf(num[3], 24, "%u", d->cfg.residency_check_s);
-	snprintf(num[4], 24, "%u", mc->kv_cache_mib);
-	snprintf(num[5], 24, "%.6g", mc->kv_cache_fraction);
-	snprintf(num[6], 24, "%u", mc->kv_block_tokens);
 	const char *fixed[] = {d->worker_bin,
 	                       "serve",
 	                       "--endpoint",
@@ -360,20 +383,7 @@ build_argv(struct orchd *d, struct worker *w, const char *url, char num[7][24], 
 		argv[n++] = "--tokenizer";
 		argv[n++] = "hf-json";
 	}
-	if (mc->kv_cache_mib) {
-		argv[n++] = "--kv-cache-mib";
-		argv[n++] = num[4];
-	}
-	if (mc->kv_cache_fraction > 0) {
-		argv[n++] = "--kv-cache-fraction";
-		argv[n++] = num[5];
-	}
-	if (mc->kv_block_tokens) {
-		argv[n++] = "--kv-block-tokens";
-		argv[n++] = num[6];
-	}
-	if (!mc->prefix_cache)
-		argv[n++] = "--no-prefix-cache";
+	n = kv_argv(mc, num, argv, n);
 	if (!d->cfg.hash_cache_beside)
 		argv[n++] = "--no-hash-beside";
 	argv[n] = NULL;

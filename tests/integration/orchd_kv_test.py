@@ -130,6 +130,29 @@ def test_affinity():
     check(len(ws) == 2 and all(x > 0 for x in q), "both replicas served prefixes: %s" % q)
 
 
+def test_affinity_balance():
+    """As many requests at once as a replica has slots, sharing one prefix: the preferred
+    replica takes a share, not all (it had free slots for every one)."""
+    import threading
+
+    def queries():
+        st, text = admin("GET", "/admin/workers")
+        return {w["id"]: w.get("prefix_query_tokens", 0) for w in json.loads(text) if w["model"] == "r"}
+    time.sleep(1.2)  # a heartbeat: the counters are current
+    before = queries()
+    p = "A shared prefix for everyone. " + SYSTEM * 7  # past the 1,024 bytes of the key
+    ts = [threading.Thread(target=completion, args=(p + str(k),), kwargs={"model": "r", "max_tokens": 150})
+          for k in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    time.sleep(1.2)
+    after = queries()
+    grew = [after[w] - before.get(w, 0) for w in after]
+    check(len(grew) == 2 and all(g > 0 for g in grew), "both replicas took some of a burst: %s" % grew)
+
+
 def wait_metric_worker(wid, secs=6):
     end = time.time() + secs
     while True:
@@ -186,7 +209,11 @@ def test_config():
     try:
         st, a = completion("Hello")
         n = wait_metric("orch_kv_blocks", {"model": "m"}, lambda v: v > 0)
-        check(st == 200 and n >= CTX // 16, "kv_cache_fraction serves: %s blocks" % n)
+        # a thousandth of this machine's memory is megabytes: far more than the default 64 blocks
+        check(st == 200 and n > 4 * CTX // 16, "kv_cache_fraction sizes the pool: %s blocks" % n)
+        st, text = admin("GET", "/admin/status")
+        est = [m for m in json.loads(text)["models"] if m["name"] == "m"][0]["memory_estimate_bytes"]
+        check(est >= n * 10240, "orchd's placement counts the fraction's pool: %s >= %s" % (est, n * 10240))
     finally:
         o.stop()
     # the cache off
@@ -229,7 +256,13 @@ def test_orchctl_load():
     check(k and k[0].get("kv_cache_mib") == 2 and k[0].get("enable_prefix_cache") is False,
           "status shows the model's kv keys: %s" % k)
     r = load("f", MODEL, "--kv-cache-fraction", "0.002")
-    check(r.returncode == 0, "orchctl load --kv-cache-fraction: %s" % (r.stdout + r.stderr))
+    n = wait_metric("orch_kv_blocks", {"model": "f"}, lambda v: v > 0)
+    check(r.returncode == 0 and n > 4 * CTX // 16, "orchctl load --kv-cache-fraction: %s blocks %s" % (n, r.stderr))
+    r = load("k")
+    check(r.returncode == 0, "a known model loads by name: %s" % r.stderr)
+    r = load("k", "--kv-cache-mib", "4")
+    check(r.returncode != 0 and "changes nothing" in r.stderr,
+          "a load by name with settings is refused, not silently ignored: %s" % r.stderr)
     r = load("g", MODEL, "--kv-cache-fraction", "0.5", "--kv-cache-mib", "8")
     check(r.returncode != 0 and "give one" in r.stderr, "both sizes refused by orchd: %s" % r.stderr)
     for bad in (["--kv-cache-fraction", "2"], ["--kv-block-tokens", "0"], ["--kv-cache-mib", "x"]):
@@ -239,12 +272,13 @@ def test_orchctl_load():
 
 def main():
     o = OrchdProc(BIN, seed=10, ready_s=30,
-                  more=lambda tmp: model("m", "kv_block_tokens = 16\n") + model("r", "replicas = 2\n"))
+                  more=lambda tmp: model("m", "kv_block_tokens = 16\n") + model("r", "replicas = 2\ncontext = 1024\n"))
     orchd_lib.ADMIN = os.path.join(o.tmp, "orchd.sock")
     try:
         test_cache_hits()
         test_salt()
         test_affinity()
+        test_affinity_balance()
         test_observability()
     finally:
         o.stop()

@@ -82,7 +82,7 @@ serve_opt(struct serve_opts *o, int c, bool *ok)
 	case 'F':
 		if (orch_parse_double(optarg, 0.001, 1.0, &o->kv_cache_fraction) != ORCH_OK) {
 			fprintf(stderr,
-			        "orch-worker serve: --kv-cache-fraction wants a number in (0, 1], "
+			        "orch-worker serve: --kv-cache-fraction wants a number in [0.001, 1], "
 			        "got '%s'\n",
 			        optarg);
 			*ok = false;

@@ -3,6 +3,8 @@
  */
 #include "engine.h"
 
+#include <stdio.h>
+
 #include "base/alloc.h"
 #include "base/sha256.h"
 #include "engine/kv_blocks.h"
@@ -25,13 +27,55 @@ engine_default_ctx(const struct model *m)
 	return m->hp.n_ctx_train < ENGINE_DEFAULT_CTX ? m->hp.n_ctx_train : ENGINE_DEFAULT_CTX;
 }
 
-#define ENGINE_MAX_KV_BLOCKS (1u << 30) /* rows of a pool (blocks × block tokens), at most */
+/* @bytes for a message: in KiB below 1 MiB, so that small pools do not all read "0.1 MiB". */
+static const char *
+fmt_size(uint64_t bytes, char *buf, size_t n)
+{
+	if (bytes < (1u << 20))
+		snprintf(buf, n, "%.1f KiB", (double)bytes / 1024);
+	else
+		snprintf(buf, n, "%.1f MiB", (double)bytes / (1 << 20));
+	return buf;
+}
 
 /*
- * Blocks of the pool a budget of @bytes buys (model_info's block size, the
- * one orchd's estimate and orchctl inspect use). A fraction is of the memory
- * free now less what the weights, the sliding-window rings and the working
- * memory will take.
+ * The bytes kv_cache_fraction buys: that share of the device's total memory
+ * (MemTotal on the CPU) less what the weights, the sliding-window rings and
+ * the working memory take (@est, a pool of nothing). Of the total, not of
+ * what is free: the same configuration gives the same pool whatever else
+ * runs, and orchd counts exactly this in its placement (inspect.c there).
+ */
+static orch_err
+kv_fraction_bytes(const struct engine *e, const struct engine_config *cfg,
+                  const struct mem_estimate *est, uint64_t *ret, struct orch_errinfo *reterr)
+{
+	struct be_info info = {0};
+	uint64_t rest = est->weights + est->overhead + est->kv_swa;
+	char b1[32], b2[32];
+
+	if (e->ops->info)
+		e->ops->info(cfg->device, &info);
+	if (info.mem_total == 0)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "kv_cache_fraction: the memory of %s is not known; give "
+		                 "kv_cache_mib",
+		                 cfg->device ? cfg->device : "cpu");
+	if (info.mem_total <= rest)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "kv_cache_fraction: %s has %s, and the weights and working memory "
+		                 "alone take %s",
+		                 cfg->device ? cfg->device : "cpu",
+		                 fmt_size(info.mem_total, b1, sizeof(b1)),
+		                 fmt_size(rest, b2, sizeof(b2)));
+	*ret = (uint64_t)(cfg->kv_cache_fraction * (double)(info.mem_total - rest));
+	return ORCH_OK;
+}
+
+/*
+ * Blocks of the pool a budget (kv_cache_bytes, or kv_cache_fraction's
+ * bytes) buys, by model_info's estimate: the block size orchd and orchctl
+ * inspect use, and the same cut at MODEL_MAX_KV_POOL_TOKENS positions. At
+ * least one sequence of n_ctx must fit, else ORCH_EINVAL saying what does.
  */
 static orch_err
 kv_budget_blocks(struct engine *e, const struct engine_config *cfg, uint32_t bt,
@@ -39,40 +83,35 @@ kv_budget_blocks(struct engine *e, const struct engine_config *cfg, uint32_t bt,
 {
 	struct model_info mi;
 	struct mem_estimate est;
-	struct mem_kv one = {.pool_bytes = 1, .block_tokens = bt};
+	struct mem_kv kv = {.pool_bytes = 1, .block_tokens = bt}; /* first: nothing but the rest */
 	uint32_t elem = cfg->kv_f32 ? 4 : 2;
-	uint64_t bytes = cfg->kv_cache_bytes, block;
+	uint64_t block;
+	orch_err rv;
+	char b1[32], b2[32];
 
 	if (model_info_get(e->f, &mi, reterr) != ORCH_OK ||
 	    (block = model_kv_block_bytes(&mi, bt, elem)) == 0 ||
-	    model_mem_estimate_kv(&mi, e->n_ctx, e->slots, elem, &one, &est) != ORCH_OK)
+	    model_mem_estimate_kv(&mi, e->n_ctx, e->slots, elem, &kv, &est) != ORCH_OK)
 		return orch_errf(reterr, ORCH_EINVAL, "%s: cannot size a KV pool for this model",
 		                 cfg->model_path);
-	if (bytes == 0) {
-		struct be_info info = {0};
-		uint64_t rest = est.weights + est.overhead + est.kv_swa;
-		if (e->ops->info)
-			e->ops->info(cfg->device, &info);
-		if (info.mem_free == 0)
-			return orch_errf(reterr, ORCH_EINVAL,
-			                 "kv_cache_fraction: the free memory of %s is not known; "
-			                 "give kv_cache_mib",
-			                 cfg->device ? cfg->device : "cpu");
-		bytes = info.mem_free > rest ? (uint64_t)(cfg->kv_cache_fraction *
-		                                          (double)(info.mem_free - rest))
-		                             : 0;
-	}
-	*ret_blocks = bytes / block;
-	if (*ret_blocks > ENGINE_MAX_KV_BLOCKS / bt) /* a budget past what a pool addresses */
-		*ret_blocks = ENGINE_MAX_KV_BLOCKS / bt;
+	kv.pool_bytes = cfg->kv_cache_bytes;
+	if (kv.pool_bytes == 0 && (rv = kv_fraction_bytes(e, cfg, &est, &kv.pool_bytes, reterr)))
+		return rv;
+	if (model_mem_estimate_kv(&mi, e->n_ctx, e->slots, elem, &kv, &est) != ORCH_OK)
+		return orch_errf(reterr, ORCH_EINVAL, "a KV pool of %llu bytes is out of range",
+		                 (unsigned long long)kv.pool_bytes);
+	*ret_blocks = est.kv_blocks;
+	e->kv_pool_capped = est.kv_pool_capped;
 	uint64_t need = ((uint64_t)e->n_ctx + bt - 1) / bt;
 	if (*ret_blocks < need)
-		return orch_errf(reterr, ORCH_EINVAL,
-		                 "the KV pool (%.1f MiB) holds %llu tokens, less than one sequence "
-		                 "of the context (%u tokens need %.1f MiB): raise kv_cache_mib or "
-		                 "kv_cache_fraction, or lower context",
-		                 (double)bytes / (1 << 20), (unsigned long long)(*ret_blocks * bt),
-		                 e->n_ctx, (double)(need * block) / (1 << 20));
+		return orch_errf(
+		        reterr, ORCH_EINVAL,
+		        "the KV pool (%s) holds %llu tokens, less than one sequence of the "
+		        "context (%u tokens need %s): raise %s, or lower context",
+		        fmt_size(kv.pool_bytes, b1, sizeof(b1)),
+		        (unsigned long long)(*ret_blocks * bt), e->n_ctx,
+		        fmt_size(need * block, b2, sizeof(b2)),
+		        cfg->kv_cache_bytes ? "kv_cache_mib" : "kv_cache_fraction");
 	return ORCH_OK;
 }
 
@@ -97,10 +136,11 @@ kv_geometry(struct engine *e, const struct engine_config *cfg, struct orch_errin
 	if ((cfg->kv_cache_bytes > 0 || cfg->kv_cache_fraction > 0) &&
 	    (rv = kv_budget_blocks(e, cfg, bt, &blocks, reterr)) != ORCH_OK)
 		return rv;
-	if (blocks > ENGINE_MAX_KV_BLOCKS / bt)
+	if (blocks > MODEL_MAX_KV_POOL_TOKENS / bt)
 		return orch_errf(reterr, ORCH_EINVAL,
-		                 "a KV pool of %llu blocks of %u tokens is too large",
-		                 (unsigned long long)blocks, bt);
+		                 "a KV pool of %llu blocks of %u tokens is too large (at most %u "
+		                 "positions)",
+		                 (unsigned long long)blocks, bt, MODEL_MAX_KV_POOL_TOKENS);
 	e->kv_blocks = (uint32_t)blocks;
 	e->kv_block_tokens = bt;
 	return ORCH_OK;

@@ -38,9 +38,10 @@ struct engine_config {
 	bool no_graphs;   /* cuda: no CUDA graphs */
 	/* paged KV (a backend with be_ops.paged): tokens per block; 0: KVB_DEFAULT_BLOCK_TOKENS */
 	uint32_t kv_block_tokens;
-	/* the pool: a budget in bytes, or this share (0, 1] of the memory free after
-	 * the weights and working memory; both 0: slots × ceil(n_ctx / block) blocks.
-	 * It must hold one sequence of n_ctx (else ORCH_EINVAL, saying what fits). */
+	/* the pool: a budget in bytes, or this share (0, 1] of the device's total
+	 * memory less the weights and working memory; both 0: slots × ceil(n_ctx /
+	 * block) blocks. It must hold one sequence of n_ctx (else ORCH_EINVAL, saying
+	 * what fits); a budget past MODEL_MAX_KV_POOL_TOKENS positions is cut there. */
 	uint64_t kv_cache_bytes;
 	double kv_cache_fraction;
 	bool kv_prefix_cache; /* paged: reuse cached prompt prefixes (off for a model with a
@@ -61,6 +62,7 @@ struct engine {
 	uint32_t slots, n_ctx, chunk;
 	uint32_t kv_blocks, kv_block_tokens; /* the paged KV pool; zeros: slots */
 	bool kv_prefix_cache;                /* prompt prefixes are reused */
+	bool kv_pool_capped;                 /* the budget was larger than a pool addresses: cut */
 };
 
 /*

@@ -66,6 +66,7 @@ struct sched {
 	struct sched_step_info last;
 	struct kvb *kv; /* paged KV: the block pool, sequence i = slot i; NULL: slots */
 	uint64_t arrivals, preemptions;
+	uint64_t prompt_queried, prompt_hit; /* first admissions only (a refeed hits itself) */
 };
 
 orch_err
@@ -450,8 +451,11 @@ admit(struct sched *s)
 			(void)mr;
 		}
 		j->fed = cached;
-		if (j->preempted == 0) /* what the client is told: its own blocks do not count */
+		if (j->preempted == 0 && s->kv != NULL) { /* its own blocks do not count */
 			j->cached_tokens = cached;
+			s->prompt_queried += n_src;
+			s->prompt_hit += cached;
+		}
 	}
 }
 
@@ -618,6 +622,8 @@ bool
 sched_kv_stats(const struct sched *s, struct kvb_stats *ret)
 {
 	*ret = s->kv != NULL ? kvb_stats(s->kv) : (struct kvb_stats){0};
+	ret->query_tokens = s->prompt_queried; /* prompts, not a preempted job's refeed */
+	ret->hit_tokens = s->prompt_hit;
 	return s->kv != NULL;
 }
 

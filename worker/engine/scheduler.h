@@ -150,7 +150,9 @@ void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
 
 /*
  * sched_kv_stats - the block pool's counters (kv_blocks.h) into *@ret; false
- * (and zeros) when the scheduler does not page.
+ * (and zeros) when the scheduler does not page. query_tokens and hit_tokens
+ * count jobs' prompts at their first admission only: a preempted job's refeed
+ * finding its own blocks is not a hit.
  */
 bool sched_kv_stats(const struct sched *s, struct kvb_stats *ret);
 

@@ -272,6 +272,25 @@ room_ok(struct serve *sv, const Orch__Submit *m, uint32_t n_prompt, struct orch_
 	                 n_prompt, m->max_tokens, n_ctx);
 }
 
+/* @m's stop strings and cache salt into @j, which owns the copies; false: out of memory. */
+static bool
+copy_strings(struct serve_job *j, const Orch__Submit *m)
+{
+	for (size_t i = 0; i < m->n_stop; i++) {
+		if ((j->stops[i] = orch_strndup(m->stop[i], strlen(m->stop[i]))) == NULL)
+			return false;
+		j->sj.n_stops++;
+	}
+	if (m->cache_salt != NULL && m->cache_salt[0] != '\0') {
+		size_t n = strlen(m->cache_salt);
+		if ((j->cache_salt = orch_strndup(m->cache_salt, n)) == NULL)
+			return false;
+		j->sj.cache_salt = j->cache_salt;
+		j->sj.cache_salt_len = (uint32_t)n;
+	}
+	return true;
+}
+
 /*
  * Admit @m as a new job in *@ret: tokenize, copy its parameters, hand it to
  * the scheduler. On failure everything it allocated is freed, and the code
@@ -334,21 +353,9 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 	j->next = sv->jobs;
 	sv->jobs = j;
 	sv->n_jobs++;
-	for (size_t i = 0; i < m->n_stop; i++) {
-		if ((j->stops[i] = orch_strndup(m->stop[i], strlen(m->stop[i]))) == NULL) {
-			serve_job_free(sv, j);
-			return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
-		}
-		j->sj.n_stops++;
-	}
-	if (m->cache_salt != NULL && m->cache_salt[0] != '\0') {
-		size_t n = strlen(m->cache_salt);
-		if ((j->cache_salt = orch_strndup(m->cache_salt, n)) == NULL) {
-			serve_job_free(sv, j);
-			return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
-		}
-		j->sj.cache_salt = j->cache_salt;
-		j->sj.cache_salt_len = (uint32_t)n;
+	if (!copy_strings(j, m)) {
+		serve_job_free(sv, j);
+		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	}
 	if ((rv = sched_submit(sv->eng->s, &j->sj, e)) != ORCH_OK) {
 		serve_job_free(sv, j);
@@ -434,6 +441,7 @@ serve_status(struct serve *sv, Orch__Heartbeat *hb)
 	hb->kv_cells_total = (uint64_t)sv->o->slots * sv->eng->n_ctx;
 	if (sched_kv_stats(sv->eng->s, &kv)) {
 		hb->kv_cells_total = (uint64_t)kv.total * sv->eng->kv_block_tokens;
+		hb->kv_cells_used = (uint64_t)kv.used * sv->eng->kv_block_tokens; /* shared once */
 		hb->kv_blocks_total = kv.total;
 		hb->kv_blocks_used = kv.used;
 		hb->kv_blocks_cached = kv.cached;

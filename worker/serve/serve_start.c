@@ -133,6 +133,10 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 		         "device=%s: its backend keeps one KV slot of the context per sequence; "
 		         "kv_cache_mib, kv_cache_fraction and kv_block_tokens do not apply",
 		         sv->o->device);
+	if (sv->eng->kv_pool_capped)
+		orch_log(ORCH_LOG_WARNING, "kv_pool_capped",
+		         "the KV budget is larger than a pool addresses: cut to %u blocks of %u",
+		         sv->eng->kv_blocks, sv->eng->kv_block_tokens);
 	orch_log(ORCH_LOG_INFO, "kv_cache",
 	         "blocks=%u block_tokens=%u tokens=%llu prefix_cache=%s slots=%u context=%u",
 	         sv->eng->kv_blocks, sv->eng->kv_block_tokens,

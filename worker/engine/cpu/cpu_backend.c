@@ -128,11 +128,20 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	    (b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL ||
 	    (b->tok_seq = balloc(b, B * sizeof(uint32_t))) == NULL ||
 	    (b->tok_pos = balloc(b, B * sizeof(uint32_t))) == NULL)
-		return orch_errf(
-		        reterr, ORCH_ENOMEM,
-		        "cpu backend: cannot allocate %llu bytes (KV cache %llu for %u slots x %u context)",
-		        (unsigned long long)(b->bytes_needed - b->weight_bytes),
-		        (unsigned long long)(2 * kv), b->cfg.slots, b->cfg.n_ctx);
+		return b->cfg.kv_blocks > 0
+		               ? orch_errf(
+		                         reterr, ORCH_ENOMEM,
+		                         "cpu backend: cannot allocate %llu bytes (KV cache %llu: "
+		                         "a pool of %u blocks of %u tokens)",
+		                         (unsigned long long)(b->bytes_needed - b->weight_bytes),
+		                         (unsigned long long)(2 * kv), b->cfg.kv_blocks,
+		                         b->cfg.kv_block_tokens)
+		               : orch_errf(
+		                         reterr, ORCH_ENOMEM,
+		                         "cpu backend: cannot allocate %llu bytes (KV cache %llu for "
+		                         "%u slots x %u context)",
+		                         (unsigned long long)(b->bytes_needed - b->weight_bytes),
+		                         (unsigned long long)(2 * kv), b->cfg.slots, b->cfg.n_ctx);
 	if (hp->n_expert > 0 && ((b->router = balloc(b, B * hp->n_expert * f)) == NULL ||
 	                         (b->sel = balloc(b, B * K * sizeof(uint32_t))) == NULL ||
 	                         (b->sel_w = balloc(b, B * K * f)) == NULL ||

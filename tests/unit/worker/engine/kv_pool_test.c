@@ -116,25 +116,36 @@ test_budget_too_small(void)
 	engine_close(e);
 }
 
+/* A fraction is of the total memory less the weights and working memory: exactly. */
 static void
 test_fraction(void)
 {
 	struct engine_config cfg = config(16);
 	struct engine *e = NULL;
 	struct be_info info = {0};
+	struct model_info mi;
+	struct mem_estimate est;
+	struct mem_kv none = {.pool_bytes = 1, .block_tokens = 16};
 
 	be_cpu_ops.info("cpu", &info);
 	T_TRUE(info.mem_free > 0 && info.mem_total >= info.mem_free);
 	cfg.kv_cache_fraction = 0.001;
 	T_OK(engine_open(&cfg, &e, NULL));
 	uint64_t block = block_bytes(e, 16, 2);
-	/* a thousandth of what was free (less the weights and working memory), give or take
-	 * what other processes did meanwhile */
-	printf("fraction 0.001 of %llu MiB free: %u blocks of %llu bytes\n",
-	       (unsigned long long)(info.mem_free >> 20), e->kv_blocks, (unsigned long long)block);
-	T_TRUE(e->kv_blocks >= CTX / 16);
-	T_TRUE((uint64_t)e->kv_blocks * block <= info.mem_total / 1000);
+	T_OK(model_info_get(e->f, &mi, NULL));
+	T_OK(model_mem_estimate_kv(&mi, CTX, 2, 2, &none, &est));
+	uint64_t rest = est.weights + est.overhead + est.kv_swa;
+	uint64_t want = (uint64_t)(0.001 * (double)(info.mem_total - rest)) / block;
+	printf("fraction 0.001 of %llu MiB: %u blocks of %llu bytes (want %llu)\n",
+	       (unsigned long long)(info.mem_total >> 20), e->kv_blocks, (unsigned long long)block,
+	       (unsigned long long)want);
+	T_EQ(e->kv_blocks, want);
+	T_TRUE(e->kv_blocks > 2 * CTX / 16); /* more than the default pool: the fraction counted */
 	engine_close(e);
+	/* a budget past what a pool addresses is cut at MODEL_MAX_KV_POOL_TOKENS positions */
+	struct mem_kv huge = {.pool_bytes = (uint64_t)1 << 50, .block_tokens = 16};
+	T_OK(model_mem_estimate_kv(&mi, CTX, 2, 2, &huge, &est));
+	T_TRUE(est.kv_pool_capped && est.kv_pool_tokens == MODEL_MAX_KV_POOL_TOKENS);
 }
 
 /* Run @p (with @salt) alone on @e; its tokens into @o, its cached prompt tokens returned. */
