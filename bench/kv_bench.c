@@ -13,9 +13,10 @@
  * 2. Mixed lengths at the same KV memory: 48 requests, prompts 16-2,000 and
  *    outputs 16-512 tokens (times --scale; uniform, or log-uniform with
  *    --dist log), all submitted at once. A: 4 slots of the longest request;
- *    B: paged, a pool of the same bytes, up to 16 running. Prefix cache off
- *    (this one is about paging, not sharing). Running sequences are sampled
- *    after every step.
+ *    B: paged, a pool of the same bytes, up to 16 running, prefix cache off
+ *    (this one is about paging, not sharing: the prompts share nothing);
+ *    C: B with the prefix cache, which keeps a preempted job's full blocks.
+ *    Running sequences are sampled after every step.
  * 3. Multi-turn chat: 8 turns, each request the whole history (earlier
  *    prompts and answers) plus a new 40-token user turn, 64 tokens out,
  *    prefix cache off and on; the answers must be identical.
@@ -348,7 +349,7 @@ mix_max(const struct args *a, uint32_t *ret_prompt, uint32_t *ret_out)
 	*ret_out = *ret_out < 16 ? 16 : *ret_out;
 }
 
-/* The workload, the same for both configurations; false when out of memory. */
+/* The workload, the same for every configuration; false when out of memory. */
 static bool
 mix_workload(const struct args *a, uint32_t n_vocab, struct req *r)
 {
@@ -485,6 +486,26 @@ mix_report(const struct args *a, uint32_t n_ctx, const struct mix_stats st[MIX_C
 		mix_goals(c, st, same[c]);
 }
 
+/*
+ * The workload's mean prompt and output, and how many sequences @pool_tokens
+ * hold on average: each holds its prompt and, on average, half its output.
+ */
+static void
+mix_shape(const struct req *r, uint64_t pool_tokens)
+{
+	double p = 0, o = 0;
+
+	for (uint32_t i = 0; i < MIX_REQS; i++) {
+		p += r[i].n_prompt;
+		o += r[i].n_out;
+	}
+	p /= MIX_REQS;
+	o /= MIX_REQS;
+	printf("Mean prompt %.0f tokens, mean output %.0f: a sequence holds about %.0f tokens on "
+	       "average, so %llu tokens of KV hold about %.1f of them.\n",
+	       p, o, p + o / 2, (unsigned long long)pool_tokens, (double)pool_tokens / (p + o / 2));
+}
+
 /* Run the workload on configuration @c; a paged pool holds A's KV bytes. */
 static bool
 mix_run(const struct args *a, uint32_t c, uint32_t n_ctx, struct req *r, struct mix_stats *st)
@@ -528,8 +549,10 @@ bench_mixed(const struct args *a)
 	for (uint32_t c = 1; c < MIX_CONFIGS && ok; c++)
 		for (uint32_t i = 0; i < MIX_REQS; i++)
 			same[c] += same_tokens(&r[0][i], &r[c][i]);
-	if (ok)
+	if (ok) {
 		mix_report(a, n_ctx, st, same);
+		mix_shape(r[0], (uint64_t)MIX_SLOTS * n_ctx);
+	}
 	for (uint32_t c = 0; c < MIX_CONFIGS; c++)
 		for (uint32_t i = 0; i < MIX_REQS; i++)
 			req_fini(&r[c][i]);

@@ -26,6 +26,15 @@ for m in "$data/models/stories260K.gguf" "$q8" "$model"; do
 	"$build/bin/engine_bench" "$m" 1 2
 done
 
+# Paged KV (issue 19): a shared system prompt, mixed lengths at the same KV
+# memory (uniform, then log-uniform lengths), a multi-turn chat; qwen2.5-0.5b
+# cut to 4 blocks, so that the three fit in minutes on 2 cores.
+kv=$work/qwen2.5-0.5b-L4-Q8_0.gguf
+[[ -f $kv ]] || "$build/bin/orch-synth" --preset qwen2.5-0.5b --layers 4 --quant Q8_0 \
+	--vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 1 -o "$kv"
+"$build/bin/kv_bench" "$kv"
+"$build/bin/kv_bench" "$kv" --only 2 --dist log
+
 # The supervisor <-> worker hop (issue 5): the channel alone, then a real
 # worker with 1 and 64 concurrent jobs.
 if [[ -x $build/bin/ipc_bench ]]; then
