@@ -265,3 +265,22 @@ model_kv_block_bytes(const struct model_info *mi, uint32_t block_tokens, uint32_
 		return 0;
 	return block;
 }
+
+orch_err
+model_kv_fraction_pool(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
+                       uint32_t kv_elem_bytes, uint32_t block_tokens, double fraction,
+                       uint64_t mem_total, uint64_t *ret)
+{
+	struct mem_kv none = {.pool_bytes = 1, .block_tokens = block_tokens};
+	struct mem_estimate e;
+	orch_err rv = model_mem_estimate_kv(mi, n_ctx, slots, kv_elem_bytes, &none, &e);
+	uint64_t rest;
+
+	if (rv != ORCH_OK)
+		return rv;
+	rest = e.weights + e.overhead + e.kv_swa;
+	if (mem_total <= rest)
+		return ORCH_ERANGE;
+	*ret = (uint64_t)(fraction * (double)(mem_total - rest));
+	return ORCH_OK;
+}

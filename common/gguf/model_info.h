@@ -154,3 +154,14 @@ uint64_t model_kv_block_bytes(const struct model_info *mi, uint32_t block_tokens
 orch_err model_mem_estimate_kv(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
                                uint32_t kv_elem_bytes, const struct mem_kv *kv,
                                struct mem_estimate *ret);
+
+/*
+ * model_kv_fraction_pool - the bytes of a kv_cache_fraction pool: @fraction of
+ * @mem_total (the device's memory) less what the rest of the estimate (weights,
+ * sliding-window rings, overhead) takes, into *@ret. The worker sizes its pool
+ * so and orchd counts it so. ORCH_ERANGE when the rest alone does not fit in
+ * @mem_total; model_mem_estimate_kv's errors.
+ */
+orch_err model_kv_fraction_pool(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
+                                uint32_t kv_elem_bytes, uint32_t block_tokens, double fraction,
+                                uint64_t mem_total, uint64_t *ret);

@@ -4,9 +4,11 @@
  * Text output is one "label  value" line per fact (--tensors adds one line
  * per tensor: name, type, shape, offset, bytes); --json prints one JSON
  * object per file, one per line. The memory estimate is for --context and
- * --slots (F16 KV); --kv-cache-mib and --kv-block-tokens size the full-
- * attention layers' KV as the worker's paged pool does (issue 19): a budget,
- * or without one slots × ceil(context / block) blocks, and say what fits.
+ * --slots (F16 KV); --kv-cache-mib (or --kv-cache-fraction, of this
+ * machine's memory, as a cpu worker here would take it) and --kv-block-tokens
+ * size the full-attention layers' KV as the worker's paged pool does (issue
+ * 19): a budget, or without one slots × ceil(context / block) blocks, and say
+ * what fits.
  * A file that fails to open gives one line on stderr ("orchctl: FILE:
  * offset N: what") and, with --json, an object with an "error" member; the
  * exit code is 1 if any file failed.
@@ -18,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/meminfo.h"
 #include "base/parse.h"
 #include "gguf/ggml_type.h"
 #include "gguf/gguf.h"
@@ -30,8 +33,9 @@ struct inspect_opts {
 	uint32_t n_ctx; /* 0: the model's trained context */
 	uint32_t slots;
 	uint32_t kv_cache_mib;    /* the paged pool's budget; 0: the default pool */
+	double kv_cache_fraction; /* or this share of this machine's memory (a cpu worker) */
 	uint32_t kv_block_tokens; /* 0: MODEL_DEFAULT_KV_BLOCK_TOKENS */
-	bool paged;               /* either of the two above was given */
+	bool paged;               /* one of the three above was given */
 };
 
 /* The KV element bytes the estimate counts (F16 K and V, the worker's default). */
@@ -142,6 +146,9 @@ print_kv(const struct model_info *mi, const struct mem_estimate *est,
 		return;
 	if (opt->kv_cache_mib)
 		printf("kv pool         %u MiB = ", opt->kv_cache_mib);
+	else if (opt->kv_cache_fraction > 0)
+		printf("kv pool         %g of this machine's memory less the rest, %s = ",
+		       opt->kv_cache_fraction, fmt_bytes(est->kv_full, b1, sizeof(b1)));
 	else
 		printf("kv pool         %s (default: %u slot%s x %u) = ",
 		       fmt_bytes(est->kv_full, b1, sizeof(b1)), est->slots,
@@ -342,9 +349,18 @@ static orch_err
 estimate(const struct model_info *mi, const struct inspect_opts *opt, struct mem_estimate *ret)
 {
 	uint32_t n_ctx = opt->n_ctx ? opt->n_ctx : model_default_ctx(mi);
+	uint64_t total = 0, avail = 0;
 	struct mem_kv kv = {.pool_bytes = (uint64_t)opt->kv_cache_mib << 20,
 	                    .block_tokens = opt->kv_block_tokens};
 
+	if (opt->kv_cache_fraction > 0) { /* as a cpu worker here would size it (engine.c) */
+		orch_meminfo(&total, &avail);
+		orch_err rv = model_kv_fraction_pool(mi, n_ctx, opt->slots, INSPECT_KV_ELEM_BYTES,
+		                                     opt->kv_block_tokens, opt->kv_cache_fraction,
+		                                     total, &kv.pool_bytes);
+		if (rv != ORCH_OK)
+			return rv;
+	}
 	if (!opt->paged)
 		return model_mem_estimate(mi, n_ctx, opt->slots, INSPECT_KV_ELEM_BYTES, ret);
 	return model_mem_estimate_kv(mi, n_ctx, opt->slots, INSPECT_KV_ELEM_BYTES, &kv, ret);
@@ -427,6 +443,16 @@ parse_opt(int c, const char *arg, struct inspect_opts *opt)
 	case 'm':
 		opt->paged = true;
 		return parse_u32("--kv-cache-mib", arg, max, &opt->kv_cache_mib);
+	case 'f':
+		opt->paged = true;
+		if (orch_parse_double(arg, 0.001, 1, &opt->kv_cache_fraction) != ORCH_OK) {
+			fprintf(stderr,
+			        "orchctl inspect: --kv-cache-fraction wants a number from 0.001 to 1, "
+			        "got '%s'\n",
+			        arg);
+			return -1;
+		}
+		return 0;
 	case 'b':
 		opt->paged = true;
 		return parse_u32("--kv-block-tokens", arg, MODEL_MAX_KV_BLOCK_TOKENS,
@@ -438,13 +464,15 @@ parse_opt(int c, const char *arg, struct inspect_opts *opt)
 int
 orchctl_inspect(int argc, char **argv)
 {
-	static const struct option longopts[] = {{"json", no_argument, NULL, 'j'},
-	                                         {"tensors", no_argument, NULL, 't'},
-	                                         {"context", required_argument, NULL, 'c'},
-	                                         {"slots", required_argument, NULL, 's'},
-	                                         {"kv-cache-mib", required_argument, NULL, 'm'},
-	                                         {"kv-block-tokens", required_argument, NULL, 'b'},
-	                                         {NULL, 0, NULL, 0}};
+	static const struct option longopts[] = {
+	        {"json", no_argument, NULL, 'j'},
+	        {"tensors", no_argument, NULL, 't'},
+	        {"context", required_argument, NULL, 'c'},
+	        {"slots", required_argument, NULL, 's'},
+	        {"kv-cache-mib", required_argument, NULL, 'm'},
+	        {"kv-block-tokens", required_argument, NULL, 'b'},
+	        {"kv-cache-fraction", required_argument, NULL, 'f'},
+	        {NULL, 0, NULL, 0}};
 	struct inspect_opts opt = {.slots = 1, .json = arg_json};
 	int c, failed = 0;
 
@@ -453,7 +481,7 @@ orchctl_inspect(int argc, char **argv)
 			return 2;
 	if (optind >= argc) {
 		fprintf(stderr,
-		        "usage: orchctl inspect [--json] [--tensors] [--context N] [--slots S] [--kv-cache-mib N] [--kv-block-tokens N] FILE.gguf...\n");
+		        "usage: orchctl inspect [--json] [--tensors] [--context N] [--slots S] [--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] FILE.gguf...\n");
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

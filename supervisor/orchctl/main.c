@@ -49,8 +49,9 @@ static const struct subcmd commands[] = {
         {"logs", orchctl_logs,
          "logs WORKER|MODEL [-n N] [-f] [--json] [--socket PATH]  why it failed, its output"},
         {"inspect", orchctl_inspect,
-         "inspect [--json] [--tensors] [--context N] [--slots S] [--kv-cache-mib N] "
-         "[--kv-block-tokens N] FILE.gguf...  describe a model file, what it needs and what fits"},
+         "inspect [--json] [--tensors] [--context N] [--slots S] [--kv-cache-mib N | "
+         "--kv-cache-fraction F] [--kv-block-tokens N] FILE.gguf...  describe a model file, "
+         "what it needs and what fits"},
         {"version", orchctl_version, "version  orchctl's version (also --version)"},
 };
 

@@ -63,7 +63,7 @@ _orchctl() {
 	logs)
 		opts="--lines --follow --json --socket"
 		mapfile -t words < <(_orchctl_ps_column 1; _orchctl_ps_column 2) ;;
-	inspect) opts="--json --tensors --context --slots --kv-cache-mib --kv-block-tokens" ;;
+	inspect) opts="--json --tensors --context --slots --kv-cache-mib --kv-cache-fraction --kv-block-tokens" ;;
 	esac
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")

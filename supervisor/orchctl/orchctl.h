@@ -18,7 +18,7 @@ extern const char *arg_socket; /* --socket PATH; NULL: $ORCHD_SOCKET, else the d
 extern bool arg_json;          /* --json */
 
 /* orchctl_inspect - "orchctl inspect [--json] [--tensors] [--context N] [--slots S]
- * [--kv-cache-mib N] [--kv-block-tokens N] FILE.gguf...". */
+ * [--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] FILE.gguf...". */
 int orchctl_inspect(int argc, char **argv);
 
 /* orchctl_status - "orchctl status [--json] [--socket PATH]": models, devices, jobs, uptime. */

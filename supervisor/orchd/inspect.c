@@ -60,16 +60,10 @@ estimate(const struct inspect_shape *s, const struct model_info *mi, struct mem_
 		ctx = model_default_ctx(mi);
 	if (!s->paged)
 		return model_mem_estimate(mi, ctx, s->slots, 2, ret);
-	if (s->kv_fraction > 0) { /* the worker's sum (engine.c kv_fraction_bytes) */
-		struct mem_kv none = {.pool_bytes = 1, .block_tokens = bt};
-		orch_err rv = model_mem_estimate_kv(mi, ctx, s->slots, 2, &none, ret);
-		if (rv != ORCH_OK)
-			return rv;
-		uint64_t rest = ret->weights + ret->overhead + ret->kv_swa;
-		kv.pool_bytes = s->mem_total > rest
-		                        ? (uint64_t)(s->kv_fraction * (double)(s->mem_total - rest))
-		                        : 1;
-	}
+	if (s->kv_fraction > 0 && /* the worker's sum (engine.c); it refuses a pool of 1 byte */
+	    model_kv_fraction_pool(mi, ctx, s->slots, 2, bt, s->kv_fraction, s->mem_total,
+	                           &kv.pool_bytes) != ORCH_OK)
+		kv.pool_bytes = 1;
 	return model_mem_estimate_kv(mi, ctx, s->slots, 2, &kv, ret);
 }
 

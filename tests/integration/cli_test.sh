@@ -68,10 +68,13 @@ grep -q '^kv pool         1 MiB = 102 blocks of 16 = 1632 tokens (3.2 sequences 
 grep -q 'less than one sequence of 4096: the worker refuses it' <("$bin/orchctl" inspect --kv-cache-mib 1 --kv-block-tokens 32 --context 4096 "$data/models/stories260K.gguf") && ok || bad "kv pool under one sequence"
 "$bin/orchctl" inspect --json --kv-cache-mib 1 --context 512 "$data/models/stories260K.gguf" >"$tmp/p.json"
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert (m["kv_token_bytes"],m["kv_block_bytes"],m["kv_blocks"],m["kv_block_tokens"],m["kv_pool_tokens"],m["kv_full_bytes"])==(640,10240,102,16,1632,1632*640) and abs(m["kv_pool_sequences"]-1632/512)<1e-9, m' "$tmp/p.json" && ok || bad "kv pool JSON"
-for a in "--kv-block-tokens 0" "--kv-block-tokens 257" "--kv-cache-mib abc"; do
+# --kv-cache-fraction: of this machine's MemTotal less the rest, as a cpu worker here takes it
+"$bin/orchctl" inspect --json --kv-cache-fraction 0.001 "$data/models/stories260K.gguf" >"$tmp/f.json"
+python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; mt=[int(l.split()[1])*1024 for l in open("/proc/meminfo") if l.startswith("MemTotal:")][0]; rest=m["total_bytes"]-m["kv_full_bytes"]; want=int(0.001*(mt-rest))//10240; assert m["kv_blocks"]==want, (m["kv_blocks"], want)' "$tmp/f.json" && ok || bad "kv pool of a fraction"
+for a in "--kv-block-tokens 0" "--kv-block-tokens 257" "--kv-cache-mib abc" "--kv-cache-fraction 2" "--kv-cache-fraction nan"; do
 	# shellcheck disable=SC2086
 	"$bin/orchctl" inspect $a "$data/models/stories260K.gguf" >/dev/null 2>"$tmp/err"
-	[[ $? -eq 2 ]] && grep -q 'wants an integer' "$tmp/err" && ok || bad "inspect $a accepted"
+	[[ $? -eq 2 ]] && grep -qE 'wants (an integer|a number)' "$tmp/err" && ok || bad "inspect $a accepted"
 done
 
 # A synthesized model with a real vocabulary and its chat template.

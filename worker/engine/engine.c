@@ -39,19 +39,20 @@ fmt_size(uint64_t bytes, char *buf, size_t n)
 }
 
 /*
- * The bytes kv_cache_fraction buys: that share of the device's total memory
- * (MemTotal on the CPU) less what the weights, the sliding-window rings and
- * the working memory take (@est, a pool of nothing). Of the total, not of
+ * The bytes kv_cache_fraction buys (model_kv_fraction_pool): that share of
+ * the device's total memory (MemTotal on the CPU) less what the weights, the
+ * sliding-window rings and the working memory take. Of the total, not of
  * what is free: the same configuration gives the same pool whatever else
- * runs, and orchd counts exactly this in its placement (inspect.c there).
+ * runs, and orchd counts exactly this in its placement.
  */
 static orch_err
 kv_fraction_bytes(const struct engine *e, const struct engine_config *cfg,
-                  const struct mem_estimate *est, uint64_t *ret, struct orch_errinfo *reterr)
+                  const struct model_info *mi, uint32_t bt, uint64_t *ret,
+                  struct orch_errinfo *reterr)
 {
 	struct be_info info = {0};
-	uint64_t rest = est->weights + est->overhead + est->kv_swa;
-	char b1[32], b2[32];
+	const char *dev = cfg->device ? cfg->device : "cpu";
+	char b1[32];
 
 	if (e->ops->info)
 		e->ops->info(cfg->device, &info);
@@ -59,15 +60,13 @@ kv_fraction_bytes(const struct engine *e, const struct engine_config *cfg,
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "kv_cache_fraction: the memory of %s is not known; give "
 		                 "kv_cache_mib",
-		                 cfg->device ? cfg->device : "cpu");
-	if (info.mem_total <= rest)
+		                 dev);
+	if (model_kv_fraction_pool(mi, e->n_ctx, e->slots, cfg->kv_f32 ? 4 : 2, bt,
+	                           cfg->kv_cache_fraction, info.mem_total, ret) != ORCH_OK)
 		return orch_errf(reterr, ORCH_EINVAL,
-		                 "kv_cache_fraction: %s has %s, and the weights and working memory "
-		                 "alone take %s",
-		                 cfg->device ? cfg->device : "cpu",
-		                 fmt_size(info.mem_total, b1, sizeof(b1)),
-		                 fmt_size(rest, b2, sizeof(b2)));
-	*ret = (uint64_t)(cfg->kv_cache_fraction * (double)(info.mem_total - rest));
+		                 "kv_cache_fraction: %s has %s, less than the weights and working "
+		                 "memory alone take",
+		                 dev, fmt_size(info.mem_total, b1, sizeof(b1)));
 	return ORCH_OK;
 }
 
@@ -83,19 +82,17 @@ kv_budget_blocks(struct engine *e, const struct engine_config *cfg, uint32_t bt,
 {
 	struct model_info mi;
 	struct mem_estimate est;
-	struct mem_kv kv = {.pool_bytes = 1, .block_tokens = bt}; /* first: nothing but the rest */
+	struct mem_kv kv = {.pool_bytes = cfg->kv_cache_bytes, .block_tokens = bt};
 	uint32_t elem = cfg->kv_f32 ? 4 : 2;
 	uint64_t block;
 	orch_err rv;
 	char b1[32], b2[32];
 
 	if (model_info_get(e->f, &mi, reterr) != ORCH_OK ||
-	    (block = model_kv_block_bytes(&mi, bt, elem)) == 0 ||
-	    model_mem_estimate_kv(&mi, e->n_ctx, e->slots, elem, &kv, &est) != ORCH_OK)
+	    (block = model_kv_block_bytes(&mi, bt, elem)) == 0)
 		return orch_errf(reterr, ORCH_EINVAL, "%s: cannot size a KV pool for this model",
 		                 cfg->model_path);
-	kv.pool_bytes = cfg->kv_cache_bytes;
-	if (kv.pool_bytes == 0 && (rv = kv_fraction_bytes(e, cfg, &est, &kv.pool_bytes, reterr)))
+	if (kv.pool_bytes == 0 && (rv = kv_fraction_bytes(e, cfg, &mi, bt, &kv.pool_bytes, reterr)))
 		return rv;
 	if (model_mem_estimate_kv(&mi, e->n_ctx, e->slots, elem, &kv, &est) != ORCH_OK)
 		return orch_errf(reterr, ORCH_EINVAL, "a KV pool of %llu bytes is out of range",
