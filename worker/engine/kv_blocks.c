@@ -28,53 +28,7 @@
 
 #include "base/alloc.h"
 #include "base/sha256.h"
-
-struct kvb_blk {
-	uint8_t key[KVB_KEY_BYTES]; /* valid when cached */
-	uint64_t last_use;          /* tick of the release that made ref 0 */
-	uint32_t ref;               /* tables holding it */
-	uint32_t children;          /* cached blocks whose parent it is */
-	uint32_t parent;            /* cached parent at registration, or KVB_NONE */
-	uint32_t parent_gen;        /* the parent's gen then */
-	uint32_t gen;               /* bumped at each eviction */
-	uint32_t heap_pos;          /* index in kv->heap, or KVB_NONE */
-	bool cached;                /* registered in the hash table */
-};
-
-struct kvb_seq {
-	uint32_t *table;                 /* [max_table] into kv->tables */
-	int32_t *pend;                   /* [block_tokens] tokens of the partial last block */
-	uint32_t len;                    /* tokens */
-	uint32_t first;                  /* first table entry held */
-	uint8_t last_key[KVB_KEY_BYTES]; /* key of block len/bt - 1 (len >= bt) */
-	uint8_t salt[SHA256_BYTES];      /* SHA-256 of the cache salt */
-	bool salted;
-};
-
-struct kvb {
-	struct kvb_config cfg;
-	uint32_t bt;        /* block_tokens */
-	uint32_t max_table; /* table entries per sequence */
-	struct kvb_blk *blk;
-	uint32_t *free_stack; /* [n_blocks] */
-	uint32_t n_free;
-	uint32_t *heap; /* [n_blocks] block ids */
-	uint32_t n_heap;
-	uint32_t *ht; /* [ht_mask + 1] block ids or KVB_NONE */
-	uint32_t ht_mask;
-	struct kvb_seq *seqs;
-	uint32_t *tables;
-	int32_t *pend;
-	uint32_t n_used;
-	uint64_t tick;
-	uint64_t query_tokens, hit_tokens, evictions;
-};
-
-static uint32_t
-div_up(uint32_t a, uint32_t b)
-{
-	return a / b + (a % b != 0);
-}
+#include "kv_blocks_int.h"
 
 /* ---- keys ---------------------------------------------------------------- */
 
@@ -153,17 +107,6 @@ ht_remove(struct kvb *kv, uint32_t b)
 
 /* ---- eviction heap ---------------------------------------------------------- */
 
-static bool
-heap_less(const struct kvb *kv, uint32_t a, uint32_t b)
-{
-	const struct kvb_blk *x = &kv->blk[a], *y = &kv->blk[b];
-	bool xi = x->children > 0, yi = y->children > 0;
-
-	if (xi != yi)
-		return !xi;
-	return x->last_use < y->last_use;
-}
-
 static void
 heap_set(struct kvb *kv, uint32_t i, uint32_t b)
 {
@@ -176,7 +119,7 @@ heap_up(struct kvb *kv, uint32_t i)
 {
 	uint32_t b = kv->heap[i];
 
-	while (i > 0 && heap_less(kv, b, kv->heap[(i - 1) / 2])) {
+	while (i > 0 && kvb_heap_less(kv, b, kv->heap[(i - 1) / 2])) {
 		heap_set(kv, i, kv->heap[(i - 1) / 2]);
 		i = (i - 1) / 2;
 	}
@@ -192,9 +135,9 @@ heap_down(struct kvb *kv, uint32_t i)
 		uint32_t c = 2 * i + 1;
 		if (c >= kv->n_heap)
 			break;
-		if (c + 1 < kv->n_heap && heap_less(kv, kv->heap[c + 1], kv->heap[c]))
+		if (c + 1 < kv->n_heap && kvb_heap_less(kv, kv->heap[c + 1], kv->heap[c]))
 			c++;
-		if (!heap_less(kv, kv->heap[c], b))
+		if (!kvb_heap_less(kv, kv->heap[c], b))
 			break;
 		heap_set(kv, i, kv->heap[c]);
 		i = c;
@@ -366,10 +309,12 @@ alloc_arrays(struct kvb *kv, struct orch_errinfo *reterr)
 	kv->seqs = orch_calloc(ns, sizeof(*kv->seqs));
 	kv->tables = orch_calloc(n_tab, sizeof(*kv->tables));
 	kv->pend = orch_calloc((size_t)ns * kv->bt, sizeof(*kv->pend));
+	kv->keys = orch_calloc(kv->max_table, sizeof(*kv->keys));
 	if (!kv->blk || !kv->free_stack || !kv->heap || !kv->ht || !kv->seqs || !kv->tables ||
-	    !kv->pend) {
+	    !kv->pend || !kv->keys) {
 		size_t want = (size_t)nb * (sizeof(*kv->blk) + 8) + ((size_t)kv->ht_mask + 1) * 4 +
-		              (size_t)ns * (sizeof(*kv->seqs) + 4 * (size_t)kv->bt) + n_tab * 4;
+		              (size_t)ns * (sizeof(*kv->seqs) + 4 * (size_t)kv->bt) + n_tab * 4 +
+		              (size_t)kv->max_table * KVB_KEY_BYTES;
 		return orch_errf(reterr, ORCH_ENOMEM,
 		                 "kv blocks: out of memory for %u blocks, %u sequences (%zu bytes)",
 		                 nb, ns, want);
@@ -430,6 +375,7 @@ kvb_free(struct kvb *kv)
 	orch_free(kv->seqs);
 	orch_free(kv->tables);
 	orch_free(kv->pend);
+	orch_free(kv->keys);
 	orch_free(kv);
 }
 
@@ -481,10 +427,83 @@ seq_empty(const struct kvb_seq *s)
 	return s->len == 0 && s->first == 0;
 }
 
-static uint32_t
-seq_n_table(const struct kvb *kv, const struct kvb_seq *s)
+/* seq_salt - the request's salt into @s: SHA-256 of it, or unsalted for NULL or empty. */
+static void
+seq_salt(struct kvb_seq *s, const void *salt, uint32_t salt_len)
 {
-	return div_up(s->len, kv->bt);
+	s->salted = salt != NULL && salt_len > 0;
+	memset(s->salt, 0, sizeof(s->salt));
+	if (s->salted)
+		sha256_buf(salt, salt_len, s->salt);
+}
+
+/*
+ * window_first - the first block a sequence of @len tokens still needs: 0 in a
+ * full-attention pool; with a window, the block of position len + 1 - window,
+ * the oldest key the query at position len sees.
+ */
+static uint32_t
+window_first(const struct kvb *kv, uint32_t len)
+{
+	uint32_t w = kv->cfg.window;
+
+	return w == 0 || len + 1 <= w ? 0 : (len + 1 - w) / kv->bt;
+}
+
+/* max_blocks - full blocks a prompt of @n may resume after: at most @limit and n - 1 tokens. */
+static uint32_t
+max_blocks(const struct kvb *kv, uint32_t n, uint32_t limit)
+{
+	uint32_t m;
+
+	if (n == 0)
+		return 0;
+	m = (n - 1 < limit ? n - 1 : limit) / kv->bt;
+	return m < kv->max_table ? m : kv->max_table;
+}
+
+/*
+ * scan - the keys of the first @max full blocks of @tokens under @s's salt into
+ * kv->keys (a full-attention pool stops at the first block not cached), and the most
+ * blocks k a sequence can resume after: blocks window_first(k·bt) .. k - 1 all cached.
+ */
+static uint32_t
+scan(struct kvb *kv, const struct kvb_seq *s, const int32_t *tokens, uint32_t max)
+{
+	uint32_t best = 0, run = 0;
+
+	for (uint32_t i = 0; i < max; i++) {
+		key_derive(kv, i > 0 ? kv->keys[i - 1] : NULL, s, tokens + (size_t)i * kv->bt,
+		           kv->keys[i]);
+		if (kvb_lookup(kv, kv->keys[i]) == KVB_NONE) {
+			if (kv->cfg.window == 0)
+				break;
+			run = 0;
+			continue;
+		}
+		run++; /* blocks i + 1 - run .. i are cached */
+		if (i + 1 - run <= window_first(kv, (i + 1) * kv->bt))
+			best = i + 1;
+	}
+	return best;
+}
+
+/* attach - empty @s resumes after @k blocks (scan's keys): ref++ on those it still needs. */
+static void
+attach(struct kvb *kv, struct kvb_seq *s, uint32_t k)
+{
+	uint32_t first = window_first(kv, k * kv->bt);
+
+	for (uint32_t i = first; i < k; i++) {
+		uint32_t b = kvb_lookup(kv, kv->keys[i]);
+		assert(b != KVB_NONE);
+		acquire(kv, b);
+		s->table[i] = b;
+	}
+	s->first = first;
+	s->len = k * kv->bt;
+	if (k > 0)
+		memcpy(s->last_key, kv->keys[k - 1], KVB_KEY_BYTES);
 }
 
 orch_err
@@ -492,35 +511,50 @@ kvb_seq_match(struct kvb *kv, uint32_t seq, const int32_t *tokens, uint32_t n, c
               uint32_t salt_len, uint32_t *ret_cached)
 {
 	struct kvb_seq *s;
-	uint32_t n_full;
-	uint8_t key[KVB_KEY_BYTES];
 
 	if (seq >= kv->cfg.max_seqs || !seq_empty(&kv->seqs[seq]))
 		return ORCH_EINVAL;
 	s = &kv->seqs[seq];
-	s->salted = salt != NULL && salt_len > 0;
-	memset(s->salt, 0, sizeof(s->salt));
-	if (s->salted)
-		sha256_buf(salt, salt_len, s->salt);
+	seq_salt(s, salt, salt_len);
 	*ret_cached = 0;
 	if (!kv->cfg.prefix_cache || n == 0)
 		return ORCH_OK;
 	kv->query_tokens += n;
-	n_full = (n - 1) / kv->bt; /* leave one token to compute */
-	if (n_full > kv->max_table)
-		n_full = kv->max_table;
-	for (uint32_t i = 0; i < n_full; i++) {
-		key_derive(kv, i > 0 ? s->last_key : NULL, s, tokens + (size_t)i * kv->bt, key);
-		uint32_t b = kvb_lookup(kv, key);
-		if (b == KVB_NONE)
-			break;
-		acquire(kv, b);
-		s->table[i] = b;
-		s->len += kv->bt;
-		memcpy(s->last_key, key, KVB_KEY_BYTES);
-	}
+	attach(kv, s, scan(kv, s, tokens, max_blocks(kv, n, UINT32_MAX)));
 	kv->hit_tokens += s->len;
 	*ret_cached = s->len;
+	return ORCH_OK;
+}
+
+uint32_t
+kvb_match_len(struct kvb *kv, const int32_t *tokens, uint32_t n, const void *salt,
+              uint32_t salt_len, uint32_t limit)
+{
+	struct kvb_seq s = {0};
+
+	if (!kv->cfg.prefix_cache)
+		return 0;
+	seq_salt(&s, salt, salt_len);
+	return scan(kv, &s, tokens, max_blocks(kv, n, limit)) * kv->bt;
+}
+
+orch_err
+kvb_seq_resume(struct kvb *kv, uint32_t seq, const int32_t *tokens, uint32_t len, const void *salt,
+               uint32_t salt_len)
+{
+	struct kvb_seq *s;
+	uint32_t k = len / kv->bt;
+
+	if (seq >= kv->cfg.max_seqs || !seq_empty(&kv->seqs[seq]) || len % kv->bt != 0 ||
+	    k > kv->max_table)
+		return ORCH_EINVAL;
+	s = &kv->seqs[seq];
+	seq_salt(s, salt, salt_len);
+	if (k > 0 && (!kv->cfg.prefix_cache || scan(kv, s, tokens, k) != k)) {
+		seq_salt(s, NULL, 0);
+		return ORCH_ENOTFOUND;
+	}
+	attach(kv, s, k);
 	return ORCH_OK;
 }
 
@@ -692,107 +726,4 @@ kvb_seq_pos(const struct kvb *kv, uint32_t seq, uint32_t pos, uint32_t *ret_bloc
 	*ret_block = s->table[pos / kv->bt];
 	*ret_offset = pos % kv->bt;
 	return ORCH_OK;
-}
-
-/* ---- kvb_check ------------------------------------------------------------------ */
-
-static orch_err
-check_refs(const struct kvb *kv, uint32_t *count, struct orch_errinfo *reterr)
-{
-	uint32_t used = 0;
-
-	memset(count, 0, kv->cfg.n_blocks * sizeof(*count));
-	for (uint32_t q = 0; q < kv->cfg.max_seqs; q++) {
-		const struct kvb_seq *s = &kv->seqs[q];
-		uint32_t n = seq_n_table(kv, s);
-		for (uint32_t i = 0; i < kv->max_table; i++) {
-			uint32_t b = s->table[i];
-			bool held = i >= s->first && i < n;
-			if (held != (b != KVB_NONE) || (held && b >= kv->cfg.n_blocks))
-				return orch_errf(reterr, ORCH_EINTERNAL,
-				                 "seq %u entry %u: block %u (first %u, n %u)", q, i,
-				                 b, s->first, n);
-			if (held)
-				count[b]++;
-		}
-	}
-	for (uint32_t b = 0; b < kv->cfg.n_blocks; b++) {
-		if (count[b] != kv->blk[b].ref)
-			return orch_errf(reterr, ORCH_EINTERNAL, "block %u: ref %u, %u tables", b,
-			                 kv->blk[b].ref, count[b]);
-		used += count[b] > 0;
-	}
-	if (used != kv->n_used || used + kv->n_heap + kv->n_free != kv->cfg.n_blocks)
-		return orch_errf(reterr, ORCH_EINTERNAL,
-		                 "used %u (counted %u) + cached %u + free %u", kv->n_used, used,
-		                 kv->n_heap, kv->n_free);
-	return ORCH_OK;
-}
-
-static orch_err
-check_lists(const struct kvb *kv, struct orch_errinfo *reterr)
-{
-	for (uint32_t i = 0; i < kv->n_free; i++) {
-		const struct kvb_blk *x = &kv->blk[kv->free_stack[i]];
-		if (x->ref || x->cached || x->heap_pos != KVB_NONE)
-			return orch_errf(reterr, ORCH_EINTERNAL, "free block %u: ref %u cached %d",
-			                 kv->free_stack[i], x->ref, x->cached);
-	}
-	for (uint32_t i = 0; i < kv->n_heap; i++) {
-		uint32_t b = kv->heap[i];
-		if (kv->blk[b].ref || !kv->blk[b].cached || kv->blk[b].heap_pos != i)
-			return orch_errf(reterr, ORCH_EINTERNAL, "heap %u: block %u ref %u", i, b,
-			                 kv->blk[b].ref);
-		if (i > 0 && heap_less(kv, b, kv->heap[(i - 1) / 2]))
-			return orch_errf(reterr, ORCH_EINTERNAL, "heap %u: block %u before parent",
-			                 i, b);
-	}
-	return ORCH_OK;
-}
-
-static orch_err
-check_cache(const struct kvb *kv, uint32_t *children, struct orch_errinfo *reterr)
-{
-	uint32_t n_cached = 0, n_ht = 0;
-
-	memset(children, 0, kv->cfg.n_blocks * sizeof(*children));
-	for (uint32_t b = 0; b < kv->cfg.n_blocks; b++) {
-		const struct kvb_blk *x = &kv->blk[b];
-		if (!x->cached)
-			continue;
-		n_cached++;
-		if (kvb_lookup(kv, x->key) != b)
-			return orch_errf(reterr, ORCH_EINTERNAL, "cached block %u not found by key",
-			                 b);
-		if (x->parent != KVB_NONE && kv->blk[x->parent].gen == x->parent_gen)
-			children[x->parent]++;
-	}
-	for (uint32_t i = 0; i <= kv->ht_mask; i++)
-		n_ht += kv->ht[i] != KVB_NONE;
-	if (n_ht != n_cached)
-		return orch_errf(reterr, ORCH_EINTERNAL, "hash table holds %u, %u cached", n_ht,
-		                 n_cached);
-	for (uint32_t b = 0; b < kv->cfg.n_blocks; b++)
-		if (children[b] != kv->blk[b].children)
-			return orch_errf(reterr, ORCH_EINTERNAL,
-			                 "block %u: children %u, counted %u", b,
-			                 kv->blk[b].children, children[b]);
-	return ORCH_OK;
-}
-
-orch_err
-kvb_check(const struct kvb *kv, struct orch_errinfo *reterr)
-{
-	uint32_t *scratch = orch_calloc(kv->cfg.n_blocks, sizeof(*scratch));
-	orch_err rv;
-
-	if (scratch == NULL)
-		return orch_errf(reterr, ORCH_ENOMEM, "kvb_check: out of memory");
-	rv = check_refs(kv, scratch, reterr);
-	if (rv == ORCH_OK)
-		rv = check_lists(kv, reterr);
-	if (rv == ORCH_OK)
-		rv = check_cache(kv, scratch, reterr);
-	orch_free(scratch);
-	return rv;
 }

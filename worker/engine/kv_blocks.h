@@ -29,6 +29,15 @@
  * block; then the least recently released one is evicted, leaves first
  * (a block no other cached block names as its parent).
  *
+ * Sliding window (kvb_config.window = w > 0): a pool for layers whose query
+ * at position p sees only positions p - w + 1 .. p. The caller drops blocks
+ * that leave every query's window (kvb_seq_drop_before); they stay cached
+ * under their keys. A sequence resumes after L cached tokens when the blocks
+ * holding positions max(0, L + 1 - w) .. L - 1 are cached, whatever became of
+ * the earlier ones: it attaches those alone, its table empty before them.
+ * A model with both kinds of layer has one pool of each, and a prompt
+ * resumes after a length both can give (kvb_match_len, kvb_seq_resume).
+ *
  * Thread: single-threaded. One thread (the scheduler's) calls everything;
  * there are no locks.
  */
@@ -51,6 +60,7 @@ struct kvb_config {
 	uint32_t max_seqs;            /* sequences (ids 0 .. max_seqs-1), >= 1 */
 	uint32_t max_seq_tokens;      /* longest sequence (the context length), >= 1 */
 	bool prefix_cache;            /* register full blocks and match prefixes */
+	uint32_t window;              /* sliding-window pool: positions a query sees; 0: all */
 	uint8_t seed[KVB_SEED_BYTES]; /* model + tokenizer identity, mixed into every key */
 };
 
@@ -102,16 +112,41 @@ uint32_t kvb_available(const struct kvb *kv);
  * kvb_seq_match - start empty sequence @seq as a request for @n prompt
  * @tokens with cache salt @salt (@salt_len bytes; NULL/0: none; a salted
  * request shares blocks only with requests of the same salt). Attaches the
- * longest run of leading full blocks of the prompt that is cached (ref++)
- * and puts their token count in *@ret_cached: a multiple of block_tokens and
- * at most n - 1, so at least one prompt token is left to compute and the
- * step yields logits. The caller then appends tokens[*ret_cached ..n).
+ * longest run of leading full blocks of the prompt that is cached (ref++;
+ * with a window, the longest prefix whose window is cached, as
+ * kvb_match_len) and puts their token count in *@ret_cached: a multiple of
+ * block_tokens and at most n - 1, so at least one prompt token is left to
+ * compute and the step yields logits. The caller then appends tokens[*ret_cached ..n).
  * Call it for every new request, even with the cache off (returns 0): the
  * salt it records is the one the sequence's own blocks are registered under.
  * ORCH_EINVAL when @seq is out of range or not empty.
  */
 orch_err kvb_seq_match(struct kvb *kv, uint32_t seq, const int32_t *tokens, uint32_t n,
                        const void *salt, uint32_t salt_len, uint32_t *ret_cached);
+
+/*
+ * kvb_match_len - the prompt tokens a new request for @n @tokens under @salt
+ * could resume after: the most L = k·block_tokens <= min(@limit, n - 1) whose
+ * blocks are cached (all k, or with a window the last ones its next query
+ * sees). 0 without the prefix cache. Attaches nothing; the keys are derived
+ * again (SHA-256 of each block up to L). In a full-attention pool every
+ * shorter multiple of block_tokens resumes as well; in a window pool not
+ * necessarily, so a caller agreeing on one length across pools asks the
+ * full pool first and passes its answer as the window pool's @limit.
+ */
+uint32_t kvb_match_len(struct kvb *kv, const int32_t *tokens, uint32_t n, const void *salt,
+                       uint32_t salt_len, uint32_t limit);
+
+/*
+ * kvb_seq_resume - start empty sequence @seq as a request under @salt whose
+ * first @len tokens (@tokens, a multiple of block_tokens) are cached, as
+ * kvb_match_len reported: attach their blocks (those its window still sees)
+ * and set its length to @len. The caller then appends tokens[len ..). @len 0
+ * only records the salt. ORCH_EINVAL for a bad @seq or @len, ORCH_ENOTFOUND
+ * when a block it needs is not cached (then nothing changed).
+ */
+orch_err kvb_seq_resume(struct kvb *kv, uint32_t seq, const int32_t *tokens, uint32_t len,
+                        const void *salt, uint32_t salt_len);
 
 /*
  * kvb_seq_blocks_needed - blocks kvb_seq_append(@seq, n) would take: new
