@@ -155,7 +155,8 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 		return orch_errf(reterr, ORCH_EINVAL, "an empty batch");
 	if ((ce = cudaSetDevice(b->dev)) != cudaSuccess) /* the caller's thread may differ */
 		return cu_fail(b, ce, "selecting the device", reterr);
-	if ((rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, seqs, n, &T, reterr)) != ORCH_OK)
+	if ((rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, b->m->hp.n_swa, seqs, n, &T, reterr)) !=
+	    ORCH_OK)
 		return rv;
 	for (uint32_t i = 0; i < n; i++)
 		if (b->k_slot[seqs[i].slot] == NULL &&

@@ -150,6 +150,15 @@ model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens)
 	return n_swa == 0 || ring >= n_ctx ? n_ctx : (uint32_t)ring;
 }
 
+uint32_t
+model_swa_blocks(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens, uint32_t block_tokens)
+{
+	uint64_t bt = block_tokens ? block_tokens : 1, span = (uint64_t)n_swa + max_batch_tokens;
+	uint64_t all = (n_ctx + bt - 1) / bt, held = (span > 2 ? (span - 2 + bt - 1) / bt : 0) + 1;
+
+	return (uint32_t)(held < all ? held : all);
+}
+
 /*
  * K and V of one position in one layer (*@ret_pos) and over the full-attention layers
  * (*@ret_token); ORCH_ERANGE on overflow.
@@ -202,7 +211,8 @@ kv_pool(const struct mem_kv *kv, struct mem_estimate *e)
 
 /*
  * Both estimates: the full-attention layers hold slots × n_ctx positions, or with a pool
- * (@kv not NULL) its kv_pool_tokens; the sliding-window rings are per slot either way.
+ * (@kv not NULL) its kv_pool_tokens; the sliding-window layers a ring per slot, or with a
+ * pool model_swa_blocks per slot.
  */
 static orch_err
 estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots, uint32_t kv_elem_bytes,
@@ -211,8 +221,8 @@ estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots, uint32_t k
 	struct mem_estimate e = {.n_ctx = n_ctx, .slots = slots, .kv_elem_bytes = kv_elem_bytes};
 	uint64_t pos, ring, full_tokens, act, widest, qkv;
 	uint64_t T = MODEL_DEFAULT_CHUNK_TOKENS + (uint64_t)slots;
-	uint32_t swa_cells =
-	        model_swa_cells(n_ctx, mi->n_swa, T > UINT32_MAX ? UINT32_MAX : (uint32_t)T);
+	uint64_t swa_T = T > UINT32_MAX ? UINT32_MAX : T;
+	uint32_t swa_cells = model_swa_cells(n_ctx, mi->n_swa, (uint32_t)swa_T);
 	orch_err rv;
 
 	if (!mi->has_hparams)
@@ -220,6 +230,9 @@ estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots, uint32_t k
 	if ((rv = kv_position_bytes(mi, kv_elem_bytes, &pos, &e.kv_token_bytes)) ||
 	    (kv && (rv = kv_pool(kv, &e))))
 		return rv;
+	if (kv && mi->n_swa > 0)
+		swa_cells = model_swa_blocks(n_ctx, mi->n_swa, (uint32_t)swa_T, e.kv_block_tokens) *
+		            e.kv_block_tokens;
 	full_tokens = kv ? e.kv_pool_tokens : (uint64_t)slots * n_ctx;
 	if (__builtin_mul_overflow(e.kv_token_bytes, full_tokens, &e.kv_full) ||
 	    __builtin_mul_overflow(pos, (uint64_t)slots, &ring) ||

@@ -67,6 +67,17 @@ orch_err model_info_get(const struct gguf_file *f, struct model_info *mi,
 uint32_t model_swa_cells(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens);
 
 /*
+ * model_swa_blocks - blocks of @block_tokens one sequence holds at most in a paged
+ * sliding-window layer (issue 19), whose blocks the window has left are given back before
+ * each step: a step of at most @max_batch_tokens tokens from position p reads and writes
+ * positions p + 1 - n_swa .. p + max_batch_tokens - 1, which span at most
+ * ceil((n_swa + max_batch_tokens - 2) / block_tokens) + 1 blocks; at most
+ * ceil(n_ctx / block_tokens). The window pool is slots times this, so it never runs out.
+ */
+uint32_t model_swa_blocks(uint32_t n_ctx, uint32_t n_swa, uint32_t max_batch_tokens,
+                          uint32_t block_tokens);
+
+/*
  * MODEL_DEFAULT_KV_BLOCK_TOKENS - positions in one block of the paged KV pool (issue 19) when a
  * worker is not told otherwise; must equal KVB_DEFAULT_BLOCK_TOKENS (worker/engine/kv_blocks.h).
  * MODEL_MAX_KV_BLOCK_TOKENS - the largest block the estimate accepts.
@@ -99,7 +110,9 @@ struct mem_kv {
  *              (4·n_embd + 2·max(n_ff, q+k+v width)) × 4 B)
  * With a paged pool (model_mem_estimate_kv) the full-attention layers hold instead
  * kv_blocks blocks of kv_block_tokens positions shared by all slots:
- * kv_full = kv_pool_tokens × kv_token_bytes.
+ * kv_full = kv_pool_tokens × kv_token_bytes; and the sliding-window layers a pool of
+ * slots × model_swa_blocks(n_ctx, n_swa, MODEL_DEFAULT_CHUNK_TOKENS + slots, block tokens)
+ * blocks (swa_cells = model_swa_blocks × block tokens).
  */
 struct mem_estimate {
 	uint64_t weights, kv, overhead, total;
@@ -143,13 +156,13 @@ uint64_t model_kv_block_bytes(const struct model_info *mi, uint32_t block_tokens
  * model_mem_estimate_kv - as model_mem_estimate, with the full-attention layers' KV in a
  * pool of blocks (@kv; NULL: all defaults): kv_full = kv_blocks × model_kv_block_bytes,
  * where kv_blocks = floor(pool_bytes / block bytes) when pool_bytes > 0, else
- * slots × ceil(n_ctx / block_tokens). Sliding-window rings stay per slot, outside the
- * pool. A model with no full-attention layer (all sliding) has blocks of 0 bytes:
- * kv_blocks 0, kv_full 0; so does a budget below one block. A budget's pool is cut at
- * MODEL_MAX_KV_POOL_TOKENS positions (kv_pool_capped says so). ORCH_ENOTFOUND without
- * hyper-parameters; ORCH_ERANGE on overflow, for block_tokens over MODEL_MAX_KV_BLOCK_TOKENS, or
- * when the default pool's positions do not fit in 32 bits (the worker's cell index); *@ret is
- * written only on success.
+ * slots × ceil(n_ctx / block_tokens). Sliding-window layers have a pool of their own,
+ * sized for their windows (model_swa_blocks), outside the budget. A model with no full-attention
+ * layer (all sliding) has blocks of 0 bytes: kv_blocks 0, kv_full 0; so does a budget below one
+ * block. A budget's pool is cut at MODEL_MAX_KV_POOL_TOKENS positions (kv_pool_capped says so).
+ * ORCH_ENOTFOUND without hyper-parameters; ORCH_ERANGE on overflow, for block_tokens over
+ * MODEL_MAX_KV_BLOCK_TOKENS, or when the default pool's positions do not fit in 32 bits (the
+ * worker's cell index); *@ret is written only on success.
  */
 orch_err model_mem_estimate_kv(const struct model_info *mi, uint32_t n_ctx, uint32_t slots,
                                uint32_t kv_elem_bytes, const struct mem_kv *kv,

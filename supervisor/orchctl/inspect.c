@@ -111,8 +111,11 @@ print_memory(const struct model_info *mi, const struct mem_estimate *est)
 	else
 		printf("kv cache        full attention: %u layer%s x %u cells/slot = %s", full,
 		       full == 1 ? "" : "s", est->n_ctx, fmt_bytes(est->kv_full, b1, sizeof(b1)));
-	printf("; sliding window %u: %u layer%s x %u cells/slot = %s\n", mi->n_swa, swa,
-	       swa == 1 ? "" : "s", est->swa_cells, fmt_bytes(est->kv_swa, b2, sizeof(b2)));
+	printf("; sliding window %u: %u layer%s x %u cells/slot", mi->n_swa, swa,
+	       swa == 1 ? "" : "s", est->swa_cells);
+	if (est->kv_block_tokens) /* paged: the window's own pool, model_swa_blocks a slot */
+		printf(" (%u blocks, a pool of their own)", est->swa_cells / est->kv_block_tokens);
+	printf(" = %s\n", fmt_bytes(est->kv_swa, b2, sizeof(b2)));
 }
 
 /* Tokens per block: the estimate's pool, else the option, else the worker's default. */

@@ -16,6 +16,9 @@ the repository's own model (models/stories260K.gguf):
 - /metrics (orch_kv_blocks, orch_kv_blocks_used, orch_prefix_cache_queries_total,
   orch_prefix_cache_hits_total, orch_preemptions_total), /admin/workers and
   orchctl status show the pool;
+- a model with a sliding window (gpt-oss tiny, from $ORCH_TESTDATA when it is
+  there): a repeated prompt longer than the window is served from the cache
+  too, with the same answer;
 - configuration: kv_cache_mib sizes the pool; one smaller than a sequence of
   the context fails the load saying what fits; kv_cache_fraction; both at
   once is a config error; enable_prefix_cache = no turns the cache off."""
@@ -28,6 +31,7 @@ import time
 BIN = os.environ["ORCH_BIN"]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 MODEL = os.path.join(ROOT, "models", "stories260K.gguf")
+OSS = os.path.join(os.environ.get("ORCH_TESTDATA", "/nonexistent"), "models", "gpt-oss-tiny-mxfp4.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import OrchdProc, admin, check, get, metric, post, sse_events  # noqa: E402
@@ -94,6 +98,23 @@ def test_cache_hits():
                                                     "messages": msgs + [{"role": "user", "content": q}]})
         got.append(json.loads(text)["usage"]["prompt_tokens_details"]["cached_tokens"] if st == 200 else -1)
     check(got[0] >= 0 and got[1] >= 32, "chat: the shared system prompt is cached: %s" % got)
+
+
+def test_window_cache():
+    """gpt-oss tiny: every other layer sees a window of 128 positions; its blocks
+    have a pool of their own, and a prompt resumes where both pools hold it."""
+    if not os.path.isfile(OSS):
+        print("skipped: the sliding-window case needs %s" % OSS, flush=True)
+        return
+    prompt = " ".join("w%d" % i for i in range(120))
+    st, a = completion(prompt, model="oss")
+    st2, b = completion(prompt, model="oss")
+    n = a["usage"]["prompt_tokens"] if st == 200 else 0
+    check(st == st2 == 200 and n > 200, "gpt-oss answered a %d-token prompt" % n)
+    check(cached(a) == 0 and cached(b) == (n - 1) // 16 * 16,
+          "gpt-oss repeat: %d of %d tokens cached (every whole block but the last token's)"
+          % (cached(b), n))
+    check(b["choices"][0]["text"] == a["choices"][0]["text"], "gpt-oss: the same answer from the cache")
 
 
 def test_salt():
@@ -271,11 +292,15 @@ def test_orchctl_load():
 
 
 def main():
+    oss = ('[model "oss"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\ncontext = 1024\n' % OSS
+           if os.path.isfile(OSS) else "")
     o = OrchdProc(BIN, seed=10, ready_s=30,
-                  more=lambda tmp: model("m", "kv_block_tokens = 16\n") + model("r", "replicas = 2\ncontext = 1024\n"))
+                  more=lambda tmp: model("m", "kv_block_tokens = 16\n") + model("r", "replicas = 2\ncontext = 1024\n")
+                  + oss)
     orchd_lib.ADMIN = os.path.join(o.tmp, "orchd.sock")
     try:
         test_cache_hits()
+        test_window_cache()
         test_salt()
         test_affinity()
         test_affinity_balance()

@@ -15,7 +15,10 @@
  * them and copies rows when told (copy_blocks). A sliding-window layer
  * (model_layer_swa) keeps, per slot, a ring of model_swa_cells(n_ctx,
  * n_swa, max_batch_tokens) cells (gguf/model_info.h): position p in cell
- * p % cells, enough for every query of a step to see its whole window.
+ * p % cells, enough for every query of a step to see its whole window; or,
+ * paged with kv_swa_blocks > 0, a second pool of kv_swa_blocks blocks that
+ * sequences address through their own window tables, which the scheduler
+ * empties of the blocks every query has left behind.
  * A forward step takes a batch of sequences, each with its KV slot, the
  * position of its first new token and its new tokens (many for prefill,
  * one for decode); it appends their K/V to the slot and returns the logits
@@ -45,6 +48,8 @@ struct be_config {
 	/* paged KV (be_ops.paged only; 0: one slot of n_ctx per sequence) */
 	uint32_t kv_blocks;       /* blocks in the pool of each full-attention layer */
 	uint32_t kv_block_tokens; /* positions per block (with kv_blocks > 0) */
+	uint32_t kv_swa_blocks;   /* with kv_blocks > 0: blocks in the pool of each sliding-window
+	                             layer (0: a ring per slot) */
 };
 
 struct be_seq {
@@ -60,11 +65,17 @@ struct be_seq {
 	bool want_logits; /* logits of tokens[n_tokens - 1] */
 	/* paged (be_config.kv_blocks > 0): the block table, entry i holding positions
 	 * i·kv_block_tokens..; at least ceil((pos + n_tokens) / kv_block_tokens) entries,
-	 * each on a block < kv_blocks; first_block must be 0 in this slice (full-attention
-	 * layers read from position 0; nothing is dropped yet) */
+	 * each on a block < kv_blocks; first_block is 0 (full-attention layers read from
+	 * position 0) */
 	const uint32_t *blocks;
 	uint32_t n_blocks;
 	uint32_t first_block;
+	/* paged sliding-window layers (be_config.kv_swa_blocks > 0): their table, as
+	 * blocks, on blocks < kv_swa_blocks; entries before swa_first_block were dropped,
+	 * which may hold no position the step reads (from pos + 1 - n_swa on) */
+	const uint32_t *swa_blocks;
+	uint32_t n_swa_blocks;
+	uint32_t swa_first_block;
 };
 
 /* One sequence's sampling, for forward_sample. */
@@ -139,12 +150,13 @@ struct be_ops {
 
 	/*
 	 * copy_blocks - paged only (be_ops.paged): copy rows [0, @n_tokens) of
-	 * block @src into block @dst in every full-attention layer, K and V (a
-	 * kvb_copy: copy-on-write before a shared partial block is written).
-	 * ORCH_EINVAL for a block out of range. Thread: as forward.
+	 * block @src into block @dst in every full-attention layer, or with @swa
+	 * in every sliding-window layer's pool, K and V (a kvb_copy: copy-on-write
+	 * before a shared partial block is written). ORCH_EINVAL for a block out
+	 * of range or a pool that does not exist. Thread: as forward.
 	 */
-	orch_err (*copy_blocks)(struct be_model *b, uint32_t src, uint32_t dst, uint32_t n_tokens,
-	                        struct orch_errinfo *reterr);
+	orch_err (*copy_blocks)(struct be_model *b, bool swa, uint32_t src, uint32_t dst,
+	                        uint32_t n_tokens, struct orch_errinfo *reterr);
 
 	/* info - @device's description, runtime and driver; needs no loaded model. */
 	void (*info)(const char *device, struct be_info *ret);
@@ -162,12 +174,14 @@ extern const struct be_ops be_cpu_ops;
 /*
  * be_check_batch - what every forward checks first: slots in range and
  * distinct, tokens in the vocabulary, positions inside n_ctx (ORCH_ECONTEXT),
- * at most max_batch_tokens in all (ORCH_EINVAL); paged, a block table that
- * covers the new positions with blocks in the pool (ORCH_EINVAL).
+ * at most max_batch_tokens in all (ORCH_EINVAL); paged, block tables that
+ * cover the positions the step reads and writes with blocks in their pools
+ * (ORCH_EINVAL): a window of @n_swa positions for the sliding-window table.
  * *@ret_T: the tokens.
  */
-orch_err be_check_batch(const struct be_config *cfg, uint32_t n_vocab, const struct be_seq *seqs,
-                        uint32_t n, uint32_t *ret_T, struct orch_errinfo *reterr);
+orch_err be_check_batch(const struct be_config *cfg, uint32_t n_vocab, uint32_t n_swa,
+                        const struct be_seq *seqs, uint32_t n, uint32_t *ret_T,
+                        struct orch_errinfo *reterr);
 
 /*
  * be_for_device - the backend of @device: "cpu", or "cuda:N". A CUDA device

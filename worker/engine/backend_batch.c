@@ -5,33 +5,39 @@
 #include "backend.h"
 
 /*
- * Paged: @s's table covers positions 0 .. pos + n_tokens with blocks of the
- * pool. Only full-attention layers are paged, and they read from position 0,
- * so no entry may have been dropped yet (first_block 0).
+ * Paged: @s's table (the sliding-window one with @swa) holds, from its first
+ * entry on, every position the step reads and writes, on blocks of its pool.
+ * Full-attention layers read from position 0, so nothing may have been
+ * dropped; a window of @n_swa reads from pos + 1 - n_swa.
  */
 static orch_err
-check_table(const struct be_config *cfg, const struct be_seq *s, struct orch_errinfo *reterr)
+check_table(const struct be_config *cfg, const struct be_seq *s, bool swa, uint32_t n_swa,
+            struct orch_errinfo *reterr)
 {
-	uint64_t need =
-	        ((uint64_t)s->pos + s->n_tokens + cfg->kv_block_tokens - 1) / cfg->kv_block_tokens;
+	const uint32_t *t = swa ? s->swa_blocks : s->blocks;
+	uint32_t n_t = swa ? s->n_swa_blocks : s->n_blocks;
+	uint32_t first = swa ? s->swa_first_block : s->first_block;
+	uint32_t pool = swa ? cfg->kv_swa_blocks : cfg->kv_blocks, bt = cfg->kv_block_tokens;
+	uint64_t end = (uint64_t)s->pos + s->n_tokens, need = (end + bt - 1) / bt;
+	uint64_t read = swa && s->pos + 1 > n_swa ? s->pos + 1 - n_swa : 0;
 
-	if (s->blocks == NULL || s->n_blocks < need || s->first_block != 0)
+	if (t == NULL || n_t < need || (uint64_t)first * bt > read)
 		return orch_errf(reterr, ORCH_EINVAL,
-		                 "slot %u: a block table of %u entries (first %u) for positions "
-		                 "up to %llu",
-		                 s->slot, s->n_blocks, s->first_block,
-		                 (unsigned long long)s->pos + s->n_tokens);
-	for (uint32_t i = 0; i < need; i++)
-		if (s->blocks[i] >= cfg->kv_blocks)
+		                 "slot %u: a %sblock table of %u entries (first %u) for positions "
+		                 "%llu to %llu",
+		                 s->slot, swa ? "sliding-window " : "", n_t, first,
+		                 (unsigned long long)read, (unsigned long long)end - 1);
+	for (uint32_t i = first; i < need; i++)
+		if (t[i] >= pool)
 			return orch_errf(reterr, ORCH_EINVAL,
-			                 "slot %u: block %u of %u is not in the pool", s->slot,
-			                 s->blocks[i], cfg->kv_blocks);
+			                 "slot %u: block %u of %u is not in the %spool", s->slot,
+			                 t[i], pool, swa ? "sliding-window " : "");
 	return ORCH_OK;
 }
 
 orch_err
-be_check_batch(const struct be_config *cfg, uint32_t n_vocab, const struct be_seq *seqs, uint32_t n,
-               uint32_t *ret_T, struct orch_errinfo *reterr)
+be_check_batch(const struct be_config *cfg, uint32_t n_vocab, uint32_t n_swa,
+               const struct be_seq *seqs, uint32_t n, uint32_t *ret_T, struct orch_errinfo *reterr)
 {
 	uint64_t T = 0;
 
@@ -49,7 +55,10 @@ be_check_batch(const struct be_config *cfg, uint32_t n_vocab, const struct be_se
 			        reterr, ORCH_ECONTEXT,
 			        "sequence in slot %u needs %llu positions, the context holds %u",
 			        s->slot, (unsigned long long)s->pos + s->n_tokens, cfg->n_ctx);
-		orch_err rv = cfg->kv_blocks > 0 ? check_table(cfg, s, reterr) : ORCH_OK;
+		orch_err rv =
+		        cfg->kv_blocks > 0 ? check_table(cfg, s, false, n_swa, reterr) : ORCH_OK;
+		if (rv == ORCH_OK && cfg->kv_blocks > 0 && cfg->kv_swa_blocks > 0)
+			rv = check_table(cfg, s, true, n_swa, reterr);
 		if (rv != ORCH_OK)
 			return rv;
 		for (uint32_t k = 0; k < s->n_tokens; k++)

@@ -112,6 +112,16 @@ kv_budget_blocks(struct engine *e, const struct engine_config *cfg, uint32_t bt,
 	return ORCH_OK;
 }
 
+/* Whether some layer of @m attends over a sliding window. */
+static bool
+has_swa(const struct model *m)
+{
+	for (uint32_t il = 0; il < m->hp.n_layer; il++)
+		if (model_layer_swa(&m->hp, il))
+			return true;
+	return false;
+}
+
 /*
  * The KV pool when the backend pages and the caller did not ask for slots:
  * a budget (kv_cache_bytes or kv_cache_fraction), or slots × ceil(n_ctx /
@@ -124,7 +134,7 @@ kv_geometry(struct engine *e, const struct engine_config *cfg, struct orch_errin
 	uint64_t blocks = (uint64_t)e->slots * ((e->n_ctx + (uint64_t)bt - 1) / bt);
 	orch_err rv;
 
-	e->kv_blocks = e->kv_block_tokens = 0;
+	e->kv_blocks = e->kv_block_tokens = e->kv_swa_blocks = 0;
 	if (!e->ops->paged || cfg->kv_slots)
 		return ORCH_OK;
 	if (bt > KVB_MAX_BLOCK_TOKENS)
@@ -138,8 +148,19 @@ kv_geometry(struct engine *e, const struct engine_config *cfg, struct orch_errin
 		                 "a KV pool of %llu blocks of %u tokens is too large (at most %u "
 		                 "positions)",
 		                 (unsigned long long)blocks, bt, MODEL_MAX_KV_POOL_TOKENS);
+	/* the windows' own pool: each sequence's most, so it never runs out */
+	uint64_t swa = has_swa(&e->m)
+	                       ? (uint64_t)e->slots * model_swa_blocks(e->n_ctx, e->m.hp.n_swa,
+	                                                               e->chunk + e->slots, bt)
+	                       : 0;
+	if (swa > MODEL_MAX_KV_POOL_TOKENS / bt)
+		return orch_errf(
+		        reterr, ORCH_EINVAL,
+		        "a sliding-window KV pool of %llu blocks of %u tokens is too large",
+		        (unsigned long long)swa, bt);
 	e->kv_blocks = (uint32_t)blocks;
 	e->kv_block_tokens = bt;
+	e->kv_swa_blocks = (uint32_t)swa;
 	return ORCH_OK;
 }
 
@@ -163,16 +184,6 @@ kv_seed(const struct engine *e, uint8_t seed[SHA256_BYTES])
 	sha256_final(&h, seed);
 }
 
-/* Whether some layer of @m attends over a sliding window (its ring is per slot, not cached). */
-static bool
-has_swa(const struct model *m)
-{
-	for (uint32_t il = 0; il < m->hp.n_layer; il++)
-		if (model_layer_swa(&m->hp, il))
-			return true;
-	return false;
-}
-
 /* The backend and the scheduler over it, for @e's model and text. */
 static orch_err
 engine_start(struct engine *e, const struct engine_config *cfg, struct orch_errinfo *reterr)
@@ -190,14 +201,17 @@ engine_start(struct engine *e, const struct engine_config *cfg, struct orch_erri
 	                       .model_path = cfg->model_path,
 	                       .no_graphs = cfg->no_graphs,
 	                       .kv_blocks = e->kv_blocks,
-	                       .kv_block_tokens = e->kv_block_tokens};
+	                       .kv_block_tokens = e->kv_block_tokens,
+	                       .kv_swa_blocks = e->kv_swa_blocks};
 	struct sched_config sc = {.slots = e->slots,
 	                          .n_ctx = e->n_ctx,
 	                          .chunk = e->chunk,
 	                          .kv_blocks = e->kv_blocks,
-	                          .kv_block_tokens = e->kv_block_tokens};
+	                          .kv_block_tokens = e->kv_block_tokens,
+	                          .kv_swa_blocks = e->kv_swa_blocks,
+	                          .n_swa = e->m.hp.n_swa};
 
-	e->kv_prefix_cache = cfg->kv_prefix_cache && e->kv_blocks > 0 && !has_swa(&e->m);
+	e->kv_prefix_cache = cfg->kv_prefix_cache && e->kv_blocks > 0;
 	sc.prefix_cache = e->kv_prefix_cache;
 	if (sc.prefix_cache)
 		kv_seed(e, sc.kv_seed);

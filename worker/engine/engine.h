@@ -44,8 +44,7 @@ struct engine_config {
 	 * what fits); a budget past MODEL_MAX_KV_POOL_TOKENS positions is cut there. */
 	uint64_t kv_cache_bytes;
 	double kv_cache_fraction;
-	bool kv_prefix_cache; /* paged: reuse cached prompt prefixes (off for a model with a
-	                         sliding window, whose ring is not cached) */
+	bool kv_prefix_cache; /* paged: reuse cached prompt prefixes */
 	bool kv_slots;        /* one slot of n_ctx per sequence even on a paged backend (callers of
 	                         forward that pass no block tables: benchmarks, tests) */
 	be_progress_fn progress; /* load progress; may be NULL */
@@ -61,6 +60,7 @@ struct engine {
 	struct sched *s;    /* continuous batching over @b */
 	uint32_t slots, n_ctx, chunk;
 	uint32_t kv_blocks, kv_block_tokens; /* the paged KV pool; zeros: slots */
+	uint32_t kv_swa_blocks;              /* paged: the sliding-window layers' pool (0: none) */
 	bool kv_prefix_cache;                /* prompt prefixes are reused */
 	bool kv_pool_capped;                 /* the budget was larger than a pool addresses: cut */
 };

@@ -34,6 +34,14 @@
  *   cached leading blocks (kvb_seq_match) and prefill starts after them:
  *   their K/V are what this job would compute (a position's K/V depend
  *   only on the tokens up to it, whatever the batch or chunk).
+ * - Sliding windows (cfg.kv_swa_blocks > 0): the window layers have a pool
+ *   of their own where sequence i is also slot i. Before a job's tokens are
+ *   appended there, the blocks its next query no longer sees (wholly before
+ *   pos + 1 - n_swa) are dropped: they stay cached for other prompts. The
+ *   pool holds every sequence's most (model_swa_blocks), so it needs no
+ *   admission check and never preempts. A prompt resumes after the longest
+ *   prefix both pools can give: the full pool's every block, the window
+ *   pool's last window (kvb_match_len).
  */
 #include "scheduler.h"
 
@@ -64,10 +72,32 @@ struct sched {
 	struct be_sample *samp;     /* [slots]: for a backend that samples (forward_sample) */
 	int32_t *ids;               /* [slots] */
 	struct sched_step_info last;
-	struct kvb *kv; /* paged KV: the block pool, sequence i = slot i; NULL: slots */
+	struct kvb *kv;  /* paged KV: the block pool, sequence i = slot i; NULL: slots */
+	struct kvb *kvw; /* paged sliding-window layers: their pool; NULL: none (or rings) */
 	uint64_t arrivals, preemptions;
 	uint64_t prompt_queried, prompt_hit; /* first admissions only (a refeed hits itself) */
 };
+
+/* The block pools of a paged scheduler: the full layers', and the windows' if any. */
+static orch_err
+kv_pools(struct sched *s, struct orch_errinfo *reterr)
+{
+	const struct sched_config *cfg = &s->cfg;
+	struct kvb_config kc = {.n_blocks = cfg->kv_blocks,
+	                        .block_tokens = cfg->kv_block_tokens,
+	                        .max_seqs = cfg->slots,
+	                        .max_seq_tokens = cfg->n_ctx,
+	                        .prefix_cache = cfg->prefix_cache};
+	orch_err rv;
+
+	assert(s->ops->paged && s->ops->copy_blocks != NULL);
+	memcpy(kc.seed, cfg->kv_seed, sizeof(kc.seed));
+	if ((rv = kvb_new(&kc, &s->kv, reterr)) != ORCH_OK || cfg->kv_swa_blocks == 0)
+		return rv;
+	kc.n_blocks = cfg->kv_swa_blocks;
+	kc.window = cfg->n_swa;
+	return kvb_new(&kc, &s->kvw, reterr);
+}
 
 orch_err
 sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uint32_t n_vocab,
@@ -89,19 +119,10 @@ sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uin
 		sched_free(s);
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory for the scheduler");
 	}
-	if (cfg->kv_blocks > 0) {
-		assert(ops->paged && ops->copy_blocks != NULL);
-		struct kvb_config kc = {.n_blocks = cfg->kv_blocks,
-		                        .block_tokens = cfg->kv_block_tokens,
-		                        .max_seqs = cfg->slots,
-		                        .max_seq_tokens = cfg->n_ctx,
-		                        .prefix_cache = cfg->prefix_cache};
-		memcpy(kc.seed, cfg->kv_seed, sizeof(kc.seed));
-		orch_err rv = kvb_new(&kc, &s->kv, reterr);
-		if (rv != ORCH_OK) {
-			sched_free(s);
-			return rv;
-		}
+	orch_err rv = cfg->kv_blocks > 0 ? kv_pools(s, reterr) : ORCH_OK;
+	if (rv != ORCH_OK) {
+		sched_free(s);
+		return rv;
 	}
 	*ret = s;
 	return ORCH_OK;
@@ -119,6 +140,7 @@ sched_free(struct sched *s)
 	orch_free(s->samp);
 	orch_free(s->ids);
 	kvb_free(s->kv);
+	kvb_free(s->kvw);
 	orch_free(s);
 }
 
@@ -172,6 +194,16 @@ release(struct sched_job *j, uint32_t index)
 	j->pending.n = 0;
 }
 
+/* Paged: give sequence @seq's blocks back, in both pools. */
+static void
+kv_seq_free(struct sched *s, uint32_t seq)
+{
+	if (s->kv != NULL)
+		kvb_seq_free(s->kv, seq);
+	if (s->kvw != NULL)
+		kvb_seq_free(s->kvw, seq);
+}
+
 static void
 finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
 {
@@ -183,8 +215,7 @@ finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err,
 	j->decode_ms = j->t_first > 0 ? now - j->t_first : 0;
 	if (j->state != J_WAITING) {
 		s->slots[j->slot] = NULL;
-		if (s->kv != NULL)
-			kvb_seq_free(s->kv, j->slot);
+		kv_seq_free(s, j->slot);
 	}
 	sbuf_fini(&j->pending);
 	orch_free(j->hist);
@@ -354,7 +385,7 @@ step_need(const struct sched *s, struct sched_job **ret_young)
 static void
 preempt(struct sched *s, struct sched_job *j)
 {
-	kvb_seq_free(s->kv, j->slot);
+	kv_seq_free(s, j->slot);
 	s->slots[j->slot] = NULL;
 	if (j->state == J_DECODE)
 		j->refeed = j->fed;
@@ -417,6 +448,27 @@ kv_admit(struct sched *s, uint32_t seq)
 	return false;
 }
 
+/*
+ * Paged: start @j's sequence after the longest prefix of its @n @src tokens
+ * that every pool holds (0 without the prefix cache); the number of tokens.
+ */
+static uint32_t
+kv_resume(struct sched *s, struct sched_job *j, const int32_t *src, uint32_t n)
+{
+	const void *salt = j->cache_salt;
+	uint32_t sl = j->cache_salt_len, len = kvb_match_len(s->kv, src, n, salt, sl, UINT32_MAX);
+	orch_err rv;
+
+	if (s->kvw != NULL)
+		len = kvb_match_len(s->kvw, src, n, salt, sl, len);
+	rv = kvb_seq_resume(s->kv, j->slot, src, len, salt, sl);
+	if (rv == ORCH_OK && s->kvw != NULL)
+		rv = kvb_seq_resume(s->kvw, j->slot, src, len, salt, sl);
+	assert(rv == ORCH_OK); /* a free slot's sequences are empty; the blocks were cached */
+	(void)rv;
+	return len;
+}
+
 static void
 admit(struct sched *s)
 {
@@ -440,16 +492,9 @@ admit(struct sched *s)
 			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 			continue;
 		}
-		/* paged: start the sequence after the prompt's cached prefix (0 without the cache)
-		 */
-		uint32_t cached = 0, n_src;
+		uint32_t n_src;
 		const int32_t *src = prefill_src(j, &n_src);
-		if (s->kv != NULL) {
-			orch_err mr = kvb_seq_match(s->kv, i, src, n_src, j->cache_salt,
-			                            j->cache_salt_len, &cached);
-			assert(mr == ORCH_OK); /* a free slot's sequence is empty */
-			(void)mr;
-		}
+		uint32_t cached = s->kv != NULL ? kv_resume(s, j, src, n_src) : 0;
 		j->fed = cached;
 		if (j->preempted == 0 && s->kv != NULL) { /* its own blocks do not count */
 			j->cached_tokens = cached;
@@ -459,29 +504,50 @@ admit(struct sched *s)
 	}
 }
 
+/* Append @q's tokens to @q's sequence in pool @kv and copy what copy-on-write asks. */
+static orch_err
+kv_append_pool(struct sched *s, struct kvb *kv, bool swa, const struct be_seq *q,
+               struct orch_errinfo *reterr)
+{
+	struct kvb_copy c = {0};
+	orch_err rv;
+
+	assert(kvb_seq_len(kv, q->slot) == q->pos);
+	rv = kvb_seq_append(kv, q->slot, q->tokens, q->n_tokens, &c, reterr);
+	if (rv == ORCH_OK && c.n_tokens > 0)
+		rv = s->ops->copy_blocks(s->b, swa, c.src, c.dst, c.n_tokens, reterr);
+	return rv;
+}
+
 /*
- * Paged: append @q's tokens to @j's sequence, copy what copy-on-write asks,
- * and give @q the table. False when that failed: @j is then finished.
+ * Paged: append @q's tokens to @j's sequences (in the window pool after
+ * dropping the blocks no query of the step sees) and give @q the tables.
+ * False when that failed: @j is then finished.
  */
 static bool
 kv_append(struct sched *s, struct sched_job *j, struct be_seq *q)
 {
 	struct orch_errinfo e = {0};
-	struct kvb_copy c = {0};
 	orch_err rv;
 
 	if (s->kv == NULL)
 		return true;
-	assert(kvb_seq_len(s->kv, j->slot) == q->pos);
-	rv = kvb_seq_append(s->kv, j->slot, q->tokens, q->n_tokens, &c, &e);
-	if (rv == ORCH_OK && c.n_tokens > 0)
-		rv = s->ops->copy_blocks(s->b, c.src, c.dst, c.n_tokens, &e);
+	rv = kv_append_pool(s, s->kv, false, q, &e);
+	if (rv == ORCH_OK && s->kvw != NULL) {
+		if (q->pos + 1 > s->cfg.n_swa)
+			kvb_seq_drop_before(s->kvw, j->slot, q->pos + 1 - s->cfg.n_swa);
+		rv = kv_append_pool(s, s->kvw, true, q, &e);
+	}
 	if (rv != ORCH_OK) {
 		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return false;
 	}
 	q->blocks = kvb_seq_table(s->kv, j->slot, &q->n_blocks);
 	q->first_block = kvb_seq_first_block(s->kv, j->slot);
+	if (s->kvw != NULL) {
+		q->swa_blocks = kvb_seq_table(s->kvw, j->slot, &q->n_swa_blocks);
+		q->swa_first_block = kvb_seq_first_block(s->kvw, j->slot);
+	}
 	return true;
 }
 
@@ -625,6 +691,13 @@ sched_kv_stats(const struct sched *s, struct kvb_stats *ret)
 	ret->query_tokens = s->prompt_queried; /* prompts, not a preempted job's refeed */
 	ret->hit_tokens = s->prompt_hit;
 	return s->kv != NULL;
+}
+
+bool
+sched_kv_swa_stats(const struct sched *s, struct kvb_stats *ret)
+{
+	*ret = s->kvw != NULL ? kvb_stats(s->kvw) : (struct kvb_stats){0};
+	return s->kvw != NULL;
 }
 
 bool

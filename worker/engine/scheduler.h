@@ -99,16 +99,19 @@ struct sched_config {
 	        chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
 	/* paged KV: the backend's be_config.kv_blocks / kv_block_tokens (0: slots) */
 	uint32_t kv_blocks, kv_block_tokens;
-	/* paged: reuse cached prompt prefixes (kv_blocks.h); only for a model whose
-	 * layers are all paged (no sliding-window ring: it is not cached) */
+	/* paged: the sliding-window layers' pool (be_config.kv_swa_blocks; 0: none), at
+	 * least slots × model_swa_blocks(n_ctx, n_swa, chunk + slots, kv_block_tokens),
+	 * and the window, n_swa positions */
+	uint32_t kv_swa_blocks, n_swa;
+	/* paged: reuse cached prompt prefixes (kv_blocks.h) */
 	bool prefix_cache;
 	uint8_t kv_seed[32]; /* the model and tokenizer identity mixed into every key */
 };
 
 /*
  * sched_new - a scheduler over backend @b (made with @ops for the same slots,
- * n_ctx and KV pool, and max_batch_tokens ≥ chunk + slots) and tokenizer
- * @t. With kv_blocks > 0 (@ops must be paged) it owns the block pool and
+ * n_ctx and KV pools, and max_batch_tokens ≥ chunk + slots) and tokenizer
+ * @t. With kv_blocks > 0 (@ops must be paged) it owns the block pools and
  * hands every step the sequences' block tables. ORCH_ENOMEM; the pool's
  * ORCH_EINVAL for a bad geometry.
  */
@@ -155,6 +158,12 @@ void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
  * finding its own blocks is not a hit.
  */
 bool sched_kv_stats(const struct sched *s, struct kvb_stats *ret);
+
+/*
+ * sched_kv_swa_stats - the sliding-window pool's counters (its own query and hit
+ * counts, which include refeeds); false (and zeros) when there is none.
+ */
+bool sched_kv_swa_stats(const struct sched *s, struct kvb_stats *ret);
 
 /* sched_preemptions - jobs preempted so far (paged KV: their blocks were needed). */
 uint64_t sched_preemptions(const struct sched *s);

@@ -8,7 +8,8 @@
  * a forward step allocates nothing. A sliding-window layer's KV cache is a
  * ring of model_swa_cells() cells per slot; a full layer's is n_ctx cells
  * per slot, or paged (cfg.kv_blocks > 0) one pool of kv_blocks ×
- * kv_block_tokens rows that all sequences share through their block tables.
+ * kv_block_tokens rows that all sequences share through their block tables
+ * (and a sliding-window layer's one of kv_swa_blocks when that is set).
  */
 #include "cpu_backend.h"
 
@@ -77,7 +78,9 @@ kv_layout(struct be_model *b, uint64_t *ret_bytes, struct orch_errinfo *reterr)
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
 		b->kv_base[il] = cells;
 		if (cpu_layer_paged(b, il)) { /* one pool of rows, not per slot */
-			b->kv_cells[il] = b->cfg.kv_blocks * b->cfg.kv_block_tokens;
+			uint32_t blocks =
+			        model_layer_swa(hp, il) ? b->cfg.kv_swa_blocks : b->cfg.kv_blocks;
+			b->kv_cells[il] = blocks * b->cfg.kv_block_tokens;
 			cells += b->kv_cells[il];
 			continue;
 		}
@@ -132,10 +135,10 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 		               ? orch_errf(
 		                         reterr, ORCH_ENOMEM,
 		                         "cpu backend: cannot allocate %llu bytes (KV cache %llu: "
-		                         "a pool of %u blocks of %u tokens)",
+		                         "a pool of %u blocks of %u tokens, %u for sliding windows)",
 		                         (unsigned long long)(b->bytes_needed - b->weight_bytes),
 		                         (unsigned long long)(2 * kv), b->cfg.kv_blocks,
-		                         b->cfg.kv_block_tokens)
+		                         b->cfg.kv_block_tokens, b->cfg.kv_swa_blocks)
 		               : orch_errf(
 		                         reterr, ORCH_ENOMEM,
 		                         "cpu backend: cannot allocate %llu bytes (KV cache %llu for "
@@ -171,10 +174,12 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "cpu backend: slots, context and batch must be positive");
 	if (cfg->kv_blocks > 0 &&
-	    (cfg->kv_block_tokens == 0 || cfg->kv_blocks > UINT32_MAX / cfg->kv_block_tokens))
+	    (cfg->kv_block_tokens == 0 || cfg->kv_blocks > UINT32_MAX / cfg->kv_block_tokens ||
+	     cfg->kv_swa_blocks > UINT32_MAX / cfg->kv_block_tokens))
 		return orch_errf(reterr, ORCH_EINVAL,
-		                 "cpu backend: a KV pool of %u blocks of %u tokens", cfg->kv_blocks,
-		                 cfg->kv_block_tokens);
+		                 "cpu backend: a KV pool of %u blocks (%u for sliding windows) of "
+		                 "%u tokens",
+		                 cfg->kv_blocks, cfg->kv_swa_blocks, cfg->kv_block_tokens);
 	if (hp->head_dim > CPU_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cpu backend: head_dim %u is over 512",
 		                 hp->head_dim);
@@ -216,21 +221,24 @@ fail:
 	return rv;
 }
 
-/* Rows [0, n) of block @src into block @dst, K and V, in every paged layer. */
+/*
+ * Rows [0, n) of block @src into block @dst, K and V, in every paged layer of one pool:
+ * the sliding-window layers' with @swa, else the full-attention layers'.
+ */
 static orch_err
-cpu_copy_blocks(struct be_model *b, uint32_t src, uint32_t dst, uint32_t n,
+cpu_copy_blocks(struct be_model *b, bool swa, uint32_t src, uint32_t dst, uint32_t n,
                 struct orch_errinfo *reterr)
 {
 	uint32_t bt = b->cfg.kv_block_tokens;
+	uint32_t pool = b->cfg.kv_blocks == 0 ? 0 : swa ? b->cfg.kv_swa_blocks : b->cfg.kv_blocks;
 	size_t row = (size_t)b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
 
-	if (b->cfg.kv_blocks == 0 || src >= b->cfg.kv_blocks || dst >= b->cfg.kv_blocks || n > bt ||
-	    src == dst)
+	if (src >= pool || dst >= pool || n > bt || src == dst)
 		return orch_errf(reterr, ORCH_EINVAL,
-		                 "cpu backend: copy of %u rows from block %u to %u (pool of %u)", n,
-		                 src, dst, b->cfg.kv_blocks);
+		                 "cpu backend: copy of %u rows from block %u to %u (%spool of %u)",
+		                 n, src, dst, swa ? "sliding-window " : "", pool);
 	for (uint32_t il = 0; il < b->m->hp.n_layer; il++) {
-		if (!cpu_layer_paged(b, il))
+		if (!cpu_layer_paged(b, il) || model_layer_swa(&b->m->hp, il) != swa)
 			continue;
 		uint64_t s_off = (b->kv_base[il] + (uint64_t)src * bt) * row;
 		uint64_t d_off = (b->kv_base[il] + (uint64_t)dst * bt) * row;

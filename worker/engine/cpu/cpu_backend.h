@@ -15,8 +15,9 @@ struct be_model {
 	 * position p lives in cell p % kv_cells[il]: n_ctx cells for a full-attention layer,
 	 * a ring of model_swa_cells() for a sliding-window one. A paged layer
 	 * (cpu_layer_paged) has instead kv_cells[il] = kv_blocks · kv_block_tokens cells
-	 * shared by all slots, from kv_base[il]: position p of a sequence is cell
-	 * blocks[p / kv_block_tokens] · kv_block_tokens + p % kv_block_tokens.
+	 * (kv_swa_blocks for a sliding-window layer) shared by all slots, from
+	 * kv_base[il]: position p of a sequence is cell t[p / kv_block_tokens] ·
+	 * kv_block_tokens + p % kv_block_tokens of its table t (cpu_layer_table).
 	 */
 	void *k_cache, *v_cache;
 	uint32_t *kv_cells; /* [n_layer] */
@@ -43,11 +44,22 @@ struct be_model {
 	uint64_t weight_bytes, bytes_needed, bytes_used;
 };
 
-/* cpu_layer_paged - layer @il's K/V is in the block pool: paged, and full attention. */
+/*
+ * cpu_layer_paged - layer @il's K/V is in a block pool: paged, and full attention or
+ * a sliding window with a pool of its own (kv_swa_blocks).
+ */
 static inline bool
 cpu_layer_paged(const struct be_model *b, uint32_t il)
 {
-	return b->cfg.kv_blocks > 0 && !model_layer_swa(&b->m->hp, il);
+	return b->cfg.kv_blocks > 0 &&
+	       (b->cfg.kv_swa_blocks > 0 || !model_layer_swa(&b->m->hp, il));
+}
+
+/* cpu_layer_table - the block table of @q that paged layer @il reads. */
+static inline const uint32_t *
+cpu_layer_table(const struct be_model *b, uint32_t il, const struct be_seq *q)
+{
+	return model_layer_swa(&b->m->hp, il) ? q->swa_blocks : q->blocks;
 }
 
 /* cpu_forward - the backend's forward op (cpu_forward.c). */

@@ -11,8 +11,9 @@
  *   whether it runs alone or next to others.
  * - Attention reads the sequence's own KV slot, positions 0..pos (causal),
  *   or its last n_swa of them on a sliding-window layer. Paged (issue 19),
- *   a full-attention layer reads and writes them through the sequence's
- *   block table instead; sliding-window layers keep their per-slot ring. Such a layer's
+ *   a layer reads and writes them through the sequence's block table
+ *   instead (a sliding-window layer through its window table, when its
+ *   pool is paged too). An unpaged sliding-window layer's
  *   cache is a ring of n_swa + max_batch_tokens cells (position p in cell
  *   p % cells): a step stores all its tokens' K/V before any attends, and
  *   the newest of at most max_batch_tokens stored overwrites only a position
@@ -52,8 +53,9 @@ kv_pos_off(const struct be_model *b, uint32_t layer, const struct be_seq *q, uin
 
 	if (!cpu_layer_paged(b, layer))
 		return kv_off(b, layer, q->slot, pos % b->kv_cells[layer], elem);
-	return (b->kv_base[layer] + (uint64_t)q->blocks[pos / bt] * bt + pos % bt) * b->kv_dim *
-	       elem;
+	return (b->kv_base[layer] + (uint64_t)cpu_layer_table(b, layer, q)[pos / bt] * bt +
+	        pos % bt) *
+	       b->kv_dim * elem;
 }
 
 /* Position @pos's K and V into its cell (kv_pos_off). */
@@ -117,7 +119,7 @@ attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 		                     .stride = b->kv_dim,
 		                     .cells = paged ? 0 : b->kv_cells[j->layer],
 		                     .first = paged ? first : first % b->kv_cells[j->layer],
-		                     .blocks = paged ? q->blocks : NULL,
+		                     .blocks = paged ? cpu_layer_table(b, j->layer, q) : NULL,
 		                     .block_tokens = b->cfg.kv_block_tokens,
 		                     .d = d,
 		                     .f16 = !b->cfg.kv_f32,
@@ -305,7 +307,8 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 	const struct model_hparams *hp = &m->hp;
 	uint32_t T = 0, t = 0, n_out = 0;
 	uint64_t row_bytes;
-	orch_err rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, seqs, n, &T, reterr);
+	orch_err rv =
+	        be_check_batch(&b->cfg, b->m->hp.n_vocab, b->m->hp.n_swa, seqs, n, &T, reterr);
 
 	if (rv != ORCH_OK)
 		return rv;

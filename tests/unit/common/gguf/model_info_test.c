@@ -270,19 +270,24 @@ test_pool_swa(void)
 	T_OK(model_mem_estimate_kv(&mi, 4096, 4, 2, NULL, &e));
 	T_EQ(e.kv_token_bytes, 12 * cell);
 	T_EQ(e.kv_blocks, 4 * 256);
-	T_EQ(e.swa_cells, 644);
-	T_EQ(e.kv_swa, 4 * 12 * cell * 644);
-	T_EQ(e.kv_swa, plain.kv_swa);
+	/* the window's pool: 4 × model_swa_blocks = ceil((128 + 516 - 2) / 16) + 1 = 42 blocks
+	 * each, where the rings have 128 + 516 = 644 cells */
+	T_EQ(plain.swa_cells, 644);
+	T_EQ(plain.kv_swa, 4 * 12 * cell * 644);
+	T_EQ(model_swa_blocks(4096, 128, 516, 16), 42);
+	T_EQ(e.swa_cells, 42 * 16);
+	T_EQ(e.kv_swa, 4 * 12 * cell * 42 * 16);
 	T_EQ(e.kv_full, plain.kv_full);
+	uint64_t paged_swa = e.kv_swa;
 	T_OK(model_mem_estimate_kv(&mi, 4096, 4, 2, &(struct mem_kv){.pool_bytes = 16ull << 20},
 	                           &e));
 	T_EQ(e.kv_blocks, (16ull << 20) / (16 * 12 * cell));
 	T_EQ(e.kv_full, e.kv_blocks * 16 * 12 * cell);
-	T_EQ(e.kv_swa, plain.kv_swa); /* outside the budget */
+	T_EQ(e.kv_swa, paged_swa); /* outside the budget */
 	T_EQ(e.kv, e.kv_full + e.kv_swa);
 }
 
-/* Every layer slides (1 layer, pattern 2): blocks of 0 bytes, no blocks, the rings alone. */
+/* Every layer slides (1 layer, pattern 2): blocks of 0 bytes, no blocks, the window pool alone. */
 static void
 test_pool_all_sliding(void)
 {
@@ -299,7 +304,12 @@ test_pool_all_sliding(void)
 	T_EQ(e.kv_pool_tokens, 0);
 	T_EQ(e.kv_full, 0);
 	T_EQ(e.kv, e.kv_swa);
-	T_EQ(e.kv_swa, 2ull * 2 * 8 * 64 * 2 * 642);
+	T_EQ(e.kv_swa, 2ull * 2 * 8 * 64 * 2 * 41 * 16); /* 2 × ceil(640 / 16) + 1 blocks */
+	/* model_swa_blocks: the span's blocks, at most the context's */
+	T_EQ(model_swa_blocks(4096, 128, 1, 16), 9); /* 128 positions, unaligned: 9 blocks */
+	T_EQ(model_swa_blocks(4096, 1, 1, 16), 1);
+	T_EQ(model_swa_blocks(100, 128, 512, 16), 7); /* ceil(100 / 16) */
+	T_EQ(model_swa_blocks(4096, 128, 1, 1), 128);
 	T_OK(model_mem_estimate_kv(&mi, 4096, 2, 2, &(struct mem_kv){.pool_bytes = 1ull << 30},
 	                           &e));
 	T_EQ(e.kv_blocks, 0);

@@ -26,7 +26,9 @@
 
 #include "engine/backend.h"
 #include "engine/engine.h"
+#include "engine/kv_blocks.h"
 #include "engine/scheduler.h"
+#include "gguf/model_info.h"
 #include "t.h"
 #include "text/tokenizer.h"
 
@@ -40,6 +42,7 @@ struct out {
 	uint32_t n_vocab;
 	bool done;
 	enum orch_finish why;
+	uint32_t cached; /* the job's cached_tokens */
 };
 
 static void
@@ -71,10 +74,10 @@ on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const
 {
 	struct out *o = ctx;
 
-	(void)j;
 	(void)err;
 	(void)msg;
 	o->why = why;
+	o->cached = j->cached_tokens;
 	o->done = true;
 }
 
@@ -417,14 +420,15 @@ test_ring_matches_full_cache(void)
 }
 
 /*
- * Paged KV with a sliding window: the full-attention layer pages, the
- * window layer keeps its per-slot ring (chunk 6: 128 + 8 cells). Two jobs of
- * 150 and 90 random prompt tokens, batched, greedy past the ring's first
- * wrap, on slots and on blocks of 1, 7 and 16: equal tokens and logits.
- * The prefix cache asked for is refused (the ring is per slot, not cached).
+ * Paged KV with a sliding window: both layers page, the window layer in a
+ * pool of its own (chunk 6: model_swa_blocks per slot), giving back the
+ * blocks its window leaves. Two jobs of 150 and 90 random prompt tokens,
+ * batched, greedy past the window, on slots (a ring of 128 + 8 cells) and
+ * on blocks of 1, 7 and 16 with the prefix cache on: equal tokens and
+ * logits, and the window pool holds nothing at the end.
  */
 static void
-test_paged_with_ring(void)
+test_paged_window(void)
 {
 	static const uint32_t bts[] = {0, 1, 7, 16};
 	struct ring_seq *q = calloc(2, sizeof(*q));
@@ -444,13 +448,18 @@ test_paged_with_ring(void)
 		                            .chunk = 6,
 		                            .threads = 2,
 		                            .kv_block_tokens = bts[g],
-		                            .kv_prefix_cache = true, /* refused: a ring */
+		                            .kv_prefix_cache = true,
 		                            .kv_slots = bts[g] == 0};
 		struct out *w = g == 0 ? ref : o;
 		if (engine_open(&cfg, &x, &err) != ORCH_OK)
 			T_FAIL_("%s", err.msg);
-		T_TRUE(x != NULL && (bts[g] == 0 || x->kv_blocks > 0) && !x->kv_prefix_cache);
+		T_TRUE(x != NULL && (bts[g] == 0 || x->kv_blocks > 0));
+		T_EQ(x->kv_prefix_cache, bts[g] > 0);
+		T_EQ(x->kv_swa_blocks, bts[g] ? 2 * model_swa_blocks(512, 128, 8, bts[g]) : 0);
 		greedy(x, &p0, 40, &w[0], &p1, &w[1]);
+		struct kvb_stats st;
+		T_EQ(sched_kv_swa_stats(x->s, &st), bts[g] > 0);
+		T_EQ(st.used, 0);
 		for (int k = 0; g > 0 && k < 2; k++) {
 			T_EQ(o[k].n, ref[k].n);
 			if (memcmp(o[k].ids, ref[k].ids, o[k].n * sizeof(int32_t)) != 0 ||
@@ -462,10 +471,86 @@ test_paged_with_ring(void)
 		}
 		engine_close(x);
 	}
-	printf("gpt-oss tiny, ring + paged full layer: blocks of 1, 7, 16 equal slots\n");
+	printf("gpt-oss tiny, paged full and window layers: blocks of 1, 7, 16 equal slots\n");
 	out_fini(&ref[0]);
 	out_fini(&ref[1]);
 	free(q);
+}
+
+/* One greedy job of @n tokens of @toks on @x (its salt NULL), @max tokens, into @o. */
+static void
+run_one(struct engine *x, const int32_t *toks, uint32_t n, uint32_t max, struct out *o)
+{
+	struct tok_ids p = {(int32_t *)toks, n, n};
+
+	greedy(x, &p, max, o, NULL, NULL);
+}
+
+/* Whether @a and @b have the same tokens and step 0 and 1 logits, bit for bit. */
+static bool
+same_out(const struct out *a, const struct out *b)
+{
+	return a->n == b->n && memcmp(a->ids, b->ids, a->n * sizeof(int32_t)) == 0 &&
+	       memcmp(a->logits[0], b->logits[0], a->n_vocab * sizeof(float)) == 0 &&
+	       memcmp(a->logits[1], b->logits[1], a->n_vocab * sizeof(float)) == 0;
+}
+
+/*
+ * The prefix cache of a model with a sliding window (gpt-oss tiny, one slot,
+ * chunk 16, blocks of 16). The window pool is model_swa_blocks = 10 blocks,
+ * yet a 300-token prompt and 20 tokens run through 20 blocks: the window's
+ * left-behind blocks are given back (and evicted oldest first). The same
+ * prompt again resumes after 288 tokens — the full layer's 18 blocks and
+ * the window's blocks 10..17, still cached — and gives the first run's
+ * tokens and logits, bit for bit. A prompt sharing only its first 200
+ * tokens with it resumes at 0: every length the full layer offers needs
+ * window blocks that were evicted. It matches an engine without the cache.
+ */
+static void
+test_window_prefix_cache(void)
+{
+	struct engine_config cfg = {.model_path = t_path(TINY_MXFP4),
+	                            .ops = &be_cpu_ops,
+	                            .slots = 1,
+	                            .n_ctx = 512,
+	                            .chunk = 16,
+	                            .threads = 2,
+	                            .kv_block_tokens = 16,
+	                            .kv_prefix_cache = true};
+	struct engine *x = NULL, *plain = NULL;
+	struct ring_seq *q = calloc(2, sizeof(*q));
+	struct out a = {0}, c = {0}, b = {0}, b0 = {0};
+
+	T_TRUE(q != NULL);
+	T_OK(engine_open(&cfg, &x, NULL));
+	cfg.kv_prefix_cache = false;
+	T_OK(engine_open(&cfg, &plain, NULL));
+	T_EQ(x->kv_swa_blocks, 10);
+	ring_prompt(&q[0], 300, 11);
+	ring_prompt(&q[1], 260, 12);
+	memcpy(q[1].toks, q[0].toks, 200 * sizeof(int32_t));
+	run_one(x, q[0].toks, 300, 20, &a);
+	T_EQ(a.cached, 0);
+	run_one(x, q[0].toks, 300, 20, &c);
+	T_EQ(c.cached, 288);
+	T_TRUE(same_out(&a, &c));
+	run_one(x, q[1].toks, 260, 20, &b);
+	T_EQ(b.cached, 0);
+	run_one(plain, q[1].toks, 260, 20, &b0);
+	T_TRUE(same_out(&b, &b0));
+	struct kvb_stats st;
+	T_TRUE(sched_kv_swa_stats(x->s, &st));
+	T_TRUE(st.used == 0 && st.cached > 0 && st.total == 10);
+	printf("gpt-oss tiny: 300-token prompt again resumed after %u tokens, same output; "
+	       "a 200-token shared prefix after %u\n",
+	       c.cached, b.cached);
+	out_fini(&a);
+	out_fini(&c);
+	out_fini(&b);
+	out_fini(&b0);
+	free(q);
+	engine_close(x);
+	engine_close(plain);
 }
 
 int
@@ -476,6 +561,7 @@ main(void)
 	T_RUN(test_batch_independence);
 	T_RUN(test_ring_memory);
 	T_RUN(test_ring_matches_full_cache);
-	T_RUN(test_paged_with_ring);
+	T_RUN(test_paged_window);
+	T_RUN(test_window_prefix_cache);
 	return t_done();
 }
