@@ -4,6 +4,7 @@
  * prompts token ids from a fixed LCG (no text).
  *
  *   kv_bench MODEL.gguf [THREADS] [--scale X] [--dist uniform|log] [--only 1|2|3]
+ *            [--watermark F]
  *
  * 1. Shared system prompt: a 1,000-token prefix and 32 different 32-token
  *    user turns, one request after the other (8 tokens each), prefix cache
@@ -55,7 +56,8 @@ struct args {
 	uint32_t threads;
 	double scale;
 	bool dist_log;
-	uint32_t only; /* 0: all */
+	uint32_t only;    /* 0: all */
+	double watermark; /* engine_config.kv_watermark of the paged configurations */
 };
 
 /* One request: its prompt, what it generated and when. */
@@ -215,6 +217,7 @@ open_engine(const struct args *a, uint32_t slots, uint32_t n_ctx, bool slot_kv, 
 	                            .kv_block_tokens = BLOCK_TOKENS,
 	                            .kv_cache_bytes = pool_bytes,
 	                            .kv_prefix_cache = cache,
+	                            .kv_watermark = a->watermark,
 	                            .kv_slots = slot_kv};
 	struct orch_errinfo err = {0};
 	struct engine *e = NULL;
@@ -642,7 +645,7 @@ static int
 usage(void)
 {
 	fprintf(stderr, "usage: kv_bench MODEL.gguf [THREADS] [--scale X] [--dist uniform|log] "
-	                "[--only 1|2|3]\n");
+	                "[--only 1|2|3] [--watermark F]\n");
 	return 2;
 }
 
@@ -661,6 +664,9 @@ parse_args(int argc, char **argv, struct args *a)
 			if (strcmp(val, "log") != 0 && strcmp(val, "uniform") != 0)
 				return false;
 			a->dist_log = strcmp(val, "log") == 0;
+		} else if (strcmp(argv[i], "--watermark") == 0 && i + 1 < argc) {
+			if (orch_parse_double(val, 0, 0.5, &a->watermark) != ORCH_OK)
+				return false;
 		} else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
 			if (orch_parse_u64(val, 1, 3, &v) != ORCH_OK)
 				return false;

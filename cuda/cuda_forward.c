@@ -140,11 +140,47 @@ stage_padding(struct be_model *b, uint32_t from, uint32_t T)
 	}
 }
 
+/*
+ * The host side of @n sequences' step: token ids, positions and slots per token
+ * (b->h), runs of tokens for the matrix products (b->runs), the rows whose logits
+ * come back; *@max_pos the end of the furthest position, *@decode whether every
+ * sequence decodes one token. Returns the rows of logits.
+ */
+static uint32_t
+stage_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *max_pos,
+            bool *decode)
+{
+	uint32_t t = 0, n_out = 0;
+
+	b->n_runs = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct be_seq *s = &seqs[i];
+		bool gemm = s->n_tokens > CU_MMV_MAX_TOKENS;
+		struct cu_run *last = b->n_runs ? &b->runs[b->n_runs - 1] : NULL;
+		if (last && !gemm && !last->gemm)
+			last->n += s->n_tokens;
+		else
+			b->runs[b->n_runs++] = (struct cu_run){t, s->n_tokens, gemm};
+		if (s->pos == 0) /* a new job in the slot: its history starts over */
+			b->hist_dev[s->slot] = 0;
+		for (uint32_t k = 0; k < s->n_tokens; k++, t++) {
+			b->h.tok[t] = s->tokens[k];
+			b->h.pos[t] = s->pos + k;
+			b->h.slot[t] = s->slot;
+		}
+		*max_pos = s->pos + s->n_tokens > *max_pos ? s->pos + s->n_tokens : *max_pos;
+		if (s->want_logits)
+			b->h.rows[n_out++] = t - 1;
+		*decode = *decode && s->n_tokens == 1 && s->want_logits;
+	}
+	return n_out;
+}
+
 orch_err
 cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_n_out,
         struct orch_errinfo *reterr)
 {
-	uint32_t T = 0, t = 0, n_out = 0, max_pos = 0, bucket = 0;
+	uint32_t T = 0, n_out = 0, max_pos = 0, bucket = 0;
 	bool decode = true;
 	cudaError_t ce;
 	orch_err rv;
@@ -162,27 +198,7 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 		if (b->k_slot[seqs[i].slot] == NULL &&
 		    (rv = cu_reserve(b, seqs[i].slot, reterr)) != ORCH_OK)
 			return rv;
-	b->n_runs = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct be_seq *s = &seqs[i];
-		bool gemm = s->n_tokens > CU_MMV_MAX_TOKENS;
-		struct cu_run *last = b->n_runs ? &b->runs[b->n_runs - 1] : NULL;
-		if (last && !gemm && !last->gemm)
-			last->n += s->n_tokens;
-		else
-			b->runs[b->n_runs++] = (struct cu_run){t, s->n_tokens, gemm};
-		if (s->pos == 0) /* a new job in the slot: its history starts over */
-			b->hist_dev[s->slot] = 0;
-		for (uint32_t k = 0; k < s->n_tokens; k++, t++) {
-			b->h.tok[t] = s->tokens[k];
-			b->h.pos[t] = s->pos + k;
-			b->h.slot[t] = s->slot;
-		}
-		max_pos = s->pos + s->n_tokens > max_pos ? s->pos + s->n_tokens : max_pos;
-		if (s->want_logits)
-			b->h.rows[n_out++] = t - 1;
-		decode = decode && s->n_tokens == 1 && s->want_logits;
-	}
+	n_out = stage_batch(b, seqs, n, &max_pos, &decode);
 	for (uint32_t k = 0; decode && !b->cfg.no_graphs && k < b->n_buckets; k++)
 		if (b->graph[k] != NULL && b->bucket[k] >= n) {
 			bucket = k + 1;

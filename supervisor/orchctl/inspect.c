@@ -114,7 +114,8 @@ print_memory(const struct model_info *mi, const struct mem_estimate *est)
 	printf("; sliding window %u: %u layer%s x %u cells/slot", mi->n_swa, swa,
 	       swa == 1 ? "" : "s", est->swa_cells);
 	if (est->kv_block_tokens) /* paged: the window's own pool, model_swa_blocks a slot */
-		printf(" (%u blocks, a pool of their own)", est->swa_cells / est->kv_block_tokens);
+		printf(" (%u blocks a slot, in a pool of their own)",
+		       est->swa_cells / est->kv_block_tokens);
 	printf(" = %s\n", fmt_bytes(est->kv_swa, b2, sizeof(b2)));
 }
 

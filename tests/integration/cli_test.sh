@@ -60,7 +60,7 @@ grep -q '^kv cache        full attention: 1 layer x 4096 cells/slot = 6.00 MiB; 
 "$bin/orchctl" inspect "$data/models/stories260K.gguf" | grep -q '^kv cache' && bad "kv cache line without sliding layers" || ok
 # paged, the window has a pool of its own: ceil((128 + 513 - 2) / 16) + 1 = 41 blocks a slot
 "$bin/orchctl" inspect --context 4096 --kv-cache-mib 64 "$data/models/gpt-oss-tiny-mxfp4.gguf" >"$tmp/out"
-grep -q 'sliding window 128: 1 layer x 656 cells/slot (41 blocks, a pool of their own) = 328.00 KiB$' "$tmp/out" && ok || bad "paged kv cache line: $(grep '^kv cache' "$tmp/out")"
+grep -q 'sliding window 128: 1 layer x 656 cells/slot (41 blocks a slot, in a pool of their own) = 328.00 KiB$' "$tmp/out" && ok || bad "paged kv cache line: $(grep '^kv cache' "$tmp/out")"
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["kv_sliding_bytes"]==0 and m["kv_full_bytes"]==m["kv_bytes"], m' "$tmp/s.json" && ok || bad "stories260K KV split"
 
 # The KV cost per token and block (5 layers x 4 KV heads x 8, F16); a --kv-cache-mib pool says

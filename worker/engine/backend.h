@@ -53,12 +53,13 @@ struct be_config {
 };
 
 struct be_seq {
-	/* KV slot, < slots: the sequence's id. Paged, it still names the sliding-window
-	 * layers' ring (those stay per sequence); full-attention layers use @blocks. */
+	/* KV slot, < slots: the sequence's id. Paged, the layers use @blocks and
+	 * @swa_blocks instead (sliding-window layers keep a ring per slot when
+	 * kv_swa_blocks is 0). */
 	uint32_t slot;
-	/* position of tokens[0]: the slot's positions < pos are kept (a sliding-window
-	 * layer's ring only the last cells fed: a sequence continues where its last
-	 * step ended, or starts again at 0) */
+	/* position of tokens[0]: the sequence's positions < pos are kept (a
+	 * sliding-window layer's only those its window still sees: a sequence
+	 * continues where its last step ended, or starts again at 0) */
 	uint32_t pos;
 	const int32_t *tokens; /* [n_tokens] */
 	uint32_t n_tokens;

@@ -13,7 +13,8 @@
 #include "gguf/ident.h"
 #include "gguf/model_info.h"
 
-/* model_mem_estimate sizes a sliding-window layer's ring for the worker's default chunk */
+/* model_mem_estimate sizes a sliding-window layer's ring or pool for the worker's default
+ * chunk (a worker given another --chunk takes what that chunk needs) */
 _Static_assert(ENGINE_DEFAULT_CHUNK == MODEL_DEFAULT_CHUNK_TOKENS,
                "the memory estimate assumes the engine's default chunk");
 _Static_assert(ENGINE_DEFAULT_CTX == MODEL_DEFAULT_CTX,
@@ -41,7 +42,7 @@ fmt_size(uint64_t bytes, char *buf, size_t n)
 /*
  * The bytes kv_cache_fraction buys (model_kv_fraction_pool): that share of
  * the device's total memory (MemTotal on the CPU) less what the weights, the
- * sliding-window rings and the working memory take. Of the total, not of
+ * sliding-window layers' pool and the working memory take. Of the total, not of
  * what is free: the same configuration gives the same pool whatever else
  * runs, and orchd counts exactly this in its placement.
  */
@@ -209,7 +210,8 @@ engine_start(struct engine *e, const struct engine_config *cfg, struct orch_erri
 	                          .kv_blocks = e->kv_blocks,
 	                          .kv_block_tokens = e->kv_block_tokens,
 	                          .kv_swa_blocks = e->kv_swa_blocks,
-	                          .n_swa = e->m.hp.n_swa};
+	                          .n_swa = e->m.hp.n_swa,
+	                          .kv_watermark = cfg->kv_watermark};
 
 	e->kv_prefix_cache = cfg->kv_prefix_cache && e->kv_blocks > 0;
 	sc.prefix_cache = e->kv_prefix_cache;

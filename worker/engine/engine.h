@@ -45,6 +45,7 @@ struct engine_config {
 	uint64_t kv_cache_bytes;
 	double kv_cache_fraction;
 	bool kv_prefix_cache; /* paged: reuse cached prompt prefixes */
+	double kv_watermark;  /* paged: sched_config.kv_watermark */
 	bool kv_slots;        /* one slot of n_ctx per sequence even on a paged backend (callers of
 	                         forward that pass no block tables: benchmarks, tests) */
 	be_progress_fn progress; /* load progress; may be NULL */

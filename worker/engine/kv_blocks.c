@@ -6,7 +6,8 @@
  *   eviction heap (ref 0, cached) or the free stack (ref 0, not cached).
  *   kvb_check() verifies it.
  * - The eviction heap is a binary min-heap over (has children, last
- *   release tick): leaves before inner blocks, older before newer. A cached
+ *   release tick): leaves before inner blocks, older before newer (a
+ *   window pool: older before newer alone, kvb_heap_less). A cached
  *   block's parent is the cached block its parent key named when it was
  *   registered; the parent's children count keeps it behind its leaves.
  *   An inner block is evicted only when no cached-free leaf is left (a
@@ -181,13 +182,12 @@ heap_fix(struct kvb *kv, uint32_t b)
 
 /* ---- blocks ------------------------------------------------------------------ */
 
-/* evict - take cached-free block @b out of the cache; it is then unowned. */
+/* forget - take cached block @b out of the hash table; its children become orphans. */
 static void
-evict(struct kvb *kv, uint32_t b)
+forget(struct kvb *kv, uint32_t b)
 {
 	struct kvb_blk *x = &kv->blk[b];
 
-	heap_remove(kv, b);
 	ht_remove(kv, b);
 	if (x->parent != KVB_NONE && kv->blk[x->parent].gen == x->parent_gen) {
 		assert(kv->blk[x->parent].children > 0);
@@ -196,6 +196,14 @@ evict(struct kvb *kv, uint32_t b)
 	}
 	x->gen++; /* orphans any children left */
 	x->children = 0, x->parent = KVB_NONE, x->cached = false;
+}
+
+/* evict - take cached-free block @b out of the cache; it is then unowned. */
+static void
+evict(struct kvb *kv, uint32_t b)
+{
+	heap_remove(kv, b);
+	forget(kv, b);
 	kv->evictions++;
 }
 
@@ -336,7 +344,7 @@ kvb_new(const struct kvb_config *cfg, struct kvb **ret, struct orch_errinfo *ret
 		return orch_errf(reterr, ORCH_ENOMEM, "kv blocks: out of memory");
 	kv->cfg = *cfg;
 	kv->cfg.block_tokens = kv->bt = bt;
-	kv->max_table = div_up(cfg->max_seq_tokens, bt);
+	kv->max_table = kvb_div_up(cfg->max_seq_tokens, bt);
 	kv->ht_mask = 1;
 	while (kv->ht_mask + 1 < 2 * cfg->n_blocks)
 		kv->ht_mask = kv->ht_mask * 2 + 1;
@@ -475,15 +483,12 @@ scan(struct kvb *kv, const struct kvb_seq *s, const int32_t *tokens, uint32_t ma
 	for (uint32_t i = 0; i < max; i++) {
 		key_derive(kv, i > 0 ? kv->keys[i - 1] : NULL, s, tokens + (size_t)i * kv->bt,
 		           kv->keys[i]);
-		if (kvb_lookup(kv, kv->keys[i]) == KVB_NONE) {
-			if (kv->cfg.window == 0)
-				break;
-			run = 0;
-			continue;
-		}
-		run++; /* blocks i + 1 - run .. i are cached */
+		bool hit = kvb_lookup(kv, kv->keys[i]) != KVB_NONE;
+		if (!hit && kv->cfg.window == 0)
+			break;
+		run = hit ? run + 1 : 0; /* blocks i + 1 - run .. i are cached */
 		if (i + 1 - run <= window_first(kv, (i + 1) * kv->bt))
-			best = i + 1;
+			best = i + 1; /* (a window of 1 needs no block at all) */
 	}
 	return best;
 }
@@ -582,7 +587,7 @@ kvb_seq_blocks_needed(const struct kvb *kv, uint32_t seq, uint32_t n)
 	after = ((uint64_t)s->len + n + kv->bt - 1) / kv->bt;
 	if (after > UINT32_MAX / 2)
 		return UINT32_MAX;
-	return (uint32_t)after - seq_n_table(kv, s) + (seq_cow_src(kv, s) != KVB_NONE);
+	return (uint32_t)after - kvb_seq_n_table(kv, s) + (seq_cow_src(kv, s) != KVB_NONE);
 }
 
 orch_err
@@ -636,7 +641,7 @@ kvb_seq_fork(struct kvb *kv, uint32_t dst, uint32_t src)
 	s = &kv->seqs[src];
 	if (!seq_empty(d))
 		return ORCH_EINVAL;
-	n = seq_n_table(kv, s);
+	n = kvb_seq_n_table(kv, s);
 	for (uint32_t i = s->first; i < n; i++) {
 		d->table[i] = s->table[i];
 		kv->blk[s->table[i]].ref++; /* held by src: ref > 0 already */
@@ -670,6 +675,22 @@ kvb_seq_drop_before(struct kvb *kv, uint32_t seq, uint32_t pos)
 }
 
 void
+kvb_seq_uncache_from(struct kvb *kv, uint32_t seq, uint32_t pos)
+{
+	struct kvb_seq *s;
+	uint32_t n;
+
+	assert(seq < kv->cfg.max_seqs);
+	s = &kv->seqs[seq];
+	n = kvb_seq_n_table(kv, s);
+	for (uint32_t i = pos / kv->bt; i < n; i++) {
+		uint32_t b = s->table[i];
+		if (b != KVB_NONE && kv->blk[b].cached && kv->blk[b].heap_pos == KVB_NONE)
+			forget(kv, b); /* held (ref > 0): not in the heap */
+	}
+}
+
+void
 kvb_seq_free(struct kvb *kv, uint32_t seq)
 {
 	struct kvb_seq *s;
@@ -677,7 +698,7 @@ kvb_seq_free(struct kvb *kv, uint32_t seq)
 
 	assert(seq < kv->cfg.max_seqs);
 	s = &kv->seqs[seq];
-	n = seq_n_table(kv, s);
+	n = kvb_seq_n_table(kv, s);
 	for (uint32_t i = 0; i < n; i++) {
 		if (s->table[i] != KVB_NONE)
 			release(kv, s->table[i]);
@@ -708,7 +729,7 @@ const uint32_t *
 kvb_seq_table(const struct kvb *kv, uint32_t seq, uint32_t *ret_n)
 {
 	assert(seq < kv->cfg.max_seqs);
-	*ret_n = seq_n_table(kv, &kv->seqs[seq]);
+	*ret_n = kvb_seq_n_table(kv, &kv->seqs[seq]);
 	return kv->seqs[seq].table;
 }
 

@@ -27,7 +27,8 @@
  * calls kvb_seq_match() to attach every leading full block already cached.
  * Released cached blocks stay cached until an allocation finds no free
  * block; then the least recently released one is evicted, leaves first
- * (a block no other cached block names as its parent).
+ * (a block no other cached block names as its parent); in a window pool
+ * the least recently released one, leaf or not.
  *
  * Sliding window (kvb_config.window = w > 0): a pool for layers whose query
  * at position p sees only positions p - w + 1 .. p. The caller drops blocks
@@ -76,7 +77,8 @@ struct kvb_stats {
 	uint32_t used;         /* ref > 0 */
 	uint32_t cached;       /* ref 0, keyed: reusable, evictable */
 	uint32_t free;         /* ref 0, no key */
-	uint64_t query_tokens; /* prompt tokens kvb_seq_match() was asked about */
+	uint64_t query_tokens; /* prompt tokens kvb_seq_match() was asked about (not
+	                          kvb_match_len or kvb_seq_resume: their caller counts) */
 	uint64_t hit_tokens;   /* of them, tokens found cached */
 	uint64_t evictions;    /* cached blocks reclaimed for an allocation */
 };
@@ -182,6 +184,13 @@ orch_err kvb_seq_fork(struct kvb *kv, uint32_t dst, uint32_t src);
  * The length is unchanged. ORCH_EINVAL when @pos > the sequence's length.
  */
 orch_err kvb_seq_drop_before(struct kvb *kv, uint32_t seq, uint32_t pos);
+
+/*
+ * kvb_seq_uncache_from - take the blocks of @seq holding positions >= @pos out of
+ * the prefix cache (they stay in the table): their keys were registered when the
+ * tokens were appended, and the step that was to compute those rows failed.
+ */
+void kvb_seq_uncache_from(struct kvb *kv, uint32_t seq, uint32_t pos);
 
 /* kvb_seq_free - release all blocks of @seq and make it empty (length 0, no salt). */
 void kvb_seq_free(struct kvb *kv, uint32_t seq);

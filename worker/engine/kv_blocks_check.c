@@ -15,7 +15,7 @@ check_refs(const struct kvb *kv, uint32_t *count, struct orch_errinfo *reterr)
 	memset(count, 0, kv->cfg.n_blocks * sizeof(*count));
 	for (uint32_t q = 0; q < kv->cfg.max_seqs; q++) {
 		const struct kvb_seq *s = &kv->seqs[q];
-		uint32_t n = seq_n_table(kv, s);
+		uint32_t n = kvb_seq_n_table(kv, s);
 		for (uint32_t i = 0; i < kv->max_table; i++) {
 			uint32_t b = s->table[i];
 			bool held = i >= s->first && i < n;

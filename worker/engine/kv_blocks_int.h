@@ -53,25 +53,29 @@ struct kvb {
 };
 
 static inline uint32_t
-div_up(uint32_t a, uint32_t b)
+kvb_div_up(uint32_t a, uint32_t b)
 {
 	return a / b + (a % b != 0);
 }
 
 static inline uint32_t
-seq_n_table(const struct kvb *kv, const struct kvb_seq *s)
+kvb_seq_n_table(const struct kvb *kv, const struct kvb_seq *s)
 {
-	return div_up(s->len, kv->bt);
+	return kvb_div_up(s->len, kv->bt);
 }
 
-/* kvb_heap_less - eviction order: leaves before inner blocks, older before newer. */
+/*
+ * kvb_heap_less - eviction order: leaves before inner blocks, older before newer; in a
+ * window pool older before newer alone (what resumes a prefix there is its last
+ * window, the blocks a chain released last, not its root).
+ */
 static inline bool
 kvb_heap_less(const struct kvb *kv, uint32_t a, uint32_t b)
 {
 	const struct kvb_blk *x = &kv->blk[a], *y = &kv->blk[b];
 	bool xi = x->children > 0, yi = y->children > 0;
 
-	if (xi != yi)
+	if (xi != yi && kv->cfg.window == 0)
 		return !xi;
 	return x->last_use < y->last_use;
 }

@@ -31,7 +31,7 @@
  *   the running jobs their next step's blocks, so a job is not admitted
  *   only to be preempted at once. A job that cannot grow even alone fails
  *   (ORCH_EVRAM). With cfg.prefix_cache, admission attaches the prompt's
- *   cached leading blocks (kvb_seq_match) and prefill starts after them:
+ *   cached leading blocks (kv_resume) and prefill starts after them:
  *   their K/V are what this job would compute (a position's K/V depend
  *   only on the tokens up to it, whatever the batch or chunk).
  * - Sliding windows (cfg.kv_swa_blocks > 0): the window layers have a pool
@@ -50,6 +50,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "gguf/model_info.h"
 #include "kv_blocks.h"
 #include "text/tokenizer.h"
 
@@ -94,6 +95,13 @@ kv_pools(struct sched *s, struct orch_errinfo *reterr)
 	memcpy(kc.seed, cfg->kv_seed, sizeof(kc.seed));
 	if ((rv = kvb_new(&kc, &s->kv, reterr)) != ORCH_OK || cfg->kv_swa_blocks == 0)
 		return rv;
+	uint32_t most = model_swa_blocks(cfg->n_ctx, cfg->n_swa, cfg->chunk + cfg->slots,
+	                                 kvb_block_tokens(s->kv));
+	if (cfg->n_swa == 0 || cfg->kv_swa_blocks / cfg->slots < most)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "a sliding-window pool of %u blocks for %u sequences of window %u "
+		                 "(each may hold %u)",
+		                 cfg->kv_swa_blocks, cfg->slots, cfg->n_swa, most);
 	kc.n_blocks = cfg->kv_swa_blocks;
 	kc.window = cfg->n_swa;
 	return kvb_new(&kc, &s->kvw, reterr);
@@ -434,13 +442,15 @@ kv_admit(struct sched *s, uint32_t seq)
 	struct sched_job *j = s->waiting, *young;
 	uint32_t n;
 
-	prefill_src(j, &n);
-	if (s->kv == NULL || kvb_seq_blocks_needed(s->kv, seq, n) + step_need(s, &young) <=
-	                             (uint64_t)kvb_available(s->kv))
+	if (s->kv == NULL)
 		return true;
-	for (uint32_t i = 0; i < s->cfg.slots; i++)
-		if (s->slots[i] != NULL)
-			return false;
+	prefill_src(j, &n);
+	uint64_t need = kvb_seq_blocks_needed(s->kv, seq, n) + step_need(s, &young);
+	uint64_t reserve = young != NULL ? (uint64_t)(s->cfg.kv_watermark * s->cfg.kv_blocks) : 0;
+	if (need + reserve <= (uint64_t)kvb_available(s->kv))
+		return true;
+	if (young != NULL)
+		return false;
 	s->waiting = j->next;
 	if (s->waiting == NULL)
 		s->waiting_tail = NULL;
@@ -520,6 +530,19 @@ kv_append_pool(struct sched *s, struct kvb *kv, bool swa, const struct be_seq *q
 }
 
 /*
+ * A step that was to compute positions @pos.. of sequence @seq failed: the
+ * blocks its appends keyed must not be matched (their rows were never written).
+ */
+static void
+kv_uncache(struct sched *s, uint32_t seq, uint32_t pos)
+{
+	if (s->kv != NULL)
+		kvb_seq_uncache_from(s->kv, seq, pos);
+	if (s->kvw != NULL)
+		kvb_seq_uncache_from(s->kvw, seq, pos);
+}
+
+/*
  * Paged: append @q's tokens to @j's sequences (in the window pool after
  * dropping the blocks no query of the step sees) and give @q the tables.
  * False when that failed: @j is then finished.
@@ -532,13 +555,15 @@ kv_append(struct sched *s, struct sched_job *j, struct be_seq *q)
 
 	if (s->kv == NULL)
 		return true;
-	rv = kv_append_pool(s, s->kv, false, q, &e);
-	if (rv == ORCH_OK && s->kvw != NULL) {
-		if (q->pos + 1 > s->cfg.n_swa)
-			kvb_seq_drop_before(s->kvw, j->slot, q->pos + 1 - s->cfg.n_swa);
-		rv = kv_append_pool(s, s->kvw, true, q, &e);
+	if (s->kvw != NULL && q->pos + 1 > s->cfg.n_swa) {
+		rv = kvb_seq_drop_before(s->kvw, j->slot, q->pos + 1 - s->cfg.n_swa);
+		assert(rv == ORCH_OK); /* the sequence holds pos tokens */
 	}
+	rv = kv_append_pool(s, s->kv, false, q, &e);
+	if (rv == ORCH_OK && s->kvw != NULL)
+		rv = kv_append_pool(s, s->kvw, true, q, &e);
 	if (rv != ORCH_OK) {
+		kv_uncache(s, j->slot, q->pos);
 		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return false;
 	}
@@ -629,6 +654,7 @@ sched_step(struct sched *s)
 	for (uint32_t i = 0; i < n; i++) {
 		struct sched_job *j = s->seq_job[i];
 		if (rv != ORCH_OK) {
+			kv_uncache(s, j->slot, s->seqs[i].pos);
 			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 			continue;
 		}

@@ -105,6 +105,9 @@ struct sched_config {
 	uint32_t kv_swa_blocks, n_swa;
 	/* paged: reuse cached prompt prefixes (kv_blocks.h) */
 	bool prefix_cache;
+	/* paged: the share of the pool's blocks a job is admitted only beside, while
+	 * others run (room for the running jobs to grow before one is preempted) */
+	double kv_watermark;
 	uint8_t kv_seed[32]; /* the model and tokenizer identity mixed into every key */
 };
 
@@ -160,8 +163,9 @@ void sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells);
 bool sched_kv_stats(const struct sched *s, struct kvb_stats *ret);
 
 /*
- * sched_kv_swa_stats - the sliding-window pool's counters (its own query and hit
- * counts, which include refeeds); false (and zeros) when there is none.
+ * sched_kv_swa_stats - the sliding-window pool's block counters (query_tokens and
+ * hit_tokens are 0: sched_kv_stats counts prompts); false (and zeros) when there is
+ * none.
  */
 bool sched_kv_swa_stats(const struct sched *s, struct kvb_stats *ret);
 

@@ -473,8 +473,8 @@ test_paged_preemption(void)
  * (its first 56 tokens come from the cache), then its first 40 tokens and
  * another ending (35 cached), each alone; then the 60 again beside a
  * different prompt. Tokens and logits equal an engine without the cache,
- * bit for bit; the pool counts the hits. A gpt-oss model (a sliding-window
- * ring, not cached) gets no prefix cache.
+ * bit for bit; the pool counts the hits. (gpt-oss, with its sliding
+ * window: gpt_oss_test.)
  */
 static void
 test_prefix_cache(void)
@@ -534,6 +534,68 @@ test_prefix_cache(void)
 	free(o);
 	eng_close(&on);
 	eng_close(&off);
+}
+
+/* The CPU backend, but its forward fails while forward_fails is set. */
+static bool forward_fails;
+
+static orch_err
+failing_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const float **ret_logits,
+                struct orch_errinfo *reterr)
+{
+	if (forward_fails)
+		return orch_errf(reterr, ORCH_ECUDA, "injected forward failure");
+	return be_cpu_ops.forward(b, seqs, n, ret_logits, reterr);
+}
+
+/*
+ * A failed step leaves nothing in the prefix cache: appending its tokens
+ * keyed the block they fill before the forward that was to compute it ran.
+ * The prompt again (40 tokens, blocks of 16) computes everything and gives
+ * what it would have; once computed, its two full blocks are cached.
+ */
+static void
+test_prefix_cache_failed_step(void)
+{
+	struct eng e;
+	struct sched *s = NULL;
+	struct be_ops failing = be_cpu_ops;
+	struct out *o = calloc(2, sizeof(*o));
+	int32_t toks[40];
+
+	failing.forward = failing_forward;
+	T_TRUE(o && eng_open_kv(&e, t_path("models/stories260K.gguf"), 1, 64, 16, false,
+	                        (struct kv_geom){16, false}));
+	struct sched_config sc = {.slots = 1,
+	                          .n_ctx = 64,
+	                          .chunk = 16,
+	                          .kv_blocks = 4,
+	                          .kv_block_tokens = 16,
+	                          .prefix_cache = true};
+	T_OK(sched_new(&failing, e.b, e.t, e.m->hp.n_vocab, &sc, &s, NULL));
+	toks[0] = 1;
+	for (uint32_t i = 1; i < 40; i++)
+		toks[i] = 300 + (int32_t)(i * 11 % 100);
+	struct tok_ids p = {toks, 40, 40};
+	struct sched_job a = job(1, &p, 8, &o[0]);
+	forward_fails = true;
+	T_OK(sched_submit(s, &a, NULL));
+	while (!sched_idle(s))
+		sched_step(s);
+	T_EQ(o[0].why, ORCH_FINISH_ERROR);
+	forward_fails = false;
+	for (int k = 0; k < 2; k++) {
+		a = job(2 + (uint64_t)k, &p, 8, &o[k]);
+		T_OK(sched_submit(s, &a, NULL));
+		while (!sched_idle(s))
+			sched_step(s);
+		T_EQ(o[k].why, ORCH_FINISH_LENGTH);
+		T_EQ(a.cached_tokens, k == 0 ? 0u : 32u);
+	}
+	T_TRUE(o[0].n == 8 && memcmp(o[0].ids, o[1].ids, 8 * sizeof(int32_t)) == 0);
+	sched_free(s);
+	free(o);
+	eng_close(&e);
 }
 
 /* A stop string spanning two tokens ends the text before it; it is never emitted. */
@@ -679,6 +741,7 @@ main(void)
 	T_RUN(test_paged_pool_full);
 	T_RUN(test_paged_preemption);
 	T_RUN(test_prefix_cache);
+	T_RUN(test_prefix_cache_failed_step);
 	T_RUN(test_stop_strings);
 	T_RUN(test_kv_f32);
 	T_RUN(test_tiny_models);

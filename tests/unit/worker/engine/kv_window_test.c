@@ -3,10 +3,12 @@
  * kvb_match_len and kvb_seq_resume in a full-attention pool (every leading block, a
  * limit, a block not cached) and in a sliding-window pool, where a sequence resumes
  * after a length whose window is cached however many earlier blocks were evicted, and
- * attaches those blocks alone.
+ * attaches those blocks alone; eviction there by age alone; a window of one
+ * position, which needs no block; and be_check_batch's checks of the tables.
  */
 #include <stdint.h>
 
+#include "engine/backend.h"
 #include "engine/kv_blocks.h"
 #include "t.h"
 
@@ -155,11 +157,111 @@ test_window_wide(void)
 	kvb_free(kv);
 }
 
+/*
+ * Eviction in a window pool goes by age alone (window 8, blocks of 4, 12 blocks):
+ * a 40-token sequence can resume at 40; an unrelated 24-token one then takes
+ * 6 blocks, evicting the 4 oldest (the first sequence's blocks 0..3, released
+ * first), not its last window (leaves first would evict blocks 6..9).
+ */
+static void
+test_window_lru(void)
+{
+	struct kvb *kv = pool(12, 8);
+	int32_t t[48], u[48];
+
+	for (int i = 0; i < 48; i++) {
+		t[i] = 3 * i;
+		u[i] = 1000 + i;
+	}
+	feed(kv, 0, t, 40, 0); /* kept whole: 10 blocks, released in order at the free */
+	kvb_seq_free(kv, 0);
+	T_EQ(kvb_match_len(kv, t, 48, NULL, 0, UINT32_MAX), 40);
+	feed(kv, 1, u, 24, 0);
+	T_EQ(kvb_stats(kv).evictions, 4);
+	T_EQ(kvb_match_len(kv, t, 48, NULL, 0, UINT32_MAX), 40);
+	kvb_seq_free(kv, 1);
+	check(kv);
+	kvb_free(kv);
+}
+
+/* A window of one position: a query sees itself alone, so any length resumes. */
+static void
+test_window_one(void)
+{
+	struct kvb *kv = pool(4, 1);
+	int32_t t[24];
+
+	for (int i = 0; i < 24; i++)
+		t[i] = i + 5;
+	feed(kv, 0, t, 20, 1);
+	kvb_seq_free(kv, 0);
+	T_EQ(kvb_match_len(kv, t, 24, NULL, 0, UINT32_MAX), 20);
+	T_OK(kvb_seq_resume(kv, 0, t, 16, NULL, 0));
+	T_EQ(kvb_stats(kv).used, 0); /* nothing to attach */
+	check(kv);
+	kvb_free(kv);
+}
+
+/*
+ * be_check_batch: one sequence at position 20, one token, blocks of 4, a window
+ * of 8 (it reads positions 13..20: its window table may start at block 3, not 4),
+ * a full table from block 0 (never later), every block in its pool.
+ */
+static void
+test_check_tables(void)
+{
+	struct be_config cfg = {.slots = 2,
+	                        .n_ctx = 64,
+	                        .max_batch_tokens = 8,
+	                        .kv_blocks = 8,
+	                        .kv_block_tokens = 4,
+	                        .kv_swa_blocks = 6};
+	uint32_t full[6] = {0, 1, 2, 3, 4, 5}, win[6] = {KVB_NONE, KVB_NONE, KVB_NONE, 1, 2, 3};
+	int32_t tok = 7;
+	struct be_seq q = {.slot = 1,
+	                   .pos = 20,
+	                   .tokens = &tok,
+	                   .n_tokens = 1,
+	                   .blocks = full,
+	                   .n_blocks = 6,
+	                   .swa_blocks = win,
+	                   .n_swa_blocks = 6,
+	                   .swa_first_block = 3};
+	struct orch_errinfo ei = {0};
+	uint32_t T;
+
+	T_OK(be_check_batch(&cfg, 100, 8, &q, 1, &T, NULL));
+	T_EQ(T, 1);
+	q.swa_first_block = 4; /* position 13 is in block 3 */
+	T_ERR(be_check_batch(&cfg, 100, 8, &q, 1, &T, &ei), ORCH_EINVAL);
+	T_TRUE(strstr(ei.msg, "sliding-window block table") != NULL);
+	q.swa_first_block = 3;
+	win[5] = 6; /* outside the window pool */
+	T_ERR(be_check_batch(&cfg, 100, 8, &q, 1, &T, &ei), ORCH_EINVAL);
+	T_TRUE(strstr(ei.msg, "not in the sliding-window pool") != NULL);
+	win[5] = 3;
+	q.swa_blocks = NULL;
+	T_ERR(be_check_batch(&cfg, 100, 8, &q, 1, &T, NULL), ORCH_EINVAL);
+	q.swa_blocks = win;
+	q.first_block = 1; /* full attention reads from position 0 */
+	T_ERR(be_check_batch(&cfg, 100, 8, &q, 1, &T, NULL), ORCH_EINVAL);
+	q.first_block = 0;
+	q.n_swa_blocks = 5; /* position 20 is in entry 5 */
+	T_ERR(be_check_batch(&cfg, 100, 8, &q, 1, &T, NULL), ORCH_EINVAL);
+	q.n_swa_blocks = 6;
+	cfg.kv_swa_blocks = 0; /* rings: the window table is not looked at */
+	q.swa_blocks = NULL;
+	T_OK(be_check_batch(&cfg, 100, 8, &q, 1, &T, NULL));
+}
+
 int
 main(void)
 {
 	T_RUN(test_full_pool);
 	T_RUN(test_window_pool);
 	T_RUN(test_window_wide);
+	T_RUN(test_window_lru);
+	T_RUN(test_window_one);
+	T_RUN(test_check_tables);
 	return t_done();
 }
