@@ -17,6 +17,8 @@
  *    B: paged, a pool of the same bytes, up to 16 running, prefix cache off
  *    (this one is about paging, not sharing: the prompts share nothing);
  *    C: B with the prefix cache, which keeps a preempted job's full blocks.
+ *    B and C keep --watermark F of the pool free at admission while jobs
+ *    run (default: the worker's, ENGINE_DEFAULT_KV_WATERMARK; 0: none).
  *    Running sequences are sampled after every step.
  * 3. Multi-turn chat: 8 turns, each request the whole history (earlier
  *    prompts and answers) plus a new 40-token user turn, 64 tokens out,
@@ -654,7 +656,9 @@ parse_args(int argc, char **argv, struct args *a)
 {
 	uint64_t v;
 
-	*a = (struct args){.path = argc > 1 ? argv[1] : NULL, .scale = 0.25};
+	*a = (struct args){.path = argc > 1 ? argv[1] : NULL,
+	                   .scale = 0.25,
+	                   .watermark = ENGINE_DEFAULT_KV_WATERMARK};
 	for (int i = 2; i < argc; i++) {
 		const char *val = i + 1 < argc ? argv[i + 1] : "";
 		if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {

@@ -34,6 +34,8 @@ kv=$work/qwen2.5-0.5b-L4-Q8_0.gguf
 	--vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 1 -o "$kv"
 "$build/bin/kv_bench" "$kv"
 "$build/bin/kv_bench" "$kv" --only 2 --dist log
+# the shared system prompt on gpt-oss tiny: sliding-window layers in a pool of their own
+"$build/bin/kv_bench" "$data/models/gpt-oss-tiny-mxfp4.gguf" --only 1
 
 # The supervisor <-> worker hop (issue 5): the channel alone, then a real
 # worker with 1 and 64 concurrent jobs.

@@ -121,6 +121,7 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 	                            .kv_cache_fraction = sv->o->kv_cache_fraction,
 	                            .kv_block_tokens = sv->o->kv_block_tokens,
 	                            .kv_prefix_cache = !sv->o->no_prefix_cache,
+	                            .kv_watermark = ENGINE_DEFAULT_KV_WATERMARK,
 	                            .progress = serve_progress,
 	                            .progress_ctx = sv};
 	orch_err rv;
