@@ -466,14 +466,18 @@ static uint32_t
 kv_resume(struct sched *s, struct sched_job *j, const int32_t *src, uint32_t n)
 {
 	const void *salt = j->cache_salt;
-	uint32_t sl = j->cache_salt_len, len = kvb_match_len(s->kv, src, n, salt, sl, UINT32_MAX);
+	uint32_t sl = j->cache_salt_len, len = 0;
 	orch_err rv;
 
-	if (s->kvw != NULL)
+	if (s->kvw == NULL) { /* one pool: match and attach in one pass over the keys */
+		rv = kvb_seq_match(s->kv, j->slot, src, n, salt, sl, &len);
+	} else {
+		len = kvb_match_len(s->kv, src, n, salt, sl, UINT32_MAX);
 		len = kvb_match_len(s->kvw, src, n, salt, sl, len);
-	rv = kvb_seq_resume(s->kv, j->slot, src, len, salt, sl);
-	if (rv == ORCH_OK && s->kvw != NULL)
-		rv = kvb_seq_resume(s->kvw, j->slot, src, len, salt, sl);
+		rv = kvb_seq_resume(s->kv, j->slot, src, len, salt, sl);
+		if (rv == ORCH_OK)
+			rv = kvb_seq_resume(s->kvw, j->slot, src, len, salt, sl);
+	}
 	assert(rv == ORCH_OK); /* a free slot's sequences are empty; the blocks were cached */
 	(void)rv;
 	return len;
