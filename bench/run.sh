@@ -15,6 +15,8 @@ awk -v a="$start" -v b="$(date +%s.%N)" -v f="$model" 'BEGIN { printf "orch-synt
 "$build/bin/gguf_open_bench" -n 50 "$data/vocab/ggml-vocab-qwen2.gguf" "$model" \
 	"$data/models/stories260K.gguf"
 "$build/bin/tok_bench" "$data"
+# constrained decoding (issue 20): token masks on the qwen2 and o200k vocabularies
+"$build/bin/grammar_bench" "$data"
 
 # Engine (issue 4): memory bandwidth, then prefill / decode / batched decode
 # for stories260K and qwen2.5-0.5b (Q8_0 and Q4_K_M) at 1 and 2 threads.

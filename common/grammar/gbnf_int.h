@@ -1,0 +1,69 @@
+#pragma once
+/*
+ * gbnf_int.h - the compiler's working state, shared by the parser (gbnf.c)
+ * and the lowering to bytes and the checks (gbnf_lower.c).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gram_int.h"
+
+struct gbnf_elems {
+	struct gram_elem *v;
+	uint32_t n, cap;
+};
+
+struct gbnf_rule {
+	const char *name; /* into the text; NULL for a rule the compiler made */
+	uint32_t name_len;
+	bool defined;
+	uint32_t line, col; /* where it was first named */
+	struct gbnf_elems body;
+};
+
+struct gbnf {
+	const char *s, *end, *line_start;
+	uint32_t line;
+	uint32_t depth; /* parentheses open */
+	struct gbnf_rule *rules;
+	uint32_t n_rules, cap_rules;
+	uint32_t *names; /* open addressing over named rules: a rule or GRAM_NONE */
+	uint32_t names_mask;
+	struct gram_set *sets;
+	uint32_t n_sets, cap_sets;
+	uint64_t n_el; /* elements in every body */
+	struct gram_err *err;
+	bool failed;
+};
+
+/* gbnf_fail - record the first failure (at the parser's position) and return false. */
+bool gbnf_fail(struct gbnf *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* gbnf_oom - record an allocation failure and return false. */
+bool gbnf_oom(struct gbnf *p);
+
+/* gbnf_new_rule - a rule the compiler makes (no name) into *@ret. */
+bool gbnf_new_rule(struct gbnf *p, uint32_t *ret);
+
+/* gbnf_push - append element (@kind, @arg) to rule @r. */
+bool gbnf_push(struct gbnf *p, uint32_t r, uint32_t kind, uint32_t arg);
+
+/* gbnf_set - the index of a set equal to @set, added when new. */
+bool gbnf_set(struct gbnf *p, const struct gram_set *set, uint32_t *ret);
+
+/*
+ * gbnf_class - append to rule @r what matches one code point in the sorted,
+ * disjoint ranges @lo[i]..@hi[i] (@n of them): one GE_SET when all are
+ * ASCII, else a GE_REF to a new rule with an alternative per UTF-8 byte
+ * sequence shape. Surrogates never match.
+ */
+bool gbnf_class(struct gbnf *p, uint32_t r, const uint32_t *lo, const uint32_t *hi, uint32_t n);
+
+/*
+ * gbnf_repeat - replace rule @r's elements from @start on (one item) by
+ * @min to @max (UINT32_MAX: no limit) of it.
+ */
+bool gbnf_repeat(struct gbnf *p, uint32_t r, uint32_t start, uint32_t min, uint32_t max);
+
+/* gbnf_finish - check the rules (all defined, no left recursion) and build *@ret. */
+orch_err gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret);

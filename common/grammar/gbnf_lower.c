@@ -1,0 +1,363 @@
+/*
+ * gbnf_lower.c - the compiler's lowering to bytes (gbnf_int.h) and its end:
+ *
+ * - A class of code points becomes one byte set when it is all ASCII, else a
+ *   rule with an alternative per UTF-8 shape of its ranges ([\u0080-\u07FF]
+ *   is [\xC2-\xDF][\x80-\xBF]), split so that every byte of a shape is a
+ *   range: then a run of bytes matches iff it is one well-formed character
+ *   of the class.
+ * - x* is a rule R ::= x R | (empty); x{m,n} is m copies of x then a chain
+ *   of n - m optional ones. The recursion is at the tail, where the matcher
+ *   does not grow its stacks (gram_match.c).
+ * - gbnf_finish refuses an undefined rule and left recursion (which would
+ *   expand forever), then lays every rule out in one array.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "gbnf_int.h"
+
+bool
+gbnf_set(struct gbnf *p, const struct gram_set *set, uint32_t *ret)
+{
+	for (uint32_t i = p->n_sets; i-- > 0;)
+		if (memcmp(&p->sets[i], set, sizeof(*set)) == 0) {
+			*ret = i;
+			return true;
+		}
+	if (p->n_sets == p->cap_sets) {
+		uint32_t cap = p->cap_sets ? p->cap_sets * 2 : 64;
+		struct gram_set *v = orch_reallocarray(p->sets, cap, sizeof(*v));
+		if (v == NULL)
+			return gbnf_oom(p);
+		p->sets = v;
+		p->cap_sets = cap;
+	}
+	p->sets[p->n_sets] = *set;
+	*ret = p->n_sets++;
+	return true;
+}
+
+static void
+set_range(struct gram_set *s, uint32_t lo, uint32_t hi)
+{
+	for (uint32_t b = lo; b <= hi; b++)
+		s->w[b >> 6] |= 1ull << (b & 63);
+}
+
+static bool
+push_range(struct gbnf *p, uint32_t r, uint32_t lo, uint32_t hi)
+{
+	struct gram_set s = {0};
+	uint32_t k;
+
+	set_range(&s, lo, hi);
+	return gbnf_set(p, &s, &k) && gbnf_push(p, r, GE_SET, k);
+}
+
+static size_t
+encode(uint32_t cp, uint8_t *out)
+{
+	if (cp < 0x800) {
+		out[0] = (uint8_t)(0xc0 | cp >> 6);
+		out[1] = (uint8_t)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (uint8_t)(0xe0 | cp >> 12);
+		out[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (uint8_t)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (uint8_t)(0xf0 | cp >> 18);
+	out[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (uint8_t)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * The alternatives of rule @r for code points @lo..@hi (none ASCII, no
+ * surrogates): split until both ends have one length and every byte between
+ * their encodings may take any value of its range (Russ Cox's construction).
+ */
+static bool
+utf8_alts(struct gbnf *p, uint32_t r, uint32_t lo, uint32_t hi, bool *first)
+{
+	static const uint32_t len_max[] = {0x7ff, 0xffff};
+	uint8_t a[4], b[4];
+
+	for (int i = 0; i < 2; i++)
+		if (lo <= len_max[i] && len_max[i] < hi)
+			return utf8_alts(p, r, lo, len_max[i], first) &&
+			       utf8_alts(p, r, len_max[i] + 1, hi, first);
+	for (int i = 1; i < 4; i++) {
+		uint32_t m = (1u << (6 * i)) - 1;
+		if ((lo & ~m) == (hi & ~m))
+			continue;
+		if ((lo & m) != 0)
+			return utf8_alts(p, r, lo, lo | m, first) &&
+			       utf8_alts(p, r, (lo | m) + 1, hi, first);
+		if ((hi & m) != m)
+			return utf8_alts(p, r, lo, (hi & ~m) - 1, first) &&
+			       utf8_alts(p, r, hi & ~m, hi, first);
+	}
+	if (!*first && !gbnf_push(p, r, GE_ALT, 0))
+		return false;
+	*first = false;
+	size_t n = encode(lo, a);
+	encode(hi, b);
+	for (size_t i = 0; i < n; i++)
+		if (!push_range(p, r, a[i], b[i]))
+			return false;
+	return true;
+}
+
+/* @lo..@hi less the surrogates, into the alternatives of @r. */
+static bool
+non_ascii(struct gbnf *p, uint32_t r, uint32_t lo, uint32_t hi, bool *first)
+{
+	if (lo < 0x80)
+		lo = 0x80;
+	if (lo > hi)
+		return true;
+	if (hi < 0xd800 || lo > 0xdfff)
+		return utf8_alts(p, r, lo, hi, first);
+	return (lo >= 0xd800 || utf8_alts(p, r, lo, 0xd7ff, first)) &&
+	       (hi <= 0xdfff || utf8_alts(p, r, 0xe000, hi, first));
+}
+
+bool
+gbnf_class(struct gbnf *p, uint32_t r, const uint32_t *lo, const uint32_t *hi, uint32_t n)
+{
+	struct gram_set ascii = {0};
+	uint32_t c, k;
+	bool first = true, any_ascii = false;
+
+	for (uint32_t i = 0; i < n && lo[i] < 0x80; i++) {
+		set_range(&ascii, lo[i], hi[i] < 0x80 ? hi[i] : 0x7f);
+		any_ascii = true;
+	}
+	if (n == 0 || hi[n - 1] < 0x80) /* all ASCII (or nothing: a set that matches no byte) */
+		return gbnf_set(p, &ascii, &k) && gbnf_push(p, r, GE_SET, k);
+	if (!gbnf_new_rule(p, &c))
+		return false;
+	if (any_ascii) {
+		if (!gbnf_set(p, &ascii, &k) || !gbnf_push(p, c, GE_SET, k))
+			return false;
+		first = false;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		if (hi[i] >= 0x80 && !non_ascii(p, c, lo[i], hi[i], &first))
+			return false;
+	if (first) /* only surrogates: nothing matches */
+		return gbnf_push(p, c, GE_SET, 0) && gbnf_push(p, c, GE_END, 0) &&
+		       gbnf_push(p, r, GE_REF, c);
+	return gbnf_push(p, c, GE_END, 0) && gbnf_push(p, r, GE_REF, c);
+}
+
+/* The item at @start of @r's body as one element: moved into a rule of its own when longer. */
+static bool
+one_element(struct gbnf *p, uint32_t r, uint32_t start, struct gram_elem *ret)
+{
+	uint32_t n = p->rules[r].body.n - start, sub;
+
+	if (n == 1) {
+		*ret = p->rules[r].body.v[start];
+		p->rules[r].body.n = start;
+		return true;
+	}
+	if (!gbnf_new_rule(p, &sub))
+		return false;
+	for (uint32_t i = 0; i < n; i++) {
+		struct gram_elem e = p->rules[r].body.v[start + i];
+		if (!gbnf_push(p, sub, e.kind, e.arg))
+			return false;
+	}
+	p->rules[r].body.n = start;
+	*ret = (struct gram_elem){GE_REF, sub};
+	return gbnf_push(p, sub, GE_END, 0);
+}
+
+bool
+gbnf_repeat(struct gbnf *p, uint32_t r, uint32_t start, uint32_t min, uint32_t max)
+{
+	struct gram_elem x;
+	uint32_t rep;
+
+	if (p->rules[r].body.n == start)
+		return gbnf_fail(p, "a repetition with nothing to repeat");
+	if (!one_element(p, r, start, &x))
+		return false;
+	for (uint32_t i = 0; i < min; i++)
+		if (!gbnf_push(p, r, x.kind, x.arg))
+			return false;
+	if (max == UINT32_MAX) { /* R ::= x R | */
+		if (!gbnf_new_rule(p, &rep))
+			return false;
+		return gbnf_push(p, rep, x.kind, x.arg) && gbnf_push(p, rep, GE_REF, rep) &&
+		       gbnf_push(p, rep, GE_ALT, 0) && gbnf_push(p, rep, GE_END, 0) &&
+		       gbnf_push(p, r, GE_REF, rep);
+	}
+	uint32_t prev = GRAM_NONE;
+	for (uint32_t i = min; i < max; i++) { /* opt ::= x prev | */
+		if (!gbnf_new_rule(p, &rep) || !gbnf_push(p, rep, x.kind, x.arg) ||
+		    (prev != GRAM_NONE && !gbnf_push(p, rep, GE_REF, prev)) ||
+		    !gbnf_push(p, rep, GE_ALT, 0) || !gbnf_push(p, rep, GE_END, 0))
+			return false;
+		prev = rep;
+	}
+	return prev == GRAM_NONE || gbnf_push(p, r, GE_REF, prev);
+}
+
+static orch_err
+fail_at(struct gbnf *p, const struct gbnf_rule *r, const char *what)
+{
+	p->err->line = r->line;
+	p->err->col = r->col;
+	if (r->name)
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s '%.*s'", what, (int)r->name_len,
+		         r->name);
+	else
+		snprintf(p->err->msg, sizeof(p->err->msg), "%s (a group or repetition)", what);
+	return ORCH_EINVAL;
+}
+
+/* Lay the rules out in @g: elements, and each rule's alternatives. */
+static orch_err
+layout(struct gbnf *p, struct gram *g)
+{
+	uint32_t *off = orch_calloc(p->n_rules + 1, sizeof(*off)), n_alt = 0;
+
+	g->el = orch_calloc(p->n_el ? p->n_el : 1, sizeof(*g->el));
+	g->alt_first = orch_calloc(p->n_rules + 1, sizeof(*g->alt_first));
+	g->alt = orch_calloc(p->n_el ? p->n_el : 1, sizeof(*g->alt));
+	if (off == NULL || g->el == NULL || g->alt_first == NULL || g->alt == NULL) {
+		free(off);
+		return ORCH_ENOMEM;
+	}
+	for (uint32_t r = 0; r < p->n_rules; r++) {
+		const struct gbnf_elems *b = &p->rules[r].body;
+		off[r + 1] = off[r] + b->n;
+		memcpy(g->el + off[r], b->v, (size_t)b->n * sizeof(*b->v));
+		g->alt_first[r] = n_alt;
+		g->alt[n_alt++] = off[r];
+		for (uint32_t i = 0; i + 1 < b->n; i++)
+			if (b->v[i].kind == GE_ALT)
+				g->alt[n_alt++] = off[r] + i + 1;
+	}
+	g->alt_first[p->n_rules] = n_alt;
+	g->n_el = off[p->n_rules];
+	g->n_rules = p->n_rules;
+	free(off);
+	return ORCH_OK;
+}
+
+/* Which rules can match the empty string, into @nullable. */
+static void
+nullables(const struct gram *g, bool *nullable)
+{
+	for (bool changed = true; changed;) {
+		changed = false;
+		for (uint32_t r = 0; r < g->n_rules; r++) {
+			for (uint32_t a = g->alt_first[r]; a < g->alt_first[r + 1] && !nullable[r];
+			     a++) {
+				uint32_t i = g->alt[a];
+				while (g->el[i].kind == GE_REF && nullable[g->el[i].arg])
+					i++;
+				if (g->el[i].kind == GE_ALT || g->el[i].kind == GE_END)
+					nullable[r] = changed = true;
+			}
+		}
+	}
+}
+
+/*
+ * The rule a left recursion goes through, or GRAM_NONE: a depth-first walk
+ * over "r can start with s" (past nullable rules), looking for a back edge.
+ */
+static uint32_t
+left_recursion(const struct gram *g, const bool *nullable, uint8_t *color, uint32_t *stack)
+{
+	for (uint32_t start = 0; start < g->n_rules; start++) {
+		uint32_t sp = 0;
+		if (color[start])
+			continue;
+		color[start] = 1;
+		stack[sp++] = start;
+		while (sp > 0) {
+			uint32_t r = stack[sp - 1], next = GRAM_NONE;
+			for (uint32_t a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+				for (uint32_t i = g->alt[a]; g->el[i].kind == GE_REF; i++) {
+					uint32_t s = g->el[i].arg;
+					if (color[s] == 1)
+						return s;
+					if (color[s] == 0 && next == GRAM_NONE)
+						next = s;
+					if (!nullable[s])
+						break;
+				}
+			}
+			if (next == GRAM_NONE) {
+				color[r] = 2;
+				sp--;
+				continue;
+			}
+			color[next] = 1;
+			stack[sp++] = next;
+		}
+	}
+	return GRAM_NONE;
+}
+
+orch_err
+gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret)
+{
+	struct gram *g = orch_calloc(1, sizeof(*g));
+	bool *nullable = orch_calloc(p->n_rules, sizeof(*nullable));
+	uint8_t *color = orch_calloc(p->n_rules, 1);
+	uint32_t *stack = orch_calloc(p->n_rules, sizeof(*stack));
+	orch_err rv = ORCH_ENOMEM;
+
+	if (g == NULL || nullable == NULL || color == NULL || stack == NULL)
+		goto out;
+	for (uint32_t r = 0; r < p->n_rules; r++)
+		if (!p->rules[r].defined) {
+			rv = fail_at(p, &p->rules[r], "undefined rule");
+			goto out;
+		}
+	if ((rv = layout(p, g)) != ORCH_OK)
+		goto out;
+	nullables(g, nullable);
+	uint32_t lr = left_recursion(g, nullable, color, stack);
+	if (lr != GRAM_NONE) {
+		rv = fail_at(p, &p->rules[lr], "left recursion through rule");
+		goto out;
+	}
+	g->sets = p->sets;
+	g->n_sets = p->n_sets;
+	p->sets = NULL;
+	g->root = root;
+	*ret = g;
+	g = NULL;
+out:
+	gram_free(g);
+	free(nullable);
+	free(color);
+	free(stack);
+	return rv;
+}
+
+void
+gram_free(struct gram *g)
+{
+	if (g == NULL)
+		return;
+	free(g->el);
+	free(g->sets);
+	free(g->alt);
+	free(g->alt_first);
+	free(g);
+}

@@ -1,0 +1,109 @@
+#pragma once
+/*
+ * gram_int.h - the compiled form of a grammar, shared by the compiler
+ * (gbnf.c), the matcher (gram_match.c) and the token masks (gram_mask.c).
+ *
+ * A grammar is rules of alternatives of elements, all in one array: each
+ * alternative is a run of GE_SET and GE_REF elements ended by GE_ALT (another
+ * alternative follows) or GE_END (the rule's last). A GE_SET matches one
+ * byte of a 256-bit set; a GE_REF enters a rule. Character classes, strings
+ * and repetitions are all lowered to these two (gbnf.c says how), so the
+ * matcher sees bytes only.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "grammar.h"
+
+enum gram_kind { GE_END, GE_ALT, GE_REF, GE_SET };
+
+struct gram_elem {
+	uint32_t kind; /* enum gram_kind */
+	uint32_t arg;  /* GE_REF: the rule; GE_SET: the set */
+};
+
+struct gram_set {
+	uint64_t w[4]; /* bit b: byte b matches */
+};
+
+struct gram {
+	struct gram_elem *el;
+	uint32_t n_el;
+	struct gram_set *sets;
+	uint32_t n_sets;
+	uint32_t n_rules;
+	uint32_t *alt;       /* every rule's alternatives' first elements, rule by rule */
+	uint32_t *alt_first; /* [n_rules + 1]: rule r's are alt[alt_first[r] .. alt_first[r + 1]) */
+	uint32_t root;
+};
+
+static inline bool
+gram_set_has(const struct gram_set *s, uint8_t b)
+{
+	return (s->w[b >> 6] >> (b & 63)) & 1;
+}
+
+/* No node: the bottom of every stack. */
+#define GRAM_NONE UINT32_MAX
+
+/*
+ * A stack of the matcher is a top (struct gram_top: the GE_SET the next
+ * byte must match) over a chain of nodes, each the element to go on at when
+ * the rule above it ends. Nodes are hash-consed while they are made, so
+ * equal chains made in one step are usually the same node; h hashes the
+ * whole chain, to compare stacks across steps. Tops are not nodes: most
+ * die at the next byte, and making them costs the walk most.
+ */
+struct gram_node {
+	uint32_t pos, parent;
+	uint64_t h;
+};
+
+/* The nodes every stack of a matcher is made of, and a cache to hash-cons them. */
+struct gram_stacks {
+	struct gram_node *v;
+	uint32_t n, cap;
+	uint32_t *cons; /* [cons_mask + 1]: a node index or GRAM_NONE */
+	uint32_t cons_mask;
+	uint32_t (*work)[2]; /* gram_expand's: positions to expand, under a parent */
+	uint32_t n_work, cap_work;
+};
+
+/* A stack's top: the GE_SET the next byte must match, over the node of the rest. */
+struct gram_top {
+	uint32_t pos, parent;
+};
+
+/* Where a parse stands: the tops of its stacks, and whether one of them ended. */
+struct gram_state {
+	struct gram_top *tops;
+	uint32_t n, cap;
+	bool accept;
+};
+
+/* The matcher (grammar.h): its stacks and where the parse stands. */
+struct gram_match {
+	const struct gram *g;
+	struct gram_stacks s;
+	struct gram_state cur, tmp, saved; /* tmp: a feed's next; saved: before the feed */
+	uint32_t *map;                     /* compaction's: old node to new */
+	uint32_t cap_map;
+};
+
+orch_err gram_stacks_init(struct gram_stacks *s);
+void gram_stacks_fini(struct gram_stacks *s);
+
+/*
+ * gram_expand - every stack that starts at element @pos under @parent (a
+ * rule's alternative, or where one goes on), with GE_SET tops, added to @out
+ * (once each); @out->accept set when one ends. ORCH_ENOMEM.
+ */
+orch_err gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
+                     struct gram_state *out);
+
+/* gram_advance - @in advanced by byte @b into @out (cleared first); ORCH_ENOMEM. */
+orch_err gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_state *in,
+                      uint8_t b, struct gram_state *out);
+
+/* gram_state_fini - free @st's tops. */
+void gram_state_fini(struct gram_state *st);

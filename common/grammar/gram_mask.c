@@ -1,0 +1,410 @@
+/*
+ * gram_mask.c - token masks (gram_mask.h): the vocabulary's trie walked
+ * from a matcher's state, and a cache of masks keyed by that state.
+ *
+ * The trie is laid out in preorder: node i has its byte, its depth and the
+ * index just past its subtree, so the walk is a scan that jumps over a
+ * subtree as soon as its first byte kills every parse. The states along the
+ * current path are kept per depth, and the stack nodes each made are
+ * dropped when the walk leaves it (the matcher's node pool is used as a
+ * stack: gram_stacks.n is set back).
+ */
+#include "gram_mask.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "gram_int.h"
+
+struct gram_vocab {
+	uint32_t n_tok, n_nodes, max_depth;
+	uint8_t *byte;     /* [n_nodes] */
+	uint16_t *depth;   /* [n_nodes], from 1 */
+	uint32_t *skip;    /* [n_nodes]: the next node not under this one */
+	int32_t *tok;      /* [n_nodes]: a token whose bytes end here, or -1 */
+	int32_t *tok_next; /* [n_tok]: the next token with the same bytes, or -1 */
+};
+
+struct tok_ref {
+	const uint8_t *p;
+	uint32_t len;
+	int32_t id;
+};
+
+static int
+cmp_tok(const void *a, const void *b)
+{
+	const struct tok_ref *x = a, *y = b;
+	int c = memcmp(x->p, y->p, x->len < y->len ? x->len : y->len);
+
+	return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+static orch_err
+vocab_alloc(struct gram_vocab *v, uint32_t nodes)
+{
+	v->byte = orch_malloc(nodes ? nodes : 1);
+	v->depth = orch_calloc(nodes ? nodes : 1, sizeof(*v->depth));
+	v->skip = orch_calloc(nodes ? nodes : 1, sizeof(*v->skip));
+	v->tok = orch_calloc(nodes ? nodes : 1, sizeof(*v->tok));
+	v->tok_next = orch_calloc(v->n_tok ? v->n_tok : 1, sizeof(*v->tok_next));
+	if (!v->byte || !v->depth || !v->skip || !v->tok || !v->tok_next)
+		return ORCH_ENOMEM;
+	memset(v->tok_next, 0xff, (size_t)v->n_tok * sizeof(*v->tok_next));
+	return ORCH_OK;
+}
+
+/* Nodes for the sorted tokens @t (@n): the bytes past each one's common prefix with the last. */
+static void
+vocab_fill(struct gram_vocab *v, const struct tok_ref *t, uint32_t n, uint32_t *path)
+{
+	uint32_t k = 0, stack_n = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t lcp = 0;
+		if (i > 0)
+			while (lcp < t[i].len && lcp < t[i - 1].len &&
+			       t[i].p[lcp] == t[i - 1].p[lcp])
+				lcp++;
+		for (uint32_t d = lcp + 1; d <= t[i].len; d++) {
+			v->byte[k] = t[i].p[d - 1];
+			v->depth[k] = (uint16_t)d;
+			v->tok[k] = -1;
+			path[d] = k++;
+		}
+		uint32_t end = path[t[i].len];
+		v->tok_next[t[i].id] = v->tok[end];
+		v->tok[end] = t[i].id;
+		if (t[i].len > v->max_depth)
+			v->max_depth = t[i].len;
+	}
+	v->n_nodes = k;
+	/* skip: a node's subtree ends at the next node no deeper than it (path is the stack) */
+	for (uint32_t i = 0; i < k; i++) {
+		while (stack_n > 0 && v->depth[path[stack_n - 1]] >= v->depth[i])
+			v->skip[path[--stack_n]] = i;
+		path[stack_n++] = i;
+	}
+	while (stack_n > 0)
+		v->skip[path[--stack_n]] = k;
+}
+
+orch_err
+gram_vocab_new(const uint8_t *const *bytes, const uint32_t *lens, uint32_t n,
+               struct gram_vocab **ret)
+{
+	struct gram_vocab *v = orch_calloc(1, sizeof(*v));
+	struct tok_ref *t = orch_calloc(n ? n : 1, sizeof(*t));
+	uint32_t m = 0, nodes = 0, *path = NULL;
+	orch_err rv = ORCH_ENOMEM;
+
+	*ret = NULL;
+	if (v == NULL || t == NULL)
+		goto out;
+	v->n_tok = n;
+	for (uint32_t i = 0; i < n; i++) {
+		if (lens[i] > GRAM_TOKEN_MAX) {
+			rv = ORCH_EINVAL;
+			goto out;
+		}
+		if (lens[i] > 0) {
+			t[m++] = (struct tok_ref){bytes[i], lens[i], (int32_t)i};
+			nodes += lens[i];
+		}
+	}
+	qsort(t, m, sizeof(*t), cmp_tok);
+	/* path: a node per depth while filling, then the open nodes while finding skips */
+	if ((path = orch_calloc((size_t)(nodes > GRAM_TOKEN_MAX ? nodes : GRAM_TOKEN_MAX) + 1,
+	                        sizeof(*path))) == NULL ||
+	    (rv = vocab_alloc(v, nodes)) != ORCH_OK)
+		goto out;
+	vocab_fill(v, t, m, path);
+	*ret = v;
+	v = NULL;
+	rv = ORCH_OK;
+out:
+	gram_vocab_free(v);
+	free(t);
+	free(path);
+	return rv;
+}
+
+void
+gram_vocab_free(struct gram_vocab *v)
+{
+	if (v == NULL)
+		return;
+	free(v->byte);
+	free(v->depth);
+	free(v->skip);
+	free(v->tok);
+	free(v->tok_next);
+	free(v);
+}
+
+uint32_t
+gram_vocab_size(const struct gram_vocab *v)
+{
+	return v->n_tok;
+}
+
+struct entry {
+	uint64_t h;
+	uint32_t *key; /* the state, as made by make_key; NULL: an empty slot */
+	uint32_t key_n;
+	uint32_t *bits;
+};
+
+struct gram_masks {
+	const struct gram *g;
+	const struct gram_vocab *v;
+	uint32_t words;
+	uint32_t *out;         /* the mask when it is not cached */
+	struct gram_state *st; /* [max_depth + 1]: the states along the walk's path */
+	uint32_t *end;         /* [max_depth + 1]: the node pool's size after each */
+	struct entry *tab;     /* open addressing */
+	uint32_t tab_mask, n_cached, max_cached;
+	uint32_t *key, key_n, key_cap;
+	struct gram_masks_stats stats;
+};
+
+orch_err
+gram_masks_new(const struct gram *g, const struct gram_vocab *v, size_t cache_bytes,
+               struct gram_masks **ret)
+{
+	struct gram_masks *c = orch_calloc(1, sizeof(*c));
+	uint32_t tab = 16;
+
+	*ret = NULL;
+	if (c == NULL)
+		return ORCH_ENOMEM;
+	c->g = g;
+	c->v = v;
+	c->words = (v->n_tok + 31) / 32;
+	c->max_cached = (uint32_t)(cache_bytes / ((size_t)c->words * 4 + 256));
+	while (tab < 2 * (uint64_t)c->max_cached)
+		tab *= 2;
+	c->tab_mask = tab - 1;
+	c->out = orch_calloc(c->words ? c->words : 1, sizeof(*c->out));
+	c->st = orch_calloc((size_t)v->max_depth + 1, sizeof(*c->st));
+	c->end = orch_calloc((size_t)v->max_depth + 1, sizeof(*c->end));
+	c->tab = orch_calloc(tab, sizeof(*c->tab));
+	if (!c->out || !c->st || !c->end || !c->tab) {
+		gram_masks_free(c);
+		return ORCH_ENOMEM;
+	}
+	*ret = c;
+	return ORCH_OK;
+}
+
+static void
+cache_clear(struct gram_masks *c)
+{
+	for (uint32_t i = 0; i <= c->tab_mask; i++) {
+		free(c->tab[i].key);
+		free(c->tab[i].bits);
+		c->tab[i] = (struct entry){0};
+	}
+	c->n_cached = 0;
+}
+
+void
+gram_masks_free(struct gram_masks *c)
+{
+	if (c == NULL)
+		return;
+	if (c->tab)
+		cache_clear(c);
+	for (uint32_t d = 0; c->st && d <= c->v->max_depth; d++)
+		gram_state_fini(&c->st[d]);
+	free(c->st);
+	free(c->end);
+	free(c->tab);
+	free(c->out);
+	free(c->key);
+	free(c);
+}
+
+void
+gram_masks_stats(const struct gram_masks *c, struct gram_masks_stats *ret)
+{
+	*ret = c->stats;
+	ret->cached = c->n_cached;
+}
+
+static bool
+key_put(struct gram_masks *c, uint32_t x)
+{
+	if (c->key_n == c->key_cap) {
+		uint32_t cap = c->key_cap ? c->key_cap * 2 : 256;
+		uint32_t *v = orch_reallocarray(c->key, cap, sizeof(*v));
+		if (v == NULL)
+			return false;
+		c->key = v;
+		c->key_cap = cap;
+	}
+	c->key[c->key_n++] = x;
+	return true;
+}
+
+static int
+cmp_h(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/*
+ * @m's state as c->key: accepting, the number of stacks, then each stack's
+ * depth and positions, top first, the stacks in the order of their hashes
+ * (equal states usually make equal keys; one that does not is a miss, not
+ * a wrong mask). Its hash in *@h.
+ */
+static orch_err
+make_key(struct gram_masks *c, const struct gram_match *m, uint64_t *h)
+{
+	const struct gram_stacks *s = &m->s;
+	uint64_t(*order)[2] = orch_calloc(m->cur.n ? m->cur.n : 1, sizeof(*order));
+
+	if (order == NULL)
+		return ORCH_ENOMEM;
+	for (uint32_t i = 0; i < m->cur.n; i++) {
+		struct gram_top t = m->cur.tops[i];
+		uint64_t ph = t.parent == GRAM_NONE ? 0 : s->v[t.parent].h;
+		order[i][0] = (ph ^ t.pos) * 0x9e3779b97f4a7c15ull;
+		order[i][1] = i;
+	}
+	qsort(order, m->cur.n, sizeof(*order), cmp_h);
+	c->key_n = 0;
+	bool ok = key_put(c, m->cur.accept) && key_put(c, m->cur.n);
+	*h = 0x9e3779b97f4a7c15ull ^ m->cur.accept ^ ((uint64_t)m->cur.n << 1);
+	for (uint32_t i = 0; i < m->cur.n && ok; i++) {
+		struct gram_top t = m->cur.tops[order[i][1]];
+		uint32_t at = c->key_n, depth = 1;
+		ok = key_put(c, 0) && key_put(c, t.pos);
+		for (uint32_t k = t.parent; k != GRAM_NONE && ok; k = s->v[k].parent) {
+			ok = key_put(c, s->v[k].pos);
+			depth++;
+		}
+		if (ok)
+			c->key[at] = depth;
+		*h = (*h ^ order[i][0]) * 0x100000001b3ull;
+	}
+	free(order);
+	return ok ? ORCH_OK : ORCH_ENOMEM;
+}
+
+static struct entry *
+lookup(struct gram_masks *c, uint64_t h)
+{
+	uint32_t i = (uint32_t)h & c->tab_mask;
+
+	for (; c->tab[i].key != NULL; i = (i + 1) & c->tab_mask)
+		if (c->tab[i].h == h && c->tab[i].key_n == c->key_n &&
+		    memcmp(c->tab[i].key, c->key, (size_t)c->key_n * sizeof(*c->key)) == 0)
+			return &c->tab[i];
+	return &c->tab[i];
+}
+
+/* Remember c->out as the mask of the state in c->key (a full cache starts over). */
+static void
+remember(struct gram_masks *c, uint64_t h)
+{
+	struct entry *e;
+
+	if (c->max_cached == 0)
+		return;
+	if (c->n_cached >= c->max_cached)
+		cache_clear(c);
+	e = lookup(c, h);
+	e->key = orch_reallocarray(NULL, c->key_n ? c->key_n : 1, sizeof(*e->key));
+	e->bits = orch_reallocarray(NULL, c->words ? c->words : 1, sizeof(*e->bits));
+	if (e->key == NULL || e->bits == NULL) { /* not cached: no harm */
+		free(e->key);
+		free(e->bits);
+		*e = (struct entry){0};
+		return;
+	}
+	memcpy(e->key, c->key, (size_t)c->key_n * sizeof(*c->key));
+	memcpy(e->bits, c->out, (size_t)c->words * sizeof(*c->out));
+	e->key_n = c->key_n;
+	e->h = h;
+	c->n_cached++;
+}
+
+static orch_err
+copy_tops(struct gram_state *dst, const struct gram_state *src)
+{
+	if (dst->cap < src->n) {
+		struct gram_top *v = orch_reallocarray(dst->tops, src->n, sizeof(*v));
+		if (v == NULL)
+			return ORCH_ENOMEM;
+		dst->tops = v;
+		dst->cap = src->n;
+	}
+	memcpy(dst->tops, src->tops, (size_t)src->n * sizeof(*src->tops));
+	dst->n = src->n;
+	dst->accept = src->accept;
+	return ORCH_OK;
+}
+
+/* The trie walked from @m's state into c->out. */
+static orch_err
+walk(struct gram_masks *c, struct gram_match *m)
+{
+	const struct gram_vocab *v = c->v;
+	struct gram_stacks *s = &m->s;
+	uint32_t i = 0, visited = 0;
+	orch_err rv = copy_tops(&c->st[0], &m->cur);
+
+	memset(c->out, 0, (size_t)c->words * sizeof(*c->out));
+	c->end[0] = s->n;
+	while (i < v->n_nodes && rv == ORCH_OK) {
+		uint32_t d = v->depth[i];
+		struct gram_state *st = &c->st[d];
+		s->n = c->end[d - 1];
+		visited++;
+		if ((rv = gram_advance(c->g, s, &c->st[d - 1], v->byte[i], st)) != ORCH_OK)
+			break;
+		if (st->n == 0 && !st->accept) {
+			i = v->skip[i];
+			continue;
+		}
+		c->end[d] = s->n;
+		for (int32_t t = v->tok[i]; t >= 0; t = v->tok_next[t])
+			c->out[t >> 5] |= 1u << (t & 31);
+		i++;
+	}
+	s->n = c->end[0];
+	c->stats.nodes += visited;
+	return rv;
+}
+
+orch_err
+gram_match_mask(struct gram_match *m, struct gram_masks *c, const uint32_t **ret)
+{
+	uint64_t h, t0;
+	orch_err rv;
+
+	if ((rv = make_key(c, m, &h)) != ORCH_OK)
+		return rv;
+	if (c->max_cached > 0) {
+		struct entry *e = lookup(c, h);
+		if (e->key != NULL) {
+			c->stats.hits++;
+			*ret = e->bits;
+			return ORCH_OK;
+		}
+	}
+	t0 = orch_mono_ns();
+	if ((rv = walk(c, m)) != ORCH_OK)
+		return rv;
+	c->stats.misses++;
+	c->stats.walk_ns += orch_mono_ns() - t0;
+	remember(c, h);
+	*ret = c->out;
+	return ORCH_OK;
+}

@@ -1,0 +1,341 @@
+/*
+ * gram_match.c - the matcher: where every parse of the bytes fed so far
+ * stands, as a set of stacks (gram_int.h), advanced one byte at a time.
+ *
+ * Design notes:
+ * - A stack's top is always a GE_SET: expanding a position (gram_expand)
+ *   enters rules until each path reaches a byte to match, or ends the
+ *   outermost rule (then the input so far is a sentence: accept).
+ * - A rule entered at the end of an alternative does not push a frame to
+ *   return to (there is nothing left to do there): x* as R ::= x R | runs in
+ *   constant stack depth however long the repetition.
+ * - Nodes are hash-consed through a direct-mapped cache, so paths that meet
+ *   again usually share one node and one top; a miss only costs a
+ *   duplicate stack, never a wrong answer (stacks are also compared by content).
+ * - The matcher compacts its nodes after each feed: only those its stacks use survive.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "gram_int.h"
+
+/* The most stacks a state may hold; beyond it a feed fails as out of memory. */
+#define STACKS_MAX 65536
+
+orch_err
+gram_stacks_init(struct gram_stacks *s)
+{
+	*s = (struct gram_stacks){0};
+	s->cons = orch_reallocarray(NULL, 4096, sizeof(*s->cons));
+	if (s->cons == NULL)
+		return ORCH_ENOMEM;
+	memset(s->cons, 0xff, 4096 * sizeof(*s->cons));
+	s->cons_mask = 4095;
+	return ORCH_OK;
+}
+
+void
+gram_stacks_fini(struct gram_stacks *s)
+{
+	free(s->v);
+	free(s->cons);
+	free(s->work);
+	*s = (struct gram_stacks){0};
+}
+
+void
+gram_state_fini(struct gram_state *st)
+{
+	free(st->tops);
+	*st = (struct gram_state){0};
+}
+
+static uint64_t
+mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	return h ^ (h >> 33);
+}
+
+/* The node (@pos, @parent), made unless the cache has it; GRAM_NONE when out of memory. */
+static uint32_t
+node(struct gram_stacks *s, uint32_t pos, uint32_t parent)
+{
+	uint64_t ph = parent == GRAM_NONE ? 0x9e3779b97f4a7c15ull : s->v[parent].h;
+	uint64_t h = mix(ph ^ ((uint64_t)pos * 0x100000001b3ull + 1));
+	uint32_t *slot = &s->cons[(uint32_t)(h ^ parent) & s->cons_mask];
+
+	if (*slot < s->n && s->v[*slot].pos == pos && s->v[*slot].parent == parent)
+		return *slot;
+	if (s->n == s->cap) {
+		uint32_t cap = s->cap ? s->cap * 2 : 1024;
+		struct gram_node *v =
+		        cap > s->cap ? orch_reallocarray(s->v, cap, sizeof(*v)) : NULL;
+		if (v == NULL)
+			return GRAM_NONE;
+		s->v = v;
+		s->cap = cap;
+	}
+	s->v[s->n] = (struct gram_node){pos, parent, h};
+	*slot = s->n;
+	return s->n++;
+}
+
+/* Whether the stacks under nodes @a and @b hold the same positions. */
+static bool
+same_stack(const struct gram_stacks *s, uint32_t a, uint32_t b)
+{
+	while (a != b) {
+		if (a == GRAM_NONE || b == GRAM_NONE || s->v[a].h != s->v[b].h ||
+		    s->v[a].pos != s->v[b].pos)
+			return false;
+		a = s->v[a].parent;
+		b = s->v[b].parent;
+	}
+	return true;
+}
+
+static orch_err
+add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent)
+{
+	for (uint32_t i = 0; i < out->n; i++)
+		if (out->tops[i].pos == pos && same_stack(s, out->tops[i].parent, parent))
+			return ORCH_OK;
+	if (out->n == out->cap) {
+		uint32_t cap = out->cap ? out->cap * 2 : 8;
+		struct gram_top *v =
+		        cap <= STACKS_MAX ? orch_reallocarray(out->tops, cap, sizeof(*v)) : NULL;
+		if (v == NULL)
+			return ORCH_ENOMEM;
+		out->tops = v;
+		out->cap = cap;
+	}
+	out->tops[out->n++] = (struct gram_top){pos, parent};
+	return ORCH_OK;
+}
+
+static orch_err
+push_work(struct gram_stacks *s, uint32_t pos, uint32_t parent)
+{
+	if (s->n_work == s->cap_work) {
+		uint32_t cap = s->cap_work ? s->cap_work * 2 : 64;
+		void *v = orch_reallocarray(s->work, cap, sizeof(*s->work));
+		if (v == NULL)
+			return ORCH_ENOMEM;
+		s->work = v;
+		s->cap_work = cap;
+	}
+	s->work[s->n_work][0] = pos;
+	s->work[s->n_work++][1] = parent;
+	return ORCH_OK;
+}
+
+/* One item of gram_expand's work: a top, an accept, or more work. */
+static orch_err
+expand_one(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
+           struct gram_state *out)
+{
+	const struct gram_elem *e = &g->el[pos];
+
+	switch (e->kind) {
+	case GE_SET:
+		return add_top(s, out, pos, parent);
+	case GE_REF: {
+		uint32_t k = e[1].kind, cont = parent;
+		if (k != GE_ALT && k != GE_END && (cont = node(s, pos + 1, parent)) == GRAM_NONE)
+			return ORCH_ENOMEM;
+		for (uint32_t a = g->alt_first[e->arg]; a < g->alt_first[e->arg + 1]; a++)
+			if (push_work(s, g->alt[a], cont) != ORCH_OK)
+				return ORCH_ENOMEM;
+		return ORCH_OK;
+	}
+	default: /* the end of an alternative: go on where its rule was entered */
+		if (parent == GRAM_NONE) {
+			out->accept = true;
+			return ORCH_OK;
+		}
+		return push_work(s, s->v[parent].pos, s->v[parent].parent);
+	}
+}
+
+orch_err
+gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
+            struct gram_state *out)
+{
+	orch_err rv = push_work(s, pos, parent);
+
+	while (rv == ORCH_OK && s->n_work > 0) {
+		s->n_work--;
+		rv = expand_one(g, s, s->work[s->n_work][0], s->work[s->n_work][1], out);
+	}
+	s->n_work = 0;
+	return rv;
+}
+
+orch_err
+gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_state *in, uint8_t b,
+             struct gram_state *out)
+{
+	out->n = 0;
+	out->accept = false;
+	for (uint32_t i = 0; i < in->n; i++) {
+		struct gram_top t = in->tops[i];
+		orch_err rv;
+		if (!gram_set_has(&g->sets[g->el[t.pos].arg], b))
+			continue;
+		if ((rv = gram_expand(g, s, t.pos + 1, t.parent, out)) != ORCH_OK)
+			return rv;
+	}
+	return ORCH_OK;
+}
+
+static orch_err
+copy_state(struct gram_state *dst, const struct gram_state *src)
+{
+	if (dst->cap < src->n) {
+		struct gram_top *v = orch_reallocarray(dst->tops, src->n, sizeof(*v));
+		if (v == NULL)
+			return ORCH_ENOMEM;
+		dst->tops = v;
+		dst->cap = src->n;
+	}
+	memcpy(dst->tops, src->tops, (size_t)src->n * sizeof(*src->tops));
+	dst->n = src->n;
+	dst->accept = src->accept;
+	return ORCH_OK;
+}
+
+/* Keep only the nodes @m's stacks use (a parent is always older than its child). */
+static orch_err
+compact(struct gram_match *m)
+{
+	struct gram_stacks *s = &m->s;
+	uint32_t n = 0;
+
+	if (m->cap_map < s->n) {
+		uint32_t *v = orch_reallocarray(m->map, s->n, sizeof(*v));
+		if (v == NULL)
+			return ORCH_ENOMEM;
+		m->map = v;
+		m->cap_map = s->n;
+	}
+	if (s->n == 0)
+		return ORCH_OK;
+	memset(m->map, 0, (size_t)s->n * sizeof(*m->map));
+	for (uint32_t i = 0; i < m->cur.n; i++)
+		for (uint32_t k = m->cur.tops[i].parent; k != GRAM_NONE && !m->map[k];
+		     k = s->v[k].parent)
+			m->map[k] = 1;
+	for (uint32_t k = 0; k < s->n; k++) {
+		if (!m->map[k])
+			continue;
+		struct gram_node x = s->v[k];
+		x.parent = x.parent == GRAM_NONE ? GRAM_NONE : m->map[x.parent];
+		s->v[n] = x;
+		m->map[k] = n++;
+	}
+	for (uint32_t i = 0; i < m->cur.n; i++)
+		if (m->cur.tops[i].parent != GRAM_NONE)
+			m->cur.tops[i].parent = m->map[m->cur.tops[i].parent];
+	s->n = n;
+	memset(s->cons, 0xff, ((size_t)s->cons_mask + 1) * sizeof(*s->cons));
+	return ORCH_OK;
+}
+
+orch_err
+gram_match_new(const struct gram *g, struct gram_match **ret)
+{
+	struct gram_match *m = orch_calloc(1, sizeof(*m));
+	orch_err rv = ORCH_ENOMEM;
+
+	*ret = NULL;
+	if (m == NULL)
+		return ORCH_ENOMEM;
+	m->g = g;
+	if (gram_stacks_init(&m->s) != ORCH_OK)
+		goto fail;
+	for (uint32_t a = g->alt_first[g->root]; a < g->alt_first[g->root + 1]; a++)
+		if ((rv = gram_expand(g, &m->s, g->alt[a], GRAM_NONE, &m->cur)) != ORCH_OK)
+			goto fail;
+	*ret = m;
+	return ORCH_OK;
+fail:
+	gram_match_free(m);
+	return rv;
+}
+
+void
+gram_match_free(struct gram_match *m)
+{
+	if (m == NULL)
+		return;
+	gram_stacks_fini(&m->s);
+	gram_state_fini(&m->cur);
+	gram_state_fini(&m->tmp);
+	gram_state_fini(&m->saved);
+	free(m->map);
+	free(m);
+}
+
+static void
+swap(struct gram_state *a, struct gram_state *b)
+{
+	struct gram_state t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+bool
+gram_match_feed(struct gram_match *m, const void *p, size_t n, bool *oom)
+{
+	const uint8_t *b = p;
+	uint32_t n0 = m->s.n;
+	orch_err rv = copy_state(&m->saved, &m->cur);
+
+	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
+		rv = gram_advance(m->g, &m->s, &m->cur, b[i], &m->tmp);
+		if (rv == ORCH_OK && m->tmp.n == 0 && !m->tmp.accept)
+			rv = ORCH_EINVAL;
+		if (rv == ORCH_OK)
+			swap(&m->cur, &m->tmp);
+	}
+	if (rv == ORCH_OK && n > 0)
+		rv = compact(m);
+	if (oom)
+		*oom = rv == ORCH_ENOMEM;
+	if (rv == ORCH_OK)
+		return true;
+	swap(&m->cur, &m->saved); /* as it was: its nodes are all below n0 */
+	m->s.n = n0;
+	return false;
+}
+
+bool
+gram_match_accepting(const struct gram_match *m)
+{
+	return m->cur.accept;
+}
+
+bool
+gram_match_done(const struct gram_match *m)
+{
+	return m->cur.accept && m->cur.n == 0;
+}
+
+bool
+gram_accepts(const struct gram *g, const void *s, size_t n)
+{
+	struct gram_match *m;
+	bool ok;
+
+	if (gram_match_new(g, &m) != ORCH_OK)
+		return false;
+	ok = gram_match_feed(m, s, n, NULL) && gram_match_accepting(m);
+	gram_match_free(m);
+	return ok;
+}

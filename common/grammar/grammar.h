@@ -1,0 +1,65 @@
+#pragma once
+/*
+ * grammar.h - GBNF grammars (llama.cpp's format, docs/grammar.md) compiled
+ * for matching bytes, and a matcher that advances through them.
+ *
+ * The compiled form is byte-level: a character class over code points
+ * becomes the UTF-8 byte sequences of its ranges, so a matcher takes any
+ * byte string (a token's bytes, which may split a character) and a
+ * character is accepted only whole and well formed. Left recursion is
+ * refused at compile time; ambiguity is allowed (the matcher keeps every
+ * parse alive).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+/* Why a grammar was refused: the line and column (1-based) and what is wrong. */
+struct gram_err {
+	uint32_t line, col;
+	char msg[256];
+};
+
+/* A compiled grammar: immutable once made, shared by any number of matchers. */
+struct gram;
+
+/*
+ * gram_compile - the GBNF @text (@n bytes) with start rule @root (NULL:
+ * "root") into *@ret. ORCH_EINVAL with where and why in @err (a syntax
+ * error, an undefined or twice-defined rule, left recursion, a repetition
+ * count over GRAM_REPEAT_MAX, more than GRAM_ELEMS_MAX elements), ORCH_ENOMEM.
+ */
+orch_err gram_compile(const char *text, size_t n, const char *root, struct gram **ret,
+                      struct gram_err *err);
+
+/* The largest {m,n} bound, and the most elements a compiled grammar may have. */
+#define GRAM_REPEAT_MAX 10000
+#define GRAM_ELEMS_MAX  (1u << 22)
+
+void gram_free(struct gram *g);
+
+/* gram_accepts - whether the @n bytes at @s are a whole sentence of @g. */
+bool gram_accepts(const struct gram *g, const void *s, size_t n);
+
+/* A matcher: where a parse of the bytes fed so far stands (every parse alive). */
+struct gram_match;
+
+/* gram_match_new - a matcher at the start of @g (kept alive by the caller); ORCH_ENOMEM. */
+orch_err gram_match_new(const struct gram *g, struct gram_match **ret);
+
+void gram_match_free(struct gram_match *m);
+
+/*
+ * gram_match_feed - advance @m by the @n bytes at @s. False when some
+ * prefix of them is no prefix of a sentence: then @m is left as it was.
+ * ORCH_ENOMEM is reported as false with *@oom set (when @oom is not NULL).
+ */
+bool gram_match_feed(struct gram_match *m, const void *s, size_t n, bool *oom);
+
+/* gram_match_accepting - the bytes fed so far are a whole sentence. */
+bool gram_match_accepting(const struct gram_match *m);
+
+/* gram_match_done - accepting, and no byte can follow: the sentence is complete. */
+bool gram_match_done(const struct gram_match *m);

@@ -1,0 +1,744 @@
+/*
+ * json_schema.c - a JSON Schema as GBNF (json_schema.h, docs/json-schema.md).
+ *
+ * Design notes. The promise is one-sided: every sentence of the grammar
+ * validates against the schema; the grammar may be stricter (compact
+ * numbers, bounded whitespace and digit counts, declared properties in
+ * schema order, no extra keys unless additionalProperties allows them). A
+ * keyword that cannot be honoured is refused naming it and its JSON
+ * pointer, never ignored.
+ *
+ * Every subschema becomes one rule (rN). A $ref target becomes one rule
+ * (def-N-name) made once, so recursion is a rule that names itself; a
+ * $ref that reaches its own target again before any input is consumed
+ * (left recursion) is refused here, where the message can name it.
+ * allOf, and anyOf/oneOf with sibling keywords, are merged into new
+ * schemas (js->owned) that generate as any other.
+ *
+ * The work is split over five files built as one unit, Redis ae.c style:
+ * this one (context, output, dispatch, $ref, the public API) #includes at
+ * its end json_schema_pattern.c (string patterns), json_schema_scalar.c
+ * (strings, formats, numbers), json_schema_compound.c (objects, arrays) and
+ * json_schema_combine.c (enum/const, allOf, anyOf, oneOf).
+ */
+#include "json_schema.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/alloc.h"
+#include "base/sbuf.h"
+#include "base/utf8.h"
+
+#define JS_DEPTH_MAX  64
+#define JS_OUT_MAX    ((size_t)1 << 20)
+#define JS_NAME_MAX   48
+#define JS_PATH_MAX   256
+#define JS_REPEAT_MAX 10000      /* GRAM_REPEAT_MAX */
+#define JS_INF        UINT64_MAX /* an unbounded count */
+
+/* JSON types as a bit set; "number" is T_INT | T_FRAC. */
+enum {
+	T_NULL = 1 << 0,
+	T_BOOL = 1 << 1,
+	T_OBJ = 1 << 2,
+	T_ARR = 1 << 3,
+	T_STR = 1 << 4,
+	T_INT = 1 << 5,  /* integral numbers */
+	T_FRAC = 1 << 6, /* other numbers */
+	T_ALL = (1 << 7) - 1,
+};
+
+/* Shared rules, emitted once at the end when some rule uses them. */
+enum {
+	U_WS = 1 << 0,
+	U_VALUE = 1 << 1,
+	U_OBJECT = 1 << 2,
+	U_ARRAY = 1 << 3,
+	U_STRING = 1 << 4,
+	U_CHAR = 1 << 5,
+	U_CHAR1 = 1 << 6,
+	U_HEX = 1 << 7,
+	U_NUMBER = 1 << 8,
+	U_INTEGER = 1 << 9,
+};
+
+/* GBNF text of the shared rules (see docs/json-schema.md for the bounds). */
+#define G_WS    "ws ::= ( \" \" | \"\\n\" [ \\t]{0,20} )?\n"
+#define G_VALUE "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n"
+#define G_OBJECT                                                                                    \
+	"object ::= \"{\" ws ( string ws \":\" ws value ( ws \",\" ws string ws \":\" ws value )* " \
+	"ws )? \"}\"\n"
+#define G_ARRAY  "array ::= \"[\" ws ( value ( ws \",\" ws value )* ws )? \"]\"\n"
+#define G_STRING "string ::= \"\\\"\" char* \"\\\"\"\n"
+#define G_CHAR                                                                                      \
+	"char ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" ( [0-9a-cA-CefEF] " \
+	"hex{3} | [dD] [0-7] hex{2} | [dD] [89abAB] hex{2} \"\\\\u\" [dD] [c-fC-F] hex{2} ) )\n"
+#define G_CHAR1                                                                                      \
+	"char1 ::= [^\"\\\\\\x7F\\x00-\\x1F] | \"\\\\\" ( [\"\\\\/bfnrt] | \"u\" ( [0-9a-cA-CefEF] " \
+	"hex{3} | [dD] [0-7] hex{2} ) )\n"
+#define G_HEX "hex ::= [0-9a-fA-F]\n"
+#define G_NUMBER                                                                                   \
+	"number ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,14} ) ( \".\" [0-9]{1,15} )? ( [eE] ( \"-\" | " \
+	"\"+\" )? [0-9]{1,2} )?\n"
+#define G_INTEGER "integer ::= \"-\"? ( \"0\" | [1-9] [0-9]{0,14} )\n"
+
+static const struct {
+	const char *text;
+	unsigned needs;
+} shared_rules[] = {
+        {G_WS, 0},
+        {G_VALUE, U_OBJECT | U_ARRAY | U_STRING | U_NUMBER},
+        {G_OBJECT, U_WS | U_STRING | U_VALUE},
+        {G_ARRAY, U_WS | U_VALUE},
+        {G_STRING, U_CHAR},
+        {G_CHAR, U_HEX},
+        {G_CHAR1, U_HEX},
+        {G_HEX, 0},
+        {G_NUMBER, 0},
+        {G_INTEGER, 0},
+};
+
+/* One $ref target: its rule, and the epoch it started in (left recursion). */
+struct js_def {
+	const cJSON *target;
+	unsigned epoch;
+	bool busy;
+	char name[JS_NAME_MAX];
+};
+
+/* The conversion's state. */
+struct js {
+	struct sbuf out; /* the rules so far */
+	const cJSON *root;
+	cJSON *owned; /* merged schemas, freed at the end */
+	char *msg;
+	size_t msg_n;
+	bool failed;
+	unsigned next_rule, used;
+	unsigned epoch, epochs; /* input consumed since a def started? */
+	int depth;
+	struct js_def *defs;
+	size_t ndefs;
+	char path[JS_PATH_MAX]; /* JSON pointer of the schema being made */
+	size_t path_n;
+};
+
+/* Annotations: accepted and ignored. */
+static const char *const kw_annotations[] = {
+        "title",      "description", "$schema",   "$id",    "$comment", "default",     "examples",
+        "deprecated", "readOnly",    "writeOnly", "strict", "$defs",    "definitions", NULL,
+};
+
+/* Keywords this file takes (some only with certain values). */
+static const char *const kw_taken[] = {
+        "type",
+        "enum",
+        "const",
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "properties",
+        "required",
+        "additionalProperties",
+        "minProperties",
+        "maxProperties",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "minLength",
+        "maxLength",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        NULL,
+};
+
+static orch_err gen(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+static orch_err gen_str(struct js *js, const cJSON *s, struct sbuf *b);
+static orch_err gen_num(struct js *js, const cJSON *s, struct sbuf *b, bool integer);
+static orch_err gen_obj(struct js *js, const cJSON *s, struct sbuf *b);
+static orch_err gen_arr(struct js *js, const cJSON *s, struct sbuf *b);
+static orch_err gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+static orch_err gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+static orch_err gen_anyof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+
+static bool
+in_list(const char *const *list, const char *k)
+{
+	for (; *list; list++)
+		if (strcmp(*list, k) == 0)
+			return true;
+	return false;
+}
+
+static const cJSON *
+kw(const cJSON *s, const char *k)
+{
+	return cJSON_GetObjectItemCaseSensitive(s, k);
+}
+
+/* js_fail - the first error's message, "<what> at <pointer>"; ORCH_EINVAL. */
+__attribute__((format(printf, 2, 3))) static orch_err
+js_fail(struct js *js, const char *fmt, ...)
+{
+	char what[384];
+	va_list ap;
+
+	if (!js->failed && js->msg_n > 0) {
+		va_start(ap, fmt);
+		vsnprintf(what, sizeof(what), fmt, ap);
+		va_end(ap);
+		snprintf(js->msg, js->msg_n, "%s at %s", what, js->path_n ? js->path : "the root");
+	}
+	js->failed = true;
+	return ORCH_EINVAL;
+}
+
+/* path_push - append "/@seg" (escaped as a JSON pointer token); returns the old length. */
+static size_t
+path_push(struct js *js, const char *seg)
+{
+	size_t old = js->path_n, n = old;
+
+	if (n + 2 < JS_PATH_MAX)
+		js->path[n++] = '/';
+	for (; *seg && n + 3 < JS_PATH_MAX; seg++) {
+		if (*seg == '~' || *seg == '/') {
+			js->path[n++] = '~';
+			js->path[n++] = *seg == '~' ? '0' : '1';
+		} else {
+			js->path[n++] = *seg;
+		}
+	}
+	js->path[n] = '\0';
+	js->path_n = n;
+	return old;
+}
+
+static size_t
+path_push2(struct js *js, const char *kw_name, const char *key, int idx)
+{
+	char num[16];
+	size_t old = path_push(js, kw_name);
+
+	if (key == NULL)
+		snprintf(num, sizeof(num), "%d", idx);
+	path_push(js, key ? key : num);
+	return old;
+}
+
+static void
+path_pop(struct js *js, size_t n)
+{
+	js->path_n = n;
+	js->path[n] = '\0';
+}
+
+/* cut - shorten @b to @n bytes (nothing to do after an allocation failure). */
+static void
+cut(struct sbuf *b, size_t n)
+{
+	if (b->p != NULL && n <= b->n) {
+		b->n = n;
+		b->p[n] = '\0';
+	}
+}
+
+static void
+new_name(struct js *js, char name[JS_NAME_MAX])
+{
+	snprintf(name, JS_NAME_MAX, "r%u", js->next_rule++);
+}
+
+/* put_rule - "@name ::= @body" as a line of the grammar, within its size limit. */
+static orch_err
+put_rule(struct js *js, const char *name, const struct sbuf *body)
+{
+	orch_err rv = sbuf_err(body);
+
+	if (rv != ORCH_OK)
+		return rv;
+	sbuf_printf(&js->out, "%s ::= %s\n", name, body->p ? body->p : "");
+	if (js->out.n > JS_OUT_MAX)
+		return js_fail(js, "the grammar would be over 1 MiB");
+	return sbuf_err(&js->out);
+}
+
+/* put_cp - code point @c escaped for a GBNF string literal or (@cls) character class. */
+static void
+put_cp(struct sbuf *b, uint32_t c, bool cls)
+{
+	if (c < 0x20 || c == 0x7f)
+		sbuf_printf(b, "\\x%02X", (unsigned)c);
+	else if (c > 0xffff)
+		sbuf_printf(b, "\\U%08X", (unsigned)c);
+	else if (c > 0x7e)
+		sbuf_printf(b, "\\u%04X", (unsigned)c);
+	else if (c == '\\' || (!cls && c == '"') || (cls && strchr("]-^[", (int)c)))
+		sbuf_printf(b, "\\%c", (char)c);
+	else
+		sbuf_putc(b, (char)c);
+}
+
+/* put_lit - a GBNF literal matching the @n bytes at @s exactly (well-formed UTF-8). */
+static orch_err
+put_lit(struct js *js, struct sbuf *b, const char *s, size_t n)
+{
+	uint32_t c;
+	size_t len;
+
+	sbuf_putc(b, '"');
+	for (size_t i = 0; i < n; i += len) {
+		if (utf8_next((const uint8_t *)s + i, n - i, &c, &len) != UTF8_OK)
+			return js_fail(js, "a string that is not well-formed UTF-8");
+		put_cp(b, c, false);
+	}
+	sbuf_putc(b, '"');
+	return ORCH_OK;
+}
+
+/* put_json_lit - the compact serialization of @v as a GBNF literal. */
+static orch_err
+put_json_lit(struct js *js, struct sbuf *b, const cJSON *v)
+{
+	char *text = cJSON_PrintUnformatted(v);
+	orch_err rv;
+
+	if (text == NULL)
+		return ORCH_ENOMEM;
+	rv = put_lit(js, b, text, strlen(text));
+	cJSON_free(text);
+	return rv;
+}
+
+/* The bits of a type name, 0 for an unknown one. */
+static unsigned
+type_bits(const char *name)
+{
+	static const char *const names[] = {"null",   "boolean", "object", "array",
+	                                    "string", "integer", "number"};
+	static const unsigned bits[] = {T_NULL, T_BOOL, T_OBJ, T_ARR, T_STR, T_INT, T_INT | T_FRAC};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(name, names[i]) == 0)
+			return bits[i];
+	return 0;
+}
+
+/* type_kw - the types "type" allows in *@ret (T_ALL when absent). */
+static orch_err
+type_kw(struct js *js, const cJSON *s, unsigned *ret)
+{
+	const cJSON *t = kw(s, "type"), *it;
+	unsigned m = 0, b;
+
+	*ret = T_ALL;
+	if (t == NULL)
+		return ORCH_OK;
+	if (cJSON_IsString(t)) {
+		if ((*ret = type_bits(t->valuestring)) == 0)
+			return js_fail(js, "unknown type '%s'", t->valuestring);
+		return ORCH_OK;
+	}
+	if (!cJSON_IsArray(t))
+		return js_fail(js, "'type' must be a string or an array of strings");
+	cJSON_ArrayForEach(it, t)
+	{
+		if (!cJSON_IsString(it) || (b = type_bits(it->valuestring)) == 0)
+			return js_fail(js, "'type' holds something that is not a type name");
+		m |= b;
+	}
+	if (m == 0)
+		return js_fail(js, "'type' is an empty array: no value can match");
+	*ret = m;
+	return ORCH_OK;
+}
+
+/* The types a schema's type-specific keywords are about (0: none present). */
+static unsigned
+families(const cJSON *s)
+{
+	static const struct {
+		const char *k;
+		unsigned bits;
+	} fam[] = {
+	        {"properties", T_OBJ},
+	        {"required", T_OBJ},
+	        {"additionalProperties", T_OBJ},
+	        {"minProperties", T_OBJ},
+	        {"maxProperties", T_OBJ},
+	        {"items", T_ARR},
+	        {"prefixItems", T_ARR},
+	        {"minItems", T_ARR},
+	        {"maxItems", T_ARR},
+	        {"uniqueItems", T_ARR},
+	        {"minLength", T_STR},
+	        {"maxLength", T_STR},
+	        {"pattern", T_STR},
+	        {"format", T_STR},
+	        {"minimum", T_INT | T_FRAC},
+	        {"maximum", T_INT | T_FRAC},
+	        {"exclusiveMinimum", T_INT | T_FRAC},
+	        {"exclusiveMaximum", T_INT | T_FRAC},
+	        {"multipleOf", T_INT | T_FRAC},
+	};
+	unsigned m = 0;
+
+	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
+		if (kw(s, fam[i].k))
+			m |= fam[i].bits;
+	return m;
+}
+
+/* The type bits of a JSON value. */
+static unsigned
+value_bits(const cJSON *v)
+{
+	if (cJSON_IsNull(v))
+		return T_NULL;
+	if (cJSON_IsBool(v))
+		return T_BOOL;
+	if (cJSON_IsObject(v))
+		return T_OBJ;
+	if (cJSON_IsArray(v))
+		return T_ARR;
+	if (cJSON_IsString(v))
+		return T_STR;
+	return floor(v->valuedouble) == v->valuedouble ? T_INT : T_FRAC;
+}
+
+/* get_count - the non-negative integer keyword @k into *@v (left as is when absent). */
+static orch_err
+get_count(struct js *js, const cJSON *s, const char *k, uint64_t *v)
+{
+	const cJSON *it = kw(s, k);
+
+	if (it == NULL)
+		return ORCH_OK;
+	if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0) ||
+	    floor(it->valuedouble) != it->valuedouble)
+		return js_fail(js, "'%s' must be a non-negative integer", k);
+	*v = it->valuedouble >= 1e18 ? (uint64_t)1e18 : (uint64_t)it->valuedouble;
+	return ORCH_OK;
+}
+
+/* check_keywords - refuse any keyword that is neither taken nor an annotation. */
+static orch_err
+check_keywords(struct js *js, const cJSON *s)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, s)
+	{
+		if (in_list(kw_taken, it->string))
+			continue;
+		if (!in_list(kw_annotations, it->string))
+			return js_fail(js, "unsupported keyword '%s'", it->string);
+		if (strcmp(it->string, "$id") == 0 && s != js->root)
+			return js_fail(js,
+			               "unsupported keyword '$id' below the root (it would change "
+			               "what '$ref' resolves to)");
+	}
+	return ORCH_OK;
+}
+
+/* resolve - the schema a local $ref ("#" or "#/a/b") points at, or NULL. */
+static const cJSON *
+resolve(const cJSON *root, const char *ref)
+{
+	const cJSON *at = root;
+	char tok[256];
+	size_t n;
+
+	if (ref[0] != '#')
+		return NULL;
+	for (ref++; *ref == '/' && at;) {
+		for (ref++, n = 0; *ref && *ref != '/' && n + 1 < sizeof(tok); ref++) {
+			if (*ref == '~' && (ref[1] == '0' || ref[1] == '1'))
+				tok[n++] = *++ref == '0' ? '~' : '/';
+			else
+				tok[n++] = *ref;
+		}
+		tok[n] = '\0';
+		if (cJSON_IsObject(at))
+			at = kw(at, tok);
+		else if (cJSON_IsArray(at) && n > 0 && strspn(tok, "0123456789") == n)
+			at = cJSON_GetArrayItem(at, atoi(tok));
+		else
+			at = NULL;
+	}
+	return *ref == '\0' ? at : NULL;
+}
+
+/* is_pure_ref - @s is a $ref beside annotations only. */
+static bool
+is_pure_ref(const cJSON *s)
+{
+	const cJSON *it;
+
+	if (!cJSON_IsObject(s) || !cJSON_IsString(kw(s, "$ref")))
+		return false;
+	cJSON_ArrayForEach(it, s)
+	{
+		if (strcmp(it->string, "$ref") != 0 && !in_list(kw_annotations, it->string))
+			return false;
+	}
+	return true;
+}
+
+/* deref - @s with any chain of pure $ref schemas followed (NULL: a bad $ref or a loop). */
+static const cJSON *
+deref(const struct js *js, const cJSON *s)
+{
+	for (int i = 0; i < 32; i++) {
+		if (!is_pure_ref(s))
+			return s;
+		s = resolve(js->root, kw(s, "$ref")->valuestring);
+	}
+	return NULL;
+}
+
+/* A readable rule name for a $ref target: def-N-<last pointer token>. */
+static void
+def_name(struct js *js, const char *ref, char name[JS_NAME_MAX])
+{
+	const char *last = strrchr(ref, '/');
+	size_t n = (size_t)snprintf(name, JS_NAME_MAX, "def-%zu", js->ndefs);
+
+	if (last == NULL || n + 2 >= JS_NAME_MAX)
+		return;
+	name[n++] = '-';
+	for (last++; *last && n + 1 < 32; last++)
+		name[n++] = (*last >= 'a' && *last <= 'z') || (*last >= '0' && *last <= '9') ? *last
+		            : (*last >= 'A' && *last <= 'Z') ? (char)(*last - 'A' + 'a')
+		                                             : '-';
+	name[n] = '\0';
+}
+
+/* gen_def - the rule of a $ref target, made on first use. */
+static orch_err
+gen_def(struct js *js, const char *ref, const cJSON *target, char name[JS_NAME_MAX])
+{
+	char inner[JS_NAME_MAX], saved[JS_PATH_MAX];
+	struct sbuf b = {0};
+	struct js_def *d;
+	size_t i, saved_n = js->path_n;
+	orch_err rv;
+
+	for (i = 0; i < js->ndefs && js->defs[i].target != target; i++)
+		;
+	if (i < js->ndefs) {
+		if (js->defs[i].busy && js->defs[i].epoch == js->epoch)
+			return js_fail(js, "'$ref' '%s' recurses before any input is consumed",
+			               ref);
+		memcpy(name, js->defs[i].name, JS_NAME_MAX);
+		return ORCH_OK;
+	}
+	d = orch_reallocarray(js->defs, js->ndefs + 1, sizeof(*d));
+	if (d == NULL)
+		return ORCH_ENOMEM;
+	js->defs = d;
+	d = &js->defs[js->ndefs++];
+	def_name(js, ref, d->name);
+	d->target = target;
+	d->epoch = js->epoch;
+	d->busy = true;
+	memcpy(name, d->name, JS_NAME_MAX);
+	memcpy(saved, js->path, sizeof(saved));
+	snprintf(js->path, JS_PATH_MAX, "%s", ref + 1); /* errors inside name the target */
+	js->path_n = strlen(js->path);
+	rv = gen(js, target, inner);
+	memcpy(js->path, saved, sizeof(saved));
+	js->path_n = saved_n;
+	js->defs[i].busy = false;
+	if (rv != ORCH_OK)
+		return rv;
+	sbuf_puts(&b, inner);
+	rv = put_rule(js, name, &b);
+	sbuf_fini(&b);
+	return rv;
+}
+
+/* gen_ref - a schema that is a $ref (beside annotations only). */
+static orch_err
+gen_ref(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
+{
+	const cJSON *r = kw(s, "$ref"), *it, *target;
+
+	cJSON_ArrayForEach(it, s)
+	{
+		if (it != r && !in_list(kw_annotations, it->string))
+			return js_fail(js, "'%s' beside '$ref' is not supported", it->string);
+	}
+	if (!cJSON_IsString(r))
+		return js_fail(js, "'$ref' must be a string");
+	if (r->valuestring[0] != '#')
+		return js_fail(js,
+		               "unsupported keyword '$ref' to '%s' (only references within the "
+		               "schema, '#...', are taken)",
+		               r->valuestring);
+	if ((target = resolve(js->root, r->valuestring)) == NULL)
+		return js_fail(js, "'$ref' '%s' points at nothing", r->valuestring);
+	return gen_def(js, r->valuestring, target, name);
+}
+
+/* gen_typed - a schema by its types: one alternative per type it allows. */
+static orch_err
+gen_typed(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
+{
+	struct sbuf b = {0};
+	unsigned m, f = families(s);
+	orch_err rv;
+
+	if ((rv = type_kw(js, s, &m)) != ORCH_OK)
+		return rv;
+	if (kw(s, "type") == NULL && f != 0)
+		m = f; /* stricter than the schema: only the types its keywords are about */
+	if (m == T_ALL && f == 0) {
+		js->used |= U_VALUE;
+		snprintf(name, JS_NAME_MAX, "value");
+		return ORCH_OK;
+	}
+	if (m & T_NULL)
+		sbuf_puts(&b, "\"null\" | ");
+	if (m & T_BOOL)
+		sbuf_puts(&b, "\"true\" | \"false\" | ");
+	if ((m & T_OBJ) && (rv = gen_obj(js, s, &b)) == ORCH_OK)
+		sbuf_puts(&b, " | ");
+	if (rv == ORCH_OK && (m & T_ARR) && (rv = gen_arr(js, s, &b)) == ORCH_OK)
+		sbuf_puts(&b, " | ");
+	if (rv == ORCH_OK && (m & T_STR) && (rv = gen_str(js, s, &b)) == ORCH_OK)
+		sbuf_puts(&b, " | ");
+	if (rv == ORCH_OK && (m & T_INT) && (rv = gen_num(js, s, &b, !(m & T_FRAC))) == ORCH_OK)
+		sbuf_puts(&b, " | ");
+	if (rv == ORCH_OK && (rv = sbuf_err(&b)) == ORCH_OK) {
+		cut(&b, b.n - 3); /* the last " | " */
+		if (b.n < JS_NAME_MAX &&
+		    strspn(b.p, "abcdefghijklmnopqrstuvwxyz0123456789-") == b.n)
+			memcpy(name, b.p, b.n + 1); /* one shared rule: no alias */
+		else
+			new_name(js, name), rv = put_rule(js, name, &b);
+	}
+	sbuf_fini(&b);
+	return rv;
+}
+
+/* gen - the rule for schema @s into @name (a new rule, a def or a shared one). */
+static orch_err
+gen(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
+{
+	orch_err rv;
+
+	if (cJSON_IsTrue(s)) {
+		js->used |= U_VALUE;
+		snprintf(name, JS_NAME_MAX, "value");
+		return ORCH_OK;
+	}
+	if (cJSON_IsFalse(s))
+		return js_fail(js, "schema false: no value can match");
+	if (!cJSON_IsObject(s))
+		return js_fail(js, "a schema must be an object or a boolean");
+	if (js->depth >= JS_DEPTH_MAX)
+		return js_fail(js, "schema nested deeper than %d", JS_DEPTH_MAX);
+	if ((rv = check_keywords(js, s)) != ORCH_OK)
+		return rv;
+	js->depth++;
+	if (kw(s, "$ref"))
+		rv = gen_ref(js, s, name);
+	else if (kw(s, "allOf"))
+		rv = gen_allof(js, s, name);
+	else if (kw(s, "anyOf") || kw(s, "oneOf"))
+		rv = gen_anyof(js, s, name);
+	else if (kw(s, "enum") || kw(s, "const"))
+		rv = gen_enum(js, s, name);
+	else
+		rv = gen_typed(js, s, name);
+	js->depth--;
+	return rv;
+}
+
+/* Append the shared rules used, and those they use, to @b. */
+static void
+put_shared(struct js *js, struct sbuf *b)
+{
+	unsigned used = js->used, before;
+
+	do {
+		before = used;
+		for (size_t i = 0; i < sizeof(shared_rules) / sizeof(shared_rules[0]); i++)
+			if (used & (1u << i))
+				used |= shared_rules[i].needs;
+	} while (used != before);
+	for (size_t i = 0; i < sizeof(shared_rules) / sizeof(shared_rules[0]); i++)
+		if (used & (1u << i))
+			sbuf_puts(b, shared_rules[i].text);
+}
+
+orch_err
+json_schema_gbnf(const cJSON *schema, char **ret, char *msg, size_t msg_n)
+{
+	struct js js = {.msg = msg, .msg_n = msg_n};
+	struct sbuf all = {0};
+	char name[JS_NAME_MAX];
+	orch_err rv;
+
+	if (msg_n > 0)
+		msg[0] = '\0';
+	if (schema == NULL || ret == NULL) {
+		if (msg_n > 0)
+			snprintf(msg, msg_n, "no schema");
+		return ORCH_EINVAL;
+	}
+	js.root = schema;
+	if ((js.owned = cJSON_CreateArray()) == NULL)
+		return ORCH_ENOMEM;
+	if ((rv = gen(&js, schema, name)) != ORCH_OK)
+		goto out;
+	sbuf_printf(&all, "root ::= %s\n", name);
+	if (js.out.p)
+		sbuf_puts(&all, js.out.p);
+	put_shared(&js, &all);
+	if ((rv = sbuf_err(&all)) != ORCH_OK)
+		goto out;
+	if (all.n > JS_OUT_MAX) {
+		rv = js_fail(&js, "the grammar would be over 1 MiB");
+		goto out;
+	}
+	*ret = sbuf_take(&all, NULL);
+out:
+	if (rv == ORCH_ENOMEM && msg_n > 0)
+		snprintf(msg, msg_n, "out of memory");
+	sbuf_fini(&all);
+	sbuf_fini(&js.out);
+	cJSON_Delete(js.owned);
+	orch_free(js.defs);
+	return rv;
+}
+
+const char *
+json_object_gbnf(void)
+{
+	return "root ::= object\n" G_WS G_VALUE G_OBJECT G_ARRAY G_STRING G_CHAR G_HEX G_NUMBER;
+}
+
+/* clang-format off */
+#include "json_schema_pattern.c"
+#include "json_schema_scalar.c"
+#include "json_schema_compound.c"
+#include "json_schema_combine.c"
+/* clang-format on */

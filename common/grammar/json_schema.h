@@ -1,0 +1,25 @@
+#pragma once
+/*
+ * json_schema.h - a JSON Schema as a GBNF grammar (grammar.h) whose
+ * sentences are exactly the JSON texts that validate against it, for
+ * response_format's json_schema and json_object (docs/json-schema.md lists the
+ * keywords taken). A keyword orch cannot honour is refused naming it, never
+ * ignored: a grammar that allowed more than the schema would break the
+ * promise that every output validates.
+ */
+#include <stddef.h>
+
+#include "base/err.h"
+
+struct cJSON;
+
+/*
+ * json_schema_gbnf - @schema as GBNF text with start rule "root" into *@ret
+ * (NUL-terminated, free()d by the caller). ORCH_EINVAL with the message in
+ * @msg (@msg_n bytes), naming the keyword and its JSON pointer
+ * ("unsupported keyword 'patternProperties' at /properties/a"), ORCH_ENOMEM.
+ */
+orch_err json_schema_gbnf(const struct cJSON *schema, char **ret, char *msg, size_t msg_n);
+
+/* json_object_gbnf - the grammar of any JSON object (response_format json_object). */
+const char *json_object_gbnf(void);

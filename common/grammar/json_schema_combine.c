@@ -1,0 +1,556 @@
+/*
+ * json_schema_combine.c - enum/const, allOf, anyOf and oneOf for
+ * json_schema.c, which #includes this file; it is not built on its own.
+ *
+ * enum/const emit the compact serialization of each value that validates
+ * against the keywords beside it. allOf is merged into one schema (types
+ * intersected, properties joined, the tighter of each bound, enum/const
+ * intersected, any other keyword only if the schemas agree); anyOf/oneOf
+ * with sibling keywords merge each branch with the siblings. oneOf is taken
+ * only when no value can match two branches: types, const/enum values, or
+ * a required const/enum property tell them apart.
+ */
+
+#define JS_PARTS_MAX   64 /* schemas merged into one */
+#define JS_MERGE_DEPTH 16 /* allOf inside allOf */
+
+/* One schema being merged, and a keyword of it left out (besides allOf). */
+struct part {
+	const cJSON *s;
+	const char *skip;
+};
+
+/* Code points in a string (what JSON Schema's lengths count). */
+static uint64_t
+cp_count(const char *s)
+{
+	uint64_t n = 0;
+
+	for (; *s; s++)
+		n += ((uint8_t)*s & 0xc0) != 0x80;
+	return n;
+}
+
+/*
+ * value_ok - whether @v validates against the keywords beside an enum/const
+ * in @s (*@ok); a sibling this check does not understand is refused.
+ */
+static orch_err
+value_ok(struct js *js, const cJSON *s, const cJSON *v, bool *ok)
+{
+	static const char *const sib[] = {
+	        "type",
+	        "enum",
+	        "const",
+	        "minimum",
+	        "maximum",
+	        "exclusiveMinimum",
+	        "exclusiveMaximum",
+	        "minLength",
+	        "maxLength",
+	        "minItems",
+	        "maxItems",
+	        NULL,
+	};
+	const cJSON *it, *e = kw(s, "enum");
+	uint64_t lo = 0, hi = JS_INF, ilo = 0, ihi = JS_INF, n;
+	struct bound l, h;
+	double x = cJSON_IsNumber(v) ? v->valuedouble : 0;
+	unsigned m;
+	orch_err rv;
+
+	cJSON_ArrayForEach(it, s)
+	{
+		if (!in_list(sib, it->string) && !in_list(kw_annotations, it->string))
+			return js_fail(js, "'%s' beside 'enum' or 'const' is not supported",
+			               it->string);
+	}
+	if ((rv = type_kw(js, s, &m)) || (rv = get_count(js, s, "minLength", &lo)) ||
+	    (rv = get_count(js, s, "maxLength", &hi)) ||
+	    (rv = get_count(js, s, "minItems", &ilo)) ||
+	    (rv = get_count(js, s, "maxItems", &ihi)) ||
+	    (rv = num_bound(js, s, "minimum", "exclusiveMinimum", false, &l)) ||
+	    (rv = num_bound(js, s, "maximum", "exclusiveMaximum", true, &h)))
+		return rv;
+	if (e && !cJSON_IsArray(e))
+		return js_fail(js, "'enum' must be a non-empty array");
+	*ok = (value_bits(v) & m) != 0;
+	if (cJSON_IsNumber(v) &&
+	    ((l.set && (l.x ? x <= l.v : x < l.v)) || (h.set && (h.x ? x >= h.v : x > h.v))))
+		*ok = false;
+	n = cJSON_IsString(v) ? cp_count(v->valuestring) : lo;
+	*ok = *ok && n >= lo && n <= hi;
+	n = cJSON_IsArray(v) ? (uint64_t)cJSON_GetArraySize(v) : ilo;
+	*ok = *ok && n >= ilo && n <= ihi;
+	if (kw(s, "const") && e) {
+		bool found = false;
+		cJSON_ArrayForEach(it, e) found = found || cJSON_Compare(it, v, true);
+		*ok = *ok && found;
+	}
+	return ORCH_OK;
+}
+
+/* gen_enum - the values of enum/const that validate against their siblings. */
+static orch_err
+gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
+{
+	const cJSON *c = kw(s, "const"), *e = kw(s, "enum"), *v;
+	struct sbuf b = {0};
+	orch_err rv = ORCH_OK;
+	bool ok = false;
+	int n = 0;
+
+	if (c == NULL && (!cJSON_IsArray(e) || cJSON_GetArraySize(e) == 0))
+		return js_fail(js, "'enum' must be a non-empty array");
+	for (v = c ? c : e->child; v; v = c ? NULL : v->next) {
+		if ((rv = value_ok(js, s, v, &ok)) != ORCH_OK)
+			goto out;
+		if (!ok)
+			continue;
+		if (n++ > 0)
+			sbuf_puts(&b, " | ");
+		if ((rv = put_json_lit(js, &b, v)) != ORCH_OK)
+			goto out;
+	}
+	if (n == 0) {
+		rv = js_fail(js, "no value of '%s' validates against the keywords beside it",
+		             c ? "const" : "enum");
+		goto out;
+	}
+	new_name(js, name);
+	rv = put_rule(js, name, &b);
+out:
+	sbuf_fini(&b);
+	return rv;
+}
+
+/* collect - @s (a $ref followed) and the schemas of its allOf, recursively, into @parts. */
+static orch_err
+collect(struct js *js, const cJSON *s, const char *skip, struct part *parts, size_t *n, int depth)
+{
+	const cJSON *all, *it;
+	orch_err rv;
+
+	if ((s = deref(js, s)) == NULL)
+		return js_fail(js, "a '$ref' inside 'allOf' points at nothing");
+	if (cJSON_IsTrue(s))
+		return ORCH_OK;
+	if (cJSON_IsFalse(s))
+		return js_fail(js, "schema false inside 'allOf': no value can match");
+	if (!cJSON_IsObject(s))
+		return js_fail(js, "a schema must be an object or a boolean");
+	if (depth > JS_MERGE_DEPTH || *n == JS_PARTS_MAX)
+		return js_fail(js, "'allOf' over %d schemas or %d deep", JS_PARTS_MAX,
+		               JS_MERGE_DEPTH);
+	if ((rv = check_keywords(js, s)) != ORCH_OK)
+		return rv;
+	if (kw(s, "$ref"))
+		return js_fail(js, "'$ref' beside other keywords inside 'allOf' is not supported");
+	parts[(*n)++] = (struct part){s, skip};
+	if ((all = kw(s, "allOf")) != NULL && !cJSON_IsArray(all))
+		return js_fail(js, "'allOf' must be an array of schemas");
+	cJSON_ArrayForEach(it, all)
+	{
+		if ((rv = collect(js, it, NULL, parts, n, depth + 1)) != ORCH_OK)
+			return rv;
+	}
+	return ORCH_OK;
+}
+
+/* merge_props - the properties of @props into @out's, allOf-joined where both name one. */
+static orch_err
+merge_props(struct js *js, cJSON *out, const cJSON *props)
+{
+	cJSON *op = cJSON_GetObjectItemCaseSensitive(out, "properties"), *w, *a;
+	const cJSON *it, *ex;
+
+	if (!cJSON_IsObject(props))
+		return js_fail(js, "'properties' must be an object");
+	if (op == NULL && (op = cJSON_AddObjectToObject(out, "properties")) == NULL)
+		return ORCH_ENOMEM;
+	cJSON_ArrayForEach(it, props)
+	{
+		if ((ex = kw(op, it->string)) == NULL) {
+			if (!cJSON_AddItemToObject(op, it->string, cJSON_Duplicate(it, true)))
+				return ORCH_ENOMEM;
+			continue;
+		}
+		if ((w = cJSON_CreateObject()) == NULL ||
+		    (a = cJSON_AddArrayToObject(w, "allOf")) == NULL ||
+		    !cJSON_AddItemToArray(a, cJSON_Duplicate(ex, true)) ||
+		    !cJSON_AddItemToArray(a, cJSON_Duplicate(it, true)) ||
+		    !cJSON_ReplaceItemInObjectCaseSensitive(op, it->string, w)) {
+			cJSON_Delete(w);
+			return ORCH_ENOMEM;
+		}
+	}
+	return ORCH_OK;
+}
+
+/* merge_values - @out's "enum" cut to the values @it (enum or const) allows. */
+static orch_err
+merge_values(struct js *js, cJSON *out, const cJSON *it)
+{
+	cJSON *e = cJSON_GetObjectItemCaseSensitive(out, "enum"), *v, *next;
+	const cJSON *set = strcmp(it->string, "const") == 0 ? NULL : it, *x;
+	bool found;
+
+	if (set && !cJSON_IsArray(set))
+		return js_fail(js, "'enum' must be an array");
+	if (e == NULL) {
+		e = set ? cJSON_Duplicate(set, true) : cJSON_CreateArray();
+		if (e == NULL || !cJSON_AddItemToObject(out, "enum", e) ||
+		    (!set && !cJSON_AddItemToArray(e, cJSON_Duplicate(it, true))))
+			return ORCH_ENOMEM;
+		return ORCH_OK;
+	}
+	for (v = e->child; v; v = next) {
+		next = v->next;
+		found = false;
+		if (set == NULL)
+			found = cJSON_Compare(v, it, true);
+		cJSON_ArrayForEach(x, set) found = found || cJSON_Compare(v, x, true);
+		if (!found)
+			cJSON_Delete(cJSON_DetachItemViaPointer(e, v));
+	}
+	return ORCH_OK;
+}
+
+/* merge_bound - the tighter of @out's and @it's value of a min- or max- keyword. */
+static orch_err
+merge_bound(struct js *js, cJSON *out, const cJSON *it, bool is_min)
+{
+	cJSON *ex = cJSON_GetObjectItemCaseSensitive(out, it->string);
+
+	if (!cJSON_IsNumber(it))
+		return js_fail(js, "'%s' must be a number (inside 'allOf')", it->string);
+	if (ex == NULL)
+		return cJSON_AddItemToObject(out, it->string, cJSON_Duplicate(it, true))
+		               ? ORCH_OK
+		               : ORCH_ENOMEM;
+	if (is_min ? it->valuedouble > ex->valuedouble : it->valuedouble < ex->valuedouble)
+		cJSON_SetNumberValue(ex, it->valuedouble);
+	return ORCH_OK;
+}
+
+/* merge_one - the keywords of one part into @out; its types cut *@types. */
+static orch_err
+merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
+{
+	static const char *const mins[] = {"minimum",  "exclusiveMinimum", "minLength",
+	                                   "minItems", "minProperties",    NULL};
+	static const char *const maxs[] = {"maximum",  "exclusiveMaximum", "maxLength",
+	                                   "maxItems", "maxProperties",    NULL};
+	const cJSON *it, *ex, *r;
+	orch_err rv = ORCH_OK;
+	unsigned m;
+
+	cJSON_ArrayForEach(it, pt->s)
+	{
+		const char *k = it->string;
+		cJSON *req;
+
+		if (in_list(kw_annotations, k) || strcmp(k, "allOf") == 0 ||
+		    strcmp(k, "additionalProperties") == 0 ||
+		    (pt->skip && strcmp(k, pt->skip) == 0))
+			continue;
+		if (strcmp(k, "type") == 0) {
+			rv = type_kw(js, pt->s, &m);
+			*types &= m;
+		} else if (strcmp(k, "properties") == 0) {
+			rv = merge_props(js, out, it);
+		} else if (strcmp(k, "required") == 0) {
+			if (!cJSON_IsArray(it))
+				return js_fail(js, "'required' must be an array of strings");
+			if ((req = cJSON_GetObjectItemCaseSensitive(out, "required")) == NULL &&
+			    (req = cJSON_AddArrayToObject(out, "required")) == NULL)
+				return ORCH_ENOMEM;
+			cJSON_ArrayForEach(
+			        r,
+			        it) if (cJSON_IsString(r) && !is_required(req, r->valuestring) &&
+			                !cJSON_AddItemToArray(
+			                        req, cJSON_CreateString(
+			                                     r->valuestring))) return ORCH_ENOMEM;
+		} else if (in_list(mins, k) || in_list(maxs, k)) {
+			rv = merge_bound(js, out, it, in_list(mins, k));
+		} else if (strcmp(k, "enum") == 0 || strcmp(k, "const") == 0) {
+			rv = merge_values(js, out, it);
+		} else if ((ex = kw(out, k)) != NULL && !cJSON_Compare(ex, it, true)) {
+			return js_fail(js,
+			               "'%s' differs between schemas that must be merged ('allOf', "
+			               "or a branch of 'anyOf'/'oneOf' and its siblings)",
+			               k);
+		} else if (ex == NULL &&
+		           !cJSON_AddItemToObject(out, k, cJSON_Duplicate(it, true))) {
+			return ORCH_ENOMEM;
+		}
+		if (rv != ORCH_OK)
+			return rv;
+	}
+	return ORCH_OK;
+}
+
+/*
+ * merge_addl - additionalProperties of the merge: false if a part says so
+ * (and declares every merged property), true if every part that declares
+ * properties allows others, else absent (no others: stricter).
+ */
+static orch_err
+merge_addl(struct js *js, cJSON *out, const struct part *parts, size_t n)
+{
+	const cJSON *props = kw(out, "properties"), *a, *it;
+	size_t open = 0;
+	bool closed = false;
+
+	for (size_t i = 0; i < n; i++) {
+		a = kw(parts[i].s, "additionalProperties");
+		open += cJSON_IsTrue(a) || (a == NULL && kw(parts[i].s, "properties") == NULL);
+		if (a == NULL || cJSON_IsTrue(a))
+			continue;
+		if (!cJSON_IsFalse(a))
+			return js_fail(js,
+			               "'additionalProperties' other than true or false in schemas "
+			               "that must be merged is not supported");
+		closed = true;
+		cJSON_ArrayForEach(it, props)
+		{
+			if (!kw(kw(parts[i].s, "properties"), it->string))
+				return js_fail(js,
+				               "'additionalProperties' false in one merged schema "
+				               "refuses property '%s' of another",
+				               it->string);
+		}
+	}
+	if ((closed || open == n) && !cJSON_AddBoolToObject(out, "additionalProperties", !closed))
+		return ORCH_ENOMEM;
+	return ORCH_OK;
+}
+
+/* merge - @parts as one schema (owned by js->owned). */
+static orch_err
+merge(struct js *js, const struct part *parts, size_t n, const cJSON **ret)
+{
+	static const char *const names[] = {"null", "boolean", "object", "array", "string"};
+	cJSON *out = cJSON_CreateObject(), *t;
+	const cJSON *e;
+	unsigned types = T_ALL;
+	orch_err rv = ORCH_OK;
+
+	if (out == NULL || !cJSON_AddItemToArray(js->owned, out)) {
+		cJSON_Delete(out);
+		return ORCH_ENOMEM;
+	}
+	for (size_t i = 0; i < n && rv == ORCH_OK; i++)
+		rv = merge_one(js, out, &parts[i], &types);
+	if (rv == ORCH_OK)
+		rv = merge_addl(js, out, parts, n);
+	if (rv != ORCH_OK)
+		return rv;
+	if (types == 0)
+		return js_fail(js, "merged schemas share no type: no value can match");
+	if (types != T_ALL) {
+		if ((t = cJSON_AddArrayToObject(out, "type")) == NULL)
+			return ORCH_ENOMEM;
+		for (unsigned i = 0; i < 5; i++)
+			if ((types & (1u << i)) &&
+			    !cJSON_AddItemToArray(t, cJSON_CreateString(names[i])))
+				return ORCH_ENOMEM;
+		if ((types & T_INT) &&
+		    !cJSON_AddItemToArray(
+		            t, cJSON_CreateString(types & T_FRAC ? "number" : "integer")))
+			return ORCH_ENOMEM;
+	}
+	if ((e = kw(out, "enum")) && cJSON_GetArraySize(e) == 0)
+		return js_fail(js, "merged 'enum'/'const' share no value: no value can match");
+	*ret = out;
+	return ORCH_OK;
+}
+
+static orch_err
+gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
+{
+	const cJSON *all = kw(s, "allOf"), *m;
+	struct part parts[JS_PARTS_MAX];
+	size_t n = 0;
+	orch_err rv;
+
+	if (!cJSON_IsArray(all) || cJSON_GetArraySize(all) == 0)
+		return js_fail(js, "'allOf' must be a non-empty array of schemas");
+	if ((rv = collect(js, s, NULL, parts, &n, 0)) != ORCH_OK ||
+	    (rv = merge(js, parts, n, &m)) != ORCH_OK)
+		return rv;
+	return gen(js, m, name);
+}
+
+/* The types of "type" alone (T_ALL when absent or malformed). */
+static unsigned
+type_quiet(const cJSON *s)
+{
+	const cJSON *t = kw(s, "type"), *it;
+	unsigned m = 0;
+
+	if (cJSON_IsString(t))
+		return type_bits(t->valuestring) ? type_bits(t->valuestring) : T_ALL;
+	if (!cJSON_IsArray(t))
+		return T_ALL;
+	cJSON_ArrayForEach(it, t)
+	{
+		if (!cJSON_IsString(it) || type_bits(it->valuestring) == 0)
+			return T_ALL;
+		m |= type_bits(it->valuestring);
+	}
+	return m;
+}
+
+/* vmask - the types of all values @s validates (a superset). */
+static unsigned
+vmask(const struct js *js, const cJSON *s, int depth)
+{
+	static const char *const alts[] = {"anyOf", "oneOf"};
+	const cJSON *e, *it;
+	unsigned m, u;
+
+	if ((s = deref(js, s)) == NULL || depth > 8 || !cJSON_IsObject(s))
+		return cJSON_IsFalse(s) ? 0 : T_ALL;
+	m = type_quiet(s);
+	if ((e = kw(s, "const")) != NULL)
+		m &= value_bits(e);
+	if (cJSON_IsArray(e = kw(s, "enum"))) {
+		u = 0;
+		cJSON_ArrayForEach(it, e) u |= value_bits(it);
+		m &= u;
+	}
+	for (size_t i = 0; i < 2; i++) {
+		if (!cJSON_IsArray(e = kw(s, alts[i])))
+			continue;
+		u = 0;
+		cJSON_ArrayForEach(it, e) u |= vmask(js, it, depth + 1);
+		m &= u;
+	}
+	if (cJSON_IsArray(e = kw(s, "allOf")))
+		cJSON_ArrayForEach(it, e) m &= vmask(js, it, depth + 1);
+	return m;
+}
+
+/* values_apart - @a and @b both have const/enum, and no value in common. */
+static bool
+values_apart(const cJSON *a, const cJSON *b)
+{
+	const cJSON *ca = kw(a, "const"), *ea = kw(a, "enum"), *cb = kw(b, "const"),
+	            *eb = kw(b, "enum");
+
+	if ((!ca && !cJSON_IsArray(ea)) || (!cb && !cJSON_IsArray(eb)))
+		return false;
+	for (const cJSON *x = ca ? ca : ea->child; x; x = ca ? NULL : x->next)
+		for (const cJSON *y = cb ? cb : eb->child; y; y = cb ? NULL : y->next)
+			if (cJSON_Compare(x, y, true))
+				return false;
+	return true;
+}
+
+/* tagged_apart - objects only, with a property required by both whose values differ. */
+static bool
+tagged_apart(const struct js *js, const cJSON *a, const cJSON *b)
+{
+	const cJSON *it, *x, *y;
+
+	if (vmask(js, a, 0) != T_OBJ || vmask(js, b, 0) != T_OBJ)
+		return false;
+	cJSON_ArrayForEach(it, kw(a, "properties"))
+	{
+		if (!is_required(kw(a, "required"), it->string) ||
+		    !is_required(kw(b, "required"), it->string))
+			continue;
+		x = deref(js, it);
+		y = deref(js, kw(kw(b, "properties"), it->string));
+		if (cJSON_IsObject(x) && cJSON_IsObject(y) && values_apart(x, y))
+			return true;
+	}
+	return false;
+}
+
+/* check_apart - refuse a oneOf whose branches some value could match twice. */
+static orch_err
+check_apart(struct js *js, const cJSON **br, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		for (size_t j = i + 1; j < n; j++) {
+			const cJSON *a = deref(js, br[i]), *b = deref(js, br[j]);
+			if (a && b &&
+			    ((vmask(js, a, 0) & vmask(js, b, 0)) == 0 ||
+			     (cJSON_IsObject(a) && cJSON_IsObject(b) &&
+			      (values_apart(a, b) || tagged_apart(js, a, b)))))
+				continue;
+			return js_fail(js,
+			               "unsupported keyword 'oneOf': branches %zu and %zu may both "
+			               "match one value (orch takes oneOf only when its branches "
+			               "differ by type, by const/enum values, or by a required "
+			               "const/enum property)",
+			               i, j);
+		}
+	}
+	return ORCH_OK;
+}
+
+/* anyof_branches - the branches, each merged with the siblings of anyOf/oneOf if any. */
+static orch_err
+anyof_branches(struct js *js, const cJSON *s, const char *k, const cJSON **br)
+{
+	struct part parts[JS_PARTS_MAX];
+	const cJSON *it;
+	bool sib = false;
+	size_t i = 0, n, old;
+	orch_err rv = ORCH_OK;
+
+	cJSON_ArrayForEach(it, s) sib =
+	        sib || (!in_list(kw_annotations, it->string) && strcmp(it->string, k) != 0);
+	cJSON_ArrayForEach(it, kw(s, k))
+	{
+		old = path_push2(js, k, NULL, (int)i);
+		n = 0;
+		if (!sib)
+			br[i] = it;
+		else if ((rv = collect(js, s, k, parts, &n, 0)) == ORCH_OK &&
+		         (rv = collect(js, it, NULL, parts, &n, 0)) == ORCH_OK)
+			rv = merge(js, parts, n, &br[i]);
+		path_pop(js, old);
+		if (rv != ORCH_OK)
+			return rv;
+		i++;
+	}
+	return ORCH_OK;
+}
+
+static orch_err
+gen_anyof(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
+{
+	const char *k = kw(s, "anyOf") ? "anyOf" : "oneOf";
+	const cJSON **br = NULL;
+	char nm[JS_NAME_MAX];
+	struct sbuf b = {0};
+	size_t n, old;
+	orch_err rv;
+
+	if (kw(s, "anyOf") && kw(s, "oneOf"))
+		return js_fail(js, "'anyOf' beside 'oneOf' is not supported");
+	if (!cJSON_IsArray(kw(s, k)) || (n = (size_t)cJSON_GetArraySize(kw(s, k))) == 0)
+		return js_fail(js, "'%s' must be a non-empty array of schemas", k);
+	if ((br = orch_calloc(n, sizeof(*br))) == NULL)
+		return ORCH_ENOMEM;
+	rv = anyof_branches(js, s, k, br);
+	if (rv == ORCH_OK && k[0] == 'o')
+		rv = check_apart(js, br, n);
+	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
+		old = path_push2(js, k, NULL, (int)i);
+		if ((rv = gen(js, br[i], nm)) == ORCH_OK)
+			sbuf_printf(&b, "%s%s", i ? " | " : "", nm);
+		path_pop(js, old);
+	}
+	if (rv == ORCH_OK) {
+		new_name(js, name);
+		rv = put_rule(js, name, &b);
+	}
+	sbuf_fini(&b);
+	orch_free(br);
+	return rv;
+}

@@ -1,0 +1,446 @@
+/*
+ * json_schema_compound.c - objects and arrays for json_schema.c, which
+ * #includes this file; it is not built on its own.
+ *
+ * Objects: declared properties in schema order, required ones always,
+ * optional ones optionally; "first present" alternatives and one tail rule
+ * per position place the commas. Extra keys (additionalProperties true or
+ * a schema) come after the declared ones, unescaped, and never equal to a
+ * declared name (the complement of a trie of the names). Arrays: the
+ * prefix items nested optionally as far as minItems allows, then the rest
+ * repeated within minItems..maxItems.
+ */
+
+#define JS_KEY_MAX 1024 /* the longest property name beside extra keys */
+
+/* One property of an object rule; schema NULL: any value. */
+struct prop {
+	const char *key;
+	const cJSON *schema;
+	bool required;
+};
+
+static bool
+is_required(const cJSON *req, const char *k)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, req)
+	{
+		if (cJSON_IsString(it) && strcmp(it->valuestring, k) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* json_quote - @s as a JSON string (the form the grammar emits). */
+static void
+json_quote(struct sbuf *b, const char *s)
+{
+	sbuf_putc(b, '"');
+	for (; *s; s++) {
+		uint8_t c = (uint8_t)*s;
+		const char *l = strchr("\bb\ff\nn\rr\tt", c);
+
+		if (c == '"' || c == '\\')
+			sbuf_printf(b, "\\%c", c);
+		else if (c < 0x20 && l && (l - "\bb\ff\nn\rr\tt") % 2 == 0)
+			sbuf_printf(b, "\\%c", l[1]);
+		else if (c < 0x20 || c == 0x7f)
+			sbuf_printf(b, "\\u%04x", c);
+		else
+			sbuf_putc(b, (char)c);
+	}
+	sbuf_putc(b, '"');
+}
+
+/* put_kv - "key" ws ":" ws value. */
+static orch_err
+put_kv(struct js *js, struct sbuf *b, const char *key, const char *val)
+{
+	struct sbuf q = {0};
+	orch_err rv;
+
+	json_quote(&q, key);
+	if ((rv = sbuf_err(&q)) == ORCH_OK)
+		rv = put_lit(js, b, q.p, q.n);
+	sbuf_printf(b, " ws \":\" ws %s", val);
+	js->used |= U_WS;
+	sbuf_fini(&q);
+	return rv;
+}
+
+static int
+str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* put_notin - unescaped key text never equal to @names (sorted, sharing @d bytes). */
+static orch_err
+put_notin(struct js *js, struct sbuf *b, const char **names, size_t n, size_t d)
+{
+	struct sbuf excl = {0};
+	size_t i = 0, j, len;
+	bool term = false;
+	orch_err rv = ORCH_OK;
+	uint32_t c;
+
+	sbuf_puts(b, "( ");
+	for (; i < n && names[i][d] == '\0'; i++)
+		term = true;
+	for (; i < n && rv == ORCH_OK; i = j) {
+		if (utf8_next((const uint8_t *)names[i] + d, strlen(names[i] + d), &c, &len) !=
+		    UTF8_OK)
+			rv = js_fail(js, "a property name that is not well-formed UTF-8");
+		for (j = i + 1; j < n && strncmp(names[j] + d, names[i] + d, len) == 0; j++)
+			;
+		if (rv != ORCH_OK || c < 0x20 || c == '"' || c == '\\' || c == 0x7f)
+			continue; /* never written unescaped: no key of ours can be it */
+		sbuf_putc(b, '"');
+		put_cp(b, c, false);
+		sbuf_puts(b, "\" ");
+		rv = put_notin(js, b, names + i, j - i, d + len);
+		sbuf_puts(b, " | ");
+		put_cp(&excl, c, true);
+	}
+	sbuf_printf(b, "[^\"\\\\\\x7F\\x00-\\x1F%s] [^\"\\\\\\x7F\\x00-\\x1F]*%s )",
+	            excl.p ? excl.p : "", term ? "" : " |");
+	if (rv == ORCH_OK)
+		rv = sbuf_err(&excl);
+	sbuf_fini(&excl);
+	return rv;
+}
+
+/* obj_props - the properties of an object rule: declared, then required-only ones. */
+static orch_err
+obj_props(struct js *js, const cJSON *s, struct prop **ret, size_t *ret_n)
+{
+	const cJSON *props = kw(s, "properties"), *req = kw(s, "required");
+	const cJSON *addl = kw(s, "additionalProperties"), *it;
+	struct prop *p;
+	size_t n = 0;
+
+	if (props && !cJSON_IsObject(props))
+		return js_fail(js, "'properties' must be an object");
+	if (req && !cJSON_IsArray(req))
+		return js_fail(js, "'required' must be an array of strings");
+	if (addl && !cJSON_IsBool(addl) && !cJSON_IsObject(addl))
+		return js_fail(js, "'additionalProperties' must be a schema");
+	p = orch_calloc((size_t)cJSON_GetArraySize(props) + (size_t)cJSON_GetArraySize(req) + 1,
+	                sizeof(*p));
+	if (p == NULL)
+		return ORCH_ENOMEM;
+	*ret = p;
+	cJSON_ArrayForEach(it, props)
+	{
+		if (kw(props, it->string) != it)
+			return js_fail(js, "property '%s' is declared twice", it->string);
+		p[n++] = (struct prop){it->string, it, is_required(req, it->string)};
+	}
+	cJSON_ArrayForEach(it, req)
+	{
+		if (!cJSON_IsString(it))
+			return js_fail(js, "'required' must be an array of strings");
+		if (kw(props, it->valuestring) || is_required(it->next, it->valuestring))
+			continue;
+		if (cJSON_IsFalse(addl))
+			return js_fail(js,
+			               "required property '%s' is not in 'properties' and "
+			               "'additionalProperties' is false: no object can match",
+			               it->valuestring);
+		p[n++] = (struct prop){it->valuestring, cJSON_IsObject(addl) ? addl : NULL, true};
+	}
+	*ret_n = n;
+	return ORCH_OK;
+}
+
+/* obj_counts - refuse minProperties/maxProperties unless the rule meets them anyway. */
+static orch_err
+obj_counts(struct js *js, const cJSON *s, const struct prop *p, size_t n, bool extras)
+{
+	uint64_t lo = 0, hi = JS_INF, nreq = 0;
+	orch_err rv;
+
+	if ((rv = get_count(js, s, "minProperties", &lo)) != ORCH_OK ||
+	    (rv = get_count(js, s, "maxProperties", &hi)) != ORCH_OK)
+		return rv;
+	for (size_t i = 0; i < n; i++)
+		nreq += p[i].required;
+	if (lo > nreq)
+		return js_fail(js, "unsupported keyword 'minProperties' (taken only when the "
+		                   "required properties meet it)");
+	if (hi != JS_INF && (extras || hi < n))
+		return js_fail(js, "unsupported keyword 'maxProperties' (taken only when the "
+		                   "declared properties, and no others, fit in it)");
+	return ORCH_OK;
+}
+
+/* obj_extra - rules @id-k (a key never declared) and @id-x (key: value) for extra keys. */
+static orch_err
+obj_extra(struct js *js, const cJSON *s, const char *id, const struct prop *p, size_t n)
+{
+	const cJSON *addl = kw(s, "additionalProperties");
+	const char **names = orch_calloc(n + 1, sizeof(*names));
+	struct sbuf b = {0};
+	char val[JS_NAME_MAX], rule[JS_NAME_MAX + 4];
+	size_t old = path_push(js, "additionalProperties");
+	orch_err rv = names ? ORCH_OK : ORCH_ENOMEM;
+
+	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
+		names[i] = p[i].key;
+		if (strlen(p[i].key) > JS_KEY_MAX)
+			rv = js_fail(js, "a property name over %d bytes beside extra keys",
+			             JS_KEY_MAX);
+	}
+	if (rv == ORCH_OK)
+		rv = gen(js, addl, val);
+	if (rv == ORCH_OK) {
+		qsort(names, n, sizeof(*names), str_cmp);
+		sbuf_puts(&b, "\"\\\"\" ");
+		rv = put_notin(js, &b, names, n, 0);
+		sbuf_puts(&b, " \"\\\"\"");
+		snprintf(rule, sizeof(rule), "%s-k", id);
+	}
+	if (rv == ORCH_OK && (rv = put_rule(js, rule, &b)) == ORCH_OK) {
+		sbuf_clear(&b);
+		sbuf_printf(&b, "%s-k ws \":\" ws %s", id, val);
+		snprintf(rule, sizeof(rule), "%s-x", id);
+		rv = put_rule(js, rule, &b);
+	}
+	path_pop(js, old);
+	orch_free(names);
+	sbuf_fini(&b);
+	return rv;
+}
+
+/* obj_tails - rule @id-tJ: what may follow property J-1 (J = 1..n; n: extra keys). */
+static orch_err
+obj_tails(struct js *js, const char *id, const struct prop *p, char (*val)[JS_NAME_MAX], size_t n,
+          bool extras)
+{
+	char rule[JS_NAME_MAX + 24];
+	struct sbuf b = {0};
+	orch_err rv = ORCH_OK;
+
+	for (size_t j = n + 1; j-- > 0 && rv == ORCH_OK;) {
+		sbuf_clear(&b);
+		if ((j == n && !extras) || (j == 0 && n > 0))
+			continue;
+		if (j == n) {
+			sbuf_printf(&b, "( ws \",\" ws %s-x )*", id);
+		} else {
+			sbuf_puts(&b, "( ws \",\" ws ");
+			rv = put_kv(js, &b, p[j].key, val[j]);
+			sbuf_puts(&b, p[j].required ? " )" : " )?");
+			if (j + 1 < n || extras)
+				sbuf_printf(&b, " %s-t%zu", id, j + 1);
+		}
+		snprintf(rule, sizeof(rule), "%s-t%zu", id, j);
+		if (rv == ORCH_OK)
+			rv = put_rule(js, rule, &b);
+	}
+	sbuf_fini(&b);
+	return rv;
+}
+
+/* obj_body - "{" ws ( first present property and its tail | ... ) ws "}". */
+static orch_err
+obj_body(struct js *js, struct sbuf *b, const char *id, const struct prop *p,
+         char (*val)[JS_NAME_MAX], size_t n, bool extras)
+{
+	bool all_optional = true;
+	orch_err rv = ORCH_OK;
+	size_t k;
+
+	if (n == 0 && !extras) {
+		sbuf_puts(b, "\"{\" ws \"}\"");
+		return ORCH_OK;
+	}
+	for (k = 0; k < n && all_optional; k++)
+		all_optional = !p[k].required;
+	sbuf_puts(b, all_optional ? "\"{\" ws ( ( " : "\"{\" ws ( ");
+	for (k = 0; k < n && rv == ORCH_OK; k++) {
+		sbuf_puts(b, k ? " | " : "");
+		rv = put_kv(js, b, p[k].key, val[k]);
+		if (k + 1 < n || extras)
+			sbuf_printf(b, " %s-t%zu", id, k + 1);
+		if (p[k].required)
+			break;
+	}
+	if (all_optional && extras)
+		sbuf_printf(b, "%s%s-x %s-t%zu", n ? " | " : "", id, id, n);
+	sbuf_puts(b, all_optional ? " ) ws )? \"}\"" : " ) ws \"}\"");
+	return rv;
+}
+
+static orch_err
+gen_obj(struct js *js, const cJSON *s, struct sbuf *b)
+{
+	const cJSON *addl = kw(s, "additionalProperties");
+	bool extras = cJSON_IsTrue(addl) || cJSON_IsObject(addl);
+	char(*val)[JS_NAME_MAX] = NULL, id[JS_NAME_MAX];
+	unsigned epoch = js->epoch;
+	struct prop *p = NULL;
+	size_t n = 0, old;
+	orch_err rv;
+
+	if (!kw(s, "properties") && !kw(s, "required") && (!addl || cJSON_IsTrue(addl)))
+		extras = true; /* any object */
+	if ((rv = obj_props(js, s, &p, &n)) != ORCH_OK ||
+	    (rv = obj_counts(js, s, p, n, extras)) != ORCH_OK)
+		goto out;
+	if (n == 0 && extras && !cJSON_IsObject(addl)) {
+		js->used |= U_OBJECT;
+		sbuf_puts(b, "object");
+		goto out;
+	}
+	if ((val = orch_calloc(n + 1, sizeof(*val))) == NULL) {
+		rv = ORCH_ENOMEM;
+		goto out;
+	}
+	js->epoch = ++js->epochs; /* "{" consumed: recursion below is not left recursion */
+	new_name(js, id);
+	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
+		old = p[i].schema == addl ? path_push(js, "additionalProperties")
+		                          : path_push2(js, "properties", p[i].key, 0);
+		if (p[i].schema)
+			rv = gen(js, p[i].schema, val[i]);
+		else
+			snprintf(val[i], JS_NAME_MAX, "value"), js->used |= U_VALUE;
+		path_pop(js, old);
+	}
+	if (rv == ORCH_OK && extras)
+		rv = obj_extra(js, s, id, p, n);
+	if (rv == ORCH_OK)
+		rv = obj_tails(js, id, p, val, n, extras);
+	if (rv == ORCH_OK)
+		rv = obj_body(js, b, id, p, val, n, extras);
+out:
+	js->epoch = epoch;
+	orch_free(val);
+	orch_free(p);
+	return rv;
+}
+
+/* put_rep - ( ws "," ws @item ) repeated @m to @n times (n capped at JS_REPEAT_MAX). */
+static void
+put_rep(struct sbuf *b, const char *item, uint64_t m, uint64_t n)
+{
+	n = n != JS_INF && n > JS_REPEAT_MAX ? JS_REPEAT_MAX : n;
+	if (n == 0)
+		return;
+	sbuf_printf(b, "( ws \",\" ws %s )", item);
+	if (n == JS_INF)
+		sbuf_printf(b, m == 0 ? "*" : m == 1 ? "+" : "{%" PRIu64 ",}", m);
+	else if (m == 0 && n == 1)
+		sbuf_puts(b, "?");
+	else if (m != 1 || n != 1)
+		sbuf_printf(b, m == n ? "{%" PRIu64 "}" : "{%" PRIu64 ",%" PRIu64 "}", m, n);
+	sbuf_putc(b, ' ');
+}
+
+/* arr_items - the rules of the first @k prefix items and of the rest (@rest: any if NULL). */
+static orch_err
+arr_items(struct js *js, const cJSON *prefix, const char *pkw, size_t k, const cJSON *rest,
+          char (*val)[JS_NAME_MAX])
+{
+	orch_err rv = ORCH_OK;
+	size_t old;
+
+	for (size_t i = 0; i < k && rv == ORCH_OK; i++) {
+		old = path_push2(js, pkw, NULL, (int)i);
+		rv = gen(js, cJSON_GetArrayItem(prefix, (int)i), val[i]);
+		path_pop(js, old);
+	}
+	if (rv != ORCH_OK || cJSON_IsFalse(rest))
+		return rv;
+	if (rest == NULL) {
+		js->used |= U_VALUE;
+		snprintf(val[k], JS_NAME_MAX, "value");
+		return ORCH_OK;
+	}
+	old = path_push(js, "items");
+	rv = gen(js, rest, val[k]);
+	path_pop(js, old);
+	return rv;
+}
+
+/* arr_body - "[" ws P0 ( ws "," ws P1 ( ... rest )? )? ws "]" with lo..hi items. */
+static void
+arr_body(struct sbuf *b, char (*val)[JS_NAME_MAX], size_t k, bool rest, uint64_t lo, uint64_t hi)
+{
+	uint64_t rhi = hi == JS_INF ? JS_INF : hi - k;
+
+	sbuf_puts(b, "\"[\" ws ");
+	if (hi == 0) {
+		sbuf_puts(b, "\"]\"");
+		return;
+	}
+	sbuf_puts(b, lo == 0 ? "( " : "");
+	if (k == 0) {
+		sbuf_printf(b, "%s ", val[0]);
+		put_rep(b, val[0], lo > 0 ? lo - 1 : 0, hi == JS_INF ? JS_INF : hi - 1);
+	} else {
+		sbuf_printf(b, "%s ", val[0]);
+		for (size_t i = 1; i < k; i++)
+			sbuf_printf(b, "( ws \",\" ws %s ", val[i]);
+		if (rest)
+			put_rep(b, val[k], lo > k ? lo - k : 0, rhi);
+		for (size_t i = k - 1; i >= 1; i--)
+			sbuf_puts(b, i >= lo ? ")? " : ") ");
+	}
+	sbuf_puts(b, lo == 0 ? "ws )? \"]\"" : "ws \"]\"");
+}
+
+static orch_err
+gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
+{
+	const cJSON *items = kw(s, "items"), *prefix = kw(s, "prefixItems"), *uniq;
+	const char *pkw = "prefixItems";
+	char(*val)[JS_NAME_MAX];
+	unsigned epoch = js->epoch;
+	uint64_t lo = 0, hi = JS_INF;
+	size_t k;
+	orch_err rv;
+
+	if ((rv = get_count(js, s, "minItems", &lo)) != ORCH_OK ||
+	    (rv = get_count(js, s, "maxItems", &hi)) != ORCH_OK)
+		return rv;
+	if (lo > hi)
+		return js_fail(js, "'minItems' is over 'maxItems': no array can match");
+	if ((uniq = kw(s, "uniqueItems")) &&
+	    (!cJSON_IsBool(uniq) || (cJSON_IsTrue(uniq) && hi > 1)))
+		return js_fail(js, "unsupported keyword 'uniqueItems' (true is taken only with "
+		                   "'maxItems' up to 1)");
+	if (cJSON_IsArray(items)) { /* draft 7 tuple: any items after it */
+		if (prefix)
+			return js_fail(js, "'items' as an array beside 'prefixItems'");
+		prefix = items, pkw = "items", items = NULL;
+	}
+	if (prefix && !cJSON_IsArray(prefix))
+		return js_fail(js, "'prefixItems' must be an array of schemas");
+	if (!prefix && !items && lo == 0 && hi == JS_INF) {
+		js->used |= U_ARRAY;
+		sbuf_puts(b, "array");
+		return ORCH_OK;
+	}
+	k = (size_t)cJSON_GetArraySize(prefix);
+	k = k < hi ? k : (size_t)hi;
+	hi = cJSON_IsFalse(items) && hi > k ? k : hi;
+	if ((cJSON_IsFalse(items) && lo > k) || lo > JS_REPEAT_MAX)
+		return js_fail(js,
+		               "'minItems' %" PRIu64 " cannot be met (at most %zu items, and "
+		               "orch takes up to %d)",
+		               lo, cJSON_IsFalse(items) ? k : (size_t)JS_REPEAT_MAX, JS_REPEAT_MAX);
+	if ((val = orch_calloc(k + 1, sizeof(*val))) == NULL)
+		return ORCH_ENOMEM;
+	js->epoch = ++js->epochs; /* "[" consumed */
+	js->used |= U_WS;
+	rv = arr_items(js, prefix, pkw, k, items, val);
+	js->epoch = epoch;
+	if (rv == ORCH_OK)
+		arr_body(b, val, k, !cJSON_IsFalse(items), lo, hi);
+	orch_free(val);
+	return rv;
+}

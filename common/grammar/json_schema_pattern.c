@@ -1,0 +1,694 @@
+/*
+ * json_schema_pattern.c - string 'pattern's for json_schema.c, which
+ * #includes this file; it is not built on its own.
+ *
+ * A pattern is translated from a regular subset of ECMA-262 with the u flag
+ * (what ajv uses): literals, escapes, '.', classes with \d \w \s, groups,
+ * '|', * + ? {m,n}. It constrains the decoded string while the grammar
+ * produces the JSON-encoded one, so a '"', '\\' or control character it
+ * allows is emitted escaped (one form each: \" \\ \b \f \n \r \t, else
+ * \u00xx). An unanchored start (no ^) allows up to 32 characters before the
+ * match, an unanchored end (no $) any after it.
+ * Backreferences, lookarounds, \b and \p{} are refused.
+ */
+
+/*
+ * The most characters before the match of a pattern without '^' (stricter,
+ * but a random model would otherwise wander until it met the match by chance).
+ */
+#define RX_PREFIX_MAX "32"
+
+struct range {
+	uint32_t lo, hi;
+};
+
+/* A set of code points as ranges (sorted and merged by set_norm). */
+struct cpset {
+	struct range *r;
+	size_t n, cap;
+	bool oom;
+};
+
+/* A length range in code points; hi == JS_INF: unbounded. */
+struct lr {
+	uint64_t lo, hi;
+};
+
+/* A pattern being translated. */
+struct rx {
+	struct js *js;
+	const char *p, *end;
+	struct sbuf *o;
+	int depth;
+};
+
+/* The code points a JSON string holds unescaped, as this grammar writes it. */
+static const struct range raw_ranges[] = {
+        {0x20, 0x21}, {0x23, 0x5b}, {0x5d, 0x7e}, {0x80, 0xd7ff}, {0xe000, 0x10ffff},
+};
+
+static uint64_t
+sat_add(uint64_t a, uint64_t b)
+{
+	return a > JS_INF - b ? JS_INF : a + b;
+}
+
+static uint64_t
+sat_mul(uint64_t a, uint64_t b)
+{
+	if (a == 0 || b == 0)
+		return 0;
+	return a > JS_INF / b ? JS_INF : a * b;
+}
+
+static void
+set_add(struct cpset *s, uint32_t lo, uint32_t hi)
+{
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 16;
+		struct range *r = orch_reallocarray(s->r, cap, sizeof(*r));
+		if (r == NULL) {
+			s->oom = true;
+			return;
+		}
+		s->r = r;
+		s->cap = cap;
+	}
+	s->r[s->n++] = (struct range){lo, hi};
+}
+
+static int
+range_cmp(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void
+set_norm(struct cpset *s)
+{
+	size_t k = 0;
+
+	if (s->n == 0)
+		return;
+	qsort(s->r, s->n, sizeof(s->r[0]), range_cmp);
+	for (size_t i = 1; i < s->n; i++) {
+		if (s->r[i].lo <= s->r[k].hi + 1) {
+			if (s->r[i].hi > s->r[k].hi)
+				s->r[k].hi = s->r[i].hi;
+		} else {
+			s->r[++k] = s->r[i];
+		}
+	}
+	s->n = k + 1;
+}
+
+/* set_invert - the complement of @s over all code points. */
+static void
+set_invert(struct cpset *s)
+{
+	struct cpset t = {0};
+	uint32_t next = 0;
+
+	set_norm(s);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->r[i].lo > next)
+			set_add(&t, next, s->r[i].lo - 1);
+		next = s->r[i].hi + 1;
+	}
+	if (next <= 0x10ffff)
+		set_add(&t, next, 0x10ffff);
+	t.oom = t.oom || s->oom;
+	orch_free(s->r);
+	*s = t;
+}
+
+static bool
+set_has(const struct cpset *s, uint32_t c)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (c >= s->r[i].lo && c <= s->r[i].hi)
+			return true;
+	return false;
+}
+
+/* set_class - add \d \w \s (or, upper case, their complements) to @s. */
+static void
+set_class(struct cpset *s, char c)
+{
+	static const struct range space[] = {
+	        {0x09, 0x0d},     {0x20, 0x20},     {0xa0, 0xa0},     {0x1680, 0x1680},
+	        {0x2000, 0x200a}, {0x2028, 0x2029}, {0x202f, 0x202f}, {0x205f, 0x205f},
+	        {0x3000, 0x3000}, {0xfeff, 0xfeff},
+	};
+	struct cpset t = {0};
+
+	if (c == 'd' || c == 'D') {
+		set_add(&t, '0', '9');
+	} else if (c == 'w' || c == 'W') {
+		set_add(&t, '0', '9');
+		set_add(&t, 'A', 'Z');
+		set_add(&t, '_', '_');
+		set_add(&t, 'a', 'z');
+	} else {
+		for (size_t i = 0; i < sizeof(space) / sizeof(space[0]); i++)
+			set_add(&t, space[i].lo, space[i].hi);
+	}
+	if (c >= 'A' && c <= 'Z')
+		set_invert(&t);
+	for (size_t i = 0; i < t.n; i++)
+		set_add(s, t.r[i].lo, t.r[i].hi);
+	s->oom = s->oom || t.oom;
+	orch_free(t.r);
+}
+
+/* put_escape - a GBNF literal of the JSON escape of @c ('"', '\\', a control, DEL). */
+static void
+put_escape(struct sbuf *b, uint32_t c)
+{
+	static const char letters[] = "\bb\ff\nn\rr\tt\"\"\\\\";
+	const char *l = c ? strchr(letters, (int)c) : NULL;
+
+	sbuf_puts(b, "\"\\\\");
+	if (l != NULL && (l - letters) % 2 == 0)
+		sbuf_printf(b, "%s%c\"", l[1] == '"' || l[1] == '\\' ? "\\" : "", l[1]);
+	else
+		sbuf_printf(b, "u%04x\"", (unsigned)c);
+}
+
+/* put_char - the JSON encoding of code point @c as one GBNF primary. */
+static void
+put_char(struct sbuf *b, uint32_t c)
+{
+	if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f) {
+		sbuf_puts(b, "( ");
+		put_escape(b, c);
+		sbuf_puts(b, " )");
+		return;
+	}
+	sbuf_putc(b, '"');
+	put_cp(b, c, false);
+	sbuf_putc(b, '"');
+}
+
+/* put_set - the JSON encodings of the code points of @s as one GBNF primary. */
+static orch_err
+put_set(struct js *js, struct sbuf *b, struct cpset *s)
+{
+	struct sbuf alt = {0};
+	unsigned nalt = 0, nctl = 0;
+
+	set_norm(s);
+	if (s->oom)
+		return ORCH_ENOMEM;
+	for (size_t i = 0; i < s->n; i++) {
+		for (size_t j = 0; j < sizeof(raw_ranges) / sizeof(raw_ranges[0]); j++) {
+			uint32_t lo = s->r[i].lo > raw_ranges[j].lo ? s->r[i].lo : raw_ranges[j].lo;
+			uint32_t hi = s->r[i].hi < raw_ranges[j].hi ? s->r[i].hi : raw_ranges[j].hi;
+			if (lo > hi)
+				continue;
+			sbuf_puts(&alt, alt.n ? "" : "[");
+			put_cp(&alt, lo, true);
+			if (hi > lo)
+				sbuf_putc(&alt, '-'), put_cp(&alt, hi, true);
+		}
+	}
+	nalt += alt.n > 0;
+	sbuf_puts(&alt, alt.n ? "]" : "");
+	for (uint32_t c = 0; c < 0x20; c++)
+		nctl += set_has(s, c);
+	for (uint32_t c = 0; c < 0x80; c++) {
+		if (!set_has(s, c) || (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f) ||
+		    (c < 0x20 && nctl == 0x20))
+			continue;
+		sbuf_puts(&alt, nalt++ ? " | " : "");
+		put_escape(&alt, c);
+	}
+	if (nctl == 0x20) {
+		sbuf_puts(&alt, nalt++ ? " | " : "");
+		sbuf_puts(&alt, "\"\\\\\" ( [bfnrt] | \"u00\" [01] hex )");
+		js->used |= U_HEX;
+	}
+	if (alt.oom || nalt == 0) {
+		nalt = alt.oom;
+		sbuf_fini(&alt);
+		return nalt ? ORCH_ENOMEM
+		            : js_fail(js,
+		                      "unsupported 'pattern': a character class that matches nothing");
+	}
+	sbuf_printf(b, nalt > 1 ? "( %s )" : "%s", alt.p);
+	sbuf_fini(&alt);
+	return ORCH_OK;
+}
+
+__attribute__((format(printf, 2, 3))) static orch_err
+rx_fail(struct rx *rx, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return js_fail(rx->js, "unsupported 'pattern': %s", what);
+}
+
+/* rx_hex - @n hex digits (n == 0: up to '}') into *@v. */
+static orch_err
+rx_hex(struct rx *rx, int n, uint32_t *v)
+{
+	int k = 0;
+
+	for (*v = 0; rx->p < rx->end && (n == 0 ? *rx->p != '}' : k < n); rx->p++, k++) {
+		char c = *rx->p;
+		int d = c >= '0' && c <= '9'   ? c - '0'
+		        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+		        : c >= 'A' && c <= 'F' ? c - 'A' + 10
+		                               : -1;
+		if (d < 0 || *v > 0x10ffff)
+			return rx_fail(rx, "a bad hex escape");
+		*v = *v * 16 + (uint32_t)d;
+	}
+	if (k == 0 || (n > 0 && k < n) || *v > 0x10ffff)
+		return rx_fail(rx, "a bad hex escape");
+	return ORCH_OK;
+}
+
+/* rx_unicode - the rest of a \u escape: HHHH, a surrogate pair, or {H...}. */
+static orch_err
+rx_unicode(struct rx *rx, uint32_t *cp)
+{
+	uint32_t lo;
+	orch_err rv;
+
+	if (rx->p < rx->end && *rx->p == '{') {
+		rx->p++;
+		if ((rv = rx_hex(rx, 0, cp)) != ORCH_OK)
+			return rv;
+		if (rx->p >= rx->end)
+			return rx_fail(rx, "an unterminated \\u{");
+		rx->p++;
+	} else if ((rv = rx_hex(rx, 4, cp)) != ORCH_OK) {
+		return rv;
+	}
+	if (*cp >= 0xd800 && *cp <= 0xdbff && rx->end - rx->p >= 6 && rx->p[0] == '\\' &&
+	    rx->p[1] == 'u') {
+		rx->p += 2;
+		if ((rv = rx_hex(rx, 4, &lo)) != ORCH_OK)
+			return rv;
+		if (lo < 0xdc00 || lo > 0xdfff)
+			return rx_fail(rx, "a lone surrogate escape");
+		*cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
+	}
+	if (*cp >= 0xd800 && *cp <= 0xdfff)
+		return rx_fail(rx, "a lone surrogate escape");
+	return ORCH_OK;
+}
+
+/* rx_escape - after '\\': one code point (*@cp) or a class added to @set (*@is_set). */
+static orch_err
+rx_escape(struct rx *rx, bool in_class, uint32_t *cp, struct cpset *set, bool *is_set)
+{
+	static const char ctl[] = "f\fn\nr\rt\tv\v";
+	char c;
+
+	*is_set = false;
+	if (rx->p >= rx->end)
+		return rx_fail(rx, "a '\\' at the end");
+	c = *rx->p++;
+	if (strchr("dDwWsS", c)) {
+		set_class(set, c);
+		*is_set = true;
+	} else if (strchr("fnrtv", c)) {
+		*cp = (uint8_t)strchr(ctl, c)[1];
+	} else if (c == '0' && (rx->p >= rx->end || *rx->p < '0' || *rx->p > '9')) {
+		*cp = 0;
+	} else if ((c >= '0' && c <= '9') || c == 'k') {
+		return rx_fail(rx, "backreferences cannot be expressed in a grammar");
+	} else if (c == 'b' && in_class) {
+		*cp = '\b';
+	} else if (c == 'b' || c == 'B') {
+		return rx_fail(rx, "word boundaries (\\%c) are not supported", c);
+	} else if (c == 'p' || c == 'P') {
+		return rx_fail(rx, "Unicode property escapes (\\%c) are not supported", c);
+	} else if (c == 'x') {
+		return rx_hex(rx, 2, cp);
+	} else if (c == 'u') {
+		return rx_unicode(rx, cp);
+	} else if (c == 'c' && rx->p < rx->end &&
+	           ((*rx->p | 0x20) >= 'a' && (*rx->p | 0x20) <= 'z')) {
+		*cp = (uint32_t)(*rx->p++ & 0x1f);
+	} else if ((c != '\0' && strchr("^$\\.*+?()[]{}|/", c)) || (c == '-' && in_class)) {
+		*cp = (uint8_t)c;
+	} else {
+		return rx_fail(rx, "an unknown escape");
+	}
+	return ORCH_OK;
+}
+
+/* rx_class_atom - one member of a [...] class. */
+static orch_err
+rx_class_atom(struct rx *rx, struct cpset *set, uint32_t *cp, bool *is_set)
+{
+	size_t len;
+
+	*is_set = false;
+	if (*rx->p == '\\') {
+		rx->p++;
+		return rx_escape(rx, true, cp, set, is_set);
+	}
+	if (utf8_next((const uint8_t *)rx->p, (size_t)(rx->end - rx->p), cp, &len) != UTF8_OK)
+		return rx_fail(rx, "not well-formed UTF-8");
+	rx->p += len;
+	return ORCH_OK;
+}
+
+/* rx_class - a [...] class into @set. */
+static orch_err
+rx_class(struct rx *rx, struct cpset *set)
+{
+	uint32_t a, z;
+	bool aset, zset, neg;
+	orch_err rv;
+
+	rx->p++;
+	neg = rx->p < rx->end && *rx->p == '^';
+	rx->p += neg;
+	while (rx->p < rx->end && *rx->p != ']') {
+		if ((rv = rx_class_atom(rx, set, &a, &aset)) != ORCH_OK)
+			return rv;
+		if (rx->end - rx->p < 2 || rx->p[0] != '-' || rx->p[1] == ']') {
+			if (!aset)
+				set_add(set, a, a);
+			continue;
+		}
+		rx->p++;
+		if ((rv = rx_class_atom(rx, set, &z, &zset)) != ORCH_OK)
+			return rv;
+		if (aset || zset)
+			return rx_fail(rx, "a class escape as the end of a range");
+		if (a > z)
+			return rx_fail(rx, "a range out of order");
+		set_add(set, a, z);
+	}
+	if (rx->p >= rx->end)
+		return rx_fail(rx, "an unterminated '['");
+	rx->p++;
+	if (neg)
+		set_invert(set);
+	return ORCH_OK;
+}
+
+static orch_err rx_alts(struct rx *rx, struct lr *l);
+
+/* rx_group - a (...) group: capturing, (?:...) or (?<name>...). */
+static orch_err
+rx_group(struct rx *rx, struct lr *l)
+{
+	orch_err rv;
+
+	rx->p++;
+	if (rx->p < rx->end && *rx->p == '?') {
+		if (rx->end - rx->p >= 2 && rx->p[1] == ':') {
+			rx->p += 2;
+		} else if (rx->end - rx->p >= 3 && rx->p[1] == '<' && rx->p[2] != '=' &&
+		           rx->p[2] != '!' && memchr(rx->p, '>', (size_t)(rx->end - rx->p))) {
+			rx->p = (const char *)memchr(rx->p, '>', (size_t)(rx->end - rx->p)) + 1;
+		} else {
+			return rx_fail(rx,
+			               "lookarounds and other (?...) groups cannot be expressed");
+		}
+	}
+	if (++rx->depth > JS_DEPTH_MAX)
+		return rx_fail(rx, "groups nested deeper than %d", JS_DEPTH_MAX);
+	sbuf_puts(rx->o, "( ");
+	if ((rv = rx_alts(rx, l)) != ORCH_OK)
+		return rv;
+	if (rx->p >= rx->end || *rx->p != ')')
+		return rx_fail(rx, "an unterminated '('");
+	rx->p++;
+	rx->depth--;
+	sbuf_puts(rx->o, ")");
+	return ORCH_OK;
+}
+
+/* rx_atom - one character, class or group as one GBNF primary; its length in *@l. */
+static orch_err
+rx_atom(struct rx *rx, struct lr *l)
+{
+	struct cpset set = {0};
+	bool is_set = false;
+	orch_err rv = ORCH_OK;
+	uint32_t c = 0;
+	size_t len;
+
+	*l = (struct lr){1, 1};
+	switch (*rx->p) {
+	case '(':
+		return rx_group(rx, l);
+	case '[':
+		rv = rx_class(rx, &set);
+		is_set = true;
+		break;
+	case '.':
+		rx->p++;
+		set_add(&set, '\n', '\n');
+		set_add(&set, '\r', '\r');
+		set_add(&set, 0x2028, 0x2029);
+		set_invert(&set);
+		is_set = true;
+		break;
+	case '\\':
+		rx->p++;
+		rv = rx_escape(rx, false, &c, &set, &is_set);
+		break;
+	case '^':
+	case '$':
+		return rx_fail(rx, "'^' and '$' are taken only at the start and the end");
+	case '*':
+	case '+':
+	case '?':
+	case '{':
+	case '}':
+	case ']':
+		return rx_fail(rx, "a '%c' with nothing to repeat or open", *rx->p);
+	default:
+		if (utf8_next((const uint8_t *)rx->p, (size_t)(rx->end - rx->p), &c, &len) !=
+		    UTF8_OK)
+			return rx_fail(rx, "not well-formed UTF-8");
+		rx->p += len;
+	}
+	if (rv == ORCH_OK && is_set)
+		rv = put_set(rx->js, rx->o, &set);
+	else if (rv == ORCH_OK)
+		put_char(rx->o, c);
+	orch_free(set.r);
+	return rv;
+}
+
+/* rx_count - a decimal repeat count (saturating). */
+static uint64_t
+rx_count(struct rx *rx)
+{
+	uint64_t v = 0;
+
+	for (; rx->p < rx->end && *rx->p >= '0' && *rx->p <= '9'; rx->p++)
+		v = v > 1000000000 ? v : v * 10 + (uint64_t)(*rx->p - '0');
+	return v;
+}
+
+/* rx_quant - a quantifier (if any) into [*@m, *@n]. */
+static orch_err
+rx_quant(struct rx *rx, uint64_t *m, uint64_t *n)
+{
+	char c = rx->p < rx->end ? *rx->p : '\0';
+	const char *at;
+
+	*m = c == '*' || c == '?' ? 0 : 1;
+	*n = c == '*' || c == '+' ? JS_INF : 1;
+	if (c == '*' || c == '+' || c == '?') {
+		rx->p++;
+	} else if (c == '{') {
+		at = ++rx->p;
+		*m = *n = rx_count(rx);
+		if (rx->p == at)
+			return rx_fail(rx, "a '{' that is no repeat count");
+		if (rx->p < rx->end && *rx->p == ',') {
+			at = ++rx->p;
+			*n = rx_count(rx);
+			*n = rx->p == at ? JS_INF : *n;
+		}
+		if (rx->p >= rx->end || *rx->p != '}')
+			return rx_fail(rx, "a '{' that is no repeat count");
+		rx->p++;
+		if (*n < *m)
+			return rx_fail(rx, "a repeat count {m,n} with n < m");
+	} else {
+		return ORCH_OK;
+	}
+	if (rx->p < rx->end && *rx->p == '?')
+		rx->p++; /* lazy: the same strings */
+	return ORCH_OK;
+}
+
+/*
+ * rx_term - an atom and its quantifier. With @clamp, a one-character atom's
+ * count is cut to [clamp->lo, clamp->hi] (minLength/maxLength); clamp->lo
+ * is set to JS_INF when it could not be.
+ */
+static orch_err
+rx_term(struct rx *rx, struct lr *l, struct lr *clamp)
+{
+	size_t start = rx->o->n;
+	uint64_t m, n;
+	struct lr a;
+	orch_err rv;
+
+	if ((rv = rx_atom(rx, &a)) != ORCH_OK || (rv = rx_quant(rx, &m, &n)) != ORCH_OK)
+		return rv;
+	if (clamp && (a.lo != 1 || a.hi != 1)) {
+		clamp->lo = JS_INF;
+	} else if (clamp) {
+		uint64_t cm = m > clamp->lo ? m : clamp->lo, cn = n < clamp->hi ? n : clamp->hi;
+		if (cn < n && cn > JS_REPEAT_MAX)
+			cn = JS_REPEAT_MAX; /* maxLength cut: stricter */
+		if (cm > cn)
+			clamp->lo = JS_INF; /* the general path tells why */
+		else
+			m = cm, n = cn;
+	}
+	if (n == JS_INF && a.lo == 0)
+		return rx_fail(rx, "an unbounded repeat of something that can match nothing");
+	if (m > JS_REPEAT_MAX || (n != JS_INF && n > JS_REPEAT_MAX))
+		return rx_fail(rx, "a repeat count over %d", JS_REPEAT_MAX);
+	*l = (struct lr){sat_mul(a.lo, m), sat_mul(a.hi, n)};
+	if (n == 0) {
+		cut(rx->o, start); /* x{0}: nothing */
+	} else if (n == JS_INF) {
+		sbuf_printf(rx->o, m == 0 ? "*" : m == 1 ? "+" : "{%" PRIu64 ",}", m);
+	} else if (m != 1 || n != 1) {
+		sbuf_printf(rx->o, m == n ? "{%" PRIu64 "}" : "{%" PRIu64 ",%" PRIu64 "}", m, n);
+	}
+	return ORCH_OK;
+}
+
+/* rx_seq - terms up to '|', ')' or the end (@top: a final '$' sets *@dollar). */
+static orch_err
+rx_seq(struct rx *rx, struct lr *l, bool top, bool *dollar)
+{
+	struct lr t;
+	orch_err rv;
+
+	*l = (struct lr){0, 0};
+	while (rx->p < rx->end && *rx->p != '|' && *rx->p != ')') {
+		if (top && *rx->p == '$' && (rx->p + 1 == rx->end || rx->p[1] == '|')) {
+			rx->p++;
+			*dollar = true;
+			break;
+		}
+		if ((rv = rx_term(rx, &t, NULL)) != ORCH_OK)
+			return rv;
+		*l = (struct lr){sat_add(l->lo, t.lo), sat_add(l->hi, t.hi)};
+		sbuf_putc(rx->o, ' ');
+	}
+	return ORCH_OK;
+}
+
+/* rx_alts - alternatives inside a group. */
+static orch_err
+rx_alts(struct rx *rx, struct lr *l)
+{
+	struct lr a;
+	orch_err rv;
+
+	for (bool first = true;; first = false) {
+		if ((rv = rx_seq(rx, &a, false, NULL)) != ORCH_OK)
+			return rv;
+		l->lo = first || a.lo < l->lo ? a.lo : l->lo;
+		l->hi = first || a.hi > l->hi ? a.hi : l->hi;
+		if (rx->p >= rx->end || *rx->p != '|')
+			return ORCH_OK;
+		rx->p++;
+		sbuf_puts(rx->o, "| ");
+	}
+}
+
+/* rx_pattern - @pat as the inside of a JSON string; its length range in *@l. */
+static orch_err
+rx_pattern(struct js *js, const char *pat, struct sbuf *o, struct lr *l)
+{
+	struct rx rx = {js, pat, pat + strlen(pat), o, 0};
+	struct lr a;
+	orch_err rv;
+
+	sbuf_puts(o, "( ");
+	for (bool first = true;; first = false) {
+		bool a0 = rx.p < rx.end && *rx.p == '^', a1 = false;
+
+		rx.p += a0;
+		sbuf_puts(o, a0 ? "" : "char{0," RX_PREFIX_MAX "} ");
+		if ((rv = rx_seq(&rx, &a, true, &a1)) != ORCH_OK)
+			return rv;
+		sbuf_puts(o, a1 ? "" : "char* ");
+		js->used |= a0 && a1 ? 0 : U_CHAR;
+		a.hi = a0 && a1 ? a.hi : JS_INF;
+		l->lo = first || a.lo < l->lo ? a.lo : l->lo;
+		l->hi = first || a.hi > l->hi ? a.hi : l->hi;
+		if (rx.p >= rx.end)
+			break;
+		if (*rx.p != '|')
+			return rx_fail(&rx, "an unmatched ')'");
+		rx.p++;
+		sbuf_puts(o, "| ");
+	}
+	sbuf_puts(o, ")");
+	return ORCH_OK;
+}
+
+/*
+ * rx_clamped - a pattern ^X$ with X one character (class) and a quantifier,
+ * its count cut to the lengths [lo, hi]; *@done false when it is not one.
+ */
+static orch_err
+rx_clamped(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf *o, bool *done)
+{
+	size_t n = strlen(pat), bs = 0, start = o->n;
+	struct lr clamp = {lo, hi}, l;
+	struct rx rx = {js, pat + 1, pat + n - 1, o, 0};
+	orch_err rv;
+
+	*done = false;
+	while (bs + 2 < n && pat[n - 2 - bs] == '\\')
+		bs++;
+	if (n < 3 || pat[0] != '^' || pat[n - 1] != '$' || bs % 2 == 1 || pat[1] == '$')
+		return ORCH_OK;
+	if ((rv = rx_term(&rx, &l, &clamp)) != ORCH_OK)
+		return rv;
+	*done = rx.p == rx.end && clamp.lo != JS_INF;
+	if (!*done) {
+		cut(o, start);
+	}
+	return ORCH_OK;
+}
+
+/* gen_pattern - a string matching @pat with [lo, hi] code points. */
+static orch_err
+gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf *b)
+{
+	struct lr l;
+	bool done;
+	orch_err rv;
+
+	sbuf_puts(b, "\"\\\"\" ");
+	if ((rv = rx_clamped(js, pat, lo, hi, b, &done)) != ORCH_OK)
+		return rv;
+	if (!done && (rv = rx_pattern(js, pat, b, &l)) != ORCH_OK)
+		return rv;
+	if (!done && (lo > l.lo || (hi != JS_INF && l.hi > hi)))
+		return js_fail(js, "'minLength'/'maxLength' beside 'pattern' are taken only when "
+		                   "the pattern implies them or is one repeated character class "
+		                   "(^[...]{m,n}$)");
+	sbuf_puts(b, " \"\\\"\"");
+	return ORCH_OK;
+}

@@ -1,0 +1,260 @@
+/*
+ * grammar_test.c - GBNF compile and match (grammar.h): what each construct
+ * accepts and refuses, byte by byte and across feeds split anywhere,
+ * character classes over UTF-8, and every refusal with where and why.
+ */
+#include "base/rng.h"
+#include "grammar/gram_mask.h"
+#include "grammar/grammar.h"
+#include "t.h"
+
+/* @text compiled; each of @yes (NULL-ended) accepted whole, each of @no refused. */
+static void
+check(const char *text, const char *const *yes, const char *const *no)
+{
+	struct gram *g;
+	struct gram_err e;
+	orch_err rv = gram_compile(text, strlen(text), NULL, &g, &e);
+
+	if (rv != ORCH_OK)
+		fprintf(stderr, "%s\n  -> %u:%u %s\n", text, e.line, e.col, e.msg);
+	T_OK(rv);
+	for (; *yes; yes++) {
+		if (!gram_accepts(g, *yes, strlen(*yes)))
+			fprintf(stderr, "%s\n  does not accept '%s'\n", text, *yes);
+		T_TRUE(gram_accepts(g, *yes, strlen(*yes)));
+	}
+	for (; *no; no++) {
+		if (gram_accepts(g, *no, strlen(*no)))
+			fprintf(stderr, "%s\n  accepts '%s'\n", text, *no);
+		T_TRUE(!gram_accepts(g, *no, strlen(*no)));
+	}
+	gram_free(g);
+}
+
+#define L(...)                    \
+	(const char *const[])     \
+	{                         \
+		__VA_ARGS__, NULL \
+	}
+
+static void
+test_constructs(void)
+{
+	check("root ::= \"abc\"", L("abc"), L("", "ab", "abcd", "abd"));
+	check("root ::= \"a\" | \"bc\" | ", L("a", "bc", ""), L("b", "abc"));
+	check("root ::= x y\nx ::= \"x\"\ny ::= \"y\"+", L("xy", "xyyy"), L("x", "xyx"));
+	check("root ::= [a-c]* \"!\"", L("!", "abcabc!"), L("abcd!", "a"));
+	check("root ::= [^a-c]", L("d", "!", "\xc3\xa9", "\xf0\x9f\x98\x80"), L("a", "", "dd"));
+	check("root ::= \"a\"? \"b\"{2,3} (\"c\" | \"d\"){2}", L("bbcd", "abbbdd"),
+	      L("bcd", "abbbbcc", "abbc"));
+	check("root ::= \"x\"{3,}", L("xxx", "xxxxxxxx"), L("xx"));
+	check("root ::= \"x\"{0,2} \"y\"{0}", L("", "x", "xx"), L("xxx", "y"));
+	check("root ::= (\"(\" root \")\")*", L("", "()", "(())()", "((()))"), L("(", "())", ")("));
+	check("# a comment\nroot ::= ( \"a\" # inside\n  | \"b\" )\n\n", L("a", "b"), L("ab"));
+	check("root ::= \"\\x41\\u00e9\\U0001F600\\n\\\"\\\\\"",
+	      L("A\xc3\xa9\xf0\x9f\x98\x80\n\"\\"), L("A"));
+	check("root ::= .", L("a", "\xc3\xa9", "\xe2\x82\xac", "\xf4\x8f\xbf\xbf"),
+	      L("", "\xc3", "\xed\xa0\x80", "\xc0\x80", "\xf4\x90\x80\x80", "\xff"));
+	check("root ::= [\\u00e0-\\u00ff\\u0100-\\u07ff\\u4e00-\\u9fff]+",
+	      L("\xc3\xa0", "\xdf\xbf", "\xe4\xb8\x80\xe9\xbf\xbf"),
+	      L("\xc3\x9f", "\xe0\xa0\x80", "\xea\x80\x80", "a"));
+	check("root ::= [^\\x00-\\x7f]", L("\xc2\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80"),
+	      L("\x7f", "\xed\xbf\xbf"));
+	check("root ::= \"\" | \"a\"", L("", "a"), L("aa"));
+	check("root ::= a-b_c\na-b_c ::= [\\]\\-\\^]", L("]", "-", "^"), L("a"));
+	check("root ::= [] | \"a\"", L("a"), L("", "\x01"));
+}
+
+static void
+test_ambiguous(void)
+{
+	/* every parse kept alive: a* a* and (a|a)* stay linear, and a | ab both live */
+	check("root ::= \"a\"* \"a\"* \"b\"", L("b", "aaaaab"), L("aaaa"));
+	check("root ::= (\"a\" | \"a\")* \"b\"", L("aaaaaaaaaaaaaaaaaaaaaaaaaaaab"), L("ba"));
+	check("root ::= \"a\" | \"ab\" | \"a\" \"bc\"", L("a", "ab", "abc"), L("b", "abcd"));
+}
+
+static void
+test_feed(void)
+{
+	static const char gr[] = "root ::= \"{\" [ \\u00e9]* \"}\"";
+	struct gram *g;
+	struct gram_match *m;
+	struct gram_err e;
+	bool oom = true;
+
+	T_OK(gram_compile(gr, sizeof(gr) - 1, NULL, &g, &e));
+	T_OK(gram_match_new(g, &m));
+	T_TRUE(!gram_match_accepting(m));
+	T_TRUE(gram_match_feed(m, "{ \xc3", 3, &oom));
+	T_TRUE(!oom);
+	T_TRUE(!gram_match_feed(m, "\xc3", 1, &oom)); /* not a continuation byte */
+	T_TRUE(!oom);
+	T_TRUE(gram_match_feed(m, "\xa9 ", 2, NULL)); /* the refused feed changed nothing */
+	T_TRUE(!gram_match_feed(m, " }x", 3, NULL));  /* refused as a whole */
+	T_TRUE(!gram_match_accepting(m));
+	T_TRUE(gram_match_feed(m, "}", 1, NULL));
+	T_TRUE(gram_match_accepting(m));
+	T_TRUE(gram_match_done(m));
+	T_TRUE(!gram_match_feed(m, " ", 1, NULL));
+	T_TRUE(gram_match_feed(m, "", 0, NULL));
+	gram_match_free(m);
+	gram_free(g);
+}
+
+static void
+refused(const char *text, uint32_t line, uint32_t col, const char *msg)
+{
+	struct gram *g = (struct gram *)1;
+	struct gram_err e;
+
+	T_ERR(gram_compile(text, strlen(text), NULL, &g, &e), ORCH_EINVAL);
+	T_TRUE(g == NULL);
+	if (strstr(e.msg, msg) == NULL || e.line != line || e.col != col)
+		fprintf(stderr, "%s\n  -> %u:%u %s (want %u:%u %s)\n", text, e.line, e.col, e.msg,
+		        line, col, msg);
+	T_TRUE(strstr(e.msg, msg) != NULL);
+	T_EQ(e.line, line);
+	T_EQ(e.col, col);
+}
+
+static void
+test_refused(void)
+{
+	refused("root ::= x", 1, 10, "undefined rule 'x'");
+	refused("root ::= \"a\"\nroot ::= \"b\"", 2, 1, "defined twice");
+	refused("root ::= root \"a\" | \"b\"", 1, 1, "left recursion through rule 'root'");
+	refused("root ::= x\nx ::= y? root\ny ::= \"y\"", 1, 1, "left recursion");
+	refused("root ::= (\"a\"?)*", 1, 17, "left recursion");
+	refused("root ::= \"abc", 1, 14, "unterminated string");
+	refused("root ::= [a-", 1, 13, "unterminated");
+	refused("root ::= [z-a]", 1, 14, "out of order");
+	refused("root ::= \"\\q\"", 1, 12, "unknown escape");
+	refused("root ::= \"\\ud800\"", 1, 17, "not a Unicode scalar value");
+	refused("root ::= \"a\"{3,2}", 1, 18, "upper bound");
+	refused("root ::= \"a\"{10001}", 1, 19, "over 10000");
+	refused("root ::= ( \"a\" ", 1, 16, "expected ')'");
+	refused("root ::= \"a\" )", 1, 14, "unmatched ')'");
+	refused("root ::= *", 1, 10, "unexpected '*'");
+	refused("root = \"a\"", 1, 6, "expected '::='");
+	refused("x ::= \"a\"", 0, 0, "no rule 'root'");
+	refused("root ::= \"\xff\"", 1, 11, "ill-formed UTF-8");
+}
+
+/* A JSON-like grammar with UTF-8 strings, nesting and bounded numbers. */
+static const char json_gr[] = "root ::= value\n"
+                              "value ::= obj | arr | str | num | \"true\" | \"null\"\n"
+                              "obj ::= \"{\" ( str \":\" value (\",\" str \":\" value)* )? \"}\"\n"
+                              "arr ::= \"[\" ( value (\",\" value)* )? \"]\"\n"
+                              "str ::= \"\\\"\" [^\"\\\\]{0,6} \"\\\"\"\n"
+                              "num ::= \"-\"? [1-9] [0-9]{0,3}\n";
+
+/* Whether @prefix (@n) followed by @tok (@k) keeps a parse of @g alive: the brute force. */
+static bool
+brute(const struct gram *g, const char *prefix, size_t n, const uint8_t *tok, size_t k)
+{
+	struct gram_match *m;
+	bool ok;
+
+	if (k == 0 || gram_match_new(g, &m) != ORCH_OK)
+		return false;
+	ok = gram_match_feed(m, prefix, n, NULL) && gram_match_feed(m, tok, k, NULL);
+	gram_match_free(m);
+	return ok;
+}
+
+/* Tokens: every byte, pieces of JSON, random strings of JSON bytes and UTF-8, duplicates. */
+static uint32_t
+make_vocab(uint8_t (*tok)[8], uint32_t *len, struct rng *rng)
+{
+	static const char *const pieces[] = {"{\"",  "\":",      "\",\"", "[1",     "]}",  "true",
+	                                     "null", "\xc3\xa9", "\xc3",  "\xa9\"", "-12", "\"\""};
+	static const char alpha[] = "{}[],:\"-0123456789tnul\\a\xc3\xa9\xe2\x82\xac";
+	uint32_t n = 0;
+
+	for (uint32_t b = 0; b < 256; b++, n++) {
+		tok[n][0] = (uint8_t)b;
+		len[n] = 1;
+	}
+	for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++, n++) {
+		len[n] = (uint32_t)strlen(pieces[i]);
+		memcpy(tok[n], pieces[i], len[n]);
+	}
+	len[n++] = 0; /* a control token */
+	memcpy(tok[n], "true", 4);
+	len[n++] = 4; /* the same bytes twice */
+	for (; n < 700; n++) {
+		len[n] = 1 + (uint32_t)(rng_next(rng) % 5);
+		for (uint32_t i = 0; i < len[n]; i++)
+			tok[n][i] = (uint8_t)alpha[rng_next(rng) % (sizeof(alpha) - 1)];
+	}
+	return n;
+}
+
+/* Random walks through the grammar: at every step each token's bit equals the brute force. */
+static void
+test_mask(void)
+{
+	static uint8_t tok[700][8];
+	static uint32_t len[700];
+	const uint8_t *ptr[700];
+	struct rng rng;
+	struct gram *g;
+	struct gram_err e;
+	struct gram_vocab *v;
+	struct gram_masks *c;
+	struct gram_masks_stats st;
+
+	rng_seed(&rng, 7);
+	uint32_t n = make_vocab(tok, len, &rng);
+	for (uint32_t i = 0; i < n; i++)
+		ptr[i] = tok[i];
+	T_OK(gram_compile(json_gr, sizeof(json_gr) - 1, NULL, &g, &e));
+	T_OK(gram_vocab_new(ptr, len, n, &v));
+	T_EQ(gram_vocab_size(v), n);
+	T_OK(gram_masks_new(g, v, 1 << 20, &c));
+	for (int walk = 0; walk < 12; walk++) {
+		char out[256];
+		size_t k = 0;
+		struct gram_match *m;
+		T_OK(gram_match_new(g, &m));
+		for (int step = 0; step < 40 && !gram_match_done(m); step++) {
+			const uint32_t *bits;
+			uint32_t allowed[700], n_allowed = 0;
+			T_OK(gram_match_mask(m, c, &bits));
+			for (uint32_t i = 0; i < n; i++) {
+				bool bit = (bits[i >> 5] >> (i & 31)) & 1;
+				if (bit != brute(g, out, k, tok[i], len[i]))
+					fprintf(stderr, "walk %d step %d token %u: mask %d\n", walk,
+					        step, i, bit);
+				T_EQ(bit, brute(g, out, k, tok[i], len[i]));
+				if (bit && k + len[i] < sizeof(out))
+					allowed[n_allowed++] = i;
+			}
+			if (n_allowed == 0)
+				break;
+			uint32_t pick = allowed[rng_next(&rng) % n_allowed];
+			T_TRUE(gram_match_feed(m, tok[pick], len[pick], NULL));
+			memcpy(out + k, tok[pick], len[pick]);
+			k += len[pick];
+		}
+		gram_match_free(m);
+	}
+	gram_masks_stats(c, &st);
+	T_TRUE(st.hits > 0 && st.misses > 0); /* states repeat: the cache answers some */
+	gram_masks_free(c);
+	gram_vocab_free(v);
+	gram_free(g);
+}
+
+int
+main(void)
+{
+	T_RUN(test_constructs);
+	T_RUN(test_ambiguous);
+	T_RUN(test_feed);
+	T_RUN(test_refused);
+	T_RUN(test_mask);
+	return t_done();
+}

@@ -1,0 +1,537 @@
+/*
+ * json_schema_test.c - JSON Schema to GBNF (json_schema.h): for each schema,
+ * texts its grammar must accept and texts it must refuse (through
+ * gram_compile and gram_accepts); integer and number bounds checked against
+ * every value near them; each refusal's code, keyword and pointer; the
+ * limits; the json_object grammar; and allocation failures.
+ */
+#include <cjson/cJSON.h>
+
+#include "base/rng.h"
+#include "base/sbuf.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "t.h"
+
+#define L(...)                    \
+	(const char *const[])     \
+	{                         \
+		__VA_ARGS__, NULL \
+	}
+#define NONE                  \
+	(const char *const[]) \
+	{                     \
+		NULL          \
+	}
+
+/* compile - the grammar of @schema (JSON text), compiled; NULL after a failed check. */
+static struct gram *
+compile(const char *schema)
+{
+	cJSON *s = cJSON_Parse(schema);
+	char *text = NULL, msg[256];
+	struct gram *g = NULL;
+	struct gram_err e;
+	orch_err rv;
+
+	if (s == NULL) {
+		fprintf(stderr, "bad test schema: %s\n", schema);
+		t_failed_checks++;
+		return NULL;
+	}
+	rv = json_schema_gbnf(s, &text, msg, sizeof(msg));
+	cJSON_Delete(s);
+	if (rv != ORCH_OK) {
+		fprintf(stderr, "%s\n  -> %s: %s\n", schema, orch_err_name(rv), msg);
+		t_failed_checks++;
+		return NULL;
+	}
+	if (gram_compile(text, strlen(text), NULL, &g, &e) != ORCH_OK) {
+		fprintf(stderr, "%s\n%s  -> does not compile: %u:%u %s\n", schema, text, e.line,
+		        e.col, e.msg);
+		t_failed_checks++;
+	}
+	free(text);
+	return g;
+}
+
+/* check - each of @yes a sentence of @schema's grammar, none of @no. */
+static void
+check(const char *schema, const char *const *yes, const char *const *no)
+{
+	struct gram *g = compile(schema);
+
+	T_TRUE(g != NULL);
+	for (; *yes; yes++) {
+		if (!gram_accepts(g, *yes, strlen(*yes)))
+			fprintf(stderr, "%s\n  does not accept %s\n", schema, *yes);
+		T_TRUE(gram_accepts(g, *yes, strlen(*yes)) || (gram_free(g), false));
+	}
+	for (; *no; no++) {
+		if (gram_accepts(g, *no, strlen(*no)))
+			fprintf(stderr, "%s\n  accepts %s\n", schema, *no);
+		T_TRUE(!gram_accepts(g, *no, strlen(*no)) || (gram_free(g), false));
+	}
+	gram_free(g);
+}
+
+/* refused - @schema gives ORCH_EINVAL with @what and @where in its message. */
+static void
+refused(const char *schema, const char *what, const char *where)
+{
+	cJSON *s = cJSON_Parse(schema);
+	char *text = (char *)1, msg[256];
+	orch_err rv;
+
+	T_TRUE(s != NULL);
+	rv = json_schema_gbnf(s, &text, msg, sizeof(msg));
+	cJSON_Delete(s);
+	if (rv != ORCH_EINVAL || !strstr(msg, what) || !strstr(msg, where))
+		fprintf(stderr, "%s\n  -> %s '%s' (want '%s' at '%s')\n", schema, orch_err_name(rv),
+		        msg, what, where);
+	T_ERR(rv, ORCH_EINVAL);
+	T_TRUE(text == (char *)1);
+	T_TRUE(strstr(msg, what) != NULL);
+	T_TRUE(strstr(msg, where) != NULL);
+}
+
+static void
+test_types(void)
+{
+	check("{\"type\":\"null\"}", L("null"), L("", "nul", "0", " null"));
+	check("{\"type\":\"boolean\"}", L("true", "false"), L("null", "1"));
+	check("{\"type\":\"integer\"}", L("0", "-7", "123456789012345", "-0"),
+	      L("01", "1.5", "1e3", "1234567890123456", "+1", "-"));
+	check("{\"type\":\"number\"}", L("0", "-0.5", "1e10", "2.5E-3", "123456789012345.5"),
+	      L(".5", "1.", "01", "1e", "NaN", "1e100", "Infinity"));
+	check("{\"type\":\"string\"}",
+	      L("\"\"", "\"a b\"", "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", "\"\\u00e9\\ud83d\\ude00\"",
+	        "\"\xc3\xa9\xf0\x9f\x98\x80\""),
+	      L("\"", "\"a\nb\"", "\"\\x\"", "\"\\ud800\"", "\"\\u12\"", "'a'", "\"\x7f\""));
+	check("{\"type\":[\"string\",\"null\"]}", L("null", "\"x\""), L("1", "true"));
+	check("{\"type\":[\"integer\",\"number\"],\"title\":\"t\",\"description\":\"d\"}",
+	      L("1", "1.5"), L("\"1\""));
+	check("{}", L("1", "\"x\"", "[1,{\"a\":null}]", "{ \"a\" : [ ] }", "true"),
+	      L("", "[1,]", "{\"a\"}", "nul"));
+	check("true", L("null", "{}"), L("{]"));
+}
+
+static void
+test_objects(void)
+{
+	static const char s[] = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+	                        "\"b\":{\"type\":\"string\"},\"c\":{\"type\":\"null\"}},"
+	                        "\"required\":[\"b\"]}";
+
+	check(s,
+	      L("{\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\",\"c\":null}",
+	        "{\"b\":\"x\",\"c\":null}", "{ \"b\" : \"x\" ,\n  \"c\": null\n}"),
+	      L("{}", "{\"a\":1}", "{\"b\":\"x\",\"a\":1}", "{\"b\":\"x\",\"d\":1}",
+	        "{\"b\":\"x\",}", "{,\"b\":\"x\"}", "{\"b\":\"x\"   }"));
+	/* all optional: any subset in order, or nothing */
+	check("{\"properties\":{\"a\":{\"const\":1},\"b\":{\"const\":2}},\"additionalProperties\":"
+	      "false}",
+	      L("{}", "{\"a\":1}", "{\"b\":2}", "{\"a\":1,\"b\":2}"),
+	      L("{\"b\":2,\"a\":1}", "{\"a\":1,}", "{,}", "1"));
+	/* a bare object type is any object; required-only names take any value */
+	check("{\"type\":\"object\"}", L("{}", "{\"x\":[1]}"), L("[]"));
+	check("{\"type\":\"object\",\"required\":[\"k\"]}", L("{\"k\":[1,2]}"),
+	      L("{}", "{\"k\":1,\"j\":2}"));
+	/* extra keys after the declared ones, never one of their names */
+	check("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"ab\":{\"type\":"
+	      "\"integer\"},\"\":{\"type\":\"null\"}},\"required\":[\"a\"],"
+	      "\"additionalProperties\":{\"type\":\"boolean\"}}",
+	      L("{\"a\":1}", "{\"a\":1,\"x\":true}", "{\"a\":1,\"\":null,\"abc\":false,\"b\":true}",
+	        "{\"a\":1,\"A\":true,\"aa\":false}"),
+	      L("{\"a\":1,\"a\":true}", "{\"a\":1,\"ab\":true}", "{\"a\":1,\"\":true}",
+	        "{\"a\":1,\"x\":1}", "{\"x\":true,\"a\":1}", "{\"a\":1,\"\\u0061\":true}"));
+	check("{\"properties\":{\"x\":{\"type\":\"integer\"}},\"additionalProperties\":true}",
+	      L("{}", "{\"y\":[null]}", "{\"x\":1,\"y\":{}}"),
+	      L("{\"x\":\"s\"}", "{\"x\":1,\"x\":2}"));
+	/* names that need escaping */
+	check("{\"properties\":{\"q\\\"\\\\\\n\xc3\xa9\":{\"const\":0}},\"required\":[\"q\\\"\\\\"
+	      "\\n\xc3\xa9\"]}",
+	      L("{\"q\\\"\\\\\\n\xc3\xa9\":0}"), L("{\"q\":0}"));
+}
+
+static void
+test_arrays(void)
+{
+	check("{\"type\":\"array\",\"minItems\":1,\"maxItems\":3,\"items\":{\"type\":\"array\","
+	      "\"minItems\":2,\"maxItems\":2,\"items\":{\"type\":\"integer\"}}}",
+	      L("[[1,2]]", "[[1,2],[3,4],[5,6]]", "[ [1, 2] ,\n [3,4] ]"),
+	      L("[]", "[[1]]", "[[1,2,3]]", "[[1,2],[3,4],[5,6],[7,8]]", "[[1,\"a\"]]"));
+	check("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"integer\"},{\"type\":\"string\"},"
+	      "{\"type\":\"boolean\"}],\"items\":false,\"minItems\":2}",
+	      L("[1,\"a\"]", "[1,\"a\",true]"), L("[1]", "[]", "[1,\"a\",true,1]", "[\"a\",1]"));
+	check("{\"prefixItems\":[{\"const\":\"h\"}],\"items\":{\"type\":\"integer\"},\"maxItems\":3}",
+	      L("[]", "[\"h\"]", "[\"h\",1,2]"), L("[1]", "[\"h\",1,2,3]", "[\"h\",\"h\"]"));
+	check("{\"items\":[{\"type\":\"null\"}]}", L("[]", "[null]", "[null,1,\"x\"]"), L("[1]"));
+	check("{\"type\":\"array\"}", L("[]", "[1,[2],{}]"), L("{}"));
+	check("{\"type\":\"array\",\"items\":false}", L("[]"), L("[1]"));
+	check("{\"type\":\"array\",\"uniqueItems\":true,\"maxItems\":1}", L("[]", "[3]"),
+	      L("[3,3]"));
+}
+
+static void
+test_enum_const(void)
+{
+	check("{\"enum\":[\"a\",\"b\\\"c\",1,2.5,true,null,{\"x\":[1,2]},[],\"\xc3\xa9\\n\"]}",
+	      L("\"a\"", "\"b\\\"c\"", "1", "2.5", "true", "null", "{\"x\":[1,2]}", "[]",
+	        "\"\xc3\xa9\\n\""),
+	      L("\"b\"", "2", "false", "{\"x\":[1]}", "{}", "\"b\"c\""));
+	check("{\"const\":{\"k\":\"v\",\"n\":[1,{\"z\":null}],\"s\":\"a\\\\b\\u0001\"}}",
+	      L("{\"k\":\"v\",\"n\":[1,{\"z\":null}],\"s\":\"a\\\\b\\u0001\"}"),
+	      L("{\"k\":\"v\"}", "{}"));
+	/* siblings filter the values */
+	check("{\"type\":\"string\",\"enum\":[\"a\",1,\"bbb\",null],\"maxLength\":2}", L("\"a\""),
+	      L("1", "\"bbb\"", "null"));
+	check("{\"type\":\"integer\",\"enum\":[1,2.5,7],\"minimum\":2}", L("7"), L("1", "2.5"));
+}
+
+/* Every integer in -3000..3000 and near the 15-digit edge: accepted iff in [lo, hi]. */
+static void
+int_sweep(const char *schema, long long lo, long long hi)
+{
+	struct gram *g = compile(schema);
+	char buf[32];
+	static const long long far[] = {999999999999999LL, -999999999999999LL, 100000000000000LL,
+	                                1000000000000000LL};
+
+	T_TRUE(g != NULL);
+	for (long long x = -3000; x <= 3000 + 4; x++) {
+		long long v = x <= 3000 ? x : far[x - 3001];
+		bool in = v >= lo && v <= hi && v >= -999999999999999LL && v <= 999999999999999LL;
+		snprintf(buf, sizeof(buf), "%lld", v);
+		if (gram_accepts(g, buf, strlen(buf)) != in)
+			fprintf(stderr, "%s: %s %s\n", schema, buf, in ? "refused" : "accepted");
+		T_TRUE(gram_accepts(g, buf, strlen(buf)) == in || (gram_free(g), false));
+	}
+	T_TRUE(!gram_accepts(g, "-0", 2) || (gram_free(g), false));
+	T_TRUE(!gram_accepts(g, "01", 2) || (gram_free(g), false));
+	gram_free(g);
+}
+
+static void
+test_integer_ranges(void)
+{
+	char s[256];
+	struct rng r;
+	uint64_t seed = getenv("ORCH_TEST_SEED") ? strtoull(getenv("ORCH_TEST_SEED"), NULL, 0) : 7;
+
+	int_sweep("{\"type\":\"integer\",\"minimum\":-15,\"maximum\":1234}", -15, 1234);
+	int_sweep("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":100}", 1, 99);
+	int_sweep("{\"type\":\"integer\",\"minimum\":7}", 7, 999999999999999LL);
+	int_sweep("{\"type\":\"integer\",\"exclusiveMaximum\":-3}", -999999999999999LL, -4);
+	int_sweep("{\"type\":\"integer\",\"minimum\":-2.5,\"exclusiveMaximum\":2.5}", -2, 2);
+	int_sweep("{\"type\":\"integer\",\"minimum\":-1e300,\"maximum\":1e300}", -999999999999999LL,
+	          999999999999999LL);
+	int_sweep("{\"type\":\"integer\",\"minimum\":100,\"maximum\":100}", 100, 100);
+	/* random bounds; ORCH_TEST_SEED replays */
+	rng_seed(&r, seed);
+	for (int i = 0; i < 40; i++) {
+		long long a = (long long)(rng_next(&r) % 5001) - 2500;
+		long long z = a + (long long)(rng_next(&r) % 3000);
+		bool ax = rng_next(&r) & 1, zx = rng_next(&r) & 1;
+		if (ax + zx + a > z)
+			continue;
+		snprintf(s, sizeof(s), "{\"type\":\"integer\",\"%s\":%lld,\"%s\":%lld}",
+		         ax ? "exclusiveMinimum" : "minimum", a,
+		         zx ? "exclusiveMaximum" : "maximum", z);
+		int_sweep(s, a + ax, z - zx);
+		if (t_failed_checks)
+			fprintf(stderr, "seed %" PRIu64 "\n", seed);
+	}
+}
+
+/* Each of a grid of decimals: accepted only if within the bounds; @yes accepted. */
+static void
+num_sweep(const char *schema, double lo, bool lox, double hi, bool hix, const char *const *yes)
+{
+	static const char *const fracs[] = {"", ".5", ".25", ".000001", ".999999", ".1", ".0"};
+	struct gram *g = compile(schema);
+	char buf[64];
+
+	T_TRUE(g != NULL);
+	for (int n = -30; n <= 30; n++) {
+		for (size_t f = 0; f < sizeof(fracs) / sizeof(fracs[0]); f++) {
+			snprintf(buf, sizeof(buf), "%s%d%s", n < 0 ? "-" : "", n < 0 ? -n : n,
+			         fracs[f]);
+			double v = strtod(buf, NULL);
+			bool in = (lox ? v > lo : v >= lo) && (hix ? v < hi : v <= hi);
+			if (gram_accepts(g, buf, strlen(buf)) && !in)
+				fprintf(stderr, "%s: accepts %s\n", schema, buf);
+			T_TRUE(in || !gram_accepts(g, buf, strlen(buf)) || (gram_free(g), false));
+		}
+	}
+	for (; *yes; yes++) {
+		if (!gram_accepts(g, *yes, strlen(*yes)))
+			fprintf(stderr, "%s: refuses %s\n", schema, *yes);
+		T_TRUE(gram_accepts(g, *yes, strlen(*yes)) || (gram_free(g), false));
+	}
+	gram_free(g);
+}
+
+static void
+test_number_ranges(void)
+{
+	num_sweep("{\"type\":\"number\",\"minimum\":-2,\"maximum\":3}", -2, false, 3, false,
+	          L("-2", "-1.5", "-0.000001", "0", "0.5", "2.999999", "3"));
+	num_sweep("{\"type\":\"number\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":1}", 0, true, 1,
+	          true, L("0.5", "0.000001", "0.999999"));
+	num_sweep("{\"type\":\"number\",\"minimum\":-10,\"exclusiveMaximum\":-2}", -10, false, -2,
+	          true, L("-10", "-9.5", "-2.1", "-3"));
+	num_sweep("{\"type\":\"number\",\"exclusiveMinimum\":-1,\"maximum\":0}", -1, true, 0, false,
+	          L("-0.5", "0"));
+	/* non-integer bounds are rounded inward: stricter, never looser */
+	num_sweep("{\"type\":\"number\",\"minimum\":-2.5,\"maximum\":3.7}", -2.5, false, 3.7, false,
+	          L("-2", "-1.5", "3"));
+	num_sweep("{\"type\":\"number\",\"minimum\":0}", 0, false, 1e300, false,
+	          L("0", "12.5", "999999999.999999", "999999999999999"));
+	check("{\"type\":\"number\",\"minimum\":0}", NONE, L("-0.5", "1e3", "0.", "1.50"));
+}
+
+static void
+test_strings(void)
+{
+	check("{\"type\":\"string\",\"minLength\":2,\"maxLength\":3}",
+	      L("\"ab\"", "\"abc\"", "\"\\n\\u00e9\"", "\"\xf0\x9f\x98\x80\xc3\xa9\""),
+	      L("\"a\"", "\"abcd\"", "\"\\ud83d\\ude00\"", "\"\xf0\x9f\x98\x80\""));
+	check("{\"type\":\"string\",\"maxLength\":0}", L("\"\""), L("\"a\""));
+	check("{\"type\":\"string\",\"format\":\"date\"}",
+	      L("\"2024-02-28\"", "\"1999-12-31\"", "\"2023-04-30\""),
+	      L("\"2024-02-30\"", "\"2023-04-31\"", "\"2024-13-01\"", "\"24-01-01\""));
+	check("{\"type\":\"string\",\"format\":\"time\"}",
+	      L("\"23:59:59Z\"", "\"00:00:00.123+05:30\"", "\"12:30:00-08:00\""),
+	      L("\"24:00:00Z\"", "\"12:60:00Z\"", "\"12:00:00\""));
+	check("{\"type\":\"string\",\"format\":\"date-time\"}", L("\"2024-01-31T10:20:30Z\""),
+	      L("\"2024-01-31 10:20:30Z\"", "\"2024-01-31\""));
+	check("{\"type\":\"string\",\"format\":\"uuid\"}",
+	      L("\"123e4567-e89b-12d3-a456-426614174000\""),
+	      L("\"123e4567e89b12d3a456426614174000\"", "\"123E4567-e89b-12d3-a456-42661417400\""));
+	check("{\"type\":\"string\",\"format\":\"email\"}",
+	      L("\"a.b+c@example.com\"", "\"x@y-z.co\""),
+	      L("\"a@b\"", "\".a@b.com\"", "\"a@-b.com\"", "\"a b@c.com\""));
+}
+
+static void
+test_patterns(void)
+{
+	check("{\"type\":\"string\",\"pattern\":\"^[A-Z]{2}-\\\\d{3,5}$\"}",
+	      L("\"AB-123\"", "\"ZZ-12345\""), L("\"AB-12\"", "\"xAB-123\"", "\"AB-123 \""));
+	/* unanchored: the match anywhere (up to 32 characters before it) */
+	check("{\"type\":\"string\",\"pattern\":\"ab+c\"}",
+	      L("\"abc\"", "\"xxabbbcyy\"", "\"\\nabc\\\"\""), L("\"ac\"", "\"abbd\"", "\"\""));
+	check("{\"type\":\"string\",\"pattern\":\"^x|y$\"}", L("\"x\"", "\"xa\"", "\"ay\""),
+	      L("\"ax\"", "\"ya\""));
+	/* a quote, a backslash and controls the pattern allows are written escaped */
+	check("{\"type\":\"string\",\"pattern\":\"^say \\\"(hi|yo)\\\"\\\\\\\\$\"}",
+	      L("\"say \\\"hi\\\"\\\\\""), L("\"say \"hi\"\\\"", "\"say \\\"ho\\\"\\\\\""));
+	check("{\"type\":\"string\",\"pattern\":\"^[\\\\t\\\\n\\\"]\\\\s?.$\"}",
+	      L("\"\\t\\u0001\"", "\"\\n x\"", "\"\\\"\\\"\""), L("\"\\ta\\n\"", "\"a\""));
+	check("{\"type\":\"string\",\"pattern\":\"^(?:[0-9a-f]{2}){1,3}$\"}",
+	      L("\"0a\"", "\"0a1b2c\""), L("\"0\"", "\"0a1b2c3d\"", "\"0A\""));
+	check("{\"type\":\"string\",\"pattern\":\"^\\\\w+(\\\\s\\\\w+)?$\"}",
+	      L("\"a_1\"", "\"a b\""), L("\"a  b\"", "\"\"", "\"\xc3\xa9\""));
+	check("{\"type\":\"string\",\"pattern\":\"^\\\\u00e9\\\\u{1F600}[^a-z\\\\d]\\\\.$\"}",
+	      L("\"\xc3\xa9\xf0\x9f\x98\x80!.\"", "\"\xc3\xa9\xf0\x9f\x98\x80\\\\.\""),
+	      L("\"\xc3\xa9\xf0\x9f\x98\x80"
+	        "a.\"",
+	        "\"\xc3\xa9\xf0\x9f\x98\x80"
+	        "1.\""));
+	/* lengths: cut into a single repeated class, or implied by the pattern */
+	check("{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"minLength\":2,\"maxLength\":3}",
+	      L("\"ab\"", "\"abc\""), L("\"a\"", "\"abcd\"", "\"AB\""));
+	check("{\"type\":\"string\",\"pattern\":\"^[0-9]{5}$\",\"maxLength\":5}", L("\"12345\""),
+	      L("\"1234\""));
+}
+
+static void
+test_refs(void)
+{
+	static const char tree[] =
+	        "{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":"
+	        "{\"v\":{\"type\":\"integer\"},\"kids\":{\"type\":\"array\",\"items\":{\"$ref\":"
+	        "\"#/$defs/node\"}}},\"required\":[\"v\"],\"additionalProperties\":false}}}";
+
+	check(tree, L("{\"v\":1}", "{\"v\":1,\"kids\":[{\"v\":2,\"kids\":[]},{\"v\":3}]}"),
+	      L("{\"kids\":[]}", "{\"v\":1,\"kids\":[{}]}"));
+	check("{\"type\":\"object\",\"properties\":{\"v\":{\"type\":\"string\"},\"next\":{\"anyOf\":["
+	      "{\"$ref\":\"#\"},{\"type\":\"null\"}]}},\"required\":[\"v\",\"next\"]}",
+	      L("{\"v\":\"a\",\"next\":{\"v\":\"b\",\"next\":null}}"),
+	      L("{\"v\":\"a\",\"next\":1}"));
+	check("{\"definitions\":{\"a/b~c\":{\"const\":5}},\"$ref\":\"#/definitions/a~1b~0c\"}",
+	      L("5"), L("6"));
+}
+
+static void
+test_composition(void)
+{
+	check("{\"anyOf\":[{\"type\":\"string\",\"maxLength\":1},{\"type\":\"integer\",\"minimum\":0,"
+	      "\"maximum\":9},{\"type\":\"null\"}]}",
+	      L("\"a\"", "7", "null"), L("\"ab\"", "10", "true"));
+	check("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"kind\":{\"const\":\"c\"},\"r\":{"
+	      "\"type\":\"number\"}},\"required\":[\"kind\",\"r\"]},{\"type\":\"object\","
+	      "\"properties\":{\"kind\":{\"enum\":[\"s\",\"q\"]},\"w\":{\"type\":\"integer\"}},"
+	      "\"required\":[\"kind\",\"w\"]},{\"type\":\"string\"}]}",
+	      L("{\"kind\":\"c\",\"r\":1.5}", "{\"kind\":\"q\",\"w\":2}", "\"x\""),
+	      L("{\"kind\":\"c\",\"w\":2}", "1"));
+	check("{\"oneOf\":[{\"const\":1},{\"enum\":[2,\"x\"]}]}", L("1", "2", "\"x\""), L("3"));
+	check("{\"allOf\":[{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\","
+	      "\"minimum\":0}},\"required\":[\"a\"]},{\"properties\":{\"a\":{\"maximum\":5},\"b\":{"
+	      "\"type\":\"string\"}},\"required\":[\"b\"]}]}",
+	      L("{\"a\":0,\"b\":\"\"}", "{\"a\":5,\"b\":\"x\"}"),
+	      L("{\"a\":6,\"b\":\"x\"}", "{\"a\":-1,\"b\":\"x\"}", "{\"a\":1}", "{\"b\":\"x\"}"));
+	check("{\"allOf\":[{\"type\":[\"integer\",\"string\"]},{\"type\":[\"number\",\"null\"]}],"
+	      "\"maximum\":3}",
+	      L("3", "-1"), L("1.5", "\"a\"", "null", "4"));
+	/* anyOf with siblings: each branch merged with them */
+	check("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{\"type\":"
+	      "\"string\"}},\"additionalProperties\":false,\"anyOf\":[{\"required\":[\"a\"]},{"
+	      "\"required\":[\"b\"]}]}",
+	      L("{\"a\":1}", "{\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\"}"), L("{}", "{\"c\":1}"));
+}
+
+static void
+test_refused(void)
+{
+	refused("{\"type\":\"object\",\"properties\":{\"a\":{\"patternProperties\":{}}}}",
+	        "unsupported keyword 'patternProperties'", "at /properties/a");
+	refused("{\"not\":{}}", "unsupported keyword 'not'", "the root");
+	refused("{\"items\":{\"if\":{},\"then\":{}}}", "'if'", "at /items");
+	refused("{\"uniqueItems\":true}", "'uniqueItems'", "root");
+	refused("{\"type\":\"number\",\"multipleOf\":0.5}", "'multipleOf'", "root");
+	refused("{\"contains\":{}}", "'contains'", "root");
+	refused("{\"minProperties\":1}", "'minProperties'", "root");
+	refused("{\"properties\":{\"a\":{}},\"maxProperties\":1,\"additionalProperties\":true}",
+	        "'maxProperties'", "root");
+	refused("{\"dependentRequired\":{}}", "'dependentRequired'", "root");
+	refused("{\"properties\":{\"x\":{\"$ref\":\"https://e.com/s.json\"}}}", "'$ref'",
+	        "/properties/x");
+	refused("{\"$ref\":\"#/$defs/none\"}", "points at nothing", "root");
+	refused("{\"$defs\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/a\"},{\"type\":\"null\"}]}},"
+	        "\"$ref\":\"#/$defs/a\"}",
+	        "recurses", "/$defs/a/anyOf/0");
+	refused("false", "schema false", "root");
+	refused("{\"type\":\"strnig\"}", "unknown type 'strnig'", "root");
+	refused("{\"oneOf\":[{\"type\":\"string\"},{\"maxLength\":3}]}", "'oneOf'", "root");
+	refused("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"k\":{\"const\":1}}},{\"type\":"
+	        "\"object\",\"properties\":{\"k\":{\"const\":2}}}]}",
+	        "branches 0 and 1", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", "'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"a(?=b)\"}", "'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"\\\\bx\"}", "'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"a^b\"}", "'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"(a*)*\"}", "'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"[z-a]\"}", "'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":4}", "'maxLength'",
+	        "root");
+	refused("{\"type\":\"string\",\"format\":\"uri\"}", "unsupported format 'uri'", "root");
+	refused("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern'", "root");
+	refused("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "no type", "root");
+	refused("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{"
+	        "\"properties\":{\"b\":{}}}]}",
+	        "'additionalProperties'", "root");
+	refused("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":1}",
+	        "no integer", "root");
+	refused("{\"type\":\"integer\",\"minimum\":1e16}", "15 digits", "root");
+	refused("{\"enum\":[1,2],\"type\":\"string\"}", "no value of 'enum'", "root");
+	refused("{\"enum\":[1],\"pattern\":\"x\"}", "'pattern' beside 'enum'", "root");
+	refused("{\"properties\":{\"a\":{\"$id\":\"x\"}}}", "'$id'", "/properties/a");
+	refused("{\"$ref\":\"#\",\"type\":\"string\"}", "beside '$ref'", "root");
+	refused("{\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":-1}}}", "'minLength'",
+	        "/properties/a");
+	refused("{\"required\":[\"x\"],\"additionalProperties\":false}", "'x'", "root");
+	refused("{\"minItems\":3,\"prefixItems\":[{}],\"items\":false}", "'minItems'", "root");
+}
+
+static void
+test_limits(void)
+{
+	struct sbuf b = {0};
+	cJSON *s;
+	char *text = NULL, msg[128];
+
+	for (int i = 0; i < 70; i++)
+		sbuf_puts(&b, "{\"items\":");
+	sbuf_puts(&b, "{}");
+	for (int i = 0; i < 70; i++)
+		sbuf_puts(&b, "}");
+	refused(b.p, "deeper than 64", "/items/items");
+	sbuf_clear(&b);
+	sbuf_puts(&b, "{\"enum\":[");
+	for (int i = 0; i < 20000; i++)
+		sbuf_printf(&b, "%s\"%064d\"", i ? "," : "", i);
+	sbuf_puts(&b, "]}");
+	refused(b.p, "over 1 MiB", "root");
+	sbuf_fini(&b);
+	T_ERR(json_schema_gbnf(NULL, &text, msg, sizeof(msg)), ORCH_EINVAL);
+	/* a message cut to fit its buffer */
+	s = cJSON_Parse("{\"properties\":{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":{\"not\":{}}}}");
+	T_ERR(json_schema_gbnf(s, &text, msg, 8), ORCH_EINVAL);
+	T_EQ(strlen(msg), 7);
+	cJSON_Delete(s);
+}
+
+static void
+test_json_object(void)
+{
+	const char *t = json_object_gbnf();
+	struct gram *g;
+	struct gram_err e;
+	static const char *const yes[] = {"{}", "{\"a\":[1,{\"b\":null}],\"c\":\"\\u00e9\"}",
+	                                  "{ \"a\" : -1.5e3 }"};
+	static const char *const no[] = {"[]", "1", "{\"a\":}", "{\"a\":1,}", "\"{}\""};
+
+	T_OK(gram_compile(t, strlen(t), NULL, &g, &e));
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++)
+		T_TRUE(gram_accepts(g, yes[i], strlen(yes[i])) || (gram_free(g), false));
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
+		T_TRUE(!gram_accepts(g, no[i], strlen(no[i])) || (gram_free(g), false));
+	gram_free(g);
+}
+
+static orch_err
+oom_once(void *ctx)
+{
+	char *text = NULL, msg[128];
+	orch_err rv = json_schema_gbnf(ctx, &text, msg, sizeof(msg));
+
+	free(text);
+	return rv;
+}
+
+static void
+test_oom(void)
+{
+	cJSON *s = cJSON_Parse(
+	        "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"k\":{\"type\":\"array\","
+	        "\"items\":{\"$ref\":\"#/$defs/n\"}}},\"additionalProperties\":{\"type\":\"string\","
+	        "\"pattern\":\"^[a-z\\\\d]{2,}$\"}}},\"allOf\":[{\"properties\":{\"n\":{\"$ref\":"
+	        "\"#/$defs/n\"}}},{\"properties\":{\"x\":{\"type\":\"integer\",\"minimum\":-5,"
+	        "\"maximum\":50}}}],\"anyOf\":[{\"required\":[\"x\"]},{\"required\":[\"n\"]}]}");
+
+	T_TRUE(s != NULL);
+	T_TRUE(t_oom_loop(oom_once, s, 100000) > 0 || (cJSON_Delete(s), false));
+	cJSON_Delete(s);
+}
+
+int
+main(void)
+{
+	T_RUN(test_types);
+	T_RUN(test_objects);
+	T_RUN(test_arrays);
+	T_RUN(test_enum_const);
+	T_RUN(test_integer_ranges);
+	T_RUN(test_number_ranges);
+	T_RUN(test_strings);
+	T_RUN(test_patterns);
+	T_RUN(test_refs);
+	T_RUN(test_composition);
+	T_RUN(test_refused);
+	T_RUN(test_limits);
+	T_RUN(test_json_object);
+	T_RUN(test_oom);
+	return t_done();
+}
