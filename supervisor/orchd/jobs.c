@@ -41,6 +41,8 @@ job_request_fini(struct job_request *r)
 	r->template_vars = NULL;
 	orch_free(r->cache_salt);
 	r->cache_salt = NULL;
+	free(r->grammar); /* request_grammar.c's: malloc */
+	r->grammar = NULL;
 }
 
 /* @n random bytes from the kernel (getrandom(2), blocking only before the pool is ready). */

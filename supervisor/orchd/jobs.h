@@ -108,6 +108,7 @@ struct job_request {
 	uint32_t resume_grace_s;
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
 	char *cache_salt; /* NULL or the client's: the prefix cache is shared only within it */
+	char *grammar;    /* NULL or GBNF the output must match (grammar, response_format) */
 	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's
 	                     table */
 };

@@ -14,11 +14,24 @@
 #include "jobs.h"
 #include "params.h"
 
-static const char *const execute_keys[] = {
-        "job_id", "model",          "prompt",        "max_tokens",         "temperature",
-        "top_p",  "top_k",          "min_p",         "repetition_penalty", "stop",
-        "seed",   "resume_grace_s", "metrics_every", "parse_special",      "cache_salt",
-        NULL};
+static const char *const execute_keys[] = {"job_id",
+                                           "model",
+                                           "prompt",
+                                           "max_tokens",
+                                           "temperature",
+                                           "top_p",
+                                           "top_k",
+                                           "min_p",
+                                           "repetition_penalty",
+                                           "stop",
+                                           "seed",
+                                           "resume_grace_s",
+                                           "metrics_every",
+                                           "parse_special",
+                                           "cache_salt",
+                                           "grammar",
+                                           "response_format",
+                                           NULL};
 
 /*
  * "cache_salt" (optional, both APIs): the prefix cache shares this request's
@@ -84,8 +97,11 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 	if (job_id[0] == '\0' || strlen(job_id) > REQUEST_JOB_ID_MAX)
 		return params_fail(pe, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes",
 		                   REQUEST_JOB_ID_MAX);
+	const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
 	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe) ||
-	    !parse_cache_salt(root, r, pe))
+	    !parse_cache_salt(root, r, pe) ||
+	    (rf != NULL && !cJSON_IsNull(rf) && !request_response_format(rf, r, pe)) ||
+	    !request_grammar(root, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
@@ -132,7 +148,8 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 
 	if (!request_openai_fields(root, chat, r, pe) ||
 	    !params_string(root, "model", true, &model, pe) ||
-	    !params_bool(root, "stream", &r->stream, pe) || !parse_cache_salt(root, r, pe))
+	    !params_bool(root, "stream", &r->stream, pe) || !parse_cache_salt(root, r, pe) ||
+	    !request_grammar(root, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",

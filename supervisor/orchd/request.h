@@ -29,6 +29,9 @@ enum request_api { REQUEST_EXECUTE, REQUEST_COMPLETION, REQUEST_CHAT };
 /* The longest cache_salt. */
 #define REQUEST_CACHE_SALT_MAX 256
 
+/* The longest grammar a request may give (GBNF bytes). */
+#define REQUEST_GRAMMAR_MAX (1 << 20)
+
 /* The most tools a chat request may describe. */
 #define REQUEST_TOOLS_MAX 128
 
@@ -57,6 +60,16 @@ bool request_chat_parse(const struct orchd_config *cfg, const struct cJSON *root
  */
 bool request_openai_fields(const struct cJSON *root, bool chat, struct job_request *r,
                            struct params_err *pe);
+
+/*
+ * request_response_format - for request_parse (request_grammar.c): a
+ * "response_format" value @v: text; json_object or json_schema as a
+ * grammar into @r->grammar (refused naming what cannot be enforced).
+ */
+bool request_response_format(const struct cJSON *v, struct job_request *r, struct params_err *pe);
+
+/* request_grammar - for request_parse: an optional "grammar" (GBNF) into @r->grammar. */
+bool request_grammar(const struct cJSON *root, struct job_request *r, struct params_err *pe);
 
 /* request_openai_ignored - the names of the fields in @ignored, comma-separated, in @out. */
 void request_openai_ignored(uint64_t ignored, char *out, size_t n);

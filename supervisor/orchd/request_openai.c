@@ -6,7 +6,7 @@
  * (accepted, named in the request's debug log line: it cannot change the
  * text the caller gets), taken only at its default (anything else would
  * change the result, so it is refused naming the field), checked by its own
- * rule (response_format, modalities, stream_options), or refused outright
+ * rule (response_format: request_grammar.c; modalities, stream_options), or refused outright
  * with the reason. A field the table does not name is refused: a typo
  * ("temprature") must not be dropped silently.
  */
@@ -50,12 +50,13 @@ static const struct field {
         {"repetition_penalty", A_BOTH, R_USE, NULL},
         {"parse_special", A_CMPL, R_USE, NULL},
         {"cache_salt", A_BOTH, R_USE, NULL},
+        {"grammar", A_BOTH, R_USE, NULL},
         {"tools", A_CHAT, R_USE, NULL},
         {"tool_choice", A_CHAT, R_USE, NULL},
         {"reasoning_effort", A_CHAT, R_USE, NULL},
         {"chat_template_kwargs", A_CHAT, R_USE, NULL},
         {"stream_options", A_BOTH, R_CHECK, NULL},
-        {"response_format", A_CHAT, R_CHECK, NULL},
+        {"response_format", A_BOTH, R_CHECK, NULL},
         {"modalities", A_CHAT, R_CHECK, NULL},
         {"user", A_BOTH, R_IGNORE, NULL},
         {"store", A_BOTH, R_IGNORE, NULL},
@@ -105,30 +106,6 @@ is_default(const char *name, const cJSON *v)
 	       ((cJSON_IsObject(v) || cJSON_IsArray(v)) && v->child == NULL);
 }
 
-/* response_format: {"type": "text"} only; json_object and json_schema need constrained decoding. */
-static bool
-response_format(const cJSON *v, struct params_err *pe)
-{
-	const cJSON *type = cJSON_GetObjectItemCaseSensitive(v, "type");
-
-	if (!cJSON_IsObject(v) || !cJSON_IsString(type))
-		return params_fail(pe, ORCH_EINVAL, "response_format",
-		                   "'response_format' must be an object with a 'type'");
-	if (strcmp(type->valuestring, "text") == 0)
-		return true;
-	if (strcmp(type->valuestring, "json_object") == 0 ||
-	    strcmp(type->valuestring, "json_schema") == 0)
-		return params_fail(
-		        pe, ORCH_EINVAL, "response_format",
-		        "'response_format' type '%s' is not supported: orch has no "
-		        "constrained decoding yet, so the output could not be promised to "
-		        "be JSON (only {\"type\": \"text\"})",
-		        type->valuestring);
-	return params_fail(pe, ORCH_EINVAL, "response_format",
-	                   "'response_format' type '%.64s' is unknown (only \"text\")",
-	                   type->valuestring);
-}
-
 /* modalities: ["text"] (or none); orch makes no audio. */
 static bool
 modalities(const cJSON *v, struct params_err *pe)
@@ -167,7 +144,7 @@ static bool
 check(const cJSON *v, struct job_request *r, struct params_err *pe)
 {
 	if (strcmp(v->string, "response_format") == 0)
-		return response_format(v, pe);
+		return request_response_format(v, r, pe);
 	if (strcmp(v->string, "modalities") == 0)
 		return modalities(v, pe);
 	return stream_options(v, r, pe);

@@ -94,6 +94,7 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.deadline_unix_ms = j->created_unix + d->cfg.request_timeout_s * 1000ull;
 	s.literal_prompt = j->req.literal_prompt;
 	s.cache_salt = j->req.cache_salt ? j->req.cache_salt : empty;
+	s.grammar = j->req.grammar ? j->req.grammar : empty;
 	if (j->req.messages != NULL) {
 		if ((rv = chat_messages(j, &mp, &s.n_messages)) != ORCH_OK)
 			return rv;

@@ -8,7 +8,7 @@ the configurable message limit and a non-streamed request's disconnect
   service_tier, parallel_tool_calls, response_format text, user, prediction,
   modalities ["text"], stream_options.include_obfuscation) are accepted and
   named once in a debug log line; those that would change it (n 2,
-  response_format json_object/json_schema, logit_bias, web_search_options,
+  a json_schema with a keyword orch cannot enforce, logit_bias, web_search_options,
   audio modalities, functions) and unknown ones are a 400 naming the field;
 - max_tokens: a prompt plus a given max_tokens over the context is
   CONTEXT_LENGTH_EXCEEDED with both numbers, in /execute and /v1/*, streamed
@@ -79,9 +79,8 @@ def test_fields(log_text):
     want = "fields=user,store,metadata,service_tier,parallel_tool_calls,prediction,prompt_cache_key,safety_identifier"  # the table's order
     check(any(want in l and "job=" in l for l in lines), "one debug line names the ignored fields: %r" % lines[:3])
     refused = [({"n": 2}, "n", "default"),
-               ({"response_format": {"type": "json_object"}}, "response_format", "constrained decoding"),
-               ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}},
-                "response_format", "constrained decoding"),
+               ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}},
+                "response_format", "unsupported keyword 'not'"),
                ({"response_format": {"type": "xml"}}, "response_format", "unknown"),
                ({"logit_bias": {"1": 5}}, "logit_bias", "default"),
                ({"web_search_options": {}}, "web_search_options", "web search"),

@@ -1,7 +1,7 @@
 // lenient_client.mjs - the official `openai` npm client sending what SDKs and
 // frameworks add (store, metadata, service_tier, parallel_tool_calls,
-// response_format text, user): orch answers; json_object is BadRequestError
-// naming response_format; a max_tokens past the context is BadRequestError
+// response_format text, user): orch answers; a schema keyword orch cannot
+// enforce is BadRequestError naming response_format and the keyword; a max_tokens past the context is BadRequestError
 // CONTEXT_LENGTH_EXCEEDED (issue 18).
 //
 // usage: node lenient_client.mjs BASE_URL MODEL
@@ -32,11 +32,12 @@ try {
 	check(false, "streamed chat with SDK extras answers", { status: e.status, message: e.message });
 }
 try {
-	await client.chat.completions.create({ model, messages, max_tokens: 8, response_format: { type: "json_object" } });
-	check(false, "json_object is refused", "no error");
+	await client.chat.completions.create({ model, messages, max_tokens: 8,
+		response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", if: {} } } } });
+	check(false, "a schema keyword orch cannot enforce is refused", "no error");
 } catch (e) {
-	check(e instanceof OpenAI.BadRequestError && e.param === "response_format" && /constrained/.test(e.message),
-		"json_object is BadRequestError naming response_format", { status: e.status, message: e.message, param: e.param });
+	check(e instanceof OpenAI.BadRequestError && e.param === "response_format" && /unsupported keyword 'if'/.test(e.message),
+		"an unenforceable schema keyword is BadRequestError naming it", { status: e.status, message: e.message, param: e.param });
 }
 try {
 	await client.completions.create({ model, prompt: "Once upon a time there was a little girl", max_tokens: 254 });

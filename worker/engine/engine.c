@@ -12,6 +12,7 @@
 #include "gguf/gguf.h"
 #include "gguf/ident.h"
 #include "gguf/model_info.h"
+#include "grammars.h"
 
 /* model_mem_estimate sizes a sliding-window layer's ring or pool for the worker's default
  * chunk (a worker given another --chunk takes what that chunk needs) */
@@ -243,6 +244,10 @@ engine_open(const struct engine_config *cfg, struct engine **ret, struct orch_er
 	e->chunk = cfg->chunk ? cfg->chunk : ENGINE_DEFAULT_CHUNK;
 	if ((rv = engine_start(e, cfg, reterr)) != ORCH_OK)
 		goto fail;
+	if (grammars_new(e->mt.tok, &e->grammars) != ORCH_OK) {
+		rv = orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+		goto fail;
+	}
 	*ret = e;
 	return ORCH_OK;
 fail:
@@ -256,6 +261,7 @@ engine_close(struct engine *e)
 	if (e == NULL)
 		return;
 	sched_free(e->s);
+	grammars_free(e->grammars);
 	if (e->b != NULL)
 		e->ops->free(e->b);
 	model_text_fini(&e->mt);

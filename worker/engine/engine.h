@@ -19,6 +19,7 @@
 #include "text/model_text.h"
 
 struct gguf_file;
+struct grammars;
 struct sched;
 
 #define ENGINE_DEFAULT_CTX \
@@ -66,8 +67,9 @@ struct engine {
 	struct model m;       /* hyper-parameters and tensors (views into @f) */
 	struct model_text mt; /* tokenizer and chat template */
 	const struct be_ops *ops;
-	struct be_model *b; /* weights, KV cache, scratch on the device */
-	struct sched *s;    /* continuous batching over @b */
+	struct be_model *b;        /* weights, KV cache, scratch on the device */
+	struct sched *s;           /* continuous batching over @b */
+	struct grammars *grammars; /* constrained decoding's (grammars.h), over @mt's vocabulary */
 	uint32_t slots, n_ctx, chunk;
 	uint32_t kv_blocks, kv_block_tokens; /* the paged KV pool; zeros: slots */
 	uint32_t kv_swa_blocks;              /* paged: the sliding-window layers' pool (0: none) */

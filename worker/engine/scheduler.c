@@ -51,6 +51,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "gguf/model_info.h"
+#include "grammars.h"
 #include "kv_blocks.h"
 #include "text/tokenizer.h"
 
@@ -70,6 +71,7 @@ struct sched {
 	struct be_seq *seqs;        /* [slots] */
 	struct sched_job **seq_job; /* [slots] */
 	struct samp_cand *work;     /* [n_vocab] */
+	float *masked;              /* [n_vocab]: a constrained job's logits; NULL until one */
 	struct be_sample *samp;     /* [slots]: for a backend that samples (forward_sample) */
 	int32_t *ids;               /* [slots] */
 	struct sched_step_info last;
@@ -145,6 +147,7 @@ sched_free(struct sched *s)
 	orch_free(s->seqs);
 	orch_free(s->seq_job);
 	orch_free(s->work);
+	orch_free(s->masked);
 	orch_free(s->samp);
 	orch_free(s->ids);
 	kvb_free(s->kv);
@@ -322,6 +325,8 @@ static void
 accept_token(struct sched *s, struct sched_job *j, int32_t id)
 {
 	uint32_t index = j->tokens_out;
+	struct orch_errinfo e = {0};
+	orch_err rv;
 
 	if (index < j->n_script)
 		id = j->script[index];
@@ -330,6 +335,10 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 	if (tok_is_eog(s->t, id)) {
 		bool call = j->hm && id == j->hm->v.call;
 		finish(s, j, call ? ORCH_FINISH_TOOL_CALLS : ORCH_FINISH_EOS, ORCH_OK, NULL);
+		return;
+	}
+	if (j->gj != NULL && (rv = grammars_feed(j->gj, id, &e)) != ORCH_OK) {
+		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return;
 	}
 	j->tokens_out++;
@@ -341,6 +350,10 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 	}
 	if (text && emit_text(j, index, id)) {
 		finish(s, j, ORCH_FINISH_STOP, ORCH_OK, NULL);
+		return;
+	}
+	if (j->gj != NULL && grammars_done(j->gj)) { /* nothing but the end could follow */
+		finish(s, j, ORCH_FINISH_EOS, ORCH_OK, NULL);
 		return;
 	}
 	if (j->tokens_out >= j->max_tokens || j->fed + 1 > s->cfg.n_ctx) {
@@ -621,6 +634,25 @@ build_batch(struct sched *s)
 	return n;
 }
 
+/* @lg with what @j's grammar forbids masked out (s->masked); NULL: @j ended with the error. */
+static const float *
+constrain(struct sched *s, struct sched_job *j, const float *lg)
+{
+	struct orch_errinfo e = {0};
+	orch_err rv;
+
+	if (s->masked == NULL && (s->masked = orch_calloc(s->n_vocab, sizeof(float))) == NULL) {
+		finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
+		return NULL;
+	}
+	if ((rv = grammars_constrain(j->gj, lg, s->n_vocab, !j->dt.started, s->masked, &e)) !=
+	    ORCH_OK) {
+		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+		return NULL;
+	}
+	return s->masked;
+}
+
 void
 sched_step(struct sched *s)
 {
@@ -647,7 +679,7 @@ sched_step(struct sched *s)
 	bool dev_sample = s->ops->forward_sample != NULL;
 	for (uint32_t i = 0; i < n && dev_sample; i++) {
 		struct sched_job *j = s->seq_job[i];
-		dev_sample = j->ops->on_logits == NULL;
+		dev_sample = j->ops->on_logits == NULL && j->gj == NULL;
 		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out};
 	}
 	double t0 = (double)orch_mono_ns() / 1e6;
@@ -676,6 +708,8 @@ sched_step(struct sched *s)
 		const float *lg = logits + (uint64_t)row++ * s->n_vocab;
 		if (j->ops->on_logits)
 			j->ops->on_logits(j->ctx, j, j->tokens_out, lg, s->n_vocab);
+		if (j->gj != NULL && (lg = constrain(s, j, lg)) == NULL)
+			continue;
 		accept_token(s, j,
 		             samp_sample(&j->sp, lg, s->n_vocab, j->hist, j->n_hist, j->tokens_out,
 		                         s->work));

@@ -65,6 +65,10 @@ struct sched_job {
 	 * same salt (NULL/0: the unsalted pool); kept alive until on_end */
 	const void *cache_salt;
 	uint32_t cache_salt_len;
+	/* constrained decoding: tokens are sampled only from what this grammar allows
+	 * next, and the job ends when its output is a sentence nothing can follow
+	 * (grammars.h); NULL: none. Kept alive until on_end */
+	struct gram_job *gj;
 	/* results, valid in on_end */
 	uint32_t tokens_out;
 	uint32_t cached_tokens; /* prompt tokens found in the prefix cache at admission */

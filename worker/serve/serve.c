@@ -170,6 +170,7 @@ serve_job_free(struct serve *sv, struct serve_job *j)
 	for (uint32_t i = 0; i < j->sj.n_stops; i++)
 		orch_free(j->stops[i]);
 	orch_free(j->cache_salt);
+	grammars_end(&j->gj);
 	tok_ids_fini(&j->ids);
 	tok_ids_fini(&j->script);
 	orch_free(j);
@@ -292,6 +293,30 @@ copy_strings(struct serve_job *j, const Orch__Submit *m)
 }
 
 /*
+ * @m's grammar for @j, when it has one. A harmony model's output is
+ * messages on channels, not one text a grammar could cover: refused until
+ * the grammar can apply to the final channel alone.
+ */
+static orch_err
+start_grammar(struct serve *sv, struct serve_job *j, const Orch__Submit *m, struct orch_errinfo *e)
+{
+	orch_err rv;
+
+	if (m->grammar == NULL || m->grammar[0] == '\0')
+		return ORCH_OK;
+	if (sv->eng->mt.harmony)
+		return orch_errf(e, ORCH_EINVAL,
+		                 "constrained output (a grammar or a JSON response_format) is not "
+		                 "supported for harmony models (gpt-oss) yet");
+	rv = grammars_start(sv->eng->grammars, m->grammar, strlen(m->grammar), &j->gj, e);
+	if (rv == ORCH_ENOMEM)
+		return orch_errf(e, ORCH_EVRAM, "%s", e->msg);
+	if (rv == ORCH_OK)
+		j->sj.gj = &j->gj;
+	return rv;
+}
+
+/*
  * Admit @m as a new job in *@ret: tokenize, copy its parameters, hand it to
  * the scheduler. On failure everything it allocated is freed, and the code
  * is the wire one to answer with (VRAM_OOM for any allocation failure).
@@ -356,6 +381,10 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 	if (!copy_strings(j, m)) {
 		serve_job_free(sv, j);
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
+	}
+	if ((rv = start_grammar(sv, j, m, e)) != ORCH_OK) {
+		serve_job_free(sv, j);
+		return rv;
 	}
 	if ((rv = sched_submit(sv->eng->s, &j->sj, e)) != ORCH_OK) {
 		serve_job_free(sv, j);

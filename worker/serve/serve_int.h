@@ -14,6 +14,7 @@
 #include "base/sbuf.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
+#include "engine/grammars.h"
 #include "engine/model/model.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf.h"
@@ -29,7 +30,8 @@ struct serve_job {
 	struct tok_ids script; /* ORCH_FAULT_SCRIPT's tokens (sj.script points here) */
 	struct tok_ids ids;
 	char *stops[ORCH_MAX_STOPS];
-	char *cache_salt; /* Submit.cache_salt (sj.cache_salt points here); NULL: none */
+	char *cache_salt;   /* Submit.cache_salt (sj.cache_salt points here); NULL: none */
+	struct gram_job gj; /* Submit.grammar's (sj.gj points here when there is one) */
 	uint64_t deadline_ms;
 	uint64_t submitted_ms; /* monotonic */
 	char correlation[64];

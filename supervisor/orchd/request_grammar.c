@@ -1,0 +1,137 @@
+/*
+ * request_grammar.c - constrained output in a request (request.h): the
+ * "grammar" field (GBNF, docs/grammar.md) and OpenAI's "response_format"
+ * json_object and json_schema, each made a grammar here, checked by
+ * compiling it, and sent to the worker as GBNF text. A schema keyword the
+ * grammar cannot honour is refused naming it: the output must validate.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/alloc.h"
+#include "grammar/grammar.h"
+#include "grammar/json_schema.h"
+#include "jobs.h"
+#include "params.h"
+#include "request.h"
+
+/* @text as the request's grammar if it compiles (@mine: a grammar orchd made of a schema). */
+static bool
+take(struct job_request *r, char *text, bool mine, const char *param, struct params_err *pe)
+{
+	struct gram *g = NULL;
+	struct gram_err ge;
+	orch_err rv = gram_compile(text, strlen(text), NULL, &g, &ge);
+
+	gram_free(g);
+	if (rv == ORCH_ENOMEM) {
+		free(text);
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	}
+	if (rv != ORCH_OK) {
+		free(text);
+		if (mine) /* a schema orch took but made a bad grammar of: orch's fault */
+			return params_fail(pe, ORCH_EINTERNAL, param,
+			                   "the grammar made of this schema does not compile "
+			                   "(%u:%u: %s); please report it",
+			                   ge.line, ge.col, ge.msg);
+		return params_fail(pe, ORCH_EINVAL, param,
+		                   "'%s' does not compile: line %u, column %u: %s", param, ge.line,
+		                   ge.col, ge.msg);
+	}
+	if (r->grammar != NULL) {
+		free(text);
+		return params_fail(pe, ORCH_EINVAL, param,
+		                   "give one of 'grammar' and a JSON 'response_format', not both");
+	}
+	r->grammar = text;
+	return true;
+}
+
+static bool
+copy_take(struct job_request *r, const char *text, bool mine, const char *param,
+          struct params_err *pe)
+{
+	size_t n = strlen(text);
+	char *p = malloc(n + 1);
+
+	if (p == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	memcpy(p, text, n + 1);
+	return take(r, p, mine, param, pe);
+}
+
+/* {"name", "schema", "strict", "description"}: the schema as a grammar. */
+static bool
+json_schema(const cJSON *js, struct job_request *r, struct params_err *pe)
+{
+	static const char *const keys[] = {"name", "schema", "strict", "description", NULL};
+	const cJSON *schema = cJSON_GetObjectItemCaseSensitive(js, "schema");
+	const char *name = NULL, *desc = NULL;
+	char msg[400], *text = NULL;
+	bool strict = false;
+
+	if (!cJSON_IsObject(js))
+		return params_fail(
+		        pe, ORCH_EINVAL, "response_format",
+		        "'response_format' of type json_schema needs a 'json_schema' object");
+	if (!params_known(js, keys, pe) || !params_string(js, "name", true, &name, pe) ||
+	    !params_string(js, "description", false, &desc, pe) ||
+	    !params_bool(js, "strict", &strict, pe))
+		return false;
+	if (name[0] == '\0' || strlen(name) > 64 ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"
+	                 "KLMNOPQRSTUVWXYZ0123456789_-") != strlen(name))
+		return params_fail(pe, ORCH_EINVAL, "response_format",
+		                   "'json_schema.name' must be 1-64 of a-z, A-Z, 0-9, _ and -");
+	if (!cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+		return params_fail(pe, ORCH_EINVAL, "response_format",
+		                   "'json_schema.schema' must be a JSON Schema (an object)");
+	orch_err rv = json_schema_gbnf(schema, &text, msg, sizeof(msg));
+	if (rv == ORCH_ENOMEM)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	if (rv != ORCH_OK)
+		return params_fail(pe, ORCH_EINVAL, "response_format",
+		                   "'json_schema.schema' cannot be enforced: %s", msg);
+	return take(r, text, true, "response_format", pe);
+}
+
+bool
+request_response_format(const cJSON *v, struct job_request *r, struct params_err *pe)
+{
+	static const char *const keys[] = {"type", "json_schema", NULL};
+	const cJSON *type = cJSON_GetObjectItemCaseSensitive(v, "type");
+
+	if (!cJSON_IsObject(v) || !cJSON_IsString(type))
+		return params_fail(pe, ORCH_EINVAL, "response_format",
+		                   "'response_format' must be an object with a 'type'");
+	if (!params_known(v, keys, pe))
+		return false;
+	if (strcmp(type->valuestring, "text") == 0)
+		return true;
+	if (strcmp(type->valuestring, "json_object") == 0)
+		return copy_take(r, json_object_gbnf(), true, "response_format", pe);
+	if (strcmp(type->valuestring, "json_schema") == 0)
+		return json_schema(cJSON_GetObjectItemCaseSensitive(v, "json_schema"), r, pe);
+	return params_fail(pe, ORCH_EINVAL, "response_format",
+	                   "'response_format' type '%.64s' is unknown (text, json_object or "
+	                   "json_schema)",
+	                   type->valuestring);
+}
+
+bool
+request_grammar(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	const char *text = NULL;
+
+	if (!params_string(root, "grammar", false, &text, pe))
+		return false;
+	if (text == NULL)
+		return true;
+	if (text[0] == '\0' || strlen(text) > REQUEST_GRAMMAR_MAX)
+		return params_fail(pe, ORCH_EINVAL, "grammar",
+		                   "'grammar' must be 1-%d bytes of GBNF", REQUEST_GRAMMAR_MAX);
+	return copy_take(r, text, false, "grammar", pe);
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""orchd_grammar_test - constrained output through orchd (issue 20), against
+real workers on the cpu device serving random-weight models written by
+orch-synth (the model knows nothing: a valid output is the grammar's doing):
+
+- tests/interop/structured_client.mjs: the official openai npm client with
+  response_format json_schema (strict) for three schemas, GENS generations
+  each, every completed one validated by ajv; streamed; json_object; a model
+  with Qwen2's real vocabulary;
+- the native /execute and /v1/completions "grammar" (GBNF): the output is a
+  sentence of it, and a one-sentence grammar gives exactly that sentence
+  with finish_reason "stop";
+- what is refused, with a 400 naming the parameter: an unsupported schema
+  keyword (naming it and where), a grammar that does not compile (line and
+  column), both a grammar and a JSON response_format, an unknown
+  response_format type, a json_schema without a name; a harmony model
+  (gpt-oss tiny, from $ORCH_TESTDATA when it is there) refuses constrained
+  output clearly."""
+import json
+import os
+import subprocess
+import sys
+
+BIN = os.environ["ORCH_BIN"]
+DATA = os.environ.get("ORCH_TESTDATA", "/nonexistent")
+HERE = os.path.dirname(os.path.abspath(__file__))
+INTEROP = os.path.join(HERE, "..", "interop")
+OSS = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
+QWEN_VOCAB = os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf")
+GENS = int(os.environ.get("ORCH_GRAMMAR_GENS", "200"))
+sys.path.insert(0, HERE)
+import orchd_lib  # noqa: E402
+from orchd_lib import OrchdProc, check, post, sse_events  # noqa: E402
+
+
+def models(tmp):
+    subprocess.run([BIN + "/orch-synth", "--preset", "tiny-qwen2", "--quant", "Q8_0", "--seed", "9",
+                    "-o", os.path.join(tmp, "tiny.gguf")], check=True)
+    conf = ('[model "tiny"]\npath = %s\ndevice = cpu\nslots = 8\nthreads = 1\ncontext = 1024\n'
+            % os.path.join(tmp, "tiny.gguf"))
+    if os.path.isfile(QWEN_VOCAB):
+        subprocess.run([BIN + "/orch-synth", "--preset", "tiny-qwen2", "--quant", "Q8_0", "--seed", "4",
+                        "--vocab", QWEN_VOCAB, "-o", os.path.join(tmp, "qv.gguf")], check=True)
+        conf += ('[model "qv"]\npath = %s\ndevice = cpu\nslots = 4\nthreads = 1\ncontext = 1024\n'
+                 % os.path.join(tmp, "qv.gguf"))
+    if os.path.isfile(OSS):
+        conf += '[model "oss"]\npath = %s\ndevice = cpu\nslots = 1\nthreads = 1\ncontext = 512\n' % OSS
+    return conf
+
+
+def refused(path, body, param, *words):
+    st, _, text = post(path, body)
+    try:
+        err = json.loads(text)["error"]
+    except (ValueError, KeyError):
+        err = {}
+    ok = st == 400 and err.get("param") == param and all(w in err.get("message", "") for w in words)
+    check(ok, "%s refused naming %s %s: %d %s" % (path, param, words, st, text[:300]))
+
+
+def test_refusals():
+    chat = {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 4}
+    schema = {"type": "object", "properties": {"a": {"type": "string", "patternProperties": {}}}}
+    refused("/v1/chat/completions", dict(chat, response_format={
+        "type": "json_schema", "json_schema": {"name": "s", "schema": schema}}),
+        "response_format", "patternProperties", "/properties/a")
+    refused("/v1/chat/completions", dict(chat, response_format={
+        "type": "json_schema", "json_schema": {"schema": {"type": "object"}}}), "name")
+    refused("/v1/chat/completions", dict(chat, response_format={"type": "xml"}), "response_format", "xml")
+    refused("/v1/chat/completions", dict(chat, grammar='root ::= "a" x'), "grammar",
+            "line 1, column 14", "undefined rule 'x'")
+    refused("/v1/chat/completions", dict(chat, grammar='root ::= "a"', response_format={"type": "json_object"}),
+            "grammar", "not both")
+    refused("/execute", {"job_id": "g1", "model": "tiny", "prompt": "x", "grammar": "root ::= ("},
+            "grammar", "expected ')'")
+    refused("/v1/completions", {"model": "tiny", "prompt": "x", "grammar": ""}, "grammar", "1-")
+
+
+def test_grammar_field():
+    gr = 'root ::= "yes" | "no" | "maybe " [0-9]'
+    for i in range(6):
+        st, _, text = post("/v1/completions", {"model": "tiny", "prompt": "Answer:", "max_tokens": 20,
+                                               "temperature": 1, "seed": i, "grammar": gr})
+        r = json.loads(text)
+        out = r["choices"][0]["text"] if st == 200 else text
+        check(st == 200 and (out in ("yes", "no") or (out.startswith("maybe ") and len(out) == 7 and out[6].isdigit()))
+              and r["choices"][0]["finish_reason"] == "stop", "completions grammar: %r" % out)
+    st, _, text = post("/execute", {"job_id": "gx", "model": "tiny", "prompt": "Say it", "max_tokens": 50,
+                                    "temperature": 1, "grammar": 'root ::= "Hello, world!"'})
+    ev = [(e["event"], json.loads(e["data"])) for e in sse_events(text)]
+    toks = "".join(e[1].get("t", "") for e in ev if e[0] == "token")
+    end = [e[1] for e in ev if e[0] == "end"]
+    check(st == 200 and toks == "Hello, world!" and end and end[0].get("finish_reason") == "eos",
+          "native grammar: exactly its one sentence, finish eos: %r %s" % (toks, end))
+    st, _, text = post("/execute", {"job_id": "gy", "model": "tiny", "prompt": "Say it", "max_tokens": 1000,
+                                    "temperature": 1, "seed": 1, "response_format": {"type": "json_object"}})
+    toks = "".join(json.loads(e["data"]).get("t", "") for e in sse_events(text) if e["event"] == "token")
+    try:
+        ok = isinstance(json.loads(toks), dict)
+    except ValueError:
+        ok = False
+    check(st == 200 and ok, "native response_format json_object: %r" % toks[:200])
+
+
+def test_harmony():
+    if not os.path.isfile(OSS):
+        print("skipped: harmony refusal (no gpt-oss tiny in ORCH_TESTDATA)")
+        return
+    st, _, text = post("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
+                                                "max_tokens": 4, "response_format": {"type": "json_object"}})
+    check(st == 400 and "harmony" in text, "gpt-oss refuses constrained output clearly: %d %s" % (st, text[:300]))
+
+
+def main():
+    o = OrchdProc(BIN, seed=30, ready_s=60, more=models)
+    try:
+        test_refusals()
+        test_grammar_field()
+        test_harmony()
+        if os.path.isdir(os.path.join(INTEROP, "node_modules", "ajv-formats")):
+            r = subprocess.run(["node", os.path.join(INTEROP, "structured_client.mjs"),
+                                "http://127.0.0.1:%d/v1" % o.port, "tiny",
+                                "qv" if os.path.isfile(QWEN_VOCAB) else "", str(GENS)],
+                               capture_output=True, text=True, timeout=900)
+            print(r.stdout)
+            check(r.returncode == 0 and "all passed" in r.stdout,
+                  "structured output with the openai npm client and ajv: %s" % (r.stdout + r.stderr)[-3000:])
+        else:
+            check(False, "ajv-formats is not installed in tests/interop: run 'make deps'")
+    finally:
+        o.stop()
+    print("orchd_grammar_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
+    return 1 if orchd_lib.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

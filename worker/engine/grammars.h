@@ -1,0 +1,72 @@
+#pragma once
+/*
+ * grammars.h - constrained decoding in the worker: the grammars of its jobs
+ * (GBNF text, common/grammar) compiled once and shared, their token masks
+ * cached, over the model's vocabulary. The scheduler asks for a job's
+ * logits with what its grammar forbids masked out before it samples, and
+ * feeds the grammar each token it takes. docs/grammar.md.
+ *
+ * One thread (the engine's) uses a grammars and its jobs.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+struct tok;
+struct grammars;
+struct grammar_entry;
+struct gram_match;
+
+/* One job's grammar: where its output stands in it. */
+struct gram_job {
+	struct grammars *gs;
+	struct grammar_entry *e; /* the compiled grammar and its masks (shared) */
+	struct gram_match *m;
+};
+
+/* The compiled grammars kept for reuse while no job uses them. */
+#define GRAMMARS_KEEP 16
+/* The token masks one grammar keeps, in bytes. */
+#define GRAMMARS_MASK_CACHE (32u << 20)
+
+/* grammars_new - for the vocabulary of @t (kept alive by the caller); ORCH_ENOMEM. */
+orch_err grammars_new(const struct tok *t, struct grammars **ret);
+
+/* grammars_free - every gram_job must have ended. */
+void grammars_free(struct grammars *gs);
+
+/*
+ * grammars_start - a job constrained by the GBNF @text (@n bytes, start
+ * rule "root") into *@ret. ORCH_EINVAL with the line, column and reason in
+ * @reterr for a grammar that does not compile; ORCH_ENOMEM.
+ */
+orch_err grammars_start(struct grammars *gs, const char *text, size_t n, struct gram_job *ret,
+                        struct orch_errinfo *reterr);
+
+/* grammars_end - the job is over (a zeroed gram_job is ignored). */
+void grammars_end(struct gram_job *j);
+
+/*
+ * grammars_constrain - @logits (@n_vocab) into @out with every token @j's
+ * grammar does not allow next at -inf: a token whose bytes no parse takes,
+ * every control token, and the end-of-generation tokens unless the output
+ * so far is a whole sentence. @first: no text yet, where an SPM model's
+ * output drops the dummy prefix's space (detok.h), so a token whose piece
+ * starts with a space is not allowed either: the grammar and the client
+ * see the same bytes. ORCH_EINVAL when no token is left (a grammar this
+ * vocabulary cannot spell on), ORCH_ENOMEM.
+ */
+orch_err grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bool first,
+                            float *out, struct orch_errinfo *reterr);
+
+/*
+ * grammars_feed - token @id (not end-of-generation) taken: its bytes into
+ * @j's grammar. ORCH_EINVAL when the grammar refuses them (a token the mask
+ * did not allow), ORCH_ENOMEM.
+ */
+orch_err grammars_feed(struct gram_job *j, int32_t id, struct orch_errinfo *reterr);
+
+/* grammars_done - @j's output is a whole sentence nothing can follow: the job is complete. */
+bool grammars_done(const struct gram_job *j);
