@@ -105,5 +105,8 @@ orch_err gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, 
 orch_err gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_state *in,
                       uint8_t b, struct gram_state *out);
 
+/* gram_state_copy - @src's tops and accept into @dst (grown as needed); ORCH_ENOMEM. */
+orch_err gram_state_copy(struct gram_state *dst, const struct gram_state *src);
+
 /* gram_state_fini - free @st's tops. */
 void gram_state_fini(struct gram_state *st);

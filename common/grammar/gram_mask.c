@@ -335,22 +335,6 @@ remember(struct gram_masks *c, uint64_t h)
 	c->n_cached++;
 }
 
-static orch_err
-copy_tops(struct gram_state *dst, const struct gram_state *src)
-{
-	if (dst->cap < src->n) {
-		struct gram_top *v = orch_reallocarray(dst->tops, src->n, sizeof(*v));
-		if (v == NULL)
-			return ORCH_ENOMEM;
-		dst->tops = v;
-		dst->cap = src->n;
-	}
-	memcpy(dst->tops, src->tops, (size_t)src->n * sizeof(*src->tops));
-	dst->n = src->n;
-	dst->accept = src->accept;
-	return ORCH_OK;
-}
-
 /* The trie walked from @m's state into c->out. */
 static orch_err
 walk(struct gram_masks *c, struct gram_match *m)
@@ -358,7 +342,7 @@ walk(struct gram_masks *c, struct gram_match *m)
 	const struct gram_vocab *v = c->v;
 	struct gram_stacks *s = &m->s;
 	uint32_t i = 0, visited = 0;
-	orch_err rv = copy_tops(&c->st[0], &m->cur);
+	orch_err rv = gram_state_copy(&c->st[0], &m->cur);
 
 	memset(c->out, 0, (size_t)c->words * sizeof(*c->out));
 	c->end[0] = s->n;

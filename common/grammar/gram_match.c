@@ -193,8 +193,8 @@ gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_stat
 	return ORCH_OK;
 }
 
-static orch_err
-copy_state(struct gram_state *dst, const struct gram_state *src)
+orch_err
+gram_state_copy(struct gram_state *dst, const struct gram_state *src)
 {
 	if (dst->cap < src->n) {
 		struct gram_top *v = orch_reallocarray(dst->tops, src->n, sizeof(*v));
@@ -295,7 +295,7 @@ gram_match_feed(struct gram_match *m, const void *p, size_t n, bool *oom)
 {
 	const uint8_t *b = p;
 	uint32_t n0 = m->s.n;
-	orch_err rv = copy_state(&m->saved, &m->cur);
+	orch_err rv = gram_state_copy(&m->saved, &m->cur);
 
 	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
 		rv = gram_advance(m->g, &m->s, &m->cur, b[i], &m->tmp);
