@@ -107,6 +107,11 @@ request_response_format(const cJSON *v, struct job_request *r, struct params_err
 	if (!cJSON_IsObject(v) || !cJSON_IsString(type))
 		return params_fail(pe, ORCH_EINVAL, "response_format",
 		                   "'response_format' must be an object with a 'type'");
+	if (cJSON_GetObjectItemCaseSensitive(v, "schema") != NULL) /* a common slip */
+		return params_fail(
+		        pe, ORCH_EINVAL, "response_format",
+		        "'response_format' has no 'schema': send {\"type\": \"json_schema\", "
+		        "\"json_schema\": {\"name\": ..., \"schema\": ...}}");
 	if (!params_known(v, keys, pe))
 		return false;
 	if (strcmp(type->valuestring, "text") == 0)

@@ -67,6 +67,8 @@ def test_refusals():
     refused("/v1/chat/completions", dict(chat, response_format={
         "type": "json_schema", "json_schema": {"schema": {"type": "object"}}}), "name")
     refused("/v1/chat/completions", dict(chat, response_format={"type": "xml"}), "response_format", "xml")
+    refused("/v1/chat/completions", dict(chat, response_format={"type": "json_schema", "schema": {}}),
+            "response_format", "has no 'schema'", '"json_schema": {"name"')
     refused("/v1/chat/completions", dict(chat, grammar='root ::= "a" x'), "grammar",
             "line 1, column 14", "undefined rule 'x'")
     refused("/v1/chat/completions", dict(chat, grammar='root ::= "a"', response_format={"type": "json_object"}),
