@@ -67,6 +67,11 @@ struct gram_stacks {
 	uint32_t cons_mask;
 	uint32_t (*work)[2]; /* gram_expand's: positions to expand, under a parent */
 	uint32_t n_work, cap_work;
+	/* gram_expand's: the work items one expansion has done (direct-mapped, lossy:
+	 * a miss only repeats work; an empty match reached two ways is expanded once) */
+	uint64_t seen_key[1024];
+	uint32_t seen_gen[1024];
+	uint32_t gen;
 };
 
 /* A stack's top: the GE_SET the next byte must match, over the node of the rest. */

@@ -167,6 +167,7 @@ struct gram_masks {
 	struct entry *tab;     /* open addressing */
 	uint32_t tab_mask, n_cached, max_cached;
 	uint32_t *key, key_n, key_cap;
+	uint64_t key_bytes, key_budget; /* the cached keys' bytes, and their most (cache_bytes) */
 	struct gram_masks_stats stats;
 };
 
@@ -184,6 +185,7 @@ gram_masks_new(const struct gram *g, const struct gram_vocab *v, size_t cache_by
 	c->v = v;
 	c->words = (v->n_tok + 31) / 32;
 	c->max_cached = (uint32_t)(cache_bytes / ((size_t)c->words * 4 + 256));
+	c->key_budget = cache_bytes;
 	while (tab < 2 * (uint64_t)c->max_cached)
 		tab *= 2;
 	c->tab_mask = tab - 1;
@@ -208,6 +210,7 @@ cache_clear(struct gram_masks *c)
 		c->tab[i] = (struct entry){0};
 	}
 	c->n_cached = 0;
+	c->key_bytes = 0;
 }
 
 void
@@ -317,8 +320,8 @@ remember(struct gram_masks *c, uint64_t h)
 
 	if (c->max_cached == 0)
 		return;
-	if (c->n_cached >= c->max_cached)
-		cache_clear(c);
+	if (c->n_cached >= c->max_cached || c->key_bytes + (uint64_t)c->key_n * 4 > c->key_budget)
+		cache_clear(c); /* keys grow with the stacks' depth: counted too */
 	e = lookup(c, h);
 	e->key = orch_reallocarray(NULL, c->key_n ? c->key_n : 1, sizeof(*e->key));
 	e->bits = orch_reallocarray(NULL, c->words ? c->words : 1, sizeof(*e->bits));
@@ -333,6 +336,7 @@ remember(struct gram_masks *c, uint64_t h)
 	e->key_n = c->key_n;
 	e->h = h;
 	c->n_cached++;
+	c->key_bytes += (uint64_t)c->key_n * 4;
 }
 
 /* The trie walked from @m's state into c->out. */

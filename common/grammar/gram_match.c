@@ -12,6 +12,9 @@
  * - Nodes are hash-consed through a direct-mapped cache, so paths that meet
  *   again usually share one node and one top; a miss only costs a
  *   duplicate stack, never a wrong answer (stacks are also compared by content).
+ * - One expansion expands each (position, parent) once: a grammar whose parts
+ *   match the empty string in several ways would otherwise expand the same
+ *   continuation once per way, exponentially often.
  * - The matcher compacts its nodes after each feed: only those its stacks use survive.
  */
 #include <stdlib.h>
@@ -168,9 +171,20 @@ gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t 
 {
 	orch_err rv = push_work(s, pos, parent);
 
+	if (++s->gen == 0) { /* wrapped: no stamp may look current */
+		memset(s->seen_gen, 0, sizeof(s->seen_gen));
+		s->gen = 1;
+	}
 	while (rv == ORCH_OK && s->n_work > 0) {
 		s->n_work--;
-		rv = expand_one(g, s, s->work[s->n_work][0], s->work[s->n_work][1], out);
+		uint32_t p = s->work[s->n_work][0], up = s->work[s->n_work][1];
+		uint64_t key = (uint64_t)p << 32 | up;
+		uint32_t k = (uint32_t)(mix(key) & 1023);
+		if (s->seen_gen[k] == s->gen && s->seen_key[k] == key)
+			continue; /* expanded already in this expansion: the same stacks again */
+		s->seen_gen[k] = s->gen;
+		s->seen_key[k] = key;
+		rv = expand_one(g, s, p, up, out);
 	}
 	s->n_work = 0;
 	return rv;

@@ -184,5 +184,11 @@ request_parse(enum request_api api, const struct orchd_config *cfg, const char *
 		break;
 	}
 	cJSON_Delete(root);
+	if (ok && ret->grammar != NULL && ret->n_stops > 0) /* a stop would cut a sentence */
+		ok = params_fail(
+		        pe, ORCH_EINVAL, "stop",
+		        "'stop' cannot be combined with a grammar or a JSON response_format: "
+		        "the output would end in the middle of a sentence (the grammar ends "
+		        "the output itself)");
 	return ok ? ORCH_OK : pe ? pe->code : ORCH_EINVAL;
 }

@@ -76,6 +76,8 @@ def test_refusals():
     refused("/execute", {"job_id": "g1", "model": "tiny", "prompt": "x", "grammar": "root ::= ("},
             "grammar", "expected ')'")
     refused("/v1/completions", {"model": "tiny", "prompt": "x", "grammar": ""}, "grammar", "1-")
+    refused("/v1/chat/completions", dict(chat, stop=["}"], response_format={"type": "json_object"}),
+            "stop", "middle of a sentence")
 
 
 def test_grammar_field():

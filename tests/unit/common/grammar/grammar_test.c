@@ -73,6 +73,10 @@ test_ambiguous(void)
 	check("root ::= \"a\"* \"a\"* \"b\"", L("b", "aaaaab"), L("aaaa"));
 	check("root ::= (\"a\" | \"a\")* \"b\"", L("aaaaaaaaaaaaaaaaaaaaaaaaaaaab"), L("ba"));
 	check("root ::= \"a\" | \"ab\" | \"a\" \"bc\"", L("a", "ab", "abc"), L("b", "abcd"));
+	/* empty matches reached many ways: each (position, parent) expanded once, not 2^40 times */
+	check("root ::= (\"a\"? | \"b\"?){0,40} \"c\"", L("c", "abc", "bbbbac"), L("", "ca"));
+	check("root ::= e e e e e e e e e e e e e e e e e e e e e e e e \"z\"\ne ::= \"\" | \"\"",
+	      L("z"), L("", "zz"));
 }
 
 static void
