@@ -391,7 +391,7 @@ parse_uint(struct gbnf *p, uint32_t *ret)
 static bool
 braces(struct gbnf *p, uint32_t r, uint32_t start)
 {
-	uint32_t min, max;
+	uint32_t min = 0, max = 0;
 
 	p->s++;
 	space(p, false);
