@@ -33,6 +33,7 @@ orch_err gram_vocab_new(const uint8_t *const *bytes, const uint32_t *lens, uint3
 
 #define GRAM_TOKEN_MAX 1024
 
+/* gram_vocab_free - free @v (NULL is ignored); no gram_masks of it may be left. */
 void gram_vocab_free(struct gram_vocab *v);
 
 /* gram_vocab_size - the tokens of @v (bits in a mask). */
@@ -48,6 +49,7 @@ struct gram_masks;
 orch_err gram_masks_new(const struct gram *g, const struct gram_vocab *v, size_t cache_bytes,
                         struct gram_masks **ret);
 
+/* gram_masks_free - free @c and every mask it cached (NULL is ignored). */
 void gram_masks_free(struct gram_masks *c);
 
 /* What gram_masks has done: for benchmarks and the debug log. */

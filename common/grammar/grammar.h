@@ -38,6 +38,7 @@ orch_err gram_compile(const char *text, size_t n, const char *root, struct gram 
 #define GRAM_REPEAT_MAX 10000
 #define GRAM_ELEMS_MAX  (1u << 22)
 
+/* gram_free - free @g (NULL is ignored); no matcher of it may be left. */
 void gram_free(struct gram *g);
 
 /* gram_accepts - whether the @n bytes at @s are a whole sentence of @g. */
@@ -49,6 +50,7 @@ struct gram_match;
 /* gram_match_new - a matcher at the start of @g (kept alive by the caller); ORCH_ENOMEM. */
 orch_err gram_match_new(const struct gram *g, struct gram_match **ret);
 
+/* gram_match_free - free @m (NULL is ignored). */
 void gram_match_free(struct gram_match *m);
 
 /*

@@ -54,12 +54,10 @@ static bool
 copy_take(struct job_request *r, const char *text, bool mine, const char *param,
           struct params_err *pe)
 {
-	size_t n = strlen(text);
-	char *p = malloc(n + 1);
+	char *p = orch_strndup(text, strlen(text));
 
 	if (p == NULL)
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
-	memcpy(p, text, n + 1);
 	return take(r, p, mine, param, pe);
 }
 
