@@ -11,6 +11,11 @@
  *   prefill tok/s for a 512-token prompt; batched decode tok/s at 8 and
  *   64 sequences; batch-1 decode again with a busy thread on every core.
  * Prints one table row per model. Exits 77 without a CUDA device.
+ *
+ * orch-gpu-bench --profile MODEL: only the steps a profiler should see,
+ * bracketed by cudaProfilerStart/Stop (ncu --profile-from-start off): 4
+ * decode steps at batch 1, 4 at batch 8 and one 512-token prefill, each
+ * after warm-up steps; prints each one's wall time.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -19,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cuda_profiler_api.h>
 #include <cuda_runtime_api.h>
 
 #include "base/clock.h"
@@ -140,6 +146,57 @@ weight_bytes(const struct model *m)
 	return n + m->output->nbytes;
 }
 
+/* One profiled phase: @warm steps unseen, then @n seen by the profiler; prints ms per step. */
+static void
+profiled(struct be_model *b, struct seq_state *ss, uint32_t nseq, uint32_t len, int warm, int n,
+         const char *what)
+{
+	double t = 0;
+
+	for (int i = 0; i < warm; i++)
+		step(&be_cuda_ops, b, ss, 0, nseq, len);
+	cudaProfilerStart();
+	for (int i = 0; i < n; i++)
+		t += step(&be_cuda_ops, b, ss, 0, nseq, len);
+	cudaProfilerStop();
+	printf("profile %-12s %8.3f ms a step (%d steps)\n", what, 1e3 * t / n, n);
+}
+
+static int
+profile(const char *path)
+{
+	struct engine *eng = NULL;
+	struct orch_errinfo e = {0};
+	struct engine_config cfg = {.model_path = path,
+	                            .device = "cuda:0",
+	                            .ops = &be_cuda_ops,
+	                            .slots = 8,
+	                            .n_ctx = 1024,
+	                            .chunk = 512};
+	struct seq_state *ss = calloc(8, sizeof(*ss));
+
+	if (ss == NULL || engine_open(&cfg, &eng, &e) != ORCH_OK) {
+		fprintf(stderr, "orch-gpu-bench: %s: %s\n", path, e.msg);
+		return 1;
+	}
+	for (uint32_t i = 0; i < 8; i++) {
+		ss[i].sp = samp_defaults();
+		ss[i].sp.temperature = 0;
+		for (uint32_t k = 0; k < 600; k++)
+			ss[i].hist[k] = (int32_t)((k * 7 + i * 13) % 1000 + 3);
+		ss[i].n_hist = 128;
+		step(&be_cuda_ops, eng->b, ss + i, i, 1, 128);
+	}
+	profiled(eng->b, ss, 1, 1, 16, 4, "decode b1");
+	profiled(eng->b, ss, 8, 1, 8, 4, "decode b8");
+	ss[0].n_hist = 512;
+	step(&be_cuda_ops, eng->b, ss, 0, 1, 512);
+	profiled(eng->b, ss, 1, 512, 0, 1, "prefill 512");
+	engine_close(eng);
+	free(ss);
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -149,6 +206,8 @@ main(int argc, char **argv)
 		printf("SKIP: no CUDA device\n");
 		return 77;
 	}
+	if (argc == 3 && strcmp(argv[1], "--profile") == 0)
+		return profile(argv[2]);
 	double bw = copy_bandwidth();
 	printf("device copy bandwidth: %.0f GB/s (read + write, 1 GiB D2D, median of 10)\n", bw);
 	printf("%-28s %7s %7s %9s %6s %9s %8s %8s %9s\n", "model", "load_s", "load_GBs",

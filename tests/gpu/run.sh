@@ -15,6 +15,9 @@
 #     bench     orch-gpu-bench on synthesized qwen2.5-0.5b / phi3-mini Q4_K_M
 #     orchd     orchd with a cuda:0 model: NVML inventory, /health, a stream,
 #               the worker killed and restarted
+#     profile   Nsight Compute's kernel times for decode (batch 1 and 8) and a
+#               512-token prefill of qwen2.5-0.5b Q4_K_M, summed per kernel
+#     initcheck compute-sanitizer initcheck on the gpt-oss goldens
 #
 # On the device tool, e.g.:
 #   run(command="tests/gpu/run.sh build test bench", carry=[".gpudeps", ".gpudata"])
@@ -142,16 +145,46 @@ phase_sanitize() {
 	return $bad
 }
 
-phase_bench() {
+# The benchmark models, synthesized once into /tmp/orch-bench-models.
+bench_models() {
 	local m=/tmp/orch-bench-models p
 	mkdir -p "$m"
 	for p in qwen2.5-0.5b phi3-mini-4k; do
 		[[ -f $m/$p.gguf ]] || "$build/bin/orch-synth" --preset "$p" --quant Q4_K_M --seed 7 \
 			-o "$m/$p.gguf" || return 1
 	done
+}
+
+phase_bench() {
+	local m=/tmp/orch-bench-models
+	bench_models || return 1
 	timeout 300 "$build/bin/orch-gpu-bench" "$m/qwen2.5-0.5b.gguf" "$m/phi3-mini-4k.gguf" | tee "$out/bench.txt"
 	local rc=${PIPESTATUS[0]}
 	sed 's/^/  /' "$out/bench.txt" >>"$out/summary.txt"
+	return "$rc"
+}
+
+# Kernel times per step: the bench's --profile mode under ncu, one CSV row a
+# launch, summed per kernel name by tests/gpu/ncu_sum.py.
+phase_profile() {
+	local m=/tmp/orch-bench-models/qwen2.5-0.5b.gguf ncu
+	bench_models || return 1
+	ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
+	[[ -n $ncu ]] || { sum "  no ncu on this machine"; return 1; }
+	"$build/bin/orch-gpu-bench" --profile "$m" | tee -a "$out/summary.txt"
+	timeout 400 "$ncu" --profile-from-start off --clock-control none --metrics gpu__time_duration.sum \
+		--csv --page raw "$build/bin/orch-gpu-bench" --profile "$m" >"$out/ncu.csv" || return 1
+	python3 "$root/tests/gpu/ncu_sum.py" "$out/ncu.csv" | tee -a "$out/summary.txt"
+}
+
+# compute-sanitizer TOOL (initcheck by default) on the gpt-oss goldens, each
+# step's sequences traced (ORCH_CUDA_TRACE) so a report can be placed.
+phase_initcheck() {
+	local rc tool=${ORCH_GPU_SANITIZER:-initcheck}
+	ORCH_CUDA_TRACE=1 T_ONLY=gpt_oss_golden timeout 170 compute-sanitizer --tool "$tool" \
+		--print-limit 3 --error-exitcode 99 "$build/bin/gpu_model_test" 2>&1 | head -n 3000
+	rc=${PIPESTATUS[0]}
+	sum "  $tool gpu_model_test gpt_oss_golden: $([[ $rc == 0 ]] && echo clean || echo "ERRORS($rc)")"
 	return "$rc"
 }
 
@@ -191,7 +224,7 @@ data_env
 failed=0
 for ph in "$@"; do
 	if ! declare -F "phase_$ph" >/dev/null; then
-		echo "run.sh: unknown phase '$ph' (build test sanitize bench orchd debug; pack here)" >&2
+		echo "run.sh: unknown phase '$ph' (build test sanitize bench orchd debug profile initcheck; pack here)" >&2
 		exit 2
 	fi
 	sum "== $ph"
