@@ -16,12 +16,13 @@
 
 static cudaError_t
 stage(struct be_model *b, const struct be_seq *seqs, uint32_t n, const struct be_sample *samp,
-      bool *ret_any_random, struct orch_errinfo *reterr, orch_err *rv)
+      bool *ret_any_random, bool *ret_any_penalty, struct orch_errinfo *reterr, orch_err *rv)
 {
 	uint32_t o = 0;
 	cudaError_t ce;
 
 	*ret_any_random = false;
+	*ret_any_penalty = false;
 	for (uint32_t i = 0; i < n; i++) {
 		if (!seqs[i].want_logits)
 			continue;
@@ -55,6 +56,8 @@ stage(struct be_model *b, const struct be_seq *seqs, uint32_t n, const struct be
 		                                   .slot = slot,
 		                                   .n_hist = s->n_hist};
 		*ret_any_random = *ret_any_random || s->sp->temperature > 0.0f;
+		*ret_any_penalty = *ret_any_penalty ||
+		                   (s->sp->repeat_penalty != 1.0f && s->sp->repeat_penalty > 0.0f);
 	}
 	if (b->mir_samp_n == o && memcmp(b->h_samp, b->mir_samp, o * sizeof(struct cuk_samp)) == 0)
 		return cudaSuccess;
@@ -69,7 +72,7 @@ cu_forward_sample(struct be_model *b, const struct be_seq *seqs, uint32_t n,
                   const struct be_sample *samp, int32_t *ret_ids, struct orch_errinfo *reterr)
 {
 	uint32_t n_out = 0, T = 0;
-	bool any_random, decode = true;
+	bool any_random, any_penalty, decode = true;
 	cudaError_t ce;
 	orch_err rv = cu_step(b, seqs, n, &n_out, reterr);
 
@@ -82,13 +85,13 @@ cu_forward_sample(struct be_model *b, const struct be_seq *seqs, uint32_t n,
 		decode = decode && seqs[i].n_tokens == 1 && seqs[i].want_logits;
 	}
 	rv = ORCH_ECUDA;
-	if ((ce = stage(b, seqs, n, samp, &any_random, reterr, &rv)) != cudaSuccess) {
+	if ((ce = stage(b, seqs, n, samp, &any_random, &any_penalty, reterr, &rv)) != cudaSuccess) {
 		b->mir_samp_n = 0;
 		return rv == ORCH_EINVAL ? rv : cu_fail(b, ce, "staging sampling", reterr);
 	}
 	if ((ce = cuk_sample(b->logits, n_out, b->m->hp.n_vocab, b->d_samp, b->d_hist, b->hist_cap,
-	                     any_random, b->sort_tmp, b->sort_tmp_bytes, b->d_keys, b->d_vals,
-	                     b->d_probs, b->d_seg, b->d_ids, b->st)) != cudaSuccess ||
+	                     any_random, any_penalty, b->sort_tmp, b->sort_tmp_bytes, b->d_keys,
+	                     b->d_vals, b->d_probs, b->d_seg, b->d_ids, b->st)) != cudaSuccess ||
 	    (ce = cuk_advance(n_out, b->d_ids, b->d.tok, b->d.pos, b->d_samp, b->d_hist,
 	                      b->hist_cap, b->st)) != cudaSuccess ||
 	    (ce = cudaMemcpyAsync(b->h_ids, b->d_ids, n_out * 4ull, cudaMemcpyDeviceToHost,

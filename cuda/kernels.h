@@ -260,15 +260,16 @@ struct cuk_samp {
  * cuk_sample - the token of each of @n logit rows (@n_vocab each, modified in
  * place by the penalty) into ids[i], exactly as samp_sample() picks it.
  * @hist holds the per-slot histories (prompt and generated tokens, @hist_cap
- * each). @any_random: some row has temperature > 0 (then the rows are
- * sorted): @sort_tmp of @sort_tmp_bytes (cuk_sample_tmp_bytes), @keys and
+ * each). @any_penalty: some row has a repetition penalty. @any_random: some
+ * row has temperature > 0 (then the rows are sorted): @sort_tmp of @sort_tmp_bytes
+ * (cuk_sample_tmp_bytes), @keys and
  * @vals of 2 · n · n_vocab each, @probs of n · n_vocab, @seg the n + 1 row
  * offsets i · n_vocab.
  */
 cudaError_t cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *sp,
-                       const int32_t *hist, uint32_t hist_cap, bool any_random, void *sort_tmp,
-                       size_t sort_tmp_bytes, float *keys, int32_t *vals, float *probs,
-                       const uint32_t *seg, int32_t *ids, cudaStream_t st);
+                       const int32_t *hist, uint32_t hist_cap, bool any_random, bool any_penalty,
+                       void *sort_tmp, size_t sort_tmp_bytes, float *keys, int32_t *vals,
+                       float *probs, const uint32_t *seg, int32_t *ids, cudaStream_t st);
 
 /* cuk_sample_tmp_bytes - scratch cuk_sample's sort needs for @n rows of @n_vocab. */
 cudaError_t cuk_sample_tmp_bytes(uint32_t n, uint32_t n_vocab, size_t *ret);

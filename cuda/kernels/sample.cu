@@ -201,6 +201,87 @@ __launch_bounds__(THREADS) filter_kernel(uint32_t n_vocab, const cuk_samp *sp, c
 		ids[blockIdx.x] = v[cut];
 }
 
+/*
+ * Greedy rows without a penalty: the first maximum (NaN never wins) of each
+ * row, in two launches: AM_PARTS blocks a row each find their slice's, then
+ * one warp a row picks among them (ties to the lower id, as prep_kernel).
+ * (prep_kernel's one block a row, which also writes the sort's keys, took
+ * 400 µs a step for 151,936 logits on an H100.)
+ */
+constexpr uint32_t AM_PARTS = 64;
+
+__device__ __forceinline__ bool
+better(float v, uint32_t j, float bv, uint32_t bj)
+{
+	return v > bv || (v == bv && j < bj);
+}
+
+__global__ void
+__launch_bounds__(THREADS)
+        argmax_part_kernel(const float *logits, uint32_t n_vocab, float *pv, uint32_t *pj)
+{
+	__shared__ float sv[THREADS / 32];
+	__shared__ uint32_t sj[THREADS / 32];
+	const float *lg = logits + (uint64_t)blockIdx.y * n_vocab;
+	uint32_t per = (n_vocab + gridDim.x - 1) / gridDim.x, lo = blockIdx.x * per;
+	uint32_t hi = min(n_vocab, lo + per), tid = threadIdx.x;
+	float bv = -INFINITY;
+	uint32_t bj = lo;
+
+	for (uint32_t j = lo + tid; j < hi; j += THREADS)
+		if (lg[j] > bv) { /* false for NaN */
+			bv = lg[j];
+			bj = j;
+		}
+	for (int o = 16; o > 0; o >>= 1) {
+		float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+		uint32_t oj = __shfl_xor_sync(0xffffffffu, bj, o);
+		if (better(ov, oj, bv, bj)) {
+			bv = ov;
+			bj = oj;
+		}
+	}
+	if (tid % 32 == 0) {
+		sv[tid / 32] = bv;
+		sj[tid / 32] = bj;
+	}
+	__syncthreads();
+	if (tid == 0) {
+		for (uint32_t w = 1; w < THREADS / 32; w++)
+			if (better(sv[w], sj[w], bv, bj)) {
+				bv = sv[w];
+				bj = sj[w];
+			}
+		pv[(uint64_t)blockIdx.y * gridDim.x + blockIdx.x] = bv;
+		pj[(uint64_t)blockIdx.y * gridDim.x + blockIdx.x] = bj;
+	}
+}
+
+__global__ void __launch_bounds__(32)
+        argmax_done_kernel(uint32_t parts, const float *pv, const uint32_t *pj, int32_t *ids)
+{
+	const float *v = pv + (uint64_t)blockIdx.x * parts;
+	const uint32_t *jj = pj + (uint64_t)blockIdx.x * parts;
+	float bv = -INFINITY;
+	uint32_t bj = 0xffffffffu;
+
+	for (uint32_t i = threadIdx.x; i < parts; i += 32)
+		if (better(v[i], jj[i], bv, bj)) {
+			bv = v[i];
+			bj = jj[i];
+		}
+	for (int o = 16; o > 0; o >>= 1) {
+		float ov = __shfl_xor_sync(0xffffffffu, bv, o);
+		uint32_t oj = __shfl_xor_sync(0xffffffffu, bj, o);
+		if (better(ov, oj, bv, bj)) {
+			bv = ov;
+			bj = oj;
+		}
+	}
+	if (threadIdx.x == 0)
+		ids[blockIdx.x] = (int32_t)bj;
+}
+
 __global__ void
 advance_kernel(uint32_t n, const int32_t *ids, int32_t *tok, uint32_t *pos, cuk_samp *sp,
                int32_t *hist, uint32_t hist_cap)
@@ -235,9 +316,9 @@ cuk_sample_tmp_bytes(uint32_t n, uint32_t n_vocab, size_t *ret)
 
 extern "C" cudaError_t
 cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *sp,
-           const int32_t *hist, uint32_t hist_cap, bool any_random, void *sort_tmp,
-           size_t sort_tmp_bytes, float *keys, int32_t *vals, float *probs, const uint32_t *seg,
-           int32_t *ids, cudaStream_t st)
+           const int32_t *hist, uint32_t hist_cap, bool any_random, bool any_penalty,
+           void *sort_tmp, size_t sort_tmp_bytes, float *keys, int32_t *vals, float *probs,
+           const uint32_t *seg, int32_t *ids, cudaStream_t st)
 {
 	uint64_t items = (uint64_t)n * n_vocab;
 	cudaError_t e;
@@ -246,6 +327,19 @@ cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *s
 		return cudaSuccess;
 	if (items > 0x7fffffffu || n_vocab == 0)
 		return cudaErrorInvalidValue;
+	if (!any_random && !any_penalty) {
+		/* parts · 2 ≤ n_vocab: the partials fit in @probs */
+		uint32_t parts = max(1u, min(AM_PARTS, n_vocab / THREADS));
+		float *pv = probs;
+		uint32_t *pj = (uint32_t *)(probs + (uint64_t)n * parts);
+		if (n > 65535)
+			return cudaErrorInvalidValue;
+		argmax_part_kernel<<<dim3(parts, n), THREADS, 0, st>>>(logits, n_vocab, pv, pj);
+		if ((e = cuk::launched()) != cudaSuccess)
+			return e;
+		argmax_done_kernel<<<n, 32, 0, st>>>(parts, pv, pj, ids);
+		return cuk::launched();
+	}
 	prep_kernel<<<n, THREADS, 0, st>>>(logits, n_vocab, sp, hist, hist_cap, keys, vals, ids);
 	if ((e = cuk::launched()) != cudaSuccess || !any_random)
 		return e;
@@ -275,6 +369,9 @@ cuk_check_sample(char *why, size_t why_len)
 	cudaError_t e;
 
 	if ((e = cuk::fits(prep_kernel, THREADS, "sample_prep", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(argmax_part_kernel, THREADS, "argmax_part", why, why_len)) !=
+	            cudaSuccess ||
+	    (e = cuk::fits(argmax_done_kernel, 32, "argmax_done", why, why_len)) != cudaSuccess ||
 	    (e = cuk::fits(filter_kernel, THREADS, "sample_filter", why, why_len)) != cudaSuccess)
 		return e;
 	return cuk::fits(advance_kernel, 128, "sample_advance", why, why_len);

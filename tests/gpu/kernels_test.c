@@ -444,16 +444,16 @@ test_sampling(void)
 	for (uint32_t s = 0; s < N; s++)
 		CK(cudaMemcpy(dhist + (uint64_t)s * cap, hist[s], sizeof(hist[s]),
 		              cudaMemcpyHostToDevice));
-	for (int filt = 0; filt < 6; filt++) {
+	for (int filt = 0; filt < 7; filt++) {
 		struct samp_params p = {.temperature = 0.9f,
 		                        .top_k = 0,
 		                        .top_p = 1.0f,
 		                        .min_p = 0.0f,
 		                        .repeat_penalty = 1.0f,
 		                        .repeat_last_n = 64};
-		const char *name[] = {"greedy",    "temperature", "top-k 40",
-		                      "top-p 0.9", "min-p 0.05",  "all + penalty"};
-		if (filt == 0)
+		const char *name[] = {"greedy",     "temperature",   "top-k 40",        "top-p 0.9",
+		                      "min-p 0.05", "all + penalty", "greedy + penalty"};
+		if (filt == 0 || filt == 6)
 			p.temperature = 0;
 		if (filt == 2 || filt == 5)
 			p.top_k = 40;
@@ -461,7 +461,7 @@ test_sampling(void)
 			p.top_p = 0.9f;
 		if (filt == 4 || filt == 5)
 			p.min_p = 0.05f;
-		if (filt == 5)
+		if (filt == 5 || filt == 6)
 			p.repeat_penalty = 1.3f;
 		uint32_t mismatches = 0;
 		for (uint32_t it = 0; it < draws / N; it++) {
@@ -483,8 +483,9 @@ test_sampling(void)
 			}
 			CK(cudaMemcpy(dsp, sp, sizeof(sp), cudaMemcpyHostToDevice));
 			CK(cudaMemset(dids, 0xff, N * 4));
-			CK(cuk_sample(dlg, N, V, dsp, dhist, cap, p.temperature > 0, tmp, tmp_bytes,
-			              keys, vals, probs, dseg, dids, 0));
+			CK(cuk_sample(dlg, N, V, dsp, dhist, cap, p.temperature > 0,
+			              p.repeat_penalty != 1.0f, tmp, tmp_bytes, keys, vals, probs,
+			              dseg, dids, 0));
 			CK(cudaMemcpy(ids, dids, N * 4, cudaMemcpyDeviceToHost));
 			for (uint32_t s = 0; s < N; s++) {
 				ref[s] = (struct ref_row){.p = p,
