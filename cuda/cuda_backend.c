@@ -443,6 +443,7 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	b->m = m;
 	b->cfg = *cfg;
+	b->trace = getenv("ORCH_CUDA_TRACE") != NULL;
 	if ((rv = parse_device(cfg->device, &b->dev, reterr)) != ORCH_OK ||
 	    (rv = check_model(b, reterr)) != ORCH_OK || (rv = open_device(b, reterr)) != ORCH_OK)
 		goto fail;
@@ -476,6 +477,7 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 		goto fail;
 	}
 	if ((ce = cudaStreamCreateWithFlags(&b->st, cudaStreamNonBlocking)) != cudaSuccess ||
+	    (ce = cudaEventCreateWithFlags(&b->uploaded, cudaEventDisableTiming)) != cudaSuccess ||
 	    (ce = cudaMalloc((void **)&b->arena, b->arena_bytes)) != cudaSuccess) {
 		rv = ce == cudaErrorMemoryAllocation
 		             ? orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM,
@@ -542,6 +544,8 @@ cuda_free(struct be_model *b)
 	cudaFreeHost(b->h_samp);
 	cudaFreeHost(b->h_ids);
 	cudaFreeHost(b->h_logits);
+	if (b->uploaded != NULL)
+		cudaEventDestroy(b->uploaded);
 	if (b->st != NULL)
 		cudaStreamDestroy(b->st);
 	free(b->layers);

@@ -17,6 +17,7 @@
  * - Nothing here allocates or synchronizes the device; the callers
  *   synchronize the stream once, when the ids or logits come back.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda_int.h"
@@ -120,11 +121,31 @@ upload_step(struct be_model *b, uint32_t T, uint32_t n_out)
 	            memcmp(b->h.slot, b->mir.slot, T * 4ull) == 0 &&
 	            memcmp(b->h.rows, b->mir.rows, n_out * 4ull) == 0;
 
+	cudaError_t ce;
+
 	if (same)
 		return cudaSuccess;
 	memcpy(b->mir_step, b->h_step, b->step_bytes);
 	b->mir_T = T;
-	return cudaMemcpyAsync(b->d_step, b->h_step, b->step_bytes, cudaMemcpyHostToDevice, b->st);
+	if ((ce = cudaMemcpyAsync(b->d_step, b->h_step, b->step_bytes, cudaMemcpyHostToDevice,
+	                          b->st)) != cudaSuccess)
+		return ce;
+	return cudaEventRecord(b->uploaded, b->st);
+}
+
+/*
+ * Wait until the device has read the last upload of h_step, before it is
+ * written again. A copy from pinned memory happens when the stream reaches
+ * it, and a step whose logits nobody wants returns without waiting for the
+ * device: the next step's inputs, staged over the same pinned bytes, were
+ * read by the previous step's copy whenever the device lagged (positions
+ * whose K/V were then never written; on an H100 a gpt-oss prompt's first
+ * sampled token changed, under compute-sanitizer every time).
+ */
+static cudaError_t
+h_step_writable(struct be_model *b)
+{
+	return cudaEventSynchronize(b->uploaded);
 }
 
 /* Stage a step of @T padding tokens (slot `slots`, position 0) and as many outputs. */
@@ -176,6 +197,17 @@ stage_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t 
 	return n_out;
 }
 
+/* ORCH_CUDA_TRACE: a step's sequences (slot, first position, tokens) and how it ran. */
+static void
+trace_step(const struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t bucket)
+{
+	fprintf(stderr, "cu_step %llu:", (unsigned long long)b->steps);
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(stderr, " [slot %u pos %u +%u%s]", seqs[i].slot, seqs[i].pos,
+		        seqs[i].n_tokens, seqs[i].want_logits ? " out" : "");
+	fprintf(stderr, bucket ? " graph %u\n" : " eager\n", bucket ? b->bucket[bucket - 1] : 0);
+}
+
 orch_err
 cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret_n_out,
         struct orch_errinfo *reterr)
@@ -198,12 +230,16 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 		if (b->k_slot[seqs[i].slot] == NULL &&
 		    (rv = cu_reserve(b, seqs[i].slot, reterr)) != ORCH_OK)
 			return rv;
+	if ((ce = h_step_writable(b)) != cudaSuccess)
+		goto fail;
 	n_out = stage_batch(b, seqs, n, &max_pos, &decode);
 	for (uint32_t k = 0; decode && !b->cfg.no_graphs && k < b->n_buckets; k++)
 		if (b->graph[k] != NULL && b->bucket[k] >= n) {
 			bucket = k + 1;
 			break;
 		}
+	if (b->trace)
+		trace_step(b, seqs, n, bucket);
 	if (bucket) {
 		uint32_t B = b->bucket[bucket - 1];
 		stage_padding(b, n, B);

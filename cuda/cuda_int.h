@@ -65,6 +65,7 @@ struct be_model {
 	int dev;
 	struct be_info info;
 	cudaStream_t st;
+	cudaEvent_t uploaded; /* after the last upload of h_step: h_step is free again */
 	cublasHandle_t blas;
 	bool dead; /* a sticky error: the context is unusable */
 
@@ -130,6 +131,7 @@ struct be_model {
 
 	uint64_t bytes_needed, bytes_used;
 	uint64_t steps, graph_steps;
+	bool trace; /* ORCH_CUDA_TRACE set: each step's sequences on stderr */
 };
 
 /* ---- cuda_backend.c ---- */
