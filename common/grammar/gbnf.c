@@ -553,6 +553,7 @@ parser_fini(struct gbnf *p)
 	free(p->rules);
 	free(p->names);
 	free(p->sets);
+	free(p->set_ix);
 }
 
 orch_err

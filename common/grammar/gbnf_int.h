@@ -31,6 +31,8 @@ struct gbnf {
 	uint32_t names_mask;
 	struct gram_set *sets;
 	uint32_t n_sets, cap_sets;
+	uint32_t *set_ix; /* open addressing over sets: a set or GRAM_NONE */
+	uint32_t set_mask;
 	uint64_t n_el; /* elements in every body */
 	struct gram_err *err;
 	bool failed;

@@ -19,12 +19,50 @@
 #include "base/alloc.h"
 #include "gbnf_int.h"
 
+static uint32_t
+set_hash(const struct gram_set *set)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull;
+
+	for (int i = 0; i < 4; i++) {
+		h = (h ^ set->w[i]) * 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	return (uint32_t)h;
+}
+
+/* Grow the sets' index (open addressing: a set or GRAM_NONE) to twice the sets, at least. */
+static bool
+sets_index_grow(struct gbnf *p)
+{
+	uint32_t size = p->set_ix ? (p->set_mask + 1) * 2 : 256;
+	uint32_t *ix = orch_reallocarray(NULL, size, sizeof(*ix));
+
+	if (ix == NULL)
+		return gbnf_oom(p);
+	memset(ix, 0xff, (size_t)size * sizeof(*ix));
+	free(p->set_ix);
+	p->set_ix = ix;
+	p->set_mask = size - 1;
+	for (uint32_t i = 0; i < p->n_sets; i++) {
+		uint32_t k = set_hash(&p->sets[i]) & p->set_mask;
+		while (ix[k] != GRAM_NONE)
+			k = (k + 1) & p->set_mask;
+		ix[k] = i;
+	}
+	return true;
+}
+
 bool
 gbnf_set(struct gbnf *p, const struct gram_set *set, uint32_t *ret)
 {
-	for (uint32_t i = p->n_sets; i-- > 0;)
-		if (memcmp(&p->sets[i], set, sizeof(*set)) == 0) {
-			*ret = i;
+	uint32_t k;
+
+	if ((p->set_ix == NULL || 2 * (p->n_sets + 1) > p->set_mask + 1) && !sets_index_grow(p))
+		return false;
+	for (k = set_hash(set) & p->set_mask; p->set_ix[k] != GRAM_NONE; k = (k + 1) & p->set_mask)
+		if (memcmp(&p->sets[p->set_ix[k]], set, sizeof(*set)) == 0) {
+			*ret = p->set_ix[k];
 			return true;
 		}
 	if (p->n_sets == p->cap_sets) {
@@ -36,6 +74,7 @@ gbnf_set(struct gbnf *p, const struct gram_set *set, uint32_t *ret)
 		p->cap_sets = cap;
 	}
 	p->sets[p->n_sets] = *set;
+	p->set_ix[k] = p->n_sets;
 	*ret = p->n_sets++;
 	return true;
 }
@@ -255,50 +294,120 @@ layout(struct gbnf *p, struct gram *g)
 	return ORCH_OK;
 }
 
-/* Which rules can match the empty string, into @nullable. */
-static void
+/* Whether @e is an element of an alternative (not the GE_ALT or GE_END after its last). */
+static bool
+is_elem(const struct gram_elem *e)
+{
+	return e->kind == GE_REF || e->kind == GE_SET;
+}
+
+/*
+ * Which rules can match the empty string, into @nullable, in time linear
+ * in the grammar: each alternative counts its elements not yet known to be
+ * nullable (a set never is); when a rule becomes nullable, every
+ * alternative that refers to it counts down, and one that reaches zero
+ * makes its rule nullable in turn. ORCH_ENOMEM.
+ */
+static orch_err
 nullables(const struct gram *g, bool *nullable)
 {
-	for (bool changed = true; changed;) {
-		changed = false;
-		for (uint32_t r = 0; r < g->n_rules; r++) {
-			for (uint32_t a = g->alt_first[r]; a < g->alt_first[r + 1] && !nullable[r];
-			     a++) {
-				uint32_t i = g->alt[a];
-				while (g->el[i].kind == GE_REF && nullable[g->el[i].arg])
-					i++;
-				if (g->el[i].kind == GE_ALT || g->el[i].kind == GE_END)
-					nullable[r] = changed = true;
+	uint32_t n_alt = g->alt_first[g->n_rules], n_ref = 0, top = 0;
+	uint32_t *left = orch_calloc(n_alt ? n_alt : 1, sizeof(*left));
+	uint32_t *owner = orch_calloc(n_alt ? n_alt : 1, sizeof(*owner));
+	uint32_t *first = orch_calloc(g->n_rules + 1, sizeof(*first));
+	uint32_t *work = orch_calloc(g->n_rules ? g->n_rules : 1, sizeof(*work));
+	uint32_t *by = NULL;
+	orch_err rv = ORCH_ENOMEM;
+
+	if (left == NULL || owner == NULL || first == NULL || work == NULL)
+		goto out;
+	/* the alternatives that refer to rule s: by[first[s] .. first[s + 1]), once per reference
+	 */
+	for (uint32_t r = 0; r < g->n_rules; r++)
+		for (uint32_t a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+			owner[a] = r;
+			for (uint32_t i = g->alt[a]; is_elem(&g->el[i]); i++) {
+				left[a]++;
+				if (g->el[i].kind == GE_REF) {
+					first[g->el[i].arg + 1]++;
+					n_ref++;
+				}
+			}
+		}
+	for (uint32_t r = 0; r < g->n_rules; r++)
+		first[r + 1] += first[r];
+	if ((by = orch_calloc(n_ref ? n_ref : 1, sizeof(*by))) == NULL)
+		goto out;
+	for (uint32_t a = 0; a < n_alt; a++) /* first[s] walks to s's end, then shifts back */
+		for (uint32_t i = g->alt[a]; is_elem(&g->el[i]); i++)
+			if (g->el[i].kind == GE_REF)
+				by[first[g->el[i].arg]++] = a;
+	for (uint32_t r = g->n_rules; r > 0; r--)
+		first[r] = first[r - 1];
+	first[0] = 0;
+	for (uint32_t a = 0; a < n_alt; a++)
+		if (left[a] == 0 && !nullable[owner[a]]) {
+			nullable[owner[a]] = true;
+			work[top++] = owner[a];
+		}
+	while (top > 0) {
+		uint32_t r = work[--top];
+		for (uint32_t k = first[r]; k < first[r + 1]; k++) {
+			uint32_t a = by[k];
+			if (--left[a] == 0 && !nullable[owner[a]]) {
+				nullable[owner[a]] = true;
+				work[top++] = owner[a];
 			}
 		}
 	}
+	rv = ORCH_OK;
+out:
+	free(left);
+	free(owner);
+	free(first);
+	free(work);
+	free(by);
+	return rv;
 }
 
 /*
  * The rule a left recursion goes through, or GRAM_NONE: a depth-first walk
  * over "r can start with s" (past nullable rules), looking for a back edge.
+ * Each frame keeps its place (@alt_at: the alternative, @el_at: the element),
+ * so a rule's alternatives are read once however many children it has.
  */
 static uint32_t
-left_recursion(const struct gram *g, const bool *nullable, uint8_t *color, uint32_t *stack)
+left_recursion(const struct gram *g, const bool *nullable, uint8_t *color, uint32_t *stack,
+               uint32_t *alt_at, uint32_t *el_at)
 {
 	for (uint32_t start = 0; start < g->n_rules; start++) {
 		uint32_t sp = 0;
 		if (color[start])
 			continue;
 		color[start] = 1;
-		stack[sp++] = start;
+		stack[sp] = start;
+		alt_at[sp] = g->alt_first[start];
+		el_at[sp++] = GRAM_NONE;
 		while (sp > 0) {
 			uint32_t r = stack[sp - 1], next = GRAM_NONE;
-			for (uint32_t a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
-				for (uint32_t i = g->alt[a]; g->el[i].kind == GE_REF; i++) {
-					uint32_t s = g->el[i].arg;
+			uint32_t *a = &alt_at[sp - 1], *i = &el_at[sp - 1];
+			for (; *a < g->alt_first[r + 1] && next == GRAM_NONE;
+			     (*a)++, *i = GRAM_NONE) {
+				if (*i == GRAM_NONE)
+					*i = g->alt[*a];
+				for (; g->el[*i].kind == GE_REF; (*i)++) {
+					uint32_t s = g->el[*i].arg;
 					if (color[s] == 1)
 						return s;
-					if (color[s] == 0 && next == GRAM_NONE)
+					if (color[s] == 0) {
 						next = s;
+						break; /* resumed here when s is done */
+					}
 					if (!nullable[s])
 						break;
 				}
+				if (next != GRAM_NONE)
+					break;
 			}
 			if (next == GRAM_NONE) {
 				color[r] = 2;
@@ -306,7 +415,9 @@ left_recursion(const struct gram *g, const bool *nullable, uint8_t *color, uint3
 				continue;
 			}
 			color[next] = 1;
-			stack[sp++] = next;
+			stack[sp] = next;
+			alt_at[sp] = g->alt_first[next];
+			el_at[sp++] = GRAM_NONE;
 		}
 	}
 	return GRAM_NONE;
@@ -318,7 +429,7 @@ gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret)
 	struct gram *g = orch_calloc(1, sizeof(*g));
 	bool *nullable = orch_calloc(p->n_rules, sizeof(*nullable));
 	uint8_t *color = orch_calloc(p->n_rules, 1);
-	uint32_t *stack = orch_calloc(p->n_rules, sizeof(*stack));
+	uint32_t *stack = orch_calloc(p->n_rules, 3 * sizeof(*stack));
 	orch_err rv = ORCH_ENOMEM;
 
 	if (g == NULL || nullable == NULL || color == NULL || stack == NULL)
@@ -330,8 +441,10 @@ gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret)
 		}
 	if ((rv = layout(p, g)) != ORCH_OK)
 		goto out;
-	nullables(g, nullable);
-	uint32_t lr = left_recursion(g, nullable, color, stack);
+	if ((rv = nullables(g, nullable)) != ORCH_OK)
+		goto out;
+	uint32_t lr = left_recursion(g, nullable, color, stack, stack + p->n_rules,
+	                             stack + 2 * (size_t)p->n_rules);
 	if (lr != GRAM_NONE) {
 		rv = fail_at(p, &p->rules[lr], "left recursion through rule");
 		goto out;

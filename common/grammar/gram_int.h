@@ -79,11 +79,18 @@ struct gram_top {
 	uint32_t pos, parent;
 };
 
-/* Where a parse stands: the tops of its stacks, and whether one of them ended. */
+/*
+ * Where a parse stands: the tops of its stacks, and whether one of them
+ * ended. Past GRAM_INDEX_FROM tops, an open-addressing index over the tops
+ * (by position and the stack's hash) finds a duplicate without a scan:
+ * slot k holds top ix[k] when ix_gen[k] == gen, and tops [0, ix_n) are in it.
+ */
 struct gram_state {
 	struct gram_top *tops;
 	uint32_t n, cap;
 	bool accept;
+	uint32_t *ix, *ix_gen;
+	uint32_t ix_mask, ix_n, gen;
 };
 
 /* The matcher (grammar.h): its stacks and where the parse stands. */
@@ -101,17 +108,21 @@ void gram_stacks_fini(struct gram_stacks *s);
 /*
  * gram_expand - every stack that starts at element @pos under @parent (a
  * rule's alternative, or where one goes on), with GE_SET tops, added to @out
- * (once each); @out->accept set when one ends. ORCH_ENOMEM.
+ * (once each); @out->accept set when one ends. ORCH_ENOMEM; ORCH_ERANGE
+ * past GRAM_STACKS_MAX stacks.
  */
 orch_err gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
                      struct gram_state *out);
 
-/* gram_advance - @in advanced by byte @b into @out (cleared first); ORCH_ENOMEM. */
+/* gram_advance - @in advanced by byte @b into @out (cleared first); as gram_expand. */
 orch_err gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_state *in,
                       uint8_t b, struct gram_state *out);
 
 /* gram_state_copy - @src's tops and accept into @dst (grown as needed); ORCH_ENOMEM. */
 orch_err gram_state_copy(struct gram_state *dst, const struct gram_state *src);
 
-/* gram_state_fini - free @st's tops. */
+/* gram_state_reset - @st empty, not accepting. */
+void gram_state_reset(struct gram_state *st);
+
+/* gram_state_fini - free @st's tops and index. */
 void gram_state_fini(struct gram_state *st);

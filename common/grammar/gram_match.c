@@ -23,8 +23,8 @@
 #include "base/alloc.h"
 #include "gram_int.h"
 
-/* The most stacks a state may hold; beyond it a feed fails as out of memory. */
-#define STACKS_MAX 65536
+/* Tops a state scans for a duplicate before it indexes them. */
+#define GRAM_INDEX_FROM 64
 
 orch_err
 gram_stacks_init(struct gram_stacks *s)
@@ -48,9 +48,23 @@ gram_stacks_fini(struct gram_stacks *s)
 }
 
 void
+gram_state_reset(struct gram_state *st)
+{
+	st->n = 0;
+	st->accept = false;
+	st->ix_n = 0;
+	if (++st->gen == 0 && st->ix_gen != NULL) { /* wrapped: no stamp may look current */
+		memset(st->ix_gen, 0, ((size_t)st->ix_mask + 1) * sizeof(*st->ix_gen));
+		st->gen = 1;
+	}
+}
+
+void
 gram_state_fini(struct gram_state *st)
 {
 	free(st->tops);
+	free(st->ix);
+	free(st->ix_gen);
 	*st = (struct gram_state){0};
 }
 
@@ -102,16 +116,91 @@ same_stack(const struct gram_stacks *s, uint32_t a, uint32_t b)
 	return true;
 }
 
+/* A top's index key: its position and the hash of the stack under it. */
+static uint32_t
+top_hash(const struct gram_stacks *s, uint32_t pos, uint32_t parent)
+{
+	uint64_t ph = parent == GRAM_NONE ? 0x9e3779b97f4a7c15ull : s->v[parent].h;
+
+	return (uint32_t)mix(ph ^ ((uint64_t)pos << 1 | 1));
+}
+
+/* Index top @i of @st: the slot after the last taken one on its probe. */
+static void
+ix_put(const struct gram_stacks *s, struct gram_state *st, uint32_t i)
+{
+	uint32_t k = top_hash(s, st->tops[i].pos, st->tops[i].parent) & st->ix_mask;
+
+	while (st->ix_gen[k] == st->gen)
+		k = (k + 1) & st->ix_mask;
+	st->ix[k] = i;
+	st->ix_gen[k] = st->gen;
+}
+
+/* Make @st's index cover its tops, grown to a quarter full at most. */
+static orch_err
+ix_cover(const struct gram_stacks *s, struct gram_state *st)
+{
+	if (st->ix == NULL || (st->n + 1) * 4 > st->ix_mask + 1) {
+		uint32_t size = st->ix ? (st->ix_mask + 1) * 2 : 256;
+		while ((st->n + 1) * 4 > size)
+			size *= 2;
+		uint32_t *ix = orch_reallocarray(st->ix, size, sizeof(*ix));
+		if (ix != NULL)
+			st->ix = ix;
+		uint32_t *gen = orch_reallocarray(st->ix_gen, size, sizeof(*gen));
+		if (ix == NULL || gen == NULL)
+			return ORCH_ENOMEM;
+		st->ix_gen = gen;
+		memset(st->ix_gen, 0, (size_t)size * sizeof(*gen));
+		st->ix_mask = size - 1;
+		st->gen = 1;
+		st->ix_n = 0;
+	}
+	for (; st->ix_n < st->n; st->ix_n++)
+		ix_put(s, st, st->ix_n);
+	return ORCH_OK;
+}
+
+/* Whether @out has the stack (@pos, @parent) already. */
+static orch_err
+has_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent,
+        bool *ret)
+{
+	*ret = false;
+	if (out->n < GRAM_INDEX_FROM) {
+		for (uint32_t i = 0; i < out->n && !*ret; i++)
+			*ret = out->tops[i].pos == pos &&
+			       same_stack(s, out->tops[i].parent, parent);
+		return ORCH_OK;
+	}
+	orch_err rv = ix_cover(s, out);
+	if (rv != ORCH_OK)
+		return rv;
+	for (uint32_t k = top_hash(s, pos, parent) & out->ix_mask; out->ix_gen[k] == out->gen;
+	     k = (k + 1) & out->ix_mask) {
+		const struct gram_top *t = &out->tops[out->ix[k]];
+		if (t->pos == pos && same_stack(s, t->parent, parent)) {
+			*ret = true;
+			break;
+		}
+	}
+	return ORCH_OK;
+}
+
 static orch_err
 add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent)
 {
-	for (uint32_t i = 0; i < out->n; i++)
-		if (out->tops[i].pos == pos && same_stack(s, out->tops[i].parent, parent))
-			return ORCH_OK;
+	bool dup;
+	orch_err rv = has_top(s, out, pos, parent, &dup);
+
+	if (rv != ORCH_OK || dup)
+		return rv;
+	if (out->n == GRAM_STACKS_MAX)
+		return ORCH_ERANGE;
 	if (out->n == out->cap) {
 		uint32_t cap = out->cap ? out->cap * 2 : 8;
-		struct gram_top *v =
-		        cap <= STACKS_MAX ? orch_reallocarray(out->tops, cap, sizeof(*v)) : NULL;
+		struct gram_top *v = orch_reallocarray(out->tops, cap, sizeof(*v));
 		if (v == NULL)
 			return ORCH_ENOMEM;
 		out->tops = v;
@@ -194,8 +283,7 @@ orch_err
 gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_state *in, uint8_t b,
              struct gram_state *out)
 {
-	out->n = 0;
-	out->accept = false;
+	gram_state_reset(out);
 	for (uint32_t i = 0; i < in->n; i++) {
 		struct gram_top t = in->tops[i];
 		orch_err rv;
@@ -217,6 +305,7 @@ gram_state_copy(struct gram_state *dst, const struct gram_state *src)
 		dst->tops = v;
 		dst->cap = src->n;
 	}
+	gram_state_reset(dst); /* its index holds none of the copies */
 	memcpy(dst->tops, src->tops, (size_t)src->n * sizeof(*src->tops));
 	dst->n = src->n;
 	dst->accept = src->accept;
@@ -305,7 +394,7 @@ swap(struct gram_state *a, struct gram_state *b)
 }
 
 bool
-gram_match_feed(struct gram_match *m, const void *p, size_t n, bool *oom)
+gram_match_feed(struct gram_match *m, const void *p, size_t n, orch_err *why)
 {
 	const uint8_t *b = p;
 	uint32_t n0 = m->s.n;
@@ -320,8 +409,8 @@ gram_match_feed(struct gram_match *m, const void *p, size_t n, bool *oom)
 	}
 	if (rv == ORCH_OK && n > 0)
 		rv = compact(m);
-	if (oom)
-		*oom = rv == ORCH_ENOMEM;
+	if (why)
+		*why = rv;
 	if (rv == ORCH_OK)
 		return true;
 	swap(&m->cur, &m->saved); /* as it was: its nodes are all below n0 */

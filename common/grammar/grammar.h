@@ -36,7 +36,10 @@ orch_err gram_compile(const char *text, size_t n, const char *root, struct gram 
 
 /* The largest {m,n} bound, and the most elements a compiled grammar may have. */
 #define GRAM_REPEAT_MAX 10000
-#define GRAM_ELEMS_MAX  (1u << 22)
+#define GRAM_ELEMS_MAX  (1u << 20)
+
+/* The most parses a matcher keeps alive at once (ORCH_ERANGE beyond: too ambiguous). */
+#define GRAM_STACKS_MAX 65536
 
 /* gram_free - free @g (NULL is ignored); no matcher of it may be left. */
 void gram_free(struct gram *g);
@@ -47,18 +50,23 @@ bool gram_accepts(const struct gram *g, const void *s, size_t n);
 /* A matcher: where a parse of the bytes fed so far stands (every parse alive). */
 struct gram_match;
 
-/* gram_match_new - a matcher at the start of @g (kept alive by the caller); ORCH_ENOMEM. */
+/*
+ * gram_match_new - a matcher at the start of @g (kept alive by the caller);
+ * ORCH_ENOMEM, ORCH_ERANGE (too ambiguous, as gram_match_feed).
+ */
 orch_err gram_match_new(const struct gram *g, struct gram_match **ret);
 
 /* gram_match_free - free @m (NULL is ignored). */
 void gram_match_free(struct gram_match *m);
 
 /*
- * gram_match_feed - advance @m by the @n bytes at @s. False when some
- * prefix of them is no prefix of a sentence: then @m is left as it was.
- * ORCH_ENOMEM is reported as false with *@oom set (when @oom is not NULL).
+ * gram_match_feed - advance @m by the @n bytes at @s. False when it could
+ * not, and then @m is left as it was; *@why (when @why is not NULL) says
+ * why: ORCH_EINVAL, some prefix of the bytes is no prefix of a sentence;
+ * ORCH_ERANGE, the grammar is too ambiguous (more than GRAM_STACKS_MAX
+ * parses alive at once); ORCH_ENOMEM. ORCH_OK when it could.
  */
-bool gram_match_feed(struct gram_match *m, const void *s, size_t n, bool *oom);
+bool gram_match_feed(struct gram_match *m, const void *s, size_t n, orch_err *why);
 
 /* gram_match_accepting - the bytes fed so far are a whole sentence. */
 bool gram_match_accepting(const struct gram_match *m);

@@ -13,7 +13,8 @@ orch-synth (the model knows nothing: a valid output is the grammar's doing):
 - what is refused, with a 400 naming the parameter: an unsupported schema
   keyword (naming it and where), a grammar that does not compile (line and
   column), both a grammar and a JSON response_format, an unknown
-  response_format type, a json_schema without a name; a harmony model
+  response_format type, a json_schema without a name, a grammar with more
+  parses alive at once than the matcher keeps; a harmony model
   (gpt-oss tiny, from $ORCH_TESTDATA when it is there) refuses constrained
   output clearly."""
 import json
@@ -106,6 +107,19 @@ def test_grammar_field():
     check(st == 200 and ok, "native response_format json_object: %r" % toks[:200])
 
 
+def test_too_ambiguous():
+    # 70,000 alternatives alive at the start: more parses than the matcher keeps
+    gr = "root ::= " + " | ".join(['"a"'] * 70000)
+    st, _, text = post("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}],
+                                                "max_tokens": 4, "grammar": gr})
+    check(st == 400 and "too ambiguous" in text and "65536" in text,
+          "a grammar with too many live parses is a clear 400: %d %s" % (st, text[:300]))
+    st, _, text = post("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}],
+                                                "max_tokens": 4, "grammar": 'root ::= "ok"'})
+    check(st == 200 and json.loads(text)["choices"][0]["message"]["content"] == "ok",
+          "the worker serves on after it: %d %s" % (st, text[:200]))
+
+
 def test_harmony():
     if not os.path.isfile(OSS):
         print("skipped: harmony refusal (no gpt-oss tiny in ORCH_TESTDATA)")
@@ -120,6 +134,7 @@ def main():
     try:
         test_refusals()
         test_grammar_field()
+        test_too_ambiguous()
         test_harmony()
         if os.path.isdir(os.path.join(INTEROP, "node_modules", "ajv-formats")):
             r = subprocess.run(["node", os.path.join(INTEROP, "structured_client.mjs"),

@@ -173,6 +173,22 @@ oom:
 	return orch_errf(reterr, ORCH_ENOMEM, "out of memory compiling the grammar");
 }
 
+/*
+ * A matcher's failure other than a refused byte: ORCH_ERANGE (more parses
+ * alive at once than the matcher keeps) is the request's fault, a clear
+ * ORCH_EINVAL; ORCH_ENOMEM stays what it is.
+ */
+static orch_err
+ambiguous_or_oom(orch_err rv, const char *what, struct orch_errinfo *reterr)
+{
+	if (rv == ORCH_ERANGE)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "the grammar is too ambiguous: more than %u parses alive at once "
+		                 "%s (make its alternatives exclusive)",
+		                 GRAM_STACKS_MAX, what);
+	return orch_errf(reterr, ORCH_ENOMEM, "out of memory %s", what);
+}
+
 orch_err
 grammars_start(struct grammars *gs, const char *text, size_t n, struct gram_job *ret,
                struct orch_errinfo *reterr)
@@ -185,9 +201,9 @@ grammars_start(struct grammars *gs, const char *text, size_t n, struct gram_job 
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory indexing the vocabulary");
 	if ((rv = entry_get(gs, text, n, &e, reterr)) != ORCH_OK)
 		return rv;
-	if (gram_match_new(e->g, &ret->m) != ORCH_OK) {
+	if ((rv = gram_match_new(e->g, &ret->m)) != ORCH_OK) {
 		trim(gs);
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory starting the grammar");
+		return ambiguous_or_oom(rv, "starting the grammar", reterr);
 	}
 	e->refs++;
 	e->used = ++gs->clock;
@@ -218,8 +234,9 @@ grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bo
 	uint32_t allowed = 0, n = n_vocab < gs->n_tok ? n_vocab : gs->n_tok;
 	bool end = gram_match_accepting(j->m);
 
-	if (gram_match_mask(j->m, j->e->masks, &bits) != ORCH_OK)
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory computing the grammar's mask");
+	orch_err rv = gram_match_mask(j->m, j->e->masks, &bits);
+	if (rv != ORCH_OK)
+		return ambiguous_or_oom(rv, "computing the grammar's mask", reterr);
 	for (uint32_t w = 0; w < (n + 31) / 32; w++) {
 		uint32_t word = bits[w] & (strip ? ~gs->spaced[w] : ~0u);
 		uint32_t base = w * 32, top = base + 32 < n ? base + 32 : n;
@@ -250,12 +267,12 @@ grammars_feed(struct gram_job *j, int32_t id, struct orch_errinfo *reterr)
 {
 	char buf[GRAM_TOKEN_MAX];
 	size_t k = tok_piece(j->gs->t, id, 0, buf, sizeof(buf));
-	bool oom;
+	orch_err why = ORCH_EINVAL;
 
-	if (k <= sizeof(buf) && gram_match_feed(j->m, buf, k, &oom))
+	if (k <= sizeof(buf) && gram_match_feed(j->m, buf, k, &why))
 		return ORCH_OK;
-	if (k <= sizeof(buf) && oom)
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory matching the grammar");
+	if (why != ORCH_EINVAL)
+		return ambiguous_or_oom(why, "matching the grammar", reterr);
 	return orch_errf(reterr, ORCH_EINVAL, "token %d is not allowed by the grammar here", id);
 }
 
