@@ -59,6 +59,15 @@ check_sampling(const Orch__SamplingParams *p, struct orch_errinfo *reterr)
 		return bad(reterr, "submit", "min_p must be in [0, 1]");
 	if (!in_range(p->repeat_penalty, 0.0f, 10.0f))
 		return bad(reterr, "submit", "repeat_penalty must be in [0, 10]");
+	if (!in_range(p->presence_penalty, -2.0f, 2.0f) ||
+	    !in_range(p->frequency_penalty, -2.0f, 2.0f))
+		return bad(reterr, "submit", "presence and frequency penalties must be in [-2, 2]");
+	if (p->n_bias_tokens != p->n_bias_values || p->n_bias_tokens > ORCH_MAX_LOGIT_BIAS)
+		return bad(reterr, "submit", "logit_bias: unpaired or over 1024 entries");
+	for (size_t i = 0; i < p->n_bias_values; i++)
+		if (!in_range(p->bias_values[i], -100.0f, 100.0f) || p->bias_tokens[i] < 0)
+			return bad(reterr, "submit",
+			           "logit_bias: a negative token or a bias outside [-100, 100]");
 	return ORCH_OK;
 }
 

@@ -22,3 +22,6 @@
 #define ORCH_MAX_STOP_BYTES 256u
 
 _Static_assert(ORCH_API_MAX_STOPS <= ORCH_MAX_STOPS, "the API must fit the protocol");
+
+/* logit_bias entries in one job (the API, the protocol check, the worker). */
+#define ORCH_MAX_LOGIT_BIAS 1024u

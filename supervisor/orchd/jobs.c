@@ -43,6 +43,11 @@ job_request_fini(struct job_request *r)
 	r->cache_salt = NULL;
 	free(r->grammar); /* request_grammar.c's: malloc */
 	r->grammar = NULL;
+	free(r->sp.bias_tokens); /* params.c's logit_bias: malloc */
+	free(r->sp.bias_values);
+	r->sp.bias_tokens = NULL;
+	r->sp.bias_values = NULL;
+	r->sp.n_bias_tokens = r->sp.n_bias_values = 0;
 }
 
 /* @n random bytes from the kernel (getrandom(2), blocking only before the pool is ready). */

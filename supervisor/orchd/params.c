@@ -307,12 +307,58 @@ given(const cJSON *root, const char *name)
 	return v != NULL && !cJSON_IsNull(v);
 }
 
+/*
+ * "logit_bias": an object of token ids (decimal strings, as OpenAI sends
+ * them) to numbers in [-100, 100], at most ORCH_MAX_LOGIT_BIAS of them, into
+ * @r->sp (malloc'd; the worker checks the ids against its vocabulary).
+ */
+static bool
+logit_bias(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "logit_bias"), *it;
+	size_t n = 0;
+
+	if (v == NULL || cJSON_IsNull(v))
+		return true;
+	if (!cJSON_IsObject(v))
+		return params_fail(pe, ORCH_EINVAL, "logit_bias",
+		                   "'logit_bias' must be an object of token ids to biases");
+	cJSON_ArrayForEach(it, v) n++;
+	if (n > ORCH_MAX_LOGIT_BIAS)
+		return params_fail(pe, ORCH_EINVAL, "logit_bias",
+		                   "'logit_bias' has %zu entries; at most %u", n,
+		                   ORCH_MAX_LOGIT_BIAS);
+	if (n == 0)
+		return true;
+	r->sp.bias_tokens = malloc(n * sizeof(*r->sp.bias_tokens));
+	r->sp.bias_values = malloc(n * sizeof(*r->sp.bias_values));
+	if (r->sp.bias_tokens == NULL || r->sp.bias_values == NULL)
+		return params_fail(pe, ORCH_ENOMEM, "logit_bias", "out of memory");
+	cJSON_ArrayForEach(it, v)
+	{
+		char *end = NULL;
+		long id = strtol(it->string, &end, 10);
+		if (it->string[0] < '0' || it->string[0] > '9' || *end != '\0' || id > INT32_MAX)
+			return params_fail(
+			        pe, ORCH_EINVAL, "logit_bias",
+			        "'logit_bias' keys are token ids (0, 1, ...), got '%.32s'",
+			        it->string);
+		if (!cJSON_IsNumber(it) || !(it->valuedouble >= -100 && it->valuedouble <= 100))
+			return params_fail(
+			        pe, ORCH_EINVAL, "logit_bias",
+			        "'logit_bias' values are numbers in [-100, 100] (token %ld)", id);
+		r->sp.bias_tokens[r->sp.n_bias_tokens++] = (int32_t)id;
+		r->sp.bias_values[r->sp.n_bias_values++] = (float)it->valuedouble;
+	}
+	return true;
+}
+
 bool
 params_sampling(const cJSON *root, const char *penalty_name, const char *max_name,
                 const char *max_alt, uint32_t max_cap, uint32_t default_max, struct job_request *r,
                 struct params_err *pe)
 {
-	double temp = 1.0, top_p = 1.0, min_p = 0.0, penalty = 1.0;
+	double temp = 1.0, top_p = 1.0, min_p = 0.0, penalty = 1.0, presence = 0, frequency = 0;
 	int64_t top_k = 0, seed = -1, max = default_max;
 
 	if (!params_number(root, "temperature", 0, 2, &temp, pe) ||
@@ -320,6 +366,8 @@ params_sampling(const cJSON *root, const char *penalty_name, const char *max_nam
 	    !params_int(root, "top_k", 0, 1e6, &top_k, pe) ||
 	    !params_number(root, "min_p", 0, 1, &min_p, pe) ||
 	    !params_number(root, penalty_name, 0, 2, &penalty, pe) ||
+	    !params_number(root, "presence_penalty", -2, 2, &presence, pe) ||
+	    !params_number(root, "frequency_penalty", -2, 2, &frequency, pe) ||
 	    !params_int(root, "seed", 0, 9007199254740991.0, &seed, pe) ||
 	    !params_int(root, max_name, 1, max_cap, &max, pe) ||
 	    (max_alt && !params_int(root, max_alt, 1, max_cap, &max, pe)))
@@ -330,13 +378,15 @@ params_sampling(const cJSON *root, const char *penalty_name, const char *max_nam
 	r->sp.top_k = (uint32_t)top_k;
 	r->sp.min_p = (float)min_p;
 	r->sp.repeat_penalty = penalty == 0 ? 1.0f : (float)penalty; /* 0: off, as 1 */
+	r->sp.presence_penalty = (float)presence;
+	r->sp.frequency_penalty = (float)frequency;
 	if (seed >= 0) {
 		r->sp.has_seed = true;
 		r->sp.seed = (uint64_t)seed;
 	}
 	r->max_tokens = (uint32_t)max;
 	r->max_tokens_given = given(root, max_name) || (max_alt && given(root, max_alt));
-	return true;
+	return logit_bias(root, r, pe);
 }
 
 size_t

@@ -68,7 +68,9 @@ bool params_stop(const struct cJSON *root, struct job_request *r, struct params_
 
 /*
  * params_sampling - temperature, top_p, top_k, min_p, the repetition
- * penalty (named @penalty_name), seed and max_tokens (named @max_name, and
+ * penalty (named @penalty_name), presence_penalty, frequency_penalty,
+ * logit_bias (its arrays malloc'd in @r->sp, freed with @r), seed and
+ * max_tokens (named @max_name, and
  * @max_alt when not NULL; at most @max_cap, @default_max when absent) into @r;
  * @r->max_tokens_given says whether the client gave it.
  */

@@ -8,8 +8,11 @@ the configurable message limit and a non-streamed request's disconnect
   service_tier, parallel_tool_calls, response_format text, user, prediction,
   modalities ["text"], stream_options.include_obfuscation) are accepted and
   named once in a debug log line; those that would change it (n 2,
-  a json_schema with a keyword orch cannot enforce, logit_bias, web_search_options,
+  a json_schema with a keyword orch cannot enforce, web_search_options,
   audio modalities, functions) and unknown ones are a 400 naming the field;
+- logit_bias, presence_penalty and frequency_penalty work (bans, lifts, a
+  greedy answer pushed off a repeated token) in /v1/* and /execute, and bad
+  values are a 400 naming them;
 - max_tokens: a prompt plus a given max_tokens over the context is
   CONTEXT_LENGTH_EXCEEDED with both numbers, in /execute and /v1/*, streamed
   (an error event) and not (HTTP 400); one that alone fills the context is
@@ -82,18 +85,59 @@ def test_fields(log_text):
                ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}},
                 "response_format", "unsupported keyword 'not'"),
                ({"response_format": {"type": "xml"}}, "response_format", "unknown"),
-               ({"logit_bias": {"1": 5}}, "logit_bias", "default"),
+               ({"logit_bias": {"x": 5}}, "logit_bias", "token ids"),
+               ({"logit_bias": {"1": 500}}, "logit_bias", "[-100, 100]"),
+               ({"logit_bias": [1]}, "logit_bias", "object"),
                ({"web_search_options": {}}, "web_search_options", "web search"),
                ({"modalities": ["text", "audio"]}, "modalities", "audio"),
                ({"audio": {"voice": "alloy", "format": "wav"}}, "audio", "default"),
                ({"functions": [{"name": "f"}]}, "functions", "tools"),
-               ({"presence_penalty": 0.5}, "presence_penalty", "default"),
+               ({"presence_penalty": 2.5}, "presence_penalty", "[-2, 2]"),
+               ({"frequency_penalty": "x"}, "frequency_penalty", "number"),
                ({"temprature": 0.5}, "temprature", "unsupported parameter")]
     for extra, param, words in refused:
         st, _, t = chat(extra)
         e = err_of(st, t, "INVALID_REQUEST", param)
         check(st == 400 and e is not None and words in e["message"],
               "%s refused naming it (%s): %d %s" % (param, words, st, t[:300]))
+
+
+def completion(extra):
+    body = {"model": "a", "prompt": "Once upon a time", "max_tokens": 1, "temperature": 0}
+    body.update(extra)
+    st, _, t = post("/v1/completions", body)
+    check(st == 200, "completion %s: %d %s" % (list(extra), st, t[:300]))
+    return json.loads(t)["choices"][0]["text"]
+
+
+def test_bias_penalties():
+    """logit_bias bans (-100) and lifts; presence/frequency penalties push a
+    greedy answer off a token it repeats; a token id outside the vocabulary
+    is a 400 from the worker. stories260K has 512 tokens."""
+    def all_but(*keep):
+        return {str(i): -100 for i in range(512) if i not in keep}
+
+    def bare(text):  # an SPM answer's first token loses its leading space
+        return text.replace(" ", "")
+    p1, p2 = completion({"logit_bias": all_but(300)}), completion({"logit_bias": all_but(301)})
+    check(p1 and p2 and p1 not in p2 and p2 not in p1, "two distinct pieces: %r %r" % (p1, p2))
+    banned = completion({"logit_bias": all_but(300), "max_tokens": 4})
+    check(bare(banned) == bare(p1) * 4, "every other token banned: the one left, 4 times: %r" % banned)
+    lifted = completion({"logit_bias": {"300": 100}, "max_tokens": 4})
+    check(bare(lifted) == bare(p1) * 4, "+100 lifts a token over the rest: %r" % lifted)
+    both = all_but(300, 301)
+    plain = completion({"logit_bias": both, "max_tokens": 16})
+    pen = completion({"logit_bias": both, "max_tokens": 16, "presence_penalty": 2, "frequency_penalty": 2})
+    check(bare(p1) in bare(pen) and bare(p2) in bare(pen), "penalties alternate the two allowed tokens: %r (without: %r)" % (pen, plain))
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": "x", "max_tokens": 2,
+                                        "logit_bias": {"99999": 3}})
+    check(st == 400 and "not in the model's vocabulary" in t and "511" in t,
+          "a token outside the vocabulary is a 400: %d %s" % (st, t[:300]))
+    st, _, t = post("/execute", {"job_id": "bias1", "model": "a", "prompt": "Once upon a time",
+                                 "max_tokens": 4, "temperature": 0, "logit_bias": all_but(300),
+                                 "presence_penalty": 0, "frequency_penalty": 0})
+    toks = "".join(json.loads(e["data"]).get("t", "") for e in sse_events(t) if e["event"] == "token")
+    check(st == 200 and bare(toks) == bare(p1) * 4, "native /execute takes logit_bias: %r" % toks)
 
 
 def test_max_tokens():
@@ -208,6 +252,7 @@ def main():
         return open(os.path.join(tmp, "orchd.log"), errors="replace").read()
     try:
         test_fields(log_text)
+        test_bias_penalties()
         test_max_tokens()
         test_messages()
         test_npm()

@@ -5,7 +5,11 @@
  * id), so top-k is a prefix, top-p and min-p are prefixes of what is left,
  * and the draw walks the prefix accumulating probabilities. The
  * repetition penalty is llama.cpp's: a positive logit is divided by it, a
- * negative one multiplied, once per distinct token of the last N.
+ * negative one multiplied, once per distinct token of the last N. The
+ * presence and frequency penalties are OpenAI's, over the generated tokens
+ * only (vLLM's reading: the prompt is not "the text so far" of the answer).
+ * A logit bias of -100 or less bans its token (-inf), as OpenAI describes
+ * it; any other is added.
  */
 #include "sampler.h"
 
@@ -23,6 +27,10 @@ samp_defaults(void)
 	                            .min_p = 0.05f,
 	                            .repeat_penalty = 1.0f,
 	                            .repeat_last_n = 64,
+	                            .presence_penalty = 0.0f,
+	                            .frequency_penalty = 0.0f,
+	                            .bias = NULL,
+	                            .n_bias = 0,
 	                            .seed = 0};
 }
 
@@ -87,6 +95,44 @@ by_logit(const void *x, const void *y)
 	return (a->id > b->id) - (a->id < b->id);
 }
 
+bool
+samp_host_only(const struct samp_params *p)
+{
+	return p->n_bias > 0 || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
+}
+
+static void
+bias(const struct samp_params *p, struct samp_cand *c, uint32_t n_vocab)
+{
+	for (uint32_t i = 0; i < p->n_bias; i++) {
+		int32_t id = p->bias[i].id;
+		if (id < 0 || (uint32_t)id >= n_vocab)
+			continue;
+		c[id].logit =
+		        p->bias[i].bias <= -100.0f ? -INFINITY : c[id].logit + p->bias[i].bias;
+	}
+}
+
+/* OpenAI's penalties over the @n generated tokens @gen (c[].p marks a token seen, then is 0). */
+static void
+presence_frequency(const struct samp_params *p, const int32_t *gen, size_t n, struct samp_cand *c,
+                   uint32_t n_vocab)
+{
+	for (size_t i = 0; i < n; i++) {
+		int32_t id = gen[i];
+		if (id < 0 || (uint32_t)id >= n_vocab)
+			continue;
+		if (c[id].p == 0.0f) {
+			c[id].logit -= p->presence_penalty;
+			c[id].p = 1.0f;
+		}
+		c[id].logit -= p->frequency_penalty;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (gen[i] >= 0 && (uint32_t)gen[i] < n_vocab)
+			c[gen[i]].p = 0.0f;
+}
+
 static void
 penalize(const struct samp_params *p, const int32_t *hist, size_t n_hist, struct samp_cand *c,
          uint32_t n_vocab)
@@ -114,8 +160,13 @@ samp_sample(const struct samp_params *p, const float *logits, uint32_t n_vocab, 
 	for (uint32_t i = 0; i < n_vocab; i++)
 		c[i] = (struct samp_cand){(int32_t)i, isnan(logits[i]) ? -INFINITY : logits[i],
 		                          0.0f};
+	bias(p, c, n_vocab);
 	if (p->repeat_penalty != 1.0f && p->repeat_penalty > 0.0f)
 		penalize(p, hist, n_hist, c, n_vocab);
+	if (p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f) {
+		size_t gen = index < n_hist ? (size_t)index : n_hist;
+		presence_frequency(p, hist + n_hist - gen, gen, c, n_vocab);
+	}
 	if (p->temperature <= 0.0f) { /* greedy: the first maximum */
 		uint32_t best = 0;
 		for (uint32_t i = 1; i < n_vocab; i++)

@@ -675,11 +675,12 @@ sched_step(struct sched *s)
 		else
 			s->last.prefill_tokens += s->seqs[i].n_tokens;
 	}
-	/* sampling on the device when the backend can and no job wants the raw logits */
+	/* sampling on the device when the backend can, no job wants the raw logits, no job
+	 * is constrained and none uses a step only the host sampler has (samp_host_only) */
 	bool dev_sample = s->ops->forward_sample != NULL;
 	for (uint32_t i = 0; i < n && dev_sample; i++) {
 		struct sched_job *j = s->seq_job[i];
-		dev_sample = j->ops->on_logits == NULL && j->gj == NULL;
+		dev_sample = j->ops->on_logits == NULL && j->gj == NULL && !samp_host_only(&j->sp);
 		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out};
 	}
 	double t0 = (double)orch_mono_ns() / 1e6;

@@ -170,6 +170,7 @@ serve_job_free(struct serve *sv, struct serve_job *j)
 	for (uint32_t i = 0; i < j->sj.n_stops; i++)
 		orch_free(j->stops[i]);
 	orch_free(j->cache_salt);
+	orch_free(j->bias);
 	grammars_end(&j->gj);
 	tok_ids_fini(&j->ids);
 	tok_ids_fini(&j->script);
@@ -316,6 +317,33 @@ start_grammar(struct serve *sv, struct serve_job *j, const Orch__Submit *m, stru
 	return rv;
 }
 
+/* @p's logit_bias into @j's sampling, each token checked against the vocabulary. */
+static orch_err
+copy_bias(struct serve *sv, struct serve_job *j, const Orch__SamplingParams *p,
+          struct orch_errinfo *e)
+{
+	uint32_t n_vocab = sv->eng->m.hp.n_vocab;
+
+	if (p == NULL || p->n_bias_tokens == 0)
+		return ORCH_OK;
+	if (p->n_bias_values != p->n_bias_tokens || p->n_bias_tokens > ORCH_MAX_LOGIT_BIAS)
+		return orch_errf(e, ORCH_EINVAL, "logit_bias: %zu tokens, %zu values (at most %u)",
+		                 p->n_bias_tokens, p->n_bias_values, ORCH_MAX_LOGIT_BIAS);
+	if ((j->bias = orch_calloc(p->n_bias_tokens, sizeof(*j->bias))) == NULL)
+		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
+	for (size_t i = 0; i < p->n_bias_tokens; i++) {
+		if (p->bias_tokens[i] < 0 || (uint32_t)p->bias_tokens[i] >= n_vocab)
+			return orch_errf(e, ORCH_EINVAL,
+			                 "logit_bias: token %d is not in the model's vocabulary "
+			                 "(ids 0 to %u)",
+			                 p->bias_tokens[i], n_vocab - 1);
+		j->bias[i] = (struct samp_bias){p->bias_tokens[i], p->bias_values[i]};
+	}
+	j->sj.sp.bias = j->bias;
+	j->sj.sp.n_bias = (uint32_t)p->n_bias_tokens;
+	return ORCH_OK;
+}
+
 /*
  * Admit @m as a new job in *@ret: tokenize, copy its parameters, hand it to
  * the scheduler. On failure everything it allocated is freed, and the code
@@ -364,6 +392,8 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		j->sj.sp.repeat_penalty = p->repeat_penalty;
 		if (p->repeat_last_n)
 			j->sj.sp.repeat_last_n = p->repeat_last_n;
+		j->sj.sp.presence_penalty = p->presence_penalty;
+		j->sj.sp.frequency_penalty = p->frequency_penalty;
 	}
 	j->sj.sp.seed =
 	        m->sampling && m->sampling->has_seed ? m->sampling->seed : samp_random_seed();
@@ -382,7 +412,8 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		serve_job_free(sv, j);
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	}
-	if ((rv = start_grammar(sv, j, m, e)) != ORCH_OK) {
+	if ((rv = copy_bias(sv, j, m->sampling, e)) != ORCH_OK ||
+	    (rv = start_grammar(sv, j, m, e)) != ORCH_OK) {
 		serve_job_free(sv, j);
 		return rv;
 	}

@@ -30,8 +30,9 @@ struct serve_job {
 	struct tok_ids script; /* ORCH_FAULT_SCRIPT's tokens (sj.script points here) */
 	struct tok_ids ids;
 	char *stops[ORCH_MAX_STOPS];
-	char *cache_salt;   /* Submit.cache_salt (sj.cache_salt points here); NULL: none */
-	struct gram_job gj; /* Submit.grammar's (sj.gj points here when there is one) */
+	char *cache_salt;       /* Submit.cache_salt (sj.cache_salt points here); NULL: none */
+	struct gram_job gj;     /* Submit.grammar's (sj.gj points here when there is one) */
+	struct samp_bias *bias; /* Submit.sampling's logit_bias (sj.sp.bias points here) */
 	uint64_t deadline_ms;
 	uint64_t submitted_ms; /* monotonic */
 	char correlation[64];
