@@ -58,14 +58,8 @@ name_hash(const char *s, uint32_t n)
 static bool
 add_rule(struct gbnf *p, const char *name, uint32_t len, const char *at, uint32_t *ret)
 {
-	if (p->n_rules == p->cap_rules) {
-		uint32_t cap = p->cap_rules ? p->cap_rules * 2 : 64;
-		struct gbnf_rule *v = orch_reallocarray(p->rules, cap, sizeof(*v));
-		if (v == NULL)
-			return gbnf_oom(p);
-		p->rules = v;
-		p->cap_rules = cap;
-	}
+	if (!gram_grow((void **)&p->rules, &p->cap_rules, p->n_rules, sizeof(*p->rules), 64))
+		return gbnf_oom(p);
 	p->rules[p->n_rules] = (struct gbnf_rule){
 	        .name = name,
 	        .name_len = len,
@@ -136,14 +130,8 @@ gbnf_push(struct gbnf *p, uint32_t r, uint32_t kind, uint32_t arg)
 
 	if (++p->n_el > GRAM_ELEMS_MAX)
 		return gbnf_fail(p, "the grammar is too large (over %u elements)", GRAM_ELEMS_MAX);
-	if (e->n == e->cap) {
-		uint32_t cap = e->cap ? e->cap * 2 : 8;
-		struct gram_elem *v = orch_reallocarray(e->v, cap, sizeof(*v));
-		if (v == NULL)
-			return gbnf_oom(p);
-		e->v = v;
-		e->cap = cap;
-	}
+	if (!gram_grow((void **)&e->v, &e->cap, e->n, sizeof(*e->v), 8))
+		return gbnf_oom(p);
 	e->v[e->n++] = (struct gram_elem){kind, arg};
 	return true;
 }

@@ -65,14 +65,8 @@ gbnf_set(struct gbnf *p, const struct gram_set *set, uint32_t *ret)
 			*ret = p->set_ix[k];
 			return true;
 		}
-	if (p->n_sets == p->cap_sets) {
-		uint32_t cap = p->cap_sets ? p->cap_sets * 2 : 64;
-		struct gram_set *v = orch_reallocarray(p->sets, cap, sizeof(*v));
-		if (v == NULL)
-			return gbnf_oom(p);
-		p->sets = v;
-		p->cap_sets = cap;
-	}
+	if (!gram_grow((void **)&p->sets, &p->cap_sets, p->n_sets, sizeof(*p->sets), 64))
+		return gbnf_oom(p);
 	p->sets[p->n_sets] = *set;
 	p->set_ix[k] = p->n_sets;
 	*ret = p->n_sets++;

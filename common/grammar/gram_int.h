@@ -11,6 +11,7 @@
  * matcher sees bytes only.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "grammar.h"
@@ -101,6 +102,13 @@ struct gram_match {
 	uint32_t *map;                     /* compaction's: old node to new */
 	uint32_t cap_map;
 };
+
+/*
+ * gram_grow - make room for element @n of the array *@v of @elem-byte
+ * elements holding *@cap: doubled (@first the first time); false when out
+ * of memory (*@v untouched).
+ */
+bool gram_grow(void **v, uint32_t *cap, uint32_t n, size_t elem, uint32_t first);
 
 orch_err gram_stacks_init(struct gram_stacks *s);
 void gram_stacks_fini(struct gram_stacks *s);

@@ -240,14 +240,8 @@ gram_masks_stats(const struct gram_masks *c, struct gram_masks_stats *ret)
 static bool
 key_put(struct gram_masks *c, uint32_t x)
 {
-	if (c->key_n == c->key_cap) {
-		uint32_t cap = c->key_cap ? c->key_cap * 2 : 256;
-		uint32_t *v = orch_reallocarray(c->key, cap, sizeof(*v));
-		if (v == NULL)
-			return false;
-		c->key = v;
-		c->key_cap = cap;
-	}
+	if (!gram_grow((void **)&c->key, &c->key_cap, c->key_n, sizeof(*c->key), 256))
+		return false;
 	c->key[c->key_n++] = x;
 	return true;
 }

@@ -26,6 +26,22 @@
 /* Tops a state scans for a duplicate before it indexes them. */
 #define GRAM_INDEX_FROM 64
 
+bool
+gram_grow(void **v, uint32_t *cap, uint32_t n, size_t elem, uint32_t first)
+{
+	if (n < *cap)
+		return true;
+	if (*cap > UINT32_MAX / 2)
+		return false;
+	uint32_t c = *cap ? *cap * 2 : first;
+	void *p = orch_reallocarray(*v, c, elem);
+	if (p == NULL)
+		return false;
+	*v = p;
+	*cap = c;
+	return true;
+}
+
 orch_err
 gram_stacks_init(struct gram_stacks *s)
 {
@@ -88,15 +104,8 @@ node(struct gram_stacks *s, uint32_t pos, uint32_t parent)
 
 	if (*slot < s->n && s->v[*slot].pos == pos && s->v[*slot].parent == parent)
 		return *slot;
-	if (s->n == s->cap) {
-		uint32_t cap = s->cap ? s->cap * 2 : 1024;
-		struct gram_node *v =
-		        cap > s->cap ? orch_reallocarray(s->v, cap, sizeof(*v)) : NULL;
-		if (v == NULL)
-			return GRAM_NONE;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (!gram_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v), 1024))
+		return GRAM_NONE;
 	s->v[s->n] = (struct gram_node){pos, parent, h};
 	*slot = s->n;
 	return s->n++;
@@ -198,14 +207,8 @@ add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint3
 		return rv;
 	if (out->n == GRAM_STACKS_MAX)
 		return ORCH_ERANGE;
-	if (out->n == out->cap) {
-		uint32_t cap = out->cap ? out->cap * 2 : 8;
-		struct gram_top *v = orch_reallocarray(out->tops, cap, sizeof(*v));
-		if (v == NULL)
-			return ORCH_ENOMEM;
-		out->tops = v;
-		out->cap = cap;
-	}
+	if (!gram_grow((void **)&out->tops, &out->cap, out->n, sizeof(*out->tops), 8))
+		return ORCH_ENOMEM;
 	out->tops[out->n++] = (struct gram_top){pos, parent};
 	return ORCH_OK;
 }
@@ -213,14 +216,8 @@ add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint3
 static orch_err
 push_work(struct gram_stacks *s, uint32_t pos, uint32_t parent)
 {
-	if (s->n_work == s->cap_work) {
-		uint32_t cap = s->cap_work ? s->cap_work * 2 : 64;
-		void *v = orch_reallocarray(s->work, cap, sizeof(*s->work));
-		if (v == NULL)
-			return ORCH_ENOMEM;
-		s->work = v;
-		s->cap_work = cap;
-	}
+	if (!gram_grow((void **)&s->work, &s->cap_work, s->n_work, sizeof(*s->work), 64))
+		return ORCH_ENOMEM;
 	s->work[s->n_work][0] = pos;
 	s->work[s->n_work++][1] = parent;
 	return ORCH_OK;
