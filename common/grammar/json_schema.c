@@ -689,27 +689,38 @@ put_shared(struct js *js, struct sbuf *b)
 			sbuf_puts(b, shared_rules[i].text);
 }
 
-orch_err
-json_schema_gbnf(const cJSON *schema, char **ret, char *msg, size_t msg_n)
+/* Make @n schemas one grammar: @top, or "root ::= " the one schema's rule when NULL. */
+static orch_err
+convert(const cJSON *const *schemas, size_t n, const char *top, char **ret, size_t *ret_failed,
+        char *msg, size_t msg_n)
 {
 	struct js js = {.msg = msg, .msg_n = msg_n};
 	struct sbuf all = {0};
 	char name[JS_NAME_MAX];
-	orch_err rv;
+	orch_err rv = ORCH_OK;
 
 	if (msg_n > 0)
 		msg[0] = '\0';
-	if (schema == NULL || ret == NULL) {
-		if (msg_n > 0)
-			snprintf(msg, msg_n, "no schema");
-		return ORCH_EINVAL;
-	}
-	js.root = schema;
 	if ((js.owned = cJSON_CreateArray()) == NULL)
 		return ORCH_ENOMEM;
-	if ((rv = gen(&js, schema, name)) != ORCH_OK)
+	if (top != NULL)
+		sbuf_puts(&all, top);
+	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
+		js.root = schemas[i];
+		js.path_n = 0;
+		js.path[0] = '\0';
+		if ((rv = gen(&js, schemas[i], name)) != ORCH_OK) {
+			if (ret_failed != NULL)
+				*ret_failed = i;
+			break;
+		}
+		if (top == NULL)
+			sbuf_printf(&all, "root ::= %s\n", name);
+		else
+			sbuf_printf(&all, "schema-%zu ::= %s\n", i, name);
+	}
+	if (rv != ORCH_OK)
 		goto out;
-	sbuf_printf(&all, "root ::= %s\n", name);
 	if (js.out.p)
 		sbuf_puts(&all, js.out.p);
 	put_shared(&js, &all);
@@ -728,6 +739,32 @@ out:
 	cJSON_Delete(js.owned);
 	orch_free(js.defs);
 	return rv;
+}
+
+orch_err
+json_schema_gbnf(const cJSON *schema, char **ret, char *msg, size_t msg_n)
+{
+	if (schema == NULL || ret == NULL) {
+		if (msg_n > 0)
+			snprintf(msg, msg_n, "no schema");
+		return ORCH_EINVAL;
+	}
+	return convert(&schema, 1, NULL, ret, NULL, msg, msg_n);
+}
+
+orch_err
+json_schema_gbnf_set(const cJSON *const *schemas, size_t n, const char *top, char **ret,
+                     size_t *ret_failed, char *msg, size_t msg_n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (schemas[i] == NULL)
+			n = 0;
+	if (n == 0 || top == NULL || ret == NULL) {
+		if (msg_n > 0)
+			snprintf(msg, msg_n, "no schema");
+		return ORCH_EINVAL;
+	}
+	return convert(schemas, n, top, ret, ret_failed, msg, msg_n);
 }
 
 const char *

@@ -21,5 +21,16 @@ struct cJSON;
  */
 orch_err json_schema_gbnf(const struct cJSON *schema, char **ret, char *msg, size_t msg_n);
 
+/*
+ * json_schema_gbnf_set - @n schemas as one grammar: @top (GBNF text that
+ * defines "root" and uses the others) first, then rule "schema-I" for
+ * schema I (0-based) and what they need; each schema's $refs resolve within
+ * it. Errors as json_schema_gbnf's, the pointer within the schema that
+ * failed, whose index goes to *@ret_failed (when not NULL). Tool calling
+ * makes one grammar of several functions' parameters.
+ */
+orch_err json_schema_gbnf_set(const struct cJSON *const *schemas, size_t n, const char *top,
+                              char **ret, size_t *ret_failed, char *msg, size_t msg_n);
+
 /* json_object_gbnf - the grammar of any JSON object (response_format json_object). */
 const char *json_object_gbnf(void);

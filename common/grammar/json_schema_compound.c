@@ -253,6 +253,7 @@ obj_body(struct js *js, struct sbuf *b, const char *id, const struct prop *p,
 	orch_err rv = ORCH_OK;
 	size_t k;
 
+	js->used |= U_WS;
 	if (n == 0 && !extras) {
 		sbuf_puts(b, "\"{\" ws \"}\"");
 		return ORCH_OK;

@@ -128,6 +128,8 @@ test_objects(void)
 	        "{\"b\":\"x\",\"c\":null}", "{ \"b\" : \"x\" ,\n  \"c\": null\n}"),
 	      L("{}", "{\"a\":1}", "{\"b\":\"x\",\"a\":1}", "{\"b\":\"x\",\"d\":1}",
 	        "{\"b\":\"x\",}", "{,\"b\":\"x\"}", "{\"b\":\"x\"   }"));
+	/* no properties and no others: only {} (the rule "ws" was once left out) */
+	check("{\"type\":\"object\",\"properties\":{}}", L("{}", "{ }"), L("{\"a\":1}", "[]"));
 	/* all optional: any subset in order, or nothing */
 	check("{\"properties\":{\"a\":{\"const\":1},\"b\":{\"const\":2}},\"additionalProperties\":"
 	      "false}",
