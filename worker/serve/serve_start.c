@@ -101,6 +101,7 @@ serve_ready(struct serve *sv)
 	r.kv_blocks = sv->eng->kv_blocks;
 	r.kv_block_tokens = sv->eng->kv_block_tokens;
 	r.prefix_cache = sv->eng->kv_prefix_cache;
+	r.tool_syntax = (char *)(uintptr_t)tool_syntax_name(sv->eng->mt.tools);
 	env.body_case = ORCH__ENVELOPE__BODY_READY;
 	env.ready = &r;
 	serve_send(sv, &env);

@@ -105,6 +105,7 @@ compile(struct model_text *mt, const char *name, const char *src, size_t len)
 {
 	orch_err rv = jinja_compile(name, src, len, &mt->tmpl, &mt->tmpl_err);
 
+	mt->tools = tool_syntax_detect(src, len);
 	return rv == ORCH_ENOMEM ? rv : ORCH_OK;
 }
 
@@ -114,7 +115,10 @@ gguf_template(const struct gguf_file *f, struct model_text *mt)
 {
 	bool fallback = false;
 	orch_err rv = chat_template_from_gguf(f, &mt->tmpl, &fallback, &mt->tmpl_err);
+	struct gguf_str s;
 
+	if (!fallback && gguf_get_str(f, "tokenizer.chat_template", &s) == ORCH_OK)
+		mt->tools = tool_syntax_detect(s.ptr, (size_t)s.len);
 	mt->origin = fallback ? CHAT_FALLBACK : CHAT_FROM_MODEL;
 	return rv == ORCH_ENOMEM ? rv : ORCH_OK; /* a template that does not compile: tmpl_err */
 }
@@ -186,8 +190,8 @@ model_text_load(const char *model_path, const struct gguf_file *f, enum text_sou
 	                         : load_gguf(model_path, f, n_vocab, mt, reterr);
 	if (rv != ORCH_OK)
 		model_text_fini(mt);
-	else
-		mt->harmony = harmony_vocab_find(mt->tok, &mt->hv);
+	else if ((mt->harmony = harmony_vocab_find(mt->tok, &mt->hv)))
+		mt->tools = TOOL_SYNTAX_HARMONY;
 	return rv;
 }
 

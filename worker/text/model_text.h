@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "grammar/tool_call.h"
 #include "harmony.h"
 
 #ifdef __cplusplus
@@ -41,6 +42,7 @@ struct model_text {
 	enum chat_origin origin;
 	bool harmony; /* the model speaks harmony (gpt-oss): its output is split by message */
 	struct harmony_vocab hv;
+	enum tool_syntax tools; /* how the template has the model call tools (harmony: always) */
 };
 
 /* text_source_parse - "gguf" or "hf-json" (NULL: gguf). ORCH_EINVAL for anything else. */
