@@ -100,6 +100,8 @@ model_json(const struct model_entry *m)
 	admin_kv_json(o, &m->cfg);
 	if (m->chat_template_origin[0])
 		cJSON_AddStringToObject(o, "chat_template", m->chat_template_origin);
+	if (m->tool_syntax[0])
+		cJSON_AddStringToObject(o, "tool_call_syntax", m->tool_syntax);
 	cJSON_AddBoolToObject(o, "wanted", m->wanted);
 	cJSON_AddStringToObject(o, "origin", m->runtime ? "admin" : "config");
 	if (m->file.known) {

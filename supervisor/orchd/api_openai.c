@@ -314,6 +314,8 @@ model_object(const struct orchd *d, const struct model_entry *m)
 	json_add_str(it, "architecture", f->known ? f->arch : w ? w->ident.architecture : "");
 	if (m->chat_template_origin[0])
 		cJSON_AddStringToObject(it, "chat_template", m->chat_template_origin);
+	if (m->tool_syntax[0])
+		cJSON_AddStringToObject(it, "tool_call_syntax", m->tool_syntax);
 	if (m->state == MODEL_FAILED) { /* why (paths, worker output): the admin API, the log */
 		char buf[512];
 		orch_err code = m->error_code ? m->error_code : ORCH_EMODEL_LOAD;

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "http.h"
 #include "http_conn.h"
+#include "job_tools.h"
 #include "jobs.h"
 #include "keys.h"
 #include "models.h"
@@ -227,6 +228,12 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
 	}
 	if (!fits(req, m, r))
 		return NULL;
+	char why[400]; /* a forced tool call, where the model's call syntax is known */
+	if (r->tool_force != TOOL_FORCE_NO && m->tool_syntax[0] &&
+	    job_tools_refusal(r->model, tool_syntax_from_name(m->tool_syntax), why, sizeof(why))) {
+		http_error(req, ORCH_EINVAL, "tool_choice", "%s", why);
+		return NULL;
+	}
 	if (r->stream && !api_room(d, req))
 		return NULL;
 	return m;

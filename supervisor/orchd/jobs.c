@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "models.h"
 #include "orchd.h"
+#include "toolparse.h"
 #include "wire.h"
 #include "workers.h"
 
@@ -43,6 +44,10 @@ job_request_fini(struct job_request *r)
 	r->cache_salt = NULL;
 	free(r->grammar); /* request_grammar.c's: malloc */
 	r->grammar = NULL;
+	cJSON_Delete(r->tools);
+	r->tools = NULL;
+	orch_free(r->tool_fn);
+	r->tool_fn = NULL;
 	free(r->sp.bias_tokens); /* params.c's logit_bias: malloc */
 	free(r->sp.bias_values);
 	r->sp.bias_tokens = NULL;
@@ -608,6 +613,7 @@ jobs_free(struct orchd *d, struct job *j)
 		orch_free(j->msgs[i].recipient);
 	}
 	orch_free(j->msgs);
+	toolparse_free(j->tp);
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);
 	event_free(j->ev_timer);

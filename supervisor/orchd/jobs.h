@@ -21,6 +21,7 @@ struct event;
 struct job;
 struct model_entry;
 struct orchd;
+struct toolparse;
 struct worker;
 
 /* Which API made the job: the API's business, but for one question: only a native job can be
@@ -91,6 +92,9 @@ struct job_watch {
 	struct job_watch *next;
 };
 
+/* tool_choice "required" or a named function: the answer must be a call (request_tools.c). */
+enum tool_force { TOOL_FORCE_NO, TOOL_FORCE_ANY, TOOL_FORCE_NAMED };
+
 /* A parsed request: what the APIs read from a body (request.c), moved into a job. */
 struct job_request {
 	char job_id[128]; /* native: the client's; "" for OpenAI */
@@ -107,8 +111,12 @@ struct job_request {
 	                      */
 	uint32_t resume_grace_s;
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
-	char *cache_salt; /* NULL or the client's: the prefix cache is shared only within it */
-	char *grammar;    /* NULL or GBNF the output must match (grammar, response_format) */
+	char *cache_salt;    /* NULL or the client's: the prefix cache is shared only within it */
+	char *grammar;       /* NULL or GBNF the output must match (grammar, response_format) */
+	struct cJSON *tools; /* chat: the tools the template is told of; NULL: none */
+	enum tool_force tool_force; /* tool_choice */
+	char *tool_fn;              /* TOOL_FORCE_NAMED: the function to call */
+	bool single_tool;           /* parallel_tool_calls false: at most one call */
 	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's
 	                     table */
 };
@@ -153,7 +161,8 @@ struct job {
 	struct job_event *events;
 	uint32_t n_events, cap_events;
 	struct sbuf text;     /* all the text so far (OpenAI stream=false) */
-	struct job_msg *msgs; /* harmony messages so far */
+	struct job_msg *msgs; /* harmony messages, or calls read back by @tp, so far */
+	struct toolparse *tp; /* reads tool calls back from the text (NULL: none) */
 	uint32_t n_msgs, n_tools;
 	uint32_t tokens_out, prompt_tokens;
 	uint32_t cached_tokens; /* of the prompt, from the worker's prefix cache (End) */

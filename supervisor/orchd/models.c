@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "devices.h"
 #include "inspect.h"
+#include "job_tools.h"
 #include "jobs.h"
 #include "notify.h"
 #include "orchd.h"
@@ -399,6 +400,8 @@ place(struct orchd *d, struct worker *w, struct job *j)
 	j->state = JOB_RUNNING;
 	w->jobs++;
 	w->outstanding += j->req.max_tokens;
+	if (!job_tools_dispatch(d, w, j))
+		return false; /* failed, saying why */
 	orch_err rv = wire_submit(d, w, j);
 	if (rv == ORCH_EQUEUE_FULL) {
 		jobs_fail(d, j, ORCH_EQUEUE_FULL,

@@ -38,6 +38,8 @@ struct model_entry {
 	/* where its chat template comes from: "model", "tokenizer_config", "fallback"; "": not
 	 * known yet */
 	char chat_template_origin[24];
+	/* its tool-call syntax: Ready's (tool_call.h's name, or "none"); "": not known yet */
+	char tool_syntax[16];
 	struct event *ev_wait;      /* retries a start waiting for evicted models' memory */
 	struct inspect *inspecting; /* its file being read (inspect.h); NULL: none */
 	struct inspect_model file;  /* what its file's last read found (GET /v1/models/ID) */

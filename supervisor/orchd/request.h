@@ -68,6 +68,15 @@ bool request_openai_fields(const struct cJSON *root, bool chat, struct job_reque
  */
 bool request_response_format(const struct cJSON *v, struct job_request *r, struct params_err *pe);
 
+/*
+ * request_tools - for request_chat_parse (request_tools.c): "tools" into
+ * @r->tools (not when tool_choice is "none": the template is not told of
+ * them), "tool_choice" and "parallel_tool_calls"; a forced call checked
+ * (its functions' names and schemas; no grammar, JSON response_format or
+ * stop beside it: run after those are parsed).
+ */
+bool request_tools(const struct cJSON *root, struct job_request *r, struct params_err *pe);
+
 /* request_grammar - for request_parse: an optional "grammar" (GBNF) into @r->grammar. */
 bool request_grammar(const struct cJSON *root, struct job_request *r, struct params_err *pe);
 

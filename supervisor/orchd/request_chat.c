@@ -199,43 +199,16 @@ out:
 	return ok;
 }
 
-/* tools: an array of {type: "function", function: {name, ...}}, into @vars. */
+/* The tools request_tools kept, into @vars for the template. */
 static bool
-tools(const cJSON *root, cJSON *vars, uint64_t *chars, struct params_err *pe)
+tools(const cJSON *root, struct job_request *r, cJSON *vars, uint64_t *chars, struct params_err *pe)
 {
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "tools"), *it;
-	const cJSON *choice = cJSON_GetObjectItemCaseSensitive(root, "tool_choice");
-
-	if (choice != NULL && !cJSON_IsNull(choice) &&
-	    !(cJSON_IsString(choice) && (strcmp(choice->valuestring, "auto") == 0 ||
-	                                 strcmp(choice->valuestring, "none") == 0)))
-		return params_fail(
-		        pe, ORCH_EINVAL, "tool_choice",
-		        "'tool_choice' may be \"auto\" or \"none\": orch does not force a "
-		        "tool call");
-	if (!params_bool(root, "parallel_tool_calls", &(bool){false}, pe))
+	if (!request_tools(root, r, pe))
 		return false;
-	if (t == NULL || cJSON_IsNull(t))
+	if (r->tools == NULL)
 		return true;
-	if (!cJSON_IsArray(t) || cJSON_GetArraySize(t) > REQUEST_TOOLS_MAX)
-		return params_fail(pe, ORCH_EINVAL, "tools",
-		                   "'tools' must be an array of at most %d", REQUEST_TOOLS_MAX);
-	cJSON_ArrayForEach(it, t)
-	{
-		const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type"),
-		            *fn = cJSON_GetObjectItemCaseSensitive(it, "function");
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-		if (!cJSON_IsString(type) || strcmp(type->valuestring, "function") != 0 ||
-		    !cJSON_IsObject(fn) || !cJSON_IsString(name) || name->valuestring[0] == '\0')
-			return params_fail(
-			        pe, ORCH_EINVAL, "tools",
-			        "each tool must be {\"type\": \"function\", \"function\": "
-			        "{\"name\": ...}}");
-	}
-	if (cJSON_IsString(choice) && strcmp(choice->valuestring, "none") == 0)
-		return true; /* no tool may be called: the model is not told of them */
-	*chars += json_chars(t);
-	return cJSON_AddItemToObject(vars, "tools", cJSON_Duplicate(t, true)) ||
+	*chars += json_chars(r->tools);
+	return cJSON_AddItemToObject(vars, "tools", cJSON_Duplicate(r->tools, true)) ||
 	       params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
 }
 
@@ -302,7 +275,7 @@ request_chat_parse(const struct orchd_config *cfg, const cJSON *root, struct job
 		if (!message(it, r, &chars, pe))
 			goto out;
 	}
-	if (!tools(root, vars, &chars, pe) || !template_vars(root, vars, &chars, pe))
+	if (!tools(root, r, vars, &chars, pe) || !template_vars(root, vars, &chars, pe))
 		goto out;
 	if (chars > cfg->max_prompt_chars) {
 		params_fail(pe, ORCH_EINVAL, "messages",

@@ -65,7 +65,7 @@ static const struct field {
         {"store", A_BOTH, R_IGNORE, NULL},
         {"metadata", A_BOTH, R_IGNORE, NULL},
         {"service_tier", A_BOTH, R_IGNORE, NULL},
-        {"parallel_tool_calls", A_CHAT, R_IGNORE, NULL},
+        {"parallel_tool_calls", A_CHAT, R_USE, NULL},
         {"prediction", A_CHAT, R_IGNORE, NULL},
         {"prompt_cache_key", A_BOTH, R_IGNORE, NULL},
         {"safety_identifier", A_BOTH, R_IGNORE, NULL},

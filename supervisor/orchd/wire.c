@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "ipc/ipc.h"
+#include "job_tools.h"
 #include "jobs.h"
 #include "models.h"
 #include "orchd.h"
@@ -222,6 +223,9 @@ on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
 	if (r->chat_template && r->chat_template[0])
 		snprintf(m->chat_template_origin, sizeof(m->chat_template_origin), "%s",
 		         r->chat_template);
+	w->tool_syntax = tool_syntax_from_name(r->tool_syntax);
+	snprintf(m->tool_syntax, sizeof(m->tool_syntax), "%s",
+	         w->tool_syntax ? tool_syntax_name(w->tool_syntax) : "none");
 	orch_log(ORCH_LOG_INFO, "worker_ready",
 	         "worker=%s pid=%d ms=%llu quant_kind=%s tokenizer_kind=%s vocab_size=%u "
 	         "context_length=%u memory_used=%llu",
@@ -333,7 +337,10 @@ on_tokens(struct orchd *d, const Orch__TokenBatch *b)
 		struct job_event ev = {.type = EV_TOKEN, .index = t->index, .text = t->text};
 		if (t->in_message)
 			ev.msg = jobs_msg(j, t->message, t->channel, t->recipient);
-		jobs_event(d, j, &ev);
+		if (j->tp != NULL && !t->in_message)
+			job_tools_text(d, j, t->index, t->text); /* content and calls, split */
+		else
+			jobs_event(d, j, &ev);
 		if (t->token_id >= 0)
 			jobs_metrics_due(d, j);
 	}
@@ -348,6 +355,7 @@ on_end(struct orchd *d, const Orch__End *e)
 	if (j == NULL)
 		return;
 	orch_finish_from_proto((uint32_t)e->finish_reason, &f);
+	job_tools_end(d, j, e->tokens_out, &f);
 	struct job_event ev = {.type = EV_END,
 	                       .finish = f,
 	                       .tokens_out = e->tokens_out,

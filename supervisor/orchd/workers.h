@@ -12,6 +12,7 @@
 #include "base/err.h"
 #include "base/sbuf.h"
 #include "config.h"
+#include "grammar/tool_call.h"
 
 struct event;
 struct ipc_chan;
@@ -94,6 +95,7 @@ struct worker {
 	/* paged KV (Ready, then the heartbeat); the counters as this process last told */
 	uint32_t kv_blocks_total, kv_blocks_used, kv_blocks_cached, kv_block_tokens;
 	bool prefix_cache;
+	enum tool_syntax tool_syntax; /* Ready: how its model writes a tool call */
 	uint64_t prefix_query_tokens, prefix_hit_tokens, preemptions;
 	bool residency_ok, degraded;
 	char residency_error[256];

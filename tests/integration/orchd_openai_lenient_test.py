@@ -5,7 +5,7 @@ the configurable message limit and a non-streamed request's disconnect
 (models/stories260K.gguf, context 256, on the cpu device):
 
 - fields SDKs send that cannot change the answer (store, metadata,
-  service_tier, parallel_tool_calls, response_format text, user, prediction,
+  service_tier, response_format text, user, prediction,
   modalities ["text"], stream_options.include_obfuscation) are accepted and
   named once in a debug log line; those that would change it (n 2,
   a json_schema with a keyword orch cannot enforce, web_search_options,
@@ -79,7 +79,7 @@ def test_fields(log_text):
                                         "suffix": "", "echo": False, "best_of": 1})
     check(st == 200, "completions take store, metadata, service_tier: %d %s" % (st, t[:200]))
     lines = [l for l in log_text().splitlines() if "event=request_fields_ignored" in l]
-    want = "fields=user,store,metadata,service_tier,parallel_tool_calls,prediction,prompt_cache_key,safety_identifier"  # the table's order
+    want = "fields=user,store,metadata,service_tier,prediction,prompt_cache_key,safety_identifier"  # the table's order
     check(any(want in l and "job=" in l for l in lines), "one debug line names the ignored fields: %r" % lines[:3])
     refused = [({"n": 2}, "n", "default"),
                ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}},

@@ -1,5 +1,5 @@
 // lenient_client.mjs - the official `openai` npm client sending what SDKs and
-// frameworks add (store, metadata, service_tier, parallel_tool_calls,
+// frameworks add (store, metadata, service_tier, parallel_tool_calls (used),
 // response_format text, user): orch answers; a schema keyword orch cannot
 // enforce is BadRequestError naming response_format and the keyword; a max_tokens past the context is BadRequestError
 // CONTEXT_LENGTH_EXCEEDED (issue 18).
