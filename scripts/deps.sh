@@ -51,7 +51,8 @@ install_npm() {
 	dir="$(cd "$(dirname "$0")/.." && pwd)/tests/interop"
 	if [ ! -d "$dir/node_modules/@huggingface/gguf" ] || [ ! -d "$dir/node_modules/openai" ] ||
 		[ ! -d "$dir/node_modules/@apidevtools/swagger-parser" ] ||
-		[ ! -d "$dir/node_modules/playwright-core" ]; then
+		[ ! -d "$dir/node_modules/playwright-core" ] || [ ! -d "$dir/node_modules/ajv-formats" ] ||
+		[ ! -d "$dir/node_modules/@langchain/openai" ] || [ ! -d "$dir/node_modules/zod" ]; then
 		echo "deps: installing the interop test packages (npm ci in tests/interop)"
 		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 	fi

@@ -18,6 +18,10 @@ the grammar's doing.
 - tests/interop/tools_client.mjs: the official openai npm client with
   tool_choice required and a named function, every call's arguments
   validated by ajv, streamed, and the tool's result sent back;
+- tests/interop/langchain_client.mjs: LangChain JS (ChatOpenAI with a
+  baseURL) withStructuredOutput(zod) by json_schema and by a forced call,
+  bindTools with tool_choice "any", invoked and streamed, a ToolMessage
+  turn; every result checked by its zod schema;
 - what is refused, with a 400 naming the parameter: a named function not in
   tools, required without tools, a forced call beside a grammar, a JSON
   response_format or stop, a schema keyword that cannot be enforced (naming
@@ -211,6 +215,18 @@ def test_openai_npm():
           "tool calls with the openai npm client and ajv: %s" % (r.stdout + r.stderr)[-3000:])
 
 
+def test_langchain():
+    if not os.path.isdir(os.path.join(INTEROP, "node_modules", "@langchain", "openai")):
+        check(False, "@langchain/openai is not installed in tests/interop: run 'make deps'")
+        return
+    r = subprocess.run(["node", os.path.join(INTEROP, "langchain_client.mjs"),
+                        "http://127.0.0.1:%d/v1" % orchd_lib.PORT, "q", str(min(GENS, 3))],
+                       capture_output=True, text=True, timeout=600)
+    print(r.stdout)
+    check(r.returncode == 0 and "all passed" in r.stdout,
+          "LangChain JS structured output and tools: %s" % (r.stdout + r.stderr)[-3000:])
+
+
 tmp = tempfile.mkdtemp()
 orchd_lib.PORT = orchd_lib.free_port(os.getpid() + 23)
 orchd_lib.ADMIN = os.path.join(tmp, "orchd.sock")
@@ -223,6 +239,7 @@ try:
     test_forced()
     test_refused()
     test_openai_npm()
+    test_langchain()
 finally:
     orchd_lib.stop_orchd(orchd, log, tmp)
 print("orchd_tools_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
