@@ -214,8 +214,9 @@ oom_once(void *ctx)
 	if (tp == NULL)
 		return ORCH_ENOMEM;
 	const char *a = answers[*(const enum tool_syntax *)ctx == L];
-	for (size_t i = 0; a[i]; i += 7)
-		if ((e = toolparse_feed(tp, a + i, strnlen(a + i, 7))) != ORCH_OK)
+	size_t n = strlen(a);
+	for (size_t i = 0; i < n; i += 7) /* in pieces of 7 bytes, the last shorter */
+		if ((e = toolparse_feed(tp, a + i, n - i < 7 ? n - i : 7)) != ORCH_OK)
 			rv = e;
 	if ((e = toolparse_finish(tp)) != ORCH_OK)
 		rv = e;
