@@ -93,6 +93,8 @@ check_submit(const Orch__Submit *s, struct orch_errinfo *reterr)
 		if (n == 0 || n > ORCH_MAX_STOP_BYTES)
 			return bad(reterr, "submit", "a stop string is empty or over 256 bytes");
 	}
+	if (s->top_logprobs > ORCH_MAX_TOP_LOGPROBS)
+		return bad(reterr, "submit", "top_logprobs over 20");
 	return check_sampling(s->sampling, reterr);
 }
 
@@ -109,6 +111,11 @@ check_batch(const Orch__TokenBatch *b, struct orch_errinfo *reterr)
 		if (strlen(t->channel) > IPC_MAX_CHANNEL ||
 		    strlen(t->recipient) > IPC_MAX_RECIPIENT)
 			return bad(reterr, "token_batch", "a channel or recipient is too long");
+		if (t->n_top_logprobs > ORCH_MAX_TOP_LOGPROBS)
+			return bad(reterr, "token_batch", "more than 20 top_logprobs");
+		for (size_t k = 0; k < t->n_top_logprobs; k++)
+			if (t->top_logprobs[k] == NULL)
+				return bad(reterr, "token_batch", "a missing top_logprobs entry");
 	}
 	return ORCH_OK;
 }

@@ -25,3 +25,6 @@ _Static_assert(ORCH_API_MAX_STOPS <= ORCH_MAX_STOPS, "the API must fit the proto
 
 /* logit_bias entries in one job (the API, the protocol check, the worker). */
 #define ORCH_MAX_LOGIT_BIAS 1024u
+
+/* Alternatives one token's logprobs carry (top_logprobs: OpenAI's limit). */
+#define ORCH_MAX_TOP_LOGPROBS 20u

@@ -13,6 +13,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "api.h"
+#include "api_logprobs.h"
 #include "http.h"
 #include "http_conn.h"
 #include "jobs.h"
@@ -169,6 +170,7 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 			if (m->recipient[0])
 				cJSON_AddStringToObject(o, "recipient", m->recipient);
 		}
+		api_lp_native(o, j, ev);
 		return put_event(out, k + 1, "token", o);
 	case EV_END:
 		cJSON_AddNumberToObject(o, "tokens_out", ev->tokens_out);

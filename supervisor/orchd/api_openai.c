@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 
 #include "api.h"
+#include "api_logprobs.h"
 #include "http.h"
 #include "jobs.h"
 #include "json_add.h"
@@ -106,11 +107,12 @@ tool_call(const struct job *j, const struct job_msg *m, const char *args, bool h
 
 /*
  * One choice of a chunk: a text delta for @d (a tool call's arguments: the
- * first chunk of a call also names it), a role, or the finish reason.
+ * first chunk of a call also names it), a role, or the finish reason; with
+ * the logprobs of events [@lp_from, @lp_to) (none: equal).
  */
 static cJSON *
 chunk(const struct job *j, const char *text, enum dest d, const struct job_msg *m, bool head,
-      bool role, const char *finish)
+      bool role, const char *finish, uint32_t lp_from, uint32_t lp_to)
 {
 	cJSON *o = envelope(j, true), *choices = cJSON_AddArrayToObject(o, "choices");
 	cJSON *c = cJSON_CreateObject();
@@ -132,7 +134,10 @@ chunk(const struct job *j, const char *text, enum dest d, const struct job_msg *
 	} else {
 		cJSON_AddStringToObject(c, "text", text ? text : "");
 	}
-	cJSON_AddNullToObject(c, "logprobs");
+	if (lp_from < lp_to)
+		cJSON_AddItemToObject(c, "logprobs", api_lp_openai(j, lp_from, lp_to));
+	else
+		cJSON_AddNullToObject(c, "logprobs");
 	if (finish)
 		cJSON_AddStringToObject(c, "finish_reason", finish);
 	else
@@ -159,19 +164,21 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 	switch (ev->type) {
 	case EV_STARTED:
 		if (j->kind == JOB_OAI_CHAT)
-			put(out, chunk(j, "", D_CONTENT, NULL, false, true, NULL));
+			put(out, chunk(j, "", D_CONTENT, NULL, false, true, NULL, 0, 0));
 		return;
 	case EV_TOKEN:
 		if (ev->text && ev->text[0]) {
 			const struct job_msg *m;
 			enum dest d = dest_of(j, ev, &m);
 			put(out, chunk(j, ev->text, d, m, d == D_TOOL && m->first_event == k, false,
-			               NULL));
+			               NULL, k, k + 1));
+		} else if (ev->lp && j->req.logprobs) { /* a token whose text is held back */
+			put(out, chunk(j, NULL, D_CONTENT, NULL, false, false, NULL, k, k + 1));
 		}
 		return;
 	case EV_END:
-		put(out,
-		    chunk(j, NULL, D_CONTENT, NULL, false, false, orch_finish_openai(ev->finish)));
+		put(out, chunk(j, NULL, D_CONTENT, NULL, false, false,
+		               orch_finish_openai(ev->finish), 0, 0));
 		if (j->req.include_usage) {
 			cJSON *o = envelope(j, true);
 			cJSON_AddArrayToObject(o, "choices");
@@ -250,7 +257,7 @@ openai_body(const struct job *j)
 		cJSON_AddItemToObject(c, "message", chat_message(j));
 	else
 		cJSON_AddStringToObject(c, "text", j->text.p ? j->text.p : "");
-	cJSON_AddNullToObject(c, "logprobs");
+	cJSON_AddItemToObject(c, "logprobs", api_lp_openai(j, 0, j->n_events));
 	cJSON_AddStringToObject(c, "finish_reason", orch_finish_openai(last->finish));
 	cJSON_AddItemToArray(choices, c);
 	add_usage(o, j);

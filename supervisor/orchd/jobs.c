@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "job_logprobs.h"
 #include "models.h"
 #include "orchd.h"
 #include "toolparse.h"
@@ -307,6 +308,8 @@ on_token(struct job *j, const struct job_event *ev)
 		histo_observe(&j->model->met.itl, (double)(now - j->last_token_ms) / 1e3);
 	}
 	j->last_token_ms = now;
+	if (ev->text)
+		j->out_bytes += (uint32_t)strlen(ev->text);
 	if (ev->text && (j->sink == NULL || j->sink->body != NULL)) /* an answer in one body */
 		sbuf_puts(&j->text, ev->text);
 }
@@ -613,6 +616,7 @@ jobs_free(struct orchd *d, struct job *j)
 		orch_free(j->msgs[i].recipient);
 	}
 	orch_free(j->msgs);
+	job_lp_free(j);
 	toolparse_free(j->tp);
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);

@@ -19,6 +19,7 @@
 struct cJSON;
 struct event;
 struct job;
+struct job_lp;
 struct model_entry;
 struct orchd;
 struct toolparse;
@@ -53,6 +54,7 @@ struct job_event {
 	uint64_t unix_ms;        /* EV_STARTED: when (CLOCK_REALTIME) */
 	uint32_t msg;            /* EV_TOKEN: 1 + its job_msg's place in j->msgs; 0: none */
 	uint32_t cached_tokens;  /* EV_END: of the prompt, taken from the prefix cache */
+	uint32_t lp;             /* EV_TOKEN: 1 + its token's place in j->lps; 0: none */
 };
 
 /*
@@ -117,6 +119,8 @@ struct job_request {
 	enum tool_force tool_force; /* tool_choice */
 	char *tool_fn;              /* TOOL_FORCE_NAMED: the function to call */
 	bool single_tool;           /* parallel_tool_calls false: at most one call */
+	bool logprobs;              /* each token's log-probability (request_logprobs.c) */
+	uint32_t top_logprobs;      /* with logprobs: the likeliest alternatives, 0-20 */
 	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's
 	                     table */
 };
@@ -164,6 +168,9 @@ struct job {
 	struct job_msg *msgs; /* harmony messages, or calls read back by @tp, so far */
 	struct toolparse *tp; /* reads tool calls back from the text (NULL: none) */
 	uint32_t n_msgs, n_tools;
+	struct job_lp *lps; /* logprobs: each generated token's (job_logprobs.h) */
+	uint32_t n_lps, cap_lps;
+	uint32_t out_bytes; /* bytes of text the job's events carried so far */
 	uint32_t tokens_out, prompt_tokens;
 	uint32_t cached_tokens; /* of the prompt, from the worker's prefix cache (End) */
 	uint64_t created_ms, started_ms, first_token_ms, last_token_ms, ended_ms;

@@ -18,6 +18,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "job_logprobs.h"
 #include "jobs.h"
 #include "orchd.h"
 
@@ -63,6 +64,7 @@ jobs_bytes(const struct job *j)
 	uint64_t n = sizeof(*j) + MALLOC_OVERHEAD;
 
 	n += (uint64_t)j->cap_events * sizeof(*j->events) + MALLOC_OVERHEAD;
+	n += job_lp_bytes(j);
 	if (j->text.p != NULL)
 		n += j->text.cap + MALLOC_OVERHEAD;
 	for (uint32_t k = 0; k < j->n_msgs; k++)

@@ -34,6 +34,8 @@ static const char *const execute_keys[] = {"job_id",
                                            "cache_salt",
                                            "grammar",
                                            "response_format",
+                                           "logprobs",
+                                           "top_logprobs",
                                            NULL};
 
 /*
@@ -104,7 +106,7 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe) ||
 	    !parse_cache_salt(root, r, pe) ||
 	    (rf != NULL && !cJSON_IsNull(rf) && !request_response_format(rf, r, pe)) ||
-	    !request_grammar(root, r, pe))
+	    !request_grammar(root, r, pe) || !request_logprobs(root, REQUEST_EXECUTE, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
@@ -152,7 +154,8 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 	if (!request_openai_fields(root, chat, r, pe) ||
 	    !params_string(root, "model", true, &model, pe) ||
 	    !params_bool(root, "stream", &r->stream, pe) || !parse_cache_salt(root, r, pe) ||
-	    !request_grammar(root, r, pe))
+	    !request_grammar(root, r, pe) ||
+	    !request_logprobs(root, chat ? REQUEST_CHAT : REQUEST_COMPLETION, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",

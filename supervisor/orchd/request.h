@@ -77,6 +77,13 @@ bool request_response_format(const struct cJSON *v, struct job_request *r, struc
  */
 bool request_tools(const struct cJSON *root, struct job_request *r, struct params_err *pe);
 
+/*
+ * request_logprobs - for request_parse (request_logprobs.c): "logprobs" and
+ * "top_logprobs" as @api has them into @r->logprobs and @r->top_logprobs.
+ */
+bool request_logprobs(const struct cJSON *root, enum request_api api, struct job_request *r,
+                      struct params_err *pe);
+
 /* request_grammar - for request_parse: an optional "grammar" (GBNF) into @r->grammar. */
 bool request_grammar(const struct cJSON *root, struct job_request *r, struct params_err *pe);
 

@@ -33,7 +33,7 @@ static const struct field {
 	const char *name;
 	unsigned char apis;
 	enum rule rule;
-	const char *why; /* R_REFUSE */
+	const char *why; /* R_REFUSE; R_DEFAULT: why only the default (NULL: no reason given) */
 } fields[] = {
         {"model", A_BOTH, R_USE, NULL},
         {"prompt", A_CMPL, R_USE, NULL},
@@ -72,10 +72,12 @@ static const struct field {
         {"n", A_BOTH, R_DEFAULT, NULL},
         {"best_of", A_CMPL, R_DEFAULT, NULL},
 
-        {"logprobs", A_BOTH, R_DEFAULT, NULL},
-        {"top_logprobs", A_CHAT, R_DEFAULT, NULL},
+        {"logprobs", A_BOTH, R_USE, NULL},
+        {"top_logprobs", A_CHAT, R_USE, NULL},
         {"echo", A_CMPL, R_DEFAULT, NULL},
-        {"suffix", A_CMPL, R_DEFAULT, NULL},
+        {"suffix", A_CMPL, R_DEFAULT,
+         "orch has no fill-in-the-middle (insert) completions; send the text before the "
+         "insertion point as the prompt"},
         {"audio", A_CHAT, R_DEFAULT, NULL},
         {"web_search_options", A_CHAT, R_REFUSE, "orch has no web search"},
         {"functions", A_CHAT, R_REFUSE, "it is deprecated; send 'tools'"},
@@ -198,6 +200,9 @@ one(const cJSON *v, bool chat, struct job_request *r, struct params_err *pe)
 	case R_DEFAULT:
 		if (is_default(f->name, v))
 			return true;
+		if (f->why != NULL)
+			return params_fail(pe, ORCH_EINVAL, f->name, "'%s' is not supported: %s",
+			                   f->name, f->why);
 		return params_fail(pe, ORCH_EINVAL, f->name,
 		                   "'%s' is not supported by orch (only its default)", f->name);
 	case R_CHECK:

@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "ipc/ipc.h"
+#include "job_logprobs.h"
 #include "job_tools.h"
 #include "jobs.h"
 #include "models.h"
@@ -96,6 +97,8 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.literal_prompt = j->req.literal_prompt;
 	s.cache_salt = j->req.cache_salt ? j->req.cache_salt : empty;
 	s.grammar = j->req.grammar ? j->req.grammar : empty;
+	s.logprobs = j->req.logprobs;
+	s.top_logprobs = j->req.top_logprobs;
 	if (j->req.messages != NULL) {
 		if ((rv = chat_messages(j, &mp, &s.n_messages)) != ORCH_OK)
 			return rv;
@@ -335,12 +338,20 @@ on_tokens(struct orchd *d, const Orch__TokenBatch *b)
 		else if (t->text[0] == '\0')
 			continue; /* nothing held back */
 		struct job_event ev = {.type = EV_TOKEN, .index = t->index, .text = t->text};
+		if (t->has_logprob && j->req.logprobs)
+			ev.lp = job_lp_add(j, t);
 		if (t->in_message)
 			ev.msg = jobs_msg(j, t->message, t->channel, t->recipient);
-		if (j->tp != NULL && !t->in_message)
+		if (j->tp != NULL && !t->in_message) {
 			job_tools_text(d, j, t->index, t->text); /* content and calls, split */
-		else
+			if (ev.lp) { /* the token's log-probability rides alone */
+				static char none[] = "";
+				ev.text = none;
+				jobs_event(d, j, &ev);
+			}
+		} else {
 			jobs_event(d, j, &ev);
+		}
 		if (t->token_id >= 0)
 			jobs_metrics_due(d, j);
 	}

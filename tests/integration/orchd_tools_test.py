@@ -133,6 +133,17 @@ def test_auto():
     check(st == 200 and content == "Let me look." and finish == "tool_calls" and
           [(c["name"], json.loads(c["arguments"])) for c in scalls] == calls and all(c["id"] for c in scalls),
           "hermes streamed: %r %r %r" % (content, scalls, finish))
+    # logprobs beside the parser: one entry per generated token, the calls still read back
+    st, r = chat("q", "Q-CALLS", logprobs=True, top_logprobs=2)
+    lp = (r["choices"][0].get("logprobs") or {}).get("content", []) if st == 200 else []
+    check(st == 200 and len(lp) == r["usage"]["completion_tokens"] and
+          len(r["choices"][0]["message"].get("tool_calls", [])) == 2 and
+          all(len(e["top_logprobs"]) == 2 for e in lp), "hermes with logprobs: %r" % r)
+    st, chunks = chat("q", "Q-CALLS", stream=True, logprobs=True)
+    slp = [e for c in chunks for ch in c.get("choices", []) for e in (ch.get("logprobs") or {}).get("content", [])]
+    lcalls = [(c["name"], json.loads(c["arguments"])) for c in joined(chunks)[1]]
+    check(st == 200 and [e["token"] for e in slp] == [e["token"] for e in lp] and lcalls == calls,
+          "hermes streamed with logprobs: %d of %d" % (len(slp), len(lp)))
     st, r = chat("q", "Q-FAKE")
     m = r["choices"][0]["message"] if st == 200 else {}
     check(st == 200 and m.get("content") == "Use <tool_call>tags</tool_call> like this." and "tool_calls" not in m and

@@ -3,7 +3,7 @@
 // at temperature 0), a completion that must equal the golden text, a streamed
 // completion, the client's own error class for an unknown model, and
 // models.retrieve: the model's object, and NotFoundError (not retried) for an
-// unknown one.
+// unknown one; logprobs on both APIs.
 //
 // usage: node openai_client.mjs BASE_URL MODEL GOLDEN_TEXT_FILE
 // Prints one line per check; exit status 1 when any fails.
@@ -92,12 +92,27 @@ try {
 	check(e instanceof OpenAI.NotFoundError && e.status === 404, "unknown model is NotFoundError",
 		{ status: e.status, message: e.message });
 }
+// logprobs (issue 20): completions' legacy shape, chat's content list, a bad combination
+const lc = await client.completions.create({ model, prompt, max_tokens: 8, temperature: 0, logprobs: 2 });
+const lp = lc.choices[0].logprobs;
+check(lp && lp.tokens.length === 8 && lp.token_logprobs.every((x) => x <= 0) &&
+	lp.top_logprobs.every((t) => Object.keys(t).length === 2) && lp.text_offset[0] === 0 &&
+	lp.tokens.join("") === lc.choices[0].text, "completion logprobs: tokens, token_logprobs, top_logprobs, text_offset", lp);
+const lchat = await client.chat.completions.create({
+	model, messages, max_tokens: 8, temperature: 0, logprobs: true, top_logprobs: 3,
+});
+const lcont = lchat.choices[0].logprobs?.content ?? [];
+check(lcont.length === lchat.usage.completion_tokens && lcont.every((e) =>
+	typeof e.token === "string" && e.logprob <= 0 && Array.isArray(e.bytes) &&
+	e.top_logprobs.length === 3 && e.top_logprobs[0].token === e.token &&
+	e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob),
+	"chat logprobs: one entry per token, greedy picks the likeliest", lchat.choices[0].logprobs);
 try {
-	await client.completions.create({ model, prompt, max_tokens: 4, logprobs: 2 });
-	check(false, "unsupported parameter is an error", "no error");
+	await client.chat.completions.create({ model, messages, max_tokens: 4, top_logprobs: 2 });
+	check(false, "top_logprobs without logprobs is an error", "no error");
 } catch (e) {
-	check(e instanceof OpenAI.BadRequestError && /logprobs/.test(e.message),
-		"unsupported parameter is BadRequestError naming it", { status: e.status, message: e.message });
+	check(e instanceof OpenAI.BadRequestError && /top_logprobs/.test(e.message),
+		"top_logprobs without logprobs is BadRequestError naming it", { status: e.status, message: e.message });
 }
 
 console.log(`openai_client: ${failed ? failed + " failed" : "all passed"}`);

@@ -96,7 +96,9 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 	const struct harmony_tag *tag = n > 0 ? sched_job_tag(sj) : NULL;
 	size_t off = sv->text.n;
 	struct entry_text *o = &sv->text_off[sv->n_entries];
-	*o = (struct entry_text){off, SIZE_MAX, SIZE_MAX};
+	Orch__TokenEntry *e = &sv->entries[sv->n_entries];
+	*o = (struct entry_text){off, SIZE_MAX, SIZE_MAX, {0, 0}, 0, 0};
+	orch__token_entry__init(e);
 	sbuf_put(&sv->text, text, n);
 	sbuf_putc(&sv->text, '\0');
 	if (tag != NULL) {
@@ -107,7 +109,10 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 		sbuf_puts(&sv->text, tag->recipient);
 		sbuf_putc(&sv->text, '\0');
 	}
-	if (sv->text.oom) { /* this text is lost, so the job cannot go on; the others' stay */
+	uint32_t tops = sv->n_tops;
+	if (!serve_lp_entry(sv, j, e, o, index, id) || sv->text.oom) {
+		/* this text is lost, so the job cannot go on; the others' stay */
+		sv->n_tops = tops;
 		sched_cancel(sv->eng->s, sj->id);
 		sv->text.oom = false;
 		sv->text.n = off;
@@ -115,8 +120,6 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 			sv->text.p[off] = '\0';
 		return;
 	}
-	Orch__TokenEntry *e = &sv->entries[sv->n_entries];
-	orch__token_entry__init(e);
 	e->job_id = sj->id;
 	e->index = index;
 	e->token_id = id;
@@ -147,6 +150,8 @@ on_end(void *ctx, struct sched_job *sj, enum orch_finish why, orch_err err, cons
 }
 
 static const struct sched_job_ops job_ops = {on_token, NULL, on_end};
+/* a job with logprobs: the raw logits too (it samples on the host) */
+static const struct sched_job_ops job_ops_lp = {on_token, serve_lp_logits, on_end};
 
 static struct serve_job *
 find_job(struct serve *sv, uint64_t id)
@@ -191,6 +196,7 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 				sv->entries[i].channel = sv->text.p + o->channel;
 				sv->entries[i].recipient = sv->text.p + o->recipient;
 			}
+			serve_lp_fix(sv, i);
 		}
 		Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
 		tb.step = sv->steps;
@@ -202,6 +208,7 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 		serve_send(sv, &env);
 		sbuf_clear(&sv->text);
 		sv->n_entries = 0;
+		sv->n_tops = 0;
 	}
 	for (uint32_t i = 0; i < sv->n_endings; i++) {
 		struct ending *e = &sv->endings[i];
@@ -400,7 +407,9 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 	uint32_t room = j->sj.n_prompt < sv->eng->n_ctx ? sv->eng->n_ctx - j->sj.n_prompt : 0;
 	j->sj.max_tokens = m->max_tokens == 0 || m->max_tokens > room ? room : m->max_tokens;
 	j->sj.stops = (const char *const *)j->stops;
-	j->sj.ops = &job_ops;
+	j->logprobs = m->logprobs;
+	j->n_top = m->logprobs ? m->top_logprobs : 0; /* at most 20 (ipc_check) */
+	j->sj.ops = j->logprobs ? &job_ops_lp : &job_ops;
 	j->sj.ctx = j;
 	j->deadline_ms = m->deadline_unix_ms;
 	j->submitted_ms = orch_mono_ms();

@@ -37,6 +37,13 @@ struct serve_job {
 	uint64_t submitted_ms; /* monotonic */
 	char correlation[64];
 	bool timed_out;
+	/* Submit.logprobs (serve_logprobs.c): the logits token lp_index was sampled from,
+	 * valid until its on_token, their log-sum-exp and the n_top likeliest of them */
+	bool logprobs;
+	uint32_t n_top, lp_n, lp_index, lp_vocab;
+	const float *lp_logits;
+	float lp_lse;
+	struct samp_cand lp_top[ORCH_MAX_TOP_LOGPROBS];
 	struct serve *sv;
 	struct serve_job *next;
 };
@@ -65,9 +72,16 @@ struct serve_ident {
 	uint64_t hash_started_ms;
 };
 
-/* Where an entry's strings are in serve.text (they move until the step ends). */
+/* Where bytes are in serve.text (they move until the step ends). */
+struct lp_text {
+	size_t off, len;
+};
+
+/* Where an entry's strings are in serve.text, and its alternatives in serve.tops. */
 struct entry_text {
 	size_t text, channel, recipient; /* SIZE_MAX: none ("") */
+	struct lp_text piece;            /* has_logprob: the token's bytes */
+	uint32_t top0, n_top;
 };
 
 struct serve {
@@ -86,6 +100,10 @@ struct serve {
 	struct entry_text *text_off; /* each entry's strings in @text */
 	struct sbuf text;            /* the step's strings, NUL-separated; reused step after step */
 	uint32_t n_entries, cap_entries;
+	Orch__TopLogprob *tops; /* the entries' alternatives (logprobs), grown as needed */
+	Orch__TopLogprob **top_ptrs;
+	struct lp_text *top_text; /* each alternative's bytes in @text */
+	uint32_t n_tops, cap_tops;
 	uint32_t last_entries; /* tokens the last step sent */
 	struct ending *endings;
 	uint32_t n_endings;
@@ -105,6 +123,24 @@ struct serve {
 
 /* serve_script - the test hook ORCH_FAULT_SCRIPT: the text @j generates first, if any. */
 void serve_script(struct serve *sv, struct serve_job *j);
+
+/* ---- serve_logprobs.c ---- */
+
+/* serve_lp_logits - the scheduler's on_logits for a job with logprobs. */
+void serve_lp_logits(void *ctx, struct sched_job *sj, uint32_t index, const float *logits,
+                     uint32_t n_vocab);
+
+/*
+ * serve_lp_entry - in on_token: when @j wants logprobs and @id is the token
+ * its last logits were for, fill entry @e's logprob (its bytes and
+ * alternatives go to the step's buffers, placed in @o). False when out of
+ * memory.
+ */
+bool serve_lp_entry(struct serve *sv, struct serve_job *j, Orch__TokenEntry *e,
+                    struct entry_text *o, uint32_t index, int32_t id);
+
+/* serve_lp_fix - at the end of the step: point entry @i's bytes and alternatives home. */
+void serve_lp_fix(struct serve *sv, uint32_t i);
 
 /* ---- serve.c ---- */
 

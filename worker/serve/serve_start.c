@@ -167,6 +167,9 @@ serve_teardown(struct serve *sv)
 	orch_free(sv->entries);
 	orch_free(sv->entry_ptrs);
 	orch_free(sv->text_off);
+	orch_free(sv->tops);
+	orch_free(sv->top_ptrs);
+	orch_free(sv->top_text);
 	sbuf_fini(&sv->text);
 	orch_free(sv->endings);
 	serve_debug_close(sv);

@@ -131,6 +131,15 @@ test_round_trips(void)
 	t1.index = 3;
 	t1.token_id = -1; /* text released at the end */
 	t1.text = s8;
+	Orch__TopLogprob alt = ORCH__TOP_LOGPROB__INIT, *alts[1] = {&alt};
+	alt.token_id = 432;
+	alt.logprob = -0.25f;
+	alt.piece = (ProtobufCBinaryData){1, (uint8_t *)","};
+	t0.has_logprob = true;
+	t0.logprob = -0.25f;
+	t0.piece = alt.piece;
+	t0.n_top_logprobs = 1;
+	t0.top_logprobs = alts;
 	tb.step = 9;
 	tb.n_tokens = 2;
 	tb.tokens = toks;
@@ -140,6 +149,10 @@ test_round_trips(void)
 	T_EQ(out->token_batch->n_tokens, 2);
 	T_EQ(out->token_batch->tokens[1]->token_id, -1);
 	T_STREQ(out->token_batch->tokens[1]->text, "é");
+	T_TRUE(out->token_batch->tokens[0]->has_logprob);
+	T_EQ(out->token_batch->tokens[0]->n_top_logprobs, 1);
+	T_EQ(out->token_batch->tokens[0]->top_logprobs[0]->piece.len, 1);
+	T_TRUE(out->token_batch->tokens[0]->top_logprobs[0]->logprob == -0.25f);
 	ipc_envelope_free(out);
 
 	end.job_id = 42;
@@ -212,6 +225,12 @@ test_invalid(void)
 	sub.stop = empty_stop;
 	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO);
 	sub.n_stop = 0;
+	sub.logprobs = true;
+	sub.top_logprobs = 20;
+	T_OK(ipc_check(&env, NULL));
+	sub.top_logprobs = 21;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO);
+	sub.top_logprobs = 0;
 	sub.sampling = &sp;
 	sp.top_p = 1.0f;
 	sp.repeat_penalty = 1.0f;
