@@ -93,6 +93,8 @@ check_submit(const Orch__Submit *s, struct orch_errinfo *reterr)
 		if (n == 0 || n > ORCH_MAX_STOP_BYTES)
 			return bad(reterr, "submit", "a stop string is empty or over 256 bytes");
 	}
+	if (s->n_prompt_tokens > 0 && (s->chat || (s->prompt && s->prompt[0])))
+		return bad(reterr, "submit", "prompt_tokens beside a prompt or messages");
 	if (s->top_logprobs > ORCH_MAX_TOP_LOGPROBS)
 		return bad(reterr, "submit", "top_logprobs over 20");
 	return check_sampling(s->sampling, reterr);

@@ -11,11 +11,13 @@
 #include <stdint.h>
 
 struct api_key;
+struct cJSON;
 struct evhttp_request;
 struct job;
 struct job_owner;
 struct job_sink;
 struct orchd;
+struct sbuf;
 
 /* The native API's sink: "id:/event:/data:" SSE events. */
 extern const struct job_sink api_native_sink;
@@ -64,6 +66,21 @@ bool api_room(struct orchd *d, struct evhttp_request *req);
  */
 void api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool streaming,
                 uint32_t after);
+
+/* api_openai_usage - add OpenAI's "usage" object with these counts to @o. */
+void api_openai_usage(struct cJSON *o, uint32_t prompt, uint32_t completion, uint32_t cached);
+
+/* api_openai_usage_chunk - the stream's usage chunk (no choices) of @j's response, into @out. */
+void api_openai_usage_chunk(const struct job *j, uint32_t prompt, uint32_t completion,
+                            uint32_t cached, struct sbuf *out);
+
+/*
+ * api_choices_follow - follow @n jobs of one OpenAI request on @req as its
+ * choices (api_choices.c): @jobs[i] is choice i, @per_prompt choices per
+ * prompt (for the usage: each prompt counted once).
+ */
+void api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t per_prompt,
+                        struct evhttp_request *req, bool streaming);
 
 /*
  * api_start - parse @req's body for @api, make the job and submit it

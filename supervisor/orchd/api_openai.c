@@ -39,16 +39,22 @@ envelope(const struct job *j, bool chunk)
 	return o;
 }
 
-static void
-add_usage(cJSON *o, const struct job *j)
+void
+api_openai_usage(cJSON *o, uint32_t prompt, uint32_t completion, uint32_t cached)
 {
 	cJSON *u = cJSON_AddObjectToObject(o, "usage");
 
-	cJSON_AddNumberToObject(u, "prompt_tokens", j->prompt_tokens);
-	cJSON_AddNumberToObject(u, "completion_tokens", j->tokens_out);
-	cJSON_AddNumberToObject(u, "total_tokens", j->prompt_tokens + j->tokens_out);
+	cJSON_AddNumberToObject(u, "prompt_tokens", prompt);
+	cJSON_AddNumberToObject(u, "completion_tokens", completion);
+	cJSON_AddNumberToObject(u, "total_tokens", (double)prompt + completion);
 	cJSON *details = cJSON_AddObjectToObject(u, "prompt_tokens_details");
-	cJSON_AddNumberToObject(details, "cached_tokens", j->cached_tokens);
+	cJSON_AddNumberToObject(details, "cached_tokens", cached);
+}
+
+static void
+add_usage(cJSON *o, const struct job *j)
+{
+	api_openai_usage(o, j->prompt_tokens, j->tokens_out, j->cached_tokens);
 }
 
 /*
@@ -117,7 +123,7 @@ chunk(const struct job *j, const char *text, enum dest d, const struct job_msg *
 	cJSON *o = envelope(j, true), *choices = cJSON_AddArrayToObject(o, "choices");
 	cJSON *c = cJSON_CreateObject();
 
-	cJSON_AddNumberToObject(c, "index", 0);
+	cJSON_AddNumberToObject(c, "index", j->choice);
 	if (j->kind == JOB_OAI_CHAT) {
 		cJSON *delta = cJSON_AddObjectToObject(c, "delta");
 		if (role)
@@ -163,8 +169,9 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 
 	switch (ev->type) {
 	case EV_STARTED:
-		if (j->kind == JOB_OAI_CHAT)
-			put(out, chunk(j, "", D_CONTENT, NULL, false, true, NULL, 0, 0));
+		if (j->kind == JOB_OAI_CHAT || j->echo != NULL) /* the role; echo's prompt */
+			put(out, chunk(j, j->echo ? j->echo : "", D_CONTENT, NULL, false,
+			               j->kind == JOB_OAI_CHAT, NULL, 0, 0));
 		return;
 	case EV_TOKEN:
 		if (ev->text && ev->text[0]) {
@@ -179,12 +186,9 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 	case EV_END:
 		put(out, chunk(j, NULL, D_CONTENT, NULL, false, false,
 		               orch_finish_openai(ev->finish), 0, 0));
-		if (j->req.include_usage) {
-			cJSON *o = envelope(j, true);
-			cJSON_AddArrayToObject(o, "choices");
-			add_usage(o, j);
-			put(out, o);
-		}
+		if (j->req.include_usage && !j->grouped) /* a group's comes after its last */
+			api_openai_usage_chunk(j, j->prompt_tokens, j->tokens_out, j->cached_tokens,
+			                       out);
 		return;
 	case EV_METRICS: /* a native API option */
 		return;
@@ -245,6 +249,29 @@ chat_message(const struct job *j)
 	return msg;
 }
 
+void
+api_openai_usage_chunk(const struct job *j, uint32_t prompt, uint32_t completion, uint32_t cached,
+                       struct sbuf *out)
+{
+	cJSON *o = envelope(j, true);
+
+	cJSON_AddArrayToObject(o, "choices");
+	api_openai_usage(o, prompt, completion, cached);
+	put(out, o);
+}
+
+/* A completion's text: echo's prompt, then what the job generated. */
+static void
+add_text(cJSON *c, const struct job *j)
+{
+	struct sbuf t = {0};
+
+	sbuf_puts(&t, j->echo ? j->echo : "");
+	sbuf_puts(&t, j->text.p ? j->text.p : "");
+	cJSON_AddStringToObject(c, "text", t.p && !t.oom ? t.p : "");
+	sbuf_fini(&t);
+}
+
 static cJSON *
 openai_body(const struct job *j)
 {
@@ -252,11 +279,11 @@ openai_body(const struct job *j)
 	cJSON *o = envelope(j, false), *choices = cJSON_AddArrayToObject(o, "choices");
 	cJSON *c = cJSON_CreateObject();
 
-	cJSON_AddNumberToObject(c, "index", 0);
+	cJSON_AddNumberToObject(c, "index", j->choice);
 	if (j->kind == JOB_OAI_CHAT)
 		cJSON_AddItemToObject(c, "message", chat_message(j));
 	else
-		cJSON_AddStringToObject(c, "text", j->text.p ? j->text.p : "");
+		add_text(c, j);
 	cJSON_AddItemToObject(c, "logprobs", api_lp_openai(j, 0, j->n_events));
 	cJSON_AddStringToObject(c, "finish_reason", orch_finish_openai(last->finish));
 	cJSON_AddItemToArray(choices, c);

@@ -239,15 +239,126 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
 	return m;
 }
 
+static const char *const id_prefix[] = {"", "cmpl", "chatcmpl"};
+static const enum job_kind job_kinds[] = {JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT};
+
+/* A job of @r (taken over) for @req; its ids set. NULL (answered 500) when out of memory. */
+static struct job *
+new_job(struct orchd *d, struct evhttp_request *req, int api, struct model_entry *m,
+        struct job_request *r, const struct job_owner *owner)
+{
+	const struct job_sink *sink = api == REQUEST_EXECUTE ? &api_native_sink : &api_openai_sink;
+	struct job *j = jobs_new(d, job_kinds[api], sink, m, r, owner);
+
+	if (j != NULL && j->req.echo && j->req.prompt != NULL &&
+	    (j->echo = orch_strndup(j->req.prompt, strlen(j->req.prompt))) == NULL) {
+		jobs_free(d, j);
+		j = NULL;
+	}
+	if (j == NULL) {
+		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return NULL;
+	}
+	if (api == REQUEST_EXECUTE)
+		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
+	else
+		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%s", id_prefix[api], j->uid);
+	return j;
+}
+
+/* Place or queue @j; a refusal is answered (and logged); false then. */
+static bool
+submit(struct orchd *d, struct evhttp_request *req, struct job *j)
+{
+	struct orch_errinfo e = {0};
+	char buf[512];
+
+	if (models_submit(d, j, &e) == ORCH_OK)
+		return true;
+	const char *text = jobs_client_message(e.code, e.msg, buf, sizeof(buf));
+	orch_log(ORCH_LOG_INFO, "job_refused", "job=%s model=%s err=%s msg=\"%s\"", j->correlation,
+	         j->model_name, orch_err_wire(e.code), e.msg);
+	http_error_job(req, e.code, "model", j->correlation, text);
+	return false;
+}
+
+/*
+ * Several choices or prompts (api_choices.c): the body parsed again for each
+ * job after the first (@r, taken over), each with its prompt and choice
+ * index; one id for them all; choice i of a request with a seed gets seed + i.
+ * A refusal of any cancels those submitted and answers it.
+ */
+static void
+start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_entry *m,
+           struct job_request *r, const struct job_owner *owner, const char *body, size_t n)
+{
+	uint32_t per = r->n_choices ? r->n_choices : 1;
+	uint32_t total = per * (r->prompt_list ? (uint32_t)cJSON_GetArraySize(r->prompt_list) : 1);
+	struct job **jobs = orch_calloc(total, sizeof(*jobs));
+	struct params_err pe = {0};
+	uint32_t k = 0;
+
+	if (jobs == NULL)
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	for (; k < total; k++) {
+		struct job_request rk;
+		if (k > 0 &&
+		    request_parse((enum request_api)api, &d->cfg, body, n, &rk, &pe) != ORCH_OK) {
+			job_request_fini(&rk); /* out of memory: it parsed once */
+			break;
+		}
+		struct job_request *src = k == 0 ? r : &rk;
+		if (!request_prompt_pick(&d->cfg, src, k / per, &pe)) {
+			job_request_fini(src);
+			break;
+		}
+		cJSON_Delete(src->prompt_list);
+		src->prompt_list = NULL;
+		if (src->sp.has_seed)
+			src->sp.seed += k;
+		if ((jobs[k] = new_job(d, req, api, m, src, owner)) == NULL) {
+			job_request_fini(src);
+			goto fail;
+		}
+		jobs[k]->choice = k;
+		jobs[k]->grouped = true;
+		jobs[k]->created_unix = jobs[0]->created_unix;
+		if (k > 0)
+			memcpy(jobs[k]->ext_id, jobs[0]->ext_id, sizeof(jobs[k]->ext_id));
+	}
+	if (k < total) {
+		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		goto fail;
+	}
+	http_conn_note(d, req, NULL, jobs[0]->correlation);
+	for (k = 0; k < total; k++)
+		if (!submit(d, req, jobs[k]))
+			break;
+	if (k == total) {
+		api_choices_follow(d, jobs, total, per, req, jobs[0]->req.stream);
+		orch_free(jobs);
+		return;
+	}
+	for (uint32_t i = 0; i < k; i++) /* submitted: cancelled, freed when they end */
+		jobs_cancel(d, jobs[i], "another choice of the request was refused");
+	jobs_free(d, jobs[k]);
+	for (uint32_t i = k + 1; i < total; i++)
+		jobs_free(d, jobs[i]);
+	orch_free(jobs);
+	return;
+fail:
+	for (uint32_t i = 0; i < total; i++)
+		if (jobs[i] != NULL)
+			jobs_free(d, jobs[i]);
+	orch_free(jobs);
+}
+
 void
 api_start(struct orchd *d, struct evhttp_request *req, int api)
 {
-	static const char *const prefix[] = {"", "cmpl", "chatcmpl"};
-	static const enum job_kind kinds[] = {JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OAI_CHAT};
 	struct job_request r;
 	struct job_owner owner;
 	struct params_err pe = {0};
-	struct orch_errinfo e = {0};
 	const char *body;
 	size_t n = http_body(req, &body);
 	struct model_entry *m;
@@ -260,11 +371,10 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 	api_owner(d, req, &owner);
 	if ((m = admit(d, req, &r, &owner)) == NULL)
 		goto out;
-	const struct job_sink *sink = api == REQUEST_EXECUTE ? &api_native_sink : &api_openai_sink;
-	if ((j = jobs_new(d, kinds[api], sink, m, &r, &owner)) == NULL) {
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	if (r.n_choices > 1 || r.prompt_list != NULL)
+		return start_many(d, req, api, m, &r, &owner, body, n);
+	if ((j = new_job(d, req, api, m, &r, &owner)) == NULL)
 		goto out;
-	}
 	http_conn_note(d, req, NULL, j->correlation);
 	if (j->req.ignored != 0 && orch_log_enabled(ORCH_LOG_DEBUG)) {
 		char names[512]; /* accepted and ignored (request_openai.c): once per request */
@@ -272,16 +382,7 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 		orch_log(ORCH_LOG_DEBUG, "request_fields_ignored", "job=%s fields=%s",
 		         j->correlation, names);
 	}
-	if (api == REQUEST_EXECUTE)
-		snprintf(j->ext_id, sizeof(j->ext_id), "%s", j->req.job_id);
-	else
-		snprintf(j->ext_id, sizeof(j->ext_id), "%s-%s", prefix[api], j->uid);
-	if (models_submit(d, j, &e) != ORCH_OK) {
-		char buf[512];
-		const char *text = jobs_client_message(e.code, e.msg, buf, sizeof(buf));
-		orch_log(ORCH_LOG_INFO, "job_refused", "job=%s model=%s err=%s msg=\"%s\"",
-		         j->correlation, j->model_name, orch_err_wire(e.code), e.msg);
-		http_error_job(req, e.code, "model", j->correlation, text);
+	if (!submit(d, req, j)) {
 		jobs_free(d, j);
 		return;
 	}

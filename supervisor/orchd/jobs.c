@@ -37,6 +37,11 @@ job_request_fini(struct job_request *r)
 	r->n_stops = 0;
 	orch_free(r->prompt);
 	r->prompt = NULL;
+	orch_free(r->prompt_ids);
+	r->prompt_ids = NULL;
+	r->n_prompt_ids = 0;
+	cJSON_Delete(r->prompt_list);
+	r->prompt_list = NULL;
 	cJSON_Delete(r->messages);
 	r->messages = NULL;
 	free(r->template_vars); /* cJSON's printing: malloc */
@@ -617,6 +622,7 @@ jobs_free(struct orchd *d, struct job *j)
 	}
 	orch_free(j->msgs);
 	job_lp_free(j);
+	orch_free(j->echo);
 	toolparse_free(j->tp);
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);

@@ -102,8 +102,13 @@ struct job_request {
 	char job_id[128]; /* native: the client's; "" for OpenAI */
 	char model[CFG_NAME_MAX];
 	char *prompt;
-	struct cJSON *messages; /* chat: [{role, content[, extra]}] (request_chat.c) */
-	char *template_vars;    /* chat: NULL or a JSON object of more template variables */
+	int32_t *prompt_ids; /* completions: the prompt as token ids (then prompt is NULL) */
+	uint32_t n_prompt_ids;
+	struct cJSON *prompt_list; /* completions: several prompts, a job per prompt and choice */
+	uint32_t n_choices;        /* "n": choices per prompt (1 when absent) */
+	bool echo;                 /* completions: the prompt leads the text */
+	struct cJSON *messages;    /* chat: [{role, content[, extra]}] (request_chat.c) */
+	char *template_vars;       /* chat: NULL or a JSON object of more template variables */
 	Orch__SamplingParams sp;
 	char *stops[ORCH_API_MAX_STOPS];
 	uint32_t n_stops, max_tokens;
@@ -171,6 +176,9 @@ struct job {
 	struct job_lp *lps; /* logprobs: each generated token's (job_logprobs.h) */
 	uint32_t n_lps, cap_lps;
 	uint32_t out_bytes; /* bytes of text the job's events carried so far */
+	char *echo;         /* completions with echo: the prompt, written before the text */
+	uint32_t choice;    /* its index among its request's choices */
+	bool grouped;       /* one of several jobs of one request (api_choices.c) */
 	uint32_t tokens_out, prompt_tokens;
 	uint32_t cached_tokens; /* of the prompt, from the worker's prefix cache (End) */
 	uint64_t created_ms, started_ms, first_token_ms, last_token_ms, ended_ms;

@@ -128,24 +128,6 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 /* ---- OpenAI ---- */
 
 static bool
-parse_prompt(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
-             struct params_err *pe)
-{
-	const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "prompt");
-
-	if (cJSON_IsArray(p) && cJSON_GetArraySize(p) == 1)
-		p = cJSON_GetArrayItem(p, 0);
-	if (!cJSON_IsString(p))
-		return params_fail(pe, ORCH_EINVAL, "prompt",
-		                   "'prompt' must be a string (or an array of one string)");
-	if (!prompt_ok(p->valuestring, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe))
-		return false;
-	if ((r->prompt = orch_strndup(p->valuestring, strlen(p->valuestring))) == NULL)
-		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
-	return true;
-}
-
-static bool
 parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struct job_request *r,
              struct params_err *pe)
 {
@@ -165,7 +147,8 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 	                       chat ? "max_completion_tokens" : NULL, cfg->max_tokens,
 	                       chat ? cfg->max_tokens : 16, r, pe) &&
 	       params_stop(root, r, pe) &&
-	       (chat ? request_chat_parse(cfg, root, r, pe) : parse_prompt(cfg, root, r, pe));
+	       (chat ? request_chat_parse(cfg, root, r, pe) && request_choices(root, r, 1, pe)
+	             : parse_special(root, r, pe) && request_prompt(cfg, root, r, pe));
 }
 
 orch_err

@@ -84,6 +84,31 @@ bool request_tools(const struct cJSON *root, struct job_request *r, struct param
 bool request_logprobs(const struct cJSON *root, enum request_api api, struct job_request *r,
                       struct params_err *pe);
 
+/* Jobs one request may make: "n" times the prompts. */
+#define REQUEST_CHOICES_MAX 64
+
+/*
+ * request_prompt - for request_parse (request_prompt.c): a completions
+ * body's "prompt" (a string, token ids, or a list of those: the first in
+ * @r->prompt or @r->prompt_ids, the list in @r->prompt_list), "n" and "echo".
+ */
+bool request_prompt(const struct orchd_config *cfg, const struct cJSON *root, struct job_request *r,
+                    struct params_err *pe);
+
+/*
+ * request_choices - "n" (1 to REQUEST_CHOICES_MAX; times @n_prompts no more
+ * than that) into @r->n_choices.
+ */
+bool request_choices(const struct cJSON *root, struct job_request *r, uint32_t n_prompts,
+                     struct params_err *pe);
+
+/*
+ * request_prompt_pick - make prompt @k of @r->prompt_list @r's prompt (nothing
+ * without a list); false when out of memory.
+ */
+bool request_prompt_pick(const struct orchd_config *cfg, struct job_request *r, uint32_t k,
+                         struct params_err *pe);
+
 /* request_grammar - for request_parse: an optional "grammar" (GBNF) into @r->grammar. */
 bool request_grammar(const struct cJSON *root, struct job_request *r, struct params_err *pe);
 

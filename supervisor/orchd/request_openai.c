@@ -69,12 +69,12 @@ static const struct field {
         {"prediction", A_CHAT, R_IGNORE, NULL},
         {"prompt_cache_key", A_BOTH, R_IGNORE, NULL},
         {"safety_identifier", A_BOTH, R_IGNORE, NULL},
-        {"n", A_BOTH, R_DEFAULT, NULL},
+        {"n", A_BOTH, R_USE, NULL},
         {"best_of", A_CMPL, R_DEFAULT, NULL},
 
         {"logprobs", A_BOTH, R_USE, NULL},
         {"top_logprobs", A_CHAT, R_USE, NULL},
-        {"echo", A_CMPL, R_DEFAULT, NULL},
+        {"echo", A_CMPL, R_USE, NULL},
         {"suffix", A_CMPL, R_DEFAULT,
          "orch has no fill-in-the-middle (insert) completions; send the text before the "
          "insertion point as the prompt"},

@@ -81,7 +81,7 @@ def test_fields(log_text):
     lines = [l for l in log_text().splitlines() if "event=request_fields_ignored" in l]
     want = "fields=user,store,metadata,service_tier,prediction,prompt_cache_key,safety_identifier"  # the table's order
     check(any(want in l and "job=" in l for l in lines), "one debug line names the ignored fields: %r" % lines[:3])
-    refused = [({"n": 2}, "n", "default"),
+    refused = [({"n": 0}, "n", "[1, 64]"),
                ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}}},
                 "response_format", "unsupported keyword 'not'"),
                ({"response_format": {"type": "xml"}}, "response_format", "unknown"),

@@ -3,7 +3,7 @@
 // at temperature 0), a completion that must equal the golden text, a streamed
 // completion, the client's own error class for an unknown model, and
 // models.retrieve: the model's object, and NotFoundError (not retried) for an
-// unknown one; logprobs on both APIs.
+// unknown one; logprobs on both APIs; n 2.
 //
 // usage: node openai_client.mjs BASE_URL MODEL GOLDEN_TEXT_FILE
 // Prints one line per check; exit status 1 when any fails.
@@ -107,6 +107,11 @@ check(lcont.length === lchat.usage.completion_tokens && lcont.every((e) =>
 	e.top_logprobs.length === 3 && e.top_logprobs[0].token === e.token &&
 	e.top_logprobs[0].logprob >= e.top_logprobs[1].logprob),
 	"chat logprobs: one entry per token, greedy picks the likeliest", lchat.choices[0].logprobs);
+// n: several choices (issue 20)
+const two = await client.chat.completions.create({ model, messages, max_tokens: 8, n: 2, seed: 4 });
+check(two.choices.length === 2 && two.choices.map((c) => c.index).join() === "0,1" &&
+	two.choices.every((c) => typeof c.message.content === "string") && two.usage.completion_tokens === 16,
+	"chat n 2: two choices", two);
 try {
 	await client.chat.completions.create({ model, messages, max_tokens: 4, top_logprobs: 2 });
 	check(false, "top_logprobs without logprobs is an error", "no error");

@@ -245,9 +245,23 @@ flush_step(struct serve *sv, uint64_t sampled_ns)
 static orch_err
 encode(struct serve *sv, const Orch__Submit *m, struct tok_ids *ids, struct orch_errinfo *e)
 {
-	struct prompt_msg *msgs = orch_calloc(m->n_messages ? m->n_messages : 1, sizeof(*msgs));
+	uint32_t n_vocab = sv->eng->m.hp.n_vocab;
 	orch_err rv;
 
+	if (m->n_prompt_tokens > 0) { /* token ids: as they are */
+		for (size_t i = 0; i < m->n_prompt_tokens; i++) {
+			if (m->prompt_tokens[i] < 0 || (uint32_t)m->prompt_tokens[i] >= n_vocab)
+				return orch_errf(
+				        e, ORCH_EINVAL,
+				        "prompt: token %d is not in the model's vocabulary "
+				        "(ids 0 to %u)",
+				        m->prompt_tokens[i], n_vocab - 1);
+			if (tok_ids_push(ids, m->prompt_tokens[i]) != ORCH_OK)
+				return orch_errf(e, ORCH_ENOMEM, "out of memory");
+		}
+		return ORCH_OK;
+	}
+	struct prompt_msg *msgs = orch_calloc(m->n_messages ? m->n_messages : 1, sizeof(*msgs));
 	if (msgs == NULL)
 		return orch_errf(e, ORCH_ENOMEM, "out of memory");
 	for (size_t i = 0; i < m->n_messages; i++)

@@ -1,0 +1,277 @@
+/*
+ * api_choices.c - one OpenAI request answered by several jobs (api.h): "n"
+ * choices, several prompts, or both. Each (prompt, choice) is a job of its
+ * own, placed and run like any other (a worker's prefix cache shares the
+ * prompt's blocks between them); the answer merges them. Streamed, their
+ * chunks interleave as they come, each with its choice's index; after the
+ * last one ends, the usage chunk (include_usage) and [DONE]. Not streamed,
+ * one body with every choice in order and the usage over them all; a failed
+ * job fails the request (the first error answers, the others are
+ * cancelled). The client's going cancels them all.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <event2/http.h>
+
+#include "api.h"
+#include "base/alloc.h"
+#include "base/log.h"
+#include "http.h"
+#include "http_conn.h"
+#include "jobs.h"
+#include "orchd.h"
+#include "sse.h"
+
+struct choices;
+
+struct member {
+	struct job_watch watch; /* first: the watch is the member */
+	struct choices *c;
+	bool attached, done;
+};
+
+struct choices {
+	struct orchd *d;
+	struct evhttp_request *req; /* not streaming: answered at the end */
+	struct sse_stream *sse;     /* streaming */
+	bool busy, dead, failed;
+	struct sbuf out;
+	uint32_t n, per_prompt, attached, done;
+	struct member m[];
+};
+
+static void
+choices_free(struct choices *c)
+{
+	c->d->n_conns--;
+	sbuf_fini(&c->out);
+	orch_free(c);
+}
+
+/* Stop following every job; with @gone (the client left) the running ones are cancelled. */
+static void
+detach_all(struct choices *c, bool gone)
+{
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (!c->m[i].attached)
+			continue;
+		c->m[i].attached = false;
+		c->attached--;
+		jobs_unwatch(c->d, &c->m[i].watch, gone);
+	}
+}
+
+/* The usage over every choice: each prompt counted once. */
+static void
+usage(const struct choices *c, uint32_t *prompt, uint32_t *completion, uint32_t *cached)
+{
+	*prompt = *completion = *cached = 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct job *j = c->m[i].watch.job;
+		if (j == NULL)
+			continue;
+		*completion += j->tokens_out;
+		if (i % c->per_prompt == 0) {
+			*prompt += j->prompt_tokens;
+			*cached += j->cached_tokens;
+		}
+	}
+}
+
+/* The one answer of a request that does not stream: the first error, or every choice. */
+static void
+answer(struct choices *c)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(c->req);
+	cJSON *body = NULL, *all = NULL;
+	const struct job_event *bad = NULL;
+	const struct job *bad_job = NULL;
+	uint32_t p, q, k;
+
+	if (conn)
+		http_conn_set_closecb(c->d, conn, NULL, NULL);
+	for (uint32_t i = 0; i < c->n; i++) { /* a real error before the cancellations it caused */
+		const struct job *j = c->m[i].watch.job;
+		const struct job_event *last = &j->events[j->n_events - 1];
+		if (last->type == EV_ERROR && (bad == NULL || (bad->code == ORCH_ECANCELLED &&
+		                                               last->code != ORCH_ECANCELLED))) {
+			bad = last;
+			bad_job = j;
+		}
+	}
+	if (bad != NULL)
+		return http_error_job(c->req, bad->code, NULL, bad_job->correlation,
+		                      bad->text ? bad->text : "");
+	for (uint32_t i = 0; i < c->n; i++) {
+		const struct job *j = c->m[i].watch.job;
+		cJSON *o = j->sink->body(j);
+		if (body == NULL) {
+			body = o;
+			all = cJSON_GetObjectItemCaseSensitive(body, "choices");
+			continue;
+		}
+		cJSON *one = cJSON_DetachItemFromArray(
+		        cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
+		if (one != NULL)
+			cJSON_AddItemToArray(all, one);
+		cJSON_Delete(o);
+	}
+	usage(c, &p, &q, &k);
+	cJSON_DeleteItemFromObjectCaseSensitive(body, "usage");
+	api_openai_usage(body, p, q, k);
+	http_json(c->req, 200, body);
+}
+
+/* Not streaming: answer once every job ended (not from inside a cancellation loop). */
+static void
+finish_quiet(struct choices *c)
+{
+	if (c->busy || c->done < c->n)
+		return;
+	answer(c);
+	detach_all(c, false);
+	choices_free(c);
+}
+
+/* A job ended (not streaming): when one failed, the others are cancelled. */
+static void
+ended_quiet(struct choices *c, struct member *m)
+{
+	const struct job *j = m->watch.job;
+
+	m->done = true;
+	c->done++;
+	if (j->events[j->n_events - 1].type == EV_ERROR && !c->failed) {
+		c->failed = true;
+		c->busy = true; /* a queued job's cancellation ends it here and now */
+		for (uint32_t i = 0; i < c->n; i++)
+			if (!c->m[i].done && c->m[i].watch.job->state != JOB_DONE)
+				jobs_cancel(c->d, c->m[i].watch.job,
+				            "another choice of the request failed");
+		c->busy = false;
+	}
+	finish_quiet(c);
+}
+
+static void
+on_events(struct job_watch *w)
+{
+	struct member *m = (struct member *)w;
+	struct choices *c = m->c;
+	struct job *j = w->job;
+
+	if (m->done)
+		return;
+	if (c->sse == NULL) {
+		if (j->state == JOB_DONE)
+			ended_quiet(c, m);
+		return;
+	}
+	sbuf_clear(&c->out);
+	for (; w->sent < j->n_events; w->sent++)
+		j->sink->format(j, w->sent, &c->out);
+	if (j->state == JOB_DONE) {
+		m->done = true;
+		c->done++;
+	}
+	if (c->done == c->n) {
+		uint32_t p, q, k;
+		usage(c, &p, &q, &k);
+		if (j->req.include_usage)
+			api_openai_usage_chunk(j, p, q, k, &c->out);
+		j->sink->terminator(j, &c->out);
+	}
+	c->busy = true;
+	sse_write(c->sse, c->out.p, c->out.n);
+	c->busy = false;
+	if (c->dead)
+		return choices_free(c);
+	if (c->done == c->n) {
+		sse_end(c->sse);
+		detach_all(c, false);
+		choices_free(c);
+	}
+}
+
+/* A job is freed with us on it (orchd stops). */
+static void
+on_release(struct job_watch *w)
+{
+	struct member *m = (struct member *)w;
+	struct choices *c = m->c;
+
+	m->attached = false;
+	c->attached--;
+	if (c->sse) {
+		sse_end(c->sse);
+		c->sse = NULL;
+	}
+	detach_all(c, true);
+	if (c->attached == 0)
+		choices_free(c);
+}
+
+static void
+on_sse_gone(struct sse_stream *s, void *arg, const char *why)
+{
+	struct choices *c = arg;
+
+	(void)s;
+	(void)why;
+	c->sse = NULL;
+	detach_all(c, true);
+	if (c->busy)
+		c->dead = true;
+	else
+		choices_free(c);
+}
+
+static void
+on_req_close(struct evhttp_connection *conn, void *arg)
+{
+	struct choices *c = arg;
+
+	(void)conn;
+	if (evhttp_request_get_connection(c->req) == NULL)
+		evhttp_send_reply_end(c->req);
+	detach_all(c, true);
+	choices_free(c);
+}
+
+void
+api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t per_prompt,
+                   struct evhttp_request *req, bool streaming)
+{
+	struct choices *c = orch_calloc(1, sizeof(*c) + n * sizeof(c->m[0]));
+
+	if (c == NULL) {
+		for (uint32_t i = 0; i < n; i++)
+			jobs_cancel(d, jobs[i], "out of memory");
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	}
+	c->d = d;
+	c->req = req;
+	c->n = n;
+	c->per_prompt = per_prompt;
+	if (streaming && sse_start(d, req, on_sse_gone, c, &c->sse) != ORCH_OK) {
+		orch_free(c);
+		for (uint32_t i = 0; i < n; i++)
+			jobs_cancel(d, jobs[i], "out of memory");
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	}
+	if (!streaming) { /* a client that goes away cancels the jobs (docs/http-api.md) */
+		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, c);
+		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
+	}
+	d->n_conns++;
+	for (uint32_t i = 0; i < n; i++) {
+		c->m[i] = (struct member){.watch = {.notify = on_events, .release = on_release},
+		                          .c = c,
+		                          .attached = true};
+		c->attached++;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		jobs_watch(d, jobs[i], &c->m[i].watch, 0);
+}
