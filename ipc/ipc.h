@@ -31,8 +31,9 @@ extern "C" {
 
 /* Limits ipc_check enforces on decoded messages (a job's: base/limits.h). */
 #define IPC_MAX_BATCH     4096u
-#define IPC_MAX_CHANNEL   63u  /* a harmony channel name (bytes) */
-#define IPC_MAX_RECIPIENT 127u /* a harmony recipient (bytes) */
+#define IPC_MAX_CHANNEL   63u   /* a harmony channel name (bytes) */
+#define IPC_MAX_RECIPIENT 127u  /* a harmony recipient (bytes) */
+#define IPC_MAX_PIECE     1024u /* a token's bytes in a logprob */
 
 struct ipc_chan;
 

@@ -100,6 +100,13 @@ check_submit(const Orch__Submit *s, struct orch_errinfo *reterr)
 	return check_sampling(s->sampling, reterr);
 }
 
+/* A logprob of token @id: a token, a finite value <= 0, at most IPC_MAX_PIECE bytes. */
+static bool
+logprob_ok(int32_t id, float lp, const ProtobufCBinaryData *piece)
+{
+	return id >= 0 && isfinite(lp) && lp <= 0.0f && piece->len <= IPC_MAX_PIECE;
+}
+
 static orch_err
 check_batch(const Orch__TokenBatch *b, struct orch_errinfo *reterr)
 {
@@ -113,11 +120,16 @@ check_batch(const Orch__TokenBatch *b, struct orch_errinfo *reterr)
 		if (strlen(t->channel) > IPC_MAX_CHANNEL ||
 		    strlen(t->recipient) > IPC_MAX_RECIPIENT)
 			return bad(reterr, "token_batch", "a channel or recipient is too long");
-		if (t->n_top_logprobs > ORCH_MAX_TOP_LOGPROBS)
-			return bad(reterr, "token_batch", "more than 20 top_logprobs");
-		for (size_t k = 0; k < t->n_top_logprobs; k++)
-			if (t->top_logprobs[k] == NULL)
-				return bad(reterr, "token_batch", "a missing top_logprobs entry");
+		if (t->has_logprob && !logprob_ok(t->token_id, t->logprob, &t->piece))
+			return bad(reterr, "token_batch", "a bad logprob (token, value or bytes)");
+		if (t->n_top_logprobs > (t->has_logprob ? ORCH_MAX_TOP_LOGPROBS : 0))
+			return bad(reterr, "token_batch",
+			           "top_logprobs without a logprob, or over 20");
+		for (size_t k = 0; k < t->n_top_logprobs; k++) {
+			const Orch__TopLogprob *a = t->top_logprobs[k];
+			if (!logprob_ok(a->token_id, a->logprob, &a->piece))
+				return bad(reterr, "token_batch", "a bad top_logprobs entry");
+		}
 	}
 	return ORCH_OK;
 }

@@ -29,14 +29,22 @@ struct choices;
 struct member {
 	struct job_watch watch; /* first: the watch is the member */
 	struct choices *c;
+	struct job *job; /* valid while attached */
 	bool attached, done;
 };
 
+/*
+ * @busy counts the frames that must not free the request (the setup loop, a
+ * write, a cancellation loop); what would free it meanwhile sets @dead, and
+ * the last frame out frees it. @closing: every job is being let go; no
+ * notification acts any more.
+ */
 struct choices {
 	struct orchd *d;
 	struct evhttp_request *req; /* not streaming: answered at the end */
-	struct sse_stream *sse;     /* streaming */
-	bool busy, dead, failed;
+	struct sse_stream *sse;     /* streaming, until it ends or its client goes */
+	bool streaming, dead, failed, closing;
+	uint32_t busy;
 	struct sbuf out;
 	uint32_t n, per_prompt, attached, done;
 	struct member m[];
@@ -50,10 +58,21 @@ choices_free(struct choices *c)
 	orch_free(c);
 }
 
+/* Free @c now, or when the last busy frame leaves. */
+static void
+drop(struct choices *c)
+{
+	if (c->busy > 0)
+		c->dead = true;
+	else
+		choices_free(c);
+}
+
 /* Stop following every job; with @gone (the client left) the running ones are cancelled. */
 static void
 detach_all(struct choices *c, bool gone)
 {
+	c->closing = true;
 	for (uint32_t i = 0; i < c->n; i++) {
 		if (!c->m[i].attached)
 			continue;
@@ -69,7 +88,7 @@ usage(const struct choices *c, uint32_t *prompt, uint32_t *completion, uint32_t 
 {
 	*prompt = *completion = *cached = 0;
 	for (uint32_t i = 0; i < c->n; i++) {
-		const struct job *j = c->m[i].watch.job;
+		const struct job *j = c->m[i].attached ? c->m[i].job : NULL;
 		if (j == NULL)
 			continue;
 		*completion += j->tokens_out;
@@ -93,7 +112,7 @@ answer(struct choices *c)
 	if (conn)
 		http_conn_set_closecb(c->d, conn, NULL, NULL);
 	for (uint32_t i = 0; i < c->n; i++) { /* a real error before the cancellations it caused */
-		const struct job *j = c->m[i].watch.job;
+		const struct job *j = c->m[i].job;
 		const struct job_event *last = &j->events[j->n_events - 1];
 		if (last->type == EV_ERROR && (bad == NULL || (bad->code == ORCH_ECANCELLED &&
 		                                               last->code != ORCH_ECANCELLED))) {
@@ -105,10 +124,10 @@ answer(struct choices *c)
 		return http_error_job(c->req, bad->code, NULL, bad_job->correlation,
 		                      bad->text ? bad->text : "");
 	for (uint32_t i = 0; i < c->n; i++) {
-		const struct job *j = c->m[i].watch.job;
+		const struct job *j = c->m[i].job;
 		cJSON *o = j->sink->body(j);
-		if (body == NULL) {
-			body = o;
+		if (o == NULL || body == NULL) {
+			body = body ? body : o;
 			all = cJSON_GetObjectItemCaseSensitive(body, "choices");
 			continue;
 		}
@@ -118,17 +137,21 @@ answer(struct choices *c)
 			cJSON_AddItemToArray(all, one);
 		cJSON_Delete(o);
 	}
+	if (body == NULL || cJSON_GetArraySize(all) != (int)c->n) {
+		cJSON_Delete(body);
+		return http_error(c->req, ORCH_ENOMEM, NULL, "out of memory");
+	}
 	usage(c, &p, &q, &k);
 	cJSON_DeleteItemFromObjectCaseSensitive(body, "usage");
 	api_openai_usage(body, p, q, k);
 	http_json(c->req, 200, body);
 }
 
-/* Not streaming: answer once every job ended (not from inside a cancellation loop). */
+/* Not streaming: answer once every job ended (not from inside a busy frame). */
 static void
 finish_quiet(struct choices *c)
 {
-	if (c->busy || c->done < c->n)
+	if (c->busy > 0 || c->closing || c->done < c->n)
 		return;
 	answer(c);
 	detach_all(c, false);
@@ -139,20 +162,31 @@ finish_quiet(struct choices *c)
 static void
 ended_quiet(struct choices *c, struct member *m)
 {
-	const struct job *j = m->watch.job;
+	const struct job *j = m->job;
 
 	m->done = true;
 	c->done++;
 	if (j->events[j->n_events - 1].type == EV_ERROR && !c->failed) {
 		c->failed = true;
-		c->busy = true; /* a queued job's cancellation ends it here and now */
-		for (uint32_t i = 0; i < c->n; i++)
-			if (!c->m[i].done && c->m[i].watch.job->state != JOB_DONE)
-				jobs_cancel(c->d, c->m[i].watch.job,
-				            "another choice of the request failed");
-		c->busy = false;
+		c->busy++; /* a queued job's cancellation ends it here and now */
+		for (uint32_t i = 0; i < c->n && !c->closing; i++) {
+			struct member *o = &c->m[i];
+			if (o->attached && !o->done && o->job->state != JOB_DONE)
+				jobs_cancel(c->d, o->job, "another choice of the request failed");
+		}
+		c->busy--;
 	}
 	finish_quiet(c);
+}
+
+/* Streaming: the last choice ended; end the stream. */
+static void
+close_stream(struct choices *c)
+{
+	sse_end(c->sse);
+	c->sse = NULL;
+	detach_all(c, false);
+	drop(c);
 }
 
 static void
@@ -162,9 +196,9 @@ on_events(struct job_watch *w)
 	struct choices *c = m->c;
 	struct job *j = w->job;
 
-	if (m->done)
+	if (m->done || c->closing || c->dead)
 		return;
-	if (c->sse == NULL) {
+	if (!c->streaming) {
 		if (j->state == JOB_DONE)
 			ended_quiet(c, m);
 		return;
@@ -183,19 +217,19 @@ on_events(struct job_watch *w)
 			api_openai_usage_chunk(j, p, q, k, &c->out);
 		j->sink->terminator(j, &c->out);
 	}
-	c->busy = true;
+	c->busy++;
 	sse_write(c->sse, c->out.p, c->out.n);
-	c->busy = false;
-	if (c->dead)
-		return choices_free(c);
-	if (c->done == c->n) {
-		sse_end(c->sse);
-		detach_all(c, false);
-		choices_free(c);
+	c->busy--;
+	if (c->dead) { /* its client went meanwhile */
+		if (c->busy == 0)
+			choices_free(c);
+		return;
 	}
+	if (c->done == c->n)
+		close_stream(c);
 }
 
-/* A job is freed with us on it (orchd stops). */
+/* A job is freed with us on it (orchd stops): let every job go. */
 static void
 on_release(struct job_watch *w)
 {
@@ -207,10 +241,13 @@ on_release(struct job_watch *w)
 	if (c->sse) {
 		sse_end(c->sse);
 		c->sse = NULL;
+	} else if (!c->streaming && !c->closing) {
+		struct evhttp_connection *conn = evhttp_request_get_connection(c->req);
+		if (conn)
+			http_conn_set_closecb(c->d, conn, NULL, NULL);
 	}
-	detach_all(c, true);
-	if (c->attached == 0)
-		choices_free(c);
+	detach_all(c, false);
+	drop(c);
 }
 
 static void
@@ -222,10 +259,7 @@ on_sse_gone(struct sse_stream *s, void *arg, const char *why)
 	(void)why;
 	c->sse = NULL;
 	detach_all(c, true);
-	if (c->busy)
-		c->dead = true;
-	else
-		choices_free(c);
+	drop(c);
 }
 
 static void
@@ -237,7 +271,7 @@ on_req_close(struct evhttp_connection *conn, void *arg)
 	if (evhttp_request_get_connection(c->req) == NULL)
 		evhttp_send_reply_end(c->req);
 	detach_all(c, true);
-	choices_free(c);
+	drop(c);
 }
 
 void
@@ -255,6 +289,7 @@ api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t per_
 	c->req = req;
 	c->n = n;
 	c->per_prompt = per_prompt;
+	c->streaming = streaming;
 	if (streaming && sse_start(d, req, on_sse_gone, c, &c->sse) != ORCH_OK) {
 		orch_free(c);
 		for (uint32_t i = 0; i < n; i++)
@@ -266,12 +301,22 @@ api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t per_
 		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
 	}
 	d->n_conns++;
+	c->busy = 1; /* a job that already ended is seen at once, before the others are watched */
 	for (uint32_t i = 0; i < n; i++) {
+		if (c->closing) { /* the client went: the rest, unwatched, are cancelled */
+			jobs_cancel(d, jobs[i], "the client went away");
+			continue;
+		}
 		c->m[i] = (struct member){.watch = {.notify = on_events, .release = on_release},
 		                          .c = c,
+		                          .job = jobs[i],
 		                          .attached = true};
 		c->attached++;
-	}
-	for (uint32_t i = 0; i < n; i++)
 		jobs_watch(d, jobs[i], &c->m[i].watch, 0);
+	}
+	c->busy = 0;
+	if (c->dead)
+		return choices_free(c);
+	if (!streaming)
+		finish_quiet(c);
 }

@@ -15,7 +15,7 @@ chat_tok(const struct job_lp_tok *t)
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddItemToObject(o, "token", job_lp_string(t));
-	cJSON_AddNumberToObject(o, "logprob", t->logprob);
+	cJSON_AddNumberToObject(o, "logprob", (double)t->logprob);
 	cJSON_AddItemToObject(o, "bytes", job_lp_byte_array(t));
 	return o;
 }
@@ -41,11 +41,12 @@ cmpl_add(const struct cmpl *c, const struct job_lp *lp)
 	cJSON *alts = cJSON_CreateObject();
 
 	cJSON_AddItemToArray(c->tokens, job_lp_string(&lp->tok));
-	cJSON_AddItemToArray(c->logprobs, cJSON_CreateNumber(lp->tok.logprob));
-	for (uint32_t k = 0; k < lp->n_top; k++) {
-		cJSON *key = job_lp_string(&lp->top[k]);
+	cJSON_AddItemToArray(c->logprobs, cJSON_CreateNumber((double)lp->tok.logprob));
+	for (uint32_t k = 0; k <= lp->n_top; k++) { /* the alternatives and the chosen token */
+		const struct job_lp_tok *t = k < lp->n_top ? &lp->top[k] : &lp->tok;
+		cJSON *key = job_lp_string(t);
 		if (cJSON_GetObjectItemCaseSensitive(alts, key->valuestring) == NULL)
-			cJSON_AddNumberToObject(alts, key->valuestring, lp->top[k].logprob);
+			cJSON_AddNumberToObject(alts, key->valuestring, (double)t->logprob);
 		cJSON_Delete(key);
 	}
 	cJSON_AddItemToArray(c->top, alts);
@@ -91,7 +92,7 @@ api_lp_native(cJSON *o, const struct job *j, const struct job_event *ev)
 	const struct job_lp *lp = &j->lps[ev->lp - 1];
 	cJSON_AddNumberToObject(o, "token_id", lp->tok.id);
 	cJSON_AddItemToObject(o, "token", job_lp_string(&lp->tok));
-	cJSON_AddNumberToObject(o, "logprob", lp->tok.logprob);
+	cJSON_AddNumberToObject(o, "logprob", (double)lp->tok.logprob);
 	cJSON_AddItemToObject(o, "bytes", job_lp_byte_array(&lp->tok));
 	if (!j->req.top_logprobs)
 		return;

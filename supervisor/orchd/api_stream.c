@@ -298,8 +298,10 @@ start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_en
 	struct params_err pe = {0};
 	uint32_t k = 0;
 
-	if (jobs == NULL)
+	if (jobs == NULL) {
+		job_request_fini(r);
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	}
 	for (; k < total; k++) {
 		struct job_request rk;
 		if (k > 0 &&

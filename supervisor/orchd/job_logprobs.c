@@ -47,6 +47,9 @@ job_lp_add(struct job *j, const Orch__TokenEntry *t)
 {
 	size_t n_top = t->n_top_logprobs, bytes = t->piece.len + 1;
 
+	if (n_top > j->req.top_logprobs) /* no more than asked, whatever the worker sent */
+		n_top = j->req.top_logprobs;
+
 	for (size_t k = 0; k < n_top; k++)
 		bytes += t->top_logprobs[k]->piece.len + 1;
 	if (!room(j))
@@ -57,7 +60,7 @@ job_lp_add(struct job *j, const Orch__TokenEntry *t)
 	struct job_lp *lp = &j->lps[j->n_lps];
 	char *at = (char *)mem + n_top * sizeof(struct job_lp_tok);
 	*lp = (struct job_lp){.top = mem, .n_top = (uint32_t)n_top, .mem = mem};
-	lp->text_offset = j->out_bytes;
+	lp->text_offset = j->out_chars;
 	put_tok(&lp->tok, t->token_id, t->logprob, &t->piece, &at);
 	for (size_t k = 0; k < n_top; k++) {
 		const Orch__TopLogprob *a = t->top_logprobs[k];

@@ -26,7 +26,7 @@ struct job_lp {
 	struct job_lp_tok tok;
 	struct job_lp_tok *top;
 	uint32_t n_top;
-	uint32_t text_offset; /* bytes of the job's text before this token's */
+	uint32_t text_offset; /* characters of the job's text before this token's event */
 	void *mem;            /* one block: @top and every byte string */
 };
 

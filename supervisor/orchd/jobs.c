@@ -313,8 +313,8 @@ on_token(struct job *j, const struct job_event *ev)
 		histo_observe(&j->model->met.itl, (double)(now - j->last_token_ms) / 1e3);
 	}
 	j->last_token_ms = now;
-	if (ev->text)
-		j->out_bytes += (uint32_t)strlen(ev->text);
+	for (const char *p = ev->text; p && *p; p++) /* code points: lead bytes */
+		j->out_chars += ((unsigned char)*p & 0xC0) != 0x80;
 	if (ev->text && (j->sink == NULL || j->sink->body != NULL)) /* an answer in one body */
 		sbuf_puts(&j->text, ev->text);
 }

@@ -175,7 +175,7 @@ struct job {
 	uint32_t n_msgs, n_tools;
 	struct job_lp *lps; /* logprobs: each generated token's (job_logprobs.h) */
 	uint32_t n_lps, cap_lps;
-	uint32_t out_bytes; /* bytes of text the job's events carried so far */
+	uint32_t out_chars; /* characters of text the job's events carried so far */
 	char *echo;         /* completions with echo: the prompt, written before the text */
 	uint32_t choice;    /* its index among its request's choices */
 	bool grouped;       /* one of several jobs of one request (api_choices.c) */

@@ -65,6 +65,8 @@ jobs_bytes(const struct job *j)
 
 	n += (uint64_t)j->cap_events * sizeof(*j->events) + MALLOC_OVERHEAD;
 	n += job_lp_bytes(j);
+	if (j->echo != NULL)
+		n += strlen(j->echo) + 1 + MALLOC_OVERHEAD;
 	if (j->text.p != NULL)
 		n += j->text.cap + MALLOC_OVERHEAD;
 	for (uint32_t k = 0; k < j->n_msgs; k++)

@@ -75,16 +75,6 @@ parse_special(const cJSON *root, struct job_request *r, struct params_err *pe)
 	return true;
 }
 
-/* A prompt of 1 to @max_chars characters. */
-static bool
-prompt_ok(const char *p, uint32_t max_chars, struct params_err *pe)
-{
-	if (p[0] == '\0' || params_utf8_chars(p) > max_chars)
-		return params_fail(pe, ORCH_EINVAL, "prompt", "'prompt' must be 1-%u characters",
-		                   max_chars);
-	return true;
-}
-
 static bool
 parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
               struct params_err *pe)
@@ -103,8 +93,8 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 		return params_fail(pe, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes",
 		                   REQUEST_JOB_ID_MAX);
 	const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
-	if (!prompt_ok(prompt, cfg->max_prompt_chars, pe) || !parse_special(root, r, pe) ||
-	    !parse_cache_salt(root, r, pe) ||
+	if (!request_prompt_text_ok(prompt, cfg->max_prompt_chars, pe) ||
+	    !parse_special(root, r, pe) || !parse_cache_salt(root, r, pe) ||
 	    (rf != NULL && !cJSON_IsNull(rf) && !request_response_format(rf, r, pe)) ||
 	    !request_grammar(root, r, pe) || !request_logprobs(root, REQUEST_EXECUTE, r, pe))
 		return false;

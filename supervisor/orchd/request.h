@@ -95,6 +95,9 @@ bool request_logprobs(const struct cJSON *root, enum request_api api, struct job
 bool request_prompt(const struct orchd_config *cfg, const struct cJSON *root, struct job_request *r,
                     struct params_err *pe);
 
+/* request_prompt_text_ok - a text prompt of 1 to @max_chars characters (else 400 on "prompt"). */
+bool request_prompt_text_ok(const char *p, uint32_t max_chars, struct params_err *pe);
+
 /*
  * request_choices - "n" (1 to REQUEST_CHOICES_MAX; times @n_prompts no more
  * than that) into @r->n_choices.

@@ -3,7 +3,7 @@
  * /execute take "logprobs" (a boolean) and "top_logprobs" (0-20, only with
  * logprobs true, as OpenAI says); completions take "logprobs" as the count of
  * alternatives (0-20: OpenAI stops at 5, vLLM at 20), the chosen token's own
- * log-probability coming with any count, 0 included.
+ * log-probability coming with any count, 0 included (false: none).
  */
 #include <cjson/cJSON.h>
 
@@ -30,8 +30,11 @@ chat_logprobs(const cJSON *root, struct job_request *r, struct params_err *pe)
 static bool
 completion_logprobs(const cJSON *root, struct job_request *r, struct params_err *pe)
 {
-	int64_t n = -1; /* absent or null: none */
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "logprobs");
+	int64_t n = -1; /* absent, null or false: none */
 
+	if (cJSON_IsFalse(v))
+		return true;
 	if (!params_int(root, "logprobs", 0, ORCH_MAX_TOP_LOGPROBS, &n, pe))
 		return false;
 	if (n < 0)

@@ -45,9 +45,8 @@ all_text(const cJSON *a)
 	return true;
 }
 
-/* A prompt of 1 to @max_chars characters. */
-static bool
-text_ok(const char *p, uint32_t max_chars, struct params_err *pe)
+bool
+request_prompt_text_ok(const char *p, uint32_t max_chars, struct params_err *pe)
 {
 	if (p[0] == '\0' || params_utf8_chars(p) > max_chars)
 		return params_fail(pe, ORCH_EINVAL, "prompt", "'prompt' must be 1-%u characters",
@@ -80,7 +79,7 @@ static bool
 take(const struct orchd_config *cfg, const cJSON *p, struct job_request *r, struct params_err *pe)
 {
 	if (cJSON_IsString(p)) {
-		if (!text_ok(p->valuestring, cfg->max_prompt_chars, pe))
+		if (!request_prompt_text_ok(p->valuestring, cfg->max_prompt_chars, pe))
 			return false;
 		if ((r->prompt = orch_strndup(p->valuestring, strlen(p->valuestring))) == NULL)
 			return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");

@@ -78,7 +78,7 @@ def test_completions():
     c = json.loads(t)["choices"][0] if st == 200 else {}
     lp = c.get("logprobs") or {}
     n = len(lp.get("tokens", []))
-    offs = [sum(len(s.encode()) for s in lp["tokens"][:i]) for i in range(n)] if n else []
+    offs = [sum(len(s) for s in lp["tokens"][:i]) for i in range(n)] if n else []  # characters
     check(st == 200 and n == 24 and "".join(lp["tokens"]) == c["text"] and lp["text_offset"] == offs and
           all(len(a) == 3 and max(a.values()) == lp["token_logprobs"][i] for i, a in enumerate(lp["top_logprobs"])),
           "completions: the legacy shape: %s" % t[:600])
@@ -91,8 +91,11 @@ def test_completions():
     check(got == lp, "completions streamed: the same logprobs chunk by chunk")
     st, _, t = post("/v1/completions", dict(body, logprobs=0, max_tokens=4))
     lp0 = json.loads(t)["choices"][0]["logprobs"] if st == 200 else {}
-    check(st == 200 and lp0["token_logprobs"] == lp["token_logprobs"][:4] and lp0["top_logprobs"] == [{}] * 4,
+    check(st == 200 and lp0["token_logprobs"] == lp["token_logprobs"][:4] and
+          lp0["top_logprobs"] == [{k: v} for k, v in zip(lp0["tokens"], lp0["token_logprobs"])],
           "completions logprobs 0: the chosen tokens' only: %s" % t[:300])
+    st, _, t = post("/v1/completions", dict(body, max_tokens=4, logprobs=False))
+    check(st == 200 and json.loads(t)["choices"][0]["logprobs"] is None, "completions logprobs false: none")
     st, _, t = post("/v1/completions", dict(body, max_tokens=4, logprobs=None))
     check(st == 200 and json.loads(t)["choices"][0]["logprobs"] is None, "completions logprobs null: none")
 

@@ -64,13 +64,16 @@ serve_lp_logits(void *ctx, struct sched_job *sj, uint32_t index, const float *lo
 	j->lp_lse = sum > 0 ? (float)((double)max + log(sum)) : INFINITY;
 }
 
-/* @x's log-probability: -inf (as -9999, JSON has no infinity) when impossible. */
+/*
+ * @x's log-probability: -inf (as -9999, JSON has no infinity) when
+ * impossible; never above 0 (rounding can put the likeliest a hair over).
+ */
 static float
 logprob(const struct serve_job *j, float x)
 {
 	float lp = x - j->lp_lse;
 
-	return lp > -9999.0f ? lp : -9999.0f;
+	return lp > 0.0f ? 0.0f : lp > -9999.0f ? lp : -9999.0f;
 }
 
 /* Token @id's bytes appended to the step's text; its place in *@ret. */

@@ -71,7 +71,7 @@ test_limits(void)
 	      ORCH_EINVAL);
 	T_STREQ(pe.param, "max_tokens");
 	job_request_fini(&r);
-	T_ERR(parse(REQUEST_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\",\"n\":2}", &r, &pe),
+	T_ERR(parse(REQUEST_COMPLETION, "{\"model\":\"m\",\"prompt\":\"x\",\"n\":65}", &r, &pe),
 	      ORCH_EINVAL);
 	T_STREQ(pe.param, "n");
 	job_request_fini(&r);
