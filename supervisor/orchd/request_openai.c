@@ -96,13 +96,13 @@ field_of(const char *name, unsigned char api)
 	return NULL;
 }
 
-/* Whether @v is @name's default: absent, null, false, 0, "", {} or [] (n and best_of: 1). */
+/* Whether @v is @name's default: absent, null, false, 0, "", {} or [] (best_of: 1). */
 static bool
 is_default(const char *name, const cJSON *v)
 {
 	if (cJSON_IsNull(v))
 		return true;
-	if (strcmp(name, "n") == 0 || strcmp(name, "best_of") == 0)
+	if (strcmp(name, "best_of") == 0)
 		return cJSON_IsNumber(v) && v->valuedouble == 1;
 	return cJSON_IsFalse(v) || (cJSON_IsNumber(v) && v->valuedouble == 0) ||
 	       (cJSON_IsString(v) && v->valuestring[0] == '\0') ||
