@@ -23,6 +23,8 @@ static const char *const body_names[] = {
         [ORCH__ENVELOPE__BODY_CANCEL] = "cancel",
         [ORCH__ENVELOPE__BODY_DRAIN] = "drain",
         [ORCH__ENVELOPE__BODY_SHUTDOWN] = "shutdown",
+        [ORCH__ENVELOPE__BODY_TOKENIZE] = "tokenize",
+        [ORCH__ENVELOPE__BODY_TOKENIZE_RESULT] = "tokenize_result",
 };
 
 const char *
@@ -141,6 +143,40 @@ error_code_known(long code)
 	       code <= ORCH__ERROR_CODE__INTERNAL;
 }
 
+static orch_err
+check_tokenize(const Orch__Tokenize *t, struct orch_errinfo *reterr)
+{
+	if (t->request_id == 0)
+		return bad(reterr, "tokenize", "request_id is 0");
+	if (t->n_messages > ORCH_MAX_MESSAGES)
+		return bad(reterr, "tokenize", "too many messages");
+	for (size_t i = 0; i < t->n_messages; i++)
+		if (t->messages[i] == NULL || t->messages[i]->role == NULL ||
+		    t->messages[i]->role[0] == '\0')
+			return bad(reterr, "tokenize", "a message without a role");
+	if (t->detokenize ? t->n_messages > 0 || (t->text && t->text[0]) : t->n_tokens > 0)
+		return bad(reterr, "tokenize", "tokens to tokenize, or text to detokenize");
+	return ORCH_OK;
+}
+
+static orch_err
+check_tokenize_result(const Orch__TokenizeResult *t, struct orch_errinfo *reterr)
+{
+	if (t->request_id == 0)
+		return bad(reterr, "tokenize_result", "request_id is 0");
+	if (t->code != ORCH__ERROR_CODE__ERROR_CODE_UNSPECIFIED && !error_code_known((long)t->code))
+		return bad(reterr, "tokenize_result", "unknown error code");
+	if ((t->n_pieces != 0 && t->n_pieces != t->n_tokens) ||
+	    (t->n_strings != 0 && t->n_strings != t->n_tokens))
+		return bad(reterr, "tokenize_result", "pieces or strings not one per token");
+	for (size_t i = 0; i < t->n_tokens; i++)
+		if (t->tokens[i] < 0 || (t->n_pieces && t->pieces[i].len > IPC_MAX_PIECE) ||
+		    (t->n_strings && strlen(t->strings[i]) > IPC_MAX_PIECE))
+			return bad(reterr, "tokenize_result",
+			           "a negative token, or a piece or string over 1 KiB");
+	return ORCH_OK;
+}
+
 orch_err
 ipc_check(const Orch__Envelope *env, struct orch_errinfo *reterr)
 {
@@ -191,6 +227,10 @@ ipc_check(const Orch__Envelope *env, struct orch_errinfo *reterr)
 	case ORCH__ENVELOPE__BODY_DRAIN:
 	case ORCH__ENVELOPE__BODY_SHUTDOWN:
 		return ORCH_OK;
+	case ORCH__ENVELOPE__BODY_TOKENIZE:
+		return check_tokenize(env->tokenize, reterr);
+	case ORCH__ENVELOPE__BODY_TOKENIZE_RESULT:
+		return check_tokenize_result(env->tokenize_result, reterr);
 	default:
 		return orch_errf(reterr, ORCH_EPROTO, "ipc: envelope without a known body");
 	}

@@ -2,8 +2,8 @@
 /*
  * api.h - the public job APIs (docs/http-api.md): native (/execute,
  * /cancel, /jobs/ID/events) and OpenAI-compatible (/v1/completions,
- * /v1/chat/completions, /v1/models, /v1/models/ID); handlers for http.c's
- * route table.
+ * /v1/chat/completions, /v1/models, /v1/models/ID) and the tokenizer's
+ * (/tokenize, /detokenize); handlers for http.c's route table.
  * Each API gives its jobs a sink (jobs.h); api_stream.c follows a job on a
  * request with it. Thread: the loop.
  */
@@ -47,6 +47,12 @@ void api_openai_models(struct orchd *d, struct evhttp_request *req, const char *
  * MODEL_NOT_FOUND when it is not configured or the caller's key may not use it.
  */
 void api_openai_model(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_tokenize - POST /tokenize: text or a chat to token ids (api_tokenize.c). */
+void api_tokenize(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* api_detokenize - POST /detokenize: token ids to text. */
+void api_detokenize(struct orchd *d, struct evhttp_request *req, const char *arg);
 
 /*
  * api_caller - the API key @req authenticated with (http.c let it through),

@@ -335,6 +335,8 @@ static const struct http_route api_routes[] = {
         {EVHTTP_REQ_POST, "/v1/chat/completions", false, NULL, api_openai_chat},
         {EVHTTP_REQ_GET, "/v1/models", false, NULL, api_openai_models},
         {EVHTTP_REQ_GET, "/v1/models/", true, NULL, api_openai_model},
+        {EVHTTP_REQ_POST, "/tokenize", false, NULL, api_tokenize},
+        {EVHTTP_REQ_POST, "/detokenize", false, NULL, api_detokenize},
 };
 
 static void

@@ -21,6 +21,7 @@
 #include "notify.h"
 #include "orchd.h"
 #include "placement.h"
+#include "tokenize.h"
 #include "wire.h"
 #include "workers.h"
 
@@ -316,6 +317,7 @@ models_fail_queued(struct orchd *d, struct model_entry *m, orch_err code, const 
 		models_unqueue(j);
 		jobs_fail(d, j, code, msg);
 	}
+	tokenize_fail(d, m, NULL, code, msg);
 }
 
 void
@@ -426,14 +428,12 @@ models_dispatch(struct orchd *d, struct model_entry *m)
 		models_unqueue(j);
 		place(d, w, j);
 	}
+	tokenize_dispatch(d, m);
 }
 
 orch_err
-models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
+models_usable(struct orchd *d, struct model_entry *m, struct orch_errinfo *reterr)
 {
-	struct model_entry *m = j->model;
-	struct worker *w;
-
 	if (m->state == MODEL_FAILED && m->error_code == ORCH_EINSUFFICIENT_VRAM)
 		models_start(d, m); /* memory may have come free since */
 	if (m->state == MODEL_FAILED && m->error_code == ORCH_EINSUFFICIENT_VRAM)
@@ -444,6 +444,18 @@ models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 	if (m->state == MODEL_UNLOADING)
 		return orch_errf(reterr, ORCH_EQUEUE_FULL, "model '%s' is being unloaded",
 		                 m->cfg.name);
+	return ORCH_OK;
+}
+
+orch_err
+models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
+{
+	struct model_entry *m = j->model;
+	struct worker *w;
+	orch_err rv = models_usable(d, m, reterr);
+
+	if (rv != ORCH_OK)
+		return rv;
 	if (j->affinity == 0 && m->n_workers > 1)
 		j->affinity = affinity_key(&j->req);
 	if (m->queue_head == NULL && (w = pick(m, j)) != NULL) {
@@ -534,6 +546,7 @@ models_free(struct orchd *d, struct model_entry *m)
 	for (struct job *j = d->jobs; j; j = j->next_all)
 		if (j->model == m)
 			j->model = NULL;
+	tokenize_fail(d, m, NULL, ORCH_EMODEL_NOT_FOUND, "the model was removed");
 	for (uint32_t i = 0; i < m->n_workers; i++)
 		workers_free(m->workers[i]);
 	orch_free(m->workers);

@@ -88,7 +88,18 @@ void models_unload(struct orchd *d, struct model_entry *m, bool remove);
  */
 orch_err models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr);
 
-/* models_dispatch - move queued jobs of @m, in order, onto workers with room. */
+/*
+ * models_usable - whether work for @m can be taken now or once it loads: a
+ * model that failed for want of memory is started again; one that failed
+ * otherwise is ORCH_EMODEL_LOAD (or ORCH_EINSUFFICIENT_VRAM) with its error,
+ * one being unloaded ORCH_EQUEUE_FULL.
+ */
+orch_err models_usable(struct orchd *d, struct model_entry *m, struct orch_errinfo *reterr);
+
+/*
+ * models_dispatch - move queued jobs of @m, in order, onto workers with
+ * room; and its waiting tokenize requests onto a ready worker (tokenize.h).
+ */
 void models_dispatch(struct orchd *d, struct model_entry *m);
 
 /* models_worker_state - a worker of @m changed state: recompute the model's state. */

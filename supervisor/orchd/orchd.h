@@ -22,6 +22,7 @@ struct http_edge;
 struct inspector;
 struct job;
 struct model_entry;
+struct tok_req;
 
 /*
  * orchd_model_event_fn - a model changed (state, load progress): the admin
@@ -43,6 +44,8 @@ struct orchd {
 	uint32_t n_kept;
 	uint64_t kept_bytes;
 	uint64_t next_job_id;
+	struct tok_req *tok_reqs; /* POST /tokenize, /detokenize waiting for a worker's answer */
+	uint64_t next_tok_id;
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
 	struct http_edge *edge; /* the public listener's connections (http_conn.h) */

@@ -20,6 +20,7 @@
 #include "jobs.h"
 #include "models.h"
 #include "orchd.h"
+#include "tokenize.h"
 #include "workers.h"
 
 /* Encode @env and queue it on @w; the failure is logged once here. */
@@ -44,13 +45,13 @@ send_env(struct worker *w, const Orch__Envelope *env, uint64_t job_id)
 }
 
 /*
- * @j's chat messages as Submit's: *@ret_msgs and *@ret_ptrs, one allocation
- * (orch_free *@ret_ptrs), pointing into @j->req.messages.
+ * @messages (request_chat.c's) as Submit's: *@ret_ptrs, one allocation
+ * (orch_free it), pointing into @messages.
  */
 static orch_err
-chat_messages(const struct job *j, Orch__ChatMessage ***ret_ptrs, size_t *ret_n)
+chat_messages(const cJSON *messages, Orch__ChatMessage ***ret_ptrs, size_t *ret_n)
 {
-	size_t n = (size_t)cJSON_GetArraySize(j->req.messages), k = 0;
+	size_t n = (size_t)cJSON_GetArraySize(messages), k = 0;
 	Orch__ChatMessage **mp;
 	const cJSON *it;
 
@@ -59,7 +60,7 @@ chat_messages(const struct job *j, Orch__ChatMessage ***ret_ptrs, size_t *ret_n)
 	if (mp == NULL)
 		return ORCH_ENOMEM;
 	Orch__ChatMessage *msgs = (Orch__ChatMessage *)(void *)(mp + n);
-	cJSON_ArrayForEach(it, j->req.messages)
+	cJSON_ArrayForEach(it, messages)
 	{
 		orch__chat_message__init(&msgs[k]);
 		msgs[k].role = cJSON_GetObjectItem(it, "role")->valuestring;
@@ -102,7 +103,7 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.logprobs = j->req.logprobs;
 	s.top_logprobs = j->req.top_logprobs;
 	if (j->req.messages != NULL) {
-		if ((rv = chat_messages(j, &mp, &s.n_messages)) != ORCH_OK)
+		if ((rv = chat_messages(j->req.messages, &mp, &s.n_messages)) != ORCH_OK)
 			return rv;
 		s.messages = mp;
 		s.chat = true;
@@ -112,6 +113,27 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	env.body_case = ORCH__ENVELOPE__BODY_SUBMIT;
 	env.submit = &s;
 	rv = send_env(w, &env, j->id);
+	orch_free(mp);
+	return rv;
+}
+
+orch_err
+wire_tokenize(struct worker *w, Orch__Tokenize *t, const cJSON *messages)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__ChatMessage **mp = NULL;
+	orch_err rv;
+
+	if (messages != NULL) {
+		if ((rv = chat_messages(messages, &mp, &t->n_messages)) != ORCH_OK)
+			return rv;
+		t->messages = mp;
+	}
+	env.body_case = ORCH__ENVELOPE__BODY_TOKENIZE;
+	env.tokenize = t;
+	rv = send_env(w, &env, 0);
+	t->messages = NULL;
+	t->n_messages = 0;
 	orch_free(mp);
 	return rv;
 }
@@ -300,8 +322,8 @@ on_worker_error(struct worker *w, const Orch__Error *er)
 
 /* ---- from a worker: its jobs ---- */
 
-static orch_err
-from_proto(int code)
+orch_err
+wire_err(int code)
 {
 	for (int c = 1; c < ORCH_ERR_COUNT; c++)
 		if (orch_err_proto((orch_err)c) == code)
@@ -391,7 +413,7 @@ on_error(struct orchd *d, struct worker *w, const Orch__Error *er)
 	if (er->job_id == 0)
 		on_worker_error(w, er);
 	else if ((j = jobs_find(d, er->job_id)) != NULL)
-		jobs_fail(d, j, from_proto((int)er->code), er->message);
+		jobs_fail(d, j, wire_err((int)er->code), er->message);
 }
 
 void
@@ -419,6 +441,8 @@ wire_dispatch(struct orchd *d, struct worker *w, const Orch__Envelope *env)
 		return on_end(d, env->end);
 	case ORCH__ENVELOPE__BODY_ERROR:
 		return on_error(d, w, env->error);
+	case ORCH__ENVELOPE__BODY_TOKENIZE_RESULT:
+		return tokenize_on_result(d, w, env->tokenize_result);
 	default:
 		orch_log(ORCH_LOG_WARNING, "worker_unexpected", "worker=%s body=%s", w->id,
 		         ipc_body_name(env->body_case));

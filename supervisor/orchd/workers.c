@@ -27,6 +27,7 @@
 #include "models.h"
 #include "orchd.h"
 #include "rundir.h"
+#include "tokenize.h"
 #include "wire.h"
 
 extern char **environ;
@@ -254,6 +255,7 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 	bool intended = note_exit(w, code);
 	snprintf(why, sizeof(why), "worker %s exited with status %d", w->id, code);
 	close_process(w);
+	tokenize_fail(d, NULL, w, ORCH_EWORKER_LOST, why);
 	jobs_worker_lost(d, w, why);
 	w->last_exit = m->last_exit = code;
 	if (w->restart_now && !d->stopping) {

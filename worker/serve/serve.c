@@ -261,12 +261,9 @@ encode(struct serve *sv, const Orch__Submit *m, struct tok_ids *ids, struct orch
 		}
 		return ORCH_OK;
 	}
-	struct prompt_msg *msgs = orch_calloc(m->n_messages ? m->n_messages : 1, sizeof(*msgs));
+	struct prompt_msg *msgs = serve_prompt_msgs(m->messages, m->n_messages);
 	if (msgs == NULL)
 		return orch_errf(e, ORCH_ENOMEM, "out of memory");
-	for (size_t i = 0; i < m->n_messages; i++)
-		msgs[i] = (struct prompt_msg){m->messages[i]->role, m->messages[i]->content,
-		                              m->messages[i]->extra_json};
 	struct prompt_chat chat = {msgs, m->n_messages, m->template_vars_json};
 	rv = prompt_encode(&sv->eng->mt, m->prompt, strlen(m->prompt), m->literal_prompt,
 	                   m->chat || m->n_messages > 0 ? &chat : NULL, ids, e);
@@ -495,6 +492,9 @@ handle(struct serve *sv, const Orch__Envelope *env)
 	switch (env->body_case) {
 	case ORCH__ENVELOPE__BODY_SUBMIT:
 		submit(sv, env->submit);
+		return true;
+	case ORCH__ENVELOPE__BODY_TOKENIZE:
+		serve_tokenize(sv, env->tokenize);
 		return true;
 	case ORCH__ENVELOPE__BODY_CANCEL:
 		sched_cancel(sv->eng->s, env->cancel->job_id); /* unknown ids are ignored */

@@ -22,6 +22,7 @@
 #include "ipc/ipc.h"
 #include "serve.h"
 #include "text/model_text.h"
+#include "text/prompt.h"
 #include "text/tokenizer.h"
 
 struct serve_job {
@@ -141,6 +142,14 @@ bool serve_lp_entry(struct serve *sv, struct serve_job *j, Orch__TokenEntry *e,
 
 /* serve_lp_fix - at the end of the step: point entry @i's bytes and alternatives home. */
 void serve_lp_fix(struct serve *sv, uint32_t i);
+
+/* ---- serve_tokenize.c ---- */
+
+/* serve_tokenize - answer a Tokenize (text or chat to ids, or ids to text) at once. */
+void serve_tokenize(struct serve *sv, const Orch__Tokenize *m);
+
+/* serve_prompt_msgs - @n chat messages as the prompt's (orch_free it); NULL: out of memory. */
+struct prompt_msg *serve_prompt_msgs(Orch__ChatMessage *const *m, size_t n);
 
 /* ---- serve.c ---- */
 

@@ -77,11 +77,15 @@ render(const struct model_text *mt, const struct prompt_chat *chat, char **ret, 
 			goto out;
 		rv = ORCH_ENOMEM;
 	}
-	if (cJSON_AddBoolToObject(vars, "add_generation_prompt", true) == NULL ||
-	    cJSON_AddStringToObject(vars, "bos_token", bos) == NULL ||
+	if (cJSON_AddStringToObject(vars, "bos_token", bos) == NULL ||
 	    cJSON_AddStringToObject(vars, "eos_token", eos) == NULL)
 		goto out;
 	if ((rv = merge(vars, chat->vars_json, "the template variables", reterr)) != ORCH_OK)
+		goto out;
+	rv = ORCH_ENOMEM;
+	/* true unless the variables say otherwise (only /tokenize may: orchd reserves it) */
+	if (!cJSON_HasObjectItem(vars, "add_generation_prompt") &&
+	    cJSON_AddBoolToObject(vars, "add_generation_prompt", true) == NULL)
 		goto out;
 	if ((rv = jinja_render(mt->tmpl, vars, NULL, &out, reterr)) != ORCH_OK)
 		goto out;

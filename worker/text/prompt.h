@@ -31,8 +31,9 @@ struct prompt_chat {
 /*
  * prompt_encode - the ids, by @mt's tokenizer, of @text (@n bytes) when
  * @chat is NULL, else of @chat rendered by @mt's chat template with
- * add_generation_prompt. Special-token text in @text (a harmony turn written
- * by hand, "<s>") becomes those tokens, as llama.cpp does, unless @literal.
+ * add_generation_prompt (true unless @chat's variables set it). Special-token
+ * text in @text (a harmony turn written by hand, "<s>") becomes those
+ * tokens, as llama.cpp does, unless @literal.
  * ORCH_ETEMPLATE or ORCH_ETEMPLATE_RAISE with the template's message,
  * ORCH_EINVAL for extra fields or variables that are not a JSON object,
  * ORCH_ENOMEM.

@@ -287,6 +287,80 @@ test_invalid(void)
 	free(big);
 }
 
+/* Tokenize and TokenizeResult: round trip, and ipc_check's rules. */
+static void
+test_tokenize(void)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT, *out = NULL;
+	Orch__Tokenize tk = ORCH__TOKENIZE__INIT;
+	Orch__TokenizeResult tr = ORCH__TOKENIZE_RESULT__INIT;
+	Orch__ChatMessage msg = ORCH__CHAT_MESSAGE__INIT, *msgs[1] = {&msg};
+	int32_t ids[3] = {1, 2, 3}, neg[1] = {-1};
+	char text[] = "Hello", role[] = "user",
+	     str0[] = "\xc4\xa0"
+	              "a",
+	     str1[] = "b", str2[] = "c";
+	char *strs[3] = {str0, str1, str2};
+	uint8_t bytes[] = {0xe4, 0xb8};
+	ProtobufCBinaryData pieces[3] = {{2, bytes}, {1, bytes}, {0, NULL}};
+
+	env.body_case = ORCH__ENVELOPE__BODY_TOKENIZE;
+	env.tokenize = &tk;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO); /* request_id 0 */
+	tk.request_id = 7;
+	tk.text = text;
+	T_OK(round_trip(&env, &out));
+	T_EQ(out->tokenize->request_id, 7);
+	T_STREQ(out->tokenize->text, "Hello");
+	ipc_envelope_free(out);
+	tk.n_tokens = 3; /* tokens to tokenize */
+	tk.tokens = ids;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO);
+	tk.detokenize = true; /* ... and text to detokenize */
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO);
+	tk.text = (char *)protobuf_c_empty_string;
+	T_OK(ipc_check(&env, NULL));
+	tk.detokenize = false;
+	tk.n_tokens = 0;
+	tk.n_messages = 1;
+	tk.messages = msgs;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO); /* a message without a role */
+	msg.role = role;
+	T_OK(ipc_check(&env, NULL));
+
+	env.body_case = ORCH__ENVELOPE__BODY_TOKENIZE_RESULT;
+	env.tokenize_result = &tr;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO); /* request_id 0 */
+	tr.request_id = 7;
+	tr.n_tokens = 3;
+	tr.tokens = ids;
+	tr.n_pieces = 3;
+	tr.pieces = pieces;
+	tr.n_strings = 3;
+	tr.strings = strs;
+	T_OK(round_trip(&env, &out));
+	T_EQ(out->tokenize_result->n_tokens, 3);
+	T_EQ(out->tokenize_result->pieces[0].len, 2);
+	T_STREQ(out->tokenize_result->strings[0], "\xc4\xa0"
+	                                          "a");
+	ipc_envelope_free(out);
+	tr.n_strings = 2; /* not one per token */
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO);
+	tr.n_strings = 0;
+	pieces[2].len = IPC_MAX_PIECE + 1;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO);
+	pieces[2].len = 0;
+	tr.tokens = neg;
+	tr.n_tokens = 1;
+	tr.n_pieces = 0;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO); /* a negative token */
+	tr.n_tokens = 0;
+	tr.code = 99;
+	T_ERR(ipc_check(&env, NULL), ORCH_EPROTO);
+	tr.code = ORCH__ERROR_CODE__INVALID_REQUEST;
+	T_OK(ipc_check(&env, NULL));
+}
+
 /* An envelope with a Cancel of @job. */
 static Orch__Envelope
 cancel_env(Orch__Cancel *c, uint64_t job)
@@ -503,6 +577,7 @@ main(void)
 	T_RUN(test_round_trip_submit);
 	T_RUN(test_finish_table);
 	T_RUN(test_invalid);
+	T_RUN(test_tokenize);
 	T_RUN(test_live_ipc);
 	T_RUN(test_live_tcp);
 	T_RUN(test_open_errors);

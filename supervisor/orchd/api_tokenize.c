@@ -1,0 +1,430 @@
+/*
+ * api_tokenize.c - POST /tokenize and /detokenize (docs/http-api.md): the
+ * body parsed (llama.cpp server's field names and vLLM's both taken:
+ * docs/DECISIONS.md), the request handed to tokenize.h until a worker of
+ * its model answers, then that answer in the shape both servers give.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "api.h"
+#include "base/alloc.h"
+#include "base/utf8.h"
+#include "http.h"
+#include "http_conn.h"
+#include "jobs.h"
+#include "keys.h"
+#include "models.h"
+#include "orchd.h"
+#include "params.h"
+#include "request.h"
+#include "tokenize.h"
+#include "workers.h"
+
+/* One request: the core's, then the client's side. */
+struct api_tok {
+	struct tok_req t; /* first: the core's request is ours */
+	struct evhttp_request *req;
+	struct event *ev_timeout;
+	struct job_request chat; /* /tokenize of messages: their array and template variables */
+	char *text, *vars;       /* the text to tokenize; the variables sent */
+	int32_t *tokens;         /* the tokens to detokenize */
+	bool pieces;             /* llama.cpp's with_pieces: tokens as [{id, piece}] */
+	bool counted;            /* in orchd's n_conns */
+};
+
+static void
+tok_free(struct api_tok *a)
+{
+	if (a->counted)
+		a->t.d->n_conns--;
+	if (a->ev_timeout)
+		event_free(a->ev_timeout);
+	job_request_fini(&a->chat);
+	orch_free(a->text);
+	free(a->vars); /* cJSON's printing: malloc */
+	orch_free(a->tokens);
+	orch_free(a);
+}
+
+/* ---- the answer ---- */
+
+/* @n bytes at @s as a JSON string, each ill-formed sequence as U+FFFD. */
+static cJSON *
+text_json(const uint8_t *s, size_t n)
+{
+	struct sbuf b = {0};
+	cJSON *v;
+
+	for (size_t i = 0; i < n;) {
+		uint32_t cp;
+		size_t len;
+		if (utf8_next(s + i, n - i, &cp, &len) == UTF8_OK && cp != 0) {
+			sbuf_put(&b, s + i, len);
+			i += len;
+		} else {
+			sbuf_puts(&b, UTF8_REPLACEMENT);
+			i += len > 0 ? len : 1;
+		}
+	}
+	sbuf_putc(&b, '\0');
+	v = b.oom ? NULL : cJSON_CreateString(b.p);
+	sbuf_fini(&b);
+	return v;
+}
+
+/* llama.cpp's piece: the bytes as a string when they are valid UTF-8, else as numbers. */
+static cJSON *
+piece_json(const ProtobufCBinaryData *p)
+{
+	cJSON *a;
+
+	if (utf8_valid(p->data, p->len) && memchr(p->data, 0, p->len) == NULL)
+		return text_json(p->data, p->len);
+	if ((a = cJSON_CreateArray()) == NULL)
+		return NULL;
+	for (size_t i = 0; i < p->len; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateNumber(p->data[i]));
+	return a;
+}
+
+static cJSON *
+tokens_json(const struct api_tok *t, const Orch__TokenizeResult *r)
+{
+	cJSON *a = cJSON_CreateArray();
+
+	for (size_t i = 0; a != NULL && i < r->n_tokens; i++) {
+		cJSON *v = cJSON_CreateNumber(r->tokens[i]);
+		if (t->pieces && r->n_pieces == r->n_tokens) {
+			cJSON *o = cJSON_CreateObject();
+			cJSON_AddItemToObject(o, "id", v);
+			cJSON_AddItemToObject(o, "piece", piece_json(&r->pieces[i]));
+			v = o;
+		}
+		cJSON_AddItemToArray(a, v);
+	}
+	return a;
+}
+
+static cJSON *
+answer_json(const struct api_tok *t, const struct worker *w, const Orch__TokenizeResult *r)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "model", t->t.m->cfg.name);
+	if (t->t.msg.detokenize) {
+		cJSON_AddItemToObject(o, "content", text_json(r->text.data, r->text.len));
+		cJSON_AddItemToObject(o, "prompt", text_json(r->text.data, r->text.len));
+		return o;
+	}
+	cJSON_AddItemToObject(o, "tokens", tokens_json(t, r));
+	cJSON_AddNumberToObject(o, "count", (double)r->n_tokens);
+	cJSON_AddNumberToObject(o, "max_model_len", w->ident.context_length);
+	if (t->t.msg.with_strings && r->n_strings == r->n_tokens) {
+		cJSON *a = cJSON_AddArrayToObject(o, "token_strs");
+		for (size_t i = 0; i < r->n_strings; i++)
+			cJSON_AddItemToArray(a, text_json((const uint8_t *)r->strings[i],
+			                                  strlen(r->strings[i])));
+	}
+	return o;
+}
+
+/* Stop watching the client's connection (the answer goes now). */
+static void
+unwatch(struct api_tok *a)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(a->req);
+
+	if (c)
+		http_conn_set_closecb(a->t.d, c, NULL, NULL);
+}
+
+static void
+on_answer(struct tok_req *t, const struct worker *w, const Orch__TokenizeResult *r, orch_err code,
+          const char *msg)
+{
+	struct api_tok *a = (struct api_tok *)t;
+
+	unwatch(a);
+	if (code == ORCH_OK)
+		http_json(a->req, 200, answer_json(a, w, r));
+	else
+		http_error(a->req, code, code == ORCH_EINVAL && t->msg.detokenize ? "tokens" : NULL,
+		           "%s", msg);
+	tok_free(a);
+}
+
+static void
+on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct api_tok *a = arg;
+	char msg[160];
+
+	(void)fd;
+	(void)what;
+	snprintf(msg, sizeof(msg), "no answer from model '%s' within %u s (request_timeout_s)",
+	         a->t.m->cfg.name, a->t.d->cfg.request_timeout_s);
+	tokenize_remove(a->t.d, &a->t);
+	on_answer(&a->t, NULL, NULL, ORCH_ETIMEOUT, msg);
+}
+
+static void
+on_close(struct evhttp_connection *conn, void *arg)
+{
+	struct api_tok *a = arg;
+
+	(void)conn;
+	/* detached from its connection by the client's going: ours to free */
+	if (evhttp_request_get_connection(a->req) == NULL)
+		evhttp_send_reply_end(a->req);
+	tokenize_remove(a->t.d, &a->t);
+	tok_free(a);
+}
+
+/*
+ * The model @name names (NULL: the one model the caller may use), answered
+ * 404 or 400 when there is none.
+ */
+static struct model_entry *
+find_model(struct orchd *d, struct evhttp_request *req, const char *name)
+{
+	const struct api_key *key = api_caller(d, req);
+	struct model_entry *m, *only = NULL;
+	uint32_t n = 0;
+
+	if (name != NULL) {
+		if ((m = models_find(d, name)) != NULL && keys_model_ok(key, name))
+			return m;
+		http_error(req, ORCH_EMODEL_NOT_FOUND, "model", "model '%s' is not configured",
+		           name);
+		return NULL;
+	}
+	for (m = d->models; m; m = m->next)
+		if (keys_model_ok(key, m->cfg.name)) {
+			only = m;
+			n++;
+		}
+	if (n == 1)
+		return only;
+	http_error(req, ORCH_EINVAL, "model",
+	           "'model' is required: %u models are served (GET /v1/models lists them)", n);
+	return NULL;
+}
+
+/* ---- parsing ---- */
+
+static const char *const tokenize_keys[] = {"model",
+                                            "content",
+                                            "prompt",
+                                            "messages",
+                                            "add_special",
+                                            "add_special_tokens",
+                                            "parse_special",
+                                            "with_pieces",
+                                            "return_token_strs",
+                                            "add_generation_prompt",
+                                            "tools",
+                                            "tool_choice",
+                                            "parallel_tool_calls",
+                                            "reasoning_effort",
+                                            "chat_template_kwargs",
+                                            NULL};
+
+/* the keys of a chat's only */
+static const char *const chat_keys[] = {
+        "add_generation_prompt", "tools", "tool_choice", "parallel_tool_calls", "reasoning_effort",
+        "chat_template_kwargs",  NULL};
+
+static const char *const detokenize_keys[] = {"model", "tokens", NULL};
+
+/* @name is in @root and not null. */
+static bool
+given(const cJSON *root, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	return v != NULL && !cJSON_IsNull(v);
+}
+
+/* A boolean by llama.cpp's name @a or vLLM's @b (both given: they must agree). */
+static bool
+either_bool(const cJSON *root, const char *a, const char *b, bool *out, struct params_err *pe)
+{
+	bool va = *out, vb = *out;
+
+	if (!params_bool(root, a, &va, pe) || !params_bool(root, b, &vb, pe))
+		return false;
+	if (given(root, a) && given(root, b) && va != vb)
+		return params_fail(pe, ORCH_EINVAL, b,
+		                   "'%s' and '%s' are one setting; they disagree", a, b);
+	*out = given(root, a) ? va : vb;
+	return true;
+}
+
+/* A chat: its messages, tools and template variables, as a chat request's. */
+static bool
+parse_chat(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+{
+	bool gen = true;
+	cJSON *vars;
+
+	if (given(root, "add_special") || given(root, "add_special_tokens") ||
+	    given(root, "parse_special"))
+		return params_fail(pe, ORCH_EINVAL,
+		                   given(root, "parse_special") ? "parse_special" : "add_special",
+		                   "a chat's special tokens are its template's, as in a chat "
+		                   "request: 'add_special' and 'parse_special' apply to a text");
+	if (!params_bool(root, "add_generation_prompt", &gen, pe) ||
+	    !request_chat_parse(&d->cfg, root, &t->chat, pe))
+		return false;
+	if (gen) {
+		t->vars = t->chat.template_vars; /* taken over */
+		t->chat.template_vars = NULL;
+	} else {
+		vars = t->chat.template_vars ? cJSON_Parse(t->chat.template_vars)
+		                             : cJSON_CreateObject();
+		if (vars == NULL || cJSON_AddFalseToObject(vars, "add_generation_prompt") == NULL ||
+		    (t->vars = cJSON_PrintUnformatted(vars)) == NULL) {
+			cJSON_Delete(vars);
+			return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+		}
+		cJSON_Delete(vars);
+	}
+	if (t->vars != NULL)
+		t->t.msg.template_vars_json = t->vars;
+	return true;
+}
+
+/* /tokenize's body: a text (content or prompt) or a chat (messages), and what to answer. */
+static bool
+parse_tokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+{
+	const char *content = NULL, *prompt = NULL, *text;
+	bool add = true, parse = true, strs = false;
+
+	if (!params_string(root, "content", false, &content, pe) ||
+	    !params_string(root, "prompt", false, &prompt, pe) ||
+	    !params_bool(root, "with_pieces", &t->pieces, pe) ||
+	    !params_bool(root, "return_token_strs", &strs, pe))
+		return false;
+	t->t.msg.with_pieces = t->pieces;
+	t->t.msg.with_strings = strs;
+	text = content ? content : prompt;
+	if (content != NULL && prompt != NULL)
+		return params_fail(pe, ORCH_EINVAL, "prompt",
+		                   "'content' and 'prompt' are one field; give one of them");
+	if (given(root, "messages") && text != NULL)
+		return params_fail(pe, ORCH_EINVAL, "messages",
+		                   "give a text ('content' or 'prompt') or 'messages', not both");
+	if (given(root, "messages"))
+		return parse_chat(d, root, t, pe);
+	if (text == NULL)
+		return params_fail(pe, ORCH_EINVAL, "content",
+		                   "'content' (or 'prompt', or 'messages') is required");
+	if (params_utf8_chars(text) > d->cfg.max_prompt_chars)
+		return params_fail(pe, ORCH_EINVAL, content ? "content" : "prompt",
+		                   "the text must be at most %u characters (max_prompt_chars)",
+		                   d->cfg.max_prompt_chars);
+	for (const char *const *k = chat_keys; *k; k++)
+		if (given(root, *k))
+			return params_fail(pe, ORCH_EINVAL, *k, "'%s' applies to 'messages' only",
+			                   *k);
+	if (!either_bool(root, "add_special", "add_special_tokens", &add, pe) ||
+	    !params_bool(root, "parse_special", &parse, pe))
+		return false;
+	if ((t->text = orch_strndup(text, strlen(text))) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	t->t.msg.text = t->text;
+	t->t.msg.add_special = add;
+	t->t.msg.parse_special = parse;
+	return true;
+}
+
+/* /detokenize's body: tokens, each an integer in [0, 2^31). */
+static bool
+parse_detokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "tokens"), *it;
+	size_t k = 0;
+
+	if (!cJSON_IsArray(a))
+		return params_fail(pe, ORCH_EINVAL, "tokens",
+		                   "'tokens' must be an array of token ids");
+	int n = cJSON_GetArraySize(a);
+	if ((uint32_t)n > d->cfg.max_prompt_chars)
+		return params_fail(pe, ORCH_EINVAL, "tokens",
+		                   "'tokens' may hold at most %u ids (max_prompt_chars)",
+		                   d->cfg.max_prompt_chars);
+	if ((t->tokens = orch_calloc(n ? (size_t)n : 1, sizeof(*t->tokens))) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	cJSON_ArrayForEach(it, a)
+	{
+		double v = it->valuedouble;
+		if (!cJSON_IsNumber(it) || v < 0 || v >= 2147483648.0 || v != (double)(int32_t)v)
+			return params_fail(pe, ORCH_EINVAL, "tokens",
+			                   "tokens[%zu] must be a token id (an integer from 0)", k);
+		t->tokens[k++] = (int32_t)v;
+	}
+	t->t.msg.tokens = t->tokens;
+	t->t.msg.n_tokens = k;
+	return true;
+}
+
+static void
+handle(struct orchd *d, struct evhttp_request *req, bool detok)
+{
+	const char *body, *model = NULL;
+	size_t n = http_body(req, &body);
+	struct params_err pe = {0};
+	struct api_tok *a = orch_calloc(1, sizeof(*a));
+	struct timeval tv = {(time_t)d->cfg.request_timeout_s, 0};
+	cJSON *root = NULL;
+
+	if (a == NULL)
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	a->t.d = d;
+	a->req = req;
+	orch__tokenize__init(&a->t.msg);
+	a->t.msg.detokenize = detok;
+	a->t.answer = on_answer;
+	if (params_body(body, n, &root, &pe) != ORCH_OK ||
+	    !params_known(root, detok ? detokenize_keys : tokenize_keys, &pe) ||
+	    !params_string(root, "model", false, &model, &pe) ||
+	    !(detok ? parse_detokenize(d, root, a, &pe) : parse_tokenize(d, root, a, &pe)))
+		http_params_error(req, &pe);
+	else
+		a->t.m = find_model(d, req, model); /* answered when NULL */
+	cJSON_Delete(root);
+	if (a->t.m == NULL || !api_room(d, req))
+		return tok_free(a);
+	if ((a->ev_timeout = event_new(d->base, -1, 0, on_timeout, a)) == NULL ||
+	    event_add(a->ev_timeout, &tv) != 0) {
+		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return tok_free(a);
+	}
+	a->counted = true;
+	d->n_conns++;
+	a->t.messages = a->chat.messages;
+	http_conn_set_closecb(d, evhttp_request_get_connection(req), on_close, a);
+	http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
+	tokenize_add(d, &a->t); /* may answer at once */
+}
+
+void
+api_tokenize(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	(void)arg;
+	handle(d, req, false);
+}
+
+void
+api_detokenize(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	(void)arg;
+	handle(d, req, true);
+}
