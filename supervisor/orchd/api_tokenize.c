@@ -270,15 +270,21 @@ either_bool(const cJSON *root, const char *a, const char *b, bool *out, struct p
 static bool
 parse_chat(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
 {
-	bool gen = true;
+	bool gen = true, add = false, parse = true;
 	cJSON *vars;
 
-	if (given(root, "add_special") || given(root, "add_special_tokens") ||
-	    given(root, "parse_special"))
+	/* a chat's special tokens are its template's: what a chat request does is what is taken */
+	if (!either_bool(root, "add_special", "add_special_tokens", &add, pe) ||
+	    !params_bool(root, "parse_special", &parse, pe))
+		return false;
+	if (add || !parse)
 		return params_fail(pe, ORCH_EINVAL,
-		                   given(root, "parse_special") ? "parse_special" : "add_special",
+		                   !add                                ? "parse_special"
+		                   : given(root, "add_special_tokens") ? "add_special_tokens"
+		                                                       : "add_special",
 		                   "a chat's special tokens are its template's, as in a chat "
-		                   "request: 'add_special' and 'parse_special' apply to a text");
+		                   "request: 'add_special' true and 'parse_special' false apply "
+		                   "to a text");
 	if (!params_bool(root, "add_generation_prompt", &gen, pe) ||
 	    !request_chat_parse(&d->cfg, root, &t->chat, pe))
 		return false;

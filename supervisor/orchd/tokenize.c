@@ -37,20 +37,27 @@ pick(struct model_entry *m)
 
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		struct worker *w = m->workers[i];
-		if (w->state == WORKER_READY && w->ch != NULL && workers_healthy(w) &&
+		/* a dead one is READY until it is reaped */
+		if (w->state == WORKER_READY && w->ch != NULL && w->pid > 0 && workers_healthy(w) &&
 		    (best == NULL || w->jobs < best->jobs))
 			best = w;
 	}
 	return best;
 }
 
+/*
+ * Send @t to @w. Sending may fail jobs and so dispatch again (re-entering
+ * tokenize_dispatch): @t is marked sent first, so that pass leaves it alone.
+ */
 static void
 send_to(struct tok_req *t, struct worker *w)
 {
-	if (wire_tokenize(w, &t->msg, t->messages) != ORCH_OK)
-		return end(t, ORCH_EOVERLOADED,
-		           "the model's worker cannot take the request now; try again");
 	t->w = w;
+	if (wire_tokenize(w, &t->msg, t->messages) != ORCH_OK) {
+		t->w = NULL;
+		end(t, ORCH_EOVERLOADED,
+		    "the model's worker cannot take the request now; try again");
+	}
 }
 
 void
@@ -62,10 +69,11 @@ tokenize_add(struct orchd *d, struct tok_req *t)
 	t->d = d;
 	t->w = NULL;
 	t->msg.request_id = ++d->next_tok_id;
+	/* not in the list yet: a model started again here may fail at once, failing the list */
+	if (models_usable(d, t->m, &e) != ORCH_OK)
+		return t->answer(t, NULL, NULL, e.code, e.msg);
 	t->next = d->tok_reqs;
 	d->tok_reqs = t;
-	if (models_usable(d, t->m, &e) != ORCH_OK)
-		return end(t, e.code, e.msg);
 	if ((w = pick(t->m)) != NULL)
 		return send_to(t, w);
 	if (t->m->state == MODEL_STOPPED)
@@ -81,13 +89,16 @@ tokenize_remove(struct orchd *d, struct tok_req *t)
 void
 tokenize_dispatch(struct orchd *d, struct model_entry *m)
 {
-	struct tok_req *t = d->tok_reqs, *next;
 	struct worker *w;
 
-	for (; t; t = next) {
-		next = t->next;
-		if (t->m == m && t->w == NULL && (w = pick(m)) != NULL)
-			send_to(t, w);
+	/* from the head each time: a send may end requests, this one or others */
+	while ((w = pick(m)) != NULL) {
+		struct tok_req *t = d->tok_reqs;
+		while (t && (t->m != m || t->w != NULL))
+			t = t->next;
+		if (t == NULL)
+			return;
+		send_to(t, w);
 	}
 }
 

@@ -122,6 +122,11 @@ def test_chat():
         if st != 200 or st2 != 200 or a["tokens"] != b["tokens"]:
             bad.append((r["case"], r["add_generation_prompt"], st, str(a)[:200]))
     check(not bad and len(renders) >= 5, "each golden render tokenizes as its text: %r" % bad[:3])
+    conv = convs["multi_turn"]
+    _, a = tok(model="q", messages=conv)
+    _, b = tok(model="q", messages=conv, chat_template_kwargs={"Add_Generation_Prompt": False})
+    check(a.get("tokens") and a["tokens"] == b.get("tokens"),
+          "a template variable that differs only in case leaves the generation prompt on: %r" % b)
     msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
     tools = [{"type": "function", "function": {"name": "weather", "description": "Weather",
                                                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
@@ -146,6 +151,10 @@ def test_refused():
     refused("/tokenize", {"model": "q"}, 400, "content")
     refused("/tokenize", {"model": "q", "content": "x", "add_generation_prompt": True}, 400, "add_generation_prompt")
     refused("/tokenize", {"model": "q", "messages": [{"role": "user", "content": "x"}], "add_special": True}, 400, "add_special")
+    refused("/tokenize", {"model": "q", "messages": [{"role": "user", "content": "x"}], "add_special_tokens": True}, 400, "add_special_tokens")
+    refused("/tokenize", {"model": "q", "messages": [{"role": "user", "content": "x"}], "parse_special": False}, 400, "parse_special")
+    st, o = tok(model="q", messages=[{"role": "user", "content": "x"}], add_special_tokens=False)
+    check(st == 200 and o.get("count", 0) > 3, "vLLM's add_special_tokens false beside messages is taken: %d %r" % (st, o))
     refused("/tokenize", {"model": "q", "content": "x", "add_special": True, "add_special_tokens": False}, 400, "add_special_tokens")
     refused("/tokenize", {"model": "q", "content": 5}, 400, "content")
     refused("/tokenize", {"model": "q", "content": "x" * 5000}, 400, "content")

@@ -84,7 +84,7 @@ render(const struct model_text *mt, const struct prompt_chat *chat, char **ret, 
 		goto out;
 	rv = ORCH_ENOMEM;
 	/* true unless the variables say otherwise (only /tokenize may: orchd reserves it) */
-	if (!cJSON_HasObjectItem(vars, "add_generation_prompt") &&
+	if (cJSON_GetObjectItemCaseSensitive(vars, "add_generation_prompt") == NULL &&
 	    cJSON_AddBoolToObject(vars, "add_generation_prompt", true) == NULL)
 		goto out;
 	if ((rv = jinja_render(mt->tmpl, vars, NULL, &out, reterr)) != ORCH_OK)
