@@ -7,6 +7,10 @@ orch-synth (the model knows nothing: a valid output is the grammar's doing):
   response_format json_schema (strict) for three schemas, GENS generations
   each, every completed one validated by ajv; streamed; json_object; a model
   with Qwen2's real vocabulary;
+- tests/interop/schema_fuzz.mjs: FUZZ random schemas from a seeded
+  generator over the documented keyword subset, 5 generations each (and an
+  eighth as many on the real-vocabulary model), every completed output
+  validated by ajv, none of the schemas refused;
 - the native /execute and /v1/completions "grammar" (GBNF): the output is a
   sentence of it, and a one-sentence grammar gives exactly that sentence
   with finish_reason "stop";
@@ -29,6 +33,7 @@ INTEROP = os.path.join(HERE, "..", "interop")
 OSS = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
 QWEN_VOCAB = os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf")
 GENS = int(os.environ.get("ORCH_GRAMMAR_GENS", "200"))
+FUZZ = int(os.environ.get("ORCH_SCHEMA_FUZZ", "120"))  # random schemas (an eighth as many on qv)
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import OrchdProc, check, post, sse_events  # noqa: E402
@@ -144,6 +149,15 @@ def main():
             print(r.stdout)
             check(r.returncode == 0 and "all passed" in r.stdout,
                   "structured output with the openai npm client and ajv: %s" % (r.stdout + r.stderr)[-3000:])
+            for m, n in (("tiny", FUZZ), ("qv", max(FUZZ // 8, 3))):
+                if m == "qv" and not os.path.isfile(QWEN_VOCAB):
+                    continue
+                r = subprocess.run(["node", os.path.join(INTEROP, "schema_fuzz.mjs"),
+                                    "http://127.0.0.1:%d/v1" % o.port, m, str(n), "5"],
+                                   capture_output=True, text=True, timeout=900)
+                print(r.stdout[-3000:])
+                check(r.returncode == 0 and "all passed" in r.stdout,
+                      "random schemas on %s, validated by ajv: %s" % (m, (r.stdout + r.stderr)[-3000:]))
         else:
             check(False, "ajv-formats is not installed in tests/interop: run 'make deps'")
     finally:
