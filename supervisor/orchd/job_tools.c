@@ -35,6 +35,9 @@ on_piece(void *ctx, enum tp_kind kind, const char *s, size_t n)
 	uint32_t call = CALL_WIRE + toolparse_calls(j->tp) - 1;
 	struct job_event ev = {.type = EV_TOKEN, .index = k->index, .text = (char *)(uintptr_t)s};
 
+	/* parallel_tool_calls false: the first call is the answer's; later ones are dropped */
+	if (j->req.single_tool && kind != TP_CONTENT && toolparse_calls(j->tp) > 1)
+		return;
 	if (kind == TP_CALL) { /* its job_msg now; its first event comes with its arguments */
 		char *rcpt = orch_malloc(n + sizeof("functions."));
 		if (rcpt != NULL) {

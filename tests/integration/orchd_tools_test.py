@@ -13,6 +13,7 @@ the grammar's doing.
   streamed: text before a call is content, several calls, a call written
   with its keys in another order, text that only looks like a call stays
   content, an answer without calls is untouched, finish_reason tool_calls;
+  parallel_tool_calls false: the first call only;
   tool_choice none: the same text is all content;
 - a forced named function: one call, finish_reason stop (OpenAI's);
 - tests/interop/tools_client.mjs: the official openai npm client with
@@ -144,6 +145,14 @@ def test_auto():
     lcalls = [(c["name"], json.loads(c["arguments"])) for c in joined(chunks)[1]]
     check(st == 200 and [e["token"] for e in slp] == [e["token"] for e in lp] and lcalls == calls,
           "hermes streamed with logprobs: %d of %d" % (len(slp), len(lp)))
+    st, r = chat("q", "Q-CALLS", parallel_tool_calls=False)
+    m = r["choices"][0]["message"] if st == 200 else {}
+    one = [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in m.get("tool_calls", [])]
+    check(st == 200 and one == calls[:1] and r["choices"][0]["finish_reason"] == "tool_calls",
+          "auto, parallel_tool_calls false: the first call only: %r" % r)
+    st, chunks = chat("q", "Q-CALLS", stream=True, parallel_tool_calls=False)
+    check(st == 200 and [(c["name"], json.loads(c["arguments"])) for c in joined(chunks)[1]] == calls[:1],
+          "the same streamed: %r" % (joined(chunks)[1],))
     st, r = chat("q", "Q-FAKE")
     m = r["choices"][0]["message"] if st == 200 else {}
     check(st == 200 and m.get("content") == "Use <tool_call>tags</tool_call> like this." and "tool_calls" not in m and
