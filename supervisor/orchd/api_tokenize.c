@@ -18,6 +18,7 @@
 #include "http.h"
 #include "http_conn.h"
 #include "jobs.h"
+#include "json_add.h"
 #include "keys.h"
 #include "models.h"
 #include "orchd.h"
@@ -54,43 +55,13 @@ tok_free(struct api_tok *a)
 
 /* ---- the answer ---- */
 
-/* @n bytes at @s as a JSON string, each ill-formed sequence as U+FFFD. */
-static cJSON *
-text_json(const uint8_t *s, size_t n)
-{
-	struct sbuf b = {0};
-	cJSON *v;
-
-	for (size_t i = 0; i < n;) {
-		uint32_t cp;
-		size_t len;
-		if (utf8_next(s + i, n - i, &cp, &len) == UTF8_OK && cp != 0) {
-			sbuf_put(&b, s + i, len);
-			i += len;
-		} else {
-			sbuf_puts(&b, UTF8_REPLACEMENT);
-			i += len > 0 ? len : 1;
-		}
-	}
-	sbuf_putc(&b, '\0');
-	v = b.oom ? NULL : cJSON_CreateString(b.p);
-	sbuf_fini(&b);
-	return v;
-}
-
 /* llama.cpp's piece: the bytes as a string when they are valid UTF-8, else as numbers. */
 static cJSON *
 piece_json(const ProtobufCBinaryData *p)
 {
-	cJSON *a;
-
 	if (utf8_valid(p->data, p->len) && memchr(p->data, 0, p->len) == NULL)
-		return text_json(p->data, p->len);
-	if ((a = cJSON_CreateArray()) == NULL)
-		return NULL;
-	for (size_t i = 0; i < p->len; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber(p->data[i]));
-	return a;
+		return json_text(p->data, p->len);
+	return json_bytes(p->data, p->len);
 }
 
 static cJSON *
@@ -118,8 +89,8 @@ answer_json(const struct api_tok *t, const struct worker *w, const Orch__Tokeniz
 
 	cJSON_AddStringToObject(o, "model", t->t.m->cfg.name);
 	if (t->t.msg.detokenize) {
-		cJSON_AddItemToObject(o, "content", text_json(r->text.data, r->text.len));
-		cJSON_AddItemToObject(o, "prompt", text_json(r->text.data, r->text.len));
+		cJSON_AddItemToObject(o, "content", json_text(r->text.data, r->text.len));
+		cJSON_AddItemToObject(o, "prompt", json_text(r->text.data, r->text.len));
 		return o;
 	}
 	cJSON_AddItemToObject(o, "tokens", tokens_json(t, r));
@@ -128,7 +99,7 @@ answer_json(const struct api_tok *t, const struct worker *w, const Orch__Tokeniz
 	if (t->t.msg.with_strings && r->n_strings == r->n_tokens) {
 		cJSON *a = cJSON_AddArrayToObject(o, "token_strs");
 		for (size_t i = 0; i < r->n_strings; i++)
-			cJSON_AddItemToArray(a, text_json((const uint8_t *)r->strings[i],
+			cJSON_AddItemToArray(a, json_text((const uint8_t *)r->strings[i],
 			                                  strlen(r->strings[i])));
 	}
 	return o;

@@ -8,9 +8,9 @@
 #include <cjson/cJSON.h>
 
 #include "base/alloc.h"
-#include "base/sbuf.h"
 #include "base/utf8.h"
 #include "jobs.h"
+#include "json_add.h"
 
 /* Room for one more entry in @j->lps. */
 static bool
@@ -96,34 +96,13 @@ job_lp_bytes(const struct job *j)
 cJSON *
 job_lp_string(const struct job_lp_tok *tok)
 {
-	const uint8_t *s = (const uint8_t *)tok->bytes;
-	struct sbuf b = {0};
-	cJSON *v;
-
-	if (utf8_valid(s, tok->len))
+	if (utf8_valid(tok->bytes, tok->len))
 		return cJSON_CreateString(tok->bytes);
-	for (size_t i = 0; i < tok->len;) {
-		uint32_t cp;
-		size_t len;
-		if (utf8_next(s + i, tok->len - i, &cp, &len) == UTF8_OK) {
-			sbuf_put(&b, s + i, len);
-			i += len;
-		} else {
-			sbuf_puts(&b, UTF8_REPLACEMENT);
-			i += len > 0 ? len : 1;
-		}
-	}
-	v = cJSON_CreateString(b.p ? b.p : "");
-	sbuf_fini(&b);
-	return v;
+	return json_text(tok->bytes, tok->len);
 }
 
 cJSON *
 job_lp_byte_array(const struct job_lp_tok *tok)
 {
-	cJSON *a = cJSON_CreateArray();
-
-	for (uint32_t i = 0; i < tok->len; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateNumber((uint8_t)tok->bytes[i]));
-	return a;
+	return json_bytes(tok->bytes, tok->len);
 }
