@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 /*
  * Wire codes and their protobuf ErrorCode values. The order is the proto
@@ -132,14 +133,16 @@ wire_of(orch_err code)
 orch_err
 orch_errf(struct orch_errinfo *reterr, orch_err code, const char *fmt, ...)
 {
+	char msg[sizeof(reterr->msg)];
 	va_list ap;
 
 	if (reterr == NULL)
 		return code;
 	reterr->code = code;
 	va_start(ap, fmt);
-	vsnprintf(reterr->msg, sizeof(reterr->msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap); /* an argument may be reterr->msg itself */
 	va_end(ap);
+	memcpy(reterr->msg, msg, sizeof(msg));
 	return code;
 }
 

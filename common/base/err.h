@@ -86,7 +86,8 @@ struct orch_errinfo {
  * orch_errf - record a failure and return its code.
  * Formats the message into @reterr (when not NULL) and returns @code, so a
  * failing path is one line: return orch_errf(reterr, ORCH_EIO, "open %s: %m", p);
- * Thread: any (writes only *reterr).
+ * An argument may be @reterr->msg itself (a message passed on under another
+ * code). Thread: any (writes only *reterr).
  */
 orch_err orch_errf(struct orch_errinfo *reterr, orch_err code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
