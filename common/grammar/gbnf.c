@@ -5,7 +5,8 @@
  * The format is llama.cpp's: "name ::= alternatives", one rule per line (a
  * newline inside parentheses, or after "::=" or "|", continues it);
  * "strings" and [classes] with \x \u \U escapes, "." for any character,
- * ( groups ), postfix * + ? {m} {m,} {m,n}, # comments.
+ * ( groups ), postfix * + ? {m} {m,} {m,n}, # comments; token terminals
+ * <[ID]> and <TEXT> (gram_tok.c).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -424,7 +425,7 @@ group(struct gbnf *p, uint32_t r)
 	return gbnf_push(p, r, GE_REF, sub);
 }
 
-/* One item (a literal, class, name or group) into @r; false with *@none at no item. */
+/* One item (a literal, class, token, name or group) into @r; false with *@none at no item. */
 static bool
 item(struct gbnf *p, uint32_t r, bool *none)
 {
@@ -444,6 +445,10 @@ item(struct gbnf *p, uint32_t r, bool *none)
 		return char_class(p, r);
 	case '(':
 		return group(p, r);
+	case '<':
+		return gbnf_token(p, r);
+	case '!':
+		return gbnf_fail(p, "'!<...>' (any token but one) is not supported");
 	}
 	while (p->s < p->end && is_name_char(*p->s))
 		p->s++;
@@ -542,6 +547,7 @@ parser_fini(struct gbnf *p)
 	free(p->names);
 	free(p->sets);
 	free(p->set_ix);
+	gram_toks_free(p->toks, p->n_toks);
 }
 
 orch_err

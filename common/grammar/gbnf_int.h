@@ -33,6 +33,8 @@ struct gbnf {
 	uint32_t n_sets, cap_sets;
 	uint32_t *set_ix; /* open addressing over sets: a set or GRAM_NONE */
 	uint32_t set_mask;
+	struct gram_tok *toks; /* the token terminals, each once */
+	uint32_t n_toks, cap_toks;
 	uint64_t n_el; /* elements in every body */
 	struct gram_err *err;
 	bool failed;
@@ -66,6 +68,15 @@ bool gbnf_class(struct gbnf *p, uint32_t r, const uint32_t *lo, const uint32_t *
  * @min to @max (UINT32_MAX: no limit) of it.
  */
 bool gbnf_repeat(struct gbnf *p, uint32_t r, uint32_t start, uint32_t min, uint32_t max);
+
+/*
+ * gbnf_token - the token terminal at the parser (<[ID]> or <TEXT>) as a
+ * GE_TOK element of rule @r (gram_tok.c).
+ */
+bool gbnf_token(struct gbnf *p, uint32_t r);
+
+/* gram_toks_free - free the @n terminals @t and their texts. */
+void gram_toks_free(struct gram_tok *t, uint32_t n);
 
 /* gbnf_finish - check the rules (all defined, no left recursion) and build *@ret. */
 orch_err gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret);

@@ -292,13 +292,13 @@ layout(struct gbnf *p, struct gram *g)
 static bool
 is_elem(const struct gram_elem *e)
 {
-	return e->kind == GE_REF || e->kind == GE_SET;
+	return e->kind == GE_REF || e->kind == GE_SET || e->kind == GE_TOK;
 }
 
 /*
  * Which rules can match the empty string, into @nullable, in time linear
  * in the grammar: each alternative counts its elements not yet known to be
- * nullable (a set never is); when a rule becomes nullable, every
+ * nullable (a set or a token never is); when a rule becomes nullable, every
  * alternative that refers to it counts down, and one that reaches zero
  * makes its rule nullable in turn. ORCH_ENOMEM.
  */
@@ -446,6 +446,10 @@ gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret)
 	g->sets = p->sets;
 	g->n_sets = p->n_sets;
 	p->sets = NULL;
+	g->toks = p->toks;
+	g->n_toks = p->n_toks;
+	p->toks = NULL;
+	p->n_toks = 0;
 	g->root = root;
 	*ret = g;
 	g = NULL;
@@ -466,5 +470,6 @@ gram_free(struct gram *g)
 	free(g->sets);
 	free(g->alt);
 	free(g->alt_first);
+	gram_toks_free(g->toks, g->n_toks);
 	free(g);
 }

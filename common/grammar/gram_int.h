@@ -4,11 +4,13 @@
  * (gbnf.c), the matcher (gram_match.c) and the token masks (gram_mask.c).
  *
  * A grammar is rules of alternatives of elements, all in one array: each
- * alternative is a run of GE_SET and GE_REF elements ended by GE_ALT (another
- * alternative follows) or GE_END (the rule's last). A GE_SET matches one
- * byte of a 256-bit set; a GE_REF enters a rule. Character classes, strings
- * and repetitions are all lowered to these two (gbnf.c says how), so the
- * matcher sees bytes only.
+ * alternative is a run of GE_SET, GE_TOK and GE_REF elements ended by GE_ALT
+ * (another alternative follows) or GE_END (the rule's last). A GE_SET matches
+ * one byte of a 256-bit set; a GE_TOK matches one whole token (a token
+ * terminal, <[id]> or <text>: bound to a vocabulary's id, grammar.h); a
+ * GE_REF enters a rule. Character classes, strings and repetitions are all
+ * lowered to these (gbnf.c says how), so the matcher sees bytes and, where a
+ * grammar names them, tokens.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,11 +18,18 @@
 
 #include "grammar.h"
 
-enum gram_kind { GE_END, GE_ALT, GE_REF, GE_SET };
+enum gram_kind { GE_END, GE_ALT, GE_REF, GE_SET, GE_TOK };
 
 struct gram_elem {
 	uint32_t kind; /* enum gram_kind */
-	uint32_t arg;  /* GE_REF: the rule; GE_SET: the set */
+	uint32_t arg;  /* GE_REF: the rule; GE_SET: the set; GE_TOK: the token terminal */
+};
+
+/* A token terminal: <[id]> (text NULL) or <text> (its bytes, the brackets included). */
+struct gram_tok {
+	char *text;
+	uint32_t len;
+	int32_t id; /* the vocabulary's token; -1 while <text> is unbound: matches nothing */
 };
 
 struct gram_set {
@@ -33,6 +42,8 @@ struct gram {
 	struct gram_set *sets;
 	uint32_t n_sets;
 	uint32_t n_rules;
+	struct gram_tok *toks;
+	uint32_t n_toks;
 	uint32_t *alt;       /* every rule's alternatives' first elements, rule by rule */
 	uint32_t *alt_first; /* [n_rules + 1]: rule r's are alt[alt_first[r] .. alt_first[r + 1]) */
 	uint32_t root;
@@ -49,11 +60,10 @@ gram_set_has(const struct gram_set *s, uint8_t b)
 
 /*
  * A stack of the matcher is a top (struct gram_top: the GE_SET the next
- * byte must match) over a chain of nodes, each the element to go on at when
- * the rule above it ends. Nodes are hash-consed while they are made, so
- * equal chains made in one step are usually the same node; h hashes the
- * whole chain, to compare stacks across steps. Tops are not nodes: most
- * die at the next byte, and making them costs the walk most.
+ * byte, or the GE_TOK the next token, must match) over a chain of nodes, each the element to go on
+ * at when the rule above it ends. Nodes are hash-consed while they are made, so equal chains made
+ * in one step are usually the same node; h hashes the whole chain, to compare stacks across steps.
+ * Tops are not nodes: most die at the next byte, and making them costs the walk most.
  */
 struct gram_node {
 	uint32_t pos, parent;
@@ -75,7 +85,7 @@ struct gram_stacks {
 	uint32_t gen;
 };
 
-/* A stack's top: the GE_SET the next byte must match, over the node of the rest. */
+/* A stack's top: the GE_SET (or GE_TOK) next to match, over the node of the rest. */
 struct gram_top {
 	uint32_t pos, parent;
 };
@@ -99,6 +109,7 @@ struct gram_match {
 	const struct gram *g;
 	struct gram_stacks s;
 	struct gram_state cur, tmp, saved; /* tmp: a feed's next; saved: before the feed */
+	struct gram_state tok;             /* a token feed's: the stacks a terminal took */
 	uint32_t *map;                     /* compaction's: old node to new */
 	uint32_t cap_map;
 };
@@ -115,14 +126,17 @@ void gram_stacks_fini(struct gram_stacks *s);
 
 /*
  * gram_expand - every stack that starts at element @pos under @parent (a
- * rule's alternative, or where one goes on), with GE_SET tops, added to @out
+ * rule's alternative, or where one goes on), with GE_SET or GE_TOK tops, added to @out
  * (once each); @out->accept set when one ends. ORCH_ENOMEM; ORCH_ERANGE
  * past GRAM_STACKS_MAX stacks.
  */
 orch_err gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
                      struct gram_state *out);
 
-/* gram_advance - @in advanced by byte @b into @out (cleared first); as gram_expand. */
+/*
+ * gram_advance - @in advanced by byte @b into @out (cleared first); as
+ * gram_expand. A GE_TOK top takes no byte.
+ */
 orch_err gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_state *in,
                       uint8_t b, struct gram_state *out);
 

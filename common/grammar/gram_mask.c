@@ -333,7 +333,7 @@ remember(struct gram_masks *c, uint64_t h)
 	c->key_bytes += (uint64_t)c->key_n * 4;
 }
 
-/* The trie walked from @m's state into c->out. */
+/* The trie walked from @m's state into c->out, and the tokens its terminals take. */
 static orch_err
 walk(struct gram_masks *c, struct gram_match *m)
 {
@@ -362,6 +362,12 @@ walk(struct gram_masks *c, struct gram_match *m)
 	}
 	s->n = c->end[0];
 	c->stats.nodes += visited;
+	for (uint32_t k = 0; k < m->cur.n; k++) { /* the tokens terminals take whole */
+		const struct gram_elem *e = &c->g->el[m->cur.tops[k].pos];
+		int32_t t = e->kind == GE_TOK ? c->g->toks[e->arg].id : -1;
+		if (t >= 0 && (uint32_t)t < v->n_tok)
+			c->out[t >> 5] |= 1u << (t & 31);
+	}
 	return rv;
 }
 

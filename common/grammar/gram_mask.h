@@ -65,7 +65,8 @@ void gram_masks_stats(const struct gram_masks *c, struct gram_masks_stats *ret);
 /*
  * gram_match_mask - into *@ret (valid until the next call on @c) the
  * tokens that may follow @m's bytes: bit i of word i / 32 set when token i's
- * bytes keep a parse alive. A matcher of @c's grammar. ORCH_ENOMEM,
+ * bytes keep a parse alive, or a terminal bound to token i (grammar.h) is
+ * next in one. A matcher of @c's grammar. ORCH_ENOMEM,
  * ORCH_ERANGE (too ambiguous, as gram_match_feed).
  */
 orch_err gram_match_mask(struct gram_match *m, struct gram_masks *c, const uint32_t **ret);

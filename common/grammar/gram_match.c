@@ -3,9 +3,10 @@
  * stands, as a set of stacks (gram_int.h), advanced one byte at a time.
  *
  * Design notes:
- * - A stack's top is always a GE_SET: expanding a position (gram_expand)
- *   enters rules until each path reaches a byte to match, or ends the
- *   outermost rule (then the input so far is a sentence: accept).
+ * - A stack's top is always a GE_SET or a GE_TOK: expanding a position
+ *   (gram_expand) enters rules until each path reaches a byte or a token to
+ *   match, or ends the outermost rule (then the input so far is a sentence:
+ *   accept). A token feed advances the two kinds apart and joins the results.
  * - A rule entered at the end of an alternative does not push a frame to
  *   return to (there is nothing left to do there): x* as R ::= x R | runs in
  *   constant stack depth however long the repetition.
@@ -232,6 +233,7 @@ expand_one(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t p
 
 	switch (e->kind) {
 	case GE_SET:
+	case GE_TOK:
 		return add_top(s, out, pos, parent);
 	case GE_REF: {
 		uint32_t k = e[1].kind, cont = parent;
@@ -284,7 +286,7 @@ gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_stat
 	for (uint32_t i = 0; i < in->n; i++) {
 		struct gram_top t = in->tops[i];
 		orch_err rv;
-		if (!gram_set_has(&g->sets[g->el[t.pos].arg], b))
+		if (g->el[t.pos].kind != GE_SET || !gram_set_has(&g->sets[g->el[t.pos].arg], b))
 			continue;
 		if ((rv = gram_expand(g, s, t.pos + 1, t.parent, out)) != ORCH_OK)
 			return rv;
@@ -377,6 +379,7 @@ gram_match_free(struct gram_match *m)
 	gram_state_fini(&m->cur);
 	gram_state_fini(&m->tmp);
 	gram_state_fini(&m->saved);
+	gram_state_fini(&m->tok);
 	free(m->map);
 	free(m);
 }
@@ -390,21 +393,65 @@ swap(struct gram_state *a, struct gram_state *b)
 	*b = t;
 }
 
-bool
-gram_match_feed(struct gram_match *m, const void *p, size_t n, orch_err *why)
+/* The stacks of m->saved at a terminal bound to @id, past it, into m->tok. */
+static orch_err
+take_token(struct gram_match *m, int32_t id)
 {
-	const uint8_t *b = p;
+	const struct gram *g = m->g;
+	orch_err rv = ORCH_OK;
+
+	gram_state_reset(&m->tok);
+	for (uint32_t i = 0; i < m->saved.n && rv == ORCH_OK; i++) {
+		struct gram_top t = m->saved.tops[i];
+		const struct gram_elem *e = &g->el[t.pos];
+		if (e->kind == GE_TOK && g->toks[e->arg].id == id)
+			rv = gram_expand(g, &m->s, t.pos + 1, t.parent, &m->tok);
+	}
+	return rv;
+}
+
+/* m->tok's stacks joined to m->cur's. */
+static orch_err
+join_token(struct gram_match *m)
+{
+	orch_err rv = ORCH_OK;
+
+	for (uint32_t i = 0; i < m->tok.n && rv == ORCH_OK; i++)
+		rv = add_top(&m->s, &m->cur, m->tok.tops[i].pos, m->tok.tops[i].parent);
+	m->cur.accept |= m->tok.accept;
+	return rv;
+}
+
+/*
+ * @m advanced by the @n bytes at @p and, when @id is not negative, by token
+ * @id whole at the terminals bound to it (gram_match_feed_token).
+ */
+static bool
+feed(struct gram_match *m, int32_t id, const uint8_t *b, size_t n, orch_err *why)
+{
 	uint32_t n0 = m->s.n;
+	bool token = id >= 0 && m->g->n_toks > 0;
 	orch_err rv = gram_state_copy(&m->saved, &m->cur);
 
+	if (rv == ORCH_OK && token)
+		rv = take_token(m, id);
+	if (id >= 0 && n == 0) /* a token without text: no byte parse takes it */
+		gram_state_reset(&m->cur);
 	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
 		rv = gram_advance(m->g, &m->s, &m->cur, b[i], &m->tmp);
-		if (rv == ORCH_OK && m->tmp.n == 0 && !m->tmp.accept)
-			rv = ORCH_EINVAL;
-		if (rv == ORCH_OK)
-			swap(&m->cur, &m->tmp);
+		if (rv != ORCH_OK)
+			break;
+		swap(&m->cur, &m->tmp);
+		if (m->cur.n == 0) { /* every byte parse ended: bytes left kill the accept */
+			m->cur.accept &= i + 1 == n;
+			break;
+		}
 	}
-	if (rv == ORCH_OK && n > 0)
+	if (rv == ORCH_OK && token)
+		rv = join_token(m);
+	if (rv == ORCH_OK && m->cur.n == 0 && !m->cur.accept && (n > 0 || id >= 0))
+		rv = ORCH_EINVAL;
+	if (rv == ORCH_OK && (n > 0 || id >= 0))
 		rv = compact(m);
 	if (why)
 		*why = rv;
@@ -413,6 +460,18 @@ gram_match_feed(struct gram_match *m, const void *p, size_t n, orch_err *why)
 	swap(&m->cur, &m->saved); /* as it was: its nodes are all below n0 */
 	m->s.n = n0;
 	return false;
+}
+
+bool
+gram_match_feed(struct gram_match *m, const void *p, size_t n, orch_err *why)
+{
+	return feed(m, -1, p, n, why);
+}
+
+bool
+gram_match_feed_token(struct gram_match *m, int32_t id, const void *s, size_t n, orch_err *why)
+{
+	return feed(m, id < 0 ? INT32_MAX : id, s, n, why);
 }
 
 bool
@@ -425,6 +484,23 @@ bool
 gram_match_done(const struct gram_match *m)
 {
 	return m->cur.accept && m->cur.n == 0;
+}
+
+int32_t
+gram_match_next_token(const struct gram_match *m)
+{
+	int32_t id = -1;
+
+	if (m->cur.accept || m->cur.n == 0)
+		return -1;
+	for (uint32_t i = 0; i < m->cur.n; i++) {
+		const struct gram_elem *e = &m->g->el[m->cur.tops[i].pos];
+		if (e->kind != GE_TOK || m->g->toks[e->arg].id < 0 ||
+		    (id >= 0 && m->g->toks[e->arg].id != id))
+			return -1;
+		id = m->g->toks[e->arg].id;
+	}
+	return id;
 }
 
 bool

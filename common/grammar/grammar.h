@@ -41,6 +41,29 @@ orch_err gram_compile(const char *text, size_t n, const char *root, struct gram 
 /* The most parses a matcher keeps alive at once (ORCH_ERANGE beyond: too ambiguous). */
 #define GRAM_STACKS_MAX 65536
 
+/*
+ * Token terminals: as in llama.cpp's GBNF, <[ID]> matches the one token
+ * with id ID and <TEXT> the one token whose text is TEXT, angle brackets
+ * included (<|channel|>, <think>): how a grammar names control tokens, which
+ * no string matches. A compiled grammar knows no vocabulary: a <TEXT>
+ * terminal matches nothing until it is bound to its token's id.
+ */
+
+/* The most distinct token terminals a grammar may have. */
+#define GRAM_TOKENS_MAX 1024
+
+/* gram_n_tokens - how many distinct token terminals @g has. */
+uint32_t gram_n_tokens(const struct gram *g);
+
+/*
+ * gram_token - terminal @i of @g: its token id, or -1 while unbound, and
+ * its text (NULL for <[ID]>) in *@text, *@len bytes.
+ */
+int32_t gram_token(const struct gram *g, uint32_t i, const char **text, uint32_t *len);
+
+/* gram_bind_token - terminal @i is token @id; before any matcher of @g exists. */
+void gram_bind_token(struct gram *g, uint32_t i, int32_t id);
+
 /* gram_free - free @g (NULL is ignored); no matcher of it may be left. */
 void gram_free(struct gram *g);
 
@@ -68,8 +91,26 @@ void gram_match_free(struct gram_match *m);
  */
 bool gram_match_feed(struct gram_match *m, const void *s, size_t n, orch_err *why);
 
+/*
+ * gram_match_feed_token - advance @m by token @id, whose text is the @n
+ * bytes at @s: the parses that expect those bytes take them, as
+ * gram_match_feed, and those at a terminal bound to @id take the token
+ * whole. @n 0: a token without text (a control token), which only a
+ * terminal takes. False, and @m as it was, when no parse takes it; *@why as
+ * gram_match_feed.
+ */
+bool gram_match_feed_token(struct gram_match *m, int32_t id, const void *s, size_t n,
+                           orch_err *why);
+
 /* gram_match_accepting - the bytes fed so far are a whole sentence. */
 bool gram_match_accepting(const struct gram_match *m);
 
-/* gram_match_done - accepting, and no byte can follow: the sentence is complete. */
+/* gram_match_done - accepting, and no byte or token can follow: the sentence is complete. */
 bool gram_match_done(const struct gram_match *m);
+
+/*
+ * gram_match_next_token - the token every parse of @m expects next, when
+ * the bytes so far are no sentence and each parse is at a terminal bound to
+ * that one token; -1 otherwise (bytes may follow, or several tokens).
+ */
+int32_t gram_match_next_token(const struct gram_match *m);
