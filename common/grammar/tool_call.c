@@ -73,6 +73,11 @@ put_call(struct sbuf *b, enum tool_syntax s, size_t i, const char *name)
 		            "call-%zu ::= \"<tool_call>\\n{\\\"name\\\": \\\"%s\\\", "
 		            "\\\"arguments\\\": \" schema-%zu \"}\\n</tool_call>\"\n",
 		            i, name, i);
+	else if (s == TOOL_SYNTAX_HARMONY) /* from the channel name on: the worker wraps it */
+		sbuf_printf(b,
+		            "call-%zu ::= \"commentary to=functions.%s \" <|constrain|> \"json\" "
+		            "<|message|> schema-%zu\n",
+		            i, name, i);
 	else
 		sbuf_printf(b,
 		            "call-%zu ::= \"{\\\"name\\\": \\\"%s\\\", \\\"parameters\\\": \" "
@@ -175,7 +180,7 @@ tool_grammar(enum tool_syntax s, const cJSON *tools, const char *only, bool para
 	char why[400];
 	orch_err rv;
 
-	if (s != TOOL_SYNTAX_HERMES && s != TOOL_SYNTAX_LLAMA3) {
+	if (s == TOOL_SYNTAX_NONE) {
 		snprintf(msg, msg_n, "no grammar for tool-call syntax '%s'", tool_syntax_name(s));
 		return ORCH_EUNSUPPORTED;
 	}

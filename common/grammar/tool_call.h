@@ -51,9 +51,12 @@ bool tool_name_ok(const char *name);
  * tools array, already checked: each {"type": "function", "function":
  * {"name", "parameters"?}}): any of them, or only @only when not NULL; one
  * call, or with @parallel several (hermes only). A function without
- * parameters takes {}. ORCH_EUNSUPPORTED for a syntax without a grammar
- * (none, harmony), ORCH_EINVAL when a name or a schema cannot be made a
- * grammar (@msg names which), ORCH_ENOMEM.
+ * parameters takes {}. Harmony's is the call's message from its channel
+ * name on, "commentary to=functions.NAME <|constrain|>json<|message|>ARGS"
+ * with the control tokens as token terminals (grammar.h): the worker wraps
+ * it in the messages around it. ORCH_EUNSUPPORTED for none, ORCH_EINVAL
+ * when a name or a schema cannot be made a grammar (@msg names which),
+ * ORCH_ENOMEM.
  */
 orch_err tool_grammar(enum tool_syntax s, const struct cJSON *tools, const char *only,
                       bool parallel, char **ret, char *msg, size_t msg_n);

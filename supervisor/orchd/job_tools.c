@@ -70,13 +70,13 @@ fail(struct orchd *d, struct job *j, orch_err code, const char *fmt, ...)
 const char *
 job_tools_refusal(const char *model, enum tool_syntax s, char *buf, size_t n)
 {
-	if (s == TOOL_SYNTAX_HERMES || s == TOOL_SYNTAX_LLAMA3)
+	if (s != TOOL_SYNTAX_NONE)
 		return NULL;
 	snprintf(buf, n,
 	         "model '%s' cannot be made to call a tool: tool_choice \"required\" or a named "
-	         "function needs a chat template that teaches the hermes or llama3_json call "
-	         "syntax (this one: %s)",
-	         model, s == TOOL_SYNTAX_NONE ? "none orch knows" : tool_syntax_name(s));
+	         "function needs a model that writes calls in a syntax orch knows (a chat "
+	         "template that teaches hermes or llama3_json, or harmony); this one has none",
+	         model);
 	return buf;
 }
 
@@ -88,6 +88,7 @@ job_tools_dispatch(struct orchd *d, struct worker *w, struct job *j)
 
 	toolparse_free(j->tp); /* a job sent again after its worker was lost starts afresh */
 	j->tp = NULL;
+	j->req.grammar_call = false;
 	if (j->kind != JOB_OAI_CHAT || j->req.tools == NULL)
 		return true;
 	if (j->req.tool_force != TOOL_FORCE_NO) {
@@ -102,6 +103,7 @@ job_tools_dispatch(struct orchd *d, struct worker *w, struct job *j)
 			return fail(d, j, ORCH_EINVAL, "tool_choice: %s", msg);
 		free(j->req.grammar);
 		j->req.grammar = g;
+		j->req.grammar_call = s == TOOL_SYNTAX_HARMONY; /* the worker wraps it */
 	}
 	if (s != TOOL_SYNTAX_HERMES && s != TOOL_SYNTAX_LLAMA3)
 		return true; /* harmony: the worker splits it; none: all is content */
@@ -125,6 +127,10 @@ job_tools_end(struct orchd *d, struct job *j, uint32_t tokens_out, enum orch_fin
 {
 	struct sink k = {d, j, tokens_out ? tokens_out - 1 : 0};
 
+	if (j->tp == NULL && j->req.grammar_call && *f == ORCH_FINISH_TOOL_CALLS &&
+	    j->req.tool_force == TOOL_FORCE_NAMED)
+		*f = ORCH_FINISH_STOP; /* harmony: OpenAI ends a named function's call with "stop"
+		                        */
 	if (j->tp == NULL || j->state == JOB_DONE)
 		return;
 	toolparse_set_ctx(j->tp, &k);

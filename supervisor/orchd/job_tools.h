@@ -27,9 +27,9 @@ const char *job_tools_refusal(const char *model, enum tool_syntax s, char *buf, 
 
 /*
  * job_tools_dispatch - @j is being handed to @w: set its forcing grammar
- * and its parser. False when the job cannot run there and was failed (a
- * forced call on a model whose template teaches no syntax orch can force;
- * out of memory).
+ * and its parser (none on harmony, whose calls the worker reports as
+ * messages). False when the job cannot run there and was failed (a forced
+ * call on a model with no call syntax orch knows; out of memory).
  */
 bool job_tools_dispatch(struct orchd *d, struct worker *w, struct job *j);
 
@@ -39,6 +39,7 @@ void job_tools_text(struct orchd *d, struct job *j, uint32_t index, const char *
 /*
  * job_tools_end - @j ended after @tokens_out tokens with *@f: the parser's
  * held text into events first; a turn that called tools and ended on its
- * own (eos, stop) ends with tool_calls, as OpenAI's does.
+ * own (eos, stop) ends with tool_calls, as OpenAI's does, but a named
+ * function's forced call (any syntax) with stop, as OpenAI's does too.
  */
 void job_tools_end(struct orchd *d, struct job *j, uint32_t tokens_out, enum orch_finish *f);

@@ -124,6 +124,7 @@ struct job_request {
 	enum tool_force tool_force; /* tool_choice */
 	char *tool_fn;              /* TOOL_FORCE_NAMED: the function to call */
 	bool single_tool;           /* parallel_tool_calls false: at most one call */
+	bool grammar_call;          /* the grammar is a forced harmony call (Submit.grammar_call) */
 	bool logprobs;              /* each token's log-probability (request_logprobs.c) */
 	uint32_t top_logprobs;      /* with logprobs: the likeliest alternatives, 0-20 */
 	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's

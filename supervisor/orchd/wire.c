@@ -98,6 +98,7 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.literal_prompt = j->req.literal_prompt;
 	s.cache_salt = j->req.cache_salt ? j->req.cache_salt : empty;
 	s.grammar = j->req.grammar ? j->req.grammar : empty;
+	s.grammar_call = j->req.grammar_call;
 	s.prompt_tokens = j->req.prompt_ids;
 	s.n_prompt_tokens = j->req.n_prompt_ids;
 	s.logprobs = j->req.logprobs;

@@ -18,9 +18,12 @@ orch-synth (the model knows nothing: a valid output is the grammar's doing):
   keyword (naming it and where), a grammar that does not compile (line and
   column), both a grammar and a JSON response_format, an unknown
   response_format type, a json_schema without a name, a grammar with more
-  parses alive at once than the matcher keeps; a harmony model
-  (gpt-oss tiny, from $ORCH_TESTDATA when it is there) refuses constrained
-  output clearly."""
+  parses alive at once than the matcher keeps, "!<...>";
+- a harmony model (gpt-oss tiny, from $ORCH_TESTDATA when it is there): a
+  raw prompt's grammar with token terminals (<|channel|>) is the whole
+  output; a chat's grammar or schema shapes the final channel after an
+  optional analysis (structured_client.mjs too); a token terminal the
+  vocabulary lacks is a clear 400."""
 import json
 import os
 import subprocess
@@ -50,7 +53,7 @@ def models(tmp):
         conf += ('[model "qv"]\npath = %s\ndevice = cpu\nslots = 4\nthreads = 1\ncontext = 1024\n'
                  % os.path.join(tmp, "qv.gguf"))
     if os.path.isfile(OSS):
-        conf += '[model "oss"]\npath = %s\ndevice = cpu\nslots = 1\nthreads = 1\ncontext = 512\n' % OSS
+        conf += '[model "oss"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\ncontext = 2048\n' % OSS
     return conf
 
 
@@ -127,11 +130,40 @@ def test_too_ambiguous():
 
 def test_harmony():
     if not os.path.isfile(OSS):
-        print("skipped: harmony refusal (no gpt-oss tiny in ORCH_TESTDATA)")
+        print("skipped: constrained output on harmony (no gpt-oss tiny in ORCH_TESTDATA)")
         return
-    st, _, text = post("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
-                                                "max_tokens": 4, "response_format": {"type": "json_object"}})
-    check(st == 400 and "harmony" in text, "gpt-oss refuses constrained output clearly: %d %s" % (st, text[:300]))
+    st, _, text = post("/tokenize", {"model": "oss", "content": "<|end|>"})
+    bias = {str(json.loads(text)["tokens"][0]): 12}  # a random model's analysis ends soon
+    # a raw prompt: the grammar is the whole output, control tokens by name
+    st, _, text = post("/v1/completions", {
+        "model": "oss", "prompt": "<|start|>user<|message|>hi<|end|><|start|>assistant", "max_tokens": 40,
+        "grammar": 'root ::= <|channel|> "final" <|message|> ("yes" | "no")'})
+    c = json.loads(text)["choices"][0] if st == 200 else {}
+    check(st == 200 and c.get("text") in ("<|channel|>final<|message|>yes", "<|channel|>final<|message|>no")
+          and c.get("finish_reason") == "stop", "harmony, raw prompt: token terminals: %d %s" % (st, text[:300]))
+    # a chat: the grammar is the answer (the final channel), after an optional analysis
+    outs = set()
+    for seed in range(6):
+        st, _, text = post("/v1/chat/completions", {
+            "model": "oss", "messages": [{"role": "user", "content": "yes or no?"}], "max_tokens": 200,
+            "temperature": 1, "seed": seed, "logit_bias": bias, "grammar": 'root ::= "yes" | "no"'})
+        m = json.loads(text)["choices"][0]["message"] if st == 200 else {}
+        outs.add((st, m.get("content"), bool(m.get("reasoning_content"))))
+    check(all(o[0] == 200 and o[1] in ("yes", "no") for o in outs) and any(o[2] for o in outs),
+          "harmony chat: the grammar shapes the final channel, after an analysis or not: %s" % outs)
+    # a grammar whose last rule goes on past its end (a trailing '|') does not swallow the wrapper
+    st, _, text = post("/v1/chat/completions", {
+        "model": "oss", "messages": [{"role": "user", "content": "yes?"}], "max_tokens": 200, "seed": 1,
+        "temperature": 1, "logit_bias": bias, "grammar": 'root ::= "yes" |'})
+    m = json.loads(text)["choices"][0]["message"] if st == 200 else {}
+    check(st == 200 and m.get("content") in ("yes", ""), "harmony: a trailing '|': %d %s" % (st, text[:300]))
+    for gr, words in (('root ::= <|nope|> "x"', "<|nope|> is no token of this model's vocabulary"),
+                      ('root ::= <[999999]>', "<[999999]> is outside this model's vocabulary (ids 0 to")):
+        st, _, text = post("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
+                                                    "max_tokens": 4, "grammar": gr})
+        check(st == 400 and words in text, "a token terminal the vocabulary lacks: %d %s" % (st, text[:300]))
+    refused("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
+                                     "grammar": "root ::= !<[3]>"}, "grammar", "any token but one")
 
 
 def main():
@@ -144,7 +176,8 @@ def main():
         if os.path.isdir(os.path.join(INTEROP, "node_modules", "ajv-formats")):
             r = subprocess.run(["node", os.path.join(INTEROP, "structured_client.mjs"),
                                 "http://127.0.0.1:%d/v1" % o.port, "tiny",
-                                "qv" if os.path.isfile(QWEN_VOCAB) else "", str(GENS)],
+                                "qv" if os.path.isfile(QWEN_VOCAB) else "", str(GENS)]
+                               + (["oss"] if os.path.isfile(OSS) else []),
                                capture_output=True, text=True, timeout=900)
             print(r.stdout)
             check(r.returncode == 0 and "all passed" in r.stdout,

@@ -159,7 +159,8 @@ def test_refused():
     for kw, param in (({"reasoning_effort": "extreme"}, "reasoning_effort"),
                       ({"tools": [{"type": "function"}]}, "tools"),
                       ({"tools": "get_weather"}, "tools"),
-                      ({"tools": TOOLS, "tool_choice": "required"}, "tool_choice"),
+                      ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+                       "tool_choice"),
                       ({"chat_template_kwargs": {"messages": []}}, "chat_template_kwargs")):
         st, r = chat(msgs, **kw)
         check(st == 400 and isinstance(r, dict) and r["error"]["param"] == param, "%r refused: %s %r" % (kw, st, r))

@@ -12,15 +12,20 @@
 //   validates, and one cut by max_tokens says "length";
 // - the same schema streamed: the deltas joined validate;
 // - json_object: a JSON object;
-// - a second model with a real 151,936-token vocabulary (Qwen2's).
+// - a second model with a real 151,936-token vocabulary (Qwen2's);
+// - a harmony model (gpt-oss tiny, when given), where the schema shapes the
+//   final channel after an optional analysis: N / 10 generations per schema
+//   (at least 3) and one streamed, every completed content valid, and some
+//   with their reasoning_content; <|end|>'s logit is raised (logit_bias) so
+//   that a random model's analysis ends within max_tokens.
 //
-// usage: node structured_client.mjs BASE_URL MODEL REAL_VOCAB_MODEL N
+// usage: node structured_client.mjs BASE_URL MODEL REAL_VOCAB_MODEL N [HARMONY_MODEL]
 // Prints one line per check; exit status 1 when any fails.
 import Ajv from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 import OpenAI from "openai";
 
-const [baseURL, model, realModel, nArg] = process.argv.slice(2);
+const [baseURL, model, realModel, nArg, harmony] = process.argv.slice(2);
 const N = Number(nArg || 200);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 120000 });
 const ajv = new Ajv({ strict: true, allErrors: true });
@@ -94,6 +99,8 @@ const schemas = {
 	},
 };
 
+const extra = {}; // per model: more request fields
+
 async function generate(m, name, schema, i) {
 	const r = await client.chat.completions.create({
 		model: m,
@@ -102,27 +109,29 @@ async function generate(m, name, schema, i) {
 		seed: i,
 		max_tokens: 600,
 		response_format: { type: "json_schema", json_schema: { name, schema, strict: true } },
+		...extra[m],
 	});
 	return r.choices[0];
 }
 
-// @n generations of @schema on @m, 8 at a time: [complete, cut, invalid outputs]
+// @n generations of @schema on @m, 8 at a time: [complete, cut, invalid outputs, reasoned]
 async function run(m, name, schema, n) {
 	const validate = ajv.compile(schema);
-	let complete = 0, cut = 0;
+	let complete = 0, cut = 0, reasoned = 0;
 	const bad = [];
 	for (let i = 0; i < n; i += 8) {
 		const batch = [];
 		for (let k = i; k < Math.min(n, i + 8); k++) batch.push(generate(m, name, schema, k));
 		for (const c of await Promise.all(batch)) {
 			if (c.finish_reason === "length") { cut++; continue; }
+			if (c.message.reasoning_content) reasoned++;
 			let v;
 			try { v = JSON.parse(c.message.content); } catch (e) { bad.push({ text: c.message.content, error: String(e) }); continue; }
 			if (c.finish_reason === "stop" && validate(v)) complete++;
 			else bad.push({ text: c.message.content, finish: c.finish_reason, errors: validate.errors });
 		}
 	}
-	return [complete, cut, bad];
+	return [complete, cut, bad, reasoned];
 }
 
 for (const [name, schema] of Object.entries(schemas)) {
@@ -181,6 +190,37 @@ for (const [name, schema] of Object.entries(schemas)) {
 if (realModel) {
 	const [complete, cut, bad] = await run(realModel, "medium", schemas.medium, 16);
 	check(bad.length === 0 && complete >= 12, `Qwen2's vocabulary: every completed output of 16 validates (${complete} complete, ${cut} cut)`, bad.slice(0, 3));
+}
+
+// harmony: the schema shapes the final channel; an analysis may come first
+if (harmony) {
+	const t = await (await fetch(baseURL.replace(/\/v1\/?$/, "") + "/tokenize", {
+		method: "POST", headers: { "Content-Type": "application/json" },
+		body: JSON.stringify({ model: harmony, content: "<|end|>" }),
+	})).json();
+	extra[harmony] = { logit_bias: { [t.tokens[0]]: 12 } };
+	const n = Math.max(3, Math.round(N / 10));
+	let reasonedAll = 0;
+	for (const [name, schema] of Object.entries(schemas)) {
+		const [complete, cut, bad, reasoned] = await run(harmony, name, schema, n);
+		reasonedAll += reasoned;
+		check(bad.length === 0 && complete >= 1, `harmony ${name}: every completed output of ${n} validates (${complete} complete, ${cut} cut, ${reasoned} with reasoning)`, bad.slice(0, 3));
+	}
+	check(reasonedAll > 0, "harmony: some answers came after an analysis (reasoning_content)", reasonedAll);
+	const stream = await client.chat.completions.create({
+		model: harmony, messages: [{ role: "user", content: "stream" }], temperature: 1, seed: 5, max_tokens: 600,
+		stream: true, ...extra[harmony],
+		response_format: { type: "json_schema", json_schema: { name: "small", schema: schemas.small, strict: true } },
+	});
+	let text = "", finish = null;
+	for await (const chunk of stream) {
+		text += chunk.choices[0]?.delta?.content ?? "";
+		finish = chunk.choices[0]?.finish_reason ?? finish;
+	}
+	const validate = ajv.compile(schemas.small);
+	let ok = false;
+	try { ok = finish === "stop" && validate(JSON.parse(text)); } catch { ok = false; }
+	check(ok, "harmony: streamed json_schema content validates", { text, finish, errors: validate.errors });
 }
 
 console.log(failed ? `${failed} failed` : "all passed");

@@ -12,14 +12,19 @@
 // - streamed: delta.tool_calls joined by index (the first chunk of a call
 //   carries its id, type and name) validate the same way;
 // - the tool's result sent back (role "tool", tool_call_id) is a turn the
-//   template takes.
+//   template takes;
+// - the same on a harmony model (gpt-oss tiny, when given): a forced call is
+//   a message to functions.NAME after an optional analysis message, so the
+//   requests raise <|end|>'s logit (logit_bias) for a random model to end its
+//   analysis within max_tokens; a named function ends with finish_reason
+//   "stop" (OpenAI's), "required" with "tool_calls".
 //
-// usage: node tools_client.mjs BASE_URL HERMES_MODEL LLAMA3_MODEL N
+// usage: node tools_client.mjs BASE_URL HERMES_MODEL LLAMA3_MODEL N [HARMONY_MODEL]
 // Prints one line per check; exit status 1 when any fails.
 import Ajv from "ajv/dist/2020.js";
 import OpenAI from "openai";
 
-const [baseURL, hermes, llama, nArg] = process.argv.slice(2);
+const [baseURL, hermes, llama, nArg, harmony] = process.argv.slice(2);
 const N = Number(nArg || 50);
 const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 120000 });
 const ajv = new Ajv({ strict: true, allErrors: true });
@@ -70,6 +75,18 @@ const validators = Object.fromEntries(
 	tools.map((t) => [t.function.name, ajv.compile(t.function.parameters || { type: "object" })]),
 );
 const messages = [{ role: "user", content: "What is the weather in Paris?" }];
+const extra = {}; // per model: more request fields
+
+// A harmony model's <|end|> raised, so that a random model's analysis ends.
+async function harmonyExtra(model) {
+	const r = await fetch(baseURL.replace(/\/v1\/?$/, "") + "/tokenize", {
+		method: "POST", headers: { "Content-Type": "application/json" },
+		body: JSON.stringify({ model, content: "<|end|>" }),
+	});
+	const t = await r.json();
+	check(t.tokens?.length === 1, `${model}: <|end|> is one token`, t);
+	return { logit_bias: { [t.tokens[0]]: 12 } };
+}
 
 // The calls of a message: each known, its arguments valid; the problems found.
 function problems(calls, only) {
@@ -98,7 +115,7 @@ async function required(model) {
 	for (let i = 0; i < N; i++)
 		jobs.push(
 			client.chat.completions
-				.create({ model, messages, tools, tool_choice: "required", temperature: 1, seed: 1000 + i, max_tokens: 400 })
+				.create({ model, messages, tools, tool_choice: "required", temperature: 1, seed: 1000 + i, max_tokens: 400, ...extra[model] })
 				.then((r) => {
 					const ch = r.choices[0];
 					if (ch.finish_reason === "length") return length++;
@@ -119,11 +136,12 @@ async function named(model) {
 	for (let i = 0; i < Math.min(N, 4); i++) {
 		const r = await client.chat.completions.create({
 			model, messages, tools, temperature: 1, seed: 2000 + i, max_tokens: 400,
-			tool_choice: { type: "function", function: { name: "search" } }, parallel_tool_calls: false,
+			tool_choice: { type: "function", function: { name: "search" } }, parallel_tool_calls: false, ...extra[model],
 		});
 		const ch = r.choices[0];
 		if (ch.finish_reason === "length") continue;
 		const p = problems(ch.message.tool_calls, "search");
+		if (ch.finish_reason !== "stop") p.push({ why: "a named function ends with stop", ch });
 		if (ch.message.tool_calls?.length !== 1) p.push({ why: "not one call", ch });
 		if (p.length) bad.push(p);
 	}
@@ -136,6 +154,7 @@ async function streamed(model) {
 	for (let i = 0; i < Math.min(N, 4); i++) {
 		const s = await client.chat.completions.create({
 			model, messages, tools, tool_choice: "required", temperature: 1, seed: 3000 + i, max_tokens: 400, stream: true,
+			...extra[model],
 		});
 		const calls = [];
 		let finish = null;
@@ -170,8 +189,9 @@ async function result(model, calls) {
 		`${model}: the tool's result goes through the template (${r.usage.prompt_tokens} prompt tokens)`, r);
 }
 
-for (const model of [hermes, llama]) {
+for (const model of harmony ? [hermes, llama, harmony] : [hermes, llama]) {
 	try {
+		if (model === harmony) extra[model] = await harmonyExtra(model);
 		await required(model);
 		await named(model);
 		await result(model, await streamed(model));

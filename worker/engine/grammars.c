@@ -11,6 +11,7 @@
 #include "grammars.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,7 @@
 struct grammar_entry {
 	char *text;
 	size_t n;
+	char root[GRAMMARS_ROOT_MAX];
 	struct gram *g;
 	struct gram_masks *masks;
 	uint32_t refs;
@@ -135,30 +137,62 @@ trim(struct grammars *gs)
 	}
 }
 
-/* The entry of @text, compiled when new. */
+/*
+ * @g's token terminals bound to this vocabulary: <TEXT> to the token whose
+ * text it is, <[ID]> checked to be in it. ORCH_EINVAL naming one that is not.
+ */
 static orch_err
-entry_get(struct grammars *gs, const char *text, size_t n, struct grammar_entry **ret,
-          struct orch_errinfo *reterr)
+bind_tokens(const struct grammars *gs, struct gram *g, struct orch_errinfo *reterr)
+{
+	for (uint32_t i = 0; i < gram_n_tokens(g); i++) {
+		const char *text;
+		uint32_t len;
+		int32_t id = gram_token(g, i, &text, &len);
+		if (text != NULL && (id = tok_find(gs->t, text, len)) < 0)
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "grammar: the token terminal %.*s is no token of this "
+			                 "model's vocabulary",
+			                 (int)len, text);
+		if (text == NULL && (uint32_t)id >= gs->n_tok)
+			return orch_errf(
+			        reterr, ORCH_EINVAL,
+			        "grammar: the token terminal <[%d]> is outside this model's "
+			        "vocabulary (ids 0 to %u)",
+			        id, gs->n_tok - 1);
+		gram_bind_token(g, i, id);
+	}
+	return ORCH_OK;
+}
+
+/* The entry of @text with start rule @root, compiled when new. */
+static orch_err
+entry_get(struct grammars *gs, const char *text, size_t n, const char *root,
+          struct grammar_entry **ret, struct orch_errinfo *reterr)
 {
 	struct grammar_entry *e;
 	struct gram_err ge;
 	orch_err rv;
 
 	for (e = gs->entries; e != NULL; e = e->next)
-		if (e->n == n && memcmp(e->text, text, n) == 0) {
+		if (e->n == n && strcmp(e->root, root) == 0 && memcmp(e->text, text, n) == 0) {
 			*ret = e;
 			return ORCH_OK;
 		}
 	if ((e = orch_calloc(1, sizeof(*e))) == NULL || (e->text = orch_strndup(text, n)) == NULL)
 		goto oom;
 	e->n = n;
-	if ((rv = gram_compile(text, n, NULL, &e->g, &ge)) != ORCH_OK) {
+	snprintf(e->root, sizeof(e->root), "%s", root);
+	if ((rv = gram_compile(text, n, root, &e->g, &ge)) != ORCH_OK) {
 		entry_free(e);
 		if (rv == ORCH_ENOMEM)
 			return orch_errf(reterr, ORCH_ENOMEM,
 			                 "out of memory compiling the grammar");
 		return orch_errf(reterr, ORCH_EINVAL, "grammar: %u:%u: %s", ge.line, ge.col,
 		                 ge.msg);
+	}
+	if ((rv = bind_tokens(gs, e->g, reterr)) != ORCH_OK) {
+		entry_free(e);
+		return rv;
 	}
 	if (gram_masks_new(e->g, gs->v, GRAMMARS_MASK_CACHE, &e->masks) != ORCH_OK)
 		goto oom;
@@ -190,8 +224,8 @@ ambiguous_or_oom(orch_err rv, const char *what, struct orch_errinfo *reterr)
 }
 
 orch_err
-grammars_start(struct grammars *gs, const char *text, size_t n, struct gram_job *ret,
-               struct orch_errinfo *reterr)
+grammars_start(struct grammars *gs, const char *text, size_t n, const char *root,
+               struct gram_job *ret, struct orch_errinfo *reterr)
 {
 	struct grammar_entry *e;
 	orch_err rv;
@@ -199,7 +233,9 @@ grammars_start(struct grammars *gs, const char *text, size_t n, struct gram_job 
 	*ret = (struct gram_job){0};
 	if (gs->v == NULL && build_vocab(gs) != ORCH_OK)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory indexing the vocabulary");
-	if ((rv = entry_get(gs, text, n, &e, reterr)) != ORCH_OK)
+	if (strlen(root) >= GRAMMARS_ROOT_MAX)
+		return orch_errf(reterr, ORCH_EINVAL, "grammar: the start rule's name is too long");
+	if ((rv = entry_get(gs, text, n, root, &e, reterr)) != ORCH_OK)
 		return rv;
 	if ((rv = gram_match_new(e->g, &ret->m)) != ORCH_OK) {
 		trim(gs);
@@ -269,7 +305,8 @@ grammars_feed(struct gram_job *j, int32_t id, struct orch_errinfo *reterr)
 	size_t k = tok_piece(j->gs->t, id, 0, buf, sizeof(buf));
 	orch_err why = ORCH_EINVAL;
 
-	if (k <= sizeof(buf) && gram_match_feed(j->m, buf, k, &why))
+	/* a control token has no text (k == 0): only a terminal naming it takes it */
+	if (k <= sizeof(buf) && gram_match_feed_token(j->m, id, buf, k, &why))
 		return ORCH_OK;
 	if (why != ORCH_EINVAL)
 		return ambiguous_or_oom(why, "matching the grammar", reterr);
@@ -279,5 +316,7 @@ grammars_feed(struct gram_job *j, int32_t id, struct orch_errinfo *reterr)
 bool
 grammars_done(const struct gram_job *j)
 {
-	return gram_match_done(j->m);
+	int32_t next = gram_match_next_token(j->m);
+
+	return gram_match_done(j->m) || (next >= 0 && tok_is_eog(j->gs->t, next));
 }

@@ -37,13 +37,18 @@ orch_err grammars_new(const struct tok *t, struct grammars **ret);
 /* grammars_free - every gram_job must have ended. */
 void grammars_free(struct grammars *gs);
 
+/* The longest start rule name, with its NUL. */
+#define GRAMMARS_ROOT_MAX 64
+
 /*
  * grammars_start - a job constrained by the GBNF @text (@n bytes, start
- * rule "root") into *@ret. ORCH_EINVAL with the line, column and reason in
- * @reterr for a grammar that does not compile; ORCH_ENOMEM.
+ * rule @root) into *@ret; its token terminals (<|channel|>, <[ID]>) bound to
+ * the vocabulary. ORCH_EINVAL with the line, column and reason in @reterr
+ * for a grammar that does not compile, a terminal the vocabulary has no
+ * token for; ORCH_ENOMEM.
  */
-orch_err grammars_start(struct grammars *gs, const char *text, size_t n, struct gram_job *ret,
-                        struct orch_errinfo *reterr);
+orch_err grammars_start(struct grammars *gs, const char *text, size_t n, const char *root,
+                        struct gram_job *ret, struct orch_errinfo *reterr);
 
 /* grammars_end - the job is over (a zeroed gram_job is ignored). */
 void grammars_end(struct gram_job *j);
@@ -51,8 +56,9 @@ void grammars_end(struct gram_job *j);
 /*
  * grammars_constrain - @logits (@n_vocab) into @out with every token @j's
  * grammar does not allow next at -inf: a token whose bytes no parse takes,
- * every control token, and the end-of-generation tokens unless the output
- * so far is a whole sentence. @first: no text yet, where an SPM model's
+ * every control token but those a terminal next in a parse names, and the
+ * end-of-generation tokens unless the output so far is a whole sentence (or
+ * a terminal names them). @first: no text yet, where an SPM model's
  * output drops the dummy prefix's space (detok.h), so a token whose piece
  * starts with a space is not allowed either: the grammar and the client
  * see the same bytes. ORCH_EINVAL when no token is left (a grammar this
@@ -68,5 +74,9 @@ orch_err grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_
  */
 orch_err grammars_feed(struct gram_job *j, int32_t id, struct orch_errinfo *reterr);
 
-/* grammars_done - @j's output is a whole sentence nothing can follow: the job is complete. */
+/*
+ * grammars_done - @j's output is a whole sentence nothing can follow, or
+ * one the grammar ends with an end-of-generation token (a terminal such as
+ * harmony's <|return|>), which is all that can follow: the job is complete.
+ */
 bool grammars_done(const struct gram_job *j);

@@ -353,7 +353,9 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 		return;
 	}
 	if (j->gj != NULL && grammars_done(j->gj)) { /* nothing but the end could follow */
-		finish(s, j, ORCH_FINISH_EOS, ORCH_OK, NULL);
+		/* harmony: a forced call's message ends the turn as <|call|> would */
+		bool call = j->hm && j->tag.message != HARMONY_NO_MESSAGE && j->tag.recipient[0];
+		finish(s, j, call ? ORCH_FINISH_TOOL_CALLS : ORCH_FINISH_EOS, ORCH_OK, NULL);
 		return;
 	}
 	if (j->tokens_out >= j->max_tokens || j->fed + 1 > s->cfg.n_ctx) {

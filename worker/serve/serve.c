@@ -311,30 +311,6 @@ copy_strings(struct serve_job *j, const Orch__Submit *m)
 	return true;
 }
 
-/*
- * @m's grammar for @j, when it has one. A harmony model's output is
- * messages on channels, not one text a grammar could cover: refused until
- * the grammar can apply to the final channel alone.
- */
-static orch_err
-start_grammar(struct serve *sv, struct serve_job *j, const Orch__Submit *m, struct orch_errinfo *e)
-{
-	orch_err rv;
-
-	if (m->grammar == NULL || m->grammar[0] == '\0')
-		return ORCH_OK;
-	if (sv->eng->mt.harmony)
-		return orch_errf(e, ORCH_EINVAL,
-		                 "constrained output (a grammar or a JSON response_format) is not "
-		                 "supported for harmony models (gpt-oss) yet");
-	rv = grammars_start(sv->eng->grammars, m->grammar, strlen(m->grammar), &j->gj, e);
-	if (rv == ORCH_ENOMEM)
-		return orch_errf(e, ORCH_EVRAM, "%s", e->msg);
-	if (rv == ORCH_OK)
-		j->sj.gj = &j->gj;
-	return rv;
-}
-
 /* @p's logit_bias into @j's sampling, each token checked against the vocabulary. */
 static orch_err
 copy_bias(struct serve *sv, struct serve_job *j, const Orch__SamplingParams *p,
@@ -433,7 +409,7 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	}
 	if ((rv = copy_bias(sv, j, m->sampling, e)) != ORCH_OK ||
-	    (rv = start_grammar(sv, j, m, e)) != ORCH_OK) {
+	    (rv = serve_grammar(sv, j, m, e)) != ORCH_OK) {
 		serve_job_free(sv, j);
 		return rv;
 	}

@@ -148,6 +148,15 @@ void serve_lp_fix(struct serve *sv, uint32_t i);
 /* serve_tokenize - answer a Tokenize (text or chat to ids, or ids to text) at once. */
 void serve_tokenize(struct serve *sv, const Orch__Tokenize *m);
 
+/*
+ * serve_grammar - @m's grammar (none: nothing) started for @j, whose prompt
+ * is encoded: on a harmony chat, wrapped in the messages around the answer
+ * or the call it shapes (serve_grammar.c). ORCH_EINVAL (a grammar that does
+ * not compile or cannot apply there), ORCH_EVRAM (out of memory).
+ */
+orch_err serve_grammar(struct serve *sv, struct serve_job *j, const Orch__Submit *m,
+                       struct orch_errinfo *e);
+
 /* serve_prompt_msgs - @n chat messages as the prompt's (orch_free it); NULL: out of memory. */
 struct prompt_msg *serve_prompt_msgs(Orch__ChatMessage *const *m, size_t n);
 

@@ -175,6 +175,22 @@ harmony_prime(struct harmony *h, const int32_t *ids, size_t n)
 	}
 }
 
+enum harmony_at
+harmony_where(const struct harmony *h)
+{
+	char role[HARMONY_NAME_MAX];
+
+	if (h->state == H_BETWEEN)
+		return HARMONY_AT_BETWEEN;
+	if (h->state == H_CONTENT)
+		return strcmp(h->cur.channel, "final") == 0 ? HARMONY_AT_FINAL : HARMONY_AT_OTHER;
+	first_word(h->hdr[P_ROLE], h->hdr_n[P_ROLE], role, sizeof(role));
+	if (h->part == P_ROLE && strcmp(role, "assistant") == 0 &&
+	    h->hdr_n[P_ROLE] == strlen("assistant"))
+		return HARMONY_AT_ASSISTANT;
+	return HARMONY_AT_OTHER;
+}
+
 enum harmony_part
 harmony_feed(struct harmony *h, int32_t id)
 {

@@ -77,6 +77,17 @@ void harmony_init(struct harmony *h, const struct tok *t, const struct harmony_v
  */
 void harmony_prime(struct harmony *h, const int32_t *ids, size_t n);
 
+/* Where a primed parser stands, for a grammar that must shape what comes next. */
+enum harmony_at {
+	HARMONY_AT_BETWEEN,   /* between messages */
+	HARMONY_AT_ASSISTANT, /* "<|start|>assistant" and nothing after: a chat's turn */
+	HARMONY_AT_FINAL,     /* in the content of a final-channel message */
+	HARMONY_AT_OTHER,     /* anywhere else (another header, another channel's content) */
+};
+
+/* harmony_where - where @h stands (after harmony_prime, before any feed). */
+enum harmony_at harmony_where(const struct harmony *h);
+
 /* harmony_feed - advance over generated token @id; what it was. */
 enum harmony_part harmony_feed(struct harmony *h, int32_t id);
 

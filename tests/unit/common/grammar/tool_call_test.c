@@ -171,6 +171,48 @@ test_llama3(void)
 	gram_free(g);
 }
 
+/* Whether @g takes a harmony call: @head, <|constrain|>, "json", <|message|>, @args. */
+static bool
+harmony_call(struct gram *g, const char *head, const char *args)
+{
+	struct gram_match *m;
+	bool ok;
+
+	for (uint32_t i = 0; i < gram_n_tokens(g); i++) { /* ids 1 and 2, as a worker binds */
+		const char *text;
+		uint32_t len;
+		gram_token(g, i, &text, &len);
+		gram_bind_token(g, i, len == 13 && memcmp(text, "<|constrain|>", 13) == 0 ? 1 : 2);
+	}
+	if (gram_match_new(g, &m) != ORCH_OK)
+		return false;
+	ok = gram_match_feed(m, head, strlen(head), NULL) &&
+	     gram_match_feed_token(m, 1, "", 0, NULL) && gram_match_feed(m, "json", 4, NULL) &&
+	     gram_match_feed_token(m, 2, "", 0, NULL) &&
+	     gram_match_feed(m, args, strlen(args), NULL) && gram_match_done(m);
+	gram_match_free(m);
+	return ok;
+}
+
+/* harmony: the call's message from its channel name on, one call; control tokens by name */
+static void
+test_harmony(void)
+{
+	struct gram *g = grammar(TOOL_SYNTAX_HARMONY, NULL, true);
+
+	T_TRUE(g != NULL && gram_n_tokens(g) == 2);
+	T_TRUE(harmony_call(g, "commentary to=functions.add ", "{\"a\": -3, \"b\": 4}"));
+	T_TRUE(harmony_call(g, "commentary to=functions.now ", "{}"));
+	T_TRUE(!harmony_call(g, "commentary to=functions.add ", "{\"a\": 1, \"b\": -4}"));
+	T_TRUE(!harmony_call(g, "commentary to=functions.nope ", "{}"));
+	T_TRUE(!harmony_call(g, "commentary to=functions.now", "{}"));
+	gram_free(g);
+	g = grammar(TOOL_SYNTAX_HARMONY, "now", true);
+	T_TRUE(g != NULL && harmony_call(g, "commentary to=functions.now ", "{}"));
+	T_TRUE(!harmony_call(g, "commentary to=functions.add ", "{\"a\": 0, \"b\": 0}"));
+	gram_free(g);
+}
+
 /* tool_grammar on @json refuses with @code and a message holding @word. */
 static void
 refused(enum tool_syntax s, const char *json, const char *only, orch_err code, const char *word)
@@ -190,7 +232,6 @@ refused(enum tool_syntax s, const char *json, const char *only, orch_err code, c
 static void
 test_refused(void)
 {
-	refused(TOOL_SYNTAX_HARMONY, tools_json, NULL, ORCH_EUNSUPPORTED, "harmony");
 	refused(TOOL_SYNTAX_NONE, tools_json, NULL, ORCH_EUNSUPPORTED, "no grammar");
 	refused(TOOL_SYNTAX_HERMES, tools_json, "get_time", ORCH_EINVAL,
 	        "no function named 'get_time'");
@@ -248,6 +289,7 @@ main(void)
 	T_RUN(test_detect);
 	T_RUN(test_hermes);
 	T_RUN(test_llama3);
+	T_RUN(test_harmony);
 	T_RUN(test_refused);
 	T_RUN(test_oom);
 	return t_done();

@@ -105,7 +105,7 @@ run_jobs(struct engine *e, const char *gr, const char *prompt, uint32_t n, float
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		memset(&o[i], 0, sizeof(o[i]));
-		if (grammars_start(e->grammars, gr, strlen(gr), &o[i].gj, NULL) != ORCH_OK)
+		if (grammars_start(e->grammars, gr, strlen(gr), "root", &o[i].gj, NULL) != ORCH_OK)
 			return -1;
 		j[i] = (struct sched_job){.id = i + 1,
 		                          .prompt = p.v,
@@ -236,7 +236,7 @@ test_failures(void)
 	T_TRUE(strstr(o[0].msg, "allows no token") != NULL);
 	T_EQ(o[0].n, 0);
 	/* a grammar that does not compile: where and why */
-	T_ERR(grammars_start(e->grammars, "root ::= x", 10, &gj, &err), ORCH_EINVAL);
+	T_ERR(grammars_start(e->grammars, "root ::= x", 10, "root", &gj, &err), ORCH_EINVAL);
 	T_STREQ(err.msg, "grammar: 1:10: undefined rule 'x'");
 	grammars_end(&gj); /* zeroed: nothing to end */
 	engine_close(e);

@@ -3,7 +3,8 @@
  * o200k vocabulary: the tokens found, <|end|> no longer an end of
  * generation, priming from a chat prompt and from raw prompts, channels,
  * recipients in either header part, <|constrain|>, text outside messages,
- * long headers; and that other vocabularies are not harmony.
+ * long headers, where a prompt leaves the parser; and that other
+ * vocabularies are not harmony.
  */
 #include "gguf/gguf.h"
 #include "t.h"
@@ -166,6 +167,34 @@ test_bounds(void)
 	T_TRUE(chan > 0 && chan < HARMONY_NAME_MAX && chan % 2 == 0); /* whole characters */
 }
 
+/* Where @prompt leaves a parser (harmony_where). */
+static enum harmony_at
+where(const char *prompt)
+{
+	struct tok_ids p = {0};
+	struct harmony h;
+
+	if (tok_encode(oss, prompt, strlen(prompt), TOK_PARSE_SPECIAL, &p) != ORCH_OK)
+		return (enum harmony_at) - 1;
+	harmony_init(&h, oss, &hv);
+	harmony_prime(&h, p.v, p.n);
+	tok_ids_fini(&p);
+	return harmony_where(&h);
+}
+
+static void
+test_where(void)
+{
+	T_EQ(where(chat_prompt), HARMONY_AT_ASSISTANT);
+	T_EQ(where("<|start|>user<|message|>hi<|end|>"), HARMONY_AT_BETWEEN);
+	T_EQ(where(""), HARMONY_AT_BETWEEN);
+	T_EQ(where("<|start|>assistant<|channel|>final<|message|>The"), HARMONY_AT_FINAL);
+	T_EQ(where("<|start|>assistant<|channel|>analysis<|message|>Hm"), HARMONY_AT_OTHER);
+	T_EQ(where("<|start|>assistant<|channel|>"), HARMONY_AT_OTHER);
+	T_EQ(where("<|start|>assistant to=functions.f"), HARMONY_AT_OTHER);
+	T_EQ(where("<|start|>user"), HARMONY_AT_OTHER);
+}
+
 int
 main(void)
 {
@@ -179,6 +208,7 @@ main(void)
 	T_RUN(test_tool_calls);
 	T_RUN(test_raw_prompts);
 	T_RUN(test_bounds);
+	T_RUN(test_where);
 	tok_free(oss);
 	return t_done();
 }
