@@ -151,22 +151,26 @@ for (const [name, schema] of Object.entries(schemas)) {
 		"a generation cut by max_tokens ends with finish_reason length", r.choices[0]);
 }
 
-// streamed: the deltas joined are the same kind of valid output
-{
+// Streamed on @m with schema @name: whether the deltas joined end "stop" and validate.
+async function streamed(m, name, what) {
 	const stream = await client.chat.completions.create({
-		model, messages: [{ role: "user", content: "stream" }], temperature: 1, seed: 5, max_tokens: 600, stream: true,
-		response_format: { type: "json_schema", json_schema: { name: "medium", schema: schemas.medium, strict: true } },
+		model: m, messages: [{ role: "user", content: "stream" }], temperature: 1, seed: 5, max_tokens: 600,
+		stream: true, ...extra[m],
+		response_format: { type: "json_schema", json_schema: { name, schema: schemas[name], strict: true } },
 	});
 	let text = "", finish = null;
 	for await (const chunk of stream) {
 		text += chunk.choices[0]?.delta?.content ?? "";
 		finish = chunk.choices[0]?.finish_reason ?? finish;
 	}
-	const validate = ajv.compile(schemas.medium);
+	const validate = ajv.compile(schemas[name]);
 	let ok = false;
 	try { ok = finish === "stop" && validate(JSON.parse(text)); } catch { ok = false; }
-	check(ok, "streamed json_schema output validates", { text, finish, errors: validate.errors });
+	check(ok, what, { text, finish, errors: validate.errors });
 }
+
+// streamed: the deltas joined are the same kind of valid output
+await streamed(model, "medium", "streamed json_schema output validates");
 
 // json_object: any JSON object
 {
@@ -207,20 +211,7 @@ if (harmony) {
 		check(bad.length === 0 && complete >= 1, `harmony ${name}: every completed output of ${n} validates (${complete} complete, ${cut} cut, ${reasoned} with reasoning)`, bad.slice(0, 3));
 	}
 	check(reasonedAll > 0, "harmony: some answers came after an analysis (reasoning_content)", reasonedAll);
-	const stream = await client.chat.completions.create({
-		model: harmony, messages: [{ role: "user", content: "stream" }], temperature: 1, seed: 5, max_tokens: 600,
-		stream: true, ...extra[harmony],
-		response_format: { type: "json_schema", json_schema: { name: "small", schema: schemas.small, strict: true } },
-	});
-	let text = "", finish = null;
-	for await (const chunk of stream) {
-		text += chunk.choices[0]?.delta?.content ?? "";
-		finish = chunk.choices[0]?.finish_reason ?? finish;
-	}
-	const validate = ajv.compile(schemas.small);
-	let ok = false;
-	try { ok = finish === "stop" && validate(JSON.parse(text)); } catch { ok = false; }
-	check(ok, "harmony: streamed json_schema content validates", { text, finish, errors: validate.errors });
+	await streamed(harmony, "small", "harmony: streamed json_schema content validates");
 }
 
 console.log(failed ? `${failed} failed` : "all passed");
