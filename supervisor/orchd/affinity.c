@@ -48,6 +48,8 @@ affinity_key(const struct job_request *r)
 		h = fnv(h, r->cache_salt, strlen(r->cache_salt) + 1, &salt_left);
 	if (r->prompt != NULL && r->prompt[0] != '\0') {
 		h = fnv(h, r->prompt, strlen(r->prompt), &left);
+	} else if (r->n_prompt_ids > 0) { /* token ids: their bytes (4 a token, about a word) */
+		h = fnv(h, r->prompt_ids, (size_t)r->n_prompt_ids * sizeof(*r->prompt_ids), &left);
 	} else if (r->messages != NULL) {
 		cJSON_ArrayForEach(it, r->messages)
 		{

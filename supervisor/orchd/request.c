@@ -36,6 +36,7 @@ static const char *const execute_keys[] = {"job_id",
                                            "response_format",
                                            "logprobs",
                                            "top_logprobs",
+                                           "user",
                                            NULL};
 
 /*
@@ -79,13 +80,13 @@ static bool
 parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_request *r,
               struct params_err *pe)
 {
-	const char *job_id = NULL, *model = NULL, *prompt = NULL;
+	const char *job_id = NULL, *model = NULL, *user = NULL;
 	int64_t grace = 0, every = 0;
 
 	if (!params_known(root, execute_keys, pe) ||
 	    !params_string(root, "job_id", true, &job_id, pe) ||
 	    !params_string(root, "model", true, &model, pe) ||
-	    !params_string(root, "prompt", true, &prompt, pe) ||
+	    !params_string(root, "user", false, &user, pe) || /* OpenAI's: taken, not used */
 	    !params_int(root, "resume_grace_s", 0, 300, &grace, pe) ||
 	    !params_int(root, "metrics_every", 0, REQUEST_METRICS_EVERY_MAX, &every, pe))
 		return false;
@@ -93,7 +94,7 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 		return params_fail(pe, ORCH_EINVAL, "job_id", "'job_id' must be 1-%d bytes",
 		                   REQUEST_JOB_ID_MAX);
 	const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
-	if (!request_prompt_text_ok(prompt, cfg->max_prompt_chars, pe) ||
+	if (!request_prompt_one(cfg, cJSON_GetObjectItemCaseSensitive(root, "prompt"), r, pe) ||
 	    !parse_special(root, r, pe) || !parse_cache_salt(root, r, pe) ||
 	    (rf != NULL && !cJSON_IsNull(rf) && !request_response_format(rf, r, pe)) ||
 	    !request_grammar(root, r, pe) || !request_logprobs(root, REQUEST_EXECUTE, r, pe))
@@ -106,13 +107,9 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 	r->resume_grace_s = (uint32_t)grace;
 	r->metrics_every = (uint32_t)every;
 	r->stream = true;
-	if (!params_sampling(root, "repetition_penalty", "max_tokens", NULL, cfg->max_tokens, 256,
-	                     r, pe) ||
-	    !params_stop(root, r, pe))
-		return false;
-	if ((r->prompt = orch_strndup(prompt, strlen(prompt))) == NULL)
-		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
-	return true;
+	return params_sampling(root, "repetition_penalty", "max_tokens", NULL, cfg->max_tokens, 256,
+	                       r, pe) &&
+	       params_stop(root, r, pe);
 }
 
 /* ---- OpenAI ---- */

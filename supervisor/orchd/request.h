@@ -88,6 +88,14 @@ bool request_logprobs(const struct cJSON *root, enum request_api api, struct job
 #define REQUEST_CHOICES_MAX 64
 
 /*
+ * request_prompt_one - for request_parse (request_prompt.c): /execute's
+ * "prompt" @p, a string or token ids (used as they are, no BOS added),
+ * into @r->prompt or @r->prompt_ids.
+ */
+bool request_prompt_one(const struct orchd_config *cfg, const struct cJSON *p,
+                        struct job_request *r, struct params_err *pe);
+
+/*
  * request_prompt - for request_parse (request_prompt.c): a completions
  * body's "prompt" (a string, token ids, or a list of those: the first in
  * @r->prompt or @r->prompt_ids, the list in @r->prompt_list), "n" and "echo".

@@ -102,6 +102,18 @@ take(const struct orchd_config *cfg, const cJSON *p, struct job_request *r, stru
 }
 
 bool
+request_prompt_one(const struct orchd_config *cfg, const cJSON *p, struct job_request *r,
+                   struct params_err *pe)
+{
+	if (p == NULL || cJSON_IsNull(p))
+		return params_fail(pe, ORCH_EINVAL, "prompt", "'prompt' is required");
+	if (!cJSON_IsString(p) && !is_ids(p))
+		return params_fail(pe, ORCH_EINVAL, "prompt",
+		                   "'prompt' must be a string or an array of token ids");
+	return take(cfg, p, r, pe);
+}
+
+bool
 request_choices(const cJSON *root, struct job_request *r, uint32_t n_prompts, struct params_err *pe)
 {
 	int64_t n = 1;

@@ -10,7 +10,7 @@ stories260K, whose greedy text is llama.cpp's golden one.
   the last choice ends, one [DONE];
 - chat n 3: three messages, indexes 0-2;
 - a prompt of token ids (the golden prompt's) gives the golden text, and a
-  list of two token-id prompts two answers;
+  list of two token-id prompts two answers; /execute takes token ids too;
 - echo: the prompt leads the text (first chunk when streamed);
 - refusals (400 naming the parameter): n 0 and 65, n times the prompts over
   64, an empty prompt list, an empty or fractional token list, echo with
@@ -84,6 +84,16 @@ def test_token_ids():
     st, o, t = cmpl(prompt=[ids, ids[:3]], max_tokens=4)
     check(st == 200 and len(o["choices"]) == 2 and o["usage"]["prompt_tokens"] == len(ids) + 3,
           "two token-id prompts: %s" % t[:300])
+    # the native API takes them too, and OpenAI's "user"
+    st, _, t = post("/execute", {"job_id": "ids", "model": "s", "prompt": ids, "max_tokens": 20,
+                                 "temperature": 0, "user": "u-7"})
+    ev = [(e["event"], json.loads(e["data"])) for e in sse_events(t)]
+    text = "".join(d.get("t", "") for k, d in ev if k == "token")
+    end = [d for k, d in ev if k == "end"]
+    check(st == 200 and GOLDEN["text"].startswith(text) and text and end and
+          end[0]["prompt_tokens"] == len(ids), "/execute token-id prompt: the golden text: %s" % t[-300:])
+    st, _, t = post("/execute", {"job_id": "ids2", "model": "s", "prompt": [1, "x"]})
+    check(st == 400 and json.loads(t)["error"]["param"] == "prompt", "/execute bad token ids: %s" % t[:300])
 
 
 def test_echo():

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "affinity.h"
 #include "base/limits.h"
 #include "config.h"
 #include "jobs.h"
@@ -96,6 +97,38 @@ test_limits(void)
 	job_request_fini(&r);
 	T_ERR(parse(REQUEST_CHAT, "[1]", &r, &pe), ORCH_EINVAL);
 	T_ERR(parse(REQUEST_CHAT, "", &r, &pe), ORCH_EINVAL);
+}
+
+/* /execute's prompt: text or token ids (their bytes make its affinity key); user taken */
+static void
+test_execute_prompt(void)
+{
+	struct job_request r, r2;
+	struct params_err pe = {0};
+
+	T_OK(parse(REQUEST_EXECUTE,
+	           "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":[1,2,3],\"user\":\"u-1\"}", &r,
+	           &pe));
+	T_TRUE(r.prompt == NULL && r.n_prompt_ids == 3 && r.prompt_ids[2] == 3);
+	T_OK(parse(REQUEST_EXECUTE, "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":[1,2,4]}", &r2,
+	           &pe));
+	T_TRUE(affinity_key(&r) != 0 && affinity_key(&r) != affinity_key(&r2));
+	job_request_fini(&r);
+	job_request_fini(&r2);
+	static const char *const bad[] = {"[]", "[-1]", "[1.5]", "[\"a\"]", "[[1]]", "7", "null"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char body[128];
+		snprintf(body, sizeof(body), "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":%s}",
+		         bad[i]);
+		T_ERR(parse(REQUEST_EXECUTE, body, &r, &pe), ORCH_EINVAL);
+		T_STREQ(pe.param, "prompt");
+		job_request_fini(&r);
+	}
+	T_ERR(parse(REQUEST_EXECUTE,
+	            "{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"x\",\"user\":3}", &r, &pe),
+	      ORCH_EINVAL);
+	T_STREQ(pe.param, "user");
+	job_request_fini(&r);
 }
 
 /* metrics_every (native only): an integer in [0, 65536], 0 = none; each bad value names it. */
@@ -252,6 +285,7 @@ main(void)
 	T_RUN(test_values);
 	T_RUN(test_limits);
 	T_RUN(test_metrics_every);
+	T_RUN(test_execute_prompt);
 	T_RUN(test_body);
 	T_RUN(test_strict_body);
 	T_RUN(test_body_many_keys);
