@@ -153,6 +153,16 @@ def test_tool_call():
     check(st == 200 and r["choices"][0]["message"]["content"] == "It is sunny in Paris, 22 °C."
           and r["choices"][0]["finish_reason"] == "stop", "the tool's result answered: %s %r" % (st, r))
 
+    # a tool without a description (OpenAI's is optional; LangChain sends none): the template
+    # writes "// " + description, so the worker gives it "" rather than fail on an undefined
+    bare = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]
+    st, _, t = post("/tokenize", {"model": "oss", "messages": msgs, "tools": bare,
+                                  "with_pieces": False, "add_special": False})
+    rendered = json.loads(t) if st == 200 else {}
+    st2, _, t2 = post("/detokenize", {"model": "oss", "tokens": rendered.get("tokens", [])})
+    check(st == 200 and "// \ntype now = " in json.loads(t2).get("content", ""),
+          "a tool without a description renders: %s %s" % (st, (t2 or t)[:400]))
+
 
 def test_refused():
     msgs = [{"role": "user", "content": "Say hello"}]

@@ -12,13 +12,16 @@
 //   (tool_call_chunks joined);
 // - the tool's result sent back as a ToolMessage: another turn.
 //
-// usage: node langchain_client.mjs BASE_URL MODEL N
+// usage: node langchain_client.mjs BASE_URL MODEL N [EXTRA_JSON]
+// EXTRA_JSON: more request fields for every call (modelKwargs), e.g. a
+// logit_bias that lets a random harmony model end its analysis.
 // Prints one line per check; exit status 1 when any fails.
 import { ChatOpenAI } from "@langchain/openai";
 import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 import { z } from "zod";
 
-const [baseURL, model, nArg] = process.argv.slice(2);
+const [baseURL, model, nArg, extraArg] = process.argv.slice(2);
+const extra = JSON.parse(extraArg || "{}");
 const N = Number(nArg || 4);
 let failed = 0;
 
@@ -30,7 +33,7 @@ function check(cond, what, detail) {
 const llm = (seed) =>
 	new ChatOpenAI({
 		model, apiKey: "unused", temperature: 1, maxTokens: 300, maxRetries: 0, timeout: 120000,
-		configuration: { baseURL }, modelKwargs: { seed },
+		configuration: { baseURL }, modelKwargs: { seed, ...extra },
 	});
 const Person = z.object({
 	name: z.string().max(20),

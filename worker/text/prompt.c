@@ -48,6 +48,29 @@ merge(cJSON *obj, const char *json, const char *what, struct orch_errinfo *reter
 	return ORCH_OK;
 }
 
+/*
+ * gpt-oss's template writes each tool as "// " + description, which jinja2
+ * (and so this engine) refuses when the description is undefined; OpenAI
+ * makes it optional and clients leave it out (LangChain's
+ * withStructuredOutput). On a harmony model a function without one gets "":
+ * an empty comment line, as for a tool described by nothing.
+ */
+static orch_err
+harmony_tools(cJSON *vars)
+{
+	const cJSON *t;
+
+	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(vars, "tools"))
+	{
+		cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
+		if (cJSON_IsObject(f) &&
+		    cJSON_GetObjectItemCaseSensitive(f, "description") == NULL &&
+		    cJSON_AddStringToObject(f, "description", "") == NULL)
+			return ORCH_ENOMEM;
+	}
+	return ORCH_OK;
+}
+
 /* @chat rendered by the model's template into *@ret (*@ret_n bytes). */
 static orch_err
 render(const struct model_text *mt, const struct prompt_chat *chat, char **ret, size_t *ret_n,
@@ -83,6 +106,8 @@ render(const struct model_text *mt, const struct prompt_chat *chat, char **ret, 
 	if ((rv = merge(vars, chat->vars_json, "the template variables", reterr)) != ORCH_OK)
 		goto out;
 	rv = ORCH_ENOMEM;
+	if (mt->harmony && harmony_tools(vars) != ORCH_OK)
+		goto out;
 	/* true unless the variables say otherwise (only /tokenize may: orchd reserves it) */
 	if (cJSON_GetObjectItemCaseSensitive(vars, "add_generation_prompt") == NULL &&
 	    cJSON_AddBoolToObject(vars, "add_generation_prompt", true) == NULL)
