@@ -156,6 +156,12 @@ check_tokenize(const Orch__Tokenize *t, struct orch_errinfo *reterr)
 			return bad(reterr, "tokenize", "a message without a role");
 	if (t->detokenize ? t->n_messages > 0 || (t->text && t->text[0]) : t->n_tokens > 0)
 		return bad(reterr, "tokenize", "tokens to tokenize, or text to detokenize");
+	if (t->n_parts > 0 && (t->detokenize || t->n_messages > 0 || (t->text && t->text[0])))
+		return bad(reterr, "tokenize",
+		           "parts beside a text, messages or tokens to detokenize");
+	for (size_t i = 0; i < t->n_parts; i++)
+		if (t->parts[i] == NULL || (!t->parts[i]->is_token && t->parts[i]->text == NULL))
+			return bad(reterr, "tokenize", "a part without text");
 	return ORCH_OK;
 }
 

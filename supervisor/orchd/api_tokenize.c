@@ -35,8 +35,12 @@ struct api_tok {
 	struct job_request chat; /* /tokenize of messages: their array and template variables */
 	char *text, *vars;       /* the text to tokenize; the variables sent */
 	int32_t *tokens;         /* the tokens to detokenize */
-	bool pieces;             /* llama.cpp's with_pieces: tokens as [{id, piece}] */
-	bool counted;            /* in orchd's n_conns */
+	Orch__TokenizePart *parts, **part_v; /* a mixed content's parts (their texts: ours) */
+	size_t n_parts;
+	const char *param; /* a mixed content's field ("content", "prompt"): the worker's 400 names
+	                      it */
+	bool pieces;       /* llama.cpp's with_pieces: tokens as [{id, piece}] */
+	bool counted;      /* in orchd's n_conns */
 };
 
 static void
@@ -50,6 +54,11 @@ tok_free(struct api_tok *a)
 	orch_free(a->text);
 	free(a->vars); /* cJSON's printing: malloc */
 	orch_free(a->tokens);
+	for (size_t i = 0; i < a->n_parts; i++) /* a part's text is ours unless init's "" */
+		if (a->parts[i].text != protobuf_c_empty_string)
+			orch_free(a->parts[i].text);
+	orch_free(a->parts);
+	orch_free(a->part_v);
 	orch_free(a);
 }
 
@@ -125,7 +134,10 @@ on_answer(struct tok_req *t, const struct worker *w, const Orch__TokenizeResult 
 	if (code == ORCH_OK)
 		http_json(a->req, 200, answer_json(a, w, r));
 	else
-		http_error(a->req, code, code == ORCH_EINVAL && t->msg.detokenize ? "tokens" : NULL,
+		http_error(a->req, code,
+		           code != ORCH_EINVAL ? NULL
+		           : t->msg.detokenize ? "tokens"
+		                               : a->param,
 		           "%s", msg);
 	tok_free(a);
 }
@@ -277,46 +289,115 @@ parse_chat(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_
 	return true;
 }
 
+/*
+ * llama.cpp's mixed content @a ("content" or "prompt", @name): strings and
+ * token ids in order, into @t's parts. At most max_prompt_chars parts, and
+ * as many characters in its strings.
+ */
+static bool
+parse_parts(struct orchd *d, const cJSON *a, const char *name, struct api_tok *t,
+            struct params_err *pe)
+{
+	size_t n = (size_t)cJSON_GetArraySize(a), chars = 0, k = 0;
+	const cJSON *it;
+
+	if (n == 0 || n > d->cfg.max_prompt_chars)
+		return params_fail(pe, ORCH_EINVAL, name,
+		                   "an array '%s' must hold 1-%u strings and token ids", name,
+		                   d->cfg.max_prompt_chars);
+	if ((t->parts = orch_calloc(n, sizeof(*t->parts))) == NULL ||
+	    (t->part_v = orch_calloc(n, sizeof(*t->part_v))) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	cJSON_ArrayForEach(it, a)
+	{
+		Orch__TokenizePart *p = &t->parts[k];
+		double v = it->valuedouble;
+		orch__tokenize_part__init(p);
+		t->part_v[k++] = p;
+		t->n_parts = k;
+		if (cJSON_IsString(it)) {
+			chars += params_utf8_chars(it->valuestring);
+			if ((p->text = orch_strndup(it->valuestring, strlen(it->valuestring))) ==
+			    NULL)
+				return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+		} else if (cJSON_IsNumber(it) && v >= 0 && v < 2147483648.0 &&
+		           v == (double)(int64_t)v) {
+			p->is_token = true;
+			p->token = (int32_t)v;
+		} else {
+			return params_fail(
+			        pe, ORCH_EINVAL, name,
+			        "'%s'[%zu] must be a string or a token id (an integer >= 0)", name,
+			        k - 1);
+		}
+	}
+	if (chars > d->cfg.max_prompt_chars)
+		return params_fail(pe, ORCH_EINVAL, name,
+		                   "the text must be at most %u characters (max_prompt_chars)",
+		                   d->cfg.max_prompt_chars);
+	t->t.msg.parts = t->part_v;
+	t->t.msg.n_parts = t->n_parts;
+	t->param = name;
+	return true;
+}
+
+/*
+ * The text to tokenize: "content" or "prompt", a string or (llama.cpp's
+ * mixed content) an array of strings and token ids.
+ */
+static bool
+parse_text(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "content");
+	const char *name = c != NULL && !cJSON_IsNull(c) ? "content" : "prompt";
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
+
+	if (cJSON_IsArray(v))
+		return parse_parts(d, v, name, t, pe);
+	if (!cJSON_IsString(v))
+		return params_fail(pe, ORCH_EINVAL, name,
+		                   "'%s' must be a string, or an array of strings and token ids",
+		                   name);
+	if (params_utf8_chars(v->valuestring) > d->cfg.max_prompt_chars)
+		return params_fail(pe, ORCH_EINVAL, name,
+		                   "the text must be at most %u characters (max_prompt_chars)",
+		                   d->cfg.max_prompt_chars);
+	if ((t->text = orch_strndup(v->valuestring, strlen(v->valuestring))) == NULL)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	t->t.msg.text = t->text;
+	return true;
+}
+
 /* /tokenize's body: a text (content or prompt) or a chat (messages), and what to answer. */
 static bool
 parse_tokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
 {
-	const char *content = NULL, *prompt = NULL, *text;
-	bool add = true, parse = true, strs = false;
+	bool add = true, parse = true, strs = false,
+	     text = given(root, "content") || given(root, "prompt");
 
-	if (!params_string(root, "content", false, &content, pe) ||
-	    !params_string(root, "prompt", false, &prompt, pe) ||
-	    !params_bool(root, "with_pieces", &t->pieces, pe) ||
+	if (!params_bool(root, "with_pieces", &t->pieces, pe) ||
 	    !params_bool(root, "return_token_strs", &strs, pe))
 		return false;
 	t->t.msg.with_pieces = t->pieces;
 	t->t.msg.with_strings = strs;
-	text = content ? content : prompt;
-	if (content != NULL && prompt != NULL)
+	if (given(root, "content") && given(root, "prompt"))
 		return params_fail(pe, ORCH_EINVAL, "prompt",
 		                   "'content' and 'prompt' are one field; give one of them");
-	if (given(root, "messages") && text != NULL)
+	if (given(root, "messages") && text)
 		return params_fail(pe, ORCH_EINVAL, "messages",
 		                   "give a text ('content' or 'prompt') or 'messages', not both");
 	if (given(root, "messages"))
 		return parse_chat(d, root, t, pe);
-	if (text == NULL)
+	if (!text)
 		return params_fail(pe, ORCH_EINVAL, "content",
 		                   "'content' (or 'prompt', or 'messages') is required");
-	if (params_utf8_chars(text) > d->cfg.max_prompt_chars)
-		return params_fail(pe, ORCH_EINVAL, content ? "content" : "prompt",
-		                   "the text must be at most %u characters (max_prompt_chars)",
-		                   d->cfg.max_prompt_chars);
 	for (const char *const *k = chat_keys; *k; k++)
 		if (given(root, *k))
 			return params_fail(pe, ORCH_EINVAL, *k, "'%s' applies to 'messages' only",
 			                   *k);
 	if (!either_bool(root, "add_special", "add_special_tokens", &add, pe) ||
-	    !params_bool(root, "parse_special", &parse, pe))
+	    !params_bool(root, "parse_special", &parse, pe) || !parse_text(d, root, t, pe))
 		return false;
-	if ((t->text = orch_strndup(text, strlen(text))) == NULL)
-		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
-	t->t.msg.text = t->text;
 	t->t.msg.add_special = add;
 	t->t.msg.parse_special = parse;
 	return true;

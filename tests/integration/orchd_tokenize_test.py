@@ -106,6 +106,17 @@ def test_bos_and_counts():
     check(st == 200 and o2["tokens"] == o["tokens"][1:], "add_special false: no BOS: %r" % o2)
     st, o3 = detok(model="s", tokens=o2["tokens"])
     check(st == 200 and o3["content"].strip() == "Once upon a time", "SPM round trip: %r" % o3)
+    # llama.cpp's mixed content: strings and ids in order; BOS only before a first string
+    st, a = tok(model="s", content=["Once", 7, " upon a time"])
+    _, once = tok(model="s", content="Once")
+    _, rest = tok(model="s", content=" upon a time", add_special=False)
+    check(st == 200 and a["tokens"] == once["tokens"] + [7] + rest["tokens"],
+          "mixed content: the parts in order, BOS before the first string: %r" % a)
+    st, b = tok(model="s", prompt=[7, "Once"])
+    _, once2 = tok(model="s", content="Once", add_special=False)
+    check(st == 200 and b["tokens"] == [7] + once2["tokens"], "mixed content starting with an id: no BOS: %r" % b)
+    st, c = tok(model="s", content=[5, 6], with_pieces=True)
+    check(st == 200 and [x["id"] for x in c["tokens"]] == [5, 6], "ids alone are kept as they are: %r" % c)
 
 
 def test_chat():
@@ -157,6 +168,14 @@ def test_refused():
     check(st == 200 and o.get("count", 0) > 3, "vLLM's add_special_tokens false beside messages is taken: %d %r" % (st, o))
     refused("/tokenize", {"model": "q", "content": "x", "add_special": True, "add_special_tokens": False}, 400, "add_special_tokens")
     refused("/tokenize", {"model": "q", "content": 5}, 400, "content")
+    refused("/tokenize", {"model": "q", "content": []}, 400, "content")
+    refused("/tokenize", {"model": "q", "content": ["x", -1]}, 400, "content")
+    refused("/tokenize", {"model": "q", "prompt": ["x", 1.5]}, 400, "prompt")
+    refused("/tokenize", {"model": "q", "content": ["x", ["y"]]}, 400, "content")
+    refused("/tokenize", {"model": "q", "content": ["x" * 3000, "y" * 3000]}, 400, "content")
+    refused("/tokenize", {"model": "q", "content": ["x", 151936]}, 400, "content")
+    st, o = tok(model="q", content=["x", 151936])
+    check("content[1]: token 151936" in o.get("error", {}).get("message", ""), "the bad part is named: %r" % o)
     refused("/tokenize", {"model": "q", "content": "x" * 5000}, 400, "content")
     refused("/tokenize", {"model": "q", "messages": []}, 400, "messages")
     refused("/tokenize", {"model": "nope", "content": "x"}, 404, "model")

@@ -25,13 +25,43 @@ serve_prompt_msgs(Orch__ChatMessage *const *m, size_t n)
 	return msgs;
 }
 
-/* @m's text, or its chat rendered by the template, as ids into @ids. */
+/*
+ * @m's parts (llama.cpp's mixed content) as ids into @ids: each text
+ * tokenized (the specials added to a first part only, as llama.cpp does),
+ * each token id checked against the vocabulary and kept.
+ */
+static orch_err
+encode_parts(const struct tok *t, const Orch__Tokenize *m, struct tok_ids *ids,
+             struct orch_errinfo *e)
+{
+	uint32_t n_vocab = tok_n_vocab(t);
+
+	for (size_t i = 0; i < m->n_parts; i++) {
+		const Orch__TokenizePart *p = m->parts[i];
+		unsigned flags = (m->add_special && i == 0 ? TOK_ADD_SPECIAL : 0) |
+		                 (m->parse_special ? TOK_PARSE_SPECIAL : 0);
+		if (p->is_token && (p->token < 0 || (uint32_t)p->token >= n_vocab))
+			return orch_errf(e, ORCH_EINVAL,
+			                 "content[%zu]: token %d is not in the model's vocabulary "
+			                 "(ids 0 to %u)",
+			                 i, p->token, n_vocab - 1);
+		orch_err rv = p->is_token ? tok_ids_push(ids, p->token)
+		                          : tok_encode(t, p->text, strlen(p->text), flags, ids);
+		if (rv != ORCH_OK)
+			return orch_errf(e, rv, "out of memory");
+	}
+	return ORCH_OK;
+}
+
+/* @m's text, parts or chat (rendered by the template) as ids into @ids. */
 static orch_err
 encode(struct serve *sv, const Orch__Tokenize *m, struct tok_ids *ids, struct orch_errinfo *e)
 {
 	const struct model_text *mt = &sv->eng->mt;
 	orch_err rv;
 
+	if (m->n_parts > 0)
+		return encode_parts(mt->tok, m, ids, e);
 	if (m->n_messages == 0) {
 		unsigned flags = (m->add_special ? TOK_ADD_SPECIAL : 0) |
 		                 (m->parse_special ? TOK_PARSE_SPECIAL : 0);
