@@ -49,8 +49,12 @@ orch_err gram_compile(const char *text, size_t n, const char *root, struct gram 
  * terminal matches nothing until it is bound to its token's id.
  */
 
-/* The most distinct token terminals a grammar may have. */
-#define GRAM_TOKENS_MAX 1024
+/*
+ * The most distinct token terminals a client's grammar may have (orchd
+ * checks), and how many more a compiled one may: the harmony wrapper's.
+ */
+#define GRAM_TOKENS_MAX   1024
+#define GRAM_TOKENS_SPARE 16
 
 /* gram_n_tokens - how many distinct token terminals @g has. */
 uint32_t gram_n_tokens(const struct gram *g);

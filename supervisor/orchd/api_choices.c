@@ -121,8 +121,9 @@ answer(struct choices *c)
 		}
 	}
 	if (bad != NULL)
-		return http_error_job(c->req, bad->code, NULL, bad_job->correlation,
-		                      bad->text ? bad->text : "");
+		return http_error_job(c->req, bad->code,
+		                      jobs_error_param(bad_job, bad->code, bad->text),
+		                      bad_job->correlation, bad->text ? bad->text : "");
 	for (uint32_t i = 0; i < c->n; i++) {
 		const struct job *j = c->m[i].job;
 		cJSON *o = j->sink->body(j);

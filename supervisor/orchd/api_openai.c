@@ -193,7 +193,8 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 	case EV_METRICS: /* a native API option */
 		return;
 	case EV_ERROR: { /* the body an error answer has (params_err_json), in a chunk */
-		cJSON *o = params_err_json(ev->code, NULL, ev->text ? ev->text : "");
+		cJSON *o = params_err_json(ev->code, jobs_error_param(j, ev->code, ev->text),
+		                           ev->text ? ev->text : "");
 		cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "error"),
 		                        "correlation_id", j->correlation);
 		put(out, o);

@@ -53,8 +53,8 @@ answer(struct follow *f, const struct job *j)
 	if (c)
 		http_conn_set_closecb(f->d, c, NULL, NULL);
 	if (last->type == EV_ERROR)
-		http_error_job(f->req, last->code, NULL, j->correlation,
-		               last->text ? last->text : "");
+		http_error_job(f->req, last->code, jobs_error_param(j, last->code, last->text),
+		               j->correlation, last->text ? last->text : "");
 	else
 		http_json(f->req, 200, j->sink->body(j));
 }

@@ -104,6 +104,7 @@ job_tools_dispatch(struct orchd *d, struct worker *w, struct job *j)
 		free(j->req.grammar);
 		j->req.grammar = g;
 		j->req.grammar_call = s == TOOL_SYNTAX_HARMONY; /* the worker wraps it */
+		j->req.grammar_param = "tool_choice";
 	}
 	if (s != TOOL_SYNTAX_HERMES && s != TOOL_SYNTAX_LLAMA3)
 		return true; /* harmony: the worker splits it; none: all is content */

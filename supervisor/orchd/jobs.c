@@ -354,6 +354,28 @@ is_tool(const char *recipient)
 	return true;
 }
 
+const char *
+jobs_error_param(const struct job *j, orch_err code, const char *msg)
+{
+	static const char *const grammar[] = {"grammar", "the grammar", "constrained output", NULL};
+
+	if (code != ORCH_EINVAL || msg == NULL)
+		return NULL;
+	if (strncmp(msg, "job ", 4) == 0) { /* past a worker's "job N: " */
+		size_t k = 4;
+		while (msg[k] >= '0' && msg[k] <= '9')
+			k++;
+		if (k > 4 && msg[k] == ':' && msg[k + 1] == ' ')
+			msg += k + 2;
+	}
+	if (strncmp(msg, "logit_bias", 10) == 0 || strncmp(msg, "no token is left", 16) == 0)
+		return "logit_bias"; /* the second: what the grammar allowed, logit_bias banned */
+	for (const char *const *p = grammar; *p && j->req.grammar_param != NULL; p++)
+		if (strncmp(msg, *p, strlen(*p)) == 0) /* (the grammar itself is freed by now) */
+			return j->req.grammar_param;
+	return NULL;
+}
+
 uint32_t
 jobs_msg(struct job *j, uint32_t wire, const char *channel, const char *recipient)
 {

@@ -125,6 +125,8 @@ struct job_request {
 	char *tool_fn;              /* TOOL_FORCE_NAMED: the function to call */
 	bool single_tool;           /* parallel_tool_calls false: at most one call */
 	bool grammar_call;          /* the grammar is a forced harmony call (Submit.grammar_call) */
+	const char *grammar_param;  /* the field the grammar came from (static; kept past
+	                               job_request_fini, for the error a worker's refusal makes) */
 	bool logprobs;              /* each token's log-probability (request_logprobs.c) */
 	uint32_t top_logprobs;      /* with logprobs: the likeliest alternatives, 0-20 */
 	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's
@@ -256,6 +258,14 @@ const char *jobs_client_message(orch_err code, const char *detail, char *buf, si
  * correlation id; when that differs, the detail is logged (job_error) under it.
  */
 void jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg);
+
+/*
+ * jobs_error_param - the request field a worker's refusal of @j (@code,
+ * @msg) is about, for the error's "param": the grammar's field ("grammar",
+ * "response_format", "tool_choice") for a grammar's failure, "logit_bias"
+ * for its own; NULL when none is known.
+ */
+const char *jobs_error_param(const struct job *j, orch_err code, const char *msg);
 
 /* jobs_cancel - the client is gone or asked: cancel in the worker, or drop from the queue. */
 void jobs_cancel(struct orchd *d, struct job *j, const char *why);

@@ -5,6 +5,7 @@
  * compiling it, and sent to the worker as GBNF text. A schema keyword the
  * grammar cannot honour is refused naming it: the output must validate.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,53 @@
 #include "params.h"
 #include "request.h"
 
+/*
+ * The line of @text (1-based) that defines a rule whose name begins
+ * "orch-harmony-" (the harmony wrapper's, text/harmony_grammar.h); 0: none.
+ */
+static uint32_t
+reserved_rule(const char *text)
+{
+	uint32_t line = 1;
+
+	for (const char *p = text; *p; line++) {
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (strncmp(p, "orch-harmony-", 13) == 0) {
+			const char *q = p + 13;
+			while (*q && (isalnum((unsigned char)*q) || *q == '-' || *q == '_'))
+				q++;
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (strncmp(q, "::=", 3) == 0)
+				return line;
+		}
+		const char *nl = strchr(p, '\n');
+		if (nl == NULL)
+			break;
+		p = nl + 1;
+	}
+	return 0;
+}
+
+/* What a grammar a client wrote may not have beyond compiling: too many terminals, our names. */
+static bool
+client_limits(const struct gram *g, const char *text, const char *param, struct params_err *pe)
+{
+	uint32_t line = reserved_rule(text);
+
+	if (gram_n_tokens(g) > GRAM_TOKENS_MAX)
+		return params_fail(pe, ORCH_EINVAL, param,
+		                   "'%s' has more than %d distinct token terminals", param,
+		                   GRAM_TOKENS_MAX);
+	if (line > 0)
+		return params_fail(pe, ORCH_EINVAL, param,
+		                   "'%s' line %u: rule names beginning with 'orch-harmony-' are "
+		                   "reserved (a harmony model's wrapper uses them)",
+		                   param, line);
+	return true;
+}
+
 /* @text as the request's grammar if it compiles (@mine: a grammar orchd made of a schema). */
 static bool
 take(struct job_request *r, char *text, bool mine, const char *param, struct params_err *pe)
@@ -24,8 +72,13 @@ take(struct job_request *r, char *text, bool mine, const char *param, struct par
 	struct gram *g = NULL;
 	struct gram_err ge;
 	orch_err rv = gram_compile(text, strlen(text), NULL, &g, &ge);
+	bool ok = rv != ORCH_OK || mine || client_limits(g, text, param, pe);
 
 	gram_free(g);
+	if (!ok) {
+		free(text);
+		return false;
+	}
 	if (rv == ORCH_ENOMEM) {
 		free(text);
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
@@ -47,6 +100,7 @@ take(struct job_request *r, char *text, bool mine, const char *param, struct par
 		                   "give one of 'grammar' and a JSON 'response_format', not both");
 	}
 	r->grammar = text;
+	r->grammar_param = strcmp(param, "grammar") == 0 ? "grammar" : "response_format";
 	return true;
 }
 

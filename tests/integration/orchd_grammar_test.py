@@ -159,11 +159,27 @@ def test_harmony():
     check(st == 200 and m.get("content") in ("yes", ""), "harmony: a trailing '|': %d %s" % (st, text[:300]))
     for gr, words in (('root ::= <|nope|> "x"', "<|nope|> is no token of this model's vocabulary"),
                       ('root ::= <[999999]>', "<[999999]> is outside this model's vocabulary (ids 0 to")):
-        st, _, text = post("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
-                                                    "max_tokens": 4, "grammar": gr})
-        check(st == 400 and words in text, "a token terminal the vocabulary lacks: %d %s" % (st, text[:300]))
+        refused("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
+                                         "max_tokens": 4, "grammar": gr}, "grammar", words)
     refused("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
                                      "grammar": "root ::= !<[3]>"}, "grammar", "any token but one")
+    # an answer's grammar stays in its message: no <|end|> <|start|> ... to write a tool call
+    refused("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
+                                     "max_tokens": 8, "grammar": 'root ::= "x" <|end|> <|start|> "a"'},
+            "grammar", "may not name <|end|>")
+    refused("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
+                                     "grammar": 'root ::= x\norch-harmony-text ::= "y"\nx ::= "z"'},
+            "grammar", "line 2", "reserved")
+    refused("/v1/chat/completions", {"model": "oss", "messages": [{"role": "user", "content": "x"}],
+                                     "grammar": "root ::= " + " | ".join("<[%d]>" % i for i in range(1025))},
+            "grammar", "more than 1024 distinct token terminals")
+    st, _, text = post("/v1/chat/completions", {
+        "model": "oss", "messages": [{"role": "user", "content": "x"}], "max_tokens": 200, "seed": 1,
+        "logit_bias": bias, "grammar": "root ::= " + " | ".join("<[%d]>" % i for i in range(1024))})
+    check(st == 200, "1024 terminals on a harmony chat (the wrapper adds its own): %d %s" % (st, text[:200]))
+    # logit_bias banning all the grammar allows: said so, not blamed on the grammar
+    refused("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 4, "grammar": "root ::= <[5]>",
+                                "logit_bias": {"5": -100}}, "logit_bias", "no token is left")
 
 
 def main():

@@ -249,6 +249,15 @@ grammars_start(struct grammars *gs, const char *text, size_t n, const char *root
 	return ORCH_OK;
 }
 
+bool
+grammars_cached(const struct grammars *gs, const char *text, size_t n, const char *root)
+{
+	for (const struct grammar_entry *e = gs->entries; e != NULL; e = e->next)
+		if (e->n == n && strcmp(e->root, root) == 0 && memcmp(e->text, text, n) == 0)
+			return true;
+	return false;
+}
+
 void
 grammars_end(struct gram_job *j)
 {
@@ -262,7 +271,7 @@ grammars_end(struct gram_job *j)
 
 orch_err
 grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bool first,
-                   float *out, struct orch_errinfo *reterr)
+                   float *out, uint32_t *ret_allowed, struct orch_errinfo *reterr)
 {
 	const struct grammars *gs = j->gs;
 	const uint32_t *bits;
@@ -292,6 +301,8 @@ grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bo
 			out[gs->eog[i]] = logits[gs->eog[i]];
 			allowed++;
 		}
+	if (ret_allowed != NULL)
+		*ret_allowed = allowed;
 	if (allowed == 0)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "the grammar allows no token of this model's vocabulary here");

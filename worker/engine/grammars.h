@@ -50,6 +50,9 @@ void grammars_free(struct grammars *gs);
 orch_err grammars_start(struct grammars *gs, const char *text, size_t n, const char *root,
                         struct gram_job *ret, struct orch_errinfo *reterr);
 
+/* grammars_cached - whether @text (@n bytes) with start rule @root is compiled and kept. */
+bool grammars_cached(const struct grammars *gs, const char *text, size_t n, const char *root);
+
 /* grammars_end - the job is over (a zeroed gram_job is ignored). */
 void grammars_end(struct gram_job *j);
 
@@ -61,11 +64,12 @@ void grammars_end(struct gram_job *j);
  * a terminal names them). @first: no text yet, where an SPM model's
  * output drops the dummy prefix's space (detok.h), so a token whose piece
  * starts with a space is not allowed either: the grammar and the client
- * see the same bytes. ORCH_EINVAL when no token is left (a grammar this
- * vocabulary cannot spell on), ORCH_ENOMEM.
+ * see the same bytes. *@ret_allowed (when not NULL): how many tokens are
+ * left. ORCH_EINVAL when none is (a grammar this vocabulary cannot spell
+ * on), ORCH_ENOMEM.
  */
 orch_err grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bool first,
-                            float *out, struct orch_errinfo *reterr);
+                            float *out, uint32_t *ret_allowed, struct orch_errinfo *reterr);
 
 /*
  * grammars_feed - token @id (not end-of-generation) taken: its bytes into

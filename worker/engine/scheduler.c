@@ -46,6 +46,7 @@
 #include "scheduler.h"
 
 #include <assert.h>
+#include <math.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -647,9 +648,21 @@ constrain(struct sched *s, struct sched_job *j, const float *lg)
 		finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
 		return NULL;
 	}
-	if ((rv = grammars_constrain(j->gj, lg, s->n_vocab, !j->dt.started, s->masked, &e)) !=
-	    ORCH_OK) {
+	uint32_t allowed = 0;
+	if ((rv = grammars_constrain(j->gj, lg, s->n_vocab, !j->dt.started, s->masked, &allowed,
+	                             &e)) != ORCH_OK) {
 		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < j->sp.n_bias; i++) /* a ban on an allowed token leaves fewer */
+		if (j->sp.bias[i].bias <= -100.0f && s->masked[j->sp.bias[i].id] > -INFINITY) {
+			s->masked[j->sp.bias[i].id] =
+			        -INFINITY; /* once, however often it is listed */
+			allowed--;
+		}
+	if (allowed == 0) {
+		finish(s, j, ORCH_FINISH_ERROR, ORCH_EINVAL,
+		       "no token is left here: the grammar allows only tokens that logit_bias bans");
 		return NULL;
 	}
 	return s->masked;

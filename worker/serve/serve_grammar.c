@@ -35,10 +35,17 @@ serve_grammar(struct serve *sv, struct serve_job *j, const Orch__Submit *m, stru
 		return orch_errf(e, ORCH_EINVAL, "grammar_call is for a chat on a harmony model");
 	if (sv->eng->mt.harmony && (m->chat || m->n_messages > 0)) {
 		rv = harmony_grammar(m->grammar, m->grammar_call, prompt_end(sv, j), &wrapped, e);
-		if (rv == ORCH_ENOMEM)
-			return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
-		if (rv != ORCH_OK)
-			return rv;
+		/* an answer's grammar stays in its message (checked once: the wrapped is kept) */
+		if (rv == ORCH_OK && !m->grammar_call &&
+		    !grammars_cached(sv->eng->grammars, wrapped, strlen(wrapped),
+		                     HARMONY_GRAMMAR_ROOT))
+			rv = harmony_answer_check(m->grammar, &sv->eng->mt.hv, e);
+		if (rv != ORCH_OK) {
+			free(wrapped);
+			return rv == ORCH_ENOMEM
+			               ? orch_errf(e, ORCH_EVRAM, "out of memory admitting the job")
+			               : rv;
+		}
 		text = wrapped;
 		root = HARMONY_GRAMMAR_ROOT;
 	}

@@ -11,8 +11,10 @@
 #include "harmony_grammar.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "base/sbuf.h"
+#include "grammar/grammar.h"
 
 orch_err
 harmony_grammar(const char *grammar, bool call, enum harmony_at at, char **ret,
@@ -42,4 +44,37 @@ harmony_grammar(const char *grammar, bool call, enum harmony_at at, char **ret,
 	}
 	*ret = sbuf_take(&b, NULL);
 	return ORCH_OK;
+}
+
+orch_err
+harmony_answer_check(const char *grammar, const struct harmony_vocab *hv,
+                     struct orch_errinfo *reterr)
+{
+	static const char *const names[] = {"<|start|>",   "<|end|>",       "<|message|>",
+	                                    "<|channel|>", "<|constrain|>", "<|return|>",
+	                                    "<|call|>"};
+	const int32_t ids[] = {hv->start,     hv->end, hv->message, hv->channel,
+	                       hv->constrain, hv->ret, hv->call};
+	struct gram *g = NULL;
+	struct gram_err ge;
+	orch_err rv = gram_compile(grammar, strlen(grammar), NULL, &g, &ge);
+
+	if (rv != ORCH_OK)
+		return rv == ORCH_ENOMEM ? orch_errf(reterr, rv, "out of memory") : ORCH_OK;
+	for (uint32_t i = 0; i < gram_n_tokens(g) && rv == ORCH_OK; i++) {
+		const char *text;
+		uint32_t len;
+		int32_t id = gram_token(g, i, &text, &len);
+		for (size_t k = 0; k < sizeof(names) / sizeof(names[0]) && rv == ORCH_OK; k++)
+			if (text ? strlen(names[k]) == len && memcmp(text, names[k], len) == 0
+			         : id == ids[k] && id >= 0)
+				rv = orch_errf(
+				        reterr, ORCH_EINVAL,
+				        "grammar: on a harmony model a chat's grammar is the "
+				        "answer (the final channel's content) and may not name "
+				        "%s, which the messages around it are made of",
+				        names[k]);
+	}
+	gram_free(g);
+	return rv;
 }

@@ -37,3 +37,14 @@
  */
 orch_err harmony_grammar(const char *grammar, bool call, enum harmony_at at, char **ret,
                          struct orch_errinfo *reterr);
+
+/*
+ * harmony_answer_check - whether @grammar (an answer's: the final
+ * channel's content) stays inside its message: ORCH_EINVAL, naming it, when
+ * it has a token terminal for one of @hv's structure tokens (<|end|>,
+ * <|start|>, <|channel|>, ...), with which an answer could end its message
+ * and write others (a tool call nobody declared). A grammar that does not
+ * compile is left to the compile that reports it: ORCH_OK. ORCH_ENOMEM.
+ */
+orch_err harmony_answer_check(const char *grammar, const struct harmony_vocab *hv,
+                              struct orch_errinfo *reterr);

@@ -106,6 +106,23 @@ test_call(void)
 	T_EQ(run(call_f, true, HARMONY_AT_FINAL, "{}"), -2); /* a call cannot start in an answer */
 }
 
+/* An answer's grammar may not name the tokens its message is made of; text and others may. */
+static void
+test_answer_check(void)
+{
+	struct harmony_vocab hv;
+	char gr[96];
+
+	T_TRUE(harmony_vocab_find(oss, &hv));
+	T_EQ(harmony_answer_check("root ::= \"x\" <|end|> <|start|>", &hv, NULL), ORCH_EINVAL);
+	T_EQ(harmony_answer_check("root ::= \"x\" <|call|>", &hv, NULL), ORCH_EINVAL);
+	snprintf(gr, sizeof(gr), "root ::= \"x\" <[%d]>", hv.channel);
+	T_EQ(harmony_answer_check(gr, &hv, NULL), ORCH_EINVAL);
+	T_EQ(harmony_answer_check("root ::= \"<|end|>\" | \"x\"", &hv, NULL), ORCH_OK); /* text */
+	T_EQ(harmony_answer_check("root ::= \"x\" <|endoftext|>", &hv, NULL), ORCH_OK);
+	T_EQ(harmony_answer_check("root ::= nope", &hv, NULL), ORCH_OK); /* the compile says */
+}
+
 int
 main(void)
 {
@@ -114,6 +131,7 @@ main(void)
 		return 1;
 	T_RUN(test_answer);
 	T_RUN(test_call);
+	T_RUN(test_answer_check);
 	tok_free(oss);
 	return t_done();
 }
