@@ -14,7 +14,10 @@
 #               synchronous launches, then under memcheck
 #     bench     orch-gpu-bench on synthesized qwen2.5-0.5b / phi3-mini Q4_K_M
 #     orchd     orchd with a cuda:0 model: NVML inventory, /health, a stream,
-#               the worker killed and restarted
+#               the worker killed and restarted; then what leaves the device
+#               sampler (orchd_gpu_api.py: logprobs against the goldens,
+#               logit_bias, penalties, grammars, gpt-oss json_schema and a
+#               forced call)
 #     profile   Nsight Compute's kernel times for decode (batch 1 and 8) and a
 #               512-token prefill of qwen2.5-0.5b Q4_K_M, summed per kernel
 #     initcheck compute-sanitizer initcheck on the gpt-oss goldens
@@ -201,9 +204,12 @@ phase_orchd() {
 		path = $root/models/stories260K.gguf
 		device = cuda:0
 	EOF
+	local oss=${ORCH_TESTDATA:-}/models/gpt-oss-tiny-mxfp4.gguf
+	[[ -f $oss ]] && printf '[model "oss"]\npath = %s\ndevice = cuda:0\ncontext = 2048\n' "$oss" >>"$d/orchd.conf"
 	"$build/bin/orchd" --config "$d/orchd.conf" >"$d/orchd.log" 2>&1 &
 	pid=$!
-	timeout 150 python3 "$root/tests/gpu/orchd_gpu.py" "$port" "$d" && rc=0
+	timeout 150 python3 "$root/tests/gpu/orchd_gpu.py" "$port" "$d" &&
+		timeout 240 python3 "$root/tests/gpu/orchd_gpu_api.py" "$port" "$d" && rc=0
 	kill "$pid" 2>/dev/null
 	wait "$pid" 2>/dev/null
 	cat "$d/orchd.log"
