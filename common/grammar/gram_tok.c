@@ -31,9 +31,9 @@ terminal(struct gbnf *p, const char *text, uint32_t len, int32_t id, uint32_t *r
 			return true;
 		}
 	}
+	/* the spare is a wrapper's: a client's grammar past it had more than the documented max */
 	if (p->n_toks == GRAM_TOKENS_MAX + GRAM_TOKENS_SPARE)
-		return gbnf_fail(p, "more than %d distinct token terminals",
-		                 GRAM_TOKENS_MAX + GRAM_TOKENS_SPARE);
+		return gbnf_fail(p, "more than %d distinct token terminals", GRAM_TOKENS_MAX);
 	if (!gram_grow((void **)&p->toks, &p->cap_toks, p->n_toks, sizeof(*p->toks), 4))
 		return gbnf_oom(p);
 	struct gram_tok *t = &p->toks[p->n_toks];

@@ -368,6 +368,8 @@ jobs_error_param(const struct job *j, orch_err code, const char *msg)
 		if (k > 4 && msg[k] == ':' && msg[k + 1] == ' ')
 			msg += k + 2;
 	}
+	if (strncmp(msg, "tool_choice", 11) == 0)
+		return "tool_choice";
 	if (strncmp(msg, "logit_bias", 10) == 0 || strncmp(msg, "no token is left", 16) == 0)
 		return "logit_bias"; /* the second: what the grammar allowed, logit_bias banned */
 	for (const char *const *p = grammar; *p && j->req.grammar_param != NULL; p++)

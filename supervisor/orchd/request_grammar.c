@@ -27,7 +27,7 @@ reserved_rule(const char *text)
 {
 	uint32_t line = 1;
 
-	for (const char *p = text; *p; line++) {
+	for (const char *p = text; *p; line++) { /* a bare '\r' counts as a line too */
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (strncmp(p, "orch-harmony-", 13) == 0) {
@@ -39,10 +39,12 @@ reserved_rule(const char *text)
 			if (strncmp(q, "::=", 3) == 0)
 				return line;
 		}
-		const char *nl = strchr(p, '\n');
-		if (nl == NULL)
+		p += strcspn(p, "\r\n"); /* the parser ends a rule at either */
+		if (*p == '\0')
 			break;
-		p = nl + 1;
+		if (*p == '\r' && p[1] == '\n')
+			p++;
+		p++;
 	}
 	return 0;
 }

@@ -180,6 +180,13 @@ def test_harmony():
     # logit_bias banning all the grammar allows: said so, not blamed on the grammar
     refused("/v1/completions", {"model": "tiny", "prompt": "hi", "max_tokens": 4, "grammar": "root ::= <[5]>",
                                 "logit_bias": {"5": -100}}, "logit_bias", "no token is left")
+    if os.path.isfile(QWEN_VOCAB):  # an end token named by a terminal where the grammar may end: counted once
+        ids = [json.loads(post("/tokenize", {"model": "qv", "content": t})[2])["tokens"][0]
+               for t in ("<|im_end|>", "<|endoftext|>")]
+        refused("/v1/completions", {"model": "qv", "prompt": "hi", "max_tokens": 4, "grammar": "root ::= <|im_end|>?",
+                                    "logit_bias": {str(i): -100 for i in ids}}, "logit_bias", "no token is left")
+    refused("/v1/chat/completions", {"model": "tiny", "messages": [{"role": "user", "content": "x"}],
+                                     "grammar": 'root ::= "a"\rorch-harmony-think ::= "x"'}, "grammar", "reserved")
 
 
 def main():

@@ -155,7 +155,8 @@ def test_tool_call():
 
     # a tool without a description (OpenAI's is optional; LangChain sends none): the template
     # writes "// " + description, so the worker gives it "" rather than fail on an undefined
-    bare = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}]
+    bare = [{"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}},
+            {"type": "function", "function": {"name": "later", "description": None}}]
     st, _, t = post("/tokenize", {"model": "oss", "messages": msgs, "tools": bare,
                                   "with_pieces": False, "add_special": False})
     rendered = json.loads(t) if st == 200 else {}

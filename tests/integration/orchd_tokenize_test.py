@@ -175,7 +175,7 @@ def test_refused():
     refused("/tokenize", {"model": "q", "content": ["x" * 3000, "y" * 3000]}, 400, "content")
     refused("/tokenize", {"model": "q", "content": ["x", 151936]}, 400, "content")
     st, o = tok(model="q", content=["x", 151936])
-    check("content[1]: token 151936" in o.get("error", {}).get("message", ""), "the bad part is named: %r" % o)
+    check("at [1] (151936)" in o.get("error", {}).get("message", ""), "the bad part is named: %r" % o)
     refused("/tokenize", {"model": "q", "content": "x" * 5000}, 400, "content")
     refused("/tokenize", {"model": "q", "messages": []}, 400, "messages")
     refused("/tokenize", {"model": "nope", "content": "x"}, 404, "model")

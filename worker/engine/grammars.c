@@ -283,8 +283,9 @@ grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bo
 	if (rv != ORCH_OK)
 		return ambiguous_or_oom(rv, "computing the grammar's mask", reterr);
 	for (uint32_t w = 0; w < (n + 31) / 32; w++) {
-		uint32_t word = bits[w] & (strip ? ~gs->spaced[w] : ~0u);
 		uint32_t base = w * 32, top = base + 32 < n ? base + 32 : n;
+		uint32_t word = bits[w] & (strip ? ~gs->spaced[w] : ~0u) &
+		                (top - base < 32 ? (1u << (top - base)) - 1 : ~0u);
 		if (word == 0) {
 			for (uint32_t i = base; i < top; i++)
 				out[i] = -INFINITY;
@@ -296,11 +297,15 @@ grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bo
 	}
 	for (uint32_t i = n; i < n_vocab; i++)
 		out[i] = -INFINITY;
-	for (uint32_t i = 0; i < gs->n_eog; i++)
-		if (end && (uint32_t)gs->eog[i] < n_vocab) {
-			out[gs->eog[i]] = logits[gs->eog[i]];
+	for (uint32_t i = 0; i < gs->n_eog; i++) {
+		uint32_t t = (uint32_t)gs->eog[i];
+		bool masked_in =
+		        t < n && ((bits[t >> 5] >> (t & 31)) & 1); /* a terminal named it */
+		if (end && t < n_vocab && !masked_in) {
+			out[t] = logits[t];
 			allowed++;
 		}
+	}
 	if (ret_allowed != NULL)
 		*ret_allowed = allowed;
 	if (allowed == 0)

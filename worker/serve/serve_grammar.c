@@ -35,8 +35,9 @@ serve_grammar(struct serve *sv, struct serve_job *j, const Orch__Submit *m, stru
 		return orch_errf(e, ORCH_EINVAL, "grammar_call is for a chat on a harmony model");
 	if (sv->eng->mt.harmony && (m->chat || m->n_messages > 0)) {
 		rv = harmony_grammar(m->grammar, m->grammar_call, prompt_end(sv, j), &wrapped, e);
-		/* an answer's grammar stays in its message (checked once: the wrapped is kept) */
-		if (rv == ORCH_OK && !m->grammar_call &&
+		/* an answer's grammar stays in its message: checked once (the wrapped is kept),
+		 * and only where a terminal may be (a '<') */
+		if (rv == ORCH_OK && !m->grammar_call && strchr(m->grammar, '<') != NULL &&
 		    !grammars_cached(sv->eng->grammars, wrapped, strlen(wrapped),
 		                     HARMONY_GRAMMAR_ROOT))
 			rv = harmony_answer_check(m->grammar, &sv->eng->mt.hv, e);

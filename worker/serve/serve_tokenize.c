@@ -41,10 +41,11 @@ encode_parts(const struct tok *t, const Orch__Tokenize *m, struct tok_ids *ids,
 		unsigned flags = (m->add_special && i == 0 ? TOK_ADD_SPECIAL : 0) |
 		                 (m->parse_special ? TOK_PARSE_SPECIAL : 0);
 		if (p->is_token && (p->token < 0 || (uint32_t)p->token >= n_vocab))
-			return orch_errf(e, ORCH_EINVAL,
-			                 "content[%zu]: token %d is not in the model's vocabulary "
-			                 "(ids 0 to %u)",
-			                 i, p->token, n_vocab - 1);
+			return orch_errf(
+			        e, ORCH_EINVAL,
+			        "the token id at [%zu] (%d) is not in the model's vocabulary "
+			        "(ids 0 to %u)",
+			        i, p->token, n_vocab - 1);
 		orch_err rv = p->is_token ? tok_ids_push(ids, p->token)
 		                          : tok_encode(t, p->text, strlen(p->text), flags, ids);
 		if (rv != ORCH_OK)

@@ -52,7 +52,7 @@ merge(cJSON *obj, const char *json, const char *what, struct orch_errinfo *reter
  * gpt-oss's template writes each tool as "// " + description, which jinja2
  * (and so this engine) refuses when the description is undefined; OpenAI
  * makes it optional and clients leave it out (LangChain's
- * withStructuredOutput). On a harmony model a function without one gets "":
+ * withStructuredOutput) or send null. On a harmony model such a function gets "":
  * an empty comment line, as for a tool described by nothing.
  */
 static orch_err
@@ -62,10 +62,14 @@ harmony_tools(cJSON *vars)
 
 	cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(vars, "tools"))
 	{
-		cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function");
-		if (cJSON_IsObject(f) &&
-		    cJSON_GetObjectItemCaseSensitive(f, "description") == NULL &&
-		    cJSON_AddStringToObject(f, "description", "") == NULL)
+		cJSON *f = cJSON_GetObjectItemCaseSensitive(t, "function"), *d;
+		if (!cJSON_IsObject(f))
+			continue;
+		d = cJSON_GetObjectItemCaseSensitive(f, "description");
+		if (d != NULL && !cJSON_IsNull(d))
+			continue;
+		cJSON_DeleteItemFromObjectCaseSensitive(f, "description"); /* a null one too */
+		if (cJSON_AddStringToObject(f, "description", "") == NULL)
 			return ORCH_ENOMEM;
 	}
 	return ORCH_OK;

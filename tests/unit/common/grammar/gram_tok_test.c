@@ -70,7 +70,7 @@ test_compile(void)
 	size_t k = (size_t)snprintf(many, sizeof(many), "root ::=");
 	for (int i = 0; i <= GRAM_TOKENS_MAX + GRAM_TOKENS_SPARE; i++)
 		k += (size_t)snprintf(many + k, sizeof(many) - k, " <[%d]>", i);
-	refused(many, "more than 1040 distinct token terminals");
+	refused(many, "more than 1024 distinct token terminals");
 	refused("root ::= <>", "empty token terminal");
 	refused("root ::= <a b>", "a token terminal is");
 	refused("root ::= <abc", "a token terminal is");
