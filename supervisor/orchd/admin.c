@@ -272,8 +272,7 @@ on_pending_close(struct evhttp_connection *evcon, void *arg)
 
 	(void)evcon;
 	inspect_cancel(p->q);
-	if (evhttp_request_get_connection(p->req) == NULL) /* detached, not freed: ours now */
-		evhttp_send_reply_end(p->req);
+	http_conn_release(p->req);
 	pending_free(p);
 }
 

@@ -269,8 +269,7 @@ on_req_close(struct evhttp_connection *conn, void *arg)
 	struct choices *c = arg;
 
 	(void)conn;
-	if (evhttp_request_get_connection(c->req) == NULL)
-		evhttp_send_reply_end(c->req);
+	http_conn_release(c->req);
 	detach_all(c, true);
 	drop(c);
 }

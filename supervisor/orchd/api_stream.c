@@ -124,9 +124,7 @@ on_req_close(struct evhttp_connection *conn, void *arg)
 	struct follow *f = arg;
 
 	(void)conn;
-	/* detached from its connection by the client's going: ours to free */
-	if (evhttp_request_get_connection(f->req) == NULL)
-		evhttp_send_reply_end(f->req);
+	http_conn_release(f->req);
 	if (f->watch.job)
 		jobs_unwatch(f->d, &f->watch, true);
 	follow_free(f);

@@ -162,9 +162,7 @@ on_close(struct evhttp_connection *conn, void *arg)
 	struct api_tok *a = arg;
 
 	(void)conn;
-	/* detached from its connection by the client's going: ours to free */
-	if (evhttp_request_get_connection(a->req) == NULL)
-		evhttp_send_reply_end(a->req);
+	http_conn_release(a->req);
 	tokenize_remove(a->t.d, &a->t);
 	tok_free(a);
 }

@@ -620,6 +620,13 @@ http_conn_set_closecb(struct orchd *d, struct evhttp_connection *evcon, http_clo
 	c->user_arg = arg;
 }
 
+void
+http_conn_release(struct evhttp_request *req)
+{
+	if (evhttp_request_get_connection(req) == NULL)
+		evhttp_send_reply_end(req);
+}
+
 /* ---- the layer ---- */
 
 orch_err

@@ -86,6 +86,14 @@ void http_conn_watch_close(struct evhttp_connection *c, uint32_t write_timeout_s
 void http_conn_set_closecb(struct orchd *d, struct evhttp_connection *c, http_close_fn fn,
                            void *arg);
 
+/*
+ * http_conn_release - from a close callback, for the request @req its
+ * handler still holds: evhttp detaches (and does not free) a request whose
+ * client left while it was unanswered, so it is the handler's; this ends it,
+ * which frees it. A request still on its connection is left to evhttp.
+ */
+void http_conn_release(struct evhttp_request *req);
+
 /* http_conn_drop - before evhttp_free(): forget connections not admitted yet. */
 void http_conn_drop(struct orchd *d);
 
