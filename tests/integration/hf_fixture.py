@@ -51,6 +51,22 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+def _handler(serve):
+    """A request handler class whose GET and HEAD call @serve(handler, head)."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_HEAD(self):
+            serve(self, head=True)
+
+        def do_GET(self):
+            serve(self, head=False)
+
+    return Handler
+
+
 class HfFixture:
     """The two servers over @repos: {"ORG/REPO": {"files": {PATH: bytes},
     "revision": "main", "commit": 40 hex, "gated": TOKEN or None,
@@ -81,30 +97,8 @@ class HfFixture:
         self.stop()
 
     def start(self):
-        fx = self
-
-        class Hub(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_HEAD(self):
-                fx._hub(self, head=True)
-
-            def do_GET(self):
-                fx._hub(self, head=False)
-
-        class Cdn(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_HEAD(self):
-                fx._cdn(self, head=True)
-
-            def do_GET(self):
-                fx._cdn(self, head=False)
-
-        self._hub_srv = _Server(("127.0.0.1", 0), Hub)
-        self._cdn_srv = _Server(("127.0.0.1", 0), Cdn)
+        self._hub_srv = _Server(("127.0.0.1", 0), _handler(self._hub))
+        self._cdn_srv = _Server(("127.0.0.1", 0), _handler(self._cdn))
         for s in (self._hub_srv, self._cdn_srv):
             threading.Thread(target=s.serve_forever, daemon=True).start()
         self.hub = "http://127.0.0.1:%d" % self._hub_srv.server_address[1]
@@ -185,7 +179,6 @@ class HfFixture:
                 e["lfs"] = {"oid": r["sha"][p], "size": len(d), "pointerSize": 134}
                 e["oid"] = _git_oid(b"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n"
                                     % (r["sha"][p].encode(), len(d)))
-                e["size"] = len(d)
             out.append(e)
         out += [{"type": "directory", "oid": _git_oid(d.encode()), "size": 0, "path": d} for d in sorted(dirs)]
         if under and not out:
