@@ -164,6 +164,16 @@ bind_tokens(const struct grammars *gs, struct gram *g, struct orch_errinfo *rete
 	return ORCH_OK;
 }
 
+/* The kept entry of @text with start rule @root, or NULL. */
+static struct grammar_entry *
+entry_find(const struct grammars *gs, const char *text, size_t n, const char *root)
+{
+	for (struct grammar_entry *e = gs->entries; e != NULL; e = e->next)
+		if (e->n == n && strcmp(e->root, root) == 0 && memcmp(e->text, text, n) == 0)
+			return e;
+	return NULL;
+}
+
 /* The entry of @text with start rule @root, compiled when new. */
 static orch_err
 entry_get(struct grammars *gs, const char *text, size_t n, const char *root,
@@ -173,11 +183,8 @@ entry_get(struct grammars *gs, const char *text, size_t n, const char *root,
 	struct gram_err ge;
 	orch_err rv;
 
-	for (e = gs->entries; e != NULL; e = e->next)
-		if (e->n == n && strcmp(e->root, root) == 0 && memcmp(e->text, text, n) == 0) {
-			*ret = e;
-			return ORCH_OK;
-		}
+	if ((*ret = entry_find(gs, text, n, root)) != NULL)
+		return ORCH_OK;
 	if ((e = orch_calloc(1, sizeof(*e))) == NULL || (e->text = orch_strndup(text, n)) == NULL)
 		goto oom;
 	e->n = n;
@@ -252,10 +259,7 @@ grammars_start(struct grammars *gs, const char *text, size_t n, const char *root
 bool
 grammars_cached(const struct grammars *gs, const char *text, size_t n, const char *root)
 {
-	for (const struct grammar_entry *e = gs->entries; e != NULL; e = e->next)
-		if (e->n == n && strcmp(e->root, root) == 0 && memcmp(e->text, text, n) == 0)
-			return true;
-	return false;
+	return entry_find(gs, text, n, root) != NULL;
 }
 
 void
