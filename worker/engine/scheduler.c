@@ -43,72 +43,14 @@
  *   prefix both pools can give: the full pool's every block, the window
  *   pool's last window (kvb_match_len).
  */
-#include "scheduler.h"
-
-#include <assert.h>
 #include <math.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "base/clock.h"
-#include "gguf/model_info.h"
 #include "grammars.h"
-#include "kv_blocks.h"
+#include "scheduler_int.h"
 #include "text/tokenizer.h"
-
-_Static_assert(sizeof(((struct sched_config *)0)->kv_seed) == KVB_SEED_BYTES,
-               "sched_config.kv_seed is a kv_blocks seed");
-
-enum { J_WAITING, J_PREFILL, J_DECODE };
-
-struct sched {
-	const struct be_ops *ops;
-	struct be_model *b;
-	const struct tok *t;
-	uint32_t n_vocab;
-	struct sched_config cfg;
-	struct sched_job **slots; /* [slots]: running jobs */
-	struct sched_job *waiting, *waiting_tail;
-	struct be_seq *seqs;        /* [slots] */
-	struct sched_job **seq_job; /* [slots] */
-	struct samp_cand *work;     /* [n_vocab] */
-	float *masked;              /* [n_vocab]: a constrained job's logits; NULL until one */
-	struct be_sample *samp;     /* [slots]: for a backend that samples (forward_sample) */
-	int32_t *ids;               /* [slots] */
-	struct sched_step_info last;
-	struct kvb *kv;  /* paged KV: the block pool, sequence i = slot i; NULL: slots */
-	struct kvb *kvw; /* paged sliding-window layers: their pool; NULL: none (or rings) */
-	uint64_t arrivals, preemptions;
-	uint64_t prompt_queried, prompt_hit; /* first admissions only (a refeed hits itself) */
-};
-
-/* The block pools of a paged scheduler: the full layers', and the windows' if any. */
-static orch_err
-kv_pools(struct sched *s, struct orch_errinfo *reterr)
-{
-	const struct sched_config *cfg = &s->cfg;
-	struct kvb_config kc = {.n_blocks = cfg->kv_blocks,
-	                        .block_tokens = cfg->kv_block_tokens,
-	                        .max_seqs = cfg->slots,
-	                        .max_seq_tokens = cfg->n_ctx,
-	                        .prefix_cache = cfg->prefix_cache};
-	orch_err rv;
-
-	assert(s->ops->paged && s->ops->copy_blocks != NULL);
-	memcpy(kc.seed, cfg->kv_seed, sizeof(kc.seed));
-	if ((rv = kvb_new(&kc, &s->kv, reterr)) != ORCH_OK || cfg->kv_swa_blocks == 0)
-		return rv;
-	uint32_t most = model_swa_blocks(cfg->n_ctx, cfg->n_swa, cfg->chunk + cfg->slots,
-	                                 kvb_block_tokens(s->kv));
-	if (cfg->n_swa == 0 || cfg->kv_swa_blocks / cfg->slots < most)
-		return orch_errf(reterr, ORCH_EINVAL,
-		                 "a sliding-window pool of %u blocks for %u sequences of window %u "
-		                 "(each may hold %u)",
-		                 cfg->kv_swa_blocks, cfg->slots, cfg->n_swa, most);
-	kc.n_blocks = cfg->kv_swa_blocks;
-	kc.window = cfg->n_swa;
-	return kvb_new(&kc, &s->kvw, reterr);
-}
 
 orch_err
 sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uint32_t n_vocab,
@@ -130,7 +72,7 @@ sched_new(const struct be_ops *ops, struct be_model *b, const struct tok *t, uin
 		sched_free(s);
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory for the scheduler");
 	}
-	orch_err rv = cfg->kv_blocks > 0 ? kv_pools(s, reterr) : ORCH_OK;
+	orch_err rv = cfg->kv_blocks > 0 ? sched_kv_pools(s, reterr) : ORCH_OK;
 	if (rv != ORCH_OK) {
 		sched_free(s);
 		return rv;
@@ -206,18 +148,9 @@ release(struct sched_job *j, uint32_t index)
 	j->pending.n = 0;
 }
 
-/* Paged: give sequence @seq's blocks back, in both pools. */
-static void
-kv_seq_free(struct sched *s, uint32_t seq)
-{
-	if (s->kv != NULL)
-		kvb_seq_free(s->kv, seq);
-	if (s->kvw != NULL)
-		kvb_seq_free(s->kvw, seq);
-}
-
-static void
-finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
+void
+sched_finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err,
+             const char *msg)
 {
 	double now = (double)orch_mono_ns() / 1e6;
 
@@ -227,7 +160,7 @@ finish(struct sched *s, struct sched_job *j, enum orch_finish why, orch_err err,
 	j->decode_ms = j->t_first > 0 ? now - j->t_first : 0;
 	if (j->state != J_WAITING) {
 		s->slots[j->slot] = NULL;
-		kv_seq_free(s, j->slot);
+		sched_kv_seq_free(s, j->slot);
 	}
 	sbuf_fini(&j->pending);
 	orch_free(j->hist);
@@ -248,7 +181,7 @@ sched_cancel(struct sched *s, uint64_t id)
 			for (struct sched_job *k = s->waiting; k != NULL; k = k->next)
 				s->waiting_tail = k;
 		}
-		finish(s, j, ORCH_FINISH_CANCELLED, ORCH_ECANCELLED, "cancelled");
+		sched_finish(s, j, ORCH_FINISH_CANCELLED, ORCH_ECANCELLED, "cancelled");
 		return;
 	}
 	for (uint32_t i = 0; i < s->cfg.slots; i++)
@@ -335,32 +268,32 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 		j->t_first = (double)orch_mono_ns() / 1e6;
 	if (tok_is_eog(s->t, id)) {
 		bool call = j->hm && id == j->hm->v.call;
-		finish(s, j, call ? ORCH_FINISH_TOOL_CALLS : ORCH_FINISH_EOS, ORCH_OK, NULL);
+		sched_finish(s, j, call ? ORCH_FINISH_TOOL_CALLS : ORCH_FINISH_EOS, ORCH_OK, NULL);
 		return;
 	}
 	if (j->gj != NULL && (rv = grammars_feed(j->gj, id, &e)) != ORCH_OK) {
-		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+		sched_finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return;
 	}
 	j->tokens_out++;
 	j->hist[j->n_hist++] = id;
 	bool text = j->hm == NULL || harmony_token(j, index, id); /* else a header: no text */
 	if (text && detok_push(&j->dt, id, &j->pending) != ORCH_OK) {
-		finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
+		sched_finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
 		return;
 	}
 	if (text && emit_text(j, index, id)) {
-		finish(s, j, ORCH_FINISH_STOP, ORCH_OK, NULL);
+		sched_finish(s, j, ORCH_FINISH_STOP, ORCH_OK, NULL);
 		return;
 	}
 	if (j->gj != NULL && grammars_done(j->gj)) { /* nothing but the end could follow */
 		/* harmony: a forced call's message ends the turn as <|call|> would */
 		bool call = j->hm && j->tag.message != HARMONY_NO_MESSAGE && j->tag.recipient[0];
-		finish(s, j, call ? ORCH_FINISH_TOOL_CALLS : ORCH_FINISH_EOS, ORCH_OK, NULL);
+		sched_finish(s, j, call ? ORCH_FINISH_TOOL_CALLS : ORCH_FINISH_EOS, ORCH_OK, NULL);
 		return;
 	}
 	if (j->tokens_out >= j->max_tokens || j->fed + 1 > s->cfg.n_ctx) {
-		finish(s, j, ORCH_FINISH_LENGTH, ORCH_OK, NULL);
+		sched_finish(s, j, ORCH_FINISH_LENGTH, ORCH_OK, NULL);
 		return;
 	}
 	j->state = J_DECODE;
@@ -368,135 +301,11 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 }
 
 /* The tokens a prefilling job feeds: its prompt, or after a preemption what it had fed. */
-static const int32_t *
-prefill_src(const struct sched_job *j, uint32_t *ret_n)
+const int32_t *
+sched_prefill_src(const struct sched_job *j, uint32_t *ret_n)
 {
 	*ret_n = j->refeed > 0 ? j->refeed : j->n_prompt;
 	return j->refeed > 0 ? j->hist : j->prompt;
-}
-
-/*
- * Paged: the blocks the next step's appends take (each decoding job one
- * token, prompt chunks as build_batch gives them), and the youngest running
- * job (NULL when none runs).
- */
-static uint64_t
-step_need(const struct sched *s, struct sched_job **ret_young)
-{
-	uint64_t need = 0;
-	uint32_t budget = s->cfg.chunk;
-
-	*ret_young = NULL;
-	for (uint32_t pass = 0; pass < 2; pass++)
-		for (uint32_t i = 0; i < s->cfg.slots; i++) {
-			struct sched_job *j = s->slots[i];
-			uint32_t n = 1;
-			if (j == NULL || j->state != (pass == 0 ? J_DECODE : J_PREFILL))
-				continue;
-			if (pass == 1) {
-				prefill_src(j, &n);
-				n = n - j->fed < budget ? n - j->fed : budget;
-				budget -= n;
-			}
-			need += kvb_seq_blocks_needed(s->kv, i, n);
-			if (*ret_young == NULL || j->arrival > (*ret_young)->arrival)
-				*ret_young = j;
-		}
-	return need;
-}
-
-/* Paged: give @j's blocks back and queue it first again (see the design notes). */
-static void
-preempt(struct sched *s, struct sched_job *j)
-{
-	kv_seq_free(s, j->slot);
-	s->slots[j->slot] = NULL;
-	if (j->state == J_DECODE)
-		j->refeed = j->fed;
-	j->state = J_WAITING;
-	j->fed = 0;
-	j->preempted++;
-	j->next = s->waiting;
-	s->waiting = j;
-	if (s->waiting_tail == NULL)
-		s->waiting_tail = j;
-	s->preemptions++;
-}
-
-/*
- * Paged: before a step, preempt the youngest running jobs until the step's
- * appends fit; the last one running that still cannot grow fails.
- */
-static void
-kv_make_room(struct sched *s)
-{
-	struct sched_job *young;
-
-	while (s->kv != NULL && step_need(s, &young) > (uint64_t)kvb_available(s->kv)) {
-		uint32_t running = 0;
-		for (uint32_t i = 0; i < s->cfg.slots; i++)
-			running += s->slots[i] != NULL;
-		if (running > 1) {
-			preempt(s, young);
-			continue;
-		}
-		finish(s, young, ORCH_FINISH_ERROR, ORCH_EVRAM,
-		       "the KV cache cannot hold this sequence");
-		return;
-	}
-}
-
-/*
- * Paged: whether the head of the queue may take sequence @seq now: the
- * blocks its whole prompt (or refeed) needs are available beside what the
- * running jobs' next step takes. One that cannot fit even with no job
- * running fails (ORCH_EVRAM); otherwise it waits.
- */
-static bool
-kv_admit(struct sched *s, uint32_t seq)
-{
-	struct sched_job *j = s->waiting, *young;
-	uint32_t n;
-
-	if (s->kv == NULL)
-		return true;
-	prefill_src(j, &n);
-	uint64_t need = kvb_seq_blocks_needed(s->kv, seq, n) + step_need(s, &young);
-	uint64_t reserve = young != NULL ? (uint64_t)(s->cfg.kv_watermark * s->cfg.kv_blocks) : 0;
-	if (need + reserve <= (uint64_t)kvb_available(s->kv))
-		return true;
-	if (young != NULL)
-		return false;
-	s->waiting = j->next;
-	if (s->waiting == NULL)
-		s->waiting_tail = NULL;
-	finish(s, j, ORCH_FINISH_ERROR, ORCH_EVRAM, "the KV cache cannot hold this prompt");
-	return false;
-}
-
-/*
- * Paged: start @j's sequence after the longest prefix of its @n @src tokens
- * that every pool holds (0 without the prefix cache); the number of tokens.
- */
-static uint32_t
-kv_resume(struct sched *s, struct sched_job *j, const int32_t *src, uint32_t n)
-{
-	const void *salt = j->cache_salt;
-	uint32_t sl = j->cache_salt_len, len = 0;
-	orch_err rv;
-
-	if (s->kvw == NULL) { /* one pool: match and attach in one pass over the keys */
-		rv = kvb_seq_match(s->kv, j->slot, src, n, salt, sl, &len);
-	} else {
-		len = kvb_match_len(s->kv, src, n, salt, sl, UINT32_MAX);
-		len = kvb_match_len(s->kvw, src, n, salt, sl, len);
-		rv = kvb_seq_resume(s->kv, j->slot, src, len, salt, sl);
-		if (rv == ORCH_OK)
-			rv = kvb_seq_resume(s->kvw, j->slot, src, len, salt, sl);
-	}
-	assert(rv == ORCH_OK); /* a free slot's sequences are empty; the blocks were cached */
-	(void)rv;
-	return len;
 }
 
 static void
@@ -505,7 +314,7 @@ admit(struct sched *s)
 	for (uint32_t i = 0; i < s->cfg.slots && s->waiting != NULL; i++) {
 		if (s->slots[i] != NULL)
 			continue;
-		if (!kv_admit(s, i))
+		if (!sched_kv_admit(s, i))
 			break;
 		struct sched_job *j = s->waiting;
 		s->waiting = j->next;
@@ -519,12 +328,12 @@ admit(struct sched *s)
 		struct orch_errinfo e = {0};
 		orch_err rv = s->ops->reserve ? s->ops->reserve(s->b, i, &e) : ORCH_OK;
 		if (rv != ORCH_OK) {
-			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+			sched_finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 			continue;
 		}
 		uint32_t n_src;
-		const int32_t *src = prefill_src(j, &n_src);
-		uint32_t cached = s->kv != NULL ? kv_resume(s, j, src, n_src) : 0;
+		const int32_t *src = sched_prefill_src(j, &n_src);
+		uint32_t cached = s->kv != NULL ? sched_kv_resume(s, j, src, n_src) : 0;
 		j->fed = cached;
 		if (j->preempted == 0 && s->kv != NULL) { /* its own blocks do not count */
 			j->cached_tokens = cached;
@@ -532,68 +341,6 @@ admit(struct sched *s)
 			s->prompt_hit += cached;
 		}
 	}
-}
-
-/* Append @q's tokens to @q's sequence in pool @kv and copy what copy-on-write asks. */
-static orch_err
-kv_append_pool(struct sched *s, struct kvb *kv, bool swa, const struct be_seq *q,
-               struct orch_errinfo *reterr)
-{
-	struct kvb_copy c = {0};
-	orch_err rv;
-
-	assert(kvb_seq_len(kv, q->slot) == q->pos);
-	rv = kvb_seq_append(kv, q->slot, q->tokens, q->n_tokens, &c, reterr);
-	if (rv == ORCH_OK && c.n_tokens > 0)
-		rv = s->ops->copy_blocks(s->b, swa, c.src, c.dst, c.n_tokens, reterr);
-	return rv;
-}
-
-/*
- * A step that was to compute positions @pos.. of sequence @seq failed: the
- * blocks its appends keyed must not be matched (their rows were never written).
- */
-static void
-kv_uncache(struct sched *s, uint32_t seq, uint32_t pos)
-{
-	if (s->kv != NULL)
-		kvb_seq_uncache_from(s->kv, seq, pos);
-	if (s->kvw != NULL)
-		kvb_seq_uncache_from(s->kvw, seq, pos);
-}
-
-/*
- * Paged: append @q's tokens to @j's sequences (in the window pool after
- * dropping the blocks no query of the step sees) and give @q the tables.
- * False when that failed: @j is then finished.
- */
-static bool
-kv_append(struct sched *s, struct sched_job *j, struct be_seq *q)
-{
-	struct orch_errinfo e = {0};
-	orch_err rv;
-
-	if (s->kv == NULL)
-		return true;
-	if (s->kvw != NULL && q->pos + 1 > s->cfg.n_swa) {
-		rv = kvb_seq_drop_before(s->kvw, j->slot, q->pos + 1 - s->cfg.n_swa);
-		assert(rv == ORCH_OK); /* the sequence holds pos tokens */
-	}
-	rv = kv_append_pool(s, s->kv, false, q, &e);
-	if (rv == ORCH_OK && s->kvw != NULL)
-		rv = kv_append_pool(s, s->kvw, true, q, &e);
-	if (rv != ORCH_OK) {
-		kv_uncache(s, j->slot, q->pos);
-		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
-		return false;
-	}
-	q->blocks = kvb_seq_table(s->kv, j->slot, &q->n_blocks);
-	q->first_block = kvb_seq_first_block(s->kv, j->slot);
-	if (s->kvw != NULL) {
-		q->swa_blocks = kvb_seq_table(s->kvw, j->slot, &q->n_swa_blocks);
-		q->swa_first_block = kvb_seq_first_block(s->kvw, j->slot);
-	}
-	return true;
 }
 
 /* The batch: every decoding job's token, then prompt chunks up to cfg.chunk tokens. */
@@ -616,7 +363,7 @@ build_batch(struct sched *s)
 				                     .want_logits = true};
 			} else {
 				uint32_t n_src;
-				const int32_t *src = prefill_src(j, &n_src);
+				const int32_t *src = sched_prefill_src(j, &n_src);
 				uint32_t k = n_src - j->fed < budget ? n_src - j->fed : budget;
 				if (k == 0)
 					continue;
@@ -628,7 +375,7 @@ build_batch(struct sched *s)
 				                     .want_logits =
 				                             j->fed + k == n_src && j->refeed == 0};
 			}
-			if (!kv_append(s, j, q))
+			if (!sched_kv_append(s, j, q))
 				continue;
 			budget -= pass == 0 ? 0 : q->n_tokens;
 			s->seq_job[n++] = j;
@@ -645,13 +392,13 @@ constrain(struct sched *s, struct sched_job *j, const float *lg)
 	orch_err rv;
 
 	if (s->masked == NULL && (s->masked = orch_calloc(s->n_vocab, sizeof(float))) == NULL) {
-		finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
+		sched_finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
 		return NULL;
 	}
 	uint32_t allowed = 0;
 	if ((rv = grammars_constrain(j->gj, lg, s->n_vocab, !j->dt.started, s->masked, &allowed,
 	                             &e)) != ORCH_OK) {
-		finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+		sched_finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return NULL;
 	}
 	for (uint32_t i = 0; i < j->sp.n_bias; i++) /* a ban on an allowed token leaves fewer */
@@ -661,8 +408,9 @@ constrain(struct sched *s, struct sched_job *j, const float *lg)
 			allowed--;
 		}
 	if (allowed == 0) {
-		finish(s, j, ORCH_FINISH_ERROR, ORCH_EINVAL,
-		       "no token is left here: the grammar allows only tokens that logit_bias bans");
+		sched_finish(
+		        s, j, ORCH_FINISH_ERROR, ORCH_EINVAL,
+		        "no token is left here: the grammar allows only tokens that logit_bias bans");
 		return NULL;
 	}
 	return s->masked;
@@ -677,9 +425,10 @@ sched_step(struct sched *s)
 
 	for (uint32_t i = 0; i < s->cfg.slots; i++)
 		if (s->slots[i] != NULL && s->slots[i]->cancel)
-			finish(s, s->slots[i], ORCH_FINISH_CANCELLED, ORCH_ECANCELLED, "cancelled");
+			sched_finish(s, s->slots[i], ORCH_FINISH_CANCELLED, ORCH_ECANCELLED,
+			             "cancelled");
 	admit(s);
-	kv_make_room(s);
+	sched_kv_make_room(s);
 	s->last = (struct sched_step_info){0};
 	if ((n = build_batch(s)) == 0)
 		return;
@@ -706,8 +455,8 @@ sched_step(struct sched *s)
 	for (uint32_t i = 0; i < n; i++) {
 		struct sched_job *j = s->seq_job[i];
 		if (rv != ORCH_OK) {
-			kv_uncache(s, j->slot, s->seqs[i].pos);
-			finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
+			sched_kv_uncache(s, j->slot, s->seqs[i].pos);
+			sched_finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 			continue;
 		}
 		j->fed += s->seqs[i].n_tokens;
@@ -756,28 +505,6 @@ sched_usage(const struct sched *s, uint32_t *busy, uint64_t *kv_cells)
 		(*busy)++;
 		*kv_cells += s->slots[i]->fed;
 	}
-}
-
-uint64_t
-sched_preemptions(const struct sched *s)
-{
-	return s->preemptions;
-}
-
-bool
-sched_kv_stats(const struct sched *s, struct kvb_stats *ret)
-{
-	*ret = s->kv != NULL ? kvb_stats(s->kv) : (struct kvb_stats){0};
-	ret->query_tokens = s->prompt_queried; /* prompts, not a preempted job's refeed */
-	ret->hit_tokens = s->prompt_hit;
-	return s->kv != NULL;
-}
-
-bool
-sched_kv_swa_stats(const struct sched *s, struct kvb_stats *ret)
-{
-	*ret = s->kvw != NULL ? kvb_stats(s->kvw) : (struct kvb_stats){0};
-	return s->kvw != NULL;
 }
 
 bool
