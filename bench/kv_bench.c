@@ -108,7 +108,8 @@ req_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, cons
 		        msg ? msg : "?");
 }
 
-static const struct sched_job_ops req_ops = {req_token, NULL, req_end};
+static const struct sched_job_ops req_ops = {
+        .on_token = req_token, .on_logits = NULL, .on_end = req_end};
 
 static uint32_t
 lcg(uint64_t *st)

@@ -221,6 +221,10 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 		return orch_errf(reterr, ORCH_ECUDA, "the CUDA context is unusable");
 	if (n == 0)
 		return orch_errf(reterr, ORCH_EINVAL, "an empty batch");
+	for (uint32_t i = 0; i < n; i++) /* not be_ops.all_logits: the scheduler feeds one by one */
+		if (seqs[i].all_logits)
+			return orch_errf(reterr, ORCH_EINVAL,
+			                 "the cuda backend gives only each sequence's last logits");
 	if ((ce = cudaSetDevice(b->dev)) != cudaSuccess) /* the caller's thread may differ */
 		return cu_fail(b, ce, "selecting the device", reterr);
 	if ((rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, b->m->hp.n_swa, seqs, n, &T, reterr)) !=

@@ -242,7 +242,8 @@ estimate(const struct model_info *mi, uint32_t n_ctx, uint32_t slots, uint32_t k
 	qkv = (uint64_t)mi->head_dim * (mi->n_head + 2ull * mi->n_head_kv);
 	widest = mi->n_ff > qkv ? mi->n_ff : qkv;
 	act = (uint64_t)MODEL_DEFAULT_CHUNK_TOKENS * (4ull * mi->n_embd + 2ull * widest) * 4u;
-	e.overhead = MODEL_RUNTIME_OVERHEAD_BYTES + (uint64_t)mi->n_vocab * 4u * slots + act;
+	e.overhead = MODEL_RUNTIME_OVERHEAD_BYTES +
+	             (uint64_t)mi->n_vocab * 4u * (slots + MODEL_PROMPT_LOGIT_ROWS) + act;
 	if (__builtin_add_overflow(mi->weight_bytes, e.kv, &e.total) ||
 	    __builtin_add_overflow(e.total, e.overhead, &e.total))
 		return ORCH_ERANGE;

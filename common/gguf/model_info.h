@@ -59,6 +59,13 @@ orch_err model_info_get(const struct gguf_file *f, struct model_info *mi,
 #define MODEL_DEFAULT_CHUNK_TOKENS 512
 
 /*
+ * MODEL_PROMPT_LOGIT_ROWS - logit rows a step may return beyond one per slot: a prompt's
+ * log-probabilities (echo with logprobs) take this many positions a step on a backend
+ * that returns every row (be_ops.all_logits; one a step elsewhere).
+ */
+#define MODEL_PROMPT_LOGIT_ROWS 16
+
+/*
  * model_swa_cells - KV cells one sequence of a sliding-window layer needs: with a window of
  * @n_swa positions and at most @max_batch_tokens tokens fed per forward call, a ring of
  * n_swa + max_batch_tokens cells (position p in cell p % cells) holds every key a query
@@ -105,7 +112,7 @@ struct mem_kv {
  *              model_swa_cells(n_ctx, n_swa, MODEL_DEFAULT_CHUNK_TOKENS + slots) for a
  *              sliding-window one
  *   overhead = runtime (256 MiB: CUDA context, cuBLAS workspace, graphs)
- *            + logits (n_vocab × 4 B × slots)
+ *            + logits (n_vocab × 4 B × (slots + MODEL_PROMPT_LOGIT_ROWS))
  *            + activations of a 512-token batch (MODEL_DEFAULT_CHUNK_TOKENS ×
  *              (4·n_embd + 2·max(n_ff, q+k+v width)) × 4 B)
  * With a paged pool (model_mem_estimate_kv) the full-attention layers hold instead

@@ -118,8 +118,10 @@ on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const
 	o->done = true;
 }
 
-static const struct sched_job_ops with_logits = {on_token, on_logits, on_end};
-static const struct sched_job_ops ids_only = {on_token, NULL, on_end}; /* device sampling */
+static const struct sched_job_ops with_logits = {
+        .on_token = on_token, .on_logits = on_logits, .on_end = on_end};
+static const struct sched_job_ops ids_only = {
+        .on_token = on_token, .on_logits = NULL, .on_end = on_end}; /* device sampling */
 
 /* Greedy @max tokens of @prompt; logits of the first @n_logits steps when @logits. */
 static void

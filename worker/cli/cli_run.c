@@ -349,7 +349,8 @@ generate(const struct run_opts *o, struct engine *eng)
 	struct tok_ids ids = {0};
 	struct run_state st = {.o = o};
 	int rc = 1;
-	static const struct sched_job_ops jops = {on_token, on_logits, on_end};
+	static const struct sched_job_ops jops = {
+	        .on_token = on_token, .on_logits = on_logits, .on_end = on_end};
 
 	if (prompt_ids(o, &eng->mt, &ids, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-worker: %s\n", e.msg[0] ? e.msg : "out of memory");

@@ -22,7 +22,9 @@
  * A forward step takes a batch of sequences, each with its KV slot, the
  * position of its first new token and its new tokens (many for prefill,
  * one for decode); it appends their K/V to the slot and returns the logits
- * of the last token of each sequence that asked for them.
+ * of the last token of each sequence that asked for them (or, on a backend
+ * with be_ops.all_logits, of every token of a sequence that asked for all:
+ * a prompt's log-probabilities).
  *
  * Results do not depend on batch composition: a sequence computed alone or
  * next to others gives bit-identical logits.
@@ -42,6 +44,8 @@ struct be_config {
 	bool kv_f32;               /* KV cache in F32 (default F16) */
 	uint32_t threads;          /* CPU threads; 0: one per core */
 	uint32_t max_batch_tokens; /* tokens one forward step may carry */
+	uint32_t logit_rows;       /* logit rows one step may return (be_ops.all_logits; at most
+	                              slots when smaller) */
 	const char *device;        /* "cpu", "cuda:N" (NULL: "cpu") */
 	const char *model_path;    /* for messages (may be NULL) */
 	bool no_graphs;            /* cuda: run every step eagerly, no CUDA graphs */
@@ -64,6 +68,8 @@ struct be_seq {
 	const int32_t *tokens; /* [n_tokens] */
 	uint32_t n_tokens;
 	bool want_logits; /* logits of tokens[n_tokens - 1] */
+	bool all_logits;  /* with want_logits, on a be_ops.all_logits backend: the logits of every
+	                     token, n_tokens rows in order (all the step's rows: logit_rows) */
 	/* paged (be_config.kv_blocks > 0): the block table, entry i holding positions
 	 * i·kv_block_tokens..; at least ceil((pos + n_tokens) / kv_block_tokens) entries,
 	 * each on a block < kv_blocks; first_block is 0 (full-attention layers read from
@@ -103,6 +109,7 @@ typedef void (*be_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 struct be_ops {
 	const char *name; /* "cpu", "cuda" */
 	bool paged;       /* takes kv_blocks > 0 and block tables (else slots only) */
+	bool all_logits;  /* takes be_seq.all_logits and be_config.logit_rows */
 
 	/*
 	 * load - prepare @m (whose GGUF stays mapped) for computing with @cfg.
@@ -118,9 +125,9 @@ struct be_ops {
 
 	/*
 	 * forward - one step over @n sequences. *@ret_logits points to one
-	 * n_vocab row per sequence with want_logits, in order, valid until the
-	 * next call. ORCH_ECONTEXT when a sequence would pass n_ctx,
-	 * ORCH_EINVAL for more than max_batch_tokens tokens or a bad slot or token,
+	 * n_vocab row per sequence with want_logits (n_tokens rows for one with
+	 * all_logits), in order, valid until the next call. ORCH_ECONTEXT when a sequence would
+	 * pass n_ctx, ORCH_EINVAL for more than max_batch_tokens tokens or a bad slot or token,
 	 * ORCH_ECUDA for a device error (then check() tells whether the context
 	 * survived).
 	 * Thread: one caller at a time.
@@ -175,11 +182,15 @@ extern const struct be_ops be_cpu_ops;
 /*
  * be_check_batch - what every forward checks first: slots in range and
  * distinct, tokens in the vocabulary, positions inside n_ctx (ORCH_ECONTEXT),
- * at most max_batch_tokens in all (ORCH_EINVAL); paged, block tables that
+ * at most max_batch_tokens in all and logit rows within be_logit_rows
+ * (ORCH_EINVAL); paged, block tables that
  * cover the positions the step reads and writes with blocks in their pools
  * (ORCH_EINVAL): a window of @n_swa positions for the sliding-window table.
  * *@ret_T: the tokens.
  */
+/* be_logit_rows - the logit rows a step of @cfg may return: logit_rows, at least slots. */
+uint32_t be_logit_rows(const struct be_config *cfg);
+
 orch_err be_check_batch(const struct be_config *cfg, uint32_t n_vocab, uint32_t n_swa,
                         const struct be_seq *seqs, uint32_t n, uint32_t *ret_T,
                         struct orch_errinfo *reterr);

@@ -35,11 +35,17 @@ check_table(const struct be_config *cfg, const struct be_seq *s, bool swa, uint3
 	return ORCH_OK;
 }
 
+uint32_t
+be_logit_rows(const struct be_config *cfg)
+{
+	return cfg->logit_rows > cfg->slots ? cfg->logit_rows : cfg->slots;
+}
+
 orch_err
 be_check_batch(const struct be_config *cfg, uint32_t n_vocab, uint32_t n_swa,
                const struct be_seq *seqs, uint32_t n, uint32_t *ret_T, struct orch_errinfo *reterr)
 {
-	uint64_t T = 0;
+	uint64_t T = 0, rows = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct be_seq *s = &seqs[i];
@@ -67,7 +73,11 @@ be_check_batch(const struct be_config *cfg, uint32_t n_vocab, uint32_t n_swa,
 				                 "token id %d is outside the vocabulary",
 				                 s->tokens[k]);
 		T += s->n_tokens;
+		rows += s->want_logits ? (s->all_logits ? s->n_tokens : 1) : 0;
 	}
+	if (rows > be_logit_rows(cfg))
+		return orch_errf(reterr, ORCH_EINVAL, "a step of %llu logit rows exceeds %u",
+		                 (unsigned long long)rows, be_logit_rows(cfg));
 	if (T > cfg->max_batch_tokens)
 		return orch_errf(reterr, ORCH_EINVAL, "batch of %llu tokens exceeds %u",
 		                 (unsigned long long)T, cfg->max_batch_tokens);

@@ -199,20 +199,24 @@ engine_start(struct engine *e, const struct engine_config *cfg, struct orch_erri
 	                       .kv_f32 = cfg->kv_f32,
 	                       .threads = cfg->threads,
 	                       .max_batch_tokens = e->chunk + e->slots,
+	                       .logit_rows =
+	                               e->ops->all_logits ? e->slots + MODEL_PROMPT_LOGIT_ROWS : 0,
 	                       .device = cfg->device,
 	                       .model_path = cfg->model_path,
 	                       .no_graphs = cfg->no_graphs,
 	                       .kv_blocks = e->kv_blocks,
 	                       .kv_block_tokens = e->kv_block_tokens,
 	                       .kv_swa_blocks = e->kv_swa_blocks};
-	struct sched_config sc = {.slots = e->slots,
-	                          .n_ctx = e->n_ctx,
-	                          .chunk = e->chunk,
-	                          .kv_blocks = e->kv_blocks,
-	                          .kv_block_tokens = e->kv_block_tokens,
-	                          .kv_swa_blocks = e->kv_swa_blocks,
-	                          .n_swa = e->m.hp.n_swa,
-	                          .kv_watermark = cfg->kv_watermark};
+	struct sched_config sc = {
+	        .slots = e->slots,
+	        .n_ctx = e->n_ctx,
+	        .chunk = e->chunk,
+	        .logit_rows = e->ops->all_logits ? e->slots + MODEL_PROMPT_LOGIT_ROWS : 0,
+	        .kv_blocks = e->kv_blocks,
+	        .kv_block_tokens = e->kv_block_tokens,
+	        .kv_swa_blocks = e->kv_swa_blocks,
+	        .n_swa = e->m.hp.n_swa,
+	        .kv_watermark = cfg->kv_watermark};
 
 	e->kv_prefix_cache = cfg->kv_prefix_cache && e->kv_blocks > 0;
 	sc.prefix_cache = e->kv_prefix_cache;

@@ -114,6 +114,7 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	j->n_hist = j->n_prompt;
 	j->state = J_WAITING;
 	j->fed = j->tokens_out = j->refeed = j->cached_tokens = j->preempted = 0;
+	j->prompt_next = 1;
 	j->arrival = s->arrivals++;
 	j->cancel = false;
 	j->pending = (struct sbuf){0};
@@ -308,6 +309,38 @@ sched_prefill_src(const struct sched_job *j, uint32_t *ret_n)
 	return j->refeed > 0 ? j->hist : j->prompt;
 }
 
+uint32_t
+sched_spare_rows(const struct sched *s)
+{
+	return s->cfg.logit_rows > s->cfg.slots ? s->cfg.logit_rows - s->cfg.slots : 0;
+}
+
+/* Whether @j's prompt log-probabilities are still due at position j->prompt_next. */
+static bool
+prompt_due(const struct sched_job *j)
+{
+	return j->prompt_logits && j->refeed == 0 && j->prompt_next < j->n_prompt;
+}
+
+uint32_t
+sched_chunk(const struct sched *s, const struct sched_job *j, uint32_t budget, uint32_t *spare,
+            struct sched_rows *ret)
+{
+	uint32_t n_src;
+
+	(void)s;
+	sched_prefill_src(j, &n_src);
+	uint32_t k = n_src - j->fed < budget ? n_src - j->fed : budget;
+	*ret = (struct sched_rows){0};
+	if (k > 0 && prompt_due(j)) { /* row r gives position r + 1's logits */
+		k = k < 1 + *spare ? k : 1 + *spare;
+		*spare -= k - 1;
+		*ret = (struct sched_rows){.want_logits = true, .all_logits = k > 1};
+	}
+	ret->want_logits |= k > 0 && j->fed + k == n_src && j->refeed == 0;
+	return k;
+}
+
 static void
 admit(struct sched *s)
 {
@@ -333,7 +366,9 @@ admit(struct sched *s)
 		}
 		uint32_t n_src;
 		const int32_t *src = sched_prefill_src(j, &n_src);
-		uint32_t cached = s->kv != NULL ? sched_kv_resume(s, j, src, n_src) : 0;
+		/* a prompt whose every position's logits are due computes them all */
+		uint32_t cached =
+		        s->kv != NULL && !prompt_due(j) ? sched_kv_resume(s, j, src, n_src) : 0;
 		j->fed = cached;
 		if (j->preempted == 0 && s->kv != NULL) { /* its own blocks do not count */
 			j->cached_tokens = cached;
@@ -347,7 +382,7 @@ admit(struct sched *s)
 static uint32_t
 build_batch(struct sched *s)
 {
-	uint32_t n = 0, budget = s->cfg.chunk;
+	uint32_t n = 0, budget = s->cfg.chunk, spare = sched_spare_rows(s);
 
 	for (uint32_t pass = 0; pass < 2; pass++) {
 		for (uint32_t i = 0; i < s->cfg.slots; i++) {
@@ -364,16 +399,17 @@ build_batch(struct sched *s)
 			} else {
 				uint32_t n_src;
 				const int32_t *src = sched_prefill_src(j, &n_src);
-				uint32_t k = n_src - j->fed < budget ? n_src - j->fed : budget;
+				struct sched_rows r;
+				/* a refeed samples nothing: its next token is already j->last */
+				uint32_t k = sched_chunk(s, j, budget, &spare, &r);
 				if (k == 0)
 					continue;
-				/* a refeed samples nothing: its next token is already j->last */
 				*q = (struct be_seq){.slot = j->slot,
 				                     .pos = j->fed,
 				                     .tokens = src + j->fed,
 				                     .n_tokens = k,
-				                     .want_logits =
-				                             j->fed + k == n_src && j->refeed == 0};
+				                     .want_logits = r.want_logits,
+				                     .all_logits = r.all_logits};
 			}
 			if (!sched_kv_append(s, j, q))
 				continue;
@@ -416,6 +452,32 @@ constrain(struct sched *s, struct sched_job *j, const float *lg)
 	return s->masked;
 }
 
+/*
+ * The rows @q's step returned for @j from @lg: the prompt positions they predict go to
+ * on_prompt; then the row to sample from, or NULL when the prompt is not all fed yet, or
+ * when it is and the job wants no token (max_tokens 0: it ends here).
+ */
+static const float *
+prompt_rows(struct sched *s, struct sched_job *j, const struct be_seq *q, const float *lg)
+{
+	uint32_t rows = q->all_logits ? q->n_tokens : 1;
+	uint32_t p = q->pos + q->n_tokens - rows; /* row 0's position: it predicts p + 1 */
+
+	for (uint32_t r = 0; r < rows && j->state == J_PREFILL; r++, p++)
+		if (j->prompt_logits && p + 1 == j->prompt_next && p + 1 < j->n_prompt) {
+			j->ops->on_prompt(j->ctx, j, p + 1, lg + (uint64_t)r * s->n_vocab,
+			                  s->n_vocab);
+			j->prompt_next++;
+		}
+	if (j->state == J_PREFILL && j->fed < j->n_prompt)
+		return NULL;
+	if (j->max_tokens == 0) {
+		sched_finish(s, j, ORCH_FINISH_LENGTH, ORCH_OK, NULL);
+		return NULL;
+	}
+	return lg + (uint64_t)(rows - 1) * s->n_vocab;
+}
+
 void
 sched_step(struct sched *s)
 {
@@ -444,7 +506,8 @@ sched_step(struct sched *s)
 	bool dev_sample = s->ops->forward_sample != NULL;
 	for (uint32_t i = 0; i < n && dev_sample; i++) {
 		struct sched_job *j = s->seq_job[i];
-		dev_sample = j->ops->on_logits == NULL && j->gj == NULL && !samp_host_only(&j->sp);
+		dev_sample = j->ops->on_logits == NULL && j->gj == NULL &&
+		             !samp_host_only(&j->sp) && !j->prompt_logits && j->max_tokens > 0;
 		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out};
 	}
 	double t0 = (double)orch_mono_ns() / 1e6;
@@ -470,7 +533,10 @@ sched_step(struct sched *s)
 			accept_token(s, j, s->ids[row++]);
 			continue;
 		}
-		const float *lg = logits + (uint64_t)row++ * s->n_vocab;
+		const float *lg = logits + (uint64_t)row * s->n_vocab;
+		row += s->seqs[i].all_logits ? s->seqs[i].n_tokens : 1;
+		if ((lg = prompt_rows(s, j, &s->seqs[i], lg)) == NULL)
+			continue;
 		if (j->ops->on_logits)
 			j->ops->on_logits(j->ctx, j, j->tokens_out, lg, s->n_vocab);
 		if (j->gj != NULL && (lg = constrain(s, j, lg)) == NULL)

@@ -41,6 +41,13 @@ struct sched_job_ops {
 	/* on_logits - optional: the raw logits token @index was sampled from. */
 	void (*on_logits)(void *ctx, struct sched_job *j, uint32_t index, const float *logits,
 	                  uint32_t n_vocab);
+	/*
+	 * on_prompt - for a job with prompt_logits: prompt token @pos (1 ≤ @pos <
+	 * n_prompt) and the raw logits it was predicted from, each position once,
+	 * in order, all before the job's first on_token.
+	 */
+	void (*on_prompt)(void *ctx, struct sched_job *j, uint32_t pos, const float *logits,
+	                  uint32_t n_vocab);
 	/* on_end - the job is over (@err set for ORCH_FINISH_ERROR); its slot is free again. */
 	void (*on_end)(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err,
 	               const char *msg);
@@ -52,7 +59,7 @@ struct sched_job {
 	const int32_t *prompt;
 	uint32_t n_prompt;
 	struct samp_params sp;
-	uint32_t max_tokens;
+	uint32_t max_tokens; /* 0: the prompt is fed, nothing sampled; ends ORCH_FINISH_LENGTH */
 	const char *const *stops;
 	uint32_t n_stops;
 	const struct sched_job_ops *ops;
@@ -69,6 +76,9 @@ struct sched_job {
 	 * next, and the job ends when its output is a sentence nothing can follow
 	 * (grammars.h); NULL: none. Kept alive until on_end */
 	struct gram_job *gj;
+	/* the logits of every prompt position to ops->on_prompt (a prompt's log-probabilities):
+	 * its prompt is fed a few positions a step and takes nothing from the prefix cache */
+	bool prompt_logits;
 	/* results, valid in on_end */
 	uint32_t tokens_out;
 	uint32_t cached_tokens; /* prompt tokens found in the prefix cache at admission */
@@ -82,6 +92,7 @@ struct sched_job {
 	uint32_t n_hist;
 	uint64_t arrival; /* submission order: the youngest is preempted first */
 	uint32_t refeed;  /* preempted while decoding: hist[0, refeed) is fed again, then decode */
+	uint32_t prompt_next; /* prompt_logits: the next position on_prompt is due for */
 	struct detok dt;
 	struct sbuf pending;
 	struct harmony_tag tag; /* with hm: the message the pending text belongs to */
@@ -101,6 +112,9 @@ struct sched;
 struct sched_config {
 	uint32_t slots, n_ctx,
 	        chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
+	/* the backend's be_config.logit_rows: rows beyond one per slot carry prompt_logits
+	 * jobs' positions, many a step (0: one position a step) */
+	uint32_t logit_rows;
 	/* paged KV: the backend's be_config.kv_blocks / kv_block_tokens (0: slots) */
 	uint32_t kv_blocks, kv_block_tokens;
 	/* paged: the sliding-window layers' pool (be_config.kv_swa_blocks; 0: none), at

@@ -41,6 +41,24 @@ void sched_finish(struct sched *s, struct sched_job *j, enum orch_finish why, or
  * what it had fed. */
 const int32_t *sched_prefill_src(const struct sched_job *j, uint32_t *ret_n);
 
+/* The logits a prefilling job's chunk asks for (sched_chunk). */
+struct sched_rows {
+	bool want_logits, all_logits; /* be_seq's */
+};
+
+/*
+ * sched_chunk - the tokens @j feeds next, at most @budget, and which logits the step
+ * returns for them: the last when its prompt ends there; all of them while its prompt's
+ * log-probabilities are due (prompt_logits), where up to *@spare extra rows (which it
+ * takes) let it feed more than one position. build_batch and the paged KV's accounting
+ * both count with it.
+ */
+uint32_t sched_chunk(const struct sched *s, const struct sched_job *j, uint32_t budget,
+                     uint32_t *spare, struct sched_rows *ret);
+
+/* sched_spare_rows - the logit rows a step has beyond one per slot. */
+uint32_t sched_spare_rows(const struct sched *s);
+
 /* ---- scheduler_kv.c (paged KV; each is a no-op or true without pools) ---- */
 
 /* sched_kv_pools - the block pools of a paged scheduler: the full layers', and the windows'. */

@@ -57,7 +57,8 @@ static uint64_t
 step_need(const struct sched *s, struct sched_job **ret_young)
 {
 	uint64_t need = 0;
-	uint32_t budget = s->cfg.chunk;
+	uint32_t budget = s->cfg.chunk, spare = sched_spare_rows(s);
+	struct sched_rows c;
 
 	*ret_young = NULL;
 	for (uint32_t pass = 0; pass < 2; pass++)
@@ -67,8 +68,7 @@ step_need(const struct sched *s, struct sched_job **ret_young)
 			if (j == NULL || j->state != (pass == 0 ? J_DECODE : J_PREFILL))
 				continue;
 			if (pass == 1) {
-				sched_prefill_src(j, &n);
-				n = n - j->fed < budget ? n - j->fed : budget;
+				n = sched_chunk(s, j, budget, &spare, &c);
 				budget -= n;
 			}
 			need += kvb_seq_blocks_needed(s->kv, i, n);

@@ -149,9 +149,11 @@ on_end(void *ctx, struct sched_job *sj, enum orch_finish why, orch_err err, cons
 	snprintf(e->msg, sizeof(e->msg), "%s", msg ? msg : "");
 }
 
-static const struct sched_job_ops job_ops = {on_token, NULL, on_end};
+static const struct sched_job_ops job_ops = {
+        .on_token = on_token, .on_logits = NULL, .on_end = on_end};
 /* a job with logprobs: the raw logits too (it samples on the host) */
-static const struct sched_job_ops job_ops_lp = {on_token, serve_lp_logits, on_end};
+static const struct sched_job_ops job_ops_lp = {
+        .on_token = on_token, .on_logits = serve_lp_logits, .on_end = on_end};
 
 static struct serve_job *
 find_job(struct serve *sv, uint64_t id)

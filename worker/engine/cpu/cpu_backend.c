@@ -100,7 +100,8 @@ static orch_err
 alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 {
 	const struct model_hparams *hp = &b->m->hp;
-	uint64_t B = b->cfg.max_batch_tokens, S = b->cfg.slots, th = cpu_pool_threads(b->pool);
+	uint64_t B = b->cfg.max_batch_tokens, S = be_logit_rows(&b->cfg),
+	         th = cpu_pool_threads(b->pool);
 	uint64_t ff = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp, K = hp->n_expert_used;
 	uint64_t kv = 0;
 	size_t f = sizeof(float);
@@ -283,6 +284,7 @@ cpu_info(const char *device, struct be_info *ret)
 const struct be_ops be_cpu_ops = {
         .name = "cpu",
         .paged = true,
+        .all_logits = true,
         .load = cpu_load,
         .memory = cpu_memory,
         .forward = cpu_forward,

@@ -332,8 +332,11 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 	}
 	for (uint32_t s = 0, end = 0; s < n; s++) {
 		end += seqs[s].n_tokens;
-		if (seqs[s].want_logits)
-			cpu_rmsnorm(b->x + (uint64_t)(end - 1) * hp->n_embd, m->output_norm->data,
+		if (!seqs[s].want_logits)
+			continue;
+		for (uint32_t r = seqs[s].all_logits ? end - seqs[s].n_tokens : end - 1; r < end;
+		     r++)
+			cpu_rmsnorm(b->x + (uint64_t)r * hp->n_embd, m->output_norm->data,
 			            hp->n_embd, hp->rms_eps,
 			            b->last + (uint64_t)n_out++ * hp->n_embd);
 	}

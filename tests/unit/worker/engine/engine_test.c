@@ -134,7 +134,8 @@ on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const
 	o->done = true;
 }
 
-static const struct sched_job_ops ops = {on_token, on_logits, on_end};
+static const struct sched_job_ops ops = {
+        .on_token = on_token, .on_logits = on_logits, .on_end = on_end};
 
 static struct sched_job
 job(uint64_t id, const struct tok_ids *p, uint32_t max_tokens, struct out *o)

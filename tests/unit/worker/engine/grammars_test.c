@@ -68,7 +68,7 @@ on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const
 	grammars_end(&o->gj);
 }
 
-static const struct sched_job_ops ops = {on_token, NULL, on_end};
+static const struct sched_job_ops ops = {.on_token = on_token, .on_logits = NULL, .on_end = on_end};
 
 static struct engine *
 open_engine(const char *path, uint32_t slots)

@@ -44,7 +44,7 @@ on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const
 	((struct out *)ctx)->why = why;
 }
 
-static const struct sched_job_ops ops = {on_token, NULL, on_end};
+static const struct sched_job_ops ops = {.on_token = on_token, .on_logits = NULL, .on_end = on_end};
 
 static struct engine_config
 config(uint32_t block_tokens)
