@@ -122,6 +122,9 @@ check_batch(const Orch__TokenBatch *b, struct orch_errinfo *reterr)
 		if (strlen(t->channel) > IPC_MAX_CHANNEL ||
 		    strlen(t->recipient) > IPC_MAX_RECIPIENT)
 			return bad(reterr, "token_batch", "a channel or recipient is too long");
+		if (t->piece.len > IPC_MAX_PIECE || (t->prompt && t->token_id < 0))
+			return bad(reterr, "token_batch",
+			           "a piece over 1024 bytes, or a bad prompt token");
 		if (t->has_logprob && !logprob_ok(t->token_id, t->logprob, &t->piece))
 			return bad(reterr, "token_batch", "a bad logprob (token, value or bytes)");
 		if (t->n_top_logprobs > (t->has_logprob ? ORCH_MAX_TOP_LOGPROBS : 0))

@@ -3,10 +3,13 @@
  */
 #include "api_logprobs.h"
 
+#include <math.h>
+
 #include <cjson/cJSON.h>
 
 #include "job_logprobs.h"
 #include "jobs.h"
+#include "params.h"
 
 /* {token, logprob, bytes}: one entry of chat's content or top_logprobs. */
 static cJSON *
@@ -35,12 +38,21 @@ struct cmpl {
 	cJSON *tokens, *logprobs, *top, *offsets;
 };
 
+/* @lp in @c, at @shift characters more than its text_offset; a NaN logprob (the prompt's
+ * first token) is null, and so are its alternatives. */
 static void
-cmpl_add(const struct cmpl *c, const struct job_lp *lp)
+cmpl_add(const struct cmpl *c, const struct job_lp *lp, uint32_t shift)
 {
 	cJSON *alts = cJSON_CreateObject();
 
 	cJSON_AddItemToArray(c->tokens, job_lp_string(&lp->tok));
+	cJSON_AddItemToArray(c->offsets, cJSON_CreateNumber(lp->text_offset + shift));
+	if (isnan(lp->tok.logprob)) {
+		cJSON_AddItemToArray(c->logprobs, cJSON_CreateNull());
+		cJSON_AddItemToArray(c->top, cJSON_CreateNull());
+		cJSON_Delete(alts);
+		return;
+	}
 	cJSON_AddItemToArray(c->logprobs, cJSON_CreateNumber((double)lp->tok.logprob));
 	for (uint32_t k = 0; k <= lp->n_top; k++) { /* the alternatives and the chosen token */
 		const struct job_lp_tok *t = k < lp->n_top ? &lp->top[k] : &lp->tok;
@@ -50,7 +62,6 @@ cmpl_add(const struct cmpl *c, const struct job_lp *lp)
 		cJSON_Delete(key);
 	}
 	cJSON_AddItemToArray(c->top, alts);
-	cJSON_AddItemToArray(c->offsets, cJSON_CreateNumber(lp->text_offset));
 }
 
 cJSON *
@@ -72,14 +83,19 @@ api_lp_openai(const struct job *j, uint32_t from, uint32_t to)
 		                  cJSON_AddArrayToObject(o, "top_logprobs"),
 		                  cJSON_AddArrayToObject(o, "text_offset")};
 	}
+	/* with echo, the text starts with the prompt: generated tokens' offsets count it */
+	uint32_t shift = j->echo != NULL ? (uint32_t)params_utf8_chars(j->echo) : 0;
 	for (uint32_t k = from; k < to && k < j->n_events; k++) {
 		const struct job_event *ev = &j->events[k];
+		if (ev->type == EV_PROMPT && !chat)
+			for (uint32_t i = 0; i < j->n_plps; i++)
+				cmpl_add(&c, &j->plps[i], 0);
 		if (ev->type != EV_TOKEN || ev->lp == 0)
 			continue;
 		if (chat)
 			chat_add(content, &j->lps[ev->lp - 1]);
 		else
-			cmpl_add(&c, &j->lps[ev->lp - 1]);
+			cmpl_add(&c, &j->lps[ev->lp - 1], shift);
 	}
 	return o;
 }

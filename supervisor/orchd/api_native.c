@@ -184,6 +184,8 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 	case EV_METRICS:
 		add_metrics(o, ev);
 		return put_event(out, k + 1, "metrics", o);
+	case EV_PROMPT: /* completions' echo only */
+		break;
 	case EV_ERROR:
 		cJSON_AddStringToObject(o, "code", orch_err_wire(ev->code));
 		cJSON_AddStringToObject(o, "message", ev->text ? ev->text : "");

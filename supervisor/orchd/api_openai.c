@@ -169,9 +169,12 @@ openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 
 	switch (ev->type) {
 	case EV_STARTED:
-		if (j->kind == JOB_OAI_CHAT || j->echo != NULL) /* the role; echo's prompt */
-			put(out, chunk(j, j->echo ? j->echo : "", D_CONTENT, NULL, false,
-			               j->kind == JOB_OAI_CHAT, NULL, 0, 0));
+		if (j->kind == JOB_OAI_CHAT) /* the role */
+			put(out, chunk(j, "", D_CONTENT, NULL, false, true, NULL, 0, 0));
+		return;
+	case EV_PROMPT: /* echo: the prompt, with logprobs its tokens' */
+		put(out, chunk(j, j->echo ? j->echo : "", D_CONTENT, NULL, false, false, NULL, k,
+		               k + 1));
 		return;
 	case EV_TOKEN:
 		if (ev->text && ev->text[0]) {

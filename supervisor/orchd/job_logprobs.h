@@ -26,7 +26,8 @@ struct job_lp {
 	struct job_lp_tok tok;
 	struct job_lp_tok *top;
 	uint32_t n_top;
-	uint32_t text_offset; /* characters of the job's text before this token's event */
+	uint32_t text_offset; /* characters of the job's text before this token's event (a prompt
+	                         token's: of the prompt's text before it) */
 	void *mem;            /* one block: @top and every byte string */
 };
 
@@ -35,6 +36,15 @@ struct job_lp {
  * event's lp), or 0 when out of memory (the token then has none).
  */
 uint32_t job_lp_add(struct job *j, const Orch__TokenEntry *t);
+
+/*
+ * job_lp_prompt - take prompt entry @t (TokenEntry.prompt, completions' echo)
+ * into @j: its text, and with logprobs its log-probability (NaN for the
+ * first token, which has none). Entries come in order; one seen already (the
+ * job went to another worker) is ignored. True when it was the prompt's last:
+ * then @j->echo holds the prompt (a prompt of ids: their text).
+ */
+bool job_lp_prompt(struct job *j, const Orch__TokenEntry *t);
 
 /* job_lp_free - free @j's log-probabilities. */
 void job_lp_free(struct job *j);

@@ -35,9 +35,10 @@ enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_DONE };
  * A job's events, in the order a stream shows them: EV_STARTED first, always
  * (orchd adds one when the job ends before the worker started it), then
  * EV_TOKEN and, every metrics_every tokens when asked, EV_METRICS; exactly
- * one terminal EV_END or EV_ERROR last.
+ * one terminal EV_END or EV_ERROR last. A completion with echo has EV_PROMPT
+ * before its first EV_TOKEN, when the worker has sent its prompt back.
  */
-enum ev_type { EV_STARTED, EV_TOKEN, EV_END, EV_ERROR, EV_METRICS };
+enum ev_type { EV_STARTED, EV_TOKEN, EV_END, EV_ERROR, EV_METRICS, EV_PROMPT };
 
 /* One event of a job, kept for streams that attach later (resume). */
 struct job_event {
@@ -107,6 +108,7 @@ struct job_request {
 	struct cJSON *prompt_list; /* completions: several prompts, a job per prompt and choice */
 	uint32_t n_choices;        /* "n": choices per prompt (1 when absent) */
 	bool echo;                 /* completions: the prompt leads the text */
+	bool prompt_only;          /* completions' echo with max_tokens 0: nothing generated */
 	struct cJSON *messages;    /* chat: [{role, content[, extra]}] (request_chat.c) */
 	char *template_vars;       /* chat: NULL or a JSON object of more template variables */
 	Orch__SamplingParams sp;
@@ -180,8 +182,14 @@ struct job {
 	uint32_t n_lps, cap_lps;
 	uint32_t out_chars; /* characters of text the job's events carried so far */
 	char *echo;         /* completions with echo: the prompt, written before the text */
-	uint32_t choice;    /* its index among its request's choices */
-	bool grouped;       /* one of several jobs of one request (api_choices.c) */
+	/* echo: the prompt's tokens as the worker sent them back (job_logprobs.h) */
+	struct job_lp *plps; /* with logprobs: each prompt token's */
+	uint32_t n_plps, cap_plps;
+	uint32_t prompt_seen;    /* prompt entries taken */
+	uint32_t prompt_chars;   /* characters of their text */
+	struct sbuf prompt_text; /* their text: the echo of a prompt of token ids */
+	uint32_t choice;         /* its index among its request's choices */
+	bool grouped;            /* one of several jobs of one request (api_choices.c) */
 	uint32_t tokens_out, prompt_tokens;
 	uint32_t cached_tokens; /* of the prompt, from the worker's prefix cache (End) */
 	uint64_t created_ms, started_ms, first_token_ms, last_token_ms, ended_ms;

@@ -369,7 +369,7 @@ params_sampling(const cJSON *root, const char *penalty_name, const char *max_nam
 	    !params_number(root, "presence_penalty", -2, 2, &presence, pe) ||
 	    !params_number(root, "frequency_penalty", -2, 2, &frequency, pe) ||
 	    !params_int(root, "seed", 0, 9007199254740991.0, &seed, pe) ||
-	    !params_int(root, max_name, 1, max_cap, &max, pe) ||
+	    !params_int(root, max_name, r->prompt_only ? 0 : 1, max_cap, &max, pe) ||
 	    (max_alt && !params_int(root, max_alt, 1, max_cap, &max, pe)))
 		return false;
 	orch__sampling_params__init(&r->sp);

@@ -71,8 +71,8 @@ bool params_stop(const struct cJSON *root, struct job_request *r, struct params_
  * penalty (named @penalty_name), presence_penalty, frequency_penalty,
  * logit_bias (its arrays malloc'd in @r->sp, freed with @r), seed and
  * max_tokens (named @max_name, and
- * @max_alt when not NULL; at most @max_cap, @default_max when absent) into @r;
- * @r->max_tokens_given says whether the client gave it.
+ * @max_alt when not NULL; at most @max_cap, @default_max when absent; 0 only with
+ * @r->prompt_only) into @r; @r->max_tokens_given says whether the client gave it.
  */
 bool params_sampling(const struct cJSON *root, const char *penalty_name, const char *max_name,
                      const char *max_alt, uint32_t max_cap, uint32_t default_max,

@@ -130,6 +130,10 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
 		                   "model '%.64s...' is not configured", model);
 	snprintf(r->model, sizeof(r->model), "%s", model);
+	/* completions' echo with max_tokens 0: the prompt alone (its log-probabilities) */
+	const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
+	r->prompt_only = !chat && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "echo")) &&
+	                 cJSON_IsNumber(mt) && mt->valuedouble == 0;
 	return params_sampling(root, "repetition_penalty", "max_tokens",
 	                       chat ? "max_completion_tokens" : NULL, cfg->max_tokens,
 	                       chat ? cfg->max_tokens : 16, r, pe) &&

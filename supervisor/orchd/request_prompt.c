@@ -31,20 +31,6 @@ is_ids(const cJSON *a)
 	return true;
 }
 
-/* Whether every item of @a is a string. */
-static bool
-all_text(const cJSON *a)
-{
-	const cJSON *it;
-
-	cJSON_ArrayForEach(it, a)
-	{
-		if (!cJSON_IsString(it))
-			return false;
-	}
-	return true;
-}
-
 bool
 request_prompt_text_ok(const char *p, uint32_t max_chars, struct params_err *pe)
 {
@@ -157,14 +143,6 @@ request_prompt(const struct orchd_config *cfg, const cJSON *root, struct job_req
 	if (!request_choices(root, r, n_prompts, pe) || !params_bool(root, "echo", &r->echo, pe) ||
 	    !take(cfg, p, r, pe))
 		return false;
-	if (r->echo && r->logprobs)
-		return params_fail(
-		        pe, ORCH_EINVAL, "echo",
-		        "'echo' with 'logprobs' would need the prompt's log-probabilities, "
-		        "which orch does not compute");
-	if (r->echo && (r->prompt_ids != NULL || (r->prompt_list && !all_text(r->prompt_list))))
-		return params_fail(pe, ORCH_EINVAL, "echo",
-		                   "'echo' needs a text prompt: orch does not echo token ids");
 	return true;
 }
 

@@ -103,6 +103,8 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.n_prompt_tokens = j->req.n_prompt_ids;
 	s.logprobs = j->req.logprobs;
 	s.top_logprobs = j->req.top_logprobs;
+	s.echo = j->req.echo;
+	s.prompt_only = j->req.prompt_only;
 	if (j->req.messages != NULL) {
 		if ((rv = chat_messages(j->req.messages, &mp, &s.n_messages)) != ORCH_OK)
 			return rv;
@@ -358,6 +360,11 @@ on_tokens(struct orchd *d, const Orch__TokenBatch *b)
 		struct job *j = jobs_find(d, t->job_id);
 		if (j == NULL)
 			continue;
+		if (t->prompt) { /* echo: the prompt sent back, before any token */
+			if (job_lp_prompt(j, t))
+				jobs_event(d, j, &(struct job_event){.type = EV_PROMPT});
+			continue;
+		}
 		if (t->token_id >= 0)
 			j->tokens_out++;
 		else if (t->text[0] == '\0')

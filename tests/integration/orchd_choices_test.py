@@ -13,9 +13,10 @@ stories260K, whose greedy text is llama.cpp's golden one.
   list of two token-id prompts two answers; /execute takes token ids too;
 - echo: the prompt leads the text (first chunk when streamed);
 - refusals (400 naming the parameter): n 0 and 65, n times the prompts over
-  64, an empty prompt list, an empty or fractional token list, echo with
-  logprobs, echo of token ids, a token id outside the vocabulary (the
-  worker's check: the whole request fails, nothing is left running)."""
+  64, an empty prompt list, an empty or fractional token list, a token id
+  outside the vocabulary (the worker's check: the whole request fails,
+  nothing is left running). Echo with logprobs and of token ids:
+  orchd_echo_test."""
 import json
 import os
 import sys
@@ -109,8 +110,6 @@ def test_refused():
              ({"n": 33, "prompt": ["a", "b"]}, "n", "over 64"),
              ({"prompt": []}, "prompt", "1-"), ({"prompt": [[]]}, "prompt", "1-"),
              ({"prompt": [1.5]}, "prompt", "integers"), ({"prompt": [[1], "a", 3]}, "prompt", "array"),
-             ({"echo": True, "logprobs": 1}, "echo", "log-probabilities"),
-             ({"echo": True, "prompt": [1, 2]}, "echo", "token ids"),
              ({"echo": "yes"}, "echo", "true or false")]
     for extra, param, words in cases:
         body = dict({"prompt": "x"}, **extra)

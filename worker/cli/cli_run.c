@@ -368,7 +368,8 @@ generate(const struct run_opts *o, struct engine *eng)
 	                      .stops = o->stops,
 	                      .n_stops = o->n_stops,
 	                      .ops = &jops,
-	                      .ctx = &st};
+	                      .ctx = &st,
+	                      .keep_space = !o->chat}; /* a raw prompt's text goes on */
 	struct harmony hm;
 	if (eng->mt.harmony) { /* gpt-oss: the harmony text as it is; jsonl says the channels */
 		harmony_init(&hm, eng->mt.tok, &eng->mt.hv);

@@ -118,7 +118,9 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	j->arrival = s->arrivals++;
 	j->cancel = false;
 	j->pending = (struct sbuf){0};
-	detok_init(&j->dt, s->t, TOK_STRIP_PREFIX | (j->hm && j->hm_raw ? TOK_RENDER_SPECIAL : 0));
+	detok_init(&j->dt, s->t,
+	           (j->keep_space ? 0 : TOK_STRIP_PREFIX) |
+	                   (j->hm && j->hm_raw ? TOK_RENDER_SPECIAL : 0));
 	j->tag = (struct harmony_tag){.message = HARMONY_NO_MESSAGE};
 	if (j->hm)
 		harmony_prime(j->hm, j->prompt, j->n_prompt);
@@ -432,8 +434,8 @@ constrain(struct sched *s, struct sched_job *j, const float *lg)
 		return NULL;
 	}
 	uint32_t allowed = 0;
-	if ((rv = grammars_constrain(j->gj, lg, s->n_vocab, !j->dt.started, s->masked, &allowed,
-	                             &e)) != ORCH_OK) {
+	if ((rv = grammars_constrain(j->gj, lg, s->n_vocab, !j->dt.started && !j->keep_space,
+	                             s->masked, &allowed, &e)) != ORCH_OK) {
 		sched_finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return NULL;
 	}

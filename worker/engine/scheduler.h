@@ -64,8 +64,11 @@ struct sched_job {
 	uint32_t n_stops;
 	const struct sched_job_ops *ops;
 	void *ctx;
-	struct harmony *hm;    /* harmony_init'ed: split the output by message; NULL: plain text */
-	bool hm_raw;           /* with hm: headers and control tokens stay in the text, rendered */
+	struct harmony *hm; /* harmony_init'ed: split the output by message; NULL: plain text */
+	bool hm_raw;        /* with hm: headers and control tokens stay in the text, rendered */
+	/* the output continues a raw prompt's text: the space an SPM model's first token starts
+	 * with is kept (else it is the dummy prefix, dropped, as a chat's answer has it) */
+	bool keep_space;
 	const int32_t *script; /* a test hook: the first n_script tokens, instead of sampled ones */
 	uint32_t n_script;
 	/* paged with the prefix cache: a job shares cached blocks only with jobs of the

@@ -90,18 +90,12 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 {
 	struct serve_job *j = ctx;
 	struct serve *sv = j->sv;
-
-	if (sv->n_entries == sv->cap_entries)
-		return; /* cannot happen: the capacity is three per live job */
 	const struct harmony_tag *tag = n > 0 ? sched_job_tag(sj) : NULL;
-	size_t off = sv->text.n;
-	struct entry_text *o = &sv->text_off[sv->n_entries];
-	Orch__TokenEntry *e = &sv->entries[sv->n_entries];
-	*o = (struct entry_text){off, SIZE_MAX, SIZE_MAX, {0, 0}, 0, 0};
-	orch__token_entry__init(e);
-	sbuf_put(&sv->text, text, n);
-	sbuf_putc(&sv->text, '\0');
-	if (tag != NULL) {
+	struct serve_mark mark = serve_entries_mark(sv);
+	struct entry_text *o;
+	Orch__TokenEntry *e = serve_entry(sv, sj->id, text, n, &o);
+
+	if (e != NULL && tag != NULL) {
 		o->channel = sv->text.n;
 		sbuf_puts(&sv->text, tag->channel);
 		sbuf_putc(&sv->text, '\0');
@@ -109,26 +103,18 @@ on_token(void *ctx, struct sched_job *sj, uint32_t index, int32_t id, const char
 		sbuf_puts(&sv->text, tag->recipient);
 		sbuf_putc(&sv->text, '\0');
 	}
-	uint32_t tops = sv->n_tops;
-	if (!serve_lp_entry(sv, j, e, o, index, id) || sv->text.oom) {
+	if (e == NULL || !serve_lp_entry(sv, j, e, o, index, id) || sv->text.oom) {
 		/* this text is lost, so the job cannot go on; the others' stay */
-		sv->n_tops = tops;
+		serve_entries_undo(sv, mark);
 		sched_cancel(sv->eng->s, sj->id);
-		sv->text.oom = false;
-		sv->text.n = off;
-		if (sv->text.p != NULL)
-			sv->text.p[off] = '\0';
 		return;
 	}
-	e->job_id = sj->id;
 	e->index = index;
 	e->token_id = id;
 	if (tag != NULL) {
 		e->in_message = true;
 		e->message = tag->message;
 	}
-	sv->entry_ptrs[sv->n_entries] = e;
-	sv->n_entries++;
 }
 
 static void
@@ -152,8 +138,10 @@ on_end(void *ctx, struct sched_job *sj, enum orch_finish why, orch_err err, cons
 static const struct sched_job_ops job_ops = {
         .on_token = on_token, .on_logits = NULL, .on_end = on_end};
 /* a job with logprobs: the raw logits too (it samples on the host) */
-static const struct sched_job_ops job_ops_lp = {
-        .on_token = on_token, .on_logits = serve_lp_logits, .on_end = on_end};
+static const struct sched_job_ops job_ops_lp = {.on_token = on_token,
+                                                .on_logits = serve_lp_logits,
+                                                .on_end = on_end,
+                                                .on_prompt = serve_echo_logits};
 
 static struct serve_job *
 find_job(struct serve *sv, uint64_t id)
@@ -177,6 +165,7 @@ serve_job_free(struct serve *sv, struct serve_job *j)
 	for (uint32_t i = 0; i < j->sj.n_stops; i++)
 		orch_free(j->stops[i]);
 	orch_free(j->cache_salt);
+	sbuf_fini(&j->echo_text);
 	orch_free(j->bias);
 	grammars_end(&j->gj);
 	tok_ids_fini(&j->ids);
@@ -188,30 +177,7 @@ serve_job_free(struct serve *sv, struct serve_job *j)
 static void
 flush_step(struct serve *sv, uint64_t sampled_ns)
 {
-	sv->last_entries = sv->n_entries;
-	if (sv->n_entries > 0) {
-		Orch__Envelope env = ORCH__ENVELOPE__INIT;
-		for (uint32_t i = 0; i < sv->n_entries; i++) { /* the buffer has stopped moving */
-			const struct entry_text *o = &sv->text_off[i];
-			sv->entries[i].text = sv->text.p + o->text;
-			if (o->channel != SIZE_MAX) {
-				sv->entries[i].channel = sv->text.p + o->channel;
-				sv->entries[i].recipient = sv->text.p + o->recipient;
-			}
-			serve_lp_fix(sv, i);
-		}
-		Orch__TokenBatch tb = ORCH__TOKEN_BATCH__INIT;
-		tb.step = sv->steps;
-		tb.sampled_ns = sampled_ns;
-		tb.n_tokens = sv->n_entries;
-		tb.tokens = sv->entry_ptrs;
-		env.body_case = ORCH__ENVELOPE__BODY_TOKEN_BATCH;
-		env.token_batch = &tb;
-		serve_send(sv, &env);
-		sbuf_clear(&sv->text);
-		sv->n_entries = 0;
-		sv->n_tops = 0;
-	}
+	serve_entries_send(sv, sampled_ns);
 	for (uint32_t i = 0; i < sv->n_endings; i++) {
 		struct ending *e = &sv->endings[i];
 		struct sched_job *sj = &e->j->sj;
@@ -375,6 +341,7 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		j->sj.hm = &j->hm;
 		j->sj.hm_raw = !m->chat && m->n_messages == 0;
 	}
+	j->sj.keep_space = !m->chat && m->n_messages == 0; /* a completion follows its prompt */
 	serve_script(sv, j);
 	j->sj.prompt = j->ids.v;
 	j->sj.n_prompt = (uint32_t)j->ids.n;
@@ -395,10 +362,14 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 	        m->sampling && m->sampling->has_seed ? m->sampling->seed : samp_random_seed();
 	uint32_t room = j->sj.n_prompt < sv->eng->n_ctx ? sv->eng->n_ctx - j->sj.n_prompt : 0;
 	j->sj.max_tokens = m->max_tokens == 0 || m->max_tokens > room ? room : m->max_tokens;
+	if (m->prompt_only)
+		j->sj.max_tokens = 0;
 	j->sj.stops = (const char *const *)j->stops;
 	j->logprobs = m->logprobs;
 	j->n_top = m->logprobs ? m->top_logprobs : 0; /* at most 20 (ipc_check) */
 	j->sj.ops = j->logprobs ? &job_ops_lp : &job_ops;
+	j->echo = m->echo;
+	j->sj.prompt_logits = m->echo && m->logprobs;
 	j->sj.ctx = j;
 	j->deadline_ms = m->deadline_unix_ms;
 	j->submitted_ms = orch_mono_ms();
@@ -415,7 +386,13 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		serve_job_free(sv, j);
 		return rv;
 	}
+	struct serve_mark mark = serve_entries_mark(sv);
+	if (j->echo && !serve_echo_start(sv, j)) {
+		serve_job_free(sv, j);
+		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
+	}
 	if ((rv = sched_submit(sv->eng->s, &j->sj, e)) != ORCH_OK) {
+		serve_entries_undo(sv, mark);
 		serve_job_free(sv, j);
 		return rv == ORCH_ENOMEM
 		               ? orch_errf(e, ORCH_EVRAM, "out of memory admitting the job")

@@ -45,6 +45,10 @@ struct serve_job {
 	const float *lp_logits;
 	float lp_lse;
 	struct samp_cand lp_top[ORCH_MAX_TOP_LOGPROBS];
+	/* Submit.echo (serve_echo.c): the prompt's text, detokenized as its entries go out */
+	bool echo;
+	struct detok echo_dt;
+	struct sbuf echo_text;
 	struct serve *sv;
 	struct serve_job *next;
 };
@@ -81,8 +85,17 @@ struct lp_text {
 /* Where an entry's strings are in serve.text, and its alternatives in serve.tops. */
 struct entry_text {
 	size_t text, channel, recipient; /* SIZE_MAX: none ("") */
-	struct lp_text piece;            /* has_logprob: the token's bytes */
+	struct lp_text piece;            /* has_piece: the token's bytes */
+	bool has_piece;
+	bool prompt; /* a prompt token's entry (serve_echo.c) */
 	uint32_t top0, n_top;
+};
+
+/* Where the step's entries end, to take back what came after (serve_entries_undo). */
+struct serve_mark {
+	uint32_t entries;
+	size_t text;
+	uint32_t tops;
 };
 
 struct serve {
@@ -125,6 +138,37 @@ struct serve {
 /* serve_script - the test hook ORCH_FAULT_SCRIPT: the text @j generates first, if any. */
 void serve_script(struct serve *sv, struct serve_job *j);
 
+/* ---- serve_entries.c ---- */
+
+/*
+ * serve_entry - a new entry of this step for job @job with the text @n bytes at @text, its
+ * strings' places in *@ret_o; NULL when out of memory (then nothing was added).
+ */
+Orch__TokenEntry *serve_entry(struct serve *sv, uint64_t job, const char *text, size_t n,
+                              struct entry_text **ret_o);
+
+/* serve_entries_mark - where the step's entries end now. */
+struct serve_mark serve_entries_mark(const struct serve *sv);
+
+/* serve_entries_undo - drop every entry, string and alternative added after @m. */
+void serve_entries_undo(struct serve *sv, struct serve_mark m);
+
+/* serve_entries_send - send the step's entries (TokenBatches of IPC_MAX_BATCH) and clear them. */
+void serve_entries_send(struct serve *sv, uint64_t sampled_ns);
+
+/* ---- serve_echo.c ---- */
+
+/*
+ * serve_echo_start - at admission of a job with Submit.echo: the entry of its first prompt
+ * token, and without logprobs those of all of them (with logprobs, the others come from
+ * serve_echo_logits as the prompt is computed). False when out of memory (nothing added).
+ */
+bool serve_echo_start(struct serve *sv, struct serve_job *j);
+
+/* serve_echo_logits - the scheduler's on_prompt: prompt token @pos's entry, with its logprob. */
+void serve_echo_logits(void *ctx, struct sched_job *sj, uint32_t pos, const float *logits,
+                       uint32_t n_vocab);
+
 /* ---- serve_logprobs.c ---- */
 
 /* serve_lp_logits - the scheduler's on_logits for a job with logprobs. */
@@ -139,6 +183,9 @@ void serve_lp_logits(void *ctx, struct sched_job *sj, uint32_t index, const floa
  */
 bool serve_lp_entry(struct serve *sv, struct serve_job *j, Orch__TokenEntry *e,
                     struct entry_text *o, uint32_t index, int32_t id);
+
+/* serve_lp_piece - token @id's bytes (tok_piece's @flags) for entry @o. False: out of memory. */
+bool serve_lp_piece(struct serve *sv, struct entry_text *o, int32_t id, unsigned flags);
 
 /* serve_lp_fix - at the end of the step: point entry @i's bytes and alternatives home. */
 void serve_lp_fix(struct serve *sv, uint32_t i);

@@ -78,17 +78,17 @@ logprob(const struct serve_job *j, float x)
 
 /* Token @id's bytes appended to the step's text; its place in *@ret. */
 static bool
-put_piece(struct serve *sv, int32_t id, struct lp_text *ret)
+put_piece(struct serve *sv, int32_t id, unsigned flags, struct lp_text *ret)
 {
 	char buf[256], *big = NULL;
-	size_t n = tok_piece(sv->eng->mt.tok, id, 0, buf, sizeof(buf));
+	size_t n = tok_piece(sv->eng->mt.tok, id, flags, buf, sizeof(buf));
 
 	ret->off = sv->text.n;
 	ret->len = n;
 	if (n <= sizeof(buf)) {
 		sbuf_put(&sv->text, buf, n);
 	} else if ((big = orch_malloc(n)) != NULL) {
-		tok_piece(sv->eng->mt.tok, id, 0, big, n);
+		tok_piece(sv->eng->mt.tok, id, flags, big, n);
 		sbuf_put(&sv->text, big, n);
 		orch_free(big);
 	} else {
@@ -122,6 +122,13 @@ tops_room(struct serve *sv, uint32_t n)
 }
 
 bool
+serve_lp_piece(struct serve *sv, struct entry_text *o, int32_t id, unsigned flags)
+{
+	o->has_piece = true;
+	return put_piece(sv, id, flags, &o->piece);
+}
+
+bool
 serve_lp_entry(struct serve *sv, struct serve_job *j, Orch__TokenEntry *e, struct entry_text *o,
                uint32_t index, int32_t id)
 {
@@ -132,14 +139,16 @@ serve_lp_entry(struct serve *sv, struct serve_job *j, Orch__TokenEntry *e, struc
 	e->logprob = logprob(j, j->lp_logits[id]);
 	o->top0 = sv->n_tops;
 	o->n_top = 0;
-	if (!put_piece(sv, id, &o->piece) || !tops_room(sv, j->lp_n))
+	/* a prompt token's bytes as its text shows it: a control token rendered */
+	if (!serve_lp_piece(sv, o, id, o->prompt ? TOK_RENDER_SPECIAL : 0) ||
+	    !tops_room(sv, j->lp_n))
 		return false;
 	for (uint32_t k = 0; k < j->lp_n; k++) {
 		Orch__TopLogprob *t = &sv->tops[sv->n_tops];
 		orch__top_logprob__init(t);
 		t->token_id = j->lp_top[k].id;
 		t->logprob = logprob(j, j->lp_top[k].logit);
-		if (!put_piece(sv, t->token_id, &sv->top_text[sv->n_tops]))
+		if (!put_piece(sv, t->token_id, 0, &sv->top_text[sv->n_tops]))
 			return false;
 		sv->n_tops++;
 		o->n_top++;
@@ -154,10 +163,12 @@ serve_lp_fix(struct serve *sv, uint32_t i)
 	const struct entry_text *o = &sv->text_off[i];
 	Orch__TokenEntry *e = &sv->entries[i];
 
+	if (o->has_piece) {
+		e->piece.data = (uint8_t *)sv->text.p + o->piece.off;
+		e->piece.len = o->piece.len;
+	}
 	if (!e->has_logprob)
 		return;
-	e->piece.data = (uint8_t *)sv->text.p + o->piece.off;
-	e->piece.len = o->piece.len;
 	e->n_top_logprobs = o->n_top;
 	e->top_logprobs = o->n_top ? &sv->top_ptrs[o->top0] : NULL;
 	for (uint32_t k = o->top0; k < o->top0 + o->n_top; k++) {
