@@ -1,7 +1,8 @@
 /*
  * orchctl - the orch admin CLI. Subcommands are one table; status, ps, load,
  * unload, rm and logs talk to orchd's admin socket, attach to a worker's
- * debug stream as well, inspect works on files alone. The global options
+ * debug stream as well, inspect works on files alone, pull and models (and
+ * rm of an hf: reference) on the model store (pull_cmd.c). The global options
  * (--socket PATH, --json, --version) go anywhere on the line: they are taken
  * out before the subcommand sees its arguments.
  *
@@ -29,6 +30,18 @@ orchctl_version(int argc, char **argv)
 	return 0;
 }
 
+/* rm NAME (a model orchd serves) or rm hf:REF (the model store). */
+static int
+rm(int argc, char **argv)
+{
+#ifdef ORCHCTL_HAVE_STORE
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "hf:", 3) == 0)
+			return orchctl_rm_ref(argc, argv);
+#endif
+	return orchctl_rm(argc, argv);
+}
+
 static const struct subcmd commands[] = {
         {"status", orchctl_status,
          "status [--json] [--socket PATH]  models, devices, jobs, uptime"},
@@ -39,8 +52,17 @@ static const struct subcmd commands[] = {
          "[--no-prefix-cache] [--no-wait] [--json] [--socket PATH]  load and wait until ready"},
         {"unload", orchctl_unload,
          "unload NAME [--json] [--socket PATH]  drain, then stop its workers"},
-        {"rm", orchctl_rm,
-         "rm NAME [--json] [--socket PATH]  unload and forget a model added with load"},
+        {"rm", rm,
+         "rm NAME | hf:REF [--model-dir DIR] [--json] [--socket PATH]  unload and forget a "
+         "model added with load; or take a reference out of the model store"},
+#ifdef ORCHCTL_HAVE_STORE
+        {"pull", orchctl_pull,
+         "pull hf:ORG/REPO[:QUANT][@REV] | hf:ORG/REPO/FILE.gguf[@REV] [--model-dir DIR] "
+         "[--token-file F] [--endpoint URL] [--offline] [--json]  fetch a model into the store"},
+        {"models", orchctl_models,
+         "models [--model-dir DIR] [--json]  what the model store holds, and which models use "
+         "it"},
+#endif
 #ifdef ORCHCTL_HAVE_ATTACH
         {"attach", orchctl_attach,
          "attach WORKER [--dump | --gdb] [--topic log|step]... [--count N] [--json] [--socket "

@@ -12,15 +12,18 @@ _orchctl_ps_column() { # $1: 1 = worker ids, 2 = model names
 
 _orchctl() {
 	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local cmds="status ps load unload rm attach logs inspect version --help --version --json --socket"
+	local cmds="status ps load unload rm attach logs inspect pull models version --help --version --json --socket"
 	COMPREPLY=()
 	if ((COMP_CWORD == 1)); then
 		mapfile -t COMPREPLY < <(compgen -W "$cmds" -- "$cur")
 		return
 	fi
 	case $prev in
-	--socket)
+	--socket | --token-file)
 		mapfile -t COMPREPLY < <(compgen -f -- "$cur")
+		return ;;
+	--model-dir)
+		mapfile -t COMPREPLY < <(compgen -d -- "$cur")
 		return ;;
 	--topic)
 		mapfile -t COMPREPLY < <(compgen -W "log step" -- "$cur")
@@ -34,7 +37,7 @@ _orchctl() {
 	--kv-block-tokens)
 		mapfile -t COMPREPLY < <(compgen -W "8 16 32 64 128 256" -- "$cur")
 		return ;;
-	--slots | --context | --replicas | --count | --timeout-ms | --lines | -n | --kv-cache-mib)
+	--slots | --context | --replicas | --count | --timeout-ms | --lines | -n | --kv-cache-mib | --endpoint)
 		return ;;
 	esac
 	local opts words=() cmd= i
@@ -64,6 +67,8 @@ _orchctl() {
 		opts="--lines --follow --json --socket"
 		mapfile -t words < <(_orchctl_ps_column 1; _orchctl_ps_column 2) ;;
 	inspect) opts="--json --tensors --context --slots --kv-cache-mib --kv-cache-fraction --kv-block-tokens" ;;
+	pull) opts="--model-dir --token-file --endpoint --offline --json" ;;
+	models) opts="--model-dir --json" ;;
 	esac
 	if [[ $cur == -* ]]; then
 		mapfile -t COMPREPLY < <(compgen -W "$opts" -- "$cur")

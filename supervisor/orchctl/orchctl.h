@@ -38,6 +38,17 @@ int orchctl_unload(int argc, char **argv);
 /* orchctl_rm - "orchctl rm NAME": unload, then forget a model added with load. */
 int orchctl_rm(int argc, char **argv);
 
+/* orchctl_pull - "orchctl pull hf:REF [--model-dir DIR] [--token-file F] [--endpoint URL]
+ * [--offline]": fetch a Hugging Face reference into the model store (pull_cmd.c). */
+int orchctl_pull(int argc, char **argv);
+
+/* orchctl_models - "orchctl models [--model-dir DIR]": what the model store holds. */
+int orchctl_models(int argc, char **argv);
+
+/* orchctl_rm_ref - "orchctl rm hf:REF [--model-dir DIR]": take it out of the store, unless
+ * a model orchd serves uses it. */
+int orchctl_rm_ref(int argc, char **argv);
+
 /*
  * orchctl_refused - orchd answered @status with @body to @what ("load x"):
  * the error's message as a sentence on stderr ("orchctl: load x: ..."), the

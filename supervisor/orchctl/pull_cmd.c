@@ -1,0 +1,418 @@
+/*
+ * pull_cmd.c - "orchctl pull", "orchctl models" and "orchctl rm hf:..." over the
+ * model store (common/store): pull fetches a Hugging Face reference into it
+ * (a progress bar on a terminal, a line every 10 % otherwise), models lists
+ * what it holds and which of orchd's models use it, rm removes a reference
+ * unless a model orchd serves uses its file.
+ *
+ * The store is --model-dir DIR, else $ORCH_MODEL_DIR, else the default
+ * (store_default_dir). The token for gated repositories: --token-file F,
+ * else $HF_TOKEN, else $HF_TOKEN_PATH or ~/.cache/huggingface/token (where
+ * huggingface-cli login puts it). --endpoint URL or $HF_ENDPOINT: a mirror.
+ * --offline or HF_HUB_OFFLINE=1: never touch the network.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/alloc.h"
+#include "base/clock.h"
+#include "base/readfile.h"
+#include "gguf/gguf.h"
+#include "gguf/ident.h"
+#include "orchctl.h"
+#include "store/hf.h"
+#include "store/store.h"
+
+/* The options pull, models and rm share. */
+struct store_opts {
+	const char *dir, *token_file, *endpoint;
+	bool offline;
+};
+
+/* Parse the shared options of @argv (getopt from optind 1); -1 on a bad one. */
+static int
+store_args(int argc, char **argv, struct store_opts *o, bool pull)
+{
+	static const struct option longs[] = {{"model-dir", required_argument, NULL, 'd'},
+	                                      {"token-file", required_argument, NULL, 't'},
+	                                      {"endpoint", required_argument, NULL, 'e'},
+	                                      {"offline", no_argument, NULL, 'o'},
+	                                      {NULL, 0, NULL, 0}};
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+		if (c == 'd')
+			o->dir = optarg;
+		else if (pull && c == 't')
+			o->token_file = optarg;
+		else if (pull && c == 'e')
+			o->endpoint = optarg;
+		else if (pull && c == 'o')
+			o->offline = true;
+		else
+			return -1;
+	}
+	const char *env = getenv("HF_HUB_OFFLINE");
+	if (env != NULL && (strcmp(env, "1") == 0 || strcasecmp(env, "true") == 0))
+		o->offline = true;
+	return 0;
+}
+
+/* The store the options name, opened; NULL with the reason printed. */
+static struct store *
+open_store(const struct store_opts *o)
+{
+	char dir[PATH_MAX];
+	struct orch_errinfo e = {0};
+	struct store *s = NULL;
+
+	if (o->dir == NULL && store_default_dir(dir, sizeof(dir), &e) != ORCH_OK) {
+		fprintf(stderr, "orchctl: %s\n", e.msg);
+		return NULL;
+	}
+	if (store_open(o->dir ? o->dir : dir, &s, &e) != ORCH_OK)
+		fprintf(stderr, "orchctl: %s\n", e.msg);
+	return s;
+}
+
+/* The token: --token-file, $HF_TOKEN, $HF_TOKEN_PATH, ~/.cache/huggingface/token; NULL: none. */
+static char *
+read_token(const struct store_opts *o, bool *bad)
+{
+	const char *env = getenv("HF_TOKEN"), *path = o->token_file, *home = getenv("HOME");
+	char def[PATH_MAX], *text = NULL;
+	size_t n = 0;
+	struct orch_errinfo e = {0};
+
+	*bad = false;
+	if (path == NULL && env != NULL && env[0])
+		return orch_strndup(env, strlen(env));
+	if (path == NULL && (path = getenv("HF_TOKEN_PATH")) == NULL && home != NULL) {
+		snprintf(def, sizeof(def), "%s/.cache/huggingface/token", home);
+		if (access(def, R_OK) != 0)
+			return NULL;
+		path = def;
+	}
+	if (path == NULL)
+		return NULL;
+	if (orch_read_file(path, 4096, &text, &n, &e) != ORCH_OK) {
+		fprintf(stderr, "orchctl: the token file: %s\n", e.msg);
+		*bad = true;
+		return NULL;
+	}
+	while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
+		text[--n] = '\0';
+	return text;
+}
+
+/* ---- progress ---- */
+
+struct pull_view {
+	bool tty;
+	uint64_t t0_ms, last_ms;
+	int last_tenth;
+	const char *file;
+};
+
+static void
+on_progress(void *ctx, const struct hf_progress *p)
+{
+	struct pull_view *v = ctx;
+	uint64_t now = orch_mono_ms();
+	double mib = 1024.0 * 1024.0,
+	       pct = p->total ? 100.0 * (double)p->done / (double)p->total : 100;
+
+	if (v->file != p->path) { /* a new file */
+		v->file = p->path;
+		v->t0_ms = now;
+		v->last_tenth = -1;
+	}
+	double s = (double)(now - v->t0_ms) / 1000.0;
+	double rate = s > 0.05 ? (double)(p->done - p->resumed_from) / s : 0;
+	double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
+	if (v->tty) {
+		int w = (int)(pct / 5);
+		fprintf(stderr, "\r%s [%.*s%*s] %5.1f%% %.1f/%.1f MiB %.1f MiB/s ETA %.0fs\033[K",
+		        p->path, w, "####################", 20 - w, "", pct, (double)p->done / mib,
+		        (double)p->total / mib, rate / mib, eta);
+		if (p->finished)
+			fputc('\n', stderr);
+		return;
+	}
+	int tenth = (int)(pct / 10);
+	if (p->finished || tenth > v->last_tenth || now - v->last_ms > 10000) {
+		fprintf(stderr, "pull: %s (%u of %u) %.0f%% %.1f/%.1f MiB %.1f MiB/s%s\n", p->path,
+		        p->index + 1, p->n_files, pct, (double)p->done / mib,
+		        (double)p->total / mib, rate / mib, p->finished ? " done" : "");
+		v->last_tenth = tenth;
+		v->last_ms = now;
+	}
+}
+
+/* ---- pull ---- */
+
+static cJSON *
+entry_json(const struct store *s, const struct store_entry *en)
+{
+	cJSON *o = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(o, "files");
+	char path[PATH_MAX];
+	uint64_t size = 0;
+
+	cJSON_AddStringToObject(o, "ref", en->ref);
+	cJSON_AddStringToObject(o, "repo", en->repo);
+	cJSON_AddStringToObject(o, "revision", en->revision);
+	cJSON_AddStringToObject(o, "commit", en->commit);
+	if (store_model_path(s, en, path, sizeof(path), NULL) == ORCH_OK)
+		cJSON_AddStringToObject(o, "path", path);
+	for (uint32_t i = 0; i < en->n_files; i++) {
+		cJSON *f = cJSON_CreateObject();
+		cJSON_AddStringToObject(f, "path", en->files[i].path);
+		cJSON_AddStringToObject(f, "sha256", en->files[i].sha256);
+		cJSON_AddNumberToObject(f, "size", (double)en->files[i].size);
+		cJSON_AddItemToArray(files, f);
+		size += en->files[i].size;
+	}
+	cJSON_AddNumberToObject(o, "size", (double)size);
+	cJSON_AddNumberToObject(o, "pulled_unix", (double)en->pulled_unix);
+	return o;
+}
+
+static void
+print_json(cJSON *o)
+{
+	char *t = cJSON_Print(o);
+
+	if (t != NULL)
+		puts(t);
+	free(t);
+	cJSON_Delete(o);
+}
+
+int
+orchctl_pull(int argc, char **argv)
+{
+	struct store_opts so;
+	struct hf_ref r;
+	struct orch_errinfo e = {0};
+	struct store_entry en = {0};
+	struct pull_view view = {.tty = isatty(2) == 1};
+	bool bad = false;
+
+	if (store_args(argc, argv, &so, true) != 0 || optind != argc - 1) {
+		fprintf(stderr, "usage: orchctl pull hf:ORG/REPO[:QUANT][@REV] | "
+		                "hf:ORG/REPO/FILE.gguf[@REV] [--model-dir DIR] [--token-file F] "
+		                "[--endpoint URL] [--offline] [--json]\n");
+		return ORCHCTL_EXIT_USAGE;
+	}
+	if (hf_ref_parse(argv[optind], &r, &e) != ORCH_OK) {
+		fprintf(stderr, "orchctl: pull: %s\n", e.msg);
+		return ORCHCTL_EXIT_USAGE;
+	}
+	char *token = read_token(&so, &bad);
+	struct store *s = bad ? NULL : open_store(&so);
+	if (s == NULL) {
+		orch_free(token);
+		return ORCHCTL_EXIT_FAILED;
+	}
+	struct hf_opts ho = {.endpoint = so.endpoint,
+	                     .token = token,
+	                     .offline = so.offline,
+	                     .progress = on_progress,
+	                     .progress_ctx = &view};
+	orch_err rv = hf_pull(s, &r, &ho, &en, &e);
+	orch_free(token);
+	if (rv != ORCH_OK) {
+		fprintf(stderr, "orchctl: pull %s: %s\n", r.canon, e.msg);
+		store_close(s);
+		return ORCHCTL_EXIT_FAILED;
+	}
+	if (arg_json) {
+		print_json(entry_json(s, &en));
+	} else {
+		char path[PATH_MAX] = "";
+		uint64_t size = 0;
+		for (uint32_t i = 0; i < en.n_files; i++)
+			size += en.files[i].size;
+		store_model_path(s, &en, path, sizeof(path), NULL);
+		printf("%s: %u file%s, %.1f MiB, commit %.12s\n  serve it with: model = %s (or path "
+		       "= %s)\n",
+		       en.ref, en.n_files, en.n_files == 1 ? "" : "s", (double)size / (1 << 20),
+		       en.commit[0] ? en.commit : "-", en.ref, path);
+	}
+	store_entry_fini(&en);
+	store_close(s);
+	return 0;
+}
+
+/* ---- models, rm ---- */
+
+/* The models orchd serves from @en's files (their names, ", "-joined, in @buf; "" none). */
+static void
+used_by(const cJSON *status, const struct store *s, const struct store_entry *en, char *buf,
+        size_t n)
+{
+	const cJSON *m;
+	size_t at = 0;
+
+	buf[0] = '\0';
+	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(status, "models"))
+	{
+		const char *path = orchctl_str(m, "path");
+		char real[PATH_MAX], blob[PATH_MAX], breal[PATH_MAX];
+		if (realpath(path, real) == NULL)
+			continue;
+		for (uint32_t i = 0; i < en->n_files; i++)
+			if (store_blob_path(s, en->files[i].sha256, "", blob, sizeof(blob), NULL) ==
+			            ORCH_OK &&
+			    realpath(blob, breal) != NULL && strcmp(real, breal) == 0 &&
+			    at + 2 < n) {
+				at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "",
+				                       orchctl_str(m, "name"));
+				break;
+			}
+	}
+}
+
+/* orchd's /admin/status, or NULL when it is not running (nothing uses the store then). */
+static cJSON *
+orchd_status(void)
+{
+	int status = 0;
+	char *body = NULL;
+	cJSON *o = NULL;
+
+	if (access(orchctl_socket(NULL), F_OK) != 0 ||
+	    orchctl_request(orchctl_socket(NULL), "GET", "/admin/status", NULL, &status, &body) !=
+	            0)
+		return NULL;
+	if (status == 200)
+		o = cJSON_Parse(body);
+	free(body);
+	return o;
+}
+
+/* The architecture and quant kind of @path's GGUF header ("-" when unreadable). */
+static void
+describe(const char *path, char *arch, size_t an, char *quant, size_t qn)
+{
+	struct gguf_file *f = NULL;
+	struct gguf_str a;
+
+	snprintf(arch, an, "-");
+	snprintf(quant, qn, "-");
+	if (gguf_open(path, &f, NULL) != ORCH_OK)
+		return;
+	if (gguf_get_str(f, "general.architecture", &a) == ORCH_OK)
+		snprintf(arch, an, "%.*s", (int)(a.len < 64 ? a.len : 64), a.ptr);
+	const char *q = gguf_dominant_type(f);
+	snprintf(quant, qn, "%s", q ? q : "-");
+	gguf_close(f);
+}
+
+int
+orchctl_models(int argc, char **argv)
+{
+	struct store_opts so;
+	struct orch_errinfo e = {0};
+	struct store_entry *v = NULL;
+	uint32_t n = 0;
+
+	if (store_args(argc, argv, &so, false) != 0 || optind != argc) {
+		fprintf(stderr, "usage: orchctl models [--model-dir DIR] [--json]\n");
+		return ORCHCTL_EXIT_USAGE;
+	}
+	struct store *s = open_store(&so);
+	if (s == NULL)
+		return ORCHCTL_EXIT_FAILED;
+	if (store_list(s, &v, &n, &e) != ORCH_OK) {
+		fprintf(stderr, "orchctl: models: %s\n", e.msg);
+		store_close(s);
+		return ORCHCTL_EXIT_FAILED;
+	}
+	cJSON *status = orchd_status(), *out = cJSON_CreateArray();
+	if (!arg_json)
+		printf("%-48s %-40s %10s %-10s %-10s %-14s %s\n", "REFERENCE", "FILE", "SIZE",
+		       "ARCH", "QUANT", "SHA256", "USED BY");
+	for (uint32_t i = 0; i < n; i++) {
+		char path[PATH_MAX] = "", arch[80], quant[32], users[512];
+		uint64_t size = 0;
+		for (uint32_t k = 0; k < v[i].n_files; k++)
+			size += v[i].files[k].size;
+		store_model_path(s, &v[i], path, sizeof(path), NULL);
+		describe(path, arch, sizeof(arch), quant, sizeof(quant));
+		used_by(status, s, &v[i], users, sizeof(users));
+		if (arg_json) {
+			cJSON *o = entry_json(s, &v[i]);
+			cJSON_AddStringToObject(o, "architecture", arch);
+			cJSON_AddStringToObject(o, "quant", quant);
+			cJSON *u = cJSON_AddArrayToObject(o, "used_by");
+			for (char *tok = strtok(users, ", "); tok; tok = strtok(NULL, ", "))
+				cJSON_AddItemToArray(u, cJSON_CreateString(tok));
+			cJSON_AddItemToArray(out, o);
+			continue;
+		}
+		printf("%-48s %-40s %8.1fMi %-10s %-10s %.12s   %s\n", v[i].ref,
+		       v[i].n_files ? v[i].files[0].path : "-", (double)size / (1 << 20), arch,
+		       quant, v[i].n_files ? v[i].files[0].sha256 : "-", users[0] ? users : "-");
+	}
+	if (arg_json)
+		print_json(out);
+	else
+		cJSON_Delete(out);
+	cJSON_Delete(status);
+	store_entries_free(v, n);
+	store_close(s);
+	return 0;
+}
+
+int
+orchctl_rm_ref(int argc, char **argv)
+{
+	struct store_opts so;
+	struct orch_errinfo e = {0};
+	struct hf_ref r;
+	struct store_entry en = {0};
+	char users[512] = "";
+
+	if (store_args(argc, argv, &so, false) != 0 || optind != argc - 1) {
+		fprintf(stderr, "usage: orchctl rm hf:REFERENCE [--model-dir DIR]\n");
+		return ORCHCTL_EXIT_USAGE;
+	}
+	if (hf_ref_parse(argv[optind], &r, &e) != ORCH_OK) {
+		fprintf(stderr, "orchctl: rm: %s\n", e.msg);
+		return ORCHCTL_EXIT_USAGE;
+	}
+	struct store *s = open_store(&so);
+	if (s == NULL)
+		return ORCHCTL_EXIT_FAILED;
+	orch_err rv = store_find(s, r.canon, &en, &e);
+	if (rv == ORCH_OK) {
+		cJSON *status = orchd_status();
+		used_by(status, s, &en, users, sizeof(users));
+		cJSON_Delete(status);
+		if (users[0])
+			rv = orch_errf(&e, ORCH_EINVAL,
+			               "%s is in use by %s: unload it first (orchctl unload NAME)",
+			               r.canon, users);
+		else
+			rv = store_remove(s, r.canon, &e);
+	}
+	store_entry_fini(&en);
+	store_close(s);
+	if (rv != ORCH_OK) {
+		fprintf(stderr, "orchctl: rm %s: %s\n", r.canon, e.msg);
+		return ORCHCTL_EXIT_FAILED;
+	}
+	printf("%s removed\n", r.canon);
+	return 0;
+}
