@@ -297,8 +297,8 @@ entry_from_json(const char *ref, const cJSON *o, struct store_entry *en)
 	return true;
 }
 
-static cJSON *
-entry_to_json(const struct store_entry *en)
+cJSON *
+store_entry_json(const struct store_entry *en)
 {
 	cJSON *o = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(o, "files");
 
@@ -472,7 +472,7 @@ store_put(struct store *s, const struct store_entry *en, struct orch_errinfo *re
 		return rv;
 	if ((rv = index_read(s, &root, &refs, reterr)) == ORCH_OK) {
 		cJSON_DeleteItemFromObjectCaseSensitive(refs, en->ref);
-		cJSON_AddItemToObject(refs, en->ref, entry_to_json(en));
+		cJSON_AddItemToObject(refs, en->ref, store_entry_json(en));
 		rv = index_write(s, root, reterr);
 		cJSON_Delete(root);
 	}

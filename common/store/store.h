@@ -26,6 +26,7 @@
 #include "base/err.h"
 #include "base/sha256.h"
 
+struct cJSON;
 struct store;
 
 /* One file of a reference. */
@@ -108,6 +109,9 @@ orch_err store_lock_blob(const struct store *s, const char *sha256, int *ret_fd,
 
 /* store_unlock - release a lock store_lock_blob took. */
 void store_unlock(int fd);
+
+/* store_entry_json - @en as the index has it: repo, revision, commit, pulled_unix, files. */
+struct cJSON *store_entry_json(const struct store_entry *en);
 
 /* store_entry_fini - free what @en holds (not @en); a zeroed entry is fine. */
 void store_entry_fini(struct store_entry *en);

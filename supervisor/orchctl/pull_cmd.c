@@ -161,29 +161,21 @@ on_progress(void *ctx, const struct hf_progress *p)
 
 /* ---- pull ---- */
 
+/* @en as pull --json and models --json show it: the index's fields, the reference, the path
+ * to serve and the total size. */
 static cJSON *
 entry_json(const struct store *s, const struct store_entry *en)
 {
-	cJSON *o = cJSON_CreateObject(), *files = cJSON_AddArrayToObject(o, "files");
+	cJSON *o = store_entry_json(en);
 	char path[PATH_MAX];
 	uint64_t size = 0;
 
 	cJSON_AddStringToObject(o, "ref", en->ref);
-	cJSON_AddStringToObject(o, "repo", en->repo);
-	cJSON_AddStringToObject(o, "revision", en->revision);
-	cJSON_AddStringToObject(o, "commit", en->commit);
 	if (store_model_path(s, en, path, sizeof(path), NULL) == ORCH_OK)
 		cJSON_AddStringToObject(o, "path", path);
-	for (uint32_t i = 0; i < en->n_files; i++) {
-		cJSON *f = cJSON_CreateObject();
-		cJSON_AddStringToObject(f, "path", en->files[i].path);
-		cJSON_AddStringToObject(f, "sha256", en->files[i].sha256);
-		cJSON_AddNumberToObject(f, "size", (double)en->files[i].size);
-		cJSON_AddItemToArray(files, f);
+	for (uint32_t i = 0; i < en->n_files; i++)
 		size += en->files[i].size;
-	}
 	cJSON_AddNumberToObject(o, "size", (double)size);
-	cJSON_AddNumberToObject(o, "pulled_unix", (double)en->pulled_unix);
 	return o;
 }
 
