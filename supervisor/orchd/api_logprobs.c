@@ -83,8 +83,11 @@ api_lp_openai(const struct job *j, uint32_t from, uint32_t to)
 		                  cJSON_AddArrayToObject(o, "top_logprobs"),
 		                  cJSON_AddArrayToObject(o, "text_offset")};
 	}
-	/* with echo, the text starts with the prompt: generated tokens' offsets count it */
-	uint32_t shift = j->echo != NULL ? (uint32_t)params_utf8_chars(j->echo) : 0;
+	/* with echo, generated tokens' offsets count the prompt before them: its tokens'
+	 * strings when they are listed (vLLM's count, monotonic with the tokens), else the text */
+	uint32_t shift = j->n_plps > 0     ? j->prompt_chars
+	                 : j->echo != NULL ? (uint32_t)params_utf8_chars(j->echo)
+	                                   : 0;
 	for (uint32_t k = from; k < to && k < j->n_events; k++) {
 		const struct job_event *ev = &j->events[k];
 		if (ev->type == EV_PROMPT && !chat)

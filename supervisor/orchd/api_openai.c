@@ -162,19 +162,28 @@ put(struct sbuf *out, cJSON *o)
 	free(text);
 }
 
+/* Whether @j's echo waits for the worker (EV_PROMPT): with logprobs, or of token ids. */
+static bool
+echo_from_worker(const struct job *j)
+{
+	return j->req.echo && (j->req.logprobs || j->req.prompt_ids != NULL);
+}
+
 static void
 openai_format(const struct job *j, uint32_t k, struct sbuf *out)
 {
 	const struct job_event *ev = &j->events[k];
 
 	switch (ev->type) {
-	case EV_STARTED:
-		if (j->kind == JOB_OAI_CHAT) /* the role */
-			put(out, chunk(j, "", D_CONTENT, NULL, false, true, NULL, 0, 0));
+	case EV_STARTED: /* the role; a text prompt's echo without logprobs (known already) */
+		if (j->kind == JOB_OAI_CHAT || (j->echo != NULL && !echo_from_worker(j)))
+			put(out, chunk(j, j->echo ? j->echo : "", D_CONTENT, NULL, false,
+			               j->kind == JOB_OAI_CHAT, NULL, 0, 0));
 		return;
-	case EV_PROMPT: /* echo: the prompt, with logprobs its tokens' */
-		put(out, chunk(j, j->echo ? j->echo : "", D_CONTENT, NULL, false, false, NULL, k,
-		               k + 1));
+	case EV_PROMPT: /* echo: the prompt the worker sent back, with logprobs its tokens' */
+		if (echo_from_worker(j))
+			put(out, chunk(j, j->echo ? j->echo : "", D_CONTENT, NULL, false, false,
+			               NULL, k, k + 1));
 		return;
 	case EV_TOKEN:
 		if (ev->text && ev->text[0]) {

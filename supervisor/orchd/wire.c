@@ -103,7 +103,9 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.n_prompt_tokens = j->req.n_prompt_ids;
 	s.logprobs = j->req.logprobs;
 	s.top_logprobs = j->req.top_logprobs;
-	s.echo = j->req.echo;
+	/* the prompt back: its log-probabilities, or the text of token ids (a text prompt's
+	 * echo is the text as sent) */
+	s.echo = j->req.echo && (j->req.logprobs || j->req.prompt_ids != NULL);
 	s.prompt_only = j->req.prompt_only;
 	if (j->req.messages != NULL) {
 		if ((rv = chat_messages(j->req.messages, &mp, &s.n_messages)) != ORCH_OK)

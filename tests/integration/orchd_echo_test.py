@@ -98,6 +98,16 @@ def test_golden():
     print("golden: prompt positions %d and %d within %.3g of llama.cpp" % (len(p), len(p) + 1, worst))
 
 
+def test_control_alternatives():
+    # a control token among a prompt position's alternatives is spelled as the prompt's own
+    # tokens are ("<s>"), once, not also as ""
+    ids = GOLDEN["prompt_tokens"] + GOLDEN["generated_tokens"][:18] + [1]
+    st, o, t = cmpl(prompt=ids, echo=True, max_tokens=0, logprobs=20)
+    tops = o["choices"][0]["logprobs"]["top_logprobs"][1:] if st == 200 else [{"": 0}]
+    check(all("" not in a and len(a) <= 21 for a in tops) and "<s>" in tops[-1],
+          "control tokens among the alternatives: one spelling: %r" % tops[-1])
+
+
 def test_positions():
     ids = GOLDEN["prompt_tokens"] + GOLDEN["generated_tokens"][:12]
     runs = []
@@ -120,11 +130,11 @@ def test_text_prompt():
     c = o["choices"][0] if st == 200 else {}
     lp = c.get("logprobs") or {}
     n_prompt = o["usage"]["prompt_tokens"] if st == 200 else 0
-    gen = lp.get("text_offset", [])[n_prompt:]
     check(st == 200 and c["text"].startswith(prompt) and len(lp["tokens"]) == n_prompt + 6 and
-          lp["token_logprobs"][0] is None and gen and gen[0] == len(prompt) and
-          "".join(lp["tokens"][n_prompt:]) == c["text"][len(prompt):],
-          "a text prompt: its entries, then the generated ones counted after it: %s" % t[:500])
+          lp["token_logprobs"][0] is None and "".join(lp["tokens"][n_prompt:]) == c["text"][len(prompt):],
+          "a text prompt: its entries, then the generated ones: %s" % t[:500])
+    check(offsets_add_up(lp, "".join(lp.get("tokens", []))),
+          "offsets count the tokens' strings, prompt first, as vLLM's: %r" % lp.get("text_offset"))
     st, chunks, raw = cmpl(prompt=prompt, echo=True, max_tokens=6, logprobs=2, stream=True)
     first = chunks[0]["choices"][0] if chunks else {}
     joined = {"tokens": [], "token_logprobs": [], "top_logprobs": [], "text_offset": []}
@@ -177,6 +187,7 @@ o = orchd_lib.OrchdProc(BIN, seed=41, ready_s=60, more=more)
 try:
     test_lm_eval()
     test_golden()
+    test_control_alternatives()
     test_positions()
     test_text_prompt()
     test_space_kept()

@@ -369,10 +369,10 @@ admit(struct sched *s)
 		uint32_t n_src;
 		const int32_t *src = sched_prefill_src(j, &n_src);
 		/* a prompt whose every position's logits are due computes them all */
-		uint32_t cached =
-		        s->kv != NULL && !prompt_due(j) ? sched_kv_resume(s, j, src, n_src) : 0;
+		bool lookup = s->kv != NULL && !prompt_due(j);
+		uint32_t cached = lookup ? sched_kv_resume(s, j, src, n_src) : 0;
 		j->fed = cached;
-		if (j->preempted == 0 && s->kv != NULL) { /* its own blocks do not count */
+		if (j->preempted == 0 && lookup) { /* its own blocks do not count */
 			j->cached_tokens = cached;
 			s->prompt_queried += n_src;
 			s->prompt_hit += cached;
@@ -465,13 +465,14 @@ prompt_rows(struct sched *s, struct sched_job *j, const struct be_seq *q, const 
 	uint32_t rows = q->all_logits ? q->n_tokens : 1;
 	uint32_t p = q->pos + q->n_tokens - rows; /* row 0's position: it predicts p + 1 */
 
-	for (uint32_t r = 0; r < rows && j->state == J_PREFILL; r++, p++)
+	for (uint32_t r = 0; r < rows && j->state == J_PREFILL && !j->cancel; r++, p++)
 		if (j->prompt_logits && p + 1 == j->prompt_next && p + 1 < j->n_prompt) {
 			j->ops->on_prompt(j->ctx, j, p + 1, lg + (uint64_t)r * s->n_vocab,
 			                  s->n_vocab);
 			j->prompt_next++;
 		}
-	if (j->state == J_PREFILL && j->fed < j->n_prompt)
+	/* a job cancelled here (on_prompt could not keep a position) samples nothing more */
+	if ((j->state == J_PREFILL && j->fed < j->n_prompt) || j->cancel)
 		return NULL;
 	if (j->max_tokens == 0) {
 		sched_finish(s, j, ORCH_FINISH_LENGTH, ORCH_OK, NULL);

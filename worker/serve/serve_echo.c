@@ -1,8 +1,8 @@
 /*
  * serve_echo.c - a job's prompt sent back (Submit.echo, for completions'
  * echo): one TokenEntry with prompt set for each prompt token, in order,
- * all before the job's first generated token. Each carries the token's
- * bytes and its share of the prompt's text, detokenized with control tokens
+ * all before the job's first generated token. Each carries its share of the
+ * prompt's text (with logprobs, the token's bytes too), detokenized with control tokens
  * rendered (so the texts join into the prompt as the model read it: what a
  * client that sent token ids gets back); with Submit.logprobs, every one
  * but the first also carries its log-probability under the logits of the
@@ -35,7 +35,7 @@ entry(struct serve *sv, struct serve_job *j, uint32_t pos, const float *logits, 
 		if (logits != NULL) {
 			serve_lp_logits(j, &j->sj, pos, logits, n_vocab);
 			ok = serve_lp_entry(sv, j, e, o, pos, id);
-		} else {
+		} else if (j->logprobs) { /* the first token's string, for the list */
 			ok = serve_lp_piece(sv, o, id, TOK_RENDER_SPECIAL);
 		}
 	}

@@ -84,7 +84,7 @@ put_piece(struct serve *sv, int32_t id, unsigned flags, struct lp_text *ret)
 	size_t n = tok_piece(sv->eng->mt.tok, id, flags, buf, sizeof(buf));
 
 	ret->off = sv->text.n;
-	ret->len = n;
+	ret->len = n < IPC_MAX_PIECE ? n : IPC_MAX_PIECE; /* the channel takes no more of it */
 	if (n <= sizeof(buf)) {
 		sbuf_put(&sv->text, buf, n);
 	} else if ((big = orch_malloc(n)) != NULL) {
@@ -139,16 +139,17 @@ serve_lp_entry(struct serve *sv, struct serve_job *j, Orch__TokenEntry *e, struc
 	e->logprob = logprob(j, j->lp_logits[id]);
 	o->top0 = sv->n_tops;
 	o->n_top = 0;
-	/* a prompt token's bytes as its text shows it: a control token rendered */
-	if (!serve_lp_piece(sv, o, id, o->prompt ? TOK_RENDER_SPECIAL : 0) ||
-	    !tops_room(sv, j->lp_n))
+	/* a prompt token's bytes as its text shows it, a control token rendered, and so its
+	 * alternatives' (one token, one spelling, in a completion's top_logprobs object) */
+	unsigned flags = o->prompt ? TOK_RENDER_SPECIAL : 0;
+	if (!serve_lp_piece(sv, o, id, flags) || !tops_room(sv, j->lp_n))
 		return false;
 	for (uint32_t k = 0; k < j->lp_n; k++) {
 		Orch__TopLogprob *t = &sv->tops[sv->n_tops];
 		orch__top_logprob__init(t);
 		t->token_id = j->lp_top[k].id;
 		t->logprob = logprob(j, j->lp_top[k].logit);
-		if (!put_piece(sv, t->token_id, 0, &sv->top_text[sv->n_tops]))
+		if (!put_piece(sv, t->token_id, flags, &sv->top_text[sv->n_tops]))
 			return false;
 		sv->n_tops++;
 		o->n_top++;
