@@ -17,6 +17,7 @@
  * size and SHA-256 are the listing's (the LFS oid). A token goes to the hub as a bearer token,
  * never to the content host. Library code: nothing here prints; progress goes to a callback.
  */
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -78,6 +79,9 @@ struct hf_opts {
 	hf_progress_fn progress;
 	void *progress_ctx;
 	uint32_t retries; /* transfers of one file after an interruption (0: 5) */
+	/* when it turns true (another thread), the pull stops: ORCH_ECANCELLED, the partial
+	 * file kept for the next pull (NULL: never) */
+	const atomic_bool *stop;
 };
 
 /*

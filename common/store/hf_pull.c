@@ -108,6 +108,8 @@ on_body(char *p, size_t size, size_t n, void *ctx)
 	struct xfer *x = ctx;
 	size_t len = size * n;
 
+	if (x->o->stop != NULL && atomic_load(x->o->stop))
+		return 0; /* the transfer ends here; fetch_rest says why */
 	/* the status of the response this body belongs to (the last, after redirects) */
 	curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &x->status);
 	if (x->fd < 0 || (x->status != 200 && x->status != 206)) { /* a listing, or an error */
@@ -384,6 +386,11 @@ fetch_rest(const struct hf_ref *r, const struct hf_file *f, struct xfer *x, cons
 		x->got = 0;
 		if (x->commit[0] && !commit[0])
 			snprintf(commit, 64, "%s", x->commit);
+		if (x->o->stop != NULL && atomic_load(x->o->stop))
+			return orch_errf(reterr, ORCH_ECANCELLED,
+			                 "%s: the pull was stopped (%llu of %llu bytes are kept)",
+			                 what, (unsigned long long)x->offset,
+			                 (unsigned long long)f->size);
 		if (x->write_errno)
 			return orch_errf(
 			        reterr, ORCH_EIO,

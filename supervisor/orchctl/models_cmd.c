@@ -106,6 +106,28 @@ show(struct progress *p, const char *name, int pct)
 	p->last_line_s = t;
 }
 
+/* A pull orchd runs before the load (pull = yes): its file and bytes, as the load's are. */
+static void
+show_pull(struct progress *p, const char *name, const cJSON *pl)
+{
+	double done = orchctl_num(pl, "bytes_done") / 1048576.0;
+	double total = orchctl_num(pl, "bytes_total") / 1048576.0;
+	int pct = total > 0 ? (int)(100 * done / total) : 0;
+
+	if (p->tty) {
+		printf("\r%s pulling %s [%-30.*s] %3d%%  %.1f/%.1f MiB\033[K", name,
+		       orchctl_str(pl, "file"), pct * 30 / 100, "##############################",
+		       pct, done, total);
+	} else if (pct / 10 != p->last_pct / 10 || p->last_pct < 0) {
+		printf("%s: pulling %s %d%% (%.1f/%.1f MiB)\n", name, orchctl_str(pl, "file"), pct,
+		       done, total);
+	} else {
+		return;
+	}
+	fflush(stdout);
+	p->last_pct = pct;
+}
+
 /* One look at the model: 0 ready, 1 failed or gone (said why), -1 still loading. */
 static int
 poll_once(const char *sock, const char *name, struct progress *p)
@@ -139,6 +161,10 @@ poll_once(const char *sock, const char *name, struct progress *p)
 			fprintf(stderr, "%sorchctl: load %s: the model is %s, not loading\n",
 			        p->tty ? "\n" : "", name, state);
 			rc = ORCHCTL_EXIT_FAILED;
+		} else if (cJSON_GetObjectItem(m, "pulling") != NULL) {
+			p->started_s = now_s(); /* the load's own wait starts after the pull */
+			if (!arg_json)
+				show_pull(p, name, cJSON_GetObjectItem(m, "pulling"));
 		} else if (!arg_json) {
 			show(p, name, (int)orchctl_num(m, "load_percent"));
 		}
@@ -212,6 +238,7 @@ load_opts(int argc, char **argv, cJSON *req, bool *wait)
 	        {"kv-cache-fraction", required_argument, NULL, 'F'},
 	        {"kv-block-tokens", required_argument, NULL, 'b'},
 	        {"no-prefix-cache", no_argument, NULL, 'P'},
+	        {"pull", no_argument, NULL, 'p'},
 	        {NULL, 0, NULL, 0}};
 	bool ok = true;
 	int c;
@@ -234,6 +261,8 @@ load_opts(int argc, char **argv, cJSON *req, bool *wait)
 			ok = add_fraction(req, optarg);
 		else if (c == 'P')
 			cJSON_AddBoolToObject(req, "enable_prefix_cache", false);
+		else if (c == 'p')
+			cJSON_AddBoolToObject(req, "pull", true);
 		else if (c == 'w' || c == 'W')
 			*wait = c == 'w';
 		else if (c == 'S')
@@ -297,19 +326,23 @@ orchctl_load(int argc, char **argv)
 
 	if (!load_opts(argc, argv, req, &wait)) {
 		cJSON_Delete(req);
-		fprintf(stderr, "usage: orchctl load NAME [PATH] [--device D] [--slots N] "
-		                "[--context N] [--replicas N] [--tokenizer gguf|hf-json] "
-		                "[--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] "
-		                "[--no-prefix-cache] [--no-wait] [--json] [--socket PATH]\n");
+		fprintf(stderr,
+		        "usage: orchctl load NAME [PATH | hf:REF [--pull]] [--device D] [--slots N] "
+		        "[--context N] [--replicas N] [--tokenizer gguf|hf-json] "
+		        "[--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] "
+		        "[--no-prefix-cache] [--no-wait] [--json] [--socket PATH]\n");
 		return ORCHCTL_EXIT_USAGE;
 	}
 	const char *name = argv[optind], *sock = orchctl_socket(NULL);
 	cJSON_AddStringToObject(req, "name", name);
-	if (optind == argc - 2 && !file_ok(name, argv[optind + 1])) {
+	bool ref = optind == argc - 2 && strncmp(argv[optind + 1], "hf:", 3) == 0;
+	if (optind == argc - 2 && !ref && !file_ok(name, argv[optind + 1])) {
 		cJSON_Delete(req);
 		return ORCHCTL_EXIT_FAILED;
 	}
-	if (optind == argc - 2) /* orchd's working directory is not ours: a path it can use */
+	if (ref) /* a reference in orchd's model store, pulled first with --pull */
+		cJSON_AddStringToObject(req, "model", argv[optind + 1]);
+	else if (optind == argc - 2) /* orchd's working directory is not ours: a path it can use */
 		cJSON_AddStringToObject(req, "path",
 		                        realpath(argv[optind + 1], abs_path) ? abs_path
 		                                                             : argv[optind + 1]);

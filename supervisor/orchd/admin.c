@@ -39,6 +39,7 @@
 #include "http.h"
 #include "http_conn.h"
 #include "inspect.h"
+#include "model_pull.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
@@ -88,6 +89,20 @@ model_json(const struct model_entry *m)
 
 	cJSON_AddStringToObject(o, "name", m->cfg.name);
 	cJSON_AddStringToObject(o, "path", m->cfg.path);
+	if (m->cfg.ref[0]) {
+		cJSON_AddStringToObject(o, "model", m->cfg.ref);
+		cJSON_AddBoolToObject(o, "pull", m->cfg.pull);
+	}
+	if (m->pulling != NULL) { /* loading: the file is being pulled first */
+		struct model_pull_state ps;
+		model_pull_progress(m->pulling, &ps);
+		cJSON *pj = cJSON_AddObjectToObject(o, "pulling");
+		cJSON_AddStringToObject(pj, "file", ps.file);
+		cJSON_AddNumberToObject(pj, "file_index", ps.index);
+		cJSON_AddNumberToObject(pj, "files", ps.n_files);
+		cJSON_AddNumberToObject(pj, "bytes_done", (double)ps.done);
+		cJSON_AddNumberToObject(pj, "bytes_total", (double)ps.total);
+	}
 	cJSON_AddStringToObject(o, "state", models_state_name(m->state));
 	cJSON_AddStringToObject(o, "health", health_model_healthy(m) ? "healthy" : "unhealthy");
 	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
@@ -352,6 +367,39 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 	pending_free(p);
 }
 
+/*
+ * A new model named by reference ('model': hf:...): checked, added, kept in the state file,
+ * started. Its file is looked up in the store as it starts, or pulled first with 'pull';
+ * without it, one the store lacks is refused now, saying how to get it.
+ */
+static void
+load_ref(struct orchd *d, struct evhttp_request *req, const cJSON *root, const char *name)
+{
+	struct orch_errinfo e = {0};
+	struct orchd_config tmp = {0};
+	struct model_entry *m;
+	char path[CFG_PATH_MAX];
+	orch_err rv;
+
+	if (!admin_model_cfg(&tmp, name, root, &e)) {
+		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
+	} else if (!devices_or_reply(d, req, &tmp.models[0])) {
+		;
+	} else if (!tmp.models[0].pull && (rv = model_pull_find(d, tmp.models[0].ref, path,
+	                                                        sizeof(path), &e)) != ORCH_OK) {
+		http_error(req, rv == ORCH_ENOTFOUND ? ORCH_EINVAL : rv, "model", "%s", e.msg);
+	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
+		http_error(req, e.code, "name", "%s", e.msg);
+	} else {
+		m->runtime = true;
+		m->wanted = true;
+		admin_state_save(d);
+		models_start(d, m);
+		http_json(req, 202, model_json(m));
+	}
+	cfg_free(&tmp);
+}
+
 /* Read @path off the loop; the answer comes with on_file_read. @root is taken. */
 static void
 load_new(struct orchd *d, struct evhttp_request *req, cJSON *root, const char *name,
@@ -382,6 +430,8 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
 	static const char *const keys[] = {"name",
 	                                   "path",
+	                                   "model",
+	                                   "pull",
 	                                   "device",
 	                                   "slots",
 	                                   "context",
@@ -394,7 +444,7 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	                                   "enable_prefix_cache",
 	                                   NULL};
 	struct params_err pe = {0};
-	const char *body, *name = NULL, *path = NULL;
+	const char *body, *name = NULL, *path = NULL, *ref = NULL;
 	size_t n = http_body(req, &body);
 	cJSON *root = NULL;
 	struct model_entry *m;
@@ -402,19 +452,22 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	(void)arg;
 	if (params_body(body, n, &root, &pe) != ORCH_OK || !params_known(root, keys, &pe) ||
 	    !params_string(root, "name", true, &name, &pe) ||
-	    !params_string(root, "path", false, &path, &pe))
+	    !params_string(root, "path", false, &path, &pe) ||
+	    !params_string(root, "model", false, &ref, &pe))
 		;
-	else if ((m = models_find(d, name)) != NULL && path == NULL &&
+	else if ((m = models_find(d, name)) == NULL && ref != NULL && path == NULL)
+		load_ref(d, req, root, name); /* a model named by reference */
+	else if (m != NULL && path == NULL && ref == NULL &&
 	         m->state == MODEL_UNLOADING) /* nothing would start it once it stops */
 		http_error(req, ORCH_EOVERLOADED, "name",
 		           "model '%s' is still unloading: load it again once it has stopped",
 		           name);
-	else if (m != NULL && path == NULL && cJSON_GetArraySize(root) > 1)
+	else if (m != NULL && path == NULL && ref == NULL && cJSON_GetArraySize(root) > 1)
 		http_error(req, ORCH_EINVAL, NULL,
 		           "model '%s' exists: a load by name starts it as configured and changes "
 		           "nothing; give only its name, or 'orchctl rm %s' and load it anew",
 		           name, name);
-	else if (m != NULL && path == NULL) { /* a known model */
+	else if (m != NULL && path == NULL && ref == NULL) { /* a known model */
 		m->wanted = true;
 		if (m->runtime)
 			admin_state_save(d);
@@ -425,7 +478,8 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 		           "model '%s' exists; load it by name alone, or 'orchctl rm %s' first",
 		           name, name);
 	else if (path == NULL)
-		http_error(req, ORCH_EINVAL, "path", "'path' is required for a new model");
+		http_error(req, ORCH_EINVAL, "path",
+		           "'path' (or 'model': an hf: reference) is required for a new model");
 	else {
 		load_new(d, req, root, name, path); /* it answers later, and frees the body */
 		root = NULL;

@@ -56,7 +56,12 @@ model_entry_json(const struct model_entry *m)
 	cJSON *o = cJSON_CreateObject(), *devs;
 
 	cJSON_AddStringToObject(o, "name", m->cfg.name);
-	cJSON_AddStringToObject(o, "path", m->cfg.path);
+	if (m->cfg.ref[0]) { /* the reference, looked up again at each start */
+		cJSON_AddStringToObject(o, "model", m->cfg.ref);
+		cJSON_AddBoolToObject(o, "pull", m->cfg.pull);
+	} else {
+		cJSON_AddStringToObject(o, "path", m->cfg.path);
+	}
 	devs = cJSON_AddArrayToObject(o, "device");
 	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
 		cJSON_AddItemToArray(devs, cJSON_CreateString(m->cfg.devices[i]));
@@ -233,7 +238,8 @@ restore_one(struct orchd *d, const cJSON *o)
 		return;
 	}
 	if (!admin_model_cfg(&tmp, name->valuestring, o, &e) ||
-	    (tmp.models[0].path[0] == '\0' && orch_errf(&e, ORCH_EINVAL, "no path") != ORCH_OK) ||
+	    (tmp.models[0].path[0] == '\0' && tmp.models[0].ref[0] == '\0' &&
+	     orch_errf(&e, ORCH_EINVAL, "no path") != ORCH_OK) ||
 	    models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
 		orch_log_err(e.code ? e.code : ORCH_EINVAL, &e, "state_model_bad", "model=%s",
 		             name->valuestring);

@@ -18,6 +18,7 @@
 #include "base/parse.h"
 #include "http_cors.h"
 #include "http_host.h"
+#include "store/hf.h"
 
 #define MIB (1024u * 1024u)
 
@@ -229,6 +230,10 @@ set_server(struct orchd_config *c, const char *k, const char *v, struct orch_err
 		return set_str(c->runtime_dir, sizeof(c->runtime_dir), k, v, e);
 	if (strcmp(k, "state_dir") == 0)
 		return set_str(c->state_dir, sizeof(c->state_dir), k, v, e);
+	if (strcmp(k, "model_dir") == 0)
+		return set_str(c->model_dir, sizeof(c->model_dir), k, v, e);
+	if (strcmp(k, "hf_token_file") == 0)
+		return set_str(c->hf_token_file, sizeof(c->hf_token_file), k, v, e);
 	if (strcmp(k, "api_keys_file") == 0)
 		return set_str(c->api_keys_file, sizeof(c->api_keys_file), k, v, e);
 	if (strcmp(k, "worker_bin") == 0)
@@ -275,11 +280,27 @@ set_server(struct orchd_config *c, const char *k, const char *v, struct orch_err
 	return orch_errf(e, ORCH_EINVAL, "unknown key '%s' in [server]", k);
 }
 
+/* model = hf:...: checked now, kept in its canonical spelling. */
+static orch_err
+set_ref(struct cfg_model *m, const char *v, struct orch_errinfo *e)
+{
+	struct hf_ref r;
+	orch_err rv = hf_ref_parse(v, &r, e);
+
+	if (rv != ORCH_OK)
+		return orch_errf(e, rv, "model: %s", e->msg);
+	return set_str(m->ref, sizeof(m->ref), "model", r.canon, e);
+}
+
 static orch_err
 set_model(struct cfg_model *m, const char *k, const char *v, struct orch_errinfo *e)
 {
 	if (strcmp(k, "path") == 0)
 		return set_str(m->path, sizeof(m->path), k, v, e);
+	if (strcmp(k, "model") == 0)
+		return set_ref(m, v, e);
+	if (strcmp(k, "pull") == 0)
+		return set_bool(&m->pull, k, v, e);
 	if (strcmp(k, "device") == 0)
 		return set_devices(m, v, e);
 	if (strcmp(k, "slots") == 0)
@@ -456,8 +477,13 @@ cfg_load(struct orchd_config *c, const char *path, struct orch_errinfo *reterr)
 orch_err
 cfg_model_check(const struct cfg_model *m, struct orch_errinfo *reterr)
 {
-	if (m->path[0] == '\0')
-		return orch_errf(reterr, ORCH_EINVAL, "model '%s' has no path", m->name);
+	if (m->path[0] == '\0' && m->ref[0] == '\0')
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "model '%s' has no path (or model = hf:ORG/REPO:QUANT)", m->name);
+	if (m->path[0] != '\0' && m->ref[0] != '\0')
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "model '%s' has both a path and model = %s: give one", m->name,
+		                 m->ref);
 	if (m->kv_cache_mib > 0 && m->kv_cache_fraction > 0)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "model '%s': kv_cache_mib and kv_cache_fraction both size the KV "

@@ -16,6 +16,10 @@
 struct cfg_model {
 	char name[CFG_NAME_MAX];
 	char path[CFG_PATH_MAX];
+	/* model = hf:...: a reference in the model store (canonical), whose file becomes path
+	 * when the model starts; pull: fetch it then if the store lacks it (model_pull.h) */
+	char ref[CFG_PATH_MAX];
+	bool pull;
 	char devices[CFG_MAX_DEVICES][16]; /* "cpu", "cuda:0" */
 	uint32_t n_devices;
 	uint32_t slots, context, replicas, threads;
@@ -38,6 +42,8 @@ struct orchd_config {
 	char admin_token_file[CFG_PATH_MAX];
 	char runtime_dir[CFG_PATH_MAX];
 	char state_dir[CFG_PATH_MAX]; /* models.json (admin_state.h); "" = see admin_state_dir */
+	char model_dir[CFG_PATH_MAX]; /* the model store (store.h); "" = see model_pull_dir */
+	char hf_token_file[CFG_PATH_MAX]; /* pull = yes: a token for gated repositories */
 	char api_keys_file[CFG_PATH_MAX]; /* "" = no API keys */
 	char worker_bin[CFG_PATH_MAX];    /* "" = orch-worker beside orchd */
 	uint32_t max_queue;               /* per model */
@@ -108,7 +114,8 @@ struct cfg_model *cfg_model_find(const struct orchd_config *c, const char *name)
 orch_err cfg_model_add(struct orchd_config *c, const char *name, struct cfg_model **ret,
                        struct orch_errinfo *reterr);
 
-/* cfg_model_check - one model's checks (a path; one way to size the KV pool). */
+/* cfg_model_check - one model's checks (a path or a model reference, not both; one way to
+ * size the KV pool). */
 orch_err cfg_model_check(const struct cfg_model *m, struct orch_errinfo *reterr);
 
 /* cfg_check - whole-config checks (a model without a path, ...). */

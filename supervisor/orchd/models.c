@@ -18,6 +18,7 @@
 #include "inspect.h"
 #include "job_tools.h"
 #include "jobs.h"
+#include "model_pull.h"
 #include "notify.h"
 #include "orchd.h"
 #include "placement.h"
@@ -66,7 +67,7 @@ start_pending(struct orchd *d)
 {
 	for (struct model_entry *m = d->models, *next; m; m = next) {
 		next = m->next;
-		if (!m->start_after)
+		if (!m->start_after || m->pulling != NULL) /* a pull does not hold the others */
 			continue;
 		if (m->inspecting != NULL)
 			return; /* an earlier start is still reading: the later ones wait */
@@ -134,6 +135,56 @@ on_read_timeout(evutil_socket_t fd, short what, void *arg)
 	start_pending(m->d);
 }
 
+static void inspect(struct orchd *d, struct model_entry *m);
+
+/* @m's reference pulled (model_pull.h): its file is read next, or the start fails. */
+static void
+on_pulled(struct orchd *d, void *arg, orch_err rv, const char *path, const char *msg)
+{
+	struct model_entry *m = arg;
+
+	(void)path; /* the next read finds it in the store */
+	m->pulling = NULL;
+	if (rv == ORCH_OK) {
+		orch_log(ORCH_LOG_INFO, "model_pulled", "model=%s ref=%s path=%s", m->cfg.name,
+		         m->cfg.ref, path);
+		inspect(d, m);
+	} else {
+		orch_log(ORCH_LOG_ERR, "model_pull_failed", "model=%s ref=%s err=%s msg=\"%s\"",
+		         m->cfg.name, m->cfg.ref, orch_err_wire(rv), msg);
+		read_done(m, rv, msg);
+		start_pending(d);
+	}
+	models_changed(d, m, "state");
+}
+
+/*
+ * A model named by reference: its file from the store; else, on a start with pull = yes, a
+ * pull first (true: wait for it); else the start fails saying how to get it (true too).
+ */
+static bool
+resolve(struct orchd *d, struct model_entry *m)
+{
+	struct orch_errinfo e = {0};
+	orch_err rv;
+
+	if (m->cfg.ref[0] == '\0')
+		return false;
+	if (m->pulling != NULL)
+		return true;
+	/* looked up at every read: a reference removed from the store since is seen */
+	rv = model_pull_find(d, m->cfg.ref, m->cfg.path, sizeof(m->cfg.path), &e);
+	if (rv == ORCH_OK)
+		return false;
+	m->cfg.path[0] = '\0';
+	if (rv == ORCH_ENOTFOUND && m->cfg.pull && m->start_after &&
+	    (rv = model_pull_start(d, m->cfg.ref, on_pulled, m, &m->pulling, &e)) == ORCH_OK)
+		return true;
+	read_done(m, rv, e.msg);
+	start_pending(d);
+	return true;
+}
+
 /* Read @m's file off the loop (one read at a time); a start waiting on it goes on after. */
 static void
 inspect(struct orchd *d, struct model_entry *m)
@@ -152,7 +203,7 @@ inspect(struct orchd *d, struct model_entry *m)
 	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
 		shape.paged &= strcmp(m->cfg.devices[i], "cpu") == 0;
 	shape.mem_total = cpu ? cpu->total : 0;
-	if (m->inspecting != NULL)
+	if (m->inspecting != NULL || resolve(d, m))
 		return;
 	if (m->ev_read == NULL && (m->ev_read = evtimer_new(d->base, on_read_timeout, m)) == NULL) {
 		orch_errf(&e, ORCH_ENOMEM, "out of memory");
@@ -302,6 +353,8 @@ models_unload(struct orchd *d, struct model_entry *m, bool remove)
 	m->wanted = false; /* /ready no longer waits for it */
 	m->state = MODEL_UNLOADING;
 	orch_log(ORCH_LOG_INFO, "model_unload", "model=%s", m->cfg.name);
+	model_pull_cancel(m->pulling); /* its partial file stays for the next start */
+	m->pulling = NULL;
 	/* queued jobs have no worker to wait for any more */
 	models_fail_queued(d, m, ORCH_EMODEL_NOT_FOUND, "the model was unloaded");
 	for (uint32_t i = 0; i < m->n_workers; i++)
@@ -552,6 +605,7 @@ models_free(struct orchd *d, struct model_entry *m)
 	orch_free(m->workers);
 	models_changed(d, m, NULL); /* NULL: it goes; the followers are let go */
 	inspect_cancel(m->inspecting);
+	model_pull_cancel(m->pulling);
 	if (m->ev_read)
 		event_free(m->ev_read);
 	if (m->ev_wait)

@@ -31,7 +31,9 @@ struct model_entry {
 	struct job *queue_head, *queue_tail; /* waiting for a worker */
 	uint32_t queued;
 	uint64_t last_used_ms;
-	char error[512];     /* why it failed */
+	char error[512]; /* why it failed */
+	/* cfg.ref: its file is looked up in the store at every read (cfg.path is it), or pulled */
+	struct model_pull *pulling;
 	orch_err error_code; /* ORCH_OK: a failed load (MODEL_LOAD_FAILED) */
 	uint64_t need_bytes; /* memory estimate on cpu (placement.c); GPUs add the runtime */
 	bool need_known;

@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""orchd_pull_test - models named by reference in orchd (issue 21), against
+hf_fixture (never the network).
+
+- `model = hf:...` found in the store (pulled by orchctl): served, and the
+  admin API shows the reference and the file it resolved to;
+- not in the store, `pull = no` (the default): orchd starts, a request
+  fails saying to run orchctl pull; nothing is fetched;
+- `pull = yes`: the first request starts the pull, the admin API shows its
+  file and bytes while it runs, then the model loads and answers with the
+  golden text;
+- `orchctl load NAME hf:... --pull` through the admin API: followed to
+  ready; without --pull a reference the store lacks is refused (400);
+  the model persists across a restart of orchd by its reference;
+- unloading a model while it pulls stops the pull and keeps the partial;
+- config errors: a path and a model, a malformed reference."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ["ORCH_BIN"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import orchd_lib  # noqa: E402
+from hf_fixture import HfFixture  # noqa: E402
+from orchd_lib import check, get, post  # noqa: E402
+
+DATA = orchd_lib.testdata()
+STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
+GOLDEN = json.load(open(os.path.join(DATA, "models", "golden-stories260K.json")))["cases"][0]
+MODEL = open(STORIES, "rb").read()
+
+REPOS = {
+    "org/stories-GGUF": {"files": {"stories-Q8_0.gguf": MODEL}},
+    "org/slow-GGUF": {"files": {"stories-Q8_0.gguf": MODEL[:-16] + MODEL[-16:]}},
+}
+
+
+def golden_ok(model):
+    st, _, t = post("/v1/completions", {"model": model, "prompt": GOLDEN["prompt"], "max_tokens": 8,
+                                        "temperature": 0})
+    return st == 200 and GOLDEN["text"].startswith(json.loads(t)["choices"][0]["text"]), t[:300]
+
+
+def start(**kw):
+    o = orchd_lib.OrchdProc(BIN, ready_s=60, **kw)
+    orchd_lib.ADMIN = os.path.join(o.tmp, "orchd.sock")
+    return o
+
+
+def status_model(name):
+    st, t = orchd_lib.admin("GET", "/admin/status")
+    for m in (json.loads(t).get("models", []) if st == 200 else []):
+        if m["name"] == name:
+            return m
+    return None
+
+
+def orchctl(o, *args):
+    env = dict(os.environ, ORCHD_SOCKET=os.path.join(o.tmp, "orchd.sock"))
+    p = subprocess.run([BIN + "/orchctl"] + list(args), env=env, capture_output=True, text=True, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
+def section(name, ref, pull=False, preload=False):
+    return ('[model "%s"]\nmodel = %s\npull = %s\npreload = %s\ndevice = cpu\nthreads = 1\n'
+            'context = 256\n' % (name, ref, "yes" if pull else "no", "yes" if preload else "no"))
+
+
+def test_served_from_store(hf, store):
+    p = subprocess.run([BIN + "/orchctl", "pull", "hf:org/stories-GGUF:Q8_0", "--model-dir", store],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "orchctl pull into the store: %s" % p.stderr)
+    o = start(conf="model_dir = %s\n" % store, seed=61,
+              more=lambda t: section("s", "hf:org/stories-GGUF:q8_0", preload=True) +
+              section("x", "hf:org/none:Q8_0"))
+    try:
+        ok, t = golden_ok("s")
+        check(ok, "a model named by reference, found in the store, answers: %s" % t)
+        m = status_model("s")
+        check(m and m["model"] == "hf:org/stories-GGUF:Q8_0" and m["path"].startswith(store + "/snapshots/"),
+              "the admin API shows the reference and its file: %r" % m)
+        n = dict(hf.requests)
+        st, _, t = post("/v1/completions", {"model": "x", "prompt": "a", "max_tokens": 2})
+        x = status_model("x")
+        check(st == 503 and "MODEL_LOAD_FAILED" in t and x and x["state"] == "failed" and
+              "orchctl pull hf:org/none:Q8_0" in x.get("error", "") and hf.requests == n,
+              "not in the store, pull = no: fails, the admin API says how to get it, nothing fetched: "
+              "%d %s %r" % (st, t[:200], x))
+    finally:
+        o.stop()
+
+
+def test_pull_yes(hf, store):
+    hf.repos["org/slow-GGUF"]["faults"] = {"stories-Q8_0.gguf": {"slow": 0.1}}
+    o = start(conf="model_dir = %s\n" % store, seed=62,
+              more=lambda t: section("p", "hf:org/slow-GGUF:Q8_0", pull=True))
+    try:
+        import threading
+        res = {}
+        th = threading.Thread(target=lambda: res.update(r=golden_ok("p")))
+        th.start()
+        seen = None
+        for _ in range(100):
+            m = status_model("p")
+            if m and m.get("pulling") and m["pulling"]["bytes_done"] > 0:
+                seen = m
+                break
+            time.sleep(0.05)
+        th.join(120)
+        check(seen is not None and seen["state"] == "loading" and seen["pulling"]["file"] == "stories-Q8_0.gguf" and
+              seen["pulling"]["bytes_total"] == len(MODEL), "while it pulls, the admin API shows it: %r" % seen)
+        check(res.get("r", (False,))[0], "pull = yes: the first request pulls, loads, answers: %r" % (res,))
+        check(os.path.isdir(os.path.join(store, "snapshots", "org", "slow-GGUF")), "the pull went to model_dir")
+    finally:
+        o.stop()
+
+
+def test_admin_load(hf, store):
+    hf.repos["org/slow-GGUF"]["faults"] = {}
+    state = tempfile.mkdtemp()
+    o = start(conf="model_dir = %s\nstate_dir = %s\n" % (store, state), seed=63)
+    try:
+        rc, out, err = orchctl(o, "load", "a", "hf:org/stories-GGUF:Q8_0", "--device", "cpu")
+        check(rc == 1 and "is not in the model store" in err and "orchctl pull" in err,
+              "load of a reference the store lacks, without --pull: refused: %s" % err.strip())
+        rc, out, err = orchctl(o, "load", "a", "hf:org/stories-GGUF:Q8_0", "--pull", "--device", "cpu",
+                               "--context", "256")
+        check(rc == 0 and "ready" in out, "load --pull: pulled and ready: %s %s" % (out[-300:], err))
+        ok, t = golden_ok("a")
+        check(ok, "and it answers: %s" % t)
+    finally:
+        o.stop()
+    # the run-time model persists by its reference
+    o = start(conf="model_dir = %s\nstate_dir = %s\n" % (store, state), seed=64)
+    try:
+        m = status_model("a")
+        check(m is not None and m.get("model") == "hf:org/stories-GGUF:Q8_0",
+              "after a restart, the model is there by its reference: %r" % m)
+    finally:
+        o.stop()
+
+
+def test_unload_stops_pull(hf, store):
+    hf.repos["org/slow-GGUF"]["faults"] = {"stories-Q8_0.gguf": {"slow": 0.2}}
+    o = start(conf="model_dir = %s\n" % store, seed=65)
+    try:
+        st, t = orchd_lib.admin("POST", "/admin/models", {"name": "u", "model": "hf:org/slow-GGUF:Q8_0",
+                                                             "pull": True, "device": "cpu"})
+        check(st == 202, "admin load with pull: %d %s" % (st, t[:200]))
+        for _ in range(100):
+            m = status_model("u")
+            if m and m.get("pulling") and m["pulling"]["bytes_done"] > 0:
+                break
+            time.sleep(0.05)
+        st, t = orchd_lib.admin("DELETE", "/admin/models/u")
+        time.sleep(1.0)
+        sha = hf.repos["org/slow-GGUF"]["sha"]["stories-Q8_0.gguf"]
+        part = os.path.join(store, "blobs", "sha256-%s.partial" % sha)
+        size = os.path.getsize(part) if os.path.exists(part) else -1
+        time.sleep(0.6)
+        m = status_model("u")
+        check(0 < size < len(MODEL) and os.path.getsize(part) == size and m and "pulling" not in m,
+              "unload stops the pull, the partial kept: %d bytes, %r" % (size, m))
+    finally:
+        o.stop()
+
+
+def test_config_errors(store):
+    tmp = tempfile.mkdtemp()
+    for body, words in ((section("b", "hf:org/x:Q8_0").replace("model = ", "path = /x\nmodel = "), "both a path"),
+                        (section("b", "hf:org/../x"), "not a repository")):
+        path = os.path.join(tmp, "c.conf")
+        with open(path, "w") as f:
+            f.write("[server]\nlisten = 127.0.0.1:1\n" + body)
+        p = subprocess.run([BIN + "/orchd", "--config", path, "--check-config"], capture_output=True, text=True)
+        check(p.returncode != 0 and words in p.stderr + p.stdout,
+              "config %r refused: %s" % (words, (p.stderr + p.stdout).strip()[-300:]))
+
+
+with HfFixture(REPOS) as hf:
+    os.environ["HF_ENDPOINT"] = hf.hub
+    os.environ.pop("HF_TOKEN", None)
+    root = tempfile.mkdtemp()
+    test_served_from_store(hf, os.path.join(root, "s1"))
+    test_pull_yes(hf, os.path.join(root, "s2"))
+    test_admin_load(hf, os.path.join(root, "s3"))
+    test_unload_stops_pull(hf, os.path.join(root, "s4"))
+    test_config_errors(os.path.join(root, "s5"))
+print("orchd_pull_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
+sys.exit(1 if orchd_lib.failed else 0)
