@@ -45,7 +45,7 @@ struct xfer {
 	int fd;
 	uint64_t offset, got;
 	struct sha256 hash;
-	bool restarted; /* the server ignored Range: the file starts again */
+	bool too_much; /* the server sent more than the listed size */
 	int write_errno;
 	const struct hf_opts *o;
 	struct hf_progress *prog;
@@ -118,15 +118,9 @@ on_body(char *p, size_t size, size_t n, void *ctx)
 		sbuf_put(&x->body, p, len);
 		return x->body.oom ? 0 : len;
 	}
-	if (x->status == 200 && x->offset > 0 && !x->restarted) { /* Range ignored: start over */
-		if (ftruncate(x->fd, 0) != 0 || lseek(x->fd, 0, SEEK_SET) != 0) {
-			x->write_errno = errno;
-			return 0;
-		}
-		sha256_init(&x->hash);
-		x->offset = x->got = 0;
-		x->prog->done = 0;
-		x->restarted = true;
+	if (x->offset + x->got + len > x->prog->total) { /* never more than the listing says */
+		x->too_much = true;
+		return 0;
 	}
 	for (size_t w = 0; w < len;) {
 		ssize_t k = write(x->fd, p + w, len - w);
@@ -158,6 +152,8 @@ handle(struct xfer *x, const char *url, struct curl_slist **hdrs)
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
 	curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https"); /* a redirect to file: is not */
+	curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	/* the token is the hub's: curl does not send it on to another host (the content one) */
 	curl_easy_setopt(c, CURLOPT_UNRESTRICTED_AUTH, 0L);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "orch/" ORCH_STORE_VERSION);
@@ -186,8 +182,8 @@ server_said(const struct xfer *x, char *buf, size_t n)
 	const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "error");
 
 	snprintf(buf, n, "%.300s", cJSON_IsString(e) ? e->valuestring : x->body.p ? x->body.p : "");
-	for (char *p = buf; *p; p++)
-		if (*p == '\n' || *p == '\r')
+	for (char *p = buf; *p; p++) /* a server's bytes on a terminal: no control sequences */
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = ' ';
 	cJSON_Delete(o);
 }
@@ -200,6 +196,12 @@ http_error(const struct hf_ref *r, const struct xfer *x, const char *what,
 	char said[320];
 
 	server_said(x, said, sizeof(said));
+	if (x->status == 401 && strcmp(x->error_code, "RepoNotFound") == 0) /* the hub's way */
+		return orch_errf(
+		        reterr, ORCH_ENOTFOUND,
+		        "%s: no such repository, or a private one (HTTP 401%s%s): check the "
+		        "name, or set HF_TOKEN to a token that may read it",
+		        what, said[0] ? ": " : "", said);
 	if (x->status == 401 || x->status == 403)
 		return orch_errf(
 		        reterr, ORCH_EUNAUTHORIZED, "%s is gated or private (HTTP %ld%s%s): %s; %s",
@@ -242,13 +244,18 @@ listing(const struct hf_ref *r, const struct hf_opts *o, cJSON **ret, struct orc
 	curl_easy_cleanup(c);
 	curl_slist_free_all(h);
 	orch_err rv = ORCH_OK;
-	if (cc != CURLE_OK && x.status < 400)
-		rv = orch_errf(reterr, ORCH_EIO, "%s: %s", what, curl_easy_strerror(cc));
+	if (cc == CURLE_WRITE_ERROR && x.body.n + CURL_MAX_WRITE_SIZE > x.body_max)
+		rv = orch_errf(reterr, ORCH_EIO, "%s: the listing is larger than %u MiB", what,
+		               LISTING_MAX >> 20);
+	else if (cc != CURLE_OK && x.status < 400)
+		rv = orch_errf(reterr, ORCH_EIO, "%s: %s (is the network or HF_ENDPOINT right?)",
+		               what, curl_easy_strerror(cc));
 	else if (x.status != 200)
 		rv = http_error(r, &x, what, reterr);
 	else if ((*ret = cJSON_ParseWithLength(x.body.p ? x.body.p : "", x.body.n)) == NULL ||
 	         !cJSON_IsArray(*ret)) {
 		cJSON_Delete(*ret);
+		*ret = NULL;
 		rv = orch_errf(reterr, ORCH_EIO, "%s: the answer is not a file listing", what);
 	}
 	sbuf_fini(&x.body);
@@ -325,7 +332,6 @@ transfer(struct xfer *x, const char *url)
 	if (c == NULL)
 		return CURLE_OUT_OF_MEMORY;
 	x->status = 0;
-	x->restarted = false;
 	x->body.n = 0;
 	x->error_code[0] = '\0';
 	if (x->offset > 0)
@@ -371,12 +377,46 @@ backoff(uint32_t k)
 	nanosleep(&ts, NULL);
 }
 
+/* Whether a transfer that ended with @cc may go on from where it stopped. */
+static bool
+transient(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_OK: /* a body shorter than the file: the connection closed early */
+	case CURLE_PARTIAL_FILE:
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_GOT_NOTHING:
+	case CURLE_HTTP2:
+	case CURLE_HTTP2_STREAM:
+	case CURLE_RANGE_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Start @x's file again from its first byte (a server that does not take Range). */
+static bool
+start_over(struct xfer *x)
+{
+	if (ftruncate(x->fd, 0) != 0 || lseek(x->fd, 0, SEEK_SET) != 0)
+		return false;
+	sha256_init(&x->hash);
+	x->offset = 0;
+	x->prog->done = x->prog->resumed_from = 0;
+	return true;
+}
+
 /* Transfers into @x until @f is whole, or an error that retrying cannot help. */
 static orch_err
 fetch_rest(const struct hf_ref *r, const struct hf_file *f, struct xfer *x, const char *url,
-           char commit[64], struct orch_errinfo *reterr)
+           struct orch_errinfo *reterr)
 {
 	uint32_t tries = x->o->retries ? x->o->retries : 5;
+	unsigned long long size = f->size;
 	char what[800];
 
 	snprintf(what, sizeof(what), "%s in %s", f->path, r->repo);
@@ -384,37 +424,47 @@ fetch_rest(const struct hf_ref *r, const struct hf_file *f, struct xfer *x, cons
 		CURLcode cc = transfer(x, url);
 		x->offset += x->got;
 		x->got = 0;
-		if (x->commit[0] && !commit[0])
-			snprintf(commit, 64, "%s", x->commit);
 		if (x->o->stop != NULL && atomic_load(x->o->stop))
 			return orch_errf(reterr, ORCH_ECANCELLED,
 			                 "%s: the pull was stopped (%llu of %llu bytes are kept)",
-			                 what, (unsigned long long)x->offset,
-			                 (unsigned long long)f->size);
+			                 what, (unsigned long long)x->offset, size);
 		if (x->write_errno)
 			return orch_errf(
 			        reterr, ORCH_EIO,
-			        "%s: cannot write: %s (%llu of %llu bytes are kept: pull again "
-			        "to resume)",
+			        "%s: cannot write to the model store: %s (%llu of %llu bytes "
+			        "are kept: free space, then pull again to resume)",
 			        what, strerror(x->write_errno), (unsigned long long)x->offset,
-			        (unsigned long long)f->size);
+			        size);
+		if (x->too_much) {
+			start_over(x);
+			return orch_errf(
+			        reterr, ORCH_EIO,
+			        "%s: the server sent more than the %llu bytes listed; what "
+			        "arrived was removed",
+			        what, size);
+		}
 		if (x->status == 416 && x->offset < f->size) /* the server's file is shorter */
 			return orch_errf(reterr, ORCH_EIO,
-			                 "%s: the server has fewer than the %llu bytes listed",
-			                 what, (unsigned long long)f->size);
+			                 "%s: the server has fewer than the %llu "
+			                 "bytes listed",
+			                 what, size);
 		if (x->status >= 400)
 			return http_error(r, x, what, reterr);
-		if (x->offset > f->size)
-			break; /* the checksum will say */
 		if (cc == CURLE_OK && x->offset == f->size)
 			break;
+		if (!transient(cc))
+			return orch_errf(reterr, ORCH_EIO, "%s: %s", what, curl_easy_strerror(cc));
+		if (cc == CURLE_RANGE_ERROR && !start_over(x)) /* Range not taken: from 0 */
+			return orch_errf(reterr, ORCH_EIO, "%s: %s", what, strerror(errno));
 		if (k + 1 >= tries)
 			return orch_errf(
 			        reterr, ORCH_EIO,
-			        "%s: the transfer stopped %u times (%s); %llu of %llu bytes are "
-			        "kept: pull again to resume",
-			        what, tries, curl_easy_strerror(cc), (unsigned long long)x->offset,
-			        (unsigned long long)f->size);
+			        "%s: the transfer stopped %u times (%s); %llu of %llu bytes "
+			        "are kept: pull again to resume",
+			        what, tries,
+			        cc == CURLE_OK ? "the server closed the connection early"
+			                       : curl_easy_strerror(cc),
+			        (unsigned long long)x->offset, size);
 		backoff(k);
 	}
 	return ORCH_OK;
@@ -423,7 +473,7 @@ fetch_rest(const struct hf_ref *r, const struct hf_file *f, struct xfer *x, cons
 /* @f into the store (its lock held): resumed from its partial file, checked, moved in place. */
 static orch_err
 download(struct store *s, const struct hf_ref *r, const struct hf_opts *o, const struct hf_file *f,
-         struct hf_progress *prog, char commit[64], struct orch_errinfo *reterr)
+         struct hf_progress *prog, struct orch_errinfo *reterr)
 {
 	char part[PATH_MAX], url[1400], got[SHA256_HEX];
 	struct xfer x = {.o = o, .prog = prog, .body_max = ERROR_BODY_MAX, .fd = -1};
@@ -433,7 +483,8 @@ download(struct store *s, const struct hf_ref *r, const struct hf_opts *o, const
 
 	if (rv != ORCH_OK)
 		return rv;
-	if ((x.fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0 || fstat(x.fd, &st) != 0) {
+	if ((x.fd = open(part, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0 ||
+	    fstat(x.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		rv = orch_errf(reterr, ORCH_EIO, "%s: %s", part, strerror(errno));
 		goto out;
 	}
@@ -447,7 +498,7 @@ download(struct store *s, const struct hf_ref *r, const struct hf_opts *o, const
 	prog->total = f->size;
 	resolve_url(r, o, f->path, url, sizeof(url));
 	if ((rv = space_ok(store_dir(s), f->size - x.offset, reterr)) != ORCH_OK ||
-	    (rv = fetch_rest(r, f, &x, url, commit, reterr)) != ORCH_OK)
+	    (rv = fetch_rest(r, f, &x, url, reterr)) != ORCH_OK)
 		goto out;
 	sha256_final(&x.hash, d);
 	sha256_hex(d, got);
@@ -467,6 +518,15 @@ out:
 		close(x.fd);
 	sbuf_fini(&x.body);
 	return rv;
+}
+
+/* Whether @s is a commit id: 40 (or 64) lowercase hex digits. */
+static bool
+commit_ok(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return (n == 40 || n == 64) && s[n] == '\0';
 }
 
 /* The commit @r's revision is at, from resolve's headers for @f (and a check of access). */
@@ -491,10 +551,13 @@ head_commit(const struct hf_ref *r, const struct hf_opts *o, const struct hf_fil
 	curl_slist_free_all(h);
 	orch_err rv = ORCH_OK;
 	if (cc != CURLE_OK)
-		rv = orch_errf(reterr, ORCH_EIO, "%s: %s", what, curl_easy_strerror(cc));
+		rv = orch_errf(reterr, ORCH_EIO, "%s: %s (is the network or HF_ENDPOINT right?)",
+		               what, curl_easy_strerror(cc));
 	else if (x.status >= 400)
 		rv = http_error(r, &x, what, reterr);
-	snprintf(commit, 64, "%s", x.commit);
+	else if (x.commit[0] && !commit_ok(x.commit))
+		rv = orch_errf(reterr, ORCH_EIO, "%s: the server sent an invalid commit id", what);
+	snprintf(commit, 64, "%s", rv == ORCH_OK ? x.commit : "");
 	sbuf_fini(&x.body);
 	return rv;
 }
@@ -513,6 +576,9 @@ fetch_all(struct store *s, const struct hf_ref *r, const struct hf_opts *o,
 	if ((rv = space_ok(store_dir(s), need, reterr)) != ORCH_OK ||
 	    (rv = head_commit(r, o, &files[0], commit, reterr)) != ORCH_OK)
 		return rv;
+	struct hf_ref at = *r; /* every file from that commit, should the branch move meanwhile */
+	if (commit[0])
+		snprintf(at.rev, sizeof(at.rev), "%s", commit);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct hf_file *f = &files[i];
 		struct hf_progress p = {
@@ -521,7 +587,7 @@ fetch_all(struct store *s, const struct hf_ref *r, const struct hf_opts *o,
 		if ((rv = store_lock_blob(s, f->sha256, &fd, reterr)) != ORCH_OK)
 			return rv;
 		if (!store_has_blob(s, f->sha256, f->size)) /* else another pull got it meanwhile */
-			rv = download(s, r, o, f, &p, commit, reterr);
+			rv = download(s, &at, o, f, &p, reterr);
 		store_unlock(fd);
 		if (rv != ORCH_OK)
 			return rv;
@@ -572,13 +638,27 @@ hf_pull(struct store *s, const struct hf_ref *r, const struct hf_opts *o, struct
 	memset(ret, 0, sizeof(*ret));
 	if (o->offline) {
 		rv = store_find(s, r->canon, ret, reterr);
+		for (uint32_t i = 0; rv == ORCH_OK && i < ret->n_files; i++)
+			if (!store_has_blob(s, ret->files[i].sha256, ret->files[i].size))
+				rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: its file %s is gone",
+				               r->canon, ret->files[i].path);
 		if (rv == ORCH_ENOTFOUND)
-			return orch_errf(
-			        reterr, rv,
-			        "%s is not in the store (%s), and offline nothing is fetched",
-			        r->canon, store_dir(s));
+			orch_errf(reterr, rv,
+			          "%s (%s); offline nothing is fetched: pull without --offline "
+			          "(HF_HUB_OFFLINE unset)",
+			          reterr->msg, store_dir(s));
+		if (rv != ORCH_OK)
+			store_entry_fini(ret);
 		return rv;
 	}
+	size_t tn = o->token ? strlen(o->token) : 0;
+	for (size_t i = 0; i < tn; i++)
+		if ((unsigned char)o->token[i] < 0x21 || (unsigned char)o->token[i] > 0x7e ||
+		    tn > 512)
+			return orch_errf(
+			        reterr, ORCH_EINVAL,
+			        "the token is not one: over 512 characters, or characters a "
+			        "token does not have (spaces, line breaks)");
 	if (!curl_ready && curl_global_init(CURL_GLOBAL_DEFAULT) != 0)
 		return orch_errf(reterr, ORCH_EIO, "libcurl cannot start");
 	curl_ready = true;

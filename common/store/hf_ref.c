@@ -14,12 +14,12 @@
 static bool
 name_ok(const char *s, size_t n)
 {
-	if (n == 0 || n > 96 || s[0] == '.' || s[0] == '-')
+	if (n == 0 || n > 96 || s[0] == '.' || s[0] == '-' || s[n - 1] == '.' || s[n - 1] == '-')
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
 			return false;
-	return !(n >= 2 && memmem(s, n, "..", 2));
+	return !(n >= 2 && (memmem(s, n, "..", 2) || memmem(s, n, "--", 2)));
 }
 
 /* A path inside the repository: parts of name characters, no "." or ".." part, ends .gguf. */
@@ -124,13 +124,21 @@ stem(const char *path, char *buf, size_t n, unsigned *ret_part, unsigned *ret_of
 	*ret_of = of;
 }
 
-/* Whether @st ends with quant @q after a '-', '.' or '_' (case-insensitive). */
+/* @st's quant label: what follows its last '-' or '.' (all of it when there is none). */
+static const char *
+label(const char *st)
+{
+	const char *a = strrchr(st, '-'), *b = strrchr(st, '.');
+	const char *sep = a > b ? a : b;
+
+	return sep ? sep + 1 : st;
+}
+
+/* Whether @st's quant label is @q (case-insensitive): Q4_K is not Q4_K_M, nor K_M. */
 static bool
 quant_of(const char *st, const char *q)
 {
-	size_t n = strlen(st), k = strlen(q);
-
-	return n > k && strchr("-._", st[n - k - 1]) && strcasecmp(st + n - k, q) == 0;
+	return strcasecmp(label(st), q) == 0;
 }
 
 /* Entry @it of the listing as *@f: a file with an LFS SHA-256; false when it lacks one. */
@@ -147,7 +155,8 @@ lfs_file(const cJSON *it, struct hf_file *f)
 		snprintf(f->path, sizeof(f->path), "%s", path->valuestring);
 	if (!cJSON_IsString(oid) || strlen(oid->valuestring) != 64 ||
 	    strspn(oid->valuestring, "0123456789abcdef") != 64 || !cJSON_IsNumber(size) ||
-	    size->valuedouble < 0)
+	    !(size->valuedouble >= 0 && size->valuedouble < 0x1p62 &&
+	      size->valuedouble == (double)(uint64_t)size->valuedouble))
 		return false;
 	memcpy(f->sha256, oid->valuestring, 65);
 	f->size = (uint64_t)size->valuedouble;
@@ -170,6 +179,22 @@ gguf_entry(const cJSON *it, const char **ret_path)
 	return strcasestr(path->valuestring, "mmproj") == NULL;
 }
 
+/* Whether @k is one of the ", "-separated labels in @buf (case-insensitive). */
+static bool
+listed(const char *buf, const char *k)
+{
+	size_t kn = strlen(k);
+
+	for (const char *p = buf; *p;) {
+		size_t n = strcspn(p, ",");
+		if (n == kn && strncasecmp(p, k, n) == 0)
+			return true;
+		p += n;
+		p += strspn(p, ", ");
+	}
+	return false;
+}
+
 /* The quant kinds of the repository's GGUF files, for a message. */
 static void
 kinds(const cJSON *tree, char *buf, size_t n)
@@ -188,8 +213,8 @@ kinds(const cJSON *tree, char *buf, size_t n)
 		stem(p, st, sizeof(st), &part, &of);
 		if (part > 1)
 			continue;
-		const char *k = strrchr(st, '-') ? strrchr(st, '-') + 1 : st;
-		if (at + strlen(k) + 3 < n && !strstr(buf, k))
+		const char *k = label(st);
+		if (at + strlen(k) + 3 < n && !listed(buf, k))
 			at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "", k);
 	}
 }

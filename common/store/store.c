@@ -202,7 +202,7 @@ store_model_path(const struct store *s, const struct store_entry *en, char *buf,
 static orch_err
 lock_path(const char *path, int *ret_fd, struct orch_errinfo *reterr)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 
 	if (fd < 0)
 		return orch_errf(reterr, ORCH_EIO, "%s: %s", path, strerror(errno));
@@ -288,7 +288,9 @@ entry_from_json(const char *ref, const cJSON *o, struct store_entry *en)
 		const cJSON *size = cJSON_GetObjectItemCaseSensitive(f, "size");
 		struct store_file *sf = &en->files[en->n_files];
 		if (!cJSON_IsString(sha) || !sha_ok(sha->valuestring) || !cJSON_IsNumber(size) ||
-		    size->valuedouble < 0 || (sf->path = dup_str(f, "path")) == NULL)
+		    !(size->valuedouble >= 0 && size->valuedouble < 0x1p62 &&
+		      size->valuedouble == (double)(uint64_t)size->valuedouble) ||
+		    (sf->path = dup_str(f, "path")) == NULL)
 			return false;
 		memcpy(sf->sha256, sha->valuestring, SHA256_HEX);
 		sf->size = (uint64_t)size->valuedouble;
@@ -364,8 +366,12 @@ index_write(const struct store *s, const cJSON *root, struct orch_errinfo *reter
 		free(text);
 		return rv;
 	}
-	snprintf(tmp, sizeof(tmp), "%s.new", p);
-	ok = (f = fopen(tmp, "w")) != NULL;
+	snprintf(tmp, sizeof(tmp), "%s.new", p); /* under index.lock: one writer */
+	unlink(tmp);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	ok = fd >= 0 && (f = fdopen(fd, "w")) != NULL;
+	if (fd >= 0 && f == NULL)
+		close(fd);
 	if (ok) {
 		ok = fputs(text, f) >= 0 && fflush(f) == 0 && fsync(fileno(f)) == 0;
 		ok = fclose(f) == 0 && ok;
@@ -440,10 +446,15 @@ link_file(const struct store *s, const struct store_entry *en, const struct stor
 	*strrchr(dir, '/') = '\0';
 	if ((rv = make_dirs(dir, reterr)) != ORCH_OK)
 		return rv;
-	if (unlink(link) != 0 && errno != ENOENT)
-		return orch_errf(reterr, ORCH_EIO, "%s: %s", link, strerror(errno));
-	if (symlink(blob, link) != 0)
-		return orch_errf(reterr, ORCH_EIO, "%s: cannot link: %s", link, strerror(errno));
+	/* made beside it and renamed over it: pulls of the same file at once do not collide */
+	char tmp[PATH_MAX + 32];
+	snprintf(tmp, sizeof(tmp), "%s.%ld.new", link, (long)getpid());
+	unlink(tmp);
+	if (symlink(blob, tmp) != 0 || rename(tmp, link) != 0) {
+		int err = errno;
+		unlink(tmp);
+		return orch_errf(reterr, ORCH_EIO, "%s: cannot link: %s", link, strerror(err));
+	}
 	/* the digest cache beside the link too: a worker loads the link and looks there */
 	struct filehash_stamp st;
 	enum filehash_where where;
@@ -478,6 +489,27 @@ store_put(struct store *s, const struct store_entry *en, struct orch_errinfo *re
 	}
 	store_unlock(fd);
 	return rv;
+}
+
+/* Whether any entry in @refs but @en's has the snapshot link @link. */
+static bool
+link_used(const struct store *s, const cJSON *refs, const struct store_entry *en, const char *link)
+{
+	char p[PATH_MAX];
+
+	for (const cJSON *it = refs->child; it != NULL; it = it->next) {
+		struct store_entry o = {0};
+		bool same = false;
+		if (strcmp(it->string, en->ref) != 0 && entry_from_json(it->string, it, &o))
+			for (uint32_t i = 0; i < o.n_files && !same; i++)
+				same = snapshot_path(s, &o, &o.files[i], p, sizeof(p), NULL) ==
+				               ORCH_OK &&
+				       strcmp(p, link) == 0;
+		store_entry_fini(&o);
+		if (same)
+			return true;
+	}
+	return false;
 }
 
 /* Whether any entry in @refs but @ref names blob @sha256. */
@@ -526,7 +558,8 @@ remove_files(const struct store *s, const cJSON *refs, const struct store_entry 
 
 	for (uint32_t i = 0; i < en->n_files; i++) {
 		const struct store_file *f = &en->files[i];
-		if (snapshot_path(s, en, f, p, sizeof(p), NULL) == ORCH_OK) {
+		if (snapshot_path(s, en, f, p, sizeof(p), NULL) == ORCH_OK &&
+		    !link_used(s, refs, en, p)) {
 			char cache[PATH_MAX + 8];
 			snprintf(cache, sizeof(cache), "%s.sha256", p);
 			unlink(cache);

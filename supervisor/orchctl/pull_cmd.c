@@ -11,11 +11,14 @@
  * huggingface-cli login puts it). --endpoint URL or $HF_ENDPOINT: a mirror.
  * --offline or HF_HUB_OFFLINE=1: never touch the network.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -275,22 +278,47 @@ used_by(const cJSON *status, const struct store *s, const struct store_entry *en
 	}
 }
 
-/* orchd's /admin/status, or NULL when it is not running (nothing uses the store then). */
-static cJSON *
-orchd_status(void)
+/* Whether orchd listens on @sock: false when there is no socket, or nobody behind it. */
+static bool
+orchd_running(const char *sock)
 {
+	struct sockaddr_un a = {.sun_family = AF_UNIX};
+	int fd, rc;
+
+	if (strlen(sock) >= sizeof(a.sun_path) || access(sock, F_OK) != 0)
+		return false;
+	memcpy(a.sun_path, sock, strlen(sock) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return true; /* cannot tell: ask, and let the asking say why */
+	rc = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	int err = errno;
+	close(fd);
+	return rc == 0 || (err != ECONNREFUSED && err != ENOENT);
+}
+
+/*
+ * orchd's /admin/status into *@ret: NULL when orchd is not running (nothing uses the store
+ * then); false when it runs but could not be asked (printed).
+ */
+static bool
+orchd_status(cJSON **ret)
+{
+	const char *sock = orchctl_socket(NULL);
 	int status = 0;
 	char *body = NULL;
-	cJSON *o = NULL;
 
-	if (access(orchctl_socket(NULL), F_OK) != 0 ||
-	    orchctl_request(orchctl_socket(NULL), "GET", "/admin/status", NULL, &status, &body) !=
-	            0)
-		return NULL;
+	*ret = NULL;
+	if (!orchd_running(sock))
+		return true;
+	if (orchctl_request(sock, "GET", "/admin/status", NULL, &status, &body) != 0)
+		return false;
 	if (status == 200)
-		o = cJSON_Parse(body);
+		*ret = cJSON_Parse(body);
 	free(body);
-	return o;
+	if (*ret == NULL)
+		fprintf(stderr, "orchctl: orchd at %s answered /admin/status with HTTP %d\n", sock,
+		        status);
+	return *ret != NULL;
 }
 
 /* The architecture and quant kind of @path's GGUF header ("-" when unreadable). */
@@ -331,7 +359,9 @@ orchctl_models(int argc, char **argv)
 		store_close(s);
 		return ORCHCTL_EXIT_FAILED;
 	}
-	cJSON *status = orchd_status(), *out = cJSON_CreateArray();
+	cJSON *status = NULL, *out = cJSON_CreateArray();
+	if (!orchd_status(&status))
+		fprintf(stderr, "orchctl: models: which models use each file is not known\n");
 	if (!arg_json)
 		printf("%-48s %-40s %10s %-10s %-10s %-14s %s\n", "REFERENCE", "FILE", "SIZE",
 		       "ARCH", "QUANT", "SHA256", "USED BY");
@@ -388,10 +418,15 @@ orchctl_rm_ref(int argc, char **argv)
 	if (s == NULL)
 		return ORCHCTL_EXIT_FAILED;
 	orch_err rv = store_find(s, r.canon, &en, &e);
+	cJSON *status = NULL;
+	if (rv == ORCH_OK && !orchd_status(&status))
+		rv = orch_errf(
+		        &e, ORCH_EIO,
+		        "orchd runs but could not be asked whether it serves %s: nothing was "
+		        "removed",
+		        r.canon);
 	if (rv == ORCH_OK) {
-		cJSON *status = orchd_status();
 		used_by(status, s, &en, users, sizeof(users));
-		cJSON_Delete(status);
 		if (users[0])
 			rv = orch_errf(&e, ORCH_EINVAL,
 			               "%s is in use by %s: unload it first (orchctl unload NAME)",
@@ -399,6 +434,7 @@ orchctl_rm_ref(int argc, char **argv)
 		else
 			rv = store_remove(s, r.canon, &e);
 	}
+	cJSON_Delete(status);
 	store_entry_fini(&en);
 	store_close(s);
 	if (rv != ORCH_OK) {

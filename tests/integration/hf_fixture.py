@@ -24,7 +24,11 @@ Faults, per file, for the cases a puller must survive: "cut_after" closes
 the connection after that many body bytes (the first `cut_times` requests
 only, so a resume can finish), "corrupt" serves other bytes than the
 listing's sha256 (a checksum the puller must refuse), "slow" sleeps per
-64 KiB. Counters say what was asked (requests per path, Range headers
+64 KiB, "extra" appends that many bytes to what is served (more than the
+listing says), "no_range" answers a Range request with 200 and the whole
+file. A repository's "listing_body" (bytes) replaces its tree listing (a
+broken or hostile hub), and its "commit" may be any string (X-Repo-Commit
+as sent). Counters say what was asked (requests per path, Range headers
 seen) so a test can check that a resume asked for the rest only.
 
 Use: `with HfFixture({"org/repo": {"files": {"m-Q4_K_M.gguf": b"..."}}}) as
@@ -170,6 +174,8 @@ class HfFixture:
         r = self._repo(h, name, rev, head)
         if r is None:
             return
+        if r.get("listing_body") is not None:
+            return self._send(h, 200, r["listing_body"], head=head)
         recursive = query.get("recursive", ["false"])[0].lower() in ("1", "true")
         prefix = under + "/" if under else ""
         out, dirs = [], set()
@@ -215,8 +221,10 @@ class HfFixture:
         n = self._count("/blobs/" + sha)
         if fault.get("corrupt"):
             data = bytes(b ^ 0x55 for b in data)
+        if fault.get("extra"):
+            data = data + b"\0" * fault["extra"]
         start, end, code = 0, len(data), 200
-        rng = h.headers.get("Range")
+        rng = None if fault.get("no_range") else h.headers.get("Range")
         if rng:
             with self.lock:
                 self.ranges.append(rng)

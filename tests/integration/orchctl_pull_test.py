@@ -20,7 +20,10 @@ hf_fixture, a local Hugging Face with two hosts (never the network).
 - a split GGUF: every part, part 1 first; a revision pins the commit;
 - offline (HF_HUB_OFFLINE=1, --offline): what the store has, else an error;
 - models (text and --json) and rm: refused while orchd serves the file,
-  then removed with its blob and links."""
+  then removed with its blob and links; a link another reference uses stays;
+- hostile servers: a listing that is not a list, more bytes than listed,
+  Range ignored after a cut (the file starts over), an X-Repo-Commit that is
+  no commit id (refused before any download); a token with a line break."""
 import json
 import os
 import resource
@@ -58,6 +61,13 @@ REPOS = {
                             "big-Q4_K_M-00002-of-00002.gguf": SMALL + b"2"},
                   "commit": "c" * 40},
     "org/full": {"files": {"full-Q8_0.gguf": MODEL + b"f"}},
+    # hostile or broken servers (a review's attack cases)
+    "org/notlist": {"files": {"n-Q8_0.gguf": SMALL + b"n"}, "listing_body": b'{"a": 1}'},
+    "org/more": {"files": {"m-Q8_0.gguf": SMALL + b"m"}, "faults": {"m-Q8_0.gguf": {"extra": 5000000}}},
+    "org/norange": {"files": {"r-Q8_0.gguf": MODEL + b"r"},
+                    "faults": {"r-Q8_0.gguf": {"cut_after": 300000, "no_range": True}}},
+    "org/badcommit": {"files": {"c-Q8_0.gguf": SMALL + b"c"}, "commit": "../../../tmp/x"},
+    "org/shared": {"files": {"sh-Q8_0.gguf": SMALL + b"sh"}},
 }
 
 
@@ -202,10 +212,45 @@ def test_split_rev_offline(hf, store):
     check(rc == 1 and "offline" in err, "offline: not in the store is an error: %s" % err.strip())
 
 
+def test_hostile(hf, store):
+    env = {"HF_ENDPOINT": hf.hub}
+    rc, out, err = orchctl(store, "pull", "hf:org/notlist:Q8_0", env=env)
+    check(rc == 1 and "not a file listing" in err, "a listing that is JSON but not a list: %s" % err.strip())
+    rc, out, err = orchctl(store, "pull", "hf:org/more:Q8_0", env=env)
+    sha = hf.repos["org/more"]["sha"]["m-Q8_0.gguf"]
+    part = os.path.join(store, "blobs", "sha256-%s.partial" % sha)
+    check(rc == 1 and "sent more than" in err and (not os.path.exists(part) or os.path.getsize(part) == 0),
+          "a server that sends more than listed: stopped, nothing kept: %s" % err.strip())
+    rc, out, err = orchctl(store, "pull", "hf:org/norange:Q8_0", env=env)
+    check(rc == 0, "a server that ignores Range after a cut: the file starts over and completes: %s"
+          % err.strip()[-300:])
+    n = sum(v for k, v in hf.requests.items() if k.startswith("/blobs/"))
+    rc, out, err = orchctl(store, "pull", "hf:org/badcommit:Q8_0", env=env)
+    check(rc == 1 and "invalid commit id" in err and sum(v for k, v in hf.requests.items()
+                                                          if k.startswith("/blobs/")) == n,
+          "an X-Repo-Commit that is no commit: refused before any download: %s" % err.strip())
+    rc, out, err = orchctl(store, "pull", "hf:org/shared:Q8_0", env=dict(env, HF_TOKEN="hf_a\nX-Injected: 1"))
+    check(rc == 1 and "token" in err, "a token with a line break is refused: %s" % err.strip())
+    # two references to one file: removing one keeps the other's link
+    for ref in ("hf:org/shared:Q8_0", "hf:org/shared/sh-Q8_0.gguf"):
+        rc, out, err = orchctl(store, "pull", ref, env=env)
+    rc, out, err = orchctl(store, "rm", "hf:org/shared:Q8_0", env={"ORCHD_SOCKET": "/nonexistent"})
+    rc2, out2, err2 = orchctl(store, "models", "--json", env={"ORCHD_SOCKET": "/nonexistent"})
+    left = [m for m in json.loads(out2) if m["ref"] == "hf:org/shared/sh-Q8_0.gguf"] if rc2 == 0 else []
+    check(rc == 0 and left and os.path.exists(left[0]["path"]),
+          "rm of one of two references to a file keeps the other's path: %r" % left)
+    # offline, with the file gone from under the index
+    for f in os.listdir(os.path.join(store, "blobs")):
+        if f.endswith(hf.repos["org/shared"]["sha"]["sh-Q8_0.gguf"]):
+            os.unlink(os.path.join(store, "blobs", f))
+    rc, out, err = orchctl(store, "pull", "hf:org/shared/sh-Q8_0.gguf", "--offline", env=env)
+    check(rc == 1 and "is gone" in err, "offline, a reference whose file is gone: %s" % err.strip())
+
+
 with HfFixture(REPOS) as hf:
     root = tempfile.mkdtemp()
     for i, t in enumerate([test_pull_and_serve, test_refusals, test_resume_after_kill, test_two_at_once,
-                           test_disk_full, test_split_rev_offline]):
+                           test_disk_full, test_split_rev_offline, test_hostile]):
         store = os.path.join(root, "store%d" % i)
         t(hf, store)
 print("orchctl_pull_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))

@@ -39,7 +39,10 @@ test_parse(void)
 	                                  "hf:a/b@",
 	                                  "hf:a/b@x/y",
 	                                  "hf:a b/c",
-	                                  "hf:a/b//c.gguf"};
+	                                  "hf:a/b//c.gguf",
+	                                  "hf:a/b.",
+	                                  "hf:a/b-",
+	                                  "hf:a/b--c"};
 	struct hf_ref r;
 	struct orch_errinfo e = {0};
 
@@ -125,6 +128,10 @@ test_pick(void)
 
 	pick("hf:a/b", repo, n, out, sizeof(out), err); /* Q4_K_M by default, not Q4_K_S */
 	T_STREQ(out, "qwen2.5-0.5b-instruct-q4_k_m.gguf");
+	pick("hf:a/b:K_M", repo, n, out, sizeof(out), err); /* the whole label, not its end */
+	T_STREQ(out, "");
+	pick("hf:a/b:Q4_K", repo, n, out, sizeof(out), err);
+	T_STREQ(out, "");
 	pick("hf:a/b:Q8_0", repo, n, out, sizeof(out), err); /* never the projector */
 	T_STREQ(out, "qwen2.5-0.5b-instruct-q8_0.gguf");
 	pick("hf:a/b:q6_k", repo, n, out, sizeof(out), err); /* part 1 first */
