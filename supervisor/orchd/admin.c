@@ -327,6 +327,26 @@ add_context_warning(cJSON *o, const struct cfg_model *cm, uint32_t n_ctx_train)
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "warnings"), cJSON_CreateString(msg));
 }
 
+/* @cm added as a run-time model, kept in the state file and started: the 202 (a context
+ * beyond @n_ctx_train warned of), or why not. */
+static void
+add_started(struct orchd *d, struct evhttp_request *req, const struct cfg_model *cm,
+            uint32_t n_ctx_train)
+{
+	struct orch_errinfo e = {0};
+	struct model_entry *m;
+
+	if (models_add(d, cm, &m, &e) != ORCH_OK)
+		return http_error(req, e.code, "name", "%s", e.msg);
+	m->runtime = true;
+	m->wanted = true;
+	admin_state_save(d);
+	models_start(d, m);
+	cJSON *o = model_json(m);
+	add_context_warning(o, &m->cfg, n_ctx_train);
+	http_json(req, 202, o);
+}
+
 /* A new model from the body, its file read: checked, added, kept in the state file, started. */
 static void
 on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
@@ -335,7 +355,6 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 	struct evhttp_request *req = p->req;
 	struct orch_errinfo e = {0};
 	struct orchd_config tmp = {0};
-	struct model_entry *m;
 
 	http_conn_set_closecb(d, p->evcon, NULL, NULL);
 	if (!admin_model_cfg(&tmp, p->name, p->root, &e)) {
@@ -352,16 +371,8 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 		           "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
 		           "not-a-GGUF get this same answer; orchd's log says which)",
 		           p->path);
-	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
-		http_error(req, e.code, "name", "%s", e.msg);
 	} else {
-		m->runtime = true;
-		m->wanted = true;
-		admin_state_save(d);
-		models_start(d, m);
-		cJSON *o = model_json(m);
-		add_context_warning(o, &m->cfg, f->model.n_ctx_train);
-		http_json(req, 202, o);
+		add_started(d, req, &tmp.models[0], f->model.n_ctx_train);
 	}
 	cfg_free(&tmp);
 	pending_free(p);
@@ -377,7 +388,6 @@ load_ref(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 {
 	struct orch_errinfo e = {0};
 	struct orchd_config tmp = {0};
-	struct model_entry *m;
 	char path[CFG_PATH_MAX];
 	orch_err rv;
 
@@ -388,14 +398,8 @@ load_ref(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 	} else if (!tmp.models[0].pull && (rv = model_pull_find(d, tmp.models[0].ref, path,
 	                                                        sizeof(path), &e)) != ORCH_OK) {
 		http_error(req, rv == ORCH_ENOTFOUND ? ORCH_EINVAL : rv, "model", "%s", e.msg);
-	} else if (models_add(d, &tmp.models[0], &m, &e) != ORCH_OK) {
-		http_error(req, e.code, "name", "%s", e.msg);
 	} else {
-		m->runtime = true;
-		m->wanted = true;
-		admin_state_save(d);
-		models_start(d, m);
-		http_json(req, 202, model_json(m));
+		add_started(d, req, &tmp.models[0], 0);
 	}
 	cfg_free(&tmp);
 }
