@@ -39,6 +39,7 @@ struct xfer {
 	long status;
 	char error_code[64]; /* X-Error-Code */
 	char commit[64];     /* X-Repo-Commit */
+	char link[1400];     /* Link (a listing's next page) */
 	struct sbuf body;    /* a listing, or an error's text */
 	size_t body_max;
 	/* a download: appended to @fd from @offset on, hashed */
@@ -69,7 +70,8 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 		const char *name;
 		size_t off, cap;
 	} keep[] = {{"x-error-code:", offsetof(struct xfer, error_code), 64},
-	            {"x-repo-commit:", offsetof(struct xfer, commit), 64}};
+	            {"x-repo-commit:", offsetof(struct xfer, commit), 64},
+	            {"link:", offsetof(struct xfer, link), 1400}};
 
 	if (len > 5 && strncmp(p, "HTTP/", 5) == 0) { /* a new response (after a redirect) */
 		x->error_code[0] = '\0';
@@ -224,42 +226,98 @@ http_error(const struct hf_ref *r, const struct xfer *x, const char *what,
 	                 said);
 }
 
-/* The repository's listing at @r's revision into *@ret (cJSON_Delete it). */
-static orch_err
-listing(const struct hf_ref *r, const struct hf_opts *o, cJSON **ret, struct orch_errinfo *reterr)
+/*
+ * The next page's URL in a Link header (<URL>; rel="next") into @buf; false when there is none,
+ * or it leaves the endpoint @base (the token goes with every listing request).
+ */
+static bool
+next_page(const char *link, const char *base, char *buf, size_t n)
 {
-	char url[1200], what[400];
-	struct xfer x = {.fd = -1, .o = o, .body_max = LISTING_MAX};
+	const char *rel = strstr(link, "rel=\"next\"");
+	const char *lt, *gt;
+
+	if (rel == NULL)
+		return false;
+	for (lt = rel; lt > link && *lt != '<'; lt--)
+		;
+	if (*lt != '<' || (gt = strchr(lt, '>')) == NULL || gt > rel)
+		return false;
+	size_t len = (size_t)(gt - lt - 1), bn = strlen(base);
+	if (len >= n || len <= bn || strncmp(lt + 1, base, bn) != 0 || lt[1 + bn] != '/')
+		return false;
+	memcpy(buf, lt + 1, len);
+	buf[len] = '\0';
+	return true;
+}
+
+/* One page of a listing at @url into @x; ORCH_OK with the body, else why not. */
+static orch_err
+listing_page(const struct hf_ref *r, struct xfer *x, const char *url, const char *what,
+             struct orch_errinfo *reterr)
+{
 	struct curl_slist *h;
 	CURL *c;
 	CURLcode cc;
 
+	if ((c = handle(x, url, &h)) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+	x->body.n = 0;
+	x->link[0] = '\0';
+	cc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x->status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(h);
+	if (cc == CURLE_WRITE_ERROR && x->body.n + CURL_MAX_WRITE_SIZE > x->body_max)
+		return orch_errf(reterr, ORCH_EIO, "%s: the listing is larger than %u MiB", what,
+		                 LISTING_MAX >> 20);
+	if (cc != CURLE_OK && x->status < 400)
+		return orch_errf(reterr, ORCH_EIO, "%s: %s (is the network or HF_ENDPOINT right?)",
+		                 what, curl_easy_strerror(cc));
+	if (x->status != 200)
+		return http_error(r, x, what, reterr);
+	return ORCH_OK;
+}
+
+/* The repository's listing at @r's revision, every page of it, into *@ret (cJSON_Delete it). */
+static orch_err
+listing(const struct hf_ref *r, const struct hf_opts *o, cJSON **ret, struct orch_errinfo *reterr)
+{
+	char url[1400], what[400];
+	struct xfer x = {.fd = -1, .o = o, .body_max = LISTING_MAX};
+	cJSON *all = cJSON_CreateArray();
+	orch_err rv = all ? ORCH_OK : orch_errf(reterr, ORCH_ENOMEM, "out of memory");
+
 	snprintf(url, sizeof(url), "%s/api/models/%s/tree/%s?recursive=true", endpoint(o), r->repo,
 	         r->rev);
 	snprintf(what, sizeof(what), "listing %s at %s (%s)", r->repo, r->rev, endpoint(o));
-	if ((c = handle(&x, url, &h)) == NULL)
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	cc = curl_easy_perform(c);
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &x.status);
-	curl_easy_cleanup(c);
-	curl_slist_free_all(h);
-	orch_err rv = ORCH_OK;
-	if (cc == CURLE_WRITE_ERROR && x.body.n + CURL_MAX_WRITE_SIZE > x.body_max)
-		rv = orch_errf(reterr, ORCH_EIO, "%s: the listing is larger than %u MiB", what,
-		               LISTING_MAX >> 20);
-	else if (cc != CURLE_OK && x.status < 400)
-		rv = orch_errf(reterr, ORCH_EIO, "%s: %s (is the network or HF_ENDPOINT right?)",
-		               what, curl_easy_strerror(cc));
-	else if (x.status != 200)
-		rv = http_error(r, &x, what, reterr);
-	else if ((*ret = cJSON_ParseWithLength(x.body.p ? x.body.p : "", x.body.n)) == NULL ||
-	         !cJSON_IsArray(*ret)) {
-		cJSON_Delete(*ret);
-		*ret = NULL;
-		rv = orch_errf(reterr, ORCH_EIO, "%s: the answer is not a file listing", what);
+	for (uint32_t page = 0; rv == ORCH_OK; page++) {
+		cJSON *part = NULL, *it;
+		if (page == 100) {
+			rv = orch_errf(reterr, ORCH_EIO, "%s: more than 100 pages", what);
+			break;
+		}
+		if ((rv = listing_page(r, &x, url, what, reterr)) != ORCH_OK)
+			break;
+		part = cJSON_ParseWithLength(x.body.p ? x.body.p : "", x.body.n);
+		if (!cJSON_IsArray(part)) {
+			cJSON_Delete(part);
+			rv = orch_errf(reterr, ORCH_EIO, "%s: the answer is not a file listing",
+			               what);
+			break;
+		}
+		while ((it = cJSON_DetachItemFromArray(part, 0)) != NULL)
+			cJSON_AddItemToArray(all, it);
+		cJSON_Delete(part);
+		if (!next_page(x.link, endpoint(o), url, sizeof(url)))
+			break;
 	}
 	sbuf_fini(&x.body);
-	return rv;
+	if (rv != ORCH_OK) {
+		cJSON_Delete(all);
+		return rv;
+	}
+	*ret = all;
+	return ORCH_OK;
 }
 
 /* Room on @dir's file system for @need more bytes. */

@@ -27,8 +27,9 @@ listing's sha256 (a checksum the puller must refuse), "slow" sleeps per
 64 KiB, "extra" appends that many bytes to what is served (more than the
 listing says), "no_range" answers a Range request with 200 and the whole
 file. A repository's "listing_body" (bytes) replaces its tree listing (a
-broken or hostile hub), and its "commit" may be any string (X-Repo-Commit
-as sent). Counters say what was asked (requests per path, Range headers
+broken or hostile hub), its "commit" may be any string (X-Repo-Commit
+as sent), and its "page" (a number) splits the listing into pages of that
+many entries, each with a Link header to the next (the real API's cursor). Counters say what was asked (requests per path, Range headers
 seen) so a test can check that a resume asked for the rest only.
 
 Use: `with HfFixture({"org/repo": {"files": {"m-Q4_K_M.gguf": b"..."}}}) as
@@ -195,7 +196,16 @@ class HfFixture:
         out += [{"type": "directory", "oid": _git_oid(d.encode()), "size": 0, "path": d} for d in sorted(dirs)]
         if under and not out:
             return self._error(h, 404, "EntryNotFound", "%s does not exist on \"%s\"" % (under, rev), head)
-        self._send(h, 200, json.dumps(out).encode(), head=head)
+        links = {}
+        if r.get("page"):  # the real API's pagination: a cursor, and a Link header to the next page
+            at = int(query.get("cursor", ["0"])[0] or 0)
+            if at + r["page"] < len(out):
+                q = dict((k, v[0]) for k, v in query.items())
+                q["cursor"] = str(at + r["page"])
+                links["Link"] = '<%s%s?%s>; rel="next"' % (self.hub, urllib.parse.urlsplit(h.path).path,
+                                                          urllib.parse.urlencode(q))
+            out = out[at:at + r["page"]]
+        self._send(h, 200, json.dumps(out).encode(), headers=links, head=head)
 
     def _resolve(self, h, name, rev, path, head):
         r = self._repo(h, name, rev, head)

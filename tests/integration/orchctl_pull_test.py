@@ -21,6 +21,7 @@ hf_fixture, a local Hugging Face with two hosts (never the network).
 - offline (HF_HUB_OFFLINE=1, --offline): what the store has, else an error;
 - models (text and --json) and rm: refused while orchd serves the file,
   then removed with its blob and links; a link another reference uses stays;
+- a listing in pages (the Link header's next page, followed);
 - hostile servers: a listing that is not a list, more bytes than listed,
   Range ignored after a cut (the file starts over), an X-Repo-Commit that is
   no commit id (refused before any download); a token with a line break."""
@@ -68,6 +69,9 @@ REPOS = {
                     "faults": {"r-Q8_0.gguf": {"cut_after": 300000, "no_range": True}}},
     "org/badcommit": {"files": {"c-Q8_0.gguf": SMALL + b"c"}, "commit": "../../../tmp/x"},
     "org/shared": {"files": {"sh-Q8_0.gguf": SMALL + b"sh"}},
+    # a listing in pages of 2 (the real API pages its listing): the file is on the last
+    "org/paged": {"files": dict([("a%d-F16.gguf" % i, SMALL + bytes([i])) for i in range(5)] +
+                                [("z-Q8_0.gguf", SMALL + b"z")]), "page": 2},
 }
 
 
@@ -214,6 +218,9 @@ def test_split_rev_offline(hf, store):
 
 def test_hostile(hf, store):
     env = {"HF_ENDPOINT": hf.hub}
+    rc, out, err = orchctl(store, "pull", "hf:org/paged:Q8_0", env=env)
+    pages = sum(v for k, v in hf.requests.items() if k.startswith("/api/models/org/paged/tree/"))
+    check(rc == 0 and pages == 3, "a listing in 3 pages, followed to the file on the last: %d %s" % (pages, err))
     rc, out, err = orchctl(store, "pull", "hf:org/notlist:Q8_0", env=env)
     check(rc == 1 and "not a file listing" in err, "a listing that is JSON but not a list: %s" % err.strip())
     rc, out, err = orchctl(store, "pull", "hf:org/more:Q8_0", env=env)
