@@ -164,6 +164,98 @@ on_progress(void *ctx, const struct hf_progress *p)
 
 /* ---- pull ---- */
 
+static bool orchd_running(const char *sock);
+static void print_json(cJSON *o);
+
+/* The entry of @ref in orchd's GET /admin/pulls (a copy: cJSON_Delete it), or NULL. */
+static cJSON *
+orchd_pull_entry(const char *sock, const char *ref)
+{
+	int status = 0;
+	char *body = NULL;
+	cJSON *root, *found = NULL;
+	const cJSON *it;
+
+	if (orchctl_request(sock, "GET", "/admin/pulls", NULL, &status, &body) != 0)
+		return NULL;
+	root = status == 200 ? cJSON_Parse(body) : NULL;
+	free(body);
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(root, "pulls"))
+	{
+		if (strcmp(orchctl_str(it, "model"), ref) == 0 &&
+		    cJSON_GetObjectItemCaseSensitive(it, "for") == NULL) {
+			found = cJSON_Duplicate(it, true);
+			break;
+		}
+	}
+	cJSON_Delete(root);
+	return found;
+}
+
+/*
+ * orchd runs: it pulls @r into its own store (where its models look), and this follows the
+ * pull's progress in GET /admin/pulls. An interrupted orchctl leaves the pull running.
+ */
+static int
+pull_via_orchd(const char *sock, const struct hf_ref *r, const char *token)
+{
+	cJSON *req = cJSON_CreateObject(), *e = NULL;
+	struct pull_view view = {.tty = isatty(2) == 1};
+	int status = 0, rc = ORCHCTL_EXIT_FAILED;
+	char *body, *resp = NULL, what[1000];
+
+	cJSON_AddStringToObject(req, "model", r->canon);
+	if (token != NULL)
+		cJSON_AddStringToObject(req, "token", token);
+	body = cJSON_PrintUnformatted(req);
+	cJSON_Delete(req);
+	int sent = orchctl_request(sock, "POST", "/admin/pulls", body, &status, &resp);
+	free(body);
+	if (sent != 0) {
+		free(resp);
+		return ORCHCTL_EXIT_UNREACHABLE;
+	}
+	snprintf(what, sizeof(what), "pull %s", r->canon);
+	if (status != 202) {
+		rc = orchctl_refused(what, status, resp);
+		free(resp);
+		return rc;
+	}
+	free(resp);
+	if (!arg_json)
+		fprintf(stderr, "pull: orchd pulls it into its model store (orchctl status)\n");
+	for (;;) {
+		cJSON_Delete(e);
+		if ((e = orchd_pull_entry(sock, r->canon)) == NULL) {
+			fprintf(stderr, "orchctl: %s: orchd no longer lists the pull\n", what);
+			break;
+		}
+		const char *state = orchctl_str(e, "state");
+		if (strcmp(state, "pulling") != 0) {
+			if (strcmp(state, "done") == 0 && arg_json)
+				print_json(cJSON_Duplicate(e, true));
+			else if (strcmp(state, "done") == 0)
+				printf("%s: in orchd's model store\n  serve it with: model = %s (or path = "
+				       "%s)\n",
+				       r->canon, r->canon, orchctl_str(e, "path"));
+			else
+				fprintf(stderr, "orchctl: %s: %s\n", what, orchctl_str(e, "error"));
+			rc = strcmp(state, "done") == 0 ? 0 : ORCHCTL_EXIT_FAILED;
+			break;
+		}
+		struct hf_progress p = {.path = orchctl_str(e, "file"),
+		                        .index = (uint32_t)orchctl_num(e, "file_index"),
+		                        .n_files = (uint32_t)orchctl_num(e, "files"),
+		                        .done = (uint64_t)orchctl_num(e, "bytes_done"),
+		                        .total = (uint64_t)orchctl_num(e, "bytes_total")};
+		if (p.total > 0 && !arg_json)
+			on_progress(&view, &p);
+		usleep(200000);
+	}
+	cJSON_Delete(e);
+	return rc;
+}
+
 /* @en as pull --json and models --json show it: the index's fields, the reference, the path
  * to serve and the total size. */
 static cJSON *
@@ -214,6 +306,12 @@ orchctl_pull(int argc, char **argv)
 		return ORCHCTL_EXIT_USAGE;
 	}
 	char *token = read_token(&so, &bad);
+	const char *sock = orchctl_socket(NULL);
+	if (!bad && so.dir == NULL && !so.offline && so.endpoint == NULL && orchd_running(sock)) {
+		int rc = pull_via_orchd(sock, &r, token); /* into the store orchd's models use */
+		orch_free(token);
+		return rc;
+	}
 	struct store *s = bad ? NULL : open_store(&so);
 	if (s == NULL) {
 		orch_free(token);

@@ -28,6 +28,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "admin_pull.h"
 #include "admin_state.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -671,6 +672,8 @@ static const struct http_route admin_routes[] = {
         {EVHTTP_REQ_POST, "/admin/models/", true, "/forget", on_forget},
         {EVHTTP_REQ_POST, "/admin/workers/", true, "/restart", on_restart},
         {EVHTTP_REQ_GET, "/admin/workers/", true, "/logs", on_logs},
+        {EVHTTP_REQ_POST, "/admin/pulls", false, NULL, admin_pulls_post},
+        {EVHTTP_REQ_GET, "/admin/pulls", false, NULL, admin_pulls_get},
 };
 
 static void

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "admin.h"
+#include "admin_pull.h"
 #include "base/build_id.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -269,6 +270,7 @@ teardown(struct orchd *d)
 		models_free(d, m);
 	}
 	admin_stop(d);
+	admin_pulls_free(d);
 	http_stop(d);
 	inspect_stop(d);
 	for (int i = 0; i < 3; i++)

@@ -180,7 +180,7 @@ token(const struct orchd *d)
 }
 
 orch_err
-model_pull_start(struct orchd *d, const char *ref, model_pull_fn fn, void *arg,
+model_pull_start(struct orchd *d, const char *ref, const char *tok, model_pull_fn fn, void *arg,
                  struct model_pull **ret, struct orch_errinfo *reterr)
 {
 	struct model_pull *q = orch_calloc(1, sizeof(*q));
@@ -195,7 +195,7 @@ model_pull_start(struct orchd *d, const char *ref, model_pull_fn fn, void *arg,
 		pull_free(q);
 		return rv;
 	}
-	q->token = token(d);
+	q->token = tok != NULL ? orch_strndup(tok, strlen(tok)) : token(d);
 	if (pipe2(q->fd, O_CLOEXEC) != 0 ||
 	    (q->ev = event_new(d->base, q->fd[0], EV_READ | EV_PERSIST, on_done, q)) == NULL) {
 		pull_free(q);

@@ -35,10 +35,11 @@ orch_err model_pull_find(const struct orchd *d, const char *ref, char *path, siz
 
 /*
  * model_pull_start - pull @ref into the store on a helper thread, then @fn(@arg) on the loop;
- * *@ret is the pull (model_pull_progress, model_pull_cancel). ORCH_ENOMEM, ORCH_EIO.
+ * *@ret is the pull (model_pull_progress, model_pull_cancel). @token: the one to use (an
+ * admin client's), NULL: orchd's own. ORCH_ENOMEM, ORCH_EIO.
  */
-orch_err model_pull_start(struct orchd *d, const char *ref, model_pull_fn fn, void *arg,
-                          struct model_pull **ret, struct orch_errinfo *reterr);
+orch_err model_pull_start(struct orchd *d, const char *ref, const char *token, model_pull_fn fn,
+                          void *arg, struct model_pull **ret, struct orch_errinfo *reterr);
 
 /* What a pull has done so far (any thread may be writing it: a snapshot). */
 struct model_pull_state {

@@ -178,7 +178,7 @@ resolve(struct orchd *d, struct model_entry *m)
 		return false;
 	m->cfg.path[0] = '\0';
 	if (rv == ORCH_ENOTFOUND && m->cfg.pull && m->start_after &&
-	    (rv = model_pull_start(d, m->cfg.ref, on_pulled, m, &m->pulling, &e)) == ORCH_OK)
+	    (rv = model_pull_start(d, m->cfg.ref, NULL, on_pulled, m, &m->pulling, &e)) == ORCH_OK)
 		return true;
 	read_done(m, rv, e.msg);
 	start_pending(d);

@@ -13,6 +13,8 @@ hf_fixture (never the network).
   ready; without --pull a reference the store lacks is refused (400);
   the model persists across a restart of orchd by its reference;
 - unloading a model while it pulls stops the pull and keeps the partial;
+- `orchctl pull` while orchd runs: orchd pulls into its own store, the
+  pull listed in GET /admin/pulls (done, with its path; a failure's error);
 - config errors: a path and a model, a malformed reference."""
 import json
 import os
@@ -169,6 +171,25 @@ def test_unload_stops_pull(hf, store):
         o.stop()
 
 
+def test_orchctl_pull_through_orchd(hf, store):
+    o = start(conf="model_dir = %s\n" % store, seed=66)
+    try:
+        rc, out, err = orchctl(o, "pull", "hf:org/stories-GGUF:Q8_0")
+        check(rc == 0 and "orchd's model store" in out and
+              os.path.isdir(os.path.join(store, "snapshots", "org", "stories-GGUF")),
+              "orchctl pull with orchd running: orchd pulls into its store: %s %s" % (out, err))
+        st, t = orchd_lib.admin("GET", "/admin/pulls")
+        p = json.loads(t)["pulls"] if st == 200 else []
+        check(p and p[0]["model"] == "hf:org/stories-GGUF:Q8_0" and p[0]["state"] == "done" and
+              p[0]["path"].startswith(store), "GET /admin/pulls lists it, done, with its path: %r" % p)
+        rc, out, err = orchctl(o, "pull", "hf:org/nope:Q8_0")
+        check(rc == 1 and "no such repository" in err, "a failed pull through orchd says why: %s" % err.strip())
+        st, t = orchd_lib.admin("POST", "/admin/pulls", {"model": "org/x"})
+        check(st == 400 and "hf:" in t, "POST /admin/pulls with a bad reference: %d %s" % (st, t[:200]))
+    finally:
+        o.stop()
+
+
 def test_config_errors(store):
     tmp = tempfile.mkdtemp()
     for body, words in ((section("b", "hf:org/x:Q8_0").replace("model = ", "path = /x\nmodel = "), "both a path"),
@@ -189,6 +210,7 @@ with HfFixture(REPOS) as hf:
     test_pull_yes(hf, os.path.join(root, "s2"))
     test_admin_load(hf, os.path.join(root, "s3"))
     test_unload_stops_pull(hf, os.path.join(root, "s4"))
+    test_orchctl_pull_through_orchd(hf, os.path.join(root, "s6"))
     test_config_errors(os.path.join(root, "s5"))
 print("orchd_pull_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)
