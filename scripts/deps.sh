@@ -13,7 +13,7 @@ pkgs=(
 	libnng-dev                           # supervisor <-> worker channel (ipc/)
 	libprotobuf-c-dev protobuf-c-compiler # its messages (proto/orch.proto)
 	libevent-dev libinih-dev libsystemd-dev # orchd: event loop + HTTP, config, sd_notify
-	libcurl4-openssl-dev                 # orchctl pull, orchd pull = yes: HTTPS downloads (issue 21)
+	libcurl4-openssl-dev ca-certificates # orchctl pull, orchd pull = yes: HTTPS downloads (issue 21)
 )
 test_pkgs=(
 	clang libclang-rt-14-dev             # libFuzzer for tests/fuzz, the clang build

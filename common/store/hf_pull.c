@@ -722,15 +722,23 @@ hf_pull(struct store *s, const struct hf_ref *r, const struct hf_opts *o, struct
 	curl_ready = true;
 	if ((files = orch_calloc(MAX_FILES, sizeof(*files))) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	if ((rv = listing(r, o, &tree, reterr)) == ORCH_OK &&
-	    (rv = hf_pick(r, tree, files, MAX_FILES, &n, reterr)) == ORCH_OK &&
-	    (rv = fetch_all(s, r, o, files, n, commit, reterr)) == ORCH_OK) {
+	if ((rv = listing(r, o, &tree, reterr)) == ORCH_OK)
+		rv = hf_pick(r, tree, files, MAX_FILES, &n, reterr);
+	/* twice at most: a file this pull found in place may be removed before its index
+	 * entry is written (an 'orchctl rm' of another reference to it); it is fetched again */
+	for (int attempt = 0; rv == ORCH_OK && attempt < 2; attempt++) {
+		if ((rv = fetch_all(s, r, o, files, n, commit, reterr)) != ORCH_OK)
+			break;
 		if (!make_entry(r, files, n, commit, ret))
 			rv = orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 		else
 			rv = store_put(s, ret, reterr);
-		if (rv != ORCH_OK)
-			store_entry_fini(ret);
+		if (rv == ORCH_OK)
+			break;
+		store_entry_fini(ret);
+		if (rv != ORCH_ENOTFOUND)
+			break;
+		rv = attempt == 0 ? ORCH_OK : rv;
 	}
 	cJSON_Delete(tree);
 	orch_free(files);

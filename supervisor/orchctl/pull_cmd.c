@@ -349,7 +349,8 @@ orchctl_pull(int argc, char **argv)
 
 /* ---- models, rm ---- */
 
-/* The models orchd serves from @en's files (their names, ", "-joined, in @buf; "" none). */
+/* The models of orchd that name @en or serve its files (their names, ", "-joined, in @buf;
+ * "" none). */
 static void
 used_by(const cJSON *status, const struct store *s, const struct store_entry *en, char *buf,
         size_t n)
@@ -362,6 +363,12 @@ used_by(const cJSON *status, const struct store *s, const struct store_entry *en
 	{
 		const char *path = orchctl_str(m, "path");
 		char real[PATH_MAX], blob[PATH_MAX], breal[PATH_MAX];
+		if (strcmp(orchctl_str(m, "model"), en->ref) == 0) { /* model = the reference */
+			if (at + 2 < n)
+				at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "",
+				                       orchctl_str(m, "name"));
+			continue;
+		}
 		if (realpath(path, real) == NULL)
 			continue;
 		for (uint32_t i = 0; i < en->n_files; i++)

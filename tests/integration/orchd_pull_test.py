@@ -85,6 +85,15 @@ def test_served_from_store(hf, store):
         m = status_model("s")
         check(m and m["model"] == "hf:org/stories-GGUF:Q8_0" and m["path"].startswith(store + "/snapshots/"),
               "the admin API shows the reference and its file: %r" % m)
+        log = open(o.log_path).read()
+        sha = hf.repos["org/stories-GGUF"]["sha"]["stories-Q8_0.gguf"]
+        check("model_sha256 sha256=%s from=cache_beside" % sha in log,
+              "the worker took the file's sha256 from the store's digest cache, not by hashing: %r"
+              % [l for l in log.splitlines() if "model_sha256" in l])
+        rc, out, err = orchctl(o, "models", "--model-dir", store)
+        check(rc == 0 and "s, x" not in out and [l for l in out.splitlines() if "stories-GGUF" in l and
+                                                  l.rstrip().endswith(" s")],
+              "orchctl models: the configured model that names the reference uses it: %s" % out)
         n = dict(hf.requests)
         st, _, t = post("/v1/completions", {"model": "x", "prompt": "a", "max_tokens": 2})
         x = status_model("x")
