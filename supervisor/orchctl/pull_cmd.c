@@ -301,7 +301,14 @@ orchctl_pull(int argc, char **argv)
 		                "[--endpoint URL] [--offline] [--json]\n");
 		return ORCHCTL_EXIT_USAGE;
 	}
-	if (hf_ref_parse(argv[optind], &r, &e) != ORCH_OK) {
+	/* ORG/REPO[:QUANT] alone, as llama.cpp's -hf takes it, is a Hugging Face reference too */
+	char given[1024];
+	const char *a = argv[optind];
+	snprintf(given, sizeof(given), "%s%s",
+	         strncmp(a, "hf:", 3) != 0 && strchr(a, '/') && a[0] != '/' && a[0] != '.' ? "hf:"
+	                                                                                   : "",
+	         a);
+	if (hf_ref_parse(given, &r, &e) != ORCH_OK) {
 		fprintf(stderr, "orchctl: pull: %s\n", e.msg);
 		return ORCHCTL_EXIT_USAGE;
 	}
