@@ -1,7 +1,8 @@
 /*
  * cpu_dequant.c - AVX2 row dequantization for the block types that carry
- * most weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K), falling back to the scalar
- * reference (common/gguf/quant.c) for every other type or CPU.
+ * most weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) and for F16 and BF16 rows,
+ * falling back to the scalar reference (common/gguf/quant.c) for every
+ * other type or CPU.
  *
  * Each block's codes are unpacked to bytes with scalar bit operations, then
  * converted and scaled eight lanes at a time. The per-element arithmetic is
@@ -14,6 +15,7 @@
 
 #include "cpu.h"
 #include "cpu_avx2.h"
+#include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
 #include "gguf/quant.h"
 
@@ -125,12 +127,36 @@ q6_k(const uint8_t *b, float *y)
 	}
 }
 
+/* F16 (F16C: exact, as fp16_to_f32) or BF16 (the high half of an F32: exact) elements. */
+__attribute__((target("avx2,fma,f16c"))) static void
+half_row(bool bf16, const uint8_t *src, float *y, uint64_t n)
+{
+	uint64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m128i h = _mm_loadu_si128((const __m128i *)(const void *)(src + 2 * i));
+		__m256 f =
+		        bf16 ? _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16))
+		             : _mm256_cvtph_ps(h);
+		_mm256_storeu_ps(y + i, f);
+	}
+	for (; i < n; i++) {
+		uint16_t h;
+		memcpy(&h, src + 2 * i, 2);
+		y[i] = bf16 ? bf16_to_f32(h) : fp16_to_f32(h);
+	}
+}
+
 bool
 cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd)
 {
 	const struct ggml_type_info *t = ggml_type_get(type);
 	const uint8_t *b = src;
 
+	if (simd && (type == GGML_TYPE_F16 || type == GGML_TYPE_BF16)) {
+		half_row(type == GGML_TYPE_BF16, src, y, n);
+		return true;
+	}
 	if (!simd || t == NULL ||
 	    (type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_0 &&
 	     type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K))
