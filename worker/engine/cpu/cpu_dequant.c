@@ -1,6 +1,6 @@
 /*
  * cpu_dequant.c - AVX2 row dequantization for the block types that carry
- * most weights (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K) and for F16 and BF16 rows,
+ * most weights (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q6_K) and for F16 and BF16 rows,
  * falling back to the scalar reference (common/gguf/quant.c) for every
  * other type or CPU.
  *
@@ -67,10 +67,24 @@ q8_0(const uint8_t *b, float *y)
 	}
 }
 
+/* y[i] = (float)q[i]·d + m for 32 codes (Q4_1, Q5_1: the reference's two operations). */
 __attribute__((target("avx2,fma,f16c"))) static void
-q4_0_q5_0(const uint8_t *b, float *y, bool five)
+offset_codes(const uint8_t *q, float d, float m, float *y)
 {
-	const uint8_t *qs = b + (five ? 6 : 2);
+	__m256 vd = _mm256_set1_ps(d), vm = _mm256_set1_ps(m);
+
+	for (int g = 0; g < 4; g++) {
+		__m128i b = _mm_loadl_epi64((const __m128i *)(const void *)(q + 8 * g));
+		__m256 v = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+		_mm256_storeu_ps(y + 8 * g, _mm256_add_ps(_mm256_mul_ps(v, vd), vm));
+	}
+}
+
+/* Q4_0, Q5_0 ((q − 8 or 16)·d) and Q4_1, Q5_1 (q·d + m, @affine). */
+__attribute__((target("avx2,fma,f16c"))) static void
+q4_q5(const uint8_t *b, float *y, bool five, bool affine)
+{
+	const uint8_t *qs = b + 2 + (affine ? 2 : 0) + (five ? 4 : 0);
 	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)qs), m4 = _mm_set1_epi8(0x0f);
 	__m128i lo = _mm_and_si128(raw, m4), hi = _mm_and_si128(_mm_srli_epi16(raw, 4), m4);
 	__m256i codes = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
@@ -78,12 +92,15 @@ q4_0_q5_0(const uint8_t *b, float *y, bool five)
 
 	if (five) {
 		uint32_t qh;
-		memcpy(&qh, b + 2, 4);
+		memcpy(&qh, b + (affine ? 4 : 2), 4);
 		codes = _mm256_or_si256(codes, _mm256_and_si256(cpu_avx2_bits_to_bytes(qh),
 		                                                _mm256_set1_epi8(0x10)));
 	}
 	_mm256_storeu_si256((__m256i *)(void *)q, codes);
-	scale_codes(q, five ? 16 : 8, f16(b), y, 4);
+	if (affine)
+		offset_codes(q, f16(b), f16(b + 2), y);
+	else
+		scale_codes(q, five ? 16 : 8, f16(b), y, 4);
 }
 
 __attribute__((target("avx2,fma,f16c"))) static void
@@ -159,7 +176,8 @@ cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd)
 	}
 	if (!simd || t == NULL ||
 	    (type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_0 &&
-	     type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K))
+	     type != GGML_TYPE_Q4_1 && type != GGML_TYPE_Q5_1 && type != GGML_TYPE_Q4_K &&
+	     type != GGML_TYPE_Q6_K))
 		return dequant_row(type, src, y, n) == ORCH_OK;
 	for (uint64_t i = 0; i < n / t->block_size; i++, b += t->block_bytes, y += t->block_size) {
 		switch (type) {
@@ -168,7 +186,10 @@ cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd)
 			break;
 		case GGML_TYPE_Q4_0:
 		case GGML_TYPE_Q5_0:
-			q4_0_q5_0(b, y, type == GGML_TYPE_Q5_0);
+		case GGML_TYPE_Q4_1:
+		case GGML_TYPE_Q5_1:
+			q4_q5(b, y, type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1,
+			      type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1);
 			break;
 		case GGML_TYPE_Q4_K:
 			q4_k(b, y);
