@@ -1,6 +1,6 @@
 /*
  * cpu_dequant.c - AVX2 row dequantization for the block types that carry
- * most weights (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q4_K, Q6_K) and for F16 and BF16 rows,
+ * most weights (Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, Q2_K, Q3_K, Q4_K, Q6_K) and for F16 and BF16 rows,
  * falling back to the scalar reference (common/gguf/quant.c) for every
  * other type or CPU.
  *
@@ -144,6 +144,44 @@ q6_k(const uint8_t *b, float *y)
 	}
 }
 
+/* Q2_K: 16 sub-blocks of 16, dl·q − ml as the reference (quant_k.c). */
+__attribute__((target("avx2,fma,f16c"))) static void
+q2_k(const uint8_t *b, float *y)
+{
+	float d = f16(b + 80), dmin = f16(b + 82);
+	uint8_t q[16];
+
+	for (int n = 0; n < 2; n++)
+		for (int j = 0; j < 4; j++)
+			for (int h = 0; h < 2; h++) {
+				uint8_t sc = b[8 * n + 2 * j + h];
+				const uint8_t *src = b + 16 + 32 * n + 16 * h;
+				for (int l = 0; l < 16; l++)
+					q[l] = (uint8_t)((src[l] >> (2 * j)) & 3);
+				affine_codes(q, d * (float)(sc & 15), dmin * (float)(sc >> 4),
+				             y + 128 * n + 32 * j + 16 * h, 2);
+			}
+}
+
+/* Q3_K: 16 sub-blocks of 16, dl·(q − 4 unless the high bit) as the reference. */
+__attribute__((target("avx2,fma,f16c"))) static void
+q3_k(const uint8_t *b, float *y)
+{
+	float d = f16(b + 108);
+	uint8_t q[16];
+
+	for (int sb = 0; sb < 16; sb++) {
+		int lo = (b[96 + sb % 8] >> (4 * (sb / 8))) & 15;
+		int hi = (b[104 + sb % 4] >> (2 * (sb / 4))) & 3;
+		int n = sb / 8, j = (sb % 8) / 2, l0 = 16 * (sb % 2);
+		uint8_t mask = (uint8_t)(1u << (4 * n + j));
+		for (int l = 0; l < 16; l++) /* v + 4 with the bit, v without: less 4 below */
+			q[l] = (uint8_t)(((b[32 + 32 * n + l0 + l] >> (2 * j)) & 3) +
+			                 ((b[l0 + l] & mask) ? 4 : 0));
+		scale_codes(q, 4, d * (float)((lo | (hi << 4)) - 32), y + 16 * sb, 2);
+	}
+}
+
 /* F16 (F16C: exact, as fp16_to_f32) or BF16 (the high half of an F32: exact) elements. */
 __attribute__((target("avx2,fma,f16c"))) static void
 half_row(bool bf16, const uint8_t *src, float *y, uint64_t n)
@@ -176,8 +214,8 @@ cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd)
 	}
 	if (!simd || t == NULL ||
 	    (type != GGML_TYPE_Q8_0 && type != GGML_TYPE_Q4_0 && type != GGML_TYPE_Q5_0 &&
-	     type != GGML_TYPE_Q4_1 && type != GGML_TYPE_Q5_1 && type != GGML_TYPE_Q4_K &&
-	     type != GGML_TYPE_Q6_K))
+	     type != GGML_TYPE_Q4_1 && type != GGML_TYPE_Q5_1 && type != GGML_TYPE_Q2_K &&
+	     type != GGML_TYPE_Q3_K && type != GGML_TYPE_Q4_K && type != GGML_TYPE_Q6_K))
 		return dequant_row(type, src, y, n) == ORCH_OK;
 	for (uint64_t i = 0; i < n / t->block_size; i++, b += t->block_bytes, y += t->block_size) {
 		switch (type) {
@@ -190,6 +228,12 @@ cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool simd)
 		case GGML_TYPE_Q5_1:
 			q4_q5(b, y, type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1,
 			      type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1);
+			break;
+		case GGML_TYPE_Q2_K:
+			q2_k(b, y);
+			break;
+		case GGML_TYPE_Q3_K:
+			q3_k(b, y);
 			break;
 		case GGML_TYPE_Q4_K:
 			q4_k(b, y);

@@ -42,9 +42,10 @@ test_simd_twins(void)
 static void
 test_dequant_twins(void)
 {
-	static const uint32_t types[] = {
-	        GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K,
-	        GGML_TYPE_Q5_K, GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_1, GGML_TYPE_Q5_1};
+	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q6_K, GGML_TYPE_Q5_K,
+	                                 GGML_TYPE_F16,  GGML_TYPE_BF16, GGML_TYPE_Q4_1,
+	                                 GGML_TYPE_Q5_1, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K};
 	static float x[1024], a[1024], b[1024];
 	static uint8_t blk[1024 * 4];
 	struct rng r;
