@@ -1,6 +1,6 @@
 /*
  * cpu_qdot.c - integer dot products: which activation format goes with which
- * weight type, and the dots of Q8_0 / Q4_0 / Q5_0 weight rows with an
+ * weight type, and the dots of Q8_0 / Q4_0 / Q5_0 / Q4_1 / Q5_1 weight rows with an
  * activation row quantized as Q8_0 (struct cpu_q8b), as llama.cpp computes
  * them (MXFP4 too: its 4-bit codes index the E2M1 values, doubled, and its
  * E8M0 scale is halved to match); the K-quant dots are in cpu_qdot_k.c. Per 32-element block: the
@@ -30,6 +30,8 @@ cpu_qdot_act(uint32_t type)
 	case GGML_TYPE_Q8_0:
 	case GGML_TYPE_Q4_0:
 	case GGML_TYPE_Q5_0:
+	case GGML_TYPE_Q4_1:
+	case GGML_TYPE_Q5_1:
 	case GGML_TYPE_MXFP4:
 		return GGML_TYPE_Q8_0;
 	case GGML_TYPE_Q4_K:
@@ -109,10 +111,17 @@ block_scale(uint32_t type, const uint8_t *b)
 	return type == GGML_TYPE_MXFP4 ? e8m0_half(b[0]) : fp16_load(b);
 }
 
+/* Whether @type's values are code·d + m (Q4_1, Q5_1): the min m is its second F16. */
+static bool
+affine(uint32_t type)
+{
+	return type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1;
+}
+
 /*
  * The 32 codes of one weight block: signed for Q8_0 and MXFP4 (its values),
  * unsigned (0..15, 0..31) for Q4_0/Q5_0, whose values are code - @off (8,
- * 16); *@off is 0 for Q8_0 and MXFP4.
+ * 16), and for Q4_1/Q5_1 (code·d + m); *@off is 0 for all but Q4_0/Q5_0.
  */
 static void
 codes(uint32_t type, const uint8_t *b, int *q, int *off)
@@ -130,12 +139,12 @@ codes(uint32_t type, const uint8_t *b, int *q, int *off)
 			q[j] = (int8_t)b[2 + j];
 		return;
 	}
-	bool five = type == GGML_TYPE_Q5_0;
-	const uint8_t *qs = b + (five ? 6 : 2);
+	bool five = type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1, aff = affine(type);
+	const uint8_t *qs = b + 2 + (aff ? 2 : 0) + (five ? 4 : 0);
 	uint32_t qh = 0;
 	if (five)
-		memcpy(&qh, b + 2, 4);
-	*off = five ? 16 : 8;
+		memcpy(&qh, b + (aff ? 4 : 2), 4);
+	*off = aff ? 0 : five ? 16 : 8;
 	for (int j = 0; j < 16; j++) {
 		q[j] = (int)((qs[j] & 0xfu) | (((qh >> j) & 1u) << 4));
 		q[j + 16] = (int)((qs[j] >> 4) | (((qh >> (j + 16)) & 1u) << 4));
@@ -144,8 +153,8 @@ codes(uint32_t type, const uint8_t *b, int *q, int *off)
 
 /*
  * Σ over blocks of dw·dx·Σ c·q, minus off · Σ dw·dx·s: the offset of Q4_0/Q5_0
- * codes is taken out with the activation block's code sum s. The AVX2
- * kernel accumulates the same two sums.
+ * codes is taken out with the activation block's code sum s; Q4_1/Q5_1's min
+ * m adds Σ m·dx·s instead. The AVX2 kernel accumulates the same two sums.
  */
 static float
 qdot_q8_scalar(uint32_t type, const void *w, const struct cpu_q8b *x, uint64_t n)
@@ -162,9 +171,9 @@ qdot_q8_scalar(uint32_t type, const void *w, const struct cpu_q8b *x, uint64_t n
 			s += q[k] * x->q[k];
 		float dd = block_scale(type, wb) * x->d;
 		sum += dd * (float)s;
-		corr += dd * (float)x->s;
+		corr += (affine(type) ? fp16_load(wb + 2) * x->d : dd) * (float)x->s;
 	}
-	return sum - (float)off * corr;
+	return affine(type) ? sum + corr : sum - (float)off * corr;
 }
 
 /* The 32 codes of one weight block, as codes() gives them. */
@@ -181,14 +190,15 @@ codes_avx2(uint32_t type, const uint8_t *b)
 		__m128i hi = _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(raw, 4), m4));
 		return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
 	}
-	bool five = type == GGML_TYPE_Q5_0;
-	__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + (five ? 6 : 2)));
+	bool five = type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1, aff = affine(type);
+	__m128i raw = _mm_loadu_si128(
+	        (const __m128i *)(const void *)(b + 2 + (aff ? 2 : 0) + (five ? 4 : 0)));
 	__m128i m4 = _mm_set1_epi8(0x0f);
 	__m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(raw, m4)),
 	                                    _mm_and_si128(_mm_srli_epi16(raw, 4), m4), 1);
 	if (five) {
 		uint32_t qh;
-		memcpy(&qh, b + 2, 4);
+		memcpy(&qh, b + (aff ? 4 : 2), 4);
 		c = _mm256_or_si256(
 		        c, _mm256_and_si256(cpu_avx2_bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
 	}
@@ -223,8 +233,13 @@ block_avx2(uint32_t type, const uint8_t *wb, const struct cpu_q8b *x, struct qac
 	}
 	float dd = dw * x->d;
 	a->sum = _mm256_fmadd_ps(_mm256_set1_ps(dd), s, a->sum);
-	if (!sign)
+	if (affine(type)) { /* + m·dx·s */
+		uint16_t hm;
+		memcpy(&hm, wb + 2, 2);
+		a->corr += _cvtsh_ss(hm) * x->d * (float)x->s;
+	} else if (!sign) {
 		a->corr += dd * (float)x->s;
+	}
 }
 
 /* The loop for one weight type (a constant once inlined), two blocks per step. */
@@ -244,7 +259,10 @@ qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const struct c
 	}
 	if (i < nb)
 		block_avx2(type, wb, x, &a0);
-	float off = type == GGML_TYPE_Q4_0 ? 8.0f : type == GGML_TYPE_Q5_0 ? 16.0f : 0.0f;
+	float off = type == GGML_TYPE_Q4_0   ? 8.0f
+	            : type == GGML_TYPE_Q5_0 ? 16.0f
+	            : affine(type)           ? -1.0f /* the min's term is added */
+	                                     : 0.0f;
 	return cpu_avx2_hsum(_mm256_add_ps(a0.sum, a1.sum)) - off * (a0.corr + a1.corr);
 }
 
@@ -258,6 +276,10 @@ qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
 		return qdot_loop(GGML_TYPE_Q4_0, 18, w, xq, n / 32);
 	case GGML_TYPE_MXFP4:
 		return qdot_loop(GGML_TYPE_MXFP4, 17, w, xq, n / 32);
+	case GGML_TYPE_Q4_1:
+		return qdot_loop(GGML_TYPE_Q4_1, 20, w, xq, n / 32);
+	case GGML_TYPE_Q5_1:
+		return qdot_loop(GGML_TYPE_Q5_1, 24, w, xq, n / 32);
 	default:
 		return qdot_loop(GGML_TYPE_Q5_0, 22, w, xq, n / 32);
 	}

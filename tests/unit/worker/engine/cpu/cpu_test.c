@@ -86,7 +86,7 @@ test_qdot_twins(void)
 {
 	static const uint32_t types[] = {GGML_TYPE_Q8_0,  GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
 	                                 GGML_TYPE_MXFP4, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
-	                                 GGML_TYPE_Q6_K};
+	                                 GGML_TYPE_Q6_K,  GGML_TYPE_Q4_1, GGML_TYPE_Q5_1};
 	static float x[2048], w[2048], dx[2048], dw[2048];
 	static uint8_t wq[2048 * 2], xq[2048 / 32 * 40];
 	struct rng r;
