@@ -211,7 +211,8 @@ http_error(const struct hf_ref *r, const struct xfer *x, const char *what,
 		        x->o->token && x->o->token[0]
 		                ? "the token given may not read it (accept the model's terms "
 		                  "on its page with that account)"
-		                : "set HF_TOKEN (or --token-file) to a token that may read it",
+		                : "a token that may read it is needed (HF_TOKEN or orchctl's "
+		                  "--token-file; for orchd's own pulls, [server] hf_token_file)",
 		        what);
 	if (x->status == 404) {
 		const char *ec = x->error_code;
@@ -332,10 +333,10 @@ space_ok(const char *dir, uint64_t need, struct orch_errinfo *reterr)
 	if (avail >= need)
 		return ORCH_OK;
 	return orch_errf(reterr, ORCH_ERANGE,
-	                 "not enough disk space in %s: the download needs %llu bytes (%.1f GiB), "
-	                 "%llu (%.1f GiB) are free",
-	                 dir, (unsigned long long)need, (double)need / (1u << 30),
-	                 (unsigned long long)avail, (double)avail / (1u << 30));
+	                 "not enough disk space in %s: the download needs %.1f MiB, %.1f MiB are "
+	                 "free (%llu and %llu bytes)",
+	                 dir, (double)need / (1u << 20), (double)avail / (1u << 20),
+	                 (unsigned long long)need, (unsigned long long)avail);
 }
 
 /* Hash the first @n bytes of @fd (a partial download) into @h. */
@@ -700,11 +701,11 @@ hf_pull(struct store *s, const struct hf_ref *r, const struct hf_opts *o, struct
 			if (!store_has_blob(s, ret->files[i].sha256, ret->files[i].size))
 				rv = orch_errf(reterr, ORCH_ENOTFOUND, "%s: its file %s is gone",
 				               r->canon, ret->files[i].path);
-		if (rv == ORCH_ENOTFOUND)
+		if (rv == ORCH_ENOTFOUND && reterr != NULL)
 			orch_errf(reterr, rv,
-			          "%s (%s); offline nothing is fetched: pull without --offline "
-			          "(HF_HUB_OFFLINE unset)",
-			          reterr->msg, store_dir(s));
+			          "%.300s; offline nothing is fetched: pull without --offline, and "
+			          "with HF_HUB_OFFLINE unset",
+			          reterr->msg);
 		if (rv != ORCH_OK)
 			store_entry_fini(ret);
 		return rv;

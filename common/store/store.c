@@ -83,13 +83,15 @@ join(const struct store *s, const char *rel, char *buf, size_t n, struct orch_er
 }
 
 orch_err
-store_open(const char *dir, struct store **ret, struct orch_errinfo *reterr)
+store_open(const char *dir, bool create, struct store **ret, struct orch_errinfo *reterr)
 {
-	struct store *s = orch_calloc(1, sizeof(*s));
+	struct store *s;
 	char p[PATH_MAX];
 	orch_err rv;
 
-	if (s == NULL)
+	if (!create && access(dir, F_OK) != 0)
+		return orch_errf(reterr, ORCH_ENOTFOUND, "there is no model store at %s", dir);
+	if ((s = orch_calloc(1, sizeof(*s))) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	if (snprintf(s->dir, sizeof(s->dir), "%s", dir) >= (int)sizeof(s->dir)) {
 		orch_free(s);

@@ -54,8 +54,11 @@ struct store_entry {
  */
 orch_err store_default_dir(char *buf, size_t n, struct orch_errinfo *reterr);
 
-/* store_open - the store in @dir, created (with blobs/ and snapshots/) when missing. */
-orch_err store_open(const char *dir, struct store **ret, struct orch_errinfo *reterr);
+/*
+ * store_open - the store in @dir; with @create, made (with blobs/ and snapshots/) when missing,
+ * else ORCH_ENOTFOUND when there is none (listing or removing makes nothing).
+ */
+orch_err store_open(const char *dir, bool create, struct store **ret, struct orch_errinfo *reterr);
 
 /* store_close - release @s; NULL is fine. */
 void store_close(struct store *s);

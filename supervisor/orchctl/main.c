@@ -47,7 +47,7 @@ static const struct subcmd commands[] = {
          "status [--json] [--socket PATH]  models, devices, jobs, uptime"},
         {"ps", orchctl_ps, "ps [--json] [--socket PATH]  one line per worker"},
         {"load", orchctl_load,
-         "load NAME [PATH | hf:REF [--pull]] [--device D] [--slots N] [--context N] [--replicas N] [--tokenizer "
+         "load NAME [PATH | hf:REF [--pull] [--token-file F]] [--device D] [--slots N] [--context N] [--replicas N] [--tokenizer "
          "gguf|hf-json] [--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] "
          "[--no-prefix-cache] [--no-wait] [--json] [--socket PATH]  load and wait until ready"},
         {"unload", orchctl_unload,

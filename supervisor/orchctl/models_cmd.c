@@ -221,6 +221,8 @@ add_fraction(cJSON *req, const char *v)
 	return true;
 }
 
+static const char *load_token_file; /* --token-file */
+
 /* The options into @req; false on bad usage (printed). */
 static bool
 load_opts(int argc, char **argv, cJSON *req, bool *wait)
@@ -239,6 +241,7 @@ load_opts(int argc, char **argv, cJSON *req, bool *wait)
 	        {"kv-block-tokens", required_argument, NULL, 'b'},
 	        {"no-prefix-cache", no_argument, NULL, 'P'},
 	        {"pull", no_argument, NULL, 'p'},
+	        {"token-file", required_argument, NULL, 't'},
 	        {NULL, 0, NULL, 0}};
 	bool ok = true;
 	int c;
@@ -263,6 +266,8 @@ load_opts(int argc, char **argv, cJSON *req, bool *wait)
 			cJSON_AddBoolToObject(req, "enable_prefix_cache", false);
 		else if (c == 'p')
 			cJSON_AddBoolToObject(req, "pull", true);
+		else if (c == 't')
+			load_token_file = optarg;
 		else if (c == 'w' || c == 'W')
 			*wait = c == 'w';
 		else if (c == 'S')
@@ -327,8 +332,8 @@ orchctl_load(int argc, char **argv)
 	if (!load_opts(argc, argv, req, &wait)) {
 		cJSON_Delete(req);
 		fprintf(stderr,
-		        "usage: orchctl load NAME [PATH | hf:REF [--pull]] [--device D] [--slots N] "
-		        "[--context N] [--replicas N] [--tokenizer gguf|hf-json] "
+		        "usage: orchctl load NAME [PATH | hf:REF [--pull] [--token-file F]] [--device D] "
+		        "[--slots N] [--context N] [--replicas N] [--tokenizer gguf|hf-json] "
 		        "[--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] "
 		        "[--no-prefix-cache] [--no-wait] [--json] [--socket PATH]\n");
 		return ORCHCTL_EXIT_USAGE;
@@ -336,6 +341,22 @@ orchctl_load(int argc, char **argv)
 	const char *name = argv[optind], *sock = orchctl_socket(NULL);
 	cJSON_AddStringToObject(req, "name", name);
 	bool ref = optind == argc - 2 && strncmp(argv[optind + 1], "hf:", 3) == 0;
+	bool pull = cJSON_GetObjectItem(req, "pull") != NULL;
+	if (!ref && (pull || load_token_file)) {
+		fprintf(stderr,
+		        "orchctl: load %s: --pull and --token-file go with an hf: reference "
+		        "(orchctl load NAME hf:ORG/REPO:QUANT --pull)\n",
+		        name);
+		cJSON_Delete(req);
+		return ORCHCTL_EXIT_USAGE;
+	}
+	if (optind == argc - 2 && !ref && access(argv[optind + 1], F_OK) != 0 &&
+	    strchr(argv[optind + 1], '/') && argv[optind + 1][0] != '/' &&
+	    argv[optind + 1][0] != '.')
+		fprintf(stderr,
+		        "orchctl: load %s: no file %s here; for a model on Hugging Face, say "
+		        "hf:%s\n",
+		        name, argv[optind + 1], argv[optind + 1]);
 	if (optind == argc - 2 && !ref && !file_ok(name, argv[optind + 1])) {
 		cJSON_Delete(req);
 		return ORCHCTL_EXIT_FAILED;
@@ -346,6 +367,17 @@ orchctl_load(int argc, char **argv)
 		cJSON_AddStringToObject(req, "path",
 		                        realpath(argv[optind + 1], abs_path) ? abs_path
 		                                                             : argv[optind + 1]);
+#ifdef ORCHCTL_HAVE_STORE
+	bool bad = false;
+	char *token = ref && pull ? orchctl_hf_token(load_token_file, &bad) : NULL;
+	if (bad) {
+		cJSON_Delete(req);
+		return ORCHCTL_EXIT_FAILED;
+	}
+	if (token != NULL) /* for orchd's pull of a gated repository */
+		cJSON_AddStringToObject(req, "token", token);
+	free(token);
+#endif
 	char *body = cJSON_PrintUnformatted(req), *resp = NULL;
 	int status = 0;
 	cJSON_Delete(req);

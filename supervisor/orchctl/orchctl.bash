@@ -55,7 +55,7 @@ _orchctl() {
 	case $cmd in
 	status | ps) opts="--json --socket" ;;
 	load)
-		opts="--device --slots --context --replicas --tokenizer --kv-cache-mib --kv-cache-fraction --kv-block-tokens --no-prefix-cache --pull --no-wait --json --socket"
+		opts="--device --slots --context --replicas --tokenizer --kv-cache-mib --kv-cache-fraction --kv-block-tokens --no-prefix-cache --pull --token-file --no-wait --json --socket"
 		mapfile -t words < <(_orchctl_ps_column 2) ;;
 	unload | rm)
 		opts="--json --socket"

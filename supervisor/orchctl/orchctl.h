@@ -42,6 +42,13 @@ int orchctl_rm(int argc, char **argv);
  * [--offline]": fetch a Hugging Face reference into the model store (pull_cmd.c). */
 int orchctl_pull(int argc, char **argv);
 
+/*
+ * orchctl_hf_token - the Hugging Face token: @token_file (NULL: none given), else $HF_TOKEN,
+ * else $HF_TOKEN_PATH or ~/.cache/huggingface/token; NULL when there is none, or (*@bad,
+ * said) a file that cannot be read. free() it.
+ */
+char *orchctl_hf_token(const char *token_file, bool *bad);
+
 /* orchctl_models - "orchctl models [--model-dir DIR]": what the model store holds. */
 int orchctl_models(int argc, char **argv);
 

@@ -71,28 +71,62 @@ store_args(int argc, char **argv, struct store_opts *o, bool pull)
 	return 0;
 }
 
-/* The store the options name, opened; NULL with the reason printed. */
+static bool orchd_running(const char *sock);
+static bool orchd_status(cJSON **ret);
+
+/* The model store of a running orchd into @buf (its /admin/status); false: none is running. */
+static bool
+orchd_store(char *buf, size_t n)
+{
+	cJSON *st = NULL;
+	bool ok = false;
+
+	if (orchd_running(orchctl_socket(NULL)) && orchd_status(&st) && st != NULL) {
+		const char *dir = orchctl_str(st, "model_dir");
+		ok = strcmp(dir, "-") != 0 && snprintf(buf, n, "%s", dir) < (int)n;
+	}
+	cJSON_Delete(st);
+	return ok;
+}
+
+/*
+ * The store the options name: --model-dir, else the running orchd's, else the default;
+ * opened (made with @create). NULL with the reason printed, or with *@none set when
+ * there is no store there (@create false).
+ */
 static struct store *
-open_store(const struct store_opts *o)
+open_store(const struct store_opts *o, bool create, bool *none)
 {
 	char dir[PATH_MAX];
 	struct orch_errinfo e = {0};
 	struct store *s = NULL;
 
-	if (o->dir == NULL && store_default_dir(dir, sizeof(dir), &e) != ORCH_OK) {
+	*none = false;
+	if (o->dir != NULL)
+		snprintf(dir, sizeof(dir), "%s", o->dir);
+	else if (!orchd_store(dir, sizeof(dir)) &&
+	         store_default_dir(dir, sizeof(dir), &e) != ORCH_OK) {
 		fprintf(stderr, "orchctl: %s\n", e.msg);
 		return NULL;
 	}
-	if (store_open(o->dir ? o->dir : dir, &s, &e) != ORCH_OK)
+	orch_err rv = store_open(dir, create, &s, &e);
+	if (rv == ORCH_ENOTFOUND && !create)
+		*none = true;
+	else if (rv != ORCH_OK)
 		fprintf(stderr, "orchctl: %s\n", e.msg);
 	return s;
 }
 
-/* The token: --token-file, $HF_TOKEN, $HF_TOKEN_PATH, ~/.cache/huggingface/token; NULL: none. */
 static char *
 read_token(const struct store_opts *o, bool *bad)
 {
-	const char *env = getenv("HF_TOKEN"), *path = o->token_file, *home = getenv("HOME");
+	return orchctl_hf_token(o->token_file, bad);
+}
+
+char *
+orchctl_hf_token(const char *token_file, bool *bad)
+{
+	const char *env = getenv("HF_TOKEN"), *path = token_file, *home = getenv("HOME");
 	char def[PATH_MAX], *text = NULL;
 	size_t n = 0;
 	struct orch_errinfo e = {0};
@@ -124,7 +158,7 @@ struct pull_view {
 	bool tty;
 	uint64_t t0_ms, last_ms;
 	int last_tenth;
-	const char *file;
+	char file[256]; /* the file shown: a new one restarts the rate and the tenths */
 };
 
 static void
@@ -135,8 +169,8 @@ on_progress(void *ctx, const struct hf_progress *p)
 	double mib = 1024.0 * 1024.0,
 	       pct = p->total ? 100.0 * (double)p->done / (double)p->total : 100;
 
-	if (v->file != p->path) { /* a new file */
-		v->file = p->path;
+	if (strcmp(v->file, p->path) != 0 || v->t0_ms == 0) { /* a new file */
+		snprintf(v->file, sizeof(v->file), "%s", p->path);
 		v->t0_ms = now;
 		v->last_tenth = -1;
 	}
@@ -223,7 +257,9 @@ pull_via_orchd(const char *sock, const struct hf_ref *r, const char *token)
 	}
 	free(resp);
 	if (!arg_json)
-		fprintf(stderr, "pull: orchd pulls it into its model store (orchctl status)\n");
+		fprintf(stderr,
+		        "pull: orchd pulls it into its model store (if this stops, orchd goes "
+		        "on; orchctl pull again follows it)\n");
 	for (;;) {
 		cJSON_Delete(e);
 		if ((e = orchd_pull_entry(sock, r->canon)) == NULL) {
@@ -319,7 +355,8 @@ orchctl_pull(int argc, char **argv)
 		orch_free(token);
 		return rc;
 	}
-	struct store *s = bad ? NULL : open_store(&so);
+	bool none;
+	struct store *s = bad ? NULL : open_store(&so, true, &none);
 	if (s == NULL) {
 		orch_free(token);
 		return ORCHCTL_EXIT_FAILED;
@@ -356,11 +393,25 @@ orchctl_pull(int argc, char **argv)
 
 /* ---- models, rm ---- */
 
-/* The models of orchd that name @en or serve its files (their names, ", "-joined, in @buf;
- * "" none). */
+/* Whether @en's file @i is kept by another reference in @all (@n). */
+static bool
+kept_by_other(const struct store_entry *en, uint32_t i, const struct store_entry *all, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t f = 0; strcmp(all[k].ref, en->ref) != 0 && f < all[k].n_files; f++)
+			if (strcmp(all[k].files[f].sha256, en->files[i].sha256) == 0)
+				return true;
+	return false;
+}
+
+/*
+ * The models of orchd that name @en or serve one of its files (their names, ", "-joined, in
+ * @buf; "" none). For a removal (@all: the store's references, @n): only models loading or
+ * running, and only files no other reference keeps.
+ */
 static void
-used_by(const cJSON *status, const struct store *s, const struct store_entry *en, char *buf,
-        size_t n)
+used_by(const cJSON *status, const struct store *s, const struct store_entry *en,
+        const struct store_entry *all, uint32_t n_all, char *buf, size_t n)
 {
 	const cJSON *m;
 	size_t at = 0;
@@ -368,25 +419,20 @@ used_by(const cJSON *status, const struct store *s, const struct store_entry *en
 	buf[0] = '\0';
 	cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(status, "models"))
 	{
-		const char *path = orchctl_str(m, "path");
+		const char *path = orchctl_str(m, "path"), *state = orchctl_str(m, "state");
 		char real[PATH_MAX], blob[PATH_MAX], breal[PATH_MAX];
-		if (strcmp(orchctl_str(m, "model"), en->ref) == 0) { /* model = the reference */
-			if (at + 2 < n)
-				at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "",
-				                       orchctl_str(m, "name"));
+		bool uses =
+		        strcmp(orchctl_str(m, "model"), en->ref) == 0; /* model = the reference */
+		if (all != NULL && (strcmp(state, "stopped") == 0 || strcmp(state, "failed") == 0))
 			continue;
-		}
-		if (realpath(path, real) == NULL)
-			continue;
-		for (uint32_t i = 0; i < en->n_files; i++)
-			if (store_blob_path(s, en->files[i].sha256, "", blob, sizeof(blob), NULL) ==
-			            ORCH_OK &&
-			    realpath(blob, breal) != NULL && strcmp(real, breal) == 0 &&
-			    at + 2 < n) {
-				at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "",
-				                       orchctl_str(m, "name"));
-				break;
-			}
+		for (uint32_t i = 0; !uses && i < en->n_files && realpath(path, real) != NULL; i++)
+			uses = (all == NULL || !kept_by_other(en, i, all, n_all)) &&
+			       store_blob_path(s, en->files[i].sha256, "", blob, sizeof(blob),
+			                       NULL) == ORCH_OK &&
+			       realpath(blob, breal) != NULL && strcmp(real, breal) == 0;
+		if (uses && at + 2 < n)
+			at += (size_t)snprintf(buf + at, n - at, "%s%s", at ? ", " : "",
+			                       orchctl_str(m, "name"));
 	}
 }
 
@@ -463,9 +509,19 @@ orchctl_models(int argc, char **argv)
 		fprintf(stderr, "usage: orchctl models [--model-dir DIR] [--json]\n");
 		return ORCHCTL_EXIT_USAGE;
 	}
-	struct store *s = open_store(&so);
+	bool none;
+	struct store *s = open_store(&so, false, &none);
+	if (s == NULL && none) { /* nothing pulled yet */
+		if (arg_json)
+			puts("[]");
+		else
+			printf("no model store yet (orchctl pull puts one there)\n");
+		return 0;
+	}
 	if (s == NULL)
 		return ORCHCTL_EXIT_FAILED;
+	if (!arg_json)
+		printf("store: %s\n", store_dir(s));
 	if (store_list(s, &v, &n, &e) != ORCH_OK) {
 		fprintf(stderr, "orchctl: models: %s\n", e.msg);
 		store_close(s);
@@ -484,7 +540,7 @@ orchctl_models(int argc, char **argv)
 			size += v[i].files[k].size;
 		store_model_path(s, &v[i], path, sizeof(path), NULL);
 		describe(path, arch, sizeof(arch), quant, sizeof(quant));
-		used_by(status, s, &v[i], users, sizeof(users));
+		used_by(status, s, &v[i], NULL, 0, users, sizeof(users));
 		if (arg_json) {
 			cJSON *o = entry_json(s, &v[i]);
 			cJSON_AddStringToObject(o, "architecture", arch);
@@ -526,9 +582,13 @@ orchctl_rm_ref(int argc, char **argv)
 		fprintf(stderr, "orchctl: rm: %s\n", e.msg);
 		return ORCHCTL_EXIT_USAGE;
 	}
-	struct store *s = open_store(&so);
-	if (s == NULL)
+	bool none;
+	struct store *s = open_store(&so, false, &none);
+	if (s == NULL) {
+		if (none)
+			fprintf(stderr, "orchctl: rm %s: there is no model store yet\n", r.canon);
 		return ORCHCTL_EXIT_FAILED;
+	}
 	orch_err rv = store_find(s, r.canon, &en, &e);
 	cJSON *status = NULL;
 	if (rv == ORCH_OK && !orchd_status(&status))
@@ -537,8 +597,10 @@ orchctl_rm_ref(int argc, char **argv)
 		        "orchd runs but could not be asked whether it serves %s: nothing was "
 		        "removed",
 		        r.canon);
-	if (rv == ORCH_OK) {
-		used_by(status, s, &en, users, sizeof(users));
+	struct store_entry *all = NULL;
+	uint32_t n_all = 0;
+	if (rv == ORCH_OK && (rv = store_list(s, &all, &n_all, &e)) == ORCH_OK) {
+		used_by(status, s, &en, all, n_all, users, sizeof(users));
 		if (users[0])
 			rv = orch_errf(&e, ORCH_EINVAL,
 			               "%s is in use by %s: unload it first (orchctl unload NAME)",
@@ -547,6 +609,7 @@ orchctl_rm_ref(int argc, char **argv)
 			rv = store_remove(s, r.canon, &e);
 	}
 	cJSON_Delete(status);
+	store_entries_free(all, n_all);
 	store_entry_fini(&en);
 	store_close(s);
 	if (rv != ORCH_OK) {

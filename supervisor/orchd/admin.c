@@ -161,6 +161,9 @@ admin_status(struct orchd *d)
 	cJSON_AddNumberToObject(o, "pid", getpid());
 	cJSON_AddNumberToObject(o, "uptime_s", (double)(orch_mono_ms() - d->started_ms) / 1e3);
 	cJSON_AddStringToObject(o, "listen", d->cfg.listen);
+	char store[CFG_PATH_MAX];
+	if (model_pull_dir(d, store, sizeof(store), NULL) == ORCH_OK) /* orchctl's models, rm */
+		cJSON_AddStringToObject(o, "model_dir", store);
 	cJSON_AddBoolToObject(o, "ready", models_all_ready(d));
 	cJSON_AddBoolToObject(o, "stopping", d->stopping);
 	for (struct model_entry *m = d->models; m; m = m->next) {
@@ -332,13 +335,15 @@ add_context_warning(cJSON *o, const struct cfg_model *cm, uint32_t n_ctx_train)
  * beyond @n_ctx_train warned of), or why not. */
 static void
 add_started(struct orchd *d, struct evhttp_request *req, const struct cfg_model *cm,
-            uint32_t n_ctx_train)
+            uint32_t n_ctx_train, const char *token)
 {
 	struct orch_errinfo e = {0};
 	struct model_entry *m;
 
 	if (models_add(d, cm, &m, &e) != ORCH_OK)
 		return http_error(req, e.code, "name", "%s", e.msg);
+	if (token != NULL) /* for the pull this start may run */
+		m->pull_token = orch_strndup(token, strlen(token));
 	m->runtime = true;
 	m->wanted = true;
 	admin_state_save(d);
@@ -373,7 +378,7 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 		           "not-a-GGUF get this same answer; orchd's log says which)",
 		           p->path);
 	} else {
-		add_started(d, req, &tmp.models[0], f->model.n_ctx_train);
+		add_started(d, req, &tmp.models[0], f->model.n_ctx_train, NULL);
 	}
 	cfg_free(&tmp);
 	pending_free(p);
@@ -400,7 +405,9 @@ load_ref(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 	                                                        sizeof(path), &e)) != ORCH_OK) {
 		http_error(req, rv == ORCH_ENOTFOUND ? ORCH_EINVAL : rv, "model", "%s", e.msg);
 	} else {
-		add_started(d, req, &tmp.models[0], 0);
+		const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
+		add_started(d, req, &tmp.models[0], 0,
+		            cJSON_IsString(tok) ? tok->valuestring : NULL);
 	}
 	cfg_free(&tmp);
 }
@@ -437,6 +444,7 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	                                   "path",
 	                                   "model",
 	                                   "pull",
+	                                   "token",
 	                                   "device",
 	                                   "slots",
 	                                   "context",

@@ -194,7 +194,8 @@ admin_model_cfg(struct orchd_config *tmp, const char *name, const cJSON *root,
 		const char *v = NULL;
 		struct sbuf list = {0};
 		const cJSON *x;
-		if (strcmp(it->string, "name") == 0 || strcmp(it->string, "loaded") == 0)
+		if (strcmp(it->string, "name") == 0 || strcmp(it->string, "loaded") == 0 ||
+		    strcmp(it->string, "token") == 0) /* a pull's, never kept */
 			continue;
 		if (cJSON_IsString(it)) {
 			v = it->valuestring;

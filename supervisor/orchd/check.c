@@ -6,6 +6,7 @@
 
 #include "base/err.h"
 #include "gguf/gguf.h"
+#include "model_pull.h"
 #include "orchd.h"
 
 /* One model: its file, then its devices; the number of problems. */
@@ -15,8 +16,20 @@ check_model(struct orchd *d, const struct cfg_model *m)
 	struct orch_errinfo e = {0};
 	struct gguf_file *g = NULL;
 	unsigned bad = 0;
+	char path[CFG_PATH_MAX];
 
-	if (gguf_open(m->path, &g, &e) != ORCH_OK) {
+	snprintf(path, sizeof(path), "%s", m->path);
+	if (m->ref[0] != '\0' && model_pull_find(d, m->ref, path, sizeof(path), &e) != ORCH_OK) {
+		if (!m->pull || e.code != ORCH_ENOTFOUND) {
+			fprintf(stderr, "orchd: model '%s': %s\n", m->name, e.msg);
+			return 1;
+		}
+		printf("orchd: model '%s': %s is not in the model store yet; orchd pulls it at its "
+		       "first start (pull = yes)\n",
+		       m->name, m->ref);
+		return 0;
+	}
+	if (gguf_open(path, &g, &e) != ORCH_OK) {
 		fprintf(stderr, "orchd: model '%s': %s\n", m->name, e.msg);
 		bad++;
 	}
@@ -35,7 +48,7 @@ check_model(struct orchd *d, const struct cfg_model *m)
 			bad++;
 		}
 	if (bad == 0)
-		printf("orchd: model '%s': %s on %s%s: ok\n", m->name, m->path, m->devices[0],
+		printf("orchd: model '%s': %s on %s%s: ok\n", m->name, path, m->devices[0],
 		       m->n_devices > 1 ? " and more" : "");
 	return bad;
 }

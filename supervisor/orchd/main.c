@@ -50,10 +50,20 @@ load_api_keys(struct orchd *d, struct orch_errinfo *e)
 	return rv;
 }
 
+/* Whether @a and @b configure the same model (a reference's file, looked up at each start, is
+ * not part of it). */
 static bool
 same_model(const struct cfg_model *a, const struct cfg_model *b)
 {
-	return memcmp(a, b, sizeof(*a)) == 0;
+	struct cfg_model x, y;
+
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	if (x.ref[0] != '\0')
+		memset(x.path, 0, sizeof(x.path));
+	if (y.ref[0] != '\0')
+		memset(y.path, 0, sizeof(y.path));
+	return memcmp(&x, &y, sizeof(x)) == 0;
 }
 
 /*

@@ -77,16 +77,23 @@ model_pull_find(const struct orchd *d, const char *ref, char *path, size_t n,
 	orch_err rv;
 
 	if ((rv = model_pull_dir(d, dir, sizeof(dir), reterr)) != ORCH_OK ||
-	    (rv = store_open(dir, &s, reterr)) != ORCH_OK)
+	    (rv = store_open(dir, false, &s, reterr)) != ORCH_OK) {
+		if (rv == ORCH_ENOTFOUND)
+			rv = orch_errf(reterr, rv,
+			               "%s is not in the model store (%s): run 'orchctl pull "
+			               "%s' first, or let orchd pull it (pull = yes, orchctl "
+			               "load --pull)",
+			               ref, dir, ref);
 		return rv;
+	}
 	rv = store_find(s, ref, &en, reterr);
 	if (rv == ORCH_OK)
 		rv = store_model_path(s, &en, path, n, reterr);
 	else if (rv == ORCH_ENOTFOUND)
 		rv = orch_errf(reterr, ORCH_ENOTFOUND,
-		               "%s is not in the model store (%s): run 'orchctl pull %s "
-		               "--model-dir %s', or set pull = yes",
-		               ref, dir, ref, dir);
+		               "%s is not in the model store (%s): run 'orchctl pull %s' first, "
+		               "or let orchd pull it (pull = yes, orchctl load --pull)",
+		               ref, dir, ref);
 	store_entry_fini(&en);
 	store_close(s);
 	return rv;
@@ -122,7 +129,7 @@ run(void *arg)
 	                    .stop = &q->stop};
 	char byte = 1;
 
-	q->rv = store_open(q->dir, &s, &q->err);
+	q->rv = store_open(q->dir, true, &s, &q->err);
 	if (q->rv == ORCH_OK)
 		q->rv = hf_pull(s, &q->ref, &o, &en, &q->err);
 	if (q->rv == ORCH_OK)
@@ -170,12 +177,16 @@ token(const struct orchd *d)
 	char *text = NULL;
 	size_t n = 0;
 
+	struct orch_errinfo e = {0};
 	if (d->cfg.hf_token_file[0] &&
-	    orch_read_file(d->cfg.hf_token_file, 4096, &text, &n, NULL) == ORCH_OK) {
+	    orch_read_file(d->cfg.hf_token_file, 4096, &text, &n, &e) == ORCH_OK) {
 		while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
 			text[--n] = '\0';
 		return text;
 	}
+	if (d->cfg.hf_token_file[0]) /* read at each pull: fixing the file fixes the next one */
+		orch_log(ORCH_LOG_WARNING, "hf_token_file_unreadable", "file=%s msg=\"%s\"",
+		         d->cfg.hf_token_file, e.msg);
 	return env && env[0] ? orch_strndup(env, strlen(env)) : NULL;
 }
 

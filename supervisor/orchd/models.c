@@ -178,7 +178,8 @@ resolve(struct orchd *d, struct model_entry *m)
 		return false;
 	m->cfg.path[0] = '\0';
 	if (rv == ORCH_ENOTFOUND && m->cfg.pull && m->start_after &&
-	    (rv = model_pull_start(d, m->cfg.ref, NULL, on_pulled, m, &m->pulling, &e)) == ORCH_OK)
+	    (rv = model_pull_start(d, m->cfg.ref, m->pull_token, on_pulled, m, &m->pulling, &e)) ==
+	            ORCH_OK)
 		return true;
 	read_done(m, rv, e.msg);
 	start_pending(d);
@@ -487,8 +488,13 @@ models_dispatch(struct orchd *d, struct model_entry *m)
 orch_err
 models_usable(struct orchd *d, struct model_entry *m, struct orch_errinfo *reterr)
 {
+	char path[CFG_PATH_MAX];
 	if (m->state == MODEL_FAILED && m->error_code == ORCH_EINSUFFICIENT_VRAM)
 		models_start(d, m); /* memory may have come free since */
+	else if (m->state == MODEL_FAILED && m->cfg.ref[0] &&
+	         model_pull_find(d, m->cfg.ref, path, sizeof(path), NULL) == ORCH_OK &&
+	         strcmp(path, m->cfg.path) != 0)
+		models_start(d, m); /* its file was pulled since (orchctl pull) */
 	if (m->state == MODEL_FAILED && m->error_code == ORCH_EINSUFFICIENT_VRAM)
 		return orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM, "%s", m->error);
 	if (m->state == MODEL_FAILED)
@@ -606,6 +612,7 @@ models_free(struct orchd *d, struct model_entry *m)
 	models_changed(d, m, NULL); /* NULL: it goes; the followers are let go */
 	inspect_cancel(m->inspecting);
 	model_pull_cancel(m->pulling);
+	orch_free(m->pull_token);
 	if (m->ev_read)
 		event_free(m->ev_read);
 	if (m->ev_wait)

@@ -34,6 +34,7 @@ struct model_entry {
 	char error[512]; /* why it failed */
 	/* cfg.ref: its file is looked up in the store at every read (cfg.path is it), or pulled */
 	struct model_pull *pulling;
+	char *pull_token;    /* an admin client's token for its first pull (orchctl load --pull) */
 	orch_err error_code; /* ORCH_OK: a failed load (MODEL_LOAD_FAILED) */
 	uint64_t need_bytes; /* memory estimate on cpu (placement.c); GPUs add the runtime */
 	bool need_known;

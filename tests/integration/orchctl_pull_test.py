@@ -134,7 +134,7 @@ def test_refusals(hf, store):
              ("hf:org/stories-GGUF/missing-Q8_0.gguf", "has no file missing-Q8_0.gguf"),
              ("hf:org/stories-GGUF:Q4_K_M", "it has: F32, Q8_0"),
              ("hf:org/two:Q4_0", "more than one Q4_0"),
-             ("hf:org/gated:Q8_0", "set HF_TOKEN")]
+             ("hf:org/gated:Q8_0", "a token that may read it is needed (HF_TOKEN")]
     for ref, words in cases:
         rc, out, err = orchctl(store, "pull", ref, env=env)
         check(rc == 1 and words in err, "%s refused (%s): %s" % (ref, words, err.strip()))

@@ -38,6 +38,9 @@ MODEL = open(STORIES, "rb").read()
 REPOS = {
     "org/stories-GGUF": {"files": {"stories-Q8_0.gguf": MODEL}},
     "org/slow-GGUF": {"files": {"stories-Q8_0.gguf": MODEL[:-16] + MODEL[-16:]}},
+    # other bytes than the two above: the fixture serves a blob by its SHA-256
+    "org/gated-GGUF": {"files": {"g-Q8_0.gguf": open(os.path.join(DATA, "models", "stories260K-Q8_0.gguf"),
+                                                     "rb").read()}, "gated": "hf_secret"},
 }
 
 
@@ -61,8 +64,8 @@ def status_model(name):
     return None
 
 
-def orchctl(o, *args):
-    env = dict(os.environ, ORCHD_SOCKET=os.path.join(o.tmp, "orchd.sock"))
+def orchctl(o, *args, env=None):
+    env = dict(os.environ, ORCHD_SOCKET=os.path.join(o.tmp, "orchd.sock"), **(env or {}))
     p = subprocess.run([BIN + "/orchctl"] + list(args), env=env, capture_output=True, text=True, timeout=120)
     return p.returncode, p.stdout, p.stderr
 
@@ -199,6 +202,52 @@ def test_orchctl_pull_through_orchd(hf, store):
         o.stop()
 
 
+def test_operator_paths(hf, store):
+    """What a new user ran into: HUP, --check-config, orchd's store for models and rm, rm after
+    an unload, a failed model that works once its file is pulled, load --pull of a gated one."""
+    hf.repos["org/slow-GGUF"]["faults"] = {}
+    sec = section("r", "hf:org/stories-GGUF:Q8_0", preload=True) + section("late", "hf:org/slow-GGUF:Q8_0")
+    subprocess.run([BIN + "/orchctl", "pull", "hf:org/stories-GGUF:Q8_0", "--model-dir", store],
+                   capture_output=True)
+    o = start(conf="model_dir = %s\n" % store, seed=67, more=lambda t: sec)
+    try:
+        pid = [w for w in json.loads(orchd_lib.admin("GET", "/admin/status")[1])["workers"]
+               if w["model"] == "r"][0]["pid"]
+        os.kill(o.proc.pid, 1)  # SIGHUP, the configuration unchanged
+        time.sleep(1.5)
+        m = status_model("r")
+        w = [w for w in json.loads(orchd_lib.admin("GET", "/admin/status")[1])["workers"] if w["model"] == "r"]
+        check(m and m["state"] == "ready" and w and w[0]["pid"] == pid and "reload_unload" not in open(o.log_path).read(),
+              "a reload leaves an unchanged model = hf: model running: %r" % m)
+        p = subprocess.run([BIN + "/orchd", "--config", os.path.join(o.tmp, "orchd.conf"), "--check-config"],
+                           capture_output=True, text=True)
+        check(p.returncode == 1 and "model 'r': " + store in p.stdout and "'late'" in p.stderr and
+              "orchctl pull hf:org/slow-GGUF:Q8_0" in p.stderr,
+              "--check-config resolves references (one found, one to pull): %s %s" % (p.stdout, p.stderr))
+        rc, out, err = orchctl(o, "models")
+        check(rc == 0 and ("store: " + store) in out and "hf:org/stories-GGUF:Q8_0" in out,
+              "orchctl models with orchd running reads orchd's store: %s %s" % (out, err))
+        st, _, t = post("/v1/completions", {"model": "late", "prompt": "a", "max_tokens": 2})
+        rc, out, err = orchctl(o, "pull", "hf:org/slow-GGUF:Q8_0")
+        ok, t2 = golden_ok("late")
+        check(st == 503 and rc == 0 and ok, "a model failed for want of its file serves once it is pulled: "
+              "%d %s / %s" % (st, err.strip(), t2))
+        rc, out, err = orchctl(o, "unload", "late")
+        time.sleep(0.5)
+        rc, out, err = orchctl(o, "rm", "hf:org/slow-GGUF:Q8_0")
+        check(rc == 0, "rm after the model that used it is unloaded: %s" % err.strip())
+        rc, out, err = orchctl(o, "rm", "hf:org/stories-GGUF:Q8_0")
+        check(rc == 1 and "in use by r" in err, "rm of the running model's file: refused: %s" % err.strip())
+        rc, out, err = orchctl(o, "load", "g", "hf:org/gated-GGUF:Q8_0", "--pull", "--device", "cpu",
+                               "--context", "256", env={"HF_TOKEN": "hf_secret"})
+        check(rc == 0 and "ready" in out, "load --pull of a gated repository with orchctl's token: %s %s"
+              % (out[-200:], err.strip()[-300:]))
+        rc, out, err = orchctl(o, "load", "h", "org/gated-GGUF:Q8_0", "--pull")
+        check(rc == 2 and "hf:" in err, "load --pull of something that is no hf: reference: %s" % err.strip())
+    finally:
+        o.stop()
+
+
 def test_config_errors(store):
     tmp = tempfile.mkdtemp()
     for body, words in ((section("b", "hf:org/x:Q8_0").replace("model = ", "path = /x\nmodel = "), "both a path"),
@@ -220,6 +269,7 @@ with HfFixture(REPOS) as hf:
     test_admin_load(hf, os.path.join(root, "s3"))
     test_unload_stops_pull(hf, os.path.join(root, "s4"))
     test_orchctl_pull_through_orchd(hf, os.path.join(root, "s6"))
+    test_operator_paths(hf, os.path.join(root, "s7"))
     test_config_errors(os.path.join(root, "s5"))
 print("orchd_pull_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)
