@@ -276,9 +276,21 @@ print_models(const cJSON *s)
 		               : "-",
 		       orchctl_num(m, "slots"), orchctl_num(m, "queued"),
 		       orchctl_num(m, "restarts"), orchctl_str(m, "path"));
+		if (cJSON_GetObjectItem(m, "model"))
+			printf("  model: %s%s\n", orchctl_str(m, "model"),
+			       cJSON_IsTrue(cJSON_GetObjectItem(m, "pull")) ? " (pull = yes)" : "");
 		if (cJSON_GetObjectItem(m, "error"))
 			printf("  error: %s\n", orchctl_str(m, "error"));
 		print_worker_notes(s, orchctl_str(m, "name"));
+	}
+	cJSON_ArrayForEach(m, cJSON_GetObjectItem(s, "pulls")) /* running pulls */
+	{
+		double done = orchctl_num(m, "bytes_done"), total = orchctl_num(m, "bytes_total");
+		printf("pulling %s%s%s: %s %.0f%% (%.1f/%.1f MiB)\n", orchctl_str(m, "model"),
+		       cJSON_GetObjectItem(m, "for") ? " for " : "",
+		       cJSON_GetObjectItem(m, "for") ? orchctl_str(m, "for") : "",
+		       orchctl_str(m, "file"), total > 0 ? 100 * done / total : 0.0, done / 1048576,
+		       total / 1048576);
 	}
 }
 

@@ -258,8 +258,8 @@ pull_via_orchd(const char *sock, const struct hf_ref *r, const char *token)
 	free(resp);
 	if (!arg_json)
 		fprintf(stderr,
-		        "pull: orchd pulls it into its model store (if this stops, orchd goes "
-		        "on; orchctl pull again follows it)\n");
+		        "pull: orchd pulls it into its model store (orchctl status shows it; if "
+		        "this stops, orchd goes on and orchctl pull again follows it)\n");
 	for (;;) {
 		cJSON_Delete(e);
 		if ((e = orchd_pull_entry(sock, r->canon)) == NULL) {

@@ -164,6 +164,7 @@ admin_status(struct orchd *d)
 	char store[CFG_PATH_MAX];
 	if (model_pull_dir(d, store, sizeof(store), NULL) == ORCH_OK) /* orchctl's models, rm */
 		cJSON_AddStringToObject(o, "model_dir", store);
+	cJSON_AddItemToObject(o, "pulls", admin_pulls_json(d, true)); /* those running */
 	cJSON_AddBoolToObject(o, "ready", models_all_ready(d));
 	cJSON_AddBoolToObject(o, "stopping", d->stopping);
 	for (struct model_entry *m = d->models; m; m = m->next) {

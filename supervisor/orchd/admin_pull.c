@@ -139,18 +139,28 @@ admin_pulls_post(struct orchd *d, struct evhttp_request *req, const char *arg)
 	cJSON_Delete(root);
 }
 
-void
-admin_pulls_get(struct orchd *d, struct evhttp_request *req, const char *arg)
+cJSON *
+admin_pulls_json(struct orchd *d, bool running)
 {
-	cJSON *o = cJSON_CreateObject(), *list = cJSON_AddArrayToObject(o, "pulls");
+	cJSON *list = cJSON_CreateArray();
 
-	(void)arg;
 	for (struct admin_pull *a = d->pulls; a != NULL; a = a->next)
-		cJSON_AddItemToArray(list, pull_json(a));
+		if (!running || a->state == P_PULLING)
+			cJSON_AddItemToArray(list, pull_json(a));
 	for (struct model_entry *m = d->models; m != NULL; m = m->next)
 		if (m->pulling != NULL)
 			cJSON_AddItemToArray(list,
 			                     entry(m->cfg.ref, "pulling", m->pulling, m->cfg.name));
+	return list;
+}
+
+void
+admin_pulls_get(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	(void)arg;
+	cJSON_AddItemToObject(o, "pulls", admin_pulls_json(d, false));
 	http_json(req, 200, o);
 }
 

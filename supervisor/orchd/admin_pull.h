@@ -7,6 +7,9 @@
  * so `orchctl pull` shows a pull orchd runs. A finished pull stays listed
  * (the last 32) with its path or its error. Thread: the loop.
  */
+#include <stdbool.h>
+
+struct cJSON;
 struct evhttp_request;
 struct orchd;
 
@@ -15,6 +18,10 @@ void admin_pulls_post(struct orchd *d, struct evhttp_request *req, const char *a
 
 /* admin_pulls_get - GET /admin/pulls: {"pulls": [entry...]}. */
 void admin_pulls_get(struct orchd *d, struct evhttp_request *req, const char *arg);
+
+/* admin_pulls_json - the pulls as GET /admin/pulls lists them; only those running with
+ * @running (GET /admin/status's "pulls"). */
+struct cJSON *admin_pulls_json(struct orchd *d, bool running);
 
 /* admin_pulls_free - at exit: cancel the running pulls, forget them all. */
 void admin_pulls_free(struct orchd *d);

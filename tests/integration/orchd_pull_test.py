@@ -124,7 +124,11 @@ def test_pull_yes(hf, store):
                 seen = m
                 break
             time.sleep(0.05)
+        rc, out, err = orchctl(o, "status")
         th.join(120)
+        check(rc == 0 and "pulling hf:org/slow-GGUF:Q8_0 for p: stories-Q8_0.gguf" in out and
+              "  model: hf:org/slow-GGUF:Q8_0 (pull = yes)" in out,
+              "orchctl status shows the reference and the pull: %s" % out)
         check(seen is not None and seen["state"] == "loading" and seen["pulling"]["file"] == "stories-Q8_0.gguf" and
               seen["pulling"]["bytes_total"] == len(MODEL), "while it pulls, the admin API shows it: %r" % seen)
         check(res.get("r", (False,))[0], "pull = yes: the first request pulls, loads, answers: %r" % (res,))
