@@ -92,13 +92,13 @@ on_header(char *p, size_t size, size_t n, void *ctx)
 	return len;
 }
 
-/* Progress at most every 200 ms, and at the end of a file. */
+/* Progress at most every 200 ms (fetch_all reports the end of a file). */
 static void
-report(struct xfer *x, bool force)
+report(struct xfer *x)
 {
 	uint64_t now = orch_mono_ms();
 
-	if (x->o->progress == NULL || x->prog == NULL || (!force && now - x->last_ms < 200))
+	if (x->o->progress == NULL || x->prog == NULL || now - x->last_ms < 200)
 		return;
 	x->last_ms = now;
 	x->o->progress(x->o->progress_ctx, x->prog);
@@ -137,7 +137,7 @@ on_body(char *p, size_t size, size_t n, void *ctx)
 	sha256_update(&x->hash, p, len);
 	x->got += len;
 	x->prog->done += len;
-	report(x, false);
+	report(x);
 	return len;
 }
 

@@ -117,12 +117,6 @@ open_store(const struct store_opts *o, bool create, bool *none)
 	return s;
 }
 
-static char *
-read_token(const struct store_opts *o, bool *bad)
-{
-	return orchctl_hf_token(o->token_file, bad);
-}
-
 char *
 orchctl_hf_token(const char *token_file, bool *bad)
 {
@@ -348,7 +342,7 @@ orchctl_pull(int argc, char **argv)
 		fprintf(stderr, "orchctl: pull: %s\n", e.msg);
 		return ORCHCTL_EXIT_USAGE;
 	}
-	char *token = read_token(&so, &bad);
+	char *token = orchctl_hf_token(so.token_file, &bad);
 	const char *sock = orchctl_socket(NULL);
 	if (!bad && so.dir == NULL && !so.offline && so.endpoint == NULL && orchd_running(sock)) {
 		int rc = pull_via_orchd(sock, &r, token); /* into the store orchd's models use */

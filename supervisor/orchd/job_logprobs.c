@@ -91,7 +91,8 @@ job_lp_prompt(struct job *j, const Orch__TokenEntry *t)
 	if (j->req.logprobs) /* out of memory: the token is missing from the list */
 		add(&j->plps, &j->n_plps, &j->cap_plps, t, t->has_logprob ? j->req.top_logprobs : 0,
 		    t->has_logprob ? t->logprob : NAN, j->prompt_chars);
-	sbuf_puts(&j->prompt_text, t->text);
+	if (j->echo == NULL) /* token ids: their text is the echo (a text prompt has it already) */
+		sbuf_puts(&j->prompt_text, t->text);
 	j->prompt_chars += (uint32_t)params_utf8_chars(t->text);
 	if (j->prompt_seen < j->prompt_tokens)
 		return false;

@@ -325,12 +325,10 @@ prompt_due(const struct sched_job *j)
 }
 
 uint32_t
-sched_chunk(const struct sched *s, const struct sched_job *j, uint32_t budget, uint32_t *spare,
-            struct sched_rows *ret)
+sched_chunk(const struct sched_job *j, uint32_t budget, uint32_t *spare, struct sched_rows *ret)
 {
 	uint32_t n_src;
 
-	(void)s;
 	sched_prefill_src(j, &n_src);
 	uint32_t k = n_src - j->fed < budget ? n_src - j->fed : budget;
 	*ret = (struct sched_rows){0};
@@ -403,7 +401,7 @@ build_batch(struct sched *s)
 				const int32_t *src = sched_prefill_src(j, &n_src);
 				struct sched_rows r;
 				/* a refeed samples nothing: its next token is already j->last */
-				uint32_t k = sched_chunk(s, j, budget, &spare, &r);
+				uint32_t k = sched_chunk(j, budget, &spare, &r);
 				if (k == 0)
 					continue;
 				*q = (struct be_seq){.slot = j->slot,

@@ -53,8 +53,8 @@ struct sched_rows {
  * takes) let it feed more than one position. build_batch and the paged KV's accounting
  * both count with it.
  */
-uint32_t sched_chunk(const struct sched *s, const struct sched_job *j, uint32_t budget,
-                     uint32_t *spare, struct sched_rows *ret);
+uint32_t sched_chunk(const struct sched_job *j, uint32_t budget, uint32_t *spare,
+                     struct sched_rows *ret);
 
 /* sched_spare_rows - the logit rows a step has beyond one per slot. */
 uint32_t sched_spare_rows(const struct sched *s);

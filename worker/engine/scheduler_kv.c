@@ -68,7 +68,7 @@ step_need(const struct sched *s, struct sched_job **ret_young)
 			if (j == NULL || j->state != (pass == 0 ? J_DECODE : J_PREFILL))
 				continue;
 			if (pass == 1) {
-				n = sched_chunk(s, j, budget, &spare, &c);
+				n = sched_chunk(j, budget, &spare, &c);
 				budget -= n;
 			}
 			need += kvb_seq_blocks_needed(s->kv, i, n);
