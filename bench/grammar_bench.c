@@ -1,7 +1,7 @@
 /*
  * grammar_bench - the cost of constrained decoding's token masks.
  *
- *   grammar_bench TESTDATA_DIR [VOCAB.gguf ...]
+ *   grammar_bench [--no-share | --verify] TESTDATA_DIR [VOCAB.gguf ...]
  *
  * For the qwen2 (151,936 tokens) and gpt-oss o200k (201,088) vocabularies
  * (or those named) and three JSON schemas of increasing size, made grammars
@@ -11,7 +11,10 @@
  * every state), and per token the mask's cost: mean over all steps, over
  * the first generation alone (a cold cache), and over the last five (warm),
  * with the cache's hits and misses and the mean cost of a miss (a walk of
- * the trie).
+ * the trie, or a mask made from the walk a bounded repetition's counts
+ * share; --no-share walks every count, as before that existed; --verify
+ * checks every mask against one made with --no-share, and exits 1 at the
+ * first that differs).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,7 +56,33 @@ static const char *const schemas[][2] = {
          "\"census\",\"survey\",null,3]},\"meta\":{\"type\":\"object\",\"properties\":{"
          "\"source\":{\"type\":\"string\"},\"version\":{\"type\":\"integer\",\"minimum\":1}},"
          "\"required\":[\"source\"]}},\"required\":[\"people\",\"created\",\"kind\"]}"},
+        {"long", "{\"type\":\"object\",\"properties\":{\"summary\":{\"type\":\"string\","
+                 "\"minLength\":1,\"maxLength\":2000},\"notes\":{\"type\":\"array\",\"items\":"
+                 "{\"type\":\"string\",\"maxLength\":200},\"maxItems\":4}},\"required\":["
+                 "\"summary\",\"notes\"],\"additionalProperties\":false}"},
 };
+
+static int share = 1, verify;
+
+/* Exit when @bits is not the mask @m's state has without sharing (--verify). */
+static void
+check(struct gram_match *m, struct gram_masks *plain, const uint32_t *bits, uint32_t n,
+      const char *name, int gen, int step)
+{
+	const uint32_t *want;
+
+	if (gram_match_mask(m, plain, &want) != ORCH_OK) {
+		fprintf(stderr, "grammar_bench: %s: no plain mask\n", name);
+		exit(1);
+	}
+	for (uint32_t w = 0; w < (n + 31) / 32; w++)
+		if (bits[w] != want[w]) {
+			fprintf(stderr,
+			        "grammar_bench: %s generation %d step %d: masks differ at word %u\n",
+			        name, gen, step, w);
+			exit(1);
+		}
+}
 
 #define GENS      20
 #define MAX_STEPS 400
@@ -120,7 +149,7 @@ bench_schema(const struct vocab *vc, const char *name, const char *schema_text)
 	char msg[256], *text = NULL;
 	struct gram *g;
 	struct gram_err ge;
-	struct gram_masks *c;
+	struct gram_masks *c, *plain = NULL;
 	struct rng r;
 	double all = 0, first = 0, warm = 0;
 	uint64_t steps = 0, first_steps = 0, warm_steps = 0;
@@ -132,6 +161,9 @@ bench_schema(const struct vocab *vc, const char *name, const char *schema_text)
 		fprintf(stderr, "grammar_bench: schema %s: %s %s\n", name, msg, ge.msg);
 		exit(1);
 	}
+	gram_masks_share(c, share);
+	if (verify && gram_masks_new(g, vc->v, 0, &plain) != ORCH_OK)
+		exit(1);
 	rng_seed(&r, 1);
 	for (int gen = 0; gen < GENS; gen++) {
 		struct gram_match *m;
@@ -147,6 +179,8 @@ bench_schema(const struct vocab *vc, const char *name, const char *schema_text)
 			first_steps += gen == 0;
 			warm += gen >= GENS - 5 ? dt : 0;
 			warm_steps += gen >= GENS - 5;
+			if (plain != NULL)
+				check(m, plain, bits, vc->n, name, gen, s);
 			int32_t id = pick(bits, vc->n, &r);
 			if (id < 0 || !gram_match_feed(m, vc->bytes[id], vc->lens[id], NULL))
 				break;
@@ -158,12 +192,15 @@ bench_schema(const struct vocab *vc, const char *name, const char *schema_text)
 	struct gram_masks_stats st;
 	gram_masks_stats(c, &st);
 	printf("  %-7s grammar %6zu bytes: %5.1f us/token mean over %lu tokens (%d/%d complete); "
-	       "cold %7.1f, warm %5.1f us/token; %lu hits, %lu misses at %.2f ms each\n",
+	       "cold %7.1f, warm %5.1f us/token; %lu hits, %lu misses at %.2f ms each "
+	       "(%lu from %lu shared walks)\n",
 	       name, strlen(text), all / (double)steps, (unsigned long)steps, complete, GENS,
 	       first / (double)first_steps, warm / (double)warm_steps, (unsigned long)st.hits,
 	       (unsigned long)st.misses,
-	       st.misses ? (double)st.walk_ns / 1e6 / (double)st.misses : 0.0);
+	       st.misses ? (double)st.walk_ns / 1e6 / (double)st.misses : 0.0,
+	       (unsigned long)st.derived, (unsigned long)st.shared_walks);
 	gram_masks_free(c);
+	gram_masks_free(plain);
 	gram_free(g);
 	free(text);
 	cJSON_Delete(schema);
@@ -176,8 +213,15 @@ main(int argc, char **argv)
 	const char *paths[16];
 	int n = 0;
 
+	if (argc > 1 && (strcmp(argv[1], "--no-share") == 0 || strcmp(argv[1], "--verify") == 0)) {
+		share = strcmp(argv[1], "--no-share") != 0;
+		verify = strcmp(argv[1], "--verify") == 0;
+		argv++;
+		argc--;
+	}
 	if (argc < 2) {
-		fprintf(stderr, "usage: grammar_bench TESTDATA_DIR [VOCAB.gguf ...]\n");
+		fprintf(stderr, "usage: grammar_bench [--no-share | --verify] TESTDATA_DIR "
+		                "[VOCAB.gguf ...]\n");
 		return 2;
 	}
 	for (int i = 2; i < argc && n < 16; i++)

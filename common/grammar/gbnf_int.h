@@ -19,6 +19,8 @@ struct gbnf_rule {
 	bool defined;
 	uint32_t line, col; /* where it was first named */
 	struct gbnf_elems body;
+	uint32_t chain_len; /* a bounded repetition's rules start here: this and the next chain_len
+	                       - 1 */
 };
 
 struct gbnf {

@@ -234,14 +234,18 @@ gbnf_repeat(struct gbnf *p, uint32_t r, uint32_t start, uint32_t min, uint32_t m
 		       gbnf_push(p, rep, GE_ALT, 0) && gbnf_push(p, rep, GE_END, 0) &&
 		       gbnf_push(p, r, GE_REF, rep);
 	}
-	uint32_t prev = GRAM_NONE;
+	uint32_t prev = GRAM_NONE, first = GRAM_NONE;
 	for (uint32_t i = min; i < max; i++) { /* opt ::= x prev | */
 		if (!gbnf_new_rule(p, &rep) || !gbnf_push(p, rep, x.kind, x.arg) ||
 		    (prev != GRAM_NONE && !gbnf_push(p, rep, GE_REF, prev)) ||
 		    !gbnf_push(p, rep, GE_ALT, 0) || !gbnf_push(p, rep, GE_END, 0))
 			return false;
+		if (prev == GRAM_NONE)
+			first = rep;
 		prev = rep;
 	}
+	if (first != GRAM_NONE) /* the copies' rules are consecutive: a chain (gram_chain.c) */
+		p->rules[first].chain_len = max - min;
 	return prev == GRAM_NONE || gbnf_push(p, r, GE_REF, prev);
 }
 
@@ -443,6 +447,10 @@ gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret)
 		rv = fail_at(p, &p->rules[lr], "left recursion through rule");
 		goto out;
 	}
+	for (uint32_t r = 0; r < p->n_rules; r++) /* stack's room, done with: the chains */
+		stack[r] = p->rules[r].chain_len;
+	if ((rv = gram_chains_init(g, stack, nullable)) != ORCH_OK)
+		goto out;
 	g->sets = p->sets;
 	g->n_sets = p->n_sets;
 	p->sets = NULL;
@@ -470,6 +478,9 @@ gram_free(struct gram *g)
 	free(g->sets);
 	free(g->alt);
 	free(g->alt_first);
+	free(g->chains);
+	free(g->rule_chain);
+	free(g->el_rule);
 	gram_toks_free(g->toks, g->n_toks);
 	free(g);
 }

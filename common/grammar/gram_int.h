@@ -47,6 +47,22 @@ struct gram {
 	uint32_t *alt;       /* every rule's alternatives' first elements, rule by rule */
 	uint32_t *alt_first; /* [n_rules + 1]: rule r's are alt[alt_first[r] .. alt_first[r + 1]) */
 	uint32_t root;
+	/* bounded repetitions whose masks one walk serves for every count (gram_chain.c) */
+	struct gram_chain *chains;
+	uint32_t n_chains;
+	uint32_t *rule_chain; /* [n_rules]: the chain rule r is a copy of x in, or GRAM_NONE */
+	uint32_t *el_rule;    /* [n_el]: the rule element i is in */
+};
+
+/*
+ * A chain: x{m,n}'s n - m optional copies, rules first .. first + len - 1,
+ * copy j (from 1) being rule first + j - 1 ::= x copy(j - 1) | (empty), so
+ * a parse at copy j may take j - 1 more x after the one it is in. Only
+ * chains whose x matches no empty string and cannot reach the chain are
+ * kept: then a state's count is all that tells its copies apart.
+ */
+struct gram_chain {
+	uint32_t first, len;
 };
 
 static inline bool
@@ -76,19 +92,29 @@ struct gram_stacks {
 	uint32_t n, cap;
 	uint32_t *cons; /* [cons_mask + 1]: a node index or GRAM_NONE */
 	uint32_t cons_mask;
-	uint32_t (*work)[2]; /* gram_expand's: positions to expand, under a parent */
+	uint32_t (*work)[3]; /* gram_expand's: positions to expand, under a parent, with an ann */
 	uint32_t n_work, cap_work;
 	/* gram_expand's: the work items one expansion has done (direct-mapped, lossy:
 	 * a miss only repeats work; an empty match reached two ways is expanded once) */
 	uint64_t seen_key[1024];
+	uint32_t seen_ann[1024];
 	uint32_t seen_gen[1024];
 	uint32_t gen;
+	uint32_t chain; /* the chain whose copies tops' ann count; GRAM_NONE: none (ann stays 0) */
 };
 
-/* A stack's top: the GE_SET (or GE_TOK) next to match, over the node of the rest. */
+/*
+ * A stack's top: the GE_SET (or GE_TOK) next to match, over the node of the
+ * rest. ann is 0 but in a walk counting a chain's copies (gram_stacks.chain):
+ * then the copies of x the stack's parse started past the one it began in,
+ * and GRAM_ANN_OUT once the parse left the chain. Tops differing only in
+ * ann are different tops.
+ */
 struct gram_top {
-	uint32_t pos, parent;
+	uint32_t pos, parent, ann;
 };
+
+#define GRAM_ANN_OUT (1u << 31)
 
 /*
  * Where a parse stands: the tops of its stacks, and whether one of them
@@ -100,6 +126,7 @@ struct gram_state {
 	struct gram_top *tops;
 	uint32_t n, cap;
 	bool accept;
+	uint32_t accept_ann; /* counting a chain: the least copies an accepting parse started */
 	uint32_t *ix, *ix_gen;
 	uint32_t ix_mask, ix_n, gen;
 };
@@ -131,7 +158,34 @@ void gram_stacks_fini(struct gram_stacks *s);
  * past GRAM_STACKS_MAX stacks.
  */
 orch_err gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
-                     struct gram_state *out);
+                     uint32_t ann, struct gram_state *out);
+
+/* gram_node - the node (@pos, @parent), made unless it exists; GRAM_NONE when out of memory. */
+uint32_t gram_node(struct gram_stacks *s, uint32_t pos, uint32_t parent);
+
+/* gram_add_top - the stack (@pos, @parent, @ann) added to @out unless there; as gram_expand. */
+orch_err gram_add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos,
+                      uint32_t parent, uint32_t ann);
+
+/*
+ * gram_chains_init - @g's chains from the compiler's (@chain_len[r]: a
+ * chain of that many rules starts at rule r; 0: none), those kept as
+ * struct gram_chain says, with @nullable the rules matching the empty
+ * string. ORCH_ENOMEM.
+ */
+orch_err gram_chains_init(struct gram *g, const uint32_t *chain_len, const bool *nullable);
+
+/*
+ * gram_chain_canon - @in with one chain's count taken out, into @out (its
+ * nodes made in @s): every stack inside a copy of the longest chain any is
+ * in is moved to the chain's last-made copy (the most x left), its tops'
+ * ann 0, and the other stacks' GRAM_ANN_OUT. *@chain is the
+ * chain, *@left the copies of x @in's stacks may still start (j - 1).
+ * False, with @out untouched, when no stack is in a chain or two are at
+ * different counts of it (or *@rv is set: ORCH_ENOMEM, ORCH_ERANGE).
+ */
+bool gram_chain_canon(const struct gram *g, struct gram_stacks *s, const struct gram_state *in,
+                      struct gram_state *out, uint32_t *chain, uint32_t *left, orch_err *rv);
 
 /*
  * gram_advance - @in advanced by byte @b into @out (cleared first); as

@@ -8,11 +8,21 @@
  * current path are kept per depth, and the stack nodes each made are
  * dropped when the walk leaves it (the matcher's node pool is used as a
  * stack: gram_stacks.n is set back).
+ *
+ * A state inside a bounded repetition (gram_chain.c) has its count taken
+ * out first: one walk from the repetition's fullest copy gives each token
+ * the copies of x it starts (its need), kept in a few shared entries, and
+ * the state's mask is the tokens whose need fits its count: a scan of the
+ * needs instead of a walk, for every count of every string with a
+ * maxLength.
  */
 #include "gram_mask.h"
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -157,6 +167,24 @@ struct entry {
 	uint32_t *bits;
 };
 
+/* A state's key being made. */
+struct keybuf {
+	uint32_t *v, n, cap;
+};
+
+/* Needs, as walked from a state with a chain's count taken out (gram_chain_canon). */
+#define NEED_NO    255 /* no parse takes the token */
+#define NEED_CAP   254 /* 254 copies or more */
+#define SHARED_MAX 64  /* entries kept, each a byte per token, in a quarter of the cache */
+
+struct shared {
+	uint64_t h;
+	uint32_t *key; /* NULL: an empty slot */
+	uint32_t key_n;
+	uint8_t *need;     /* [words * 32]: min(need, NEED_CAP), or NEED_NO */
+	uint32_t max_need; /* the largest need, uncapped */
+};
+
 struct gram_masks {
 	const struct gram *g;
 	const struct gram_vocab *v;
@@ -166,8 +194,11 @@ struct gram_masks {
 	uint32_t *end;         /* [max_depth + 1]: the node pool's size after each */
 	struct entry *tab;     /* open addressing */
 	uint32_t tab_mask, n_cached, max_cached;
-	uint32_t *key, key_n, key_cap;
+	struct keybuf key, ckey;        /* the state's, and with its count taken out */
 	uint64_t key_bytes, key_budget; /* the cached keys' bytes, and their most (cache_bytes) */
+	struct gram_state canon;        /* the state with its count taken out */
+	struct shared shared[SHARED_MAX];
+	uint32_t n_shared, shared_next; /* slots used (0: counts are not taken out), the next */
 	struct gram_masks_stats stats;
 };
 
@@ -188,6 +219,10 @@ gram_masks_new(const struct gram *g, const struct gram_vocab *v, size_t cache_by
 	c->key_budget = cache_bytes;
 	while (tab < 2 * (uint64_t)c->max_cached)
 		tab *= 2;
+	if (g->n_chains > 0) {
+		size_t fit = cache_bytes / 4 / ((size_t)c->words * 32 + 1);
+		c->n_shared = fit > SHARED_MAX ? SHARED_MAX : (uint32_t)fit;
+	}
 	c->tab_mask = tab - 1;
 	c->out = orch_calloc(c->words ? c->words : 1, sizeof(*c->out));
 	c->st = orch_calloc((size_t)v->max_depth + 1, sizeof(*c->st));
@@ -226,8 +261,21 @@ gram_masks_free(struct gram_masks *c)
 	free(c->end);
 	free(c->tab);
 	free(c->out);
-	free(c->key);
+	free(c->key.v);
+	free(c->ckey.v);
+	gram_state_fini(&c->canon);
+	for (uint32_t i = 0; i < SHARED_MAX; i++) {
+		free(c->shared[i].key);
+		free(c->shared[i].need);
+	}
 	free(c);
+}
+
+void
+gram_masks_share(struct gram_masks *c, bool on)
+{
+	if (!on)
+		c->n_shared = 0;
 }
 
 void
@@ -238,11 +286,11 @@ gram_masks_stats(const struct gram_masks *c, struct gram_masks_stats *ret)
 }
 
 static bool
-key_put(struct gram_masks *c, uint32_t x)
+key_put(struct keybuf *k, uint32_t x)
 {
-	if (!gram_grow((void **)&c->key, &c->key_cap, c->key_n, sizeof(*c->key), 256))
+	if (!gram_grow((void **)&k->v, &k->cap, k->n, sizeof(*k->v), 256))
 		return false;
-	c->key[c->key_n++] = x;
+	k->v[k->n++] = x;
 	return true;
 }
 
@@ -255,39 +303,40 @@ cmp_h(const void *a, const void *b)
 }
 
 /*
- * @m's state as c->key: accepting, the number of stacks, then each stack's
- * depth and positions, top first, the stacks in the order of their hashes
- * (equal states usually make equal keys; one that does not is a miss, not
- * a wrong mask). Its hash in *@h.
+ * State @st as @k: @salt, accepting, the number of stacks, then each
+ * stack's ann, depth and positions, top first, the stacks in the order of
+ * their hashes (equal states usually make equal keys; one that does not is
+ * a miss, not a wrong mask). Its hash in *@h.
  */
 static orch_err
-make_key(struct gram_masks *c, const struct gram_match *m, uint64_t *h)
+make_key(struct keybuf *k, const struct gram_stacks *s, const struct gram_state *st, uint32_t salt,
+         uint64_t *h)
 {
-	const struct gram_stacks *s = &m->s;
-	uint64_t(*order)[2] = orch_calloc(m->cur.n ? m->cur.n : 1, sizeof(*order));
+	uint64_t(*order)[2] = orch_calloc(st->n ? st->n : 1, sizeof(*order));
 
 	if (order == NULL)
 		return ORCH_ENOMEM;
-	for (uint32_t i = 0; i < m->cur.n; i++) {
-		struct gram_top t = m->cur.tops[i];
+	for (uint32_t i = 0; i < st->n; i++) {
+		struct gram_top t = st->tops[i];
 		uint64_t ph = t.parent == GRAM_NONE ? 0 : s->v[t.parent].h;
-		order[i][0] = (ph ^ t.pos) * 0x9e3779b97f4a7c15ull;
+		order[i][0] = (ph ^ t.pos ^ (uint64_t)t.ann << 32) * 0x9e3779b97f4a7c15ull;
 		order[i][1] = i;
 	}
-	qsort(order, m->cur.n, sizeof(*order), cmp_h);
-	c->key_n = 0;
-	bool ok = key_put(c, m->cur.accept) && key_put(c, m->cur.n);
-	*h = 0x9e3779b97f4a7c15ull ^ m->cur.accept ^ ((uint64_t)m->cur.n << 1);
-	for (uint32_t i = 0; i < m->cur.n && ok; i++) {
-		struct gram_top t = m->cur.tops[order[i][1]];
-		uint32_t at = c->key_n, depth = 1;
-		ok = key_put(c, 0) && key_put(c, t.pos);
-		for (uint32_t k = t.parent; k != GRAM_NONE && ok; k = s->v[k].parent) {
-			ok = key_put(c, s->v[k].pos);
+	qsort(order, st->n, sizeof(*order), cmp_h);
+	k->n = 0;
+	bool ok = key_put(k, salt) && key_put(k, st->accept) && key_put(k, st->n);
+	*h = (0x9e3779b97f4a7c15ull ^ salt) * 0x100000001b3ull ^ st->accept ^
+	     ((uint64_t)st->n << 1);
+	for (uint32_t i = 0; i < st->n && ok; i++) {
+		struct gram_top t = st->tops[order[i][1]];
+		uint32_t at = k->n + 1, depth = 1;
+		ok = key_put(k, t.ann) && key_put(k, 0) && key_put(k, t.pos);
+		for (uint32_t p = t.parent; p != GRAM_NONE && ok; p = s->v[p].parent) {
+			ok = key_put(k, s->v[p].pos);
 			depth++;
 		}
 		if (ok)
-			c->key[at] = depth;
+			k->v[at] = depth;
 		*h = (*h ^ order[i][0]) * 0x100000001b3ull;
 	}
 	free(order);
@@ -300,8 +349,8 @@ lookup(struct gram_masks *c, uint64_t h)
 	uint32_t i = (uint32_t)h & c->tab_mask;
 
 	for (; c->tab[i].key != NULL; i = (i + 1) & c->tab_mask)
-		if (c->tab[i].h == h && c->tab[i].key_n == c->key_n &&
-		    memcmp(c->tab[i].key, c->key, (size_t)c->key_n * sizeof(*c->key)) == 0)
+		if (c->tab[i].h == h && c->tab[i].key_n == c->key.n &&
+		    memcmp(c->tab[i].key, c->key.v, (size_t)c->key.n * sizeof(*c->key.v)) == 0)
 			return &c->tab[i];
 	return &c->tab[i];
 }
@@ -314,10 +363,10 @@ remember(struct gram_masks *c, uint64_t h)
 
 	if (c->max_cached == 0)
 		return;
-	if (c->n_cached >= c->max_cached || c->key_bytes + (uint64_t)c->key_n * 4 > c->key_budget)
+	if (c->n_cached >= c->max_cached || c->key_bytes + (uint64_t)c->key.n * 4 > c->key_budget)
 		cache_clear(c); /* keys grow with the stacks' depth: counted too */
 	e = lookup(c, h);
-	e->key = orch_reallocarray(NULL, c->key_n ? c->key_n : 1, sizeof(*e->key));
+	e->key = orch_reallocarray(NULL, c->key.n ? c->key.n : 1, sizeof(*e->key));
 	e->bits = orch_reallocarray(NULL, c->words ? c->words : 1, sizeof(*e->bits));
 	if (e->key == NULL || e->bits == NULL) { /* not cached: no harm */
 		free(e->key);
@@ -325,24 +374,61 @@ remember(struct gram_masks *c, uint64_t h)
 		*e = (struct entry){0};
 		return;
 	}
-	memcpy(e->key, c->key, (size_t)c->key_n * sizeof(*c->key));
+	memcpy(e->key, c->key.v, (size_t)c->key.n * sizeof(*c->key.v));
 	memcpy(e->bits, c->out, (size_t)c->words * sizeof(*c->out));
-	e->key_n = c->key_n;
+	e->key_n = c->key.n;
 	e->h = h;
 	c->n_cached++;
-	c->key_bytes += (uint64_t)c->key_n * 4;
+	c->key_bytes += (uint64_t)c->key.n * 4;
 }
 
-/* The trie walked from @m's state into c->out, and the tokens its terminals take. */
+/* The least ann of a parse @st holds: the copies the cheapest of them started. */
+static uint32_t
+state_need(const struct gram_state *st)
+{
+	uint32_t n = st->accept ? st->accept_ann : UINT32_MAX;
+
+	for (uint32_t i = 0; i < st->n; i++)
+		if ((st->tops[i].ann & ~GRAM_ANN_OUT) < n)
+			n = st->tops[i].ann & ~GRAM_ANN_OUT;
+	return n;
+}
+
+/* Token @t taken with @need copies: into @e's needs, or c->out when @e is NULL. */
+static void
+take(struct gram_masks *c, struct shared *e, int32_t t, uint32_t need)
+{
+	if (e == NULL) {
+		c->out[t >> 5] |= 1u << (t & 31);
+		return;
+	}
+	uint8_t v = need < NEED_CAP ? (uint8_t)need : NEED_CAP;
+	if (v < e->need[t])
+		e->need[t] = v;
+	if (need > e->max_need)
+		e->max_need = need;
+}
+
+/*
+ * The trie walked from state @from (of stacks @s) into c->out, and the
+ * tokens its terminals take; with @e, counting chain @chain's copies into
+ * @e's needs instead.
+ */
 static orch_err
-walk(struct gram_masks *c, struct gram_match *m)
+walk(struct gram_masks *c, struct gram_stacks *s, const struct gram_state *from, uint32_t chain,
+     struct shared *e)
 {
 	const struct gram_vocab *v = c->v;
-	struct gram_stacks *s = &m->s;
 	uint32_t i = 0, visited = 0;
-	orch_err rv = gram_state_copy(&c->st[0], &m->cur);
+	orch_err rv = gram_state_copy(&c->st[0], from);
 
-	memset(c->out, 0, (size_t)c->words * sizeof(*c->out));
+	if (e != NULL) {
+		memset(e->need, NEED_NO, (size_t)c->words * 32);
+		e->max_need = 0;
+		s->chain = chain;
+	} else {
+		memset(c->out, 0, (size_t)c->words * sizeof(*c->out));
+	}
 	c->end[0] = s->n;
 	while (i < v->n_nodes && rv == ORCH_OK) {
 		uint32_t d = v->depth[i];
@@ -356,28 +442,109 @@ walk(struct gram_masks *c, struct gram_match *m)
 			continue;
 		}
 		c->end[d] = s->n;
+		uint32_t need = e != NULL && v->tok[i] >= 0 ? state_need(st) : 0;
 		for (int32_t t = v->tok[i]; t >= 0; t = v->tok_next[t])
-			c->out[t >> 5] |= 1u << (t & 31);
+			take(c, e, t, need);
 		i++;
 	}
 	s->n = c->end[0];
+	s->chain = GRAM_NONE;
 	c->stats.nodes += visited;
-	for (uint32_t k = 0; k < m->cur.n; k++) { /* the tokens terminals take whole */
-		const struct gram_elem *e = &c->g->el[m->cur.tops[k].pos];
-		int32_t t = e->kind == GE_TOK ? c->g->toks[e->arg].id : -1;
+	for (uint32_t k = 0; k < from->n; k++) { /* the tokens terminals take whole */
+		const struct gram_elem *el = &c->g->el[from->tops[k].pos];
+		int32_t t = el->kind == GE_TOK ? c->g->toks[el->arg].id : -1;
 		if (t >= 0 && (uint32_t)t < v->n_tok)
-			c->out[t >> 5] |= 1u << (t & 31);
+			take(c, e, t, from->tops[k].ann & ~GRAM_ANN_OUT);
 	}
 	return rv;
+}
+
+/* The shared entry keyed c->ckey (hash @h), walked from c->canon when new; NULL: none. */
+static struct shared *
+shared_get(struct gram_masks *c, struct gram_stacks *s, uint32_t chain, uint64_t h, orch_err *rv)
+{
+	struct shared *e;
+	size_t bytes = (size_t)c->ckey.n * sizeof(*c->ckey.v);
+
+	for (uint32_t i = 0; i < c->n_shared; i++) {
+		e = &c->shared[i];
+		if (e->key != NULL && e->h == h && e->key_n == c->ckey.n &&
+		    memcmp(e->key, c->ckey.v, bytes) == 0)
+			return e;
+	}
+	e = &c->shared[c->shared_next++ % c->n_shared];
+	free(e->key);
+	e->key = NULL;
+	if (e->need == NULL && (e->need = orch_malloc((size_t)c->words * 32)) == NULL)
+		return NULL; /* not shared: the state is walked itself */
+	if ((*rv = walk(c, s, &c->canon, chain, e)) != ORCH_OK)
+		return NULL;
+	if ((e->key = orch_malloc(bytes ? bytes : 1)) == NULL)
+		return NULL;
+	memcpy(e->key, c->ckey.v, bytes);
+	e->key_n = c->ckey.n;
+	e->h = h;
+	c->stats.shared_walks++;
+	return e;
+}
+
+/* Into @out (@words words) the tokens whose @need is @lim or less: 16 at a time where SSE2 is. */
+static void
+needs_within(const uint8_t *need, uint32_t words, uint8_t lim, uint32_t *out)
+{
+	for (uint32_t w = 0; w < words; w++) {
+		const uint8_t *p = need + (size_t)w * 32;
+#ifdef __SSE2__
+		__m128i l = _mm_set1_epi8((char)lim);
+		__m128i a = _mm_loadu_si128((const void *)p);
+		__m128i b = _mm_loadu_si128((const void *)(p + 16));
+		uint32_t lo = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(a, l), a));
+		uint32_t hi = (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(b, l), b));
+		out[w] = lo | hi << 16;
+#else
+		uint32_t bits = 0;
+		for (uint32_t b = 0; b < 32; b++)
+			bits |= (uint32_t)(p[b] <= lim) << b;
+		out[w] = bits;
+#endif
+	}
+}
+
+/*
+ * @m's mask into c->out from the walk its chain's counts share, *@done
+ * set; left unset when @m's state is in no chain (gram_chain_canon), or its
+ * count is past what the needs tell apart.
+ */
+static orch_err
+from_shared(struct gram_masks *c, struct gram_match *m, bool *done)
+{
+	struct gram_stacks *s = &m->s;
+	uint32_t n0 = s->n, chain, left;
+	uint64_t h;
+	orch_err rv = ORCH_OK;
+	const struct shared *e = NULL;
+
+	*done = false;
+	if (gram_chain_canon(c->g, s, &m->cur, &c->canon, &chain, &left, &rv) &&
+	    (rv = make_key(&c->ckey, s, &c->canon, chain, &h)) == ORCH_OK)
+		e = shared_get(c, s, chain, h, &rv);
+	s->n = n0;
+	if (e == NULL || (left >= NEED_CAP && e->max_need > left))
+		return rv;
+	needs_within(e->need, c->words, left < NEED_CAP ? (uint8_t)left : NEED_CAP, c->out);
+	c->stats.derived++;
+	*done = true;
+	return ORCH_OK;
 }
 
 orch_err
 gram_match_mask(struct gram_match *m, struct gram_masks *c, const uint32_t **ret)
 {
 	uint64_t h, t0;
+	bool done = false;
 	orch_err rv;
 
-	if ((rv = make_key(c, m, &h)) != ORCH_OK)
+	if ((rv = make_key(&c->key, &m->s, &m->cur, GRAM_NONE, &h)) != ORCH_OK)
 		return rv;
 	if (c->max_cached > 0) {
 		struct entry *e = lookup(c, h);
@@ -388,7 +555,9 @@ gram_match_mask(struct gram_match *m, struct gram_masks *c, const uint32_t **ret
 		}
 	}
 	t0 = orch_mono_ns();
-	if ((rv = walk(c, m)) != ORCH_OK)
+	if (c->n_shared > 0 && (rv = from_shared(c, m, &done)) != ORCH_OK)
+		return rv;
+	if (!done && (rv = walk(c, &m->s, &m->cur, GRAM_NONE, NULL)) != ORCH_OK)
 		return rv;
 	c->stats.misses++;
 	c->stats.walk_ns += orch_mono_ns() - t0;

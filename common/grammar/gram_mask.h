@@ -7,9 +7,11 @@
  * The vocabulary is a trie of the tokens' bytes walked once per state,
  * pruned at the first byte no parse takes; a cache keyed by the state's
  * stacks (content, not identity) returns the mask of a state seen before
- * in a bitset copy, whichever job or step met it first. docs/grammar.md
- * has the costs measured.
+ * in a bitset copy, whichever job or step met it first, and the counts of
+ * a bounded repetition (a string's maxLength) share one walk.
+ * docs/grammar.md has the costs measured.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,9 +54,18 @@ orch_err gram_masks_new(const struct gram *g, const struct gram_vocab *v, size_t
 /* gram_masks_free - free @c and every mask it cached (NULL is ignored). */
 void gram_masks_free(struct gram_masks *c);
 
+/*
+ * gram_masks_share - whether the counts of a bounded repetition share one
+ * walk (on by default, where the cache has room); off, each count walks the
+ * trie itself: the same masks, for tests and benchmarks.
+ */
+void gram_masks_share(struct gram_masks *c, bool on);
+
 /* What gram_masks has done: for benchmarks and the debug log. */
 struct gram_masks_stats {
 	uint64_t hits, misses; /* masks from the cache, masks computed */
+	uint64_t derived; /* of the misses, those made from a walk a repetition's counts share */
+	uint64_t shared_walks; /* such walks */
 	uint64_t walk_ns;      /* time computing */
 	uint64_t nodes;        /* trie nodes visited computing */
 	uint32_t cached;       /* masks held now */

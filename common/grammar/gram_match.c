@@ -52,6 +52,7 @@ gram_stacks_init(struct gram_stacks *s)
 		return ORCH_ENOMEM;
 	memset(s->cons, 0xff, 4096 * sizeof(*s->cons));
 	s->cons_mask = 4095;
+	s->chain = GRAM_NONE;
 	return ORCH_OK;
 }
 
@@ -69,6 +70,7 @@ gram_state_reset(struct gram_state *st)
 {
 	st->n = 0;
 	st->accept = false;
+	st->accept_ann = UINT32_MAX;
 	st->ix_n = 0;
 	if (++st->gen == 0 && st->ix_gen != NULL) { /* wrapped: no stamp may look current */
 		memset(st->ix_gen, 0, ((size_t)st->ix_mask + 1) * sizeof(*st->ix_gen));
@@ -95,9 +97,8 @@ mix(uint64_t h)
 	return h ^ (h >> 33);
 }
 
-/* The node (@pos, @parent), made unless the cache has it; GRAM_NONE when out of memory. */
-static uint32_t
-node(struct gram_stacks *s, uint32_t pos, uint32_t parent)
+uint32_t
+gram_node(struct gram_stacks *s, uint32_t pos, uint32_t parent)
 {
 	uint64_t ph = parent == GRAM_NONE ? 0x9e3779b97f4a7c15ull : s->v[parent].h;
 	uint64_t h = mix(ph ^ ((uint64_t)pos * 0x100000001b3ull + 1));
@@ -172,15 +173,15 @@ ix_cover(const struct gram_stacks *s, struct gram_state *st)
 	return ORCH_OK;
 }
 
-/* Whether @out has the stack (@pos, @parent) already. */
+/* Whether @out has the stack (@pos, @parent) with @ann already. */
 static orch_err
 has_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent,
-        bool *ret)
+        uint32_t ann, bool *ret)
 {
 	*ret = false;
 	if (out->n < GRAM_INDEX_FROM) {
 		for (uint32_t i = 0; i < out->n && !*ret; i++)
-			*ret = out->tops[i].pos == pos &&
+			*ret = out->tops[i].pos == pos && out->tops[i].ann == ann &&
 			       same_stack(s, out->tops[i].parent, parent);
 		return ORCH_OK;
 	}
@@ -190,7 +191,7 @@ has_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint3
 	for (uint32_t k = top_hash(s, pos, parent) & out->ix_mask; out->ix_gen[k] == out->gen;
 	     k = (k + 1) & out->ix_mask) {
 		const struct gram_top *t = &out->tops[out->ix[k]];
-		if (t->pos == pos && same_stack(s, t->parent, parent)) {
+		if (t->pos == pos && t->ann == ann && same_stack(s, t->parent, parent)) {
 			*ret = true;
 			break;
 		}
@@ -198,11 +199,12 @@ has_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint3
 	return ORCH_OK;
 }
 
-static orch_err
-add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent)
+orch_err
+gram_add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent,
+             uint32_t ann)
 {
 	bool dup;
-	orch_err rv = has_top(s, out, pos, parent, &dup);
+	orch_err rv = has_top(s, out, pos, parent, ann, &dup);
 
 	if (rv != ORCH_OK || dup)
 		return rv;
@@ -210,23 +212,56 @@ add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint3
 		return ORCH_ERANGE;
 	if (!gram_grow((void **)&out->tops, &out->cap, out->n, sizeof(*out->tops), 8))
 		return ORCH_ENOMEM;
-	out->tops[out->n++] = (struct gram_top){pos, parent};
+	out->tops[out->n++] = (struct gram_top){pos, parent, ann};
 	return ORCH_OK;
 }
 
 static orch_err
-push_work(struct gram_stacks *s, uint32_t pos, uint32_t parent)
+push_work(struct gram_stacks *s, uint32_t pos, uint32_t parent, uint32_t ann)
 {
 	if (!gram_grow((void **)&s->work, &s->cap_work, s->n_work, sizeof(*s->work), 64))
 		return ORCH_ENOMEM;
 	s->work[s->n_work][0] = pos;
-	s->work[s->n_work++][1] = parent;
+	s->work[s->n_work][1] = parent;
+	s->work[s->n_work++][2] = ann;
+	return ORCH_OK;
+}
+
+/* Whether element @pos is in a copy of the chain s->chain counts, on a parse still in it. */
+static bool
+counting(const struct gram *g, const struct gram_stacks *s, uint32_t pos, uint32_t ann)
+{
+	return s->chain != GRAM_NONE && !(ann & GRAM_ANN_OUT) &&
+	       g->rule_chain[g->el_rule[pos]] == s->chain;
+}
+
+/*
+ * Rule @r's alternatives to expand under @cont, entered at @pos; counting a
+ * chain, entering its next copy from a copy starts one more x (not its empty
+ * alternative), and the last copy's x at its tail leaves the chain.
+ */
+static orch_err
+enter(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t r, uint32_t cont,
+      uint32_t parent, uint32_t ann)
+{
+	bool step = false;
+
+	if (counting(g, s, pos, ann)) {
+		step = g->rule_chain[r] == s->chain;
+		if (!step && cont == parent)
+			ann |= GRAM_ANN_OUT;
+	}
+	for (uint32_t a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
+		uint32_t more = step && g->el[g->alt[a]].kind >= GE_REF;
+		if (push_work(s, g->alt[a], cont, ann + more) != ORCH_OK)
+			return ORCH_ENOMEM;
+	}
 	return ORCH_OK;
 }
 
 /* One item of gram_expand's work: a top, an accept, or more work. */
 static orch_err
-expand_one(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
+expand_one(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent, uint32_t ann,
            struct gram_state *out)
 {
 	const struct gram_elem *e = &g->el[pos];
@@ -234,30 +269,32 @@ expand_one(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t p
 	switch (e->kind) {
 	case GE_SET:
 	case GE_TOK:
-		return add_top(s, out, pos, parent);
+		return gram_add_top(s, out, pos, parent, ann);
 	case GE_REF: {
 		uint32_t k = e[1].kind, cont = parent;
-		if (k != GE_ALT && k != GE_END && (cont = node(s, pos + 1, parent)) == GRAM_NONE)
+		if (k != GE_ALT && k != GE_END &&
+		    (cont = gram_node(s, pos + 1, parent)) == GRAM_NONE)
 			return ORCH_ENOMEM;
-		for (uint32_t a = g->alt_first[e->arg]; a < g->alt_first[e->arg + 1]; a++)
-			if (push_work(s, g->alt[a], cont) != ORCH_OK)
-				return ORCH_ENOMEM;
-		return ORCH_OK;
+		return enter(g, s, pos, e->arg, cont, parent, ann);
 	}
 	default: /* the end of an alternative: go on where its rule was entered */
+		if (counting(g, s, pos, ann))
+			ann |= GRAM_ANN_OUT;
 		if (parent == GRAM_NONE) {
 			out->accept = true;
+			if ((ann & ~GRAM_ANN_OUT) < out->accept_ann)
+				out->accept_ann = ann & ~GRAM_ANN_OUT;
 			return ORCH_OK;
 		}
-		return push_work(s, s->v[parent].pos, s->v[parent].parent);
+		return push_work(s, s->v[parent].pos, s->v[parent].parent, ann);
 	}
 }
 
 orch_err
 gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
-            struct gram_state *out)
+            uint32_t ann, struct gram_state *out)
 {
-	orch_err rv = push_work(s, pos, parent);
+	orch_err rv = push_work(s, pos, parent, ann);
 
 	if (++s->gen == 0) { /* wrapped: no stamp may look current */
 		memset(s->seen_gen, 0, sizeof(s->seen_gen));
@@ -266,13 +303,15 @@ gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t 
 	while (rv == ORCH_OK && s->n_work > 0) {
 		s->n_work--;
 		uint32_t p = s->work[s->n_work][0], up = s->work[s->n_work][1];
+		uint32_t a = s->work[s->n_work][2];
 		uint64_t key = (uint64_t)p << 32 | up;
-		uint32_t k = (uint32_t)(mix(key) & 1023);
-		if (s->seen_gen[k] == s->gen && s->seen_key[k] == key)
+		uint32_t k = (uint32_t)(mix(key ^ a) & 1023);
+		if (s->seen_gen[k] == s->gen && s->seen_key[k] == key && s->seen_ann[k] == a)
 			continue; /* expanded already in this expansion: the same stacks again */
 		s->seen_gen[k] = s->gen;
 		s->seen_key[k] = key;
-		rv = expand_one(g, s, p, up, out);
+		s->seen_ann[k] = a;
+		rv = expand_one(g, s, p, up, a, out);
 	}
 	s->n_work = 0;
 	return rv;
@@ -288,7 +327,7 @@ gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_stat
 		orch_err rv;
 		if (g->el[t.pos].kind != GE_SET || !gram_set_has(&g->sets[g->el[t.pos].arg], b))
 			continue;
-		if ((rv = gram_expand(g, s, t.pos + 1, t.parent, out)) != ORCH_OK)
+		if ((rv = gram_expand(g, s, t.pos + 1, t.parent, t.ann, out)) != ORCH_OK)
 			return rv;
 	}
 	return ORCH_OK;
@@ -308,6 +347,7 @@ gram_state_copy(struct gram_state *dst, const struct gram_state *src)
 	memcpy(dst->tops, src->tops, (size_t)src->n * sizeof(*src->tops));
 	dst->n = src->n;
 	dst->accept = src->accept;
+	dst->accept_ann = src->accept_ann;
 	return ORCH_OK;
 }
 
@@ -361,7 +401,7 @@ gram_match_new(const struct gram *g, struct gram_match **ret)
 	if (gram_stacks_init(&m->s) != ORCH_OK)
 		goto fail;
 	for (uint32_t a = g->alt_first[g->root]; a < g->alt_first[g->root + 1]; a++)
-		if ((rv = gram_expand(g, &m->s, g->alt[a], GRAM_NONE, &m->cur)) != ORCH_OK)
+		if ((rv = gram_expand(g, &m->s, g->alt[a], GRAM_NONE, 0, &m->cur)) != ORCH_OK)
 			goto fail;
 	*ret = m;
 	return ORCH_OK;
@@ -405,7 +445,7 @@ take_token(struct gram_match *m, int32_t id)
 		struct gram_top t = m->saved.tops[i];
 		const struct gram_elem *e = &g->el[t.pos];
 		if (e->kind == GE_TOK && g->toks[e->arg].id == id)
-			rv = gram_expand(g, &m->s, t.pos + 1, t.parent, &m->tok);
+			rv = gram_expand(g, &m->s, t.pos + 1, t.parent, t.ann, &m->tok);
 	}
 	return rv;
 }
@@ -417,7 +457,8 @@ join_token(struct gram_match *m)
 	orch_err rv = ORCH_OK;
 
 	for (uint32_t i = 0; i < m->tok.n && rv == ORCH_OK; i++)
-		rv = add_top(&m->s, &m->cur, m->tok.tops[i].pos, m->tok.tops[i].parent);
+		rv = gram_add_top(&m->s, &m->cur, m->tok.tops[i].pos, m->tok.tops[i].parent,
+		                  m->tok.tops[i].ann);
 	m->cur.accept |= m->tok.accept;
 	return rv;
 }
