@@ -7,6 +7,7 @@
  * an x read two ways).
  */
 #include "base/rng.h"
+#include "gram_brute.h"
 #include "grammar/gram_mask.h"
 #include "grammar/grammar.h"
 #include "t.h"
@@ -16,20 +17,6 @@
 
 static uint8_t tok[N_TOK][TOK_MAX];
 static uint32_t len[N_TOK];
-
-/* Whether @prefix (@n) followed by @t (@k) keeps a parse of @g alive. */
-static bool
-brute(const struct gram *g, const char *prefix, size_t n, const uint8_t *t, size_t k)
-{
-	struct gram_match *m;
-	bool ok;
-
-	if (k == 0 || gram_match_new(g, &m) != ORCH_OK)
-		return false;
-	ok = gram_match_feed(m, prefix, n, NULL) && gram_match_feed(m, t, k, NULL);
-	gram_match_free(m);
-	return ok;
-}
 
 /* Every byte, pieces that end strings and escapes and split characters, random runs. */
 static void
@@ -92,7 +79,7 @@ walks(const char *text, int walks, int steps, struct gram_masks_stats *st)
 			T_OK(gram_match_mask(m, c, &bits));
 			for (uint32_t i = 0; i < N_TOK; i++) {
 				bool bit = (bits[i >> 5] >> (i & 31)) & 1;
-				bool want = brute(g, out, k, tok[i], len[i]);
+				bool want = gram_brute(g, out, k, tok[i], len[i]);
 				if (bit != want && bad++ == 0)
 					fprintf(stderr,
 					        "%s: walk %d step %d token %u '%.*s': mask %d\n",
@@ -170,7 +157,7 @@ test_next_instance(void)
 		T_OK(gram_match_mask(m, c, &bits));
 		for (uint32_t i = 0; i < N_TOK; i++) {
 			bool bit = (bits[i >> 5] >> (i & 31)) & 1;
-			bool want = brute(g, prefix[p], strlen(prefix[p]), tok[i], len[i]);
+			bool want = gram_brute(g, prefix[p], strlen(prefix[p]), tok[i], len[i]);
 			if (bit != want)
 				fprintf(stderr, "after '%s': token '%.*s': mask %d\n", prefix[p],
 				        (int)len[i], tok[i], bit);

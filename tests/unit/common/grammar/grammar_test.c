@@ -5,6 +5,7 @@
  */
 #include "base/clock.h"
 #include "base/rng.h"
+#include "gram_brute.h"
 #include "grammar/gram_mask.h"
 #include "grammar/grammar.h"
 #include "t.h"
@@ -233,20 +234,6 @@ static const char json_gr[] = "root ::= value\n"
                               "str ::= \"\\\"\" [^\"\\\\]{0,6} \"\\\"\"\n"
                               "num ::= \"-\"? [1-9] [0-9]{0,3}\n";
 
-/* Whether @prefix (@n) followed by @tok (@k) keeps a parse of @g alive: the brute force. */
-static bool
-brute(const struct gram *g, const char *prefix, size_t n, const uint8_t *tok, size_t k)
-{
-	struct gram_match *m;
-	bool ok;
-
-	if (k == 0 || gram_match_new(g, &m) != ORCH_OK)
-		return false;
-	ok = gram_match_feed(m, prefix, n, NULL) && gram_match_feed(m, tok, k, NULL);
-	gram_match_free(m);
-	return ok;
-}
-
 /* Tokens: every byte, pieces of JSON, random strings of JSON bytes and UTF-8, duplicates. */
 static uint32_t
 make_vocab(uint8_t (*tok)[8], uint32_t *len, struct rng *rng)
@@ -308,10 +295,10 @@ test_mask(void)
 			T_OK(gram_match_mask(m, c, &bits));
 			for (uint32_t i = 0; i < n; i++) {
 				bool bit = (bits[i >> 5] >> (i & 31)) & 1;
-				if (bit != brute(g, out, k, tok[i], len[i]))
+				if (bit != gram_brute(g, out, k, tok[i], len[i]))
 					fprintf(stderr, "walk %d step %d token %u: mask %d\n", walk,
 					        step, i, bit);
-				T_EQ(bit, brute(g, out, k, tok[i], len[i]));
+				T_EQ(bit, gram_brute(g, out, k, tok[i], len[i]));
 				if (bit && k + len[i] < sizeof(out))
 					allowed[n_allowed++] = i;
 			}
