@@ -93,6 +93,40 @@ void cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n);
 float cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd);
 float cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n);
 
+/*
+ * cpu_qdot_n - cpu_qdot of weight row @w with @nt (1..CPU_QDOT_N)
+ * activation rows, @xq_row bytes apart (cpu_act_row_bytes, or any multiple
+ * of an activation block), into @out[t]: each weight block is
+ * decoded once for all of them, and each result is the bits cpu_qdot gives.
+ */
+#define CPU_QDOT_N 4
+void cpu_qdot_n(uint32_t type, const void *w, const void *xq, uint64_t xq_row, uint64_t n,
+                uint32_t nt, float *out, bool simd);
+
+/* The integer-dot kernels a CPU may run: each gives the bits the others give. */
+enum cpu_isa {
+	CPU_ISA_SCALAR, /* cpu_qdot_scalar */
+	CPU_ISA_AVX2,   /* AVX2/FMA/F16C */
+	CPU_ISA_VNNI,   /* AVX2 plus AVX-512 VNNI (and VL) for the Q8_0-style blocks */
+};
+
+/* cpu_isa_best - the fastest kernels this CPU runs. */
+enum cpu_isa cpu_isa_best(void);
+
+/* cpu_qdot_n_isa - cpu_qdot_n on @isa's kernels (one this CPU runs: tests compare them). */
+void cpu_qdot_n_isa(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, uint64_t xq_row,
+                    uint64_t n, uint32_t nt, float *out);
+
+/*
+ * The SIMD kernels of cpu_qdot_n for the Q8_0-style weight types, @xs
+ * activation blocks between rows: cpu_qdot_q8.c built for AVX2 and for
+ * AVX-512 VNNI.
+ */
+void cpu_qdot_q8_avx2(uint32_t type, const void *w, const void *xq, uint64_t xs, uint64_t n,
+                      uint32_t nt, float *out);
+void cpu_qdot_q8_vnni(uint32_t type, const void *w, const void *xq, uint64_t xs, uint64_t n,
+                      uint32_t nt, float *out);
+
 /* An activation block for Q8_0/Q4_0/Q5_0 dots: x ≈ d·q (d is Q8_0's F16 scale), s = Σ q. */
 struct cpu_q8b {
 	float d;
@@ -111,6 +145,10 @@ struct cpu_q8k {
 
 void cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n);
 float cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n, bool simd);
+
+/* cpu_qdot_k_n - cpu_qdot_n's AVX2 kernels for the K-quants: @xs super-blocks between rows. */
+void cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t xs, uint64_t n,
+                  uint32_t nt, float *out);
 float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
 
 /* ---- attention ---- */

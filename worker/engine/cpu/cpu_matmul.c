@@ -82,6 +82,40 @@ struct mm_job {
 	uint64_t xq_row;   /* bytes per quantized x row */
 };
 
+/* Weight bytes a block of rows takes in prefill: with a token group's activations, in L1. */
+#define MM_BLOCK_BYTES (16u << 10)
+
+/*
+ * Rows [@begin, @end) with integer dots: blocks of rows that fit in L1
+ * each meet every group of CPU_QDOT_N tokens, so a group's activations are
+ * read from memory once per block and each weight block is decoded once
+ * per group.
+ */
+static void
+mm_rows_q(const struct mm_job *j, uint64_t begin, uint64_t end)
+{
+	uint64_t ne0 = j->w->ne[0], rb = MM_BLOCK_BYTES / j->row_bytes;
+	const uint8_t *w = (const uint8_t *)j->w->data + j->row0 * j->row_bytes;
+
+	rb = rb ? rb : 1;
+	for (uint64_t r0 = begin; r0 < end; r0 += rb) {
+		uint64_t r1 = end - r0 < rb ? end : r0 + rb;
+		for (uint32_t t = 0; t < j->T; t += CPU_QDOT_N) {
+			uint32_t nt = j->T - t < CPU_QDOT_N ? j->T - t : CPU_QDOT_N;
+			for (uint64_t r = r0; r < r1; r++) {
+				float out[CPU_QDOT_N], b = 0.0f;
+				cpu_qdot_n(j->w->type, w + r * j->row_bytes, j->xq + t * j->xq_row,
+				           j->xq_row, ne0, nt, out, j->simd);
+				if (j->bias != NULL)
+					memcpy(&b, (const float *)j->bias->data + j->row0 + r,
+					       sizeof(b));
+				for (uint32_t k = 0; k < nt; k++)
+					j->y[(t + k) * j->y_stride + r] = out[k] + b;
+			}
+		}
+	}
+}
+
 static void
 mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 {
@@ -89,24 +123,20 @@ mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	uint64_t ne0 = j->w->ne[0];
 	float *row = j->scratch + (uint64_t)thread * ne0;
 
+	if (j->xq != NULL) {
+		mm_rows_q(j, begin, end);
+		return;
+	}
 	for (uint64_t r = begin; r < end; r++) {
 		const uint8_t *src = (const uint8_t *)j->w->data + (j->row0 + r) * j->row_bytes;
 		const float *wr = (const float *)(const void *)src;
-		if (j->w->type != GGML_TYPE_F32 && j->xq == NULL) {
+		if (j->w->type != GGML_TYPE_F32) {
 			cpu_dequant_row(j->w->type, src, row, ne0, j->simd);
 			wr = row;
 		}
 		float b = 0.0f;
 		if (j->bias != NULL)
 			memcpy(&b, (const float *)j->bias->data + j->row0 + r, sizeof(b));
-		if (j->xq != NULL) {
-			for (uint32_t t = 0; t < j->T; t++)
-				j->y[t * j->y_stride + r] =
-				        cpu_qdot(j->w->type, src, j->xq + t * j->xq_row, ne0,
-				                 j->simd) +
-				        b;
-			continue;
-		}
 		for (uint32_t t = 0; t < j->T; t++)
 			j->y[t * j->y_stride + r] = j->dot(wr, j->x + t * ne0, ne0) + b;
 	}

@@ -6,16 +6,16 @@
  * E8M0 scale is halved to match); the K-quant dots are in cpu_qdot_k.c. Per 32-element block: the
  * exact int32 sum of code products times the two scales, accumulated in
  * float; Q4_0/Q5_0 codes stay unsigned and their offset is removed with the
- * activation block's code sum. The AVX2 kernel (which prefetches the weight
- * stream) and the scalar twin compute the same integer sums; only the float
- * accumulation order differs.
+ * activation block's code sum. The SIMD kernels (cpu_qdot_q8.c, which
+ * prefetch the weight stream) and the scalar twin compute the same integer
+ * sums; only the float accumulation order differs.
  */
-#include <immintrin.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "cpu.h"
-#include "cpu_avx2.h"
+#include "cpu_qdot_int.h"
 #include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
 
@@ -90,32 +90,11 @@ cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n)
 	}
 }
 
-/* MXFP4's E2M1 values times two (ggml's kvalues_mxfp4), by 4-bit code. */
-static const int8_t mxfp4_x2[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-
-/* An E8M0 exponent as the float 2^(e - 128): half the scale, for the doubled values. */
-static float
-e8m0_half(uint8_t e)
-{
-	uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
-	float f;
-
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
 /* A weight block's scale: F16 in its first two bytes, or MXFP4's E8M0 byte (halved). */
 static float
 block_scale(uint32_t type, const uint8_t *b)
 {
-	return type == GGML_TYPE_MXFP4 ? e8m0_half(b[0]) : fp16_load(b);
-}
-
-/* Whether @type's values are code·d + m (Q4_1, Q5_1): the min m is its second F16. */
-static bool
-affine(uint32_t type)
-{
-	return type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1;
+	return type == GGML_TYPE_MXFP4 ? cpu_e8m0_half(b[0]) : fp16_load(b);
 }
 
 /*
@@ -129,8 +108,8 @@ codes(uint32_t type, const uint8_t *b, int *q, int *off)
 	*off = 0;
 	if (type == GGML_TYPE_MXFP4) {
 		for (int j = 0; j < 16; j++) {
-			q[j] = mxfp4_x2[b[1 + j] & 0xf];
-			q[j + 16] = mxfp4_x2[b[1 + j] >> 4];
+			q[j] = cpu_mxfp4_x2[b[1 + j] & 0xf];
+			q[j + 16] = cpu_mxfp4_x2[b[1 + j] >> 4];
 		}
 		return;
 	}
@@ -139,7 +118,7 @@ codes(uint32_t type, const uint8_t *b, int *q, int *off)
 			q[j] = (int8_t)b[2 + j];
 		return;
 	}
-	bool five = type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1, aff = affine(type);
+	bool five = type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1, aff = cpu_affine(type);
 	const uint8_t *qs = b + 2 + (aff ? 2 : 0) + (five ? 4 : 0);
 	uint32_t qh = 0;
 	if (five)
@@ -171,118 +150,9 @@ qdot_q8_scalar(uint32_t type, const void *w, const struct cpu_q8b *x, uint64_t n
 			s += q[k] * x->q[k];
 		float dd = block_scale(type, wb) * x->d;
 		sum += dd * (float)s;
-		corr += (affine(type) ? fp16_load(wb + 2) * x->d : dd) * (float)x->s;
+		corr += (cpu_affine(type) ? fp16_load(wb + 2) * x->d : dd) * (float)x->s;
 	}
-	return affine(type) ? sum + corr : sum - (float)off * corr;
-}
-
-/* The 32 codes of one weight block, as codes() gives them. */
-__attribute__((target("avx2,fma,f16c"), always_inline)) static inline __m256i
-codes_avx2(uint32_t type, const uint8_t *b)
-{
-	if (type == GGML_TYPE_Q8_0)
-		return _mm256_loadu_si256((const __m256i *)(const void *)(b + 2));
-	if (type == GGML_TYPE_MXFP4) { /* codes index the values: a byte shuffle */
-		const __m128i values = _mm_loadu_si128((const __m128i *)(const void *)mxfp4_x2);
-		__m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(b + 1));
-		__m128i m4 = _mm_set1_epi8(0x0f);
-		__m128i lo = _mm_shuffle_epi8(values, _mm_and_si128(raw, m4));
-		__m128i hi = _mm_shuffle_epi8(values, _mm_and_si128(_mm_srli_epi16(raw, 4), m4));
-		return _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-	}
-	bool five = type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1, aff = affine(type);
-	__m128i raw = _mm_loadu_si128(
-	        (const __m128i *)(const void *)(b + 2 + (aff ? 2 : 0) + (five ? 4 : 0)));
-	__m128i m4 = _mm_set1_epi8(0x0f);
-	__m256i c = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_and_si128(raw, m4)),
-	                                    _mm_and_si128(_mm_srli_epi16(raw, 4), m4), 1);
-	if (five) {
-		uint32_t qh;
-		memcpy(&qh, b + (aff ? 4 : 2), 4);
-		c = _mm256_or_si256(
-		        c, _mm256_and_si256(cpu_avx2_bits_to_bytes(qh), _mm256_set1_epi8(0x10)));
-	}
-	return c;
-}
-
-struct qacc {
-	__m256 sum;
-	float corr;
-};
-
-/* One block into @a: dw·dx times the eight int32 partial sums of code products; dw·dx·s. */
-__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
-block_avx2(uint32_t type, const uint8_t *wb, const struct cpu_q8b *x, struct qacc *a)
-{
-	__m256i c = codes_avx2(type, wb);
-	__m256i b = _mm256_loadu_si256((const __m256i *)(const void *)x->q);
-	__m256i p;
-	bool sign = type == GGML_TYPE_Q8_0 || type == GGML_TYPE_MXFP4;
-	if (sign) /* |c| · sign(c)·b: unsigned × signed bytes */
-		p = _mm256_maddubs_epi16(_mm256_sign_epi8(c, c), _mm256_sign_epi8(b, c));
-	else /* the codes are unsigned already */
-		p = _mm256_maddubs_epi16(c, b);
-	__m256 s = _mm256_cvtepi32_ps(_mm256_madd_epi16(p, _mm256_set1_epi16(1)));
-	float dw;
-	if (type == GGML_TYPE_MXFP4) {
-		dw = e8m0_half(wb[0]);
-	} else {
-		uint16_t hw;
-		memcpy(&hw, wb, 2);
-		dw = _cvtsh_ss(hw);
-	}
-	float dd = dw * x->d;
-	a->sum = _mm256_fmadd_ps(_mm256_set1_ps(dd), s, a->sum);
-	if (affine(type)) { /* + m·dx·s */
-		uint16_t hm;
-		memcpy(&hm, wb + 2, 2);
-		a->corr += _cvtsh_ss(hm) * x->d * (float)x->s;
-	} else if (!sign) {
-		a->corr += dd * (float)x->s;
-	}
-}
-
-/* The loop for one weight type (a constant once inlined), two blocks per step. */
-__attribute__((target("avx2,fma,f16c"), always_inline)) static inline float
-qdot_loop(uint32_t type, uint64_t block_bytes, const uint8_t *wb, const struct cpu_q8b *x,
-          uint64_t nb)
-{
-	struct qacc a0 = {_mm256_setzero_ps(), 0.0f}, a1 = {_mm256_setzero_ps(), 0.0f};
-	uint64_t i = 0;
-
-	for (; i + 2 <= nb; i += 2, wb += 2 * block_bytes, x += 2) {
-		_mm_prefetch((const char *)wb + CPU_PREFETCH_AHEAD, _MM_HINT_T0);
-		_mm_prefetch((const char *)wb + CPU_PREFETCH_AHEAD + 2 * block_bytes - 1,
-		             _MM_HINT_T0);
-		block_avx2(type, wb, x, &a0);
-		block_avx2(type, wb + block_bytes, x + 1, &a1);
-	}
-	if (i < nb)
-		block_avx2(type, wb, x, &a0);
-	float off = type == GGML_TYPE_Q4_0   ? 8.0f
-	            : type == GGML_TYPE_Q5_0 ? 16.0f
-	            : affine(type)           ? -1.0f /* the min's term is added */
-	                                     : 0.0f;
-	return cpu_avx2_hsum(_mm256_add_ps(a0.sum, a1.sum)) - off * (a0.corr + a1.corr);
-}
-
-__attribute__((target("avx2,fma,f16c"))) static float
-qdot_avx2(uint32_t type, const void *w, const void *xq, uint64_t n)
-{
-	switch (type) {
-	case GGML_TYPE_Q8_0:
-		return qdot_loop(GGML_TYPE_Q8_0, 34, w, xq, n / 32);
-	case GGML_TYPE_Q4_0:
-		return qdot_loop(GGML_TYPE_Q4_0, 18, w, xq, n / 32);
-	case GGML_TYPE_MXFP4:
-		return qdot_loop(GGML_TYPE_MXFP4, 17, w, xq, n / 32);
-	case GGML_TYPE_Q4_1:
-		return qdot_loop(GGML_TYPE_Q4_1, 20, w, xq, n / 32);
-	case GGML_TYPE_Q5_1:
-		return qdot_loop(GGML_TYPE_Q5_1, 24, w, xq, n / 32);
-	default:
-		return qdot_loop(GGML_TYPE_Q5_0, 22, w, xq, n / 32);
-	}
+	return cpu_affine(type) ? sum + corr : sum - (float)off * corr;
 }
 
 float
@@ -296,7 +166,49 @@ cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n)
 float
 cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd)
 {
-	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
-		return cpu_qdot_k(type, w, xq, n, simd);
-	return simd ? qdot_avx2(type, w, xq, n) : qdot_q8_scalar(type, w, xq, n);
+	float out;
+
+	cpu_qdot_n(type, w, xq, 0, n, 1, &out, simd);
+	return out;
+}
+
+enum cpu_isa
+cpu_isa_best(void)
+{
+	static _Atomic int best = -1; /* found once: CPUID may trap to a hypervisor */
+	int v = atomic_load_explicit(&best, memory_order_relaxed);
+
+	if (v < 0) {
+		v = !cpu_has_avx2() ? CPU_ISA_SCALAR
+		    : __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vl")
+		            ? CPU_ISA_VNNI
+		            : CPU_ISA_AVX2;
+		atomic_store_explicit(&best, v, memory_order_relaxed);
+	}
+	return (enum cpu_isa)v;
+}
+
+void
+cpu_qdot_n(uint32_t type, const void *w, const void *xq, uint64_t xq_row, uint64_t n, uint32_t nt,
+           float *out, bool simd)
+{
+	cpu_qdot_n_isa(simd ? cpu_isa_best() : CPU_ISA_SCALAR, type, w, xq, xq_row, n, nt, out);
+}
+
+void
+cpu_qdot_n_isa(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, uint64_t xq_row,
+               uint64_t n, uint32_t nt, float *out)
+{
+	const uint8_t *x = xq;
+	uint64_t xs = xq_row / sizeof(struct cpu_q8b);
+
+	if (isa == CPU_ISA_SCALAR)
+		for (uint32_t t = 0; t < nt; t++)
+			out[t] = cpu_qdot_scalar(type, w, x + t * xq_row, n);
+	else if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+		cpu_qdot_k_n(type, w, xq, xq_row / sizeof(struct cpu_q8k), n, nt, out);
+	else if (isa == CPU_ISA_VNNI)
+		cpu_qdot_q8_vnni(type, w, xq, xs, n, nt, out);
+	else
+		cpu_qdot_q8_avx2(type, w, xq, xs, n, nt, out);
 }

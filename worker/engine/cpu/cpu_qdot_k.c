@@ -133,28 +133,46 @@ cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_
 	return dot_k45_scalar(w, x, n / 256, type == GGML_TYPE_Q5_K);
 }
 
-__attribute__((target("avx2,fma,f16c"))) static float
-dot_k45_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five)
+/*
+ * The AVX2 kernels take @nt tokens at once (a constant once inlined): a
+ * super-block's codes and scales are unpacked once, and token t's
+ * activations start at @x + t·@xs super-blocks. Each token's sums are made
+ * in the order a single token's are, so its result is the same bits
+ * whatever @nt is.
+ */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+dot_k45_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t xs, uint64_t nb, bool five,
+             const uint32_t nt, float *out)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), sixteen = _mm256_set1_epi8(16);
-	__m256 acc = _mm256_setzero_ps();
-	float mins = 0.0f;
+	__m256 acc[CPU_QDOT_N];
+	float mins[CPU_QDOT_N];
 
-	for (uint64_t i = 0; i < nb; i++, b += five ? 176 : 144, x++) {
+#pragma GCC unroll 4
+	for (uint32_t t = 0; t < nt; t++) {
+		acc[t] = _mm256_setzero_ps();
+		mins[t] = 0.0f;
+	}
+	for (uint64_t i = 0; i < nb; i++, b += five ? 176 : 144) {
 		const uint8_t *qs = b + (five ? 48 : 16);
 		_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD, _MM_HINT_T0);
 		_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD + 64, _MM_HINT_T0);
 		_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD + 128, _MM_HINT_T0);
 		__m256i hb = five ? _mm256_loadu_si256((const __m256i *)(const void *)(b + 16))
 		                  : _mm256_setzero_si256();
-		__m256i sumi = _mm256_setzero_si256();
-		int32_t summ = 0;
+		__m256i sumi[CPU_QDOT_N];
+		int32_t summ[CPU_QDOT_N];
 		uint8_t sc[8], m[8];
 		k4_unpack_all(b + 4, sc, m);
-		for (int j = 0; j < 8; j++)
-			summ += m[j] * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
+#pragma GCC unroll 4
+		for (uint32_t t = 0; t < nt; t++) {
+			const struct cpu_q8k *xt = x + t * xs + i;
+			sumi[t] = _mm256_setzero_si256();
+			summ[t] = 0;
+			for (int j = 0; j < 8; j++)
+				summ[t] += m[j] * (xt->bsums[2 * j] + xt->bsums[2 * j + 1]);
+		}
 		for (int c = 0; c < 4; c++) {
-			int sc0 = sc[2 * c], sc1 = sc[2 * c + 1];
 			__m256i raw =
 			        _mm256_loadu_si256((const __m256i *)(const void *)(qs + 32 * c));
 			__m256i lo = _mm256_and_si256(raw, m4);
@@ -167,82 +185,158 @@ dot_k45_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five)
 				lo = _mm256_or_si256(lo, _mm256_and_si256(b0, sixteen));
 				hi = _mm256_or_si256(hi, _mm256_and_si256(b1, sixteen));
 			}
-			__m256i x0 =
-			        _mm256_loadu_si256((const __m256i *)(const void *)(x->q + 64 * c));
-			__m256i x1 = _mm256_loadu_si256(
-			        (const __m256i *)(const void *)(x->q + 64 * c + 32));
-			__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0),
-			                               _mm256_set1_epi16((short)sc0));
-			__m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1),
-			                               _mm256_set1_epi16((short)sc1));
-			sumi = _mm256_add_epi32(sumi, _mm256_add_epi32(p0, p1));
+			__m256i s0 = _mm256_set1_epi16((short)sc[2 * c]);
+			__m256i s1 = _mm256_set1_epi16((short)sc[2 * c + 1]);
+#pragma GCC unroll 4
+			for (uint32_t t = 0; t < nt; t++) {
+				const int8_t *q = x[t * xs + i].q + 64 * c;
+				__m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)q);
+				__m256i x1 =
+				        _mm256_loadu_si256((const __m256i *)(const void *)(q + 32));
+				__m256i p0 = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, x0), s0);
+				__m256i p1 = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, x1), s1);
+				sumi[t] = _mm256_add_epi32(sumi[t], _mm256_add_epi32(p0, p1));
+			}
 		}
-		float dd = x->d * fp16_load(b);
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
-		mins += x->d * fp16_load(b + 2) * (float)summ;
+		float d = fp16_load(b), dmin = fp16_load(b + 2);
+#pragma GCC unroll 4
+		for (uint32_t t = 0; t < nt; t++) {
+			const struct cpu_q8k *xt = x + t * xs + i;
+			float dd = xt->d * d;
+			acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi[t]),
+			                         acc[t]);
+			mins[t] += xt->d * dmin * (float)summ[t];
+		}
 	}
-	return cpu_avx2_hsum(acc) - mins;
+#pragma GCC unroll 4
+	for (uint32_t t = 0; t < nt; t++)
+		out[t] = cpu_avx2_hsum(acc[t]) - mins[t];
 }
 
-__attribute__((target("avx2,fma,f16c"))) static float
-dot_q6k_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
+/* Q6_K's 64 codes of half @n of super-block @b, four vectors of 32 (0..63). */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+q6k_codes(const uint8_t *b, int n, __m256i *q)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m2 = _mm256_set1_epi8(3);
-	__m256 acc = _mm256_setzero_ps();
+	const uint8_t *ql = b + 64 * n, *qhp = b + 128 + 32 * n;
+	__m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)ql);
+	__m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(ql + 32));
+	__m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)qhp);
 
-	for (uint64_t i = 0; i < nb; i++, b += 210, x++) {
-		__m256i sumi = _mm256_setzero_si256();
+	q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+	                       _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4));
+	q[1] = _mm256_or_si256(
+	        _mm256_and_si256(l1, m4),
+	        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4));
+	q[2] = _mm256_or_si256(
+	        _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+	        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4));
+	q[3] = _mm256_or_si256(
+	        _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+	        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4));
+}
+
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+dot_q6k_avx2(const uint8_t *b, const struct cpu_q8k *x, uint64_t xs, uint64_t nb, const uint32_t nt,
+             float *out)
+{
+	__m256 acc[CPU_QDOT_N];
+
+#pragma GCC unroll 4
+	for (uint32_t t = 0; t < nt; t++)
+		acc[t] = _mm256_setzero_ps();
+	for (uint64_t i = 0; i < nb; i++, b += 210) {
+		__m256i sumi[CPU_QDOT_N];
+		int32_t off[CPU_QDOT_N];
 		for (int l = 0; l < 210; l += 64)
 			_mm_prefetch((const char *)b + CPU_PREFETCH_AHEAD + l, _MM_HINT_T0);
-		int32_t off = 0;
-		for (int g = 0; g < 16; g++)
-			off += (int8_t)b[192 + g] * x->bsums[g];
+#pragma GCC unroll 4
+		for (uint32_t t = 0; t < nt; t++) {
+			sumi[t] = _mm256_setzero_si256();
+			off[t] = 0;
+			for (int g = 0; g < 16; g++)
+				off[t] += (int8_t)b[192 + g] * x[t * xs + i].bsums[g];
+		}
 		for (int n = 0; n < 2; n++) {
-			const uint8_t *ql = b + 64 * n, *qhp = b + 128 + 32 * n;
-			__m256i l0 = _mm256_loadu_si256((const __m256i *)(const void *)ql);
-			__m256i l1 = _mm256_loadu_si256((const __m256i *)(const void *)(ql + 32));
-			__m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)qhp);
-			__m256i q[4] = {
-			        _mm256_or_si256(_mm256_and_si256(l0, m4),
-			                        _mm256_slli_epi16(_mm256_and_si256(qh, m2), 4)),
-			        _mm256_or_si256(
-			                _mm256_and_si256(l1, m4),
-			                _mm256_slli_epi16(
-			                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), m2), 4)),
-			        _mm256_or_si256(
-			                _mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-			                _mm256_slli_epi16(
-			                        _mm256_and_si256(_mm256_srli_epi16(qh, 4), m2), 4)),
-			        _mm256_or_si256(
-			                _mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-			                _mm256_slli_epi16(
-			                        _mm256_and_si256(_mm256_srli_epi16(qh, 6), m2), 4)),
-			};
+			__m256i q[4];
+			q6k_codes(b, n, q);
 			for (int k = 0; k < 4; k++) {
 				const uint8_t *sc = b + 192 + 8 * n + 2 * k;
-				__m256i xs = _mm256_loadu_si256(
-				        (const __m256i *)(const void *)(x->q + 128 * n + 32 * k));
 				/* int16 lanes 0-7 are elements 0-15 (scale sc[0]), 8-15 are 16-31
 				 */
 				__m256i s = _mm256_setr_m128i(_mm_set1_epi16((short)(int8_t)sc[0]),
 				                              _mm_set1_epi16((short)(int8_t)sc[1]));
-				sumi = _mm256_add_epi32(
-				        sumi, _mm256_madd_epi16(_mm256_maddubs_epi16(q[k], xs), s));
+#pragma GCC unroll 4
+				for (uint32_t t = 0; t < nt; t++) {
+					const int8_t *xq = x[t * xs + i].q + 128 * n + 32 * k;
+					__m256i v = _mm256_loadu_si256(
+					        (const __m256i *)(const void *)xq);
+					sumi[t] = _mm256_add_epi32(
+					        sumi[t], _mm256_madd_epi16(
+					                         _mm256_maddubs_epi16(q[k], v), s));
+				}
 			}
 		}
-		sumi = _mm256_sub_epi32(sumi, _mm256_setr_epi32(32 * off, 0, 0, 0, 0, 0, 0, 0));
-		float dd = x->d * fp16_load(b + 208);
-		acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(sumi), acc);
+		float d = fp16_load(b + 208);
+#pragma GCC unroll 4
+		for (uint32_t t = 0; t < nt; t++) {
+			__m256i v = _mm256_sub_epi32(
+			        sumi[t], _mm256_setr_epi32(32 * off[t], 0, 0, 0, 0, 0, 0, 0));
+			float dd = x[t * xs + i].d * d;
+			acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(v), acc[t]);
+		}
 	}
-	return cpu_avx2_hsum(acc);
+#pragma GCC unroll 4
+	for (uint32_t t = 0; t < nt; t++)
+		out[t] = cpu_avx2_hsum(acc[t]);
+}
+
+/* One K-quant type's kernel for @nt of 1..CPU_QDOT_N, each a loop of its own. */
+__attribute__((target("avx2,fma,f16c"), always_inline)) static inline void
+dot_k_nt(uint32_t type, const uint8_t *b, const struct cpu_q8k *x, uint64_t xs, uint64_t nb,
+         const uint32_t nt, float *out)
+{
+	if (type == GGML_TYPE_Q6_K)
+		dot_q6k_avx2(b, x, xs, nb, nt, out);
+	else
+		dot_k45_avx2(b, x, xs, nb, type == GGML_TYPE_Q5_K, nt, out);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void
+dot_k_avx2(uint32_t type, const uint8_t *b, const struct cpu_q8k *x, uint64_t xs, uint64_t nb,
+           uint32_t nt, float *out)
+{
+	_Static_assert(CPU_QDOT_N == 4, "one case per token count");
+	switch (nt) {
+	case 4:
+		dot_k_nt(type, b, x, xs, nb, 4, out);
+		break;
+	case 3:
+		dot_k_nt(type, b, x, xs, nb, 3, out);
+		break;
+	case 2:
+		dot_k_nt(type, b, x, xs, nb, 2, out);
+		break;
+	default:
+		dot_k_nt(type, b, x, xs, nb, 1, out);
+		break;
+	}
+}
+
+void
+cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t xs, uint64_t n,
+             uint32_t nt, float *out)
+{
+	dot_k_avx2(type, w, x, xs, n / 256, nt, out);
 }
 
 float
 cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n, bool simd)
 {
+	float out;
+
 	if (!simd)
 		return cpu_qdot_k_scalar(type, w, x, n);
-	if (type == GGML_TYPE_Q6_K)
-		return dot_q6k_avx2(w, x, n / 256);
-	return dot_k45_avx2(w, x, n / 256, type == GGML_TYPE_Q5_K);
+	cpu_qdot_k_n(type, w, x, 0, n, 1, &out);
+	return out;
 }

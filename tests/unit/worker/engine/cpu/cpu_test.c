@@ -154,6 +154,48 @@ test_qdot_twins(void)
 	T_TRUE(!cpu_qdot_supported(GGML_TYPE_F16));
 }
 
+/*
+ * cpu_qdot_n gives each of 1..CPU_QDOT_N tokens the bits cpu_qdot gives it
+ * alone, on every kernel this CPU runs, and the AVX2 and VNNI kernels the
+ * same bits: prefill's token groups and the CPU's VNNI change no result.
+ */
+static void
+test_qdot_groups(void)
+{
+	static const uint32_t types[] = {GGML_TYPE_Q8_0,  GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_MXFP4, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
+	                                 GGML_TYPE_Q6_K,  GGML_TYPE_Q4_1, GGML_TYPE_Q5_1};
+	static float x[CPU_QDOT_N][1536], w[1536];
+	static uint8_t wq[1536 * 2], xq[CPU_QDOT_N * 1536 / 32 * 40];
+	struct rng r;
+
+	rng_seed(&r, 12);
+	if (cpu_isa_best() != CPU_ISA_VNNI)
+		printf("SKIP: no AVX-512 VNNI here; its kernels are not compared\n");
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
+		uint64_t n = 1536, row = cpu_act_row_bytes(types[k], n); /* rows packed */
+		for (uint64_t i = 0; i < n; i++)
+			w[i] = rng_normalish(&r) + (k % 2 ? 0.0f : 0.5f);
+		T_OK(quant_row(types[k], w, wq, n));
+		for (uint32_t t = 0; t < CPU_QDOT_N; t++) {
+			for (uint64_t i = 0; i < n; i++)
+				x[t][i] = rng_normalish(&r) * (t % 2 ? 0.02f : 2.0f);
+			cpu_quant_act(types[k], x[t], xq + t * row, n);
+		}
+		for (int isa = CPU_ISA_SCALAR; isa <= (int)cpu_isa_best(); isa++)
+			for (uint32_t nt = 1; nt <= CPU_QDOT_N; nt++) {
+				float out[CPU_QDOT_N], one;
+				cpu_qdot_n_isa(isa, types[k], wq, xq, row, n, nt, out);
+				for (uint32_t t = 0; t < nt;
+				     t++) { /* AVX2 and VNNI: the same bits */
+					one = cpu_qdot(types[k], wq, xq + t * row, n,
+					               isa != CPU_ISA_SCALAR);
+					T_TRUE(memcmp(&one, &out[t], sizeof(one)) == 0);
+				}
+			}
+	}
+}
+
 /* The AVX2 attention of one head agrees with the scalar twin, F16 and F32 caches. */
 static void
 test_attn_twins(void)
@@ -252,6 +294,7 @@ main(void)
 	T_RUN(test_simd_twins);
 	T_RUN(test_dequant_twins);
 	T_RUN(test_qdot_twins);
+	T_RUN(test_qdot_groups);
 	T_RUN(test_attn_twins);
 	T_RUN(test_attn_ring);
 	return t_done();
