@@ -83,8 +83,12 @@ bool cpu_qdot_supported(uint32_t type);
 /* cpu_act_row_bytes - bytes of one quantized activation row of @n for weights of @type. */
 uint64_t cpu_act_row_bytes(uint32_t type, uint64_t n);
 
-/* cpu_quant_act - quantize activation row @x of @n for dots with weights of @type. */
-void cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n);
+/*
+ * cpu_quant_act - quantize activation row @x of @n for dots with weights of
+ * @type: the AVX2 quantizers when @simd (the caller checked the CPU), which
+ * give the scalar ones' bytes.
+ */
+void cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n, bool simd);
 
 /*
  * cpu_qdot - Σ over @n elements of weight row @w times activation row @xq
@@ -135,6 +139,7 @@ struct cpu_q8b {
 };
 
 void cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n);
+void cpu_quant_q8b_avx2(const float *x, void *y, uint64_t n);
 
 /* An activation super-block for K-quant dots: x ≈ d·q; bsums[g] = Σ q[16g..16g+15]. */
 struct cpu_q8k {
@@ -144,6 +149,7 @@ struct cpu_q8k {
 };
 
 void cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n);
+void cpu_quant_q8k_avx2(const float *x, void *y, uint64_t n);
 float cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n, bool simd);
 
 /* cpu_qdot_k_n - cpu_qdot_n's AVX2 kernels for the K-quants: @xs super-blocks between rows. */

@@ -155,7 +155,7 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, u
 		j.xq_row = cpu_act_row_bytes(w->type, w->ne[0]);
 		for (uint32_t t = 0; t < T; t++)
 			cpu_quant_act(w->type, x + (uint64_t)t * w->ne[0], xq + t * j.xq_row,
-			              w->ne[0]);
+			              w->ne[0], j.simd);
 		j.xq = xq;
 	}
 	cpu_pool_for(pool, rows, w->ne[0] * (T ? T : 1), mm_rows, &j);

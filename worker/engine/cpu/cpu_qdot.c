@@ -10,11 +10,13 @@
  * prefetch the weight stream) and the scalar twin compute the same integer
  * sums; only the float accumulation order differs.
  */
+#include <immintrin.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_avx2.h"
 #include "cpu_qdot_int.h"
 #include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
@@ -58,9 +60,15 @@ cpu_act_row_bytes(uint32_t type, uint64_t n)
 }
 
 void
-cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n)
+cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n, bool simd)
 {
-	if (cpu_qdot_act(type) == CPU_ACT_Q8K)
+	bool k = cpu_qdot_act(type) == CPU_ACT_Q8K;
+
+	if (simd && k)
+		cpu_quant_q8k_avx2(x, xq, n);
+	else if (simd)
+		cpu_quant_q8b_avx2(x, xq, n);
+	else if (k)
 		cpu_quant_q8k(x, xq, n);
 	else
 		cpu_quant_q8b(x, xq, n);
@@ -87,6 +95,30 @@ cpu_quant_q8b(const float *x, struct cpu_q8b *y, uint64_t n)
 			y->q[k] = (int8_t)(v > 127.0f ? 127 : v < -127.0f ? -127 : (int)v);
 			y->s += y->q[k];
 		}
+	}
+}
+
+__attribute__((target("avx2,fma,f16c"))) void
+cpu_quant_q8b_avx2(const float *x, void *yq, uint64_t n)
+{
+	struct cpu_q8b *y = yq;
+
+	for (uint64_t i = 0; i < n / 32; i++, x += 32, y++) {
+		__m256 v[4], m = _mm256_setzero_ps();
+		for (int k = 0; k < 4; k++) {
+			v[k] = _mm256_loadu_ps(x + 8 * k);
+			m = cpu_avx2_amax(v[k], m);
+		}
+		float amax = cpu_avx2_hmax(m);
+		__m256 id = _mm256_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+		y->d = fp16_to_f32(fp16_from_f32(amax / 127.0f));
+		__m256i q[4];
+		for (int k = 0; k < 4; k++)
+			q[k] = cpu_avx2_codes(v[k], id);
+		_mm256_storeu_si256((__m256i *)(void *)y->q,
+		                    cpu_avx2_pack_codes(q[0], q[1], q[2], q[3]));
+		y->s = cpu_avx2_hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]),
+		                                          _mm256_add_epi32(q[2], q[3])));
 	}
 }
 

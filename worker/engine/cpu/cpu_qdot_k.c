@@ -41,6 +41,32 @@ cpu_quant_q8k(const float *x, struct cpu_q8k *y, uint64_t n)
 	}
 }
 
+__attribute__((target("avx2,fma,f16c"))) void
+cpu_quant_q8k_avx2(const float *x, void *yq, uint64_t n)
+{
+	struct cpu_q8k *y = yq;
+
+	for (uint64_t i = 0; i < n / 256; i++, x += 256, y++) {
+		__m256 m = _mm256_setzero_ps();
+		for (int k = 0; k < 32; k++)
+			m = cpu_avx2_amax(_mm256_loadu_ps(x + 8 * k), m);
+		float amax = cpu_avx2_hmax(m);
+		float id = amax > 0.0f ? 127.0f / amax : 0.0f;
+		y->d = id > 0.0f ? 1.0f / id : 0.0f;
+		for (int c = 0; c < 8; c++) { /* 32 codes, two groups of 16 */
+			__m256i q[4];
+			for (int k = 0; k < 4; k++)
+				q[k] = cpu_avx2_codes(_mm256_loadu_ps(x + 32 * c + 8 * k),
+				                      _mm256_set1_ps(id));
+			_mm256_storeu_si256((__m256i *)(void *)(y->q + 32 * c),
+			                    cpu_avx2_pack_codes(q[0], q[1], q[2], q[3]));
+			y->bsums[2 * c] = (int16_t)cpu_avx2_hsum_i32(_mm256_add_epi32(q[0], q[1]));
+			y->bsums[2 * c + 1] =
+			        (int16_t)cpu_avx2_hsum_i32(_mm256_add_epi32(q[2], q[3]));
+		}
+	}
+}
+
 /* The 6-bit scale and min of sub-block @j from the 12 packed bytes at @p. */
 static void
 k4_scale_min(const uint8_t *p, int j, int *sc, int *m)

@@ -105,7 +105,7 @@ test_qdot_twins(void)
 				       (rep % 3 ? 0.0f : 1.0f); /* mins in use */
 			}
 			T_OK(quant_row(types[k], w, wq, n));
-			cpu_quant_act(types[k], x, xq, n);
+			cpu_quant_act(types[k], x, xq, n, false);
 			T_TRUE(cpu_dequant_row(types[k], wq, dw, n, false));
 			if (kq) { /* x ≈ d·q, and the block sums are the codes' sums */
 				const struct cpu_q8k *a = (const struct cpu_q8k *)(const void *)xq;
@@ -155,6 +155,41 @@ test_qdot_twins(void)
 }
 
 /*
+ * The AVX2 activation quantizers give the scalar ones' bytes: scales, codes
+ * rounded half to even (ties placed on purpose), code sums; zero rows too.
+ */
+static void
+test_quant_twins(void)
+{
+	static float x[2048];
+	static uint8_t a[2048 / 32 * 40], b[2048 / 32 * 40];
+	struct rng r;
+
+	if (!cpu_has_avx2()) {
+		printf("SKIP: no AVX2 here; the quantizers' twins are not compared\n");
+		return;
+	}
+	rng_seed(&r, 13);
+	for (int rep = 0; rep < 60; rep++) {
+		uint64_t n = 256u * (1u + rng_next(&r) % 8u);
+		uint32_t type = rep % 2 ? GGML_TYPE_Q8_0 : GGML_TYPE_Q4_K;
+		for (uint64_t i = 0; i < n; i++)
+			x[i] = rep % 5 == 4 ? 0.0f : rng_normalish(&r) * (rep % 3 ? 0.05f : 40.0f);
+		for (uint64_t i = 0; i + 32 <= n && rep % 7 == 1; i += 32) { /* ties: k + 0.5 */
+			x[i] = 127.0f;
+			x[i + 1] = 2.5f;
+			x[i + 2] = -3.5f;
+			x[i + 3] = 0.5f;
+		}
+		memset(a, 0, sizeof(a));
+		memset(b, 0, sizeof(b));
+		cpu_quant_act(type, x, a, n, false);
+		cpu_quant_act(type, x, b, n, true);
+		T_TRUE(memcmp(a, b, cpu_act_row_bytes(type, n)) == 0);
+	}
+}
+
+/*
  * cpu_qdot_n gives each of 1..CPU_QDOT_N tokens the bits cpu_qdot gives it
  * alone, on every kernel this CPU runs, and the AVX2 and VNNI kernels the
  * same bits: prefill's token groups and the CPU's VNNI change no result.
@@ -180,10 +215,11 @@ test_qdot_groups(void)
 		for (uint32_t t = 0; t < CPU_QDOT_N; t++) {
 			for (uint64_t i = 0; i < n; i++)
 				x[t][i] = rng_normalish(&r) * (t % 2 ? 0.02f : 2.0f);
-			cpu_quant_act(types[k], x[t], xq + t * row, n);
+			cpu_quant_act(types[k], x[t], xq + t * row, n, cpu_has_avx2());
 		}
-		for (int isa = CPU_ISA_SCALAR; isa <= (int)cpu_isa_best(); isa++)
+		for (int i = CPU_ISA_SCALAR; i <= (int)cpu_isa_best(); i++)
 			for (uint32_t nt = 1; nt <= CPU_QDOT_N; nt++) {
+				enum cpu_isa isa = (enum cpu_isa)i;
 				float out[CPU_QDOT_N], one;
 				cpu_qdot_n_isa(isa, types[k], wq, xq, row, n, nt, out);
 				for (uint32_t t = 0; t < nt;
@@ -295,6 +331,7 @@ main(void)
 	T_RUN(test_dequant_twins);
 	T_RUN(test_qdot_twins);
 	T_RUN(test_qdot_groups);
+	T_RUN(test_quant_twins);
 	T_RUN(test_attn_twins);
 	T_RUN(test_attn_ring);
 	return t_done();
