@@ -51,8 +51,13 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr, flush=True)
 
 
-def conn(timeout=30):
-    return http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout)
+# Seconds a request may take: more under the sanitizers, where a constrained request on a
+# 152k vocabulary walks its token trie ten times slower (tests/CMakeLists.txt sets it).
+HTTP_TIMEOUT = float(os.environ.get("ORCH_TEST_HTTP_TIMEOUT", "30"))
+
+
+def conn(timeout=None):
+    return http.client.HTTPConnection("127.0.0.1", PORT, timeout=timeout or HTTP_TIMEOUT)
 
 
 def post(path, body, headers=None):
