@@ -14,7 +14,7 @@ SOAK_SECONDS ?= 1800
 SOAK_OUT   ?= $(BUILD)/soak.json
 PREFIX     ?= /usr/local
 
-.PHONY: all run test deps deps-run build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz soak format format-check bench gpu clean
+.PHONY: all run test deps deps-run build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz soak format format-check bench bench-peer gpu clean
 
 all: build
 
@@ -85,6 +85,11 @@ soak: build
 
 bench: build
 	bench/run.sh "$(BUILD)"
+
+# orch beside llama.cpp on the same files, interleaved (bench/peer/peer.sh says
+# what it fetches, builds and runs; the first run builds llama-bench: long on 2 cores).
+bench-peer: build
+	BUILD="$(BUILD)" bench/peer/peer.sh all
 
 # Every GPU test and benchmark in one go (see tests/gpu/run.sh).
 gpu:

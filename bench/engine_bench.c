@@ -2,11 +2,13 @@
  * engine_bench - CPU engine speed on a model file, through the backend
  * interface (no scheduler, no sampling cost: greedy argmax).
  *
- *   engine_bench MODEL.gguf [THREADS...]
+ *   engine_bench [-p PROMPT] [-n STEPS] [--no-batch] MODEL.gguf [THREADS...]
  *
- * Per thread count: prefill tokens/s (one 128-token prompt in one step),
- * decode tokens/s (128 steps of one token), and batched decode tokens/s
- * with 1, 4 and 16 sequences stepping together (32 steps each).
+ * Per thread count: prefill tokens/s (one PROMPT-token prompt in one step,
+ * 128 unless -p), decode tokens/s (STEPS steps of one token, 128 unless
+ * -n), and batched decode tokens/s with 1, 4 and 16 sequences stepping
+ * together (32 steps each; not with --no-batch). bench/peer runs it beside
+ * llama.cpp's llama-bench with -p 512 / -n 128, as its pp512 / tg128.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,20 +30,27 @@ argmax(const float *v, uint32_t n)
 	return (int32_t)best;
 }
 
+#define PROMPT_MAX 4096
+
+static uint32_t n_prompt = 128, n_steps = 128;
+static int batches = 1;
+
 static int
 bench(const char *path, uint32_t threads, const char *name)
 {
 	struct engine_config cfg = {.model_path = path,
 	                            .ops = &be_cpu_ops,
 	                            .slots = 16,
-	                            .n_ctx = 512,
-	                            .chunk = 144, /* 160 tokens a step, with the slots */
+	                            .n_ctx = n_prompt + n_steps < 512 ? 512 : n_prompt + n_steps,
+	                            .chunk = n_prompt +
+	                                     16, /* the prompt in one step, with the slots */
 	                            .threads = threads,
 	                            .kv_slots = true}; /* forward is called without block tables */
 	struct engine *eng = NULL;
 	struct orch_errinfo e = {0};
 	const float *lg;
-	int32_t prompt[128], toks[16];
+	static int32_t prompt[PROMPT_MAX];
+	int32_t toks[16];
 
 	if (engine_open(&cfg, &eng, &e) != ORCH_OK) {
 		fprintf(stderr, "engine_bench: %s\n", e.msg);
@@ -49,28 +58,28 @@ bench(const char *path, uint32_t threads, const char *name)
 	}
 	const struct model *m = &eng->m;
 	struct be_model *b = eng->b;
-	for (int i = 0; i < 128; i++)
-		prompt[i] = i == 0 ? 1 : (int32_t)(100 + (uint32_t)i * 7 % (m->hp.n_vocab - 100));
+	for (uint32_t i = 0; i < n_prompt; i++)
+		prompt[i] = i == 0 ? 1 : (int32_t)(100 + i * 7 % (m->hp.n_vocab - 100));
 	struct be_seq s = {
-	        .slot = 0, .pos = 0, .tokens = prompt, .n_tokens = 128, .want_logits = true};
+	        .slot = 0, .pos = 0, .tokens = prompt, .n_tokens = n_prompt, .want_logits = true};
 	double t0 = (double)orch_mono_ns() / 1e9;
 	be_cpu_ops.forward(b, &s, 1, &lg, &e);
 	double prefill = (double)orch_mono_ns() / 1e9 - t0;
 	int32_t tok = argmax(lg, m->hp.n_vocab);
 	t0 = (double)orch_mono_ns() / 1e9;
-	for (uint32_t i = 0; i < 128; i++) {
+	for (uint32_t i = 0; i < n_steps; i++) {
 		s = (struct be_seq){.slot = 0,
-		                    .pos = 128 + i,
+		                    .pos = n_prompt + i,
 		                    .tokens = &tok,
 		                    .n_tokens = 1,
 		                    .want_logits = true};
 		be_cpu_ops.forward(b, &s, 1, &lg, &e);
 		tok = argmax(lg, m->hp.n_vocab);
 	}
-	double decode = ((double)orch_mono_ns() / 1e9 - t0) / 128;
+	double decode = ((double)orch_mono_ns() / 1e9 - t0) / n_steps;
 	printf("%-28s threads %u: prefill %8.1f tok/s  decode %7.2f tok/s (%.1f ms/token)", name,
-	       threads, 128 / prefill, 1 / decode, decode * 1e3);
-	for (uint32_t B = 1; B <= 16; B *= 4) {
+	       threads, n_prompt / prefill, 1 / decode, decode * 1e3);
+	for (uint32_t B = 1; B <= 16 && batches; B *= 4) {
 		struct be_seq seqs[16];
 		for (uint32_t k = 0; k < B; k++) { /* 8-token prompts, not timed */
 			seqs[k] = (struct be_seq){.slot = k + 1 < 16 ? k + 1 : 15,
@@ -108,8 +117,26 @@ main(int argc, char **argv)
 {
 	int rc = 0;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: engine_bench MODEL.gguf [THREADS...]\n");
+	for (; argc > 2 && argv[1][0] == '-'; argc--, argv++) {
+		if (strcmp(argv[1], "--no-batch") == 0) {
+			batches = 0;
+		} else if (strcmp(argv[1], "-p") == 0 || strcmp(argv[1], "-n") == 0) {
+			long v = strtol(argv[2], NULL, 10);
+			if (v < 1 || v > PROMPT_MAX) {
+				fprintf(stderr, "engine_bench: %s takes 1..%d\n", argv[1],
+				        PROMPT_MAX);
+				return 2;
+			}
+			*(argv[1][1] == 'p' ? &n_prompt : &n_steps) = (uint32_t)v;
+			argc--, argv++;
+		} else {
+			break;
+		}
+	}
+	if (argc < 2 || argv[1][0] == '-') {
+		fprintf(stderr,
+		        "usage: engine_bench [-p PROMPT] [-n STEPS] [--no-batch] MODEL.gguf "
+		        "[THREADS...]\n");
 		return 2;
 	}
 	const char *name = strrchr(argv[1], '/') ? strrchr(argv[1], '/') + 1 : argv[1];

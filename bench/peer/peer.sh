@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# bench/peer/peer.sh - orch's engine_bench beside llama.cpp's llama-bench on
+# the same GGUF files, interleaved, so a change is measured against the peer
+# and not against memory (issue 22). Not part of `make test`: `make bench-peer`.
+#
+#   bench/peer/peer.sh [fetch|build|models|run|all]...   (default: all)
+#
+# fetch   llama.cpp's source from the npm registry: the node-llama-cpp package
+#         ships a git bundle of the llama.cpp release it binds (llama/gitRelease.bundle)
+# build   its CPU llama-bench, once, into the work folder: the instruction sets
+#         /proc/cpuinfo lists, except AMX where a trial tile instruction faults
+# models  the files: stories260K F32/Q8_0/Q4_0 from the test data; the
+#         qwen2.5-0.5b shape Q4_K_M and Q8_0 and the phi3-mini shape Q4_K_M
+#         written by orch-synth
+# run     per file and thread count, ROUNDS rounds of engine_bench then
+#         llama-bench (A, B, A, B ...): pp128, pp512 and tg128 tokens/s, the
+#         medians and the ratio orch / llama.cpp of each round; one table, also
+#         written to the work folder. A file llama.cpp fails on is said so.
+#
+# Environment: BUILD (orch's build folder, default build), ORCH_TESTDATA
+# (default ../shared/testdata), PEER_DIR (work folder, default
+# bench/peer/.work, ignored by git), ROUNDS (3), THREADS ("1 2"), MODELS (names
+# to run, default all: stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m
+# qwen05-q8_0 phi3-q4_k_m), PEER_VERSION (node-llama-cpp version, 3.22.1).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-$root/build}
+[[ $build = /* ]] || build=$root/$build
+data=${ORCH_TESTDATA:-$root/../shared/testdata}
+work=${PEER_DIR:-$root/bench/peer/.work}
+rounds=${ROUNDS:-3}
+threads=${THREADS:-1 2}
+version=${PEER_VERSION:-3.22.1}
+models=${MODELS:-stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m qwen05-q8_0 phi3-q4_k_m}
+lb=$work/llama-build/bin/llama-bench
+
+say() { printf 'peer: %s\n' "$*" >&2; }
+
+fetch() {
+	[[ -d $work/llama.cpp/.git ]] && return
+	mkdir -p "$work"
+	(cd "$work" && npm pack --silent "node-llama-cpp@$version" > /dev/null)
+	tar -xzf "$work/node-llama-cpp-$version.tgz" -C "$work" package/llama/gitRelease.bundle
+	git -c advice.detachedHead=false clone -q "$work/package/llama/gitRelease.bundle" "$work/llama.cpp"
+	say "llama.cpp $(git -C "$work/llama.cpp" describe --tags --always) from node-llama-cpp $version"
+}
+
+# Whether an AMX tile instruction runs here (a VM may list AMX and fault on it).
+amx_works() {
+	local src=$work/amx_probe.c bin=$work/amx_probe
+	cat > "$src" <<'C'
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void)
+{
+	uint8_t cfg[64];
+	memset(cfg, 0, sizeof(cfg));
+	cfg[0] = 1; /* palette 1, one 16x64 tile */
+	cfg[16] = 64;
+	cfg[48] = 16;
+	if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) /* ARCH_REQ_XCOMP_PERM, XTILEDATA */
+		return 1;
+	__asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+	__asm__ volatile("tilezero %%tmm0" : :);
+	__asm__ volatile("tilerelease" : :);
+	return 0;
+}
+C
+	cc -O1 -mamx-tile -o "$bin" "$src" 2> /dev/null && "$bin" 2> /dev/null
+}
+
+isa_flags() {
+	local f
+	f=" $(grep -m1 '^flags' /proc/cpuinfo | cut -d: -f2) "
+	local out="-DGGML_NATIVE=OFF"
+	[[ $f = *" avx2 "* ]] && out+=" -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
+	[[ $f = *" avx512f "* ]] && out+=" -DGGML_AVX512=ON"
+	[[ $f = *" avx512_vnni "* ]] && out+=" -DGGML_AVX512_VNNI=ON"
+	[[ $f = *" avx512_bf16 "* ]] && out+=" -DGGML_AVX512_BF16=ON"
+	[[ $f = *" avx512vbmi "* ]] && out+=" -DGGML_AVX512_VBMI=ON"
+	[[ $f = *" avx_vnni "* ]] && out+=" -DGGML_AVX_VNNI=ON"
+	if [[ $f = *" amx_tile "* ]]; then
+		if amx_works; then
+			out+=" -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
+		else
+			say "the CPU lists AMX but a tile instruction faults here: llama.cpp built without AMX"
+		fi
+	fi
+	echo "$out"
+}
+
+build_peer() {
+	[[ -x $lb ]] && return
+	fetch
+	# shellcheck disable=SC2046 # the flags are words
+	cmake -S "$work/llama.cpp" -B "$work/llama-build" -DCMAKE_BUILD_TYPE=Release \
+		$(isa_flags) -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_CUDA=OFF > "$work/cmake.log" 2>&1
+	cmake --build "$work/llama-build" -j"$(nproc)" --target llama-bench > "$work/build.log" 2>&1
+	say "built $lb"
+}
+
+model_path() {
+	case $1 in
+	stories-f32) echo "$data/models/stories260K.gguf" ;;
+	stories-q8_0) echo "$data/models/stories260K-Q8_0.gguf" ;;
+	stories-q4_0) echo "$data/models/stories260K-Q4_0.gguf" ;;
+	qwen05-q4_k_m) echo "$work/models/qwen2.5-0.5b-Q4_K_M.gguf" ;;
+	qwen05-q8_0) echo "$work/models/qwen2.5-0.5b-Q8_0.gguf" ;;
+	phi3-q4_k_m) echo "$work/models/phi3-mini-Q4_K_M.gguf" ;;
+	*) say "unknown model $1"; return 1 ;;
+	esac
+}
+
+synth() { # NAME PRESET QUANT VOCAB
+	local out
+	out=$(model_path "$1")
+	[[ -f $out ]] && return
+	mkdir -p "$work/models"
+	"$build/bin/orch-synth" --preset "$2" --quant "$3" --vocab "$data/vocab/$4" --seed 1 \
+		-o "$out" > /dev/null
+}
+
+make_models() {
+	for m in $models; do
+		case $m in
+		qwen05-q4_k_m) synth "$m" qwen2.5-0.5b Q4_K_M ggml-vocab-qwen2.gguf ;;
+		qwen05-q8_0) synth "$m" qwen2.5-0.5b Q8_0 ggml-vocab-qwen2.gguf ;;
+		phi3-q4_k_m) synth "$m" phi3-mini-4k Q4_K_M ggml-vocab-phi-3.gguf ;;
+		esac
+	done
+}
+
+# One round of orch on file $1 with $2 threads: "pp128 pp512 tg128".
+orch_round() {
+	local a b
+	a=$("$build/bin/engine_bench" -p 128 -n 128 --no-batch "$1" "$2" | tail -1)
+	b=$("$build/bin/engine_bench" -p 512 -n 1 --no-batch "$1" "$2" | tail -1)
+	echo "$(sed -E 's/.*prefill +([0-9.]+).*/\1/' <<< "$a")" \
+		"$(sed -E 's/.*prefill +([0-9.]+).*/\1/' <<< "$b")" \
+		"$(sed -E 's/.*decode +([0-9.]+).*/\1/' <<< "$a")"
+}
+
+# One round of llama.cpp: the same three, or "failed".
+peer_round() {
+	local csv
+	if ! csv=$("$lb" -m "$1" -t "$2" -p 128,512 -n 128 -r 1 -o csv 2> "$work/last-peer.err"); then
+		echo failed
+		return
+	fi
+	awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); col[$i] = i } next }
+		{ gsub(/"/, ""); p = $col["n_prompt"]; g = $col["n_gen"]; ts = $col["avg_ts"]
+		  if (g == 0 && p == 128) a = ts; else if (g == 0 && p == 512) b = ts; else c = ts }
+		END { print a, b, c }' <<< "$csv"
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+run() {
+	local out=$work/peer-$(date +%Y%m%d-%H%M).txt
+	{
+		echo "orch $(git -C "$root" describe --always --dirty) vs llama.cpp" \
+			"$(git -C "$work/llama.cpp" describe --tags --always); $rounds rounds, interleaved;" \
+			"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+		printf '%-15s %3s %6s %10s %10s %7s %s\n' file thr test orch llama.cpp ratio "ratio per round"
+		for m in $models; do
+			local path
+			path=$(model_path "$m")
+			for t in $threads; do
+				local o=() p=() ok=1
+				for ((r = 0; r < rounds; r++)); do
+					o+=("$(orch_round "$path" "$t")")
+					p+=("$(peer_round "$path" "$t")")
+					[[ ${p[-1]} = failed ]] && ok=0
+				done
+				for k in 1 2 3; do
+					local name
+					name=$(cut -d' ' -f"$k" <<< "pp128 pp512 tg128")
+					local om pm ratios=""
+					om=$(printf '%s\n' "${o[@]}" | cut -d' ' -f"$k" | median)
+					if ((!ok)); then
+						printf '%-15s %3s %6s %10.1f %10s %7s %s\n' "$m" "$t" "$name" "$om" \
+							failed - "$(head -c 200 "$work/last-peer.err" | tr '\n' ' ')"
+						continue
+					fi
+					pm=$(printf '%s\n' "${p[@]}" | cut -d' ' -f"$k" | median)
+					for ((r = 0; r < rounds; r++)); do
+						ratios+=$(awk -v a="$(cut -d' ' -f"$k" <<< "${o[r]}")" \
+							-v b="$(cut -d' ' -f"$k" <<< "${p[r]}")" 'BEGIN { printf "%.2f ", a / b }')
+					done
+					printf '%-15s %3s %6s %10.1f %10.1f %7.2f %s\n' "$m" "$t" "$name" "$om" "$pm" \
+						"$(awk -v a="$om" -v b="$pm" 'BEGIN { print a / b }')" "$ratios"
+				done
+			done
+		done
+	} | tee "$out"
+	say "table in $out"
+}
+
+steps=${*:-all}
+for s in $steps; do
+	case $s in
+	fetch) fetch ;;
+	build) build_peer ;;
+	models) make_models ;;
+	run) run ;;
+	all) build_peer && make_models && run ;;
+	*) say "usage: peer.sh [fetch|build|models|run|all]..."; exit 2 ;;
+	esac
+done
