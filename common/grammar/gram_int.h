@@ -108,7 +108,8 @@ struct gram_stacks {
  * rest. ann is 0 but in a walk counting a chain's copies (gram_stacks.chain):
  * then the copies of x the stack's parse started past the one it began in,
  * and GRAM_ANN_OUT once the parse left the chain. Tops differing only in
- * ann are different tops.
+ * the count are one top with the smaller count (their futures are the same);
+ * in and out of the chain they are two.
  */
 struct gram_top {
 	uint32_t pos, parent, ann;
@@ -163,7 +164,10 @@ orch_err gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, 
 /* gram_node - the node (@pos, @parent), made unless it exists; GRAM_NONE when out of memory. */
 uint32_t gram_node(struct gram_stacks *s, uint32_t pos, uint32_t parent);
 
-/* gram_add_top - the stack (@pos, @parent, @ann) added to @out unless there; as gram_expand. */
+/*
+ * gram_add_top - the stack (@pos, @parent, @ann) added to @out unless there
+ * (then its count lowered to @ann's if that is fewer); as gram_expand.
+ */
 orch_err gram_add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos,
                       uint32_t parent, uint32_t ann);
 

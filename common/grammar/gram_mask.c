@@ -215,14 +215,15 @@ gram_masks_new(const struct gram *g, const struct gram_vocab *v, size_t cache_by
 	c->g = g;
 	c->v = v;
 	c->words = (v->n_tok + 31) / 32;
+	if (g->n_chains > 0) { /* the shared needs take up to a quarter of the cache */
+		size_t fit = cache_bytes / 4 / ((size_t)c->words * 32 + 1);
+		c->n_shared = fit > SHARED_MAX ? SHARED_MAX : (uint32_t)fit;
+		cache_bytes -= (size_t)c->n_shared * c->words * 32;
+	}
 	c->max_cached = (uint32_t)(cache_bytes / ((size_t)c->words * 4 + 256));
 	c->key_budget = cache_bytes;
 	while (tab < 2 * (uint64_t)c->max_cached)
 		tab *= 2;
-	if (g->n_chains > 0) {
-		size_t fit = cache_bytes / 4 / ((size_t)c->words * 32 + 1);
-		c->n_shared = fit > SHARED_MAX ? SHARED_MAX : (uint32_t)fit;
-	}
 	c->tab_mask = tab - 1;
 	c->out = orch_calloc(c->words ? c->words : 1, sizeof(*c->out));
 	c->st = orch_calloc((size_t)v->max_depth + 1, sizeof(*c->st));
@@ -529,6 +530,10 @@ from_shared(struct gram_masks *c, struct gram_match *m, bool *done)
 	    (rv = make_key(&c->ckey, s, &c->canon, chain, &h)) == ORCH_OK)
 		e = shared_get(c, s, chain, h, &rv);
 	s->n = n0;
+	if (rv == ORCH_ERANGE) { /* too many stacks with the count out: this grammar walks */
+		c->n_shared = 0;
+		return ORCH_OK;
+	}
 	if (e == NULL || (left >= NEED_CAP && e->max_need > left))
 		return rv;
 	needs_within(e->need, c->words, left < NEED_CAP ? (uint8_t)left : NEED_CAP, c->out);

@@ -173,16 +173,25 @@ ix_cover(const struct gram_stacks *s, struct gram_state *st)
 	return ORCH_OK;
 }
 
-/* Whether @out has the stack (@pos, @parent) with @ann already. */
+/* Whether tops @t and (@pos, @parent, @ann) are the same stack, in or out of a counted chain. */
+static bool
+same_top(const struct gram_stacks *s, const struct gram_top *t, uint32_t pos, uint32_t parent,
+         uint32_t ann)
+{
+	return t->pos == pos && (t->ann & GRAM_ANN_OUT) == (ann & GRAM_ANN_OUT) &&
+	       same_stack(s, t->parent, parent);
+}
+
+/* The top of @out that is the stack (@pos, @parent) as same_top says, into *@ret (NULL: none). */
 static orch_err
 has_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent,
-        uint32_t ann, bool *ret)
+        uint32_t ann, struct gram_top **ret)
 {
-	*ret = false;
+	*ret = NULL;
 	if (out->n < GRAM_INDEX_FROM) {
 		for (uint32_t i = 0; i < out->n && !*ret; i++)
-			*ret = out->tops[i].pos == pos && out->tops[i].ann == ann &&
-			       same_stack(s, out->tops[i].parent, parent);
+			if (same_top(s, &out->tops[i], pos, parent, ann))
+				*ret = &out->tops[i];
 		return ORCH_OK;
 	}
 	orch_err rv = ix_cover(s, out);
@@ -190,9 +199,9 @@ has_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint3
 		return rv;
 	for (uint32_t k = top_hash(s, pos, parent) & out->ix_mask; out->ix_gen[k] == out->gen;
 	     k = (k + 1) & out->ix_mask) {
-		const struct gram_top *t = &out->tops[out->ix[k]];
-		if (t->pos == pos && t->ann == ann && same_stack(s, t->parent, parent)) {
-			*ret = true;
+		struct gram_top *t = &out->tops[out->ix[k]];
+		if (same_top(s, t, pos, parent, ann)) {
+			*ret = t;
 			break;
 		}
 	}
@@ -203,11 +212,16 @@ orch_err
 gram_add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, uint32_t parent,
              uint32_t ann)
 {
-	bool dup;
+	struct gram_top *dup;
 	orch_err rv = has_top(s, out, pos, parent, ann, &dup);
 
-	if (rv != ORCH_OK || dup)
+	if (rv != ORCH_OK)
 		return rv;
+	if (dup != NULL) { /* the same future: the fewer copies counted is the one to keep */
+		if (ann < dup->ann)
+			dup->ann = ann;
+		return ORCH_OK;
+	}
 	if (out->n == GRAM_STACKS_MAX)
 		return ORCH_ERANGE;
 	if (!gram_grow((void **)&out->tops, &out->cap, out->n, sizeof(*out->tops), 8))
@@ -305,9 +319,11 @@ gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t 
 		uint32_t p = s->work[s->n_work][0], up = s->work[s->n_work][1];
 		uint32_t a = s->work[s->n_work][2];
 		uint64_t key = (uint64_t)p << 32 | up;
-		uint32_t k = (uint32_t)(mix(key ^ a) & 1023);
-		if (s->seen_gen[k] == s->gen && s->seen_key[k] == key && s->seen_ann[k] == a)
-			continue; /* expanded already in this expansion: the same stacks again */
+		uint32_t k = (uint32_t)(mix(key ^ (a & GRAM_ANN_OUT)) & 1023);
+		if (s->seen_gen[k] == s->gen && s->seen_key[k] == key &&
+		    (s->seen_ann[k] & GRAM_ANN_OUT) == (a & GRAM_ANN_OUT) && s->seen_ann[k] <= a)
+			continue; /* expanded already in this expansion, with as few copies counted
+			           */
 		s->seen_gen[k] = s->gen;
 		s->seen_key[k] = key;
 		s->seen_ann[k] = a;

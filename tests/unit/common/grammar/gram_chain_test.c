@@ -6,6 +6,10 @@
  * not be shared (an x matching nothing, an x reaching its own repetition,
  * an x read two ways).
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "base/rng.h"
 #include "gram_brute.h"
 #include "grammar/gram_mask.h"
@@ -206,6 +210,58 @@ test_ambiguous(void)
 	T_TRUE(st.misses > st.derived);
 }
 
+/*
+ * Parses that leave a repetition after different counts meet on one stack:
+ * kept as one (the fewer copies), or a grammar the plain walk handles would
+ * pass GRAM_STACKS_MAX with the count taken out (found by review: 2,000
+ * alternatives after [a]{0,50} [a]* and a token of 24 a's).
+ */
+static void
+test_many_counts(void)
+{
+	static uint8_t toks[3][24];
+	static const uint32_t lens[3] = {1, 1, 24};
+	const uint8_t *ptr[3] = {toks[0], toks[1], toks[2]};
+	size_t k = 0, cap = 64 + 2000 * 12;
+	char *text = malloc(cap);
+	struct gram *g;
+	struct gram_err e;
+	struct gram_vocab *v;
+	struct gram_masks *shared, *plain;
+	struct gram_match *m;
+
+	T_TRUE(text != NULL);
+	k += (size_t)snprintf(text, cap, "root ::= [a]{0,50} [a]* s\ns ::= ");
+	for (int i = 0; i < 2000; i++)
+		k += (size_t)snprintf(text + k, cap - k, "%s\"a%04d\"", i ? " | " : "", i);
+	toks[0][0] = 'a';
+	toks[1][0] = '0';
+	memset(toks[2], 'a', 24);
+	T_OK(gram_compile(text, k, NULL, &g, &e));
+	T_OK(gram_vocab_new(ptr, lens, 3, &v));
+	T_OK(gram_masks_new(g, v, 1 << 20, &shared));
+	T_OK(gram_masks_new(g, v, 1 << 20, &plain));
+	gram_masks_share(plain, false);
+	T_OK(gram_match_new(g, &m));
+	for (int step = 0; step < 3; step++) {
+		const uint32_t *a, *b;
+		T_OK(gram_match_mask(m, plain, &b));
+		uint32_t want = b[0];
+		T_OK(gram_match_mask(m, shared, &a));
+		T_EQ(a[0], want);
+		T_TRUE(gram_match_feed(m, toks[step == 1 ? 2 : 0], lens[step == 1 ? 2 : 0], NULL));
+	}
+	struct gram_masks_stats st;
+	gram_masks_stats(shared, &st);
+	T_TRUE(st.derived == 3); /* shared each step, never given up for too many stacks */
+	gram_match_free(m);
+	gram_masks_free(shared);
+	gram_masks_free(plain);
+	gram_vocab_free(v);
+	gram_free(g);
+	free(text);
+}
+
 int
 main(void)
 {
@@ -218,5 +274,6 @@ main(void)
 	T_RUN(test_side_by_side);
 	T_RUN(test_not_shared);
 	T_RUN(test_ambiguous);
+	T_RUN(test_many_counts);
 	return t_done();
 }
