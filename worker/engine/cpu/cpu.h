@@ -98,8 +98,8 @@ float cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool si
 float cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n);
 
 /*
- * cpu_qdot_n - cpu_qdot of weight row @w with @nt (1..CPU_QDOT_N)
- * activation rows, @xq_row bytes apart (cpu_act_row_bytes, or any multiple
+ * cpu_qdot_n - cpu_qdot of weight row @w with @nt activation rows
+ * (CPU_QDOT_N at a time), @xq_row bytes apart (cpu_act_row_bytes, or any multiple
  * of an activation block), into @out[t]: each weight block is
  * decoded once for all of them, and each result is the bits cpu_qdot gives.
  */

@@ -234,6 +234,10 @@ cpu_qdot_n_isa(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, u
 	const uint8_t *x = xq;
 	uint64_t xs = xq_row / sizeof(struct cpu_q8b);
 
+	for (; nt > CPU_QDOT_N; nt -= CPU_QDOT_N, x += CPU_QDOT_N * xq_row, out += CPU_QDOT_N)
+		cpu_qdot_n_isa(isa, type, w, x, xq_row, n, CPU_QDOT_N, out);
+	if (nt == 0)
+		return;
 	if (isa == CPU_ISA_SCALAR)
 		for (uint32_t t = 0; t < nt; t++)
 			out[t] = cpu_qdot_scalar(type, w, x + t * xq_row, n);
