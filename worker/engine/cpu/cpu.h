@@ -97,16 +97,6 @@ void cpu_quant_act(uint32_t type, const float *x, void *xq, uint64_t n, bool sim
 float cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd);
 float cpu_qdot_scalar(uint32_t type, const void *w, const void *xq, uint64_t n);
 
-/*
- * cpu_qdot_n - cpu_qdot of weight row @w with @nt activation rows
- * (CPU_QDOT_N at a time), @xq_row bytes apart (cpu_act_row_bytes, or any multiple
- * of an activation block), into @out[t]: each weight block is
- * decoded once for all of them, and each result is the bits cpu_qdot gives.
- */
-#define CPU_QDOT_N 4
-void cpu_qdot_n(uint32_t type, const void *w, const void *xq, uint64_t xq_row, uint64_t n,
-                uint32_t nt, float *out, bool simd);
-
 /* The integer-dot kernels a CPU may run: each gives the bits the others give. */
 enum cpu_isa {
 	CPU_ISA_SCALAR, /* cpu_qdot_scalar */
@@ -114,12 +104,19 @@ enum cpu_isa {
 	CPU_ISA_VNNI,   /* AVX2 plus AVX-512 VNNI (and VL) for the Q8_0-style blocks */
 };
 
-/* cpu_isa_best - the fastest kernels this CPU runs. */
+/* cpu_isa_best - the fastest kernels this CPU runs (CPUID read once). */
 enum cpu_isa cpu_isa_best(void);
 
-/* cpu_qdot_n_isa - cpu_qdot_n on @isa's kernels (one this CPU runs: tests compare them). */
-void cpu_qdot_n_isa(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, uint64_t xq_row,
-                    uint64_t n, uint32_t nt, float *out);
+/*
+ * cpu_qdot_n - cpu_qdot of weight row @w with @nt activation rows
+ * (CPU_QDOT_N at a time), @xq_row bytes apart (cpu_act_row_bytes, or any
+ * multiple of an activation block), into @out[t], on @isa's kernels (one
+ * this CPU runs): each weight block is decoded once for all of them, and
+ * each result is the bits cpu_qdot gives, whatever @isa.
+ */
+#define CPU_QDOT_N 4
+void cpu_qdot_n(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, uint64_t xq_row,
+                uint64_t n, uint32_t nt, float *out);
 
 /*
  * The SIMD kernels of cpu_qdot_n for the Q8_0-style weight types, @xs

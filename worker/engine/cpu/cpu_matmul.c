@@ -80,6 +80,7 @@ struct mm_job {
 	bool simd;
 	const uint8_t *xq; /* x quantized for integer dots (cpu_quant_act), or NULL */
 	uint64_t xq_row;   /* bytes per quantized x row */
+	enum cpu_isa isa;  /* the integer dots' kernels, chosen once per product */
 };
 
 /* Weight bytes a block of rows takes in prefill: with a token group's activations, in L1. */
@@ -104,8 +105,8 @@ mm_rows_q(const struct mm_job *j, uint64_t begin, uint64_t end)
 			uint32_t nt = j->T - t < CPU_QDOT_N ? j->T - t : CPU_QDOT_N;
 			for (uint64_t r = r0; r < r1; r++) {
 				float out[CPU_QDOT_N], b = 0.0f;
-				cpu_qdot_n(j->w->type, w + r * j->row_bytes, j->xq + t * j->xq_row,
-				           j->xq_row, ne0, nt, out, j->simd);
+				cpu_qdot_n(j->isa, j->w->type, w + r * j->row_bytes,
+				           j->xq + t * j->xq_row, j->xq_row, ne0, nt, out);
 				if (j->bias != NULL)
 					memcpy(&b, (const float *)j->bias->data + j->row0 + r,
 					       sizeof(b));
@@ -147,8 +148,17 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, u
            uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
            const struct gguf_tensor *bias, float *scratch, uint8_t *xq)
 {
-	struct mm_job j = {
-	        w, bias, row0, 0, x, T, y, scratch, y_stride, dot, dot != cpu_dot_scalar, NULL, 0};
+	struct mm_job j = {.w = w,
+	                   .bias = bias,
+	                   .row0 = row0,
+	                   .x = x,
+	                   .T = T,
+	                   .y = y,
+	                   .scratch = scratch,
+	                   .y_stride = y_stride,
+	                   .dot = dot,
+	                   .simd = dot != cpu_dot_scalar,
+	                   .isa = CPU_ISA_SCALAR};
 
 	ggml_row_bytes(w->type, w->ne[0], &j.row_bytes);
 	if (cpu_qdot_supported(w->type)) {
@@ -157,6 +167,7 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, u
 			cpu_quant_act(w->type, x + (uint64_t)t * w->ne[0], xq + t * j.xq_row,
 			              w->ne[0], j.simd);
 		j.xq = xq;
+		j.isa = j.simd ? cpu_isa_best() : CPU_ISA_SCALAR;
 	}
 	cpu_pool_for(pool, rows, w->ne[0] * (T ? T : 1), mm_rows, &j);
 }

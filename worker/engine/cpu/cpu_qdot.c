@@ -200,7 +200,7 @@ cpu_qdot(uint32_t type, const void *w, const void *xq, uint64_t n, bool simd)
 {
 	float out;
 
-	cpu_qdot_n(type, w, xq, 0, n, 1, &out, simd);
+	cpu_qdot_n(simd ? cpu_isa_best() : CPU_ISA_SCALAR, type, w, xq, 0, n, 1, &out);
 	return out;
 }
 
@@ -221,21 +221,14 @@ cpu_isa_best(void)
 }
 
 void
-cpu_qdot_n(uint32_t type, const void *w, const void *xq, uint64_t xq_row, uint64_t n, uint32_t nt,
-           float *out, bool simd)
-{
-	cpu_qdot_n_isa(simd ? cpu_isa_best() : CPU_ISA_SCALAR, type, w, xq, xq_row, n, nt, out);
-}
-
-void
-cpu_qdot_n_isa(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, uint64_t xq_row,
-               uint64_t n, uint32_t nt, float *out)
+cpu_qdot_n(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, uint64_t xq_row,
+           uint64_t n, uint32_t nt, float *out)
 {
 	const uint8_t *x = xq;
 	uint64_t xs = xq_row / sizeof(struct cpu_q8b);
 
 	for (; nt > CPU_QDOT_N; nt -= CPU_QDOT_N, x += CPU_QDOT_N * xq_row, out += CPU_QDOT_N)
-		cpu_qdot_n_isa(isa, type, w, x, xq_row, n, CPU_QDOT_N, out);
+		cpu_qdot_n(isa, type, w, x, xq_row, n, CPU_QDOT_N, out);
 	if (nt == 0)
 		return;
 	if (isa == CPU_ISA_SCALAR)

@@ -223,7 +223,7 @@ test_qdot_groups(void)
 			for (uint32_t nt = 1; nt <= CPU_QDOT_N; nt++) {
 				enum cpu_isa isa = (enum cpu_isa)i;
 				float out[CPU_QDOT_N], one;
-				cpu_qdot_n_isa(isa, types[k], wq, xq, row, n, nt, out);
+				cpu_qdot_n(isa, types[k], wq, xq, row, n, nt, out);
 				for (uint32_t t = 0; t < nt;
 				     t++) { /* AVX2 and VNNI: the same bits */
 					one = cpu_qdot(types[k], wq, xq + t * row, n,
