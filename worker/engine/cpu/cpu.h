@@ -44,15 +44,18 @@ void cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn,
  * rows [@row0, @row0 + @rows). @scratch holds threads × ne0 floats; for
  * the types of cpu_qdot_supported x is first quantized into @xq (T rows of
  * cpu_act_row_bytes, at most ne0/32 × 40 bytes) and the products are
- * integer dots (cpu_qdot).
+ * integer dots (cpu_qdot); with @pack (w's packed copy, or NULL) and
+ * whole groups of rows, they are cpu_pack_mm's.
  * Each (row, token) dot product is computed the same way whatever T is.
  */
 /* A dot product of n floats: the AVX2/FMA kernel or its scalar twin. */
 typedef float (*cpu_dot_fn)(const float *a, const float *b, uint64_t n);
 
-void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
-                uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
-                const struct gguf_tensor *bias, float *scratch, uint8_t *xq);
+struct cpu_pack;
+void cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w,
+                const struct cpu_pack *pack, uint64_t row0, uint64_t rows, const float *x,
+                uint32_t T, float *y, uint64_t y_stride, const struct gguf_tensor *bias,
+                float *scratch, uint8_t *xq);
 
 /*
  * cpu_dequant_row - @n values of type @type at @src into @y: the AVX2 kernel
@@ -153,6 +156,61 @@ float cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t
 void cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t xs, uint64_t n,
                   uint32_t nt, float *out);
 float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
+
+/*
+ * ---- packed weights (cpu_pack.c): Q8_0 / Q4_0 / Q5_0 rows in groups of eight ----
+ *
+ * Packed, a tensor's rows 8g..8g+7 are group g, of the same bytes as the
+ * eight rows: first nb = ne0/32 times eight F16 scales (row r's of block b
+ * at 8b + r), then the nb blocks of codes (cpu_pack_code_bytes each), so a
+ * group is one stream read forward. A block's codes
+ * are 32-byte vectors whose four-byte lane r is row r's:
+ *   Q8_0: vector j (0..7) holds elements 4j..4j+3, each code + 128 (unsigned);
+ *   Q4_0: vector p (0..3) holds the bytes qs[4p..4p+3]: low nibbles elements
+ *         4p..4p+3, high nibbles 16+4p..16+4p+3 (codes 0..15, offset 8);
+ *   Q5_0: as Q4_0, then one vector whose byte i of lane r has bit p = the
+ *         fifth bit of element 4p+i and bit 4+p that of 16+4p+i (offset 16).
+ * So one vector of codes meets one broadcast four bytes of a token's Q8_0
+ * activations in one vpdpbusd (or vpmaddubsw) for eight rows at once, and a
+ * block's sum is an exact int32 per (row, token): Σ_b fma(isum_b, dw·dx, acc),
+ * the same bits on every kernel and for any number of tokens.
+ */
+#define CPU_PACK_ROWS 8
+
+/* cpu_pack_supported - whether weights of @type pack. */
+bool cpu_pack_supported(uint32_t type);
+
+/* cpu_pack_code_bytes - the bytes of one packed block's codes (256, 128, 160). */
+uint64_t cpu_pack_code_bytes(uint32_t type);
+
+/* cpu_pack_group - rows @src (eight, @row_bytes apart, @nb blocks each) into group @dst. */
+void cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb,
+                    uint8_t *dst);
+
+/*
+ * cpu_pack_mm - the eight rows of group @g (@nb blocks) times @nt activation
+ * rows @xq (struct cpu_q8b, @xs blocks apart): y[t·ys + r] = the dot of row
+ * r and token t (+ bias[r] when @bias), on @isa's kernel (one this CPU runs).
+ */
+void cpu_pack_mm(enum cpu_isa isa, uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
+                 uint64_t xs, uint32_t nt, float *y, uint64_t ys, const float *bias);
+void cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                        uint32_t nt, float *y, uint64_t ys, const float *bias);
+/* cpu_pack_mm's SIMD kernels: cpu_pack_mm.c built for AVX2 and for AVX-512 VNNI. */
+void cpu_pack_mm_avx2(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                      uint32_t nt, float *y, uint64_t ys, const float *bias);
+void cpu_pack_mm_vnni(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                      uint32_t nt, float *y, uint64_t ys, const float *bias);
+
+/* A tensor's packed copy; its rows are used from here, not from the file. */
+struct cpu_pack {
+	const struct gguf_tensor *t;
+	uint8_t *data; /* the groups, 8 · row bytes each */
+};
+
+/* cpu_pack_find - @t's packed copy in @packs (@n, sorted by tensor), or NULL. */
+const struct cpu_pack *cpu_pack_find(const struct cpu_pack *packs, uint32_t n,
+                                     const struct gguf_tensor *t);
 
 /* ---- attention ---- */
 

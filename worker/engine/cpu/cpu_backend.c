@@ -213,6 +213,8 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 	if (progress)
 		progress(ctx, 0, tc.total);
 	model_for_each_tensor(m, touch_tensor, &tc);
+	if ((rv = cpu_pack_model(b, reterr)) != ORCH_OK)
+		goto fail;
 	if (progress)
 		progress(ctx, tc.total, tc.total);
 	*ret = b;
@@ -262,6 +264,7 @@ cpu_free(struct be_model *b)
 	if (b == NULL)
 		return;
 	cpu_pool_free(b->pool);
+	cpu_pack_free(b);
 	void *bufs[] = {b->k_cache, b->v_cache, b->kv_cells, b->kv_base, b->f16,
 	                b->x,       b->xn,      b->tmp,      b->qkv,     b->att,
 	                b->gate,    b->up,      b->last,     b->logits,  b->mm_scratch,

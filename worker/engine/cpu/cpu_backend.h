@@ -42,6 +42,11 @@ struct be_model {
 	float *scores; /* [threads][n_ctx] */
 	uint32_t *tok_seq, *tok_pos; /* [B] */
 	uint64_t weight_bytes, bytes_needed, bytes_used;
+	/* weights packed for the products (cpu_pack.c), sorted by tensor */
+	struct cpu_pack *packs;
+	uint32_t n_packs;
+	void *pack_region; /* one anonymous mapping of pack_bytes holds them all */
+	uint64_t pack_bytes;
 };
 
 /*
@@ -65,3 +70,11 @@ cpu_layer_table(const struct be_model *b, uint32_t il, const struct be_seq *q)
 /* cpu_forward - the backend's forward op (cpu_forward.c). */
 orch_err cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n,
                      const float **ret_logits, struct orch_errinfo *reterr);
+
+/*
+ * cpu_pack_model - pack @b's packable weights (cpu_pack.c) into one anonymous
+ * mapping, eight rows at a time on the pool, and give the file's pages of
+ * each back; cpu_pack_free undoes it.
+ */
+orch_err cpu_pack_model(struct be_model *b, struct orch_errinfo *reterr);
+void cpu_pack_free(struct be_model *b);

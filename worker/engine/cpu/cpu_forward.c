@@ -133,6 +133,15 @@ attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	}
 }
 
+/* cpu_matmul with @b's pool, scratch and @w's packed copy, if it has one. */
+static void
+mm(struct be_model *b, const struct gguf_tensor *w, uint64_t row0, uint64_t rows, const float *x,
+   uint32_t T, float *y, uint64_t y_stride, const struct gguf_tensor *bias)
+{
+	cpu_matmul(b->pool, b->dot, w, cpu_pack_find(b->packs, b->n_packs, w), row0, rows, x, T, y,
+	           y_stride, bias, b->mm_scratch, b->xq);
+}
+
 static void
 attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint32_t il)
 {
@@ -146,15 +155,12 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->attn_norm->data, hp->n_embd,
 		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
 	if (L->wqkv != NULL) {
-		cpu_matmul(b->pool, b->dot, L->wqkv, 0, b->qkv_dim, b->xn, T, b->qkv, b->qkv_dim,
-		           NULL, b->mm_scratch, b->xq);
+		mm(b, L->wqkv, 0, b->qkv_dim, b->xn, T, b->qkv, b->qkv_dim, NULL);
 	} else {
-		cpu_matmul(b->pool, b->dot, L->wq, 0, b->q_dim, b->xn, T, b->qkv, b->qkv_dim, L->bq,
-		           b->mm_scratch, b->xq);
-		cpu_matmul(b->pool, b->dot, L->wk, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim,
-		           b->qkv_dim, L->bk, b->mm_scratch, b->xq);
-		cpu_matmul(b->pool, b->dot, L->wv, 0, b->kv_dim, b->xn, T,
-		           b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv, b->mm_scratch, b->xq);
+		mm(b, L->wq, 0, b->q_dim, b->xn, T, b->qkv, b->qkv_dim, L->bq);
+		mm(b, L->wk, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim, b->qkv_dim, L->bk);
+		mm(b, L->wv, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim + b->kv_dim, b->qkv_dim,
+		   L->bv);
 	}
 	for (uint32_t t = 0; t < T; t++) {
 		float *q = b->qkv + (uint64_t)t * b->qkv_dim;
@@ -172,8 +178,7 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 	}
 	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head,
 	             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
-	cpu_matmul(b->pool, b->dot, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, L->bo,
-	           b->mm_scratch, b->xq);
+	mm(b, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, L->bo);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];
 }
@@ -188,19 +193,14 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->ffn_norm->data, hp->n_embd,
 		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
 	if (L->w_gate_up != NULL) { /* fused: gate rows first, then up */
-		cpu_matmul(b->pool, b->dot, L->w_gate_up, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
-		           NULL, b->mm_scratch, b->xq);
-		cpu_matmul(b->pool, b->dot, L->w_gate_up, hp->n_ff, hp->n_ff, b->xn, T, b->up,
-		           hp->n_ff, NULL, b->mm_scratch, b->xq);
+		mm(b, L->w_gate_up, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff, NULL);
+		mm(b, L->w_gate_up, hp->n_ff, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL);
 	} else {
-		cpu_matmul(b->pool, b->dot, L->w_gate, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff,
-		           NULL, b->mm_scratch, b->xq);
-		cpu_matmul(b->pool, b->dot, L->w_up, 0, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL,
-		           b->mm_scratch, b->xq);
+		mm(b, L->w_gate, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff, NULL);
+		mm(b, L->w_up, 0, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL);
 	}
 	cpu_swiglu(b->gate, b->up, T * hp->n_ff);
-	cpu_matmul(b->pool, b->dot, L->w_down, 0, hp->n_embd, b->gate, T, b->tmp, hp->n_embd, NULL,
-	           b->mm_scratch, b->xq);
+	mm(b, L->w_down, 0, hp->n_embd, b->gate, T, b->tmp, hp->n_embd, NULL);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];
 }
@@ -259,8 +259,7 @@ moe_block(struct be_model *b, uint32_t T, uint32_t il)
 	for (uint32_t t = 0; t < T; t++)
 		cpu_rmsnorm(b->x + (uint64_t)t * E, L->ffn_norm->data, E, hp->rms_eps,
 		            b->xn + (uint64_t)t * E);
-	cpu_matmul(b->pool, b->dot, L->router, 0, hp->n_expert, b->xn, T, b->router, hp->n_expert,
-	           L->router_b, b->mm_scratch, b->xq);
+	mm(b, L->router, 0, hp->n_expert, b->xn, T, b->router, hp->n_expert, L->router_b);
 	route_tokens(b, T);
 	for (uint32_t e = 0; e < hp->n_expert; e++) {
 		uint32_t n = 0;
@@ -272,13 +271,10 @@ moe_block(struct be_model *b, uint32_t T, uint32_t il)
 		for (uint32_t i = 0; i < n; i++)
 			memcpy(b->moe_x + (uint64_t)i * E, b->xn + (uint64_t)(b->route[i] / K) * E,
 			       E * sizeof(float));
-		cpu_matmul(b->pool, b->dot, L->gate_exps, (uint64_t)e * F, F, b->moe_x, n, b->gate,
-		           F, L->gate_exps_b, b->mm_scratch, b->xq);
-		cpu_matmul(b->pool, b->dot, L->up_exps, (uint64_t)e * F, F, b->moe_x, n, b->up, F,
-		           L->up_exps_b, b->mm_scratch, b->xq);
+		mm(b, L->gate_exps, (uint64_t)e * F, F, b->moe_x, n, b->gate, F, L->gate_exps_b);
+		mm(b, L->up_exps, (uint64_t)e * F, F, b->moe_x, n, b->up, F, L->up_exps_b);
 		cpu_swiglu_oai(b->gate, b->up, n * F, OAI_ALPHA, OAI_LIMIT);
-		cpu_matmul(b->pool, b->dot, L->down_exps, (uint64_t)e * E, E, b->gate, n, b->tmp, E,
-		           L->down_exps_b, b->mm_scratch, b->xq);
+		mm(b, L->down_exps, (uint64_t)e * E, E, b->gate, n, b->tmp, E, L->down_exps_b);
 		for (uint32_t i = 0; i < n;
 		     i++) { /* (down + bias) · weight, into its (t, k) place */
 			float w = b->sel_w[b->route[i]],
@@ -340,8 +336,7 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 			            hp->n_embd, hp->rms_eps,
 			            b->last + (uint64_t)n_out++ * hp->n_embd);
 	}
-	cpu_matmul(b->pool, b->dot, m->output, 0, hp->n_vocab, b->last, n_out, b->logits,
-	           hp->n_vocab, NULL, b->mm_scratch, b->xq);
+	mm(b, m->output, 0, hp->n_vocab, b->last, n_out, b->logits, hp->n_vocab, NULL);
 	*ret_logits = b->logits;
 	return ORCH_OK;
 }

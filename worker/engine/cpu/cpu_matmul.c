@@ -81,6 +81,7 @@ struct mm_job {
 	const uint8_t *xq; /* x quantized for integer dots (cpu_quant_act), or NULL */
 	uint64_t xq_row;   /* bytes per quantized x row */
 	enum cpu_isa isa;  /* the integer dots' kernels, chosen once per product */
+	const uint8_t *pk; /* the packed groups of rows [row0, row0 + rows), or NULL */
 };
 
 /* Weight bytes a block of rows takes in prefill: with a token group's activations, in L1. */
@@ -117,6 +118,40 @@ mm_rows_q(const struct mm_job *j, uint64_t begin, uint64_t end)
 	}
 }
 
+/* Packed groups' weight bytes per block of groups: read from L2 once per token tile. */
+#define MM_PACK_BLOCK_BYTES (64u << 10)
+
+/* Tokens per call of the packed kernel. */
+#define MM_PACK_TOKENS 8
+
+/*
+ * Groups [@begin, @end) of packed rows: blocks of groups that fit in L2
+ * each meet every tile of tokens; within a block, a tile's activations
+ * stay in L1 from one group to the next.
+ */
+static void
+mm_groups(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
+{
+	const struct mm_job *j = ctx;
+	uint64_t gbytes = CPU_PACK_ROWS * j->row_bytes, nb = j->w->ne[0] / 32;
+	uint64_t gb = MM_PACK_BLOCK_BYTES / gbytes, xs = j->xq_row / sizeof(struct cpu_q8b);
+	const float *bias = j->bias != NULL ? (const float *)j->bias->data + j->row0 : NULL;
+
+	(void)thread;
+	gb = gb ? gb : 1;
+	for (uint64_t g0 = begin; g0 < end; g0 += gb) {
+		uint64_t g1 = end - g0 < gb ? end : g0 + gb;
+		for (uint32_t t = 0; t < j->T; t += MM_PACK_TOKENS) {
+			uint32_t nt = j->T - t < MM_PACK_TOKENS ? j->T - t : MM_PACK_TOKENS;
+			for (uint64_t g = g0; g < g1; g++)
+				cpu_pack_mm(j->isa, j->w->type, j->pk + g * gbytes, nb,
+				            j->xq + t * j->xq_row, xs, nt,
+				            j->y + t * j->y_stride + g * CPU_PACK_ROWS, j->y_stride,
+				            bias != NULL ? bias + g * CPU_PACK_ROWS : NULL);
+		}
+	}
+}
+
 static void
 mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 {
@@ -144,9 +179,9 @@ mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 }
 
 void
-cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, uint64_t row0,
-           uint64_t rows, const float *x, uint32_t T, float *y, uint64_t y_stride,
-           const struct gguf_tensor *bias, float *scratch, uint8_t *xq)
+cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w,
+           const struct cpu_pack *pack, uint64_t row0, uint64_t rows, const float *x, uint32_t T,
+           float *y, uint64_t y_stride, const struct gguf_tensor *bias, float *scratch, uint8_t *xq)
 {
 	struct mm_job j = {.w = w,
 	                   .bias = bias,
@@ -168,6 +203,12 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w, u
 			              w->ne[0], j.simd);
 		j.xq = xq;
 		j.isa = j.simd ? cpu_isa_best() : CPU_ISA_SCALAR;
+	}
+	if (pack != NULL && row0 % CPU_PACK_ROWS == 0 && rows % CPU_PACK_ROWS == 0) {
+		j.pk = pack->data + row0 * j.row_bytes;
+		cpu_pool_for(pool, rows / CPU_PACK_ROWS, CPU_PACK_ROWS * w->ne[0] * (T ? T : 1),
+		             mm_groups, &j);
+		return;
 	}
 	cpu_pool_for(pool, rows, w->ne[0] * (T ? T : 1), mm_rows, &j);
 }

@@ -1,0 +1,165 @@
+/*
+ * cpu_pack_test.c - packed weights (engine/cpu/cpu_pack.c): every kernel
+ * this CPU runs, and the scalar twin, give for each (row, token) the bits
+ * of a reference computed from the file's own blocks, Σ_b fma(isum_b,
+ * dw·dx, acc) with isum_b the exact integer dot, whatever the number of
+ * tokens; and that reference is the float dot within the quantization's
+ * error.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/rng.h"
+#include "engine/cpu/cpu.h"
+#include "gguf/fp16.h"
+#include "gguf/ggml_type.h"
+#include "gguf/quant.h"
+#include "t.h"
+
+#define K   256 /* elements per row: eight blocks */
+#define NB  (K / 32)
+#define TOK 19 /* tokens: two tiles of eight and a remainder */
+
+/* Row @w's block @b's code of element @e as a signed value (code − offset). */
+static int32_t
+file_code(uint32_t type, const uint8_t *w, uint64_t b, uint32_t e)
+{
+	if (type == GGML_TYPE_Q8_0)
+		return (int8_t)w[34 * b + 2 + e];
+	const uint8_t *blk = w + b * (type == GGML_TYPE_Q4_0 ? 18 : 22);
+	const uint8_t *qs = blk + (type == GGML_TYPE_Q4_0 ? 2 : 6);
+	int32_t v = (qs[e % 16] >> (4 * (e / 16))) & 15;
+	if (type == GGML_TYPE_Q4_0)
+		return v - 8;
+	uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 |
+	              (uint32_t)blk[5] << 24;
+	return (v | (int32_t)((qh >> e) & 1) << 4) - 16;
+}
+
+/* The reference from the file's blocks: exact integer sums, one fma per block. */
+static float
+reference(uint32_t type, const uint8_t *w, const struct cpu_q8b *x)
+{
+	uint64_t bb = type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_0 ? 18 : 22;
+	float acc = 0.0f;
+
+	for (uint64_t b = 0; b < NB; b++) {
+		int32_t s = 0;
+		for (uint32_t e = 0; e < 32; e++)
+			s += file_code(type, w, b, e) * x[b].q[e];
+		float dw = fp16_to_f32((uint16_t)(w[bb * b] | w[bb * b + 1] << 8));
+		acc = fmaf((float)s, dw * x[b].d, acc);
+	}
+	return acc;
+}
+
+static void
+check_type(uint32_t type, struct rng *r)
+{
+	static float wf[CPU_PACK_ROWS][K], xf[TOK][K], y[TOK][CPU_PACK_ROWS];
+	static uint8_t rows[CPU_PACK_ROWS * NB * 34], g[CPU_PACK_ROWS * NB * 34];
+	static struct cpu_q8b xq[TOK][NB];
+	uint64_t rb = (type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_0 ? 18 : 22) * NB;
+	float bias[CPU_PACK_ROWS];
+	enum cpu_isa best = cpu_isa_best();
+
+	for (int rep = 0; rep < 30; rep++) {
+		for (int i = 0; i < CPU_PACK_ROWS; i++) {
+			bias[i] = rng_normalish(r);
+			for (int k = 0; k < K; k++)
+				wf[i][k] = rng_normalish(r) * (rep % 2 ? 0.01f : 3.0f);
+			T_OK(quant_row(type, wf[i], rows + (uint64_t)i * rb, K));
+		}
+		for (int i = 0; i < 64; i++) /* arbitrary codes too: Q8_0's -128, every high bit */
+			rows[rng_next(r) % (CPU_PACK_ROWS * rb)] ^= (uint8_t)rng_next(r);
+		for (int i = 0; i < CPU_PACK_ROWS; i++) /* scales kept finite */
+			for (uint64_t b = 0; b < NB; b++)
+				rows[(uint64_t)i * rb + b * (rb / NB) + 1] &= 0x3f;
+		for (int t = 0; t < TOK; t++) {
+			for (int k = 0; k < K; k++)
+				xf[t][k] = rng_normalish(r) * (t % 3 ? 1.0f : 1e-3f);
+			cpu_quant_act(GGML_TYPE_Q8_0, xf[t], xq[t], K, false);
+		}
+		cpu_pack_group(type, rows, rb, NB, g);
+		for (enum cpu_isa isa = CPU_ISA_SCALAR; isa <= best; isa++)
+			for (uint32_t nt = 1; nt <= TOK; nt += (nt < 9 ? 1 : 5)) {
+				const float *bp = nt % 2 ? bias : NULL;
+				memset(y, 0xff, sizeof(y));
+				cpu_pack_mm(isa, type, g, NB, xq, NB, nt, &y[0][0], CPU_PACK_ROWS,
+				            bp);
+				for (uint32_t t = 0; t < nt; t++)
+					for (int i = 0; i < CPU_PACK_ROWS; i++) {
+						float want = reference(
+						        type, rows + (uint64_t)i * rb, xq[t]);
+						want = bp != NULL ? want + bp[i] : want;
+						if (memcmp(&y[t][i], &want, sizeof(want)) != 0)
+							T_FAIL_("%s isa %d nt %u: row %d token %u: "
+							        "%.9g, want %.9g",
+							        ggml_type_name(type), (int)isa, nt,
+							        i, t, (double)y[t][i],
+							        (double)want);
+						if (t_failed_checks)
+							return;
+					}
+			}
+	}
+}
+
+/* Every kernel gives the reference's bits, for any number of tokens. */
+static void
+test_pack_kernels(void)
+{
+	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0};
+	struct rng r;
+
+	if (cpu_isa_best() != CPU_ISA_VNNI)
+		printf("SKIP: no %s here; only the kernels below it are tested\n",
+		       cpu_isa_best() == CPU_ISA_AVX2 ? "AVX-512 VNNI" : "AVX2 or VNNI");
+	rng_seed(&r, 17);
+	for (size_t k = 0; k < sizeof(types) / sizeof(types[0]) && !t_failed_checks; k++) {
+		T_TRUE(cpu_pack_supported(types[k]));
+		check_type(types[k], &r);
+	}
+	T_TRUE(!cpu_pack_supported(GGML_TYPE_Q4_K));
+	T_TRUE(!cpu_pack_supported(GGML_TYPE_F32));
+}
+
+/* The reference is the float dot of the dequantized rows within the quantization's error. */
+static void
+test_pack_reference(void)
+{
+	static float w[K], x[K], dw[K];
+	static uint8_t row[NB * 34];
+	static struct cpu_q8b xq[NB];
+	struct rng r;
+
+	rng_seed(&r, 23);
+	for (int rep = 0; rep < 50; rep++) {
+		uint32_t type = rep % 3 == 0   ? GGML_TYPE_Q8_0
+		                : rep % 3 == 1 ? GGML_TYPE_Q4_0
+		                               : GGML_TYPE_Q5_0;
+		double ref = 0, mag = 0;
+		for (int k = 0; k < K; k++) {
+			w[k] = rng_normalish(&r);
+			x[k] = rng_normalish(&r);
+		}
+		T_OK(quant_row(type, w, row, K));
+		T_TRUE(cpu_dequant_row(type, row, dw, K, false));
+		cpu_quant_act(GGML_TYPE_Q8_0, x, xq, K, false);
+		for (int k = 0; k < K; k++) {
+			ref += (double)dw[k] * (double)x[k];
+			mag += fabs((double)dw[k] * (double)x[k]);
+		}
+		/* the activations' Q8_0 rounding: half a step of amax/127 per element */
+		T_NEAR((double)reference(type, row, xq), ref, mag * 0.02 + 1e-6);
+	}
+}
+
+int
+main(void)
+{
+	T_RUN(test_pack_kernels);
+	T_RUN(test_pack_reference);
+	return t_done();
+}

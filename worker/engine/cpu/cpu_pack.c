@@ -1,0 +1,267 @@
+/*
+ * cpu_pack.c - weights packed for the matrix products: Q8_0, Q4_0 and Q5_0
+ * rows regrouped eight at a time (cpu.h says the layout), so that one
+ * vector of codes serves eight rows and one broadcast activation word, and
+ * each block's sum stays an exact integer. The packed copy has the bytes
+ * of the rows it replaces; the file's pages of a packed tensor are given
+ * back to the kernel once copied. Here: the packer, the scalar twin of the
+ * kernels (cpu_pack_mm.c), the lookup, and the packing of a model at load.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "cpu_backend.h"
+#include "gguf/fp16.h"
+#include "gguf/ggml_type.h"
+#include "gguf/gguf.h"
+
+bool
+cpu_pack_supported(uint32_t type)
+{
+	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0;
+}
+
+uint64_t
+cpu_pack_code_bytes(uint32_t type)
+{
+	return type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q4_0 ? 128 : 160;
+}
+
+/* The bytes of one block of @type in a file row: 34, 18, 22. */
+static uint64_t
+block_bytes(uint32_t type)
+{
+	return type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_0 ? 18 : 22;
+}
+
+/* Row @r's block at @blk into the codes @c of its packed block. */
+static void
+pack_block(uint32_t type, const uint8_t *blk, uint32_t r, uint8_t *c)
+{
+	if (type == GGML_TYPE_Q8_0) {
+		for (uint32_t e = 0; e < 32; e++)
+			c[32 * (e / 4) + 4 * r + e % 4] = blk[2 + e] ^ 0x80;
+		return;
+	}
+	const uint8_t *qs = blk + (type == GGML_TYPE_Q5_0 ? 6 : 2);
+	for (uint32_t k = 0; k < 16; k++)
+		c[32 * (k / 4) + 4 * r + k % 4] = qs[k];
+	if (type != GGML_TYPE_Q5_0)
+		return;
+	uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 |
+	              (uint32_t)blk[5] << 24;
+	for (uint32_t i = 0; i < 4; i++) {
+		uint8_t v = 0;
+		for (uint32_t p = 0; p < 4; p++)
+			v |= (uint8_t)(((qh >> (4 * p + i)) & 1) << p |
+			               ((qh >> (16 + 4 * p + i)) & 1) << (4 + p));
+		c[128 + 4 * r + i] = v;
+	}
+}
+
+void
+cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb, uint8_t *dst)
+{
+	uint64_t cb = cpu_pack_code_bytes(type), bb = block_bytes(type);
+
+	for (uint64_t b = 0; b < nb; b++)
+		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
+			const uint8_t *blk = src + r * row_bytes + b * bb;
+			memcpy(dst + 16 * b + 2 * r, blk, 2);
+			pack_block(type, blk, r, dst + 16 * nb + b * cb);
+		}
+}
+
+/* Row @r's unsigned code of element @e in packed block @c. */
+static int32_t
+packed_code(uint32_t type, const uint8_t *c, uint32_t r, uint32_t e)
+{
+	if (type == GGML_TYPE_Q8_0)
+		return c[32 * (e / 4) + 4 * r + e % 4];
+	uint32_t k = e % 16, hi = e / 16;
+	int32_t v = (c[32 * (k / 4) + 4 * r + k % 4] >> (4 * hi)) & 15;
+	if (type == GGML_TYPE_Q5_0)
+		v |= ((c[128 + 4 * r + k % 4] >> (4 * hi + k / 4)) & 1) << 4;
+	return v;
+}
+
+void
+cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                   uint32_t nt, float *y, uint64_t ys, const float *bias)
+{
+	const struct cpu_q8b *x = xq;
+	uint64_t cb = cpu_pack_code_bytes(type);
+	int32_t off = type == GGML_TYPE_Q8_0 ? 128 : type == GGML_TYPE_Q4_0 ? 8 : 16;
+
+	for (uint32_t t = 0; t < nt; t++)
+		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
+			float acc = 0.0f;
+			for (uint64_t b = 0; b < nb; b++) {
+				const struct cpu_q8b *xb = x + t * xs + b;
+				uint16_t h;
+				int32_t s = 0;
+				for (uint32_t e = 0; e < 32; e++)
+					s += packed_code(type, g + 16 * nb + b * cb, r, e) *
+					     xb->q[e];
+				memcpy(&h, g + 16 * b + 2 * r, 2);
+				acc = fmaf((float)(s - off * xb->s), fp16_to_f32(h) * xb->d, acc);
+			}
+			y[t * ys + r] = bias != NULL ? acc + bias[r] : acc;
+		}
+}
+
+void
+cpu_pack_mm(enum cpu_isa isa, uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
+            uint64_t xs, uint32_t nt, float *y, uint64_t ys, const float *bias)
+{
+	switch (isa) {
+	case CPU_ISA_VNNI:
+		cpu_pack_mm_vnni(type, g, nb, xq, xs, nt, y, ys, bias);
+		break;
+	case CPU_ISA_AVX2:
+		cpu_pack_mm_avx2(type, g, nb, xq, xs, nt, y, ys, bias);
+		break;
+	default:
+		cpu_pack_mm_scalar(type, g, nb, xq, xs, nt, y, ys, bias);
+		break;
+	}
+}
+
+static int
+pack_cmp(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct cpu_pack *)a)->t,
+	          y = (uintptr_t)((const struct cpu_pack *)b)->t;
+
+	return x < y ? -1 : x > y;
+}
+
+const struct cpu_pack *
+cpu_pack_find(const struct cpu_pack *packs, uint32_t n, const struct gguf_tensor *t)
+{
+	struct cpu_pack key = {.t = t};
+
+	return n == 0 ? NULL : bsearch(&key, packs, n, sizeof(*packs), pack_cmp);
+}
+
+/* Whether @t of @m packs: a packable type, whole groups, not the embedding looked up by row. */
+static bool
+packable(const struct model *m, const struct gguf_tensor *t)
+{
+	uint64_t row_bytes;
+
+	if (!cpu_pack_supported(t->type) || t == m->tok_embd ||
+	    ggml_row_bytes(t->type, t->ne[0], &row_bytes) != ORCH_OK || row_bytes == 0)
+		return false;
+	return t->nbytes % (CPU_PACK_ROWS * row_bytes) == 0 && t->nbytes > 0;
+}
+
+struct pack_list {
+	const struct model *m;
+	struct cpu_pack *packs; /* NULL while counting */
+	uint32_t n;
+	uint64_t bytes; /* so far, each tensor's start rounded up to 64 */
+};
+
+static void
+list_tensor(const struct gguf_tensor *t, void *ctx)
+{
+	struct pack_list *pl = ctx;
+
+	if (!packable(pl->m, t))
+		return;
+	if (pl->packs != NULL)
+		pl->packs[pl->n] =
+		        (struct cpu_pack){.t = t, .data = (uint8_t *)(uintptr_t)pl->bytes};
+	pl->n++;
+	pl->bytes += (t->nbytes + 63) & ~(uint64_t)63;
+}
+
+struct pack_job {
+	const struct gguf_tensor *t;
+	uint8_t *dst;
+	uint64_t row_bytes;
+};
+
+static void
+pack_groups(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
+{
+	const struct pack_job *j = ctx;
+	uint64_t gb = CPU_PACK_ROWS * j->row_bytes;
+
+	(void)thread;
+	for (uint64_t g = begin; g < end; g++)
+		cpu_pack_group(j->t->type, (const uint8_t *)j->t->data + g * gb, j->row_bytes,
+		               j->t->ne[0] / 32, j->dst + g * gb);
+}
+
+/* Give the pages of @t's file bytes back: their packed copy is read instead. */
+static void
+drop_pages(const struct gguf_tensor *t)
+{
+#ifdef MADV_PAGEOUT
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)t->data;
+	uintptr_t lo = (a + page - 1) & ~(page - 1), hi = (a + t->nbytes) & ~(page - 1);
+
+	if (hi > lo) /* data-safe on any memory: clean file pages are dropped */
+		(void)madvise((void *)lo, hi - lo, MADV_PAGEOUT);
+#else
+	(void)t;
+#endif
+}
+
+orch_err
+cpu_pack_model(struct be_model *b, struct orch_errinfo *reterr)
+{
+	struct pack_list pl = {.m = b->m};
+	void *region;
+
+	model_for_each_tensor(b->m, list_tensor, &pl);
+	if (pl.n == 0)
+		return ORCH_OK;
+	if ((pl.packs = orch_calloc(pl.n, sizeof(*pl.packs))) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "cpu backend: out of memory");
+	region = mmap(NULL, pl.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (region == MAP_FAILED) {
+		orch_free(pl.packs);
+		return orch_errf(reterr, ORCH_ENOMEM,
+		                 "cpu backend: out of memory for %llu bytes of packed weights",
+		                 (unsigned long long)pl.bytes);
+	}
+#ifdef MADV_HUGEPAGE
+	(void)madvise(region, pl.bytes, MADV_HUGEPAGE);
+#endif
+	b->packs = pl.packs;
+	b->pack_region = region;
+	b->pack_bytes = pl.bytes;
+	pl.n = 0;
+	pl.bytes = 0;
+	model_for_each_tensor(b->m, list_tensor, &pl);
+	b->n_packs = pl.n;
+	for (uint32_t i = 0; i < pl.n; i++) {
+		struct cpu_pack *p = &pl.packs[i];
+		struct pack_job j = {.t = p->t, .dst = (uint8_t *)region + (uintptr_t)p->data};
+		ggml_row_bytes(p->t->type, p->t->ne[0], &j.row_bytes);
+		p->data = j.dst;
+		cpu_pool_for(b->pool, p->t->nbytes / (CPU_PACK_ROWS * j.row_bytes),
+		             CPU_PACK_ROWS * j.row_bytes, pack_groups, &j);
+		drop_pages(p->t);
+	}
+	qsort(pl.packs, pl.n, sizeof(*pl.packs), pack_cmp);
+	return ORCH_OK;
+}
+
+void
+cpu_pack_free(struct be_model *b)
+{
+	if (b->pack_region != NULL)
+		munmap(b->pack_region, b->pack_bytes);
+	orch_free(b->packs);
+	b->pack_region = NULL;
+	b->packs = NULL;
+	b->n_packs = 0;
+}
