@@ -148,15 +148,22 @@ cpu_pack_find(const struct cpu_pack *packs, uint32_t n, const struct gguf_tensor
 	return n == 0 ? NULL : bsearch(&key, packs, n, sizeof(*packs), pack_cmp);
 }
 
-/* Whether @t of @m packs: a packable type, whole groups, not the embedding looked up by row. */
+/*
+ * Whether @t of @m packs: a packable type, not the embedding looked up by
+ * row, and every product over it in whole groups: the rows of each matrix
+ * (an expert's, of a 3-D tensor) and, fused gate and up, of each half.
+ */
 static bool
 packable(const struct model *m, const struct gguf_tensor *t)
 {
 	uint64_t row_bytes;
 
-	if (!cpu_pack_supported(t->type) || t == m->tok_embd ||
+	if (!cpu_pack_supported(t->type) || t == m->tok_embd || t->ne[1] % CPU_PACK_ROWS != 0 ||
 	    ggml_row_bytes(t->type, t->ne[0], &row_bytes) != ORCH_OK || row_bytes == 0)
 		return false;
+	for (uint32_t il = 0; il < m->hp.n_layer; il++)
+		if (t == m->layers[il].w_gate_up && m->hp.n_ff % CPU_PACK_ROWS != 0)
+			return false;
 	return t->nbytes % (CPU_PACK_ROWS * row_bytes) == 0 && t->nbytes > 0;
 }
 
