@@ -158,7 +158,7 @@ void cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_
 float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
 
 /*
- * ---- packed weights (cpu_pack.c): Q8_0 / Q4_0 / Q5_0 rows in groups of eight ----
+ * ---- packed weights (cpu_pack.c): Q8_0/Q4_0/Q5_0/Q4_K/Q6_K rows in groups of eight ----
  *
  * Packed, a tensor's rows 8g..8g+7 are group g, of the same bytes as the
  * eight rows: first nb = ne0/32 times eight F16 scales (row r's of block b
@@ -174,23 +174,51 @@ float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, u
  * activations in one vpdpbusd (or vpmaddubsw) for eight rows at once, and a
  * block's sum is an exact int32 per (row, token): Σ_b fma(isum_b, dw·dx, acc),
  * the same bits on every kernel and for any number of tokens.
+ *
+ * Q4_K, Q5_K and Q6_K (cpu_pack_k.c) pack each super-block of the eight rows in
+ * place, one after the other (cpu_pack_block_bytes each), and meet Q8_K
+ * activations (struct cpu_q8k):
+ *   Q4_K (1184 bytes): d and dmin (eight F16 each), the eight sub-blocks'
+ *         6-bit scales then mins unpacked to bytes (sub-block j, row r at
+ *         8j + r), then 32 vectors of codes: vector 8c + p holds bytes
+ *         qs[32c + 4p..32c + 4p + 3], whose low nibbles are elements
+ *         64c + 4p.. of sub-block 2c and high nibbles 64c + 32 + 4p.. of 2c + 1;
+ *   Q5_K (1440 bytes): Q4_K's, then 8 vectors of fifth bits: vector p's byte
+ *         i holds qh[4p + i], whose bit j is element 32j + 4p + i's;
+ *   Q6_K (1680 bytes, the file's): d (eight F16), the sixteen int8 scales
+ *         in pairs (group 2k + h, row r at 16k + 2r + h), then with unit u
+ *         the elements 4u..4u+3: 32 vectors of low nibbles, vector u < 32
+ *         holding unit u's (low) and unit u + 32's (high), and 16 vectors of
+ *         high bits, vector v holding in bits 2k, 2k + 1 of byte i those of
+ *         element i of units 2v, 2v + 32, 2v + 1, 2v + 33 (k = 0..3).
+ * Each (row, token) is then the bits cpu_qdot_k_scalar gives for the row:
+ * exact integer sums per super-block, the same float steps in the same order.
  */
 #define CPU_PACK_ROWS 8
 
 /* cpu_pack_supported - whether weights of @type pack. */
 bool cpu_pack_supported(uint32_t type);
 
-/* cpu_pack_code_bytes - the bytes of one packed block's codes (256, 128, 160). */
+/* cpu_pack_code_bytes - the bytes of one packed Q8_0/Q4_0/Q5_0 block's codes (256, 128, 160). */
 uint64_t cpu_pack_code_bytes(uint32_t type);
+
+/* cpu_pack_block_elems - the elements of one row's block of @type: 32, or 256 (K-quants). */
+uint64_t cpu_pack_block_elems(uint32_t type);
+
+/* cpu_pack_block_bytes - the packed bytes of one block of eight rows (a group is nb of them). */
+uint64_t cpu_pack_block_bytes(uint32_t type);
 
 /* cpu_pack_group - rows @src (eight, @row_bytes apart, @nb blocks each) into group @dst. */
 void cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb,
                     uint8_t *dst);
+void cpu_pack_group_k(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb,
+                      uint8_t *dst);
 
 /*
  * cpu_pack_mm - the eight rows of group @g (@nb blocks) times @nt activation
- * rows @xq (struct cpu_q8b, @xs blocks apart): y[t·ys + r] = the dot of row
- * r and token t (+ bias[r] when @bias), on @isa's kernel (one this CPU runs).
+ * rows @xq (struct cpu_q8b, or struct cpu_q8k for the K-quants, @xs blocks
+ * apart): y[t·ys + r] = the dot of row r and token t (+ bias[r] when
+ * @bias), on @isa's kernel (one this CPU runs).
  */
 void cpu_pack_mm(enum cpu_isa isa, uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
                  uint64_t xs, uint32_t nt, float *y, uint64_t ys, const float *bias);
@@ -201,11 +229,18 @@ void cpu_pack_mm_avx2(uint32_t type, const uint8_t *g, uint64_t nb, const void *
                       uint32_t nt, float *y, uint64_t ys, const float *bias);
 void cpu_pack_mm_vnni(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                       uint32_t nt, float *y, uint64_t ys, const float *bias);
+/* The same for Q4_K / Q6_K: the scalar twin (cpu_pack_k.c), cpu_pack_mm_k.c's two builds. */
+void cpu_pack_mm_k_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                          uint32_t nt, float *y, uint64_t ys, const float *bias);
+void cpu_pack_mm_k_avx2(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                        uint32_t nt, float *y, uint64_t ys, const float *bias);
+void cpu_pack_mm_k_vnni(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                        uint32_t nt, float *y, uint64_t ys, const float *bias);
 
 /* A tensor's packed copy; its rows are used from here, not from the file. */
 struct cpu_pack {
 	const struct gguf_tensor *t;
-	uint8_t *data; /* the groups, 8 · row bytes each */
+	uint8_t *data; /* the groups, nb · cpu_pack_block_bytes each */
 };
 
 /* cpu_pack_find - @t's packed copy in @packs (@n, sorted by tensor), or NULL. */

@@ -133,8 +133,11 @@ static void
 mm_groups(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 {
 	const struct mm_job *j = ctx;
-	uint64_t gbytes = CPU_PACK_ROWS * j->row_bytes, nb = j->w->ne[0] / 32;
-	uint64_t gb = MM_PACK_BLOCK_BYTES / gbytes, xs = j->xq_row / sizeof(struct cpu_q8b);
+	uint64_t nb = j->w->ne[0] / cpu_pack_block_elems(j->w->type);
+	uint64_t gbytes = nb * cpu_pack_block_bytes(j->w->type), gb = MM_PACK_BLOCK_BYTES / gbytes;
+	uint64_t xs =
+	        j->xq_row / (cpu_qdot_act(j->w->type) == CPU_ACT_Q8K ? sizeof(struct cpu_q8k)
+	                                                             : sizeof(struct cpu_q8b));
 	const float *bias = j->bias != NULL ? (const float *)j->bias->data + j->row0 : NULL;
 
 	(void)thread;
@@ -205,7 +208,9 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w,
 		j.isa = j.simd ? cpu_isa_best() : CPU_ISA_SCALAR;
 	}
 	if (pack != NULL && row0 % CPU_PACK_ROWS == 0 && rows % CPU_PACK_ROWS == 0) {
-		j.pk = pack->data + row0 * j.row_bytes;
+		j.pk = pack->data + row0 / CPU_PACK_ROWS *
+		                            (w->ne[0] / cpu_pack_block_elems(w->type)) *
+		                            cpu_pack_block_bytes(w->type);
 		cpu_pool_for(pool, rows / CPU_PACK_ROWS, CPU_PACK_ROWS * w->ne[0] * (T ? T : 1),
 		             mm_groups, &j);
 		return;

@@ -1,11 +1,13 @@
 /*
- * cpu_pack.c - weights packed for the matrix products: Q8_0, Q4_0 and Q5_0
- * rows regrouped eight at a time (cpu.h says the layout), so that one
- * vector of codes serves eight rows and one broadcast activation word, and
- * each block's sum stays an exact integer. The packed copy has the bytes
- * of the rows it replaces; the file's pages of a packed tensor are given
- * back to the kernel once copied. Here: the packer, the scalar twin of the
- * kernels (cpu_pack_mm.c), the lookup, and the packing of a model at load.
+ * cpu_pack.c - weights packed for the matrix products: Q8_0, Q4_0, Q5_0,
+ * Q4_K, Q5_K and Q6_K rows regrouped eight at a time (cpu.h says the
+ * layout), so that one vector of codes serves eight rows and one broadcast
+ * activation word, and each block's sum stays an exact integer. The packed
+ * copy has the bytes of the rows it replaces (Q4_K and Q5_K 2-3 % more:
+ * their scales unpacked); the file's pages of a packed tensor are given
+ * back to the kernel once copied. Here: the Q8_0-style packer and scalar
+ * twin of the kernels (cpu_pack_mm.c; the K-quants' are in cpu_pack_k.c),
+ * the dispatch, the lookup, and the packing of a model at load.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,7 +24,29 @@
 bool
 cpu_pack_supported(uint32_t type)
 {
-	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0;
+	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0 ||
+	       type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+}
+
+/* Whether @type is one of the K-quants cpu_pack_k.c packs. */
+static bool
+pack_k(uint32_t type)
+{
+	return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+}
+
+uint64_t
+cpu_pack_block_elems(uint32_t type)
+{
+	return pack_k(type) ? 256 : 32;
+}
+
+uint64_t
+cpu_pack_block_bytes(uint32_t type)
+{
+	if (pack_k(type))
+		return type == GGML_TYPE_Q4_K ? 1184 : type == GGML_TYPE_Q5_K ? 1440 : 1680;
+	return 16 + cpu_pack_code_bytes(type);
 }
 
 uint64_t
@@ -68,6 +92,10 @@ cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t n
 {
 	uint64_t cb = cpu_pack_code_bytes(type), bb = block_bytes(type);
 
+	if (pack_k(type)) {
+		cpu_pack_group_k(type, src, row_bytes, nb, dst);
+		return;
+	}
 	for (uint64_t b = 0; b < nb; b++)
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
 			const uint8_t *blk = src + r * row_bytes + b * bb;
@@ -118,6 +146,15 @@ void
 cpu_pack_mm(enum cpu_isa isa, uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
             uint64_t xs, uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
+	if (pack_k(type)) {
+		if (isa == CPU_ISA_VNNI)
+			cpu_pack_mm_k_vnni(type, g, nb, xq, xs, nt, y, ys, bias);
+		else if (isa == CPU_ISA_AVX2)
+			cpu_pack_mm_k_avx2(type, g, nb, xq, xs, nt, y, ys, bias);
+		else
+			cpu_pack_mm_k_scalar(type, g, nb, xq, xs, nt, y, ys, bias);
+		return;
+	}
 	switch (isa) {
 	case CPU_ISA_VNNI:
 		cpu_pack_mm_vnni(type, g, nb, xq, xs, nt, y, ys, bias);
@@ -167,6 +204,15 @@ packable(const struct model *m, const struct gguf_tensor *t)
 	return t->nbytes % (CPU_PACK_ROWS * row_bytes) == 0 && t->nbytes > 0;
 }
 
+/* The bytes of @t packed (@row_bytes a row): its groups, nb blocks of eight rows each. */
+static uint64_t
+packed_bytes(const struct gguf_tensor *t, uint64_t row_bytes)
+{
+	uint64_t groups = t->nbytes / (CPU_PACK_ROWS * row_bytes);
+
+	return groups * (t->ne[0] / cpu_pack_block_elems(t->type)) * cpu_pack_block_bytes(t->type);
+}
+
 struct pack_list {
 	const struct model *m;
 	struct cpu_pack *packs; /* NULL while counting */
@@ -178,14 +224,16 @@ static void
 list_tensor(const struct gguf_tensor *t, void *ctx)
 {
 	struct pack_list *pl = ctx;
+	uint64_t row_bytes;
 
 	if (!packable(pl->m, t))
 		return;
+	ggml_row_bytes(t->type, t->ne[0], &row_bytes);
 	if (pl->packs != NULL)
 		pl->packs[pl->n] =
 		        (struct cpu_pack){.t = t, .data = (uint8_t *)(uintptr_t)pl->bytes};
 	pl->n++;
-	pl->bytes += (t->nbytes + 63) & ~(uint64_t)63;
+	pl->bytes += (packed_bytes(t, row_bytes) + 63) & ~(uint64_t)63;
 }
 
 struct pack_job {
@@ -198,12 +246,14 @@ static void
 pack_groups(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 {
 	const struct pack_job *j = ctx;
-	uint64_t gb = CPU_PACK_ROWS * j->row_bytes;
+	uint64_t gb = CPU_PACK_ROWS * j->row_bytes,
+	         nb = j->t->ne[0] / cpu_pack_block_elems(j->t->type);
+	uint64_t pb = nb * cpu_pack_block_bytes(j->t->type);
 
 	(void)thread;
 	for (uint64_t g = begin; g < end; g++)
-		cpu_pack_group(j->t->type, (const uint8_t *)j->t->data + g * gb, j->row_bytes,
-		               j->t->ne[0] / 32, j->dst + g * gb);
+		cpu_pack_group(j->t->type, (const uint8_t *)j->t->data + g * gb, j->row_bytes, nb,
+		               j->dst + g * pb);
 }
 
 /* Give the pages of @t's file bytes back: their packed copy is read instead. */

@@ -118,7 +118,10 @@ dot_k45_scalar(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb, bool five
 			sumi += sc * s;
 			summ += m * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
 		}
-		sum += x->d * (fp16_load(b) * (float)sumi - fp16_load(b + 2) * (float)summ);
+		/* one operation a statement: no compiler fuses them (cpu_pack_k.c's bits) */
+		float a = fp16_load(b) * (float)sumi, m = fp16_load(b + 2) * (float)summ;
+		float v = x->d * (a - m);
+		sum += v;
 	}
 	return sum;
 }
@@ -146,7 +149,8 @@ dot_q6k_scalar(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
 				}
 			}
 		}
-		sum += x->d * fp16_load(b + 208) * (float)sumi;
+		float v = x->d * fp16_load(b + 208) * (float)sumi;
+		sum += v;
 	}
 	return sum;
 }

@@ -124,8 +124,113 @@ test_pack_kernels(void)
 		T_TRUE(cpu_pack_supported(types[k]));
 		check_type(types[k], &r);
 	}
-	T_TRUE(!cpu_pack_supported(GGML_TYPE_Q4_K));
+	T_TRUE(!cpu_pack_supported(GGML_TYPE_Q2_K));
 	T_TRUE(!cpu_pack_supported(GGML_TYPE_F32));
+}
+
+#define KK  512 /* K-quant rows: two super-blocks */
+#define KNB (KK / 256)
+
+/* The bytes of one file super-block of @type, and where its F16 scales are. */
+static uint64_t
+k_block_bytes(uint32_t type)
+{
+	return type == GGML_TYPE_Q4_K ? 144 : type == GGML_TYPE_Q5_K ? 176 : 210;
+}
+
+/*
+ * Random K-quant rows, every byte of their codes and scales arbitrary but
+ * for the F16 scales' top exponent bit (|d| < 4, kept finite).
+ */
+static void
+k_rows(uint32_t type, struct rng *r, int rep, uint8_t *rows, uint64_t rb)
+{
+	static float wf[KK];
+	uint64_t bb = k_block_bytes(type);
+
+	for (int i = 0; i < CPU_PACK_ROWS; i++) {
+		for (int k = 0; k < KK; k++)
+			wf[k] = rng_normalish(r) * (rep % 2 ? 0.01f : 3.0f);
+		T_OK(quant_row(type, wf, rows + (uint64_t)i * rb, KK));
+	}
+	for (int i = 0; i < 200; i++)
+		rows[rng_next(r) % (CPU_PACK_ROWS * rb)] ^= (uint8_t)rng_next(r);
+	for (int i = 0; i < CPU_PACK_ROWS; i++)
+		for (uint64_t b = 0; b < KNB; b++) {
+			uint8_t *blk = rows + (uint64_t)i * rb + b * bb;
+			if (type != GGML_TYPE_Q6_K) {
+				blk[1] &= 0xbf;
+				blk[3] &= 0xbf;
+			} else {
+				blk[209] &= 0xbf;
+			}
+		}
+}
+
+/*
+ * Packed Q4_K, Q5_K, Q6_K: every kernel gives, for each (row, token), the bits
+ * of the row dot cpu_qdot_k_scalar computes from the file's super-blocks,
+ * for any number of tokens, with and without bias.
+ */
+static void
+check_type_k(uint32_t type, struct rng *r)
+{
+	static float xf[KK], y[TOK][CPU_PACK_ROWS];
+	static uint8_t rows[CPU_PACK_ROWS * KNB * 210], g[KNB * 1680];
+	static struct cpu_q8k xq[TOK][KNB];
+	uint64_t rb = k_block_bytes(type) * KNB;
+	float bias[CPU_PACK_ROWS];
+	enum cpu_isa best = cpu_isa_best();
+
+	T_TRUE(cpu_pack_supported(type) && cpu_pack_block_elems(type) == 256);
+	for (int rep = 0; rep < 20 && !t_failed_checks; rep++) {
+		k_rows(type, r, rep, rows, rb);
+		for (int i = 0; i < CPU_PACK_ROWS; i++)
+			bias[i] = rng_normalish(r);
+		for (int t = 0; t < TOK; t++) {
+			for (int k = 0; k < KK; k++)
+				xf[k] = rng_normalish(r) * (t % 3 ? 1.0f : 1e-3f);
+			if (t % 5 == 4) /* a saturated code: -127 and 127 */
+				xf[t] = 1e3f, xf[t + 1] = -1e3f;
+			cpu_quant_act(type, xf, xq[t], KK, false);
+		}
+		cpu_pack_group(type, rows, rb, KNB, g);
+		for (enum cpu_isa isa = CPU_ISA_SCALAR; isa <= best; isa++)
+			for (uint32_t nt = 1; nt <= TOK; nt += (nt < 9 ? 1 : 5)) {
+				const float *bp = nt % 2 ? bias : NULL;
+				memset(y, 0xff, sizeof(y));
+				cpu_pack_mm(isa, type, g, KNB, xq, KNB, nt, &y[0][0], CPU_PACK_ROWS,
+				            bp);
+				for (uint32_t t = nt; t < TOK; t++)
+					T_TRUE(isnan(y[t][0]) && isnan(y[t][CPU_PACK_ROWS - 1]));
+				for (uint32_t t = 0; t < nt && !t_failed_checks; t++)
+					for (int i = 0; i < CPU_PACK_ROWS; i++) {
+						float want = cpu_qdot_k_scalar(
+						        type, rows + (uint64_t)i * rb, xq[t], KK);
+						want = bp != NULL ? want + bp[i] : want;
+						if (memcmp(&y[t][i], &want, sizeof(want)) != 0) {
+							T_FAIL_("%s isa %d nt %u: row %d token %u: "
+							        "%.9g, want %.9g",
+							        ggml_type_name(type), (int)isa, nt,
+							        i, t, (double)y[t][i],
+							        (double)want);
+							return;
+						}
+					}
+			}
+	}
+}
+
+static void
+test_pack_kernels_k(void)
+{
+	struct rng r;
+
+	rng_seed(&r, 29);
+	T_TRUE(cpu_pack_block_bytes(GGML_TYPE_Q6_K) == 8 * 210); /* the file's bytes */
+	check_type_k(GGML_TYPE_Q4_K, &r);
+	check_type_k(GGML_TYPE_Q5_K, &r);
+	check_type_k(GGML_TYPE_Q6_K, &r);
 }
 
 /* The reference is the float dot of the dequantized rows within the quantization's error. */
@@ -163,6 +268,7 @@ int
 main(void)
 {
 	T_RUN(test_pack_kernels);
+	T_RUN(test_pack_kernels_k);
 	T_RUN(test_pack_reference);
 	return t_done();
 }

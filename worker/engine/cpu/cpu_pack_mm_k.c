@@ -1,0 +1,313 @@
+/*
+ * cpu_pack_mm_k.c - the SIMD kernels of cpu_pack_mm for packed Q4_K, Q5_K, Q6_K
+ * (cpu.h): eight rows' codes against a token's broadcast Q8_K activation
+ * word, one vector of codes for eight rows. Each sub-block's integer sum is
+ * made exactly (vpdpbusd on AVX-512 VNNI, vpmaddubsw + vpmaddwd on AVX2),
+ * multiplied by its scale in int32, and each super-block ends in the float
+ * steps of cpu_qdot_k_scalar, so every build and the scalar twin
+ * (cpu_pack_k.c) give the same bits. Built twice, each build naming its
+ * entry CPU_PACK_MM_K_FN; called only after the CPU was checked.
+ */
+#include <immintrin.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "gguf/ggml_type.h"
+
+#ifndef CPU_PACK_MM_K_FN
+#error "CPU_PACK_MM_K_FN names the entry of this build"
+#endif
+
+/* Tokens per tile: what the registers hold (VNNI has thirty-two of them). */
+#ifdef __AVX512VNNI__
+#define TILE 8
+#else
+#define TILE 4
+#endif
+
+/* How far ahead (bytes) the weight stream is prefetched into L2, as cpu_pack_mm.c does. */
+#define PREFETCH_AHEAD 8192
+
+/* The four bytes at @p in every lane. */
+__attribute__((always_inline)) static inline __m256i
+bcast(const void *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
+/* @acc + Σ over each lane's four bytes of unsigned @c (≤ 63) × signed @x. */
+__attribute__((always_inline)) static inline __m256i
+dot4(__m256i acc, __m256i c, __m256i x)
+{
+#ifdef __AVX512VNNI__
+	return _mm256_dpbusd_epi32(acc, c, x);
+#else
+	__m256i p = _mm256_maddubs_epi16(c, x); /* ≤ 2·63·127: no saturation */
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+#endif
+}
+
+/* @acc + Σ over each lane's two int16 of @a × @b. */
+__attribute__((always_inline)) static inline __m256i
+dot2(__m256i acc, __m256i a, __m256i b)
+{
+#ifdef __AVX512VNNI__
+	return _mm256_dpwssd_epi32(acc, a, b);
+#else
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+__attribute__((always_inline)) static inline __m256i
+load(const uint8_t *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+/* Eight bytes at @p as eight int32 lanes, unsigned. */
+__attribute__((always_inline)) static inline __m256i
+load8_u(const uint8_t *p)
+{
+	return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+/* Eight F16 at @p. */
+__attribute__((always_inline)) static inline __m256
+load8_h(const uint8_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* Bit @j of each byte of @h at bit 4 (the epi16 shifts' spill is masked off). */
+__attribute__((always_inline)) static inline __m256i
+bit_to_4(__m256i h, const uint32_t j)
+{
+	h = j <= 4 ? _mm256_slli_epi16(h, (int)(4 - j)) : _mm256_srli_epi16(h, (int)(j - 4));
+	return _mm256_and_si256(h, _mm256_set1_epi8(0x10));
+}
+
+/*
+ * One packed Q4_K (Q5_K when @five) super-block @p times @nt tokens'
+ * super-blocks (@x, @xs apart) into @acc: per sub-block, exact sums times
+ * the 6-bit scale; the mins against the activations' sums; then
+ * d·Σ - dmin·Σm, times dx.
+ */
+__attribute__((always_inline)) static inline void
+sb_q45k(const uint8_t *p, const bool five, const struct cpu_q8k *x, uint64_t xs, const uint32_t nt,
+        __m256 *acc)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256i sumi[TILE], summ[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		sumi[t] = summ[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (uint32_t j = 0; j < 8; j++) { /* sub-block j: chunk c's nibbles h */
+		const uint8_t *c = p + 160 + 256 * (j / 2);
+		__m256i ia[TILE];
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			ia[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+		for (uint32_t q = 0; q < 8; q++) {
+			__m256i v = load(c + 32 * q);
+			v = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
+			if (five)
+				v = _mm256_or_si256(v, bit_to_4(load(p + 1184 + 32 * q), j));
+#pragma GCC unroll 8
+			for (uint32_t t = 0; t < nt; t++)
+				ia[t] = dot4(ia[t], v, bcast(x[t * xs].q + 32 * j + 4 * q));
+		}
+		__m256i sc = load8_u(p + 32 + 8 * j);
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(ia[t], sc));
+	}
+#pragma GCC unroll 8
+	for (uint32_t j = 0; j < 8; j++) {
+		__m256i m = load8_u(p + 96 + 8 * j);
+		m = _mm256_or_si256(m, _mm256_slli_epi32(m, 16)); /* (m, m): both halves' sums */
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			summ[t] = dot2(summ[t], m, bcast(x[t * xs].bsums + 2 * j));
+	}
+	__m256 d = load8_h(p), dm = load8_h(p + 16);
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++) {
+		__m256 v = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sumi[t])),
+		                         _mm256_mul_ps(dm, _mm256_cvtepi32_ps(summ[t])));
+		acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_set1_ps(x[t * xs].d), v));
+	}
+}
+
+/* Group @g's scales (int8 pairs, cpu.h) as int32 lanes: @g even, the pair's low half. */
+__attribute__((always_inline)) static inline __m256i
+q6k_scale(const uint8_t *p, uint32_t g)
+{
+	__m256i s = _mm256_cvtepi8_epi16(
+	        _mm_loadu_si128((const __m128i *)(const void *)(p + 16 + 16 * (g / 2))));
+
+	return _mm256_srai_epi32(g % 2 ? s : _mm256_slli_epi32(s, 16), 16);
+}
+
+/*
+ * Group @g (units 4g..4g+3; @hi: the units 32 later) of Q6_K super-block @p
+ * times @nt tokens into @sumi: its four 6-bit code vectors, from two
+ * low-nibble vectors and two high-bit vectors, then the scale.
+ */
+__attribute__((always_inline)) static inline void
+q6k_group(const uint8_t *p, uint32_t g, uint32_t hi, const struct cpu_q8k *x, uint64_t xs,
+          const uint32_t nt, __m256i *sumi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	__m256i ia[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		ia[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+	for (uint32_t v = 2 * g; v < 2 * g + 2; v++) { /* units 2v, 2v + 1 (+ 32) */
+		__m256i h = load(p + 144 + 1024 + 32 * v);
+		__m256i n0 = load(p + 144 + 32 * (2 * v)), n1 = load(p + 144 + 32 * (2 * v + 1));
+		__m256i c0, c1;
+		if (hi == 0) {
+			c0 = _mm256_or_si256(_mm256_and_si256(n0, m4),
+			                     _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+			c1 = _mm256_or_si256(_mm256_and_si256(n1, m4), _mm256_and_si256(h, m30));
+		} else {
+			c0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), m4),
+			                     _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+			c1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), m4),
+			                     _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+		}
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++) {
+			const int8_t *q = x[t * xs].q + 128 * hi + 8 * v;
+			ia[t] = dot4(ia[t], c0, bcast(q));
+			ia[t] = dot4(ia[t], c1, bcast(q + 4));
+		}
+	}
+	__m256i sc = q6k_scale(p, g + 8 * hi);
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(ia[t], sc));
+}
+
+/* One packed Q6_K super-block @p times @nt tokens into @acc: Σ sc·(Σ q·x - 32·Σ x), times d·dx. */
+__attribute__((always_inline)) static inline void
+sb_q6k(const uint8_t *p, const struct cpu_q8k *x, uint64_t xs, const uint32_t nt, __m256 *acc)
+{
+	__m256i sumi[TILE], off[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		sumi[t] = off[t] = _mm256_setzero_si256();
+	for (uint32_t g = 0; g < 8; g++) {
+		q6k_group(p, g, 0, x, xs, nt, sumi);
+		q6k_group(p, g, 1, x, xs, nt, sumi);
+	}
+#pragma GCC unroll 8
+	for (uint32_t k = 0; k < 8; k++) {
+		__m256i s = _mm256_cvtepi8_epi16(
+		        _mm_loadu_si128((const __m128i *)(const void *)(p + 16 + 16 * k)));
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			off[t] = dot2(off[t], s, bcast(x[t * xs].bsums + 2 * k));
+	}
+	__m256 d = load8_h(p);
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++) {
+		__m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(off[t], 5));
+		acc[t] = _mm256_add_ps(acc[t],
+		                       _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(x[t * xs].d), d),
+		                                     _mm256_cvtepi32_ps(s)));
+	}
+}
+
+/* The group's rows times @nt (a constant once inlined, ≤ TILE) tokens. */
+__attribute__((always_inline)) static inline void
+tile(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8k *x, uint64_t xs,
+     const uint32_t nt, float *y, uint64_t ys, const float *bias)
+{
+	const uint64_t pb = type == GGML_TYPE_Q4_K ? 1184 : type == GGML_TYPE_Q5_K ? 1440 : 1680;
+	__m256 acc[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		acc[t] = _mm256_setzero_ps();
+	for (uint64_t b = 0; b < nb; b++, g += pb, x++) {
+		for (uint64_t o = 0; o < pb; o += 64)
+			_mm_prefetch((const char *)g + PREFETCH_AHEAD + o, _MM_HINT_T1);
+		if (type == GGML_TYPE_Q6_K)
+			sb_q6k(g, x, xs, nt, acc);
+		else
+			sb_q45k(g, type == GGML_TYPE_Q5_K, x, xs, nt, acc);
+	}
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++) {
+		if (bias != NULL)
+			acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(bias));
+		_mm256_storeu_ps(y + t * ys, acc[t]);
+	}
+}
+
+/* tile for each token count up to TILE, each a loop of its own. */
+__attribute__((always_inline)) static inline void
+tile_nt(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8k *x, uint64_t xs,
+        uint32_t nt, float *y, uint64_t ys, const float *bias)
+{
+	switch (nt) {
+#if TILE == 8
+	case 8:
+		tile(type, g, nb, x, xs, 8, y, ys, bias);
+		break;
+	case 7:
+		tile(type, g, nb, x, xs, 7, y, ys, bias);
+		break;
+	case 6:
+		tile(type, g, nb, x, xs, 6, y, ys, bias);
+		break;
+	case 5:
+		tile(type, g, nb, x, xs, 5, y, ys, bias);
+		break;
+#endif
+	case 4:
+		tile(type, g, nb, x, xs, 4, y, ys, bias);
+		break;
+	case 3:
+		tile(type, g, nb, x, xs, 3, y, ys, bias);
+		break;
+	case 2:
+		tile(type, g, nb, x, xs, 2, y, ys, bias);
+		break;
+	default:
+		tile(type, g, nb, x, xs, 1, y, ys, bias);
+		break;
+	}
+}
+
+void
+CPU_PACK_MM_K_FN(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
+                 uint32_t nt, float *y, uint64_t ys, const float *bias)
+{
+	const struct cpu_q8k *x = xq;
+
+	for (uint32_t t = 0; t < nt; t += TILE) {
+		uint32_t n = nt - t < TILE ? nt - t : TILE;
+		switch (type) {
+		case GGML_TYPE_Q4_K:
+			tile_nt(GGML_TYPE_Q4_K, g, nb, x + t * xs, xs, n, y + t * ys, ys, bias);
+			break;
+		case GGML_TYPE_Q5_K:
+			tile_nt(GGML_TYPE_Q5_K, g, nb, x + t * xs, xs, n, y + t * ys, ys, bias);
+			break;
+		default:
+			tile_nt(GGML_TYPE_Q6_K, g, nb, x + t * xs, xs, n, y + t * ys, ys, bias);
+			break;
+		}
+	}
+}
