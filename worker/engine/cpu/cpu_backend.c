@@ -28,26 +28,34 @@ add_bytes(const struct gguf_tensor *t, void *ctx)
 	*(uint64_t *)ctx += t->nbytes;
 }
 
+void
+cpu_load_advance(struct cpu_load *l, uint64_t bytes)
+{
+	l->done += bytes;
+	if (l->progress && l->done >= l->next_report) {
+		l->progress(l->ctx, l->done, l->total);
+		l->next_report = l->done + l->total / 100 + 1;
+	}
+}
+
 struct touch {
-	uint64_t done, total, next_report;
-	be_progress_fn progress;
-	void *ctx;
+	struct cpu_load *load;
+	const struct be_model *b;
 	volatile uint8_t sink;
 };
 
+/* Read a byte of each page of @t, unless it was packed (its packed copy is in memory). */
 static void
 touch_tensor(const struct gguf_tensor *t, void *ctx)
 {
 	struct touch *tc = ctx;
 	const volatile uint8_t *p = t->data;
 
+	if (cpu_pack_find(tc->b->packs, tc->b->n_packs, t) != NULL)
+		return;
 	for (uint64_t off = 0; off < t->nbytes; off += 4096) {
 		tc->sink = (uint8_t)(tc->sink + p[off]);
-		tc->done += t->nbytes - off < 4096 ? t->nbytes - off : 4096;
-		if (tc->progress && tc->done >= tc->next_report) {
-			tc->progress(tc->ctx, tc->done, tc->total);
-			tc->next_report += tc->total / 100 + 1;
-		}
+		cpu_load_advance(tc->load, t->nbytes - off < 4096 ? t->nbytes - off : 4096);
 	}
 }
 
@@ -168,7 +176,8 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 {
 	const struct model_hparams *hp = &m->hp;
 	struct be_model *b;
-	struct touch tc = {0};
+	struct cpu_load load = {0};
+	struct touch tc = {.load = &load};
 	orch_err rv;
 
 	if (cfg->slots == 0 || cfg->n_ctx == 0 || cfg->max_batch_tokens == 0 || cfg->slots > 4096)
@@ -207,16 +216,16 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 	model_for_each_tensor(m, add_bytes, &b->weight_bytes);
 	if ((rv = alloc_buffers(b, reterr)) != ORCH_OK)
 		goto fail;
-	tc.total = b->weight_bytes;
-	tc.progress = progress;
-	tc.ctx = ctx;
+	load = (struct cpu_load){.total = b->weight_bytes, .progress = progress, .ctx = ctx};
 	if (progress)
-		progress(ctx, 0, tc.total);
-	model_for_each_tensor(m, touch_tensor, &tc);
-	if ((rv = cpu_pack_model(b, reterr)) != ORCH_OK)
+		progress(ctx, 0, load.total);
+	/* packed tensors first: their file pages are dropped as they go */
+	if ((rv = cpu_pack_model(b, &load, reterr)) != ORCH_OK)
 		goto fail;
+	tc.b = b;
+	model_for_each_tensor(m, touch_tensor, &tc);
 	if (progress)
-		progress(ctx, tc.total, tc.total);
+		progress(ctx, load.total, load.total);
 	*ret = b;
 	return ORCH_OK;
 fail:

@@ -71,10 +71,21 @@ cpu_layer_table(const struct be_model *b, uint32_t il, const struct be_seq *q)
 orch_err cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n,
                      const float **ret_logits, struct orch_errinfo *reterr);
 
+/* A load's progress: @done of @total weight bytes are in place, reported each percent. */
+struct cpu_load {
+	uint64_t done, total, next_report;
+	be_progress_fn progress; /* may be NULL */
+	void *ctx;
+};
+
+/* cpu_load_advance - @bytes more of @l's weights are in place. */
+void cpu_load_advance(struct cpu_load *l, uint64_t bytes);
+
 /*
  * cpu_pack_model - pack @b's packable weights (cpu_pack.c) into one anonymous
- * mapping, eight rows at a time on the pool, and give the file's pages of
- * each back; cpu_pack_free undoes it.
+ * mapping, eight rows at a time on the pool, giving the file's pages back
+ * every few MiB packed (so the load's peak memory is the packed model plus
+ * one chunk), and advance @l by each tensor's bytes; cpu_pack_free undoes it.
  */
-orch_err cpu_pack_model(struct be_model *b, struct orch_errinfo *reterr);
+orch_err cpu_pack_model(struct be_model *b, struct cpu_load *l, struct orch_errinfo *reterr);
 void cpu_pack_free(struct be_model *b);

@@ -240,6 +240,7 @@ struct pack_job {
 	const struct gguf_tensor *t;
 	uint8_t *dst;
 	uint64_t row_bytes;
+	uint64_t g0; /* the first group of this chunk */
 };
 
 static void
@@ -251,28 +252,51 @@ pack_groups(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	uint64_t pb = nb * cpu_pack_block_bytes(j->t->type);
 
 	(void)thread;
-	for (uint64_t g = begin; g < end; g++)
+	for (uint64_t g = j->g0 + begin; g < j->g0 + end; g++)
 		cpu_pack_group(j->t->type, (const uint8_t *)j->t->data + g * gb, j->row_bytes, nb,
 		               j->dst + g * pb);
 }
 
-/* Give the pages of @t's file bytes back: their packed copy is read instead. */
+/*
+ * Give back the file's pages under [@p, @p + @n), packed: their copy is read
+ * instead. Data-safe on any memory: clean file pages are dropped, and a
+ * neighbour's page at either end is read back if it is used again.
+ */
 static void
-drop_pages(const struct gguf_tensor *t)
+drop_pages(const uint8_t *p, uint64_t n)
 {
 #ifdef MADV_PAGEOUT
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)t->data;
-	uintptr_t lo = (a + page - 1) & ~(page - 1), hi = (a + t->nbytes) & ~(page - 1);
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)p & ~(page - 1), hi = ((uintptr_t)p + n + page - 1) & ~(page - 1);
 
-	if (hi > lo) /* data-safe on any memory: clean file pages are dropped */
-		(void)madvise((void *)lo, hi - lo, MADV_PAGEOUT);
+	(void)madvise((void *)lo, hi - lo, MADV_PAGEOUT);
 #else
-	(void)t;
+	(void)p;
+	(void)n;
 #endif
 }
 
+/* Source bytes packed between two page drops: the load's peak above the packed model. */
+#define PACK_CHUNK_BYTES (8u << 20)
+
+/* Pack @p (its tensor's rows at @row_bytes) on @pool, chunk by chunk. */
+static void
+pack_tensor(struct cpu_pool *pool, const struct cpu_pack *p, uint64_t row_bytes, struct cpu_load *l)
+{
+	uint64_t gb = CPU_PACK_ROWS * row_bytes, groups = p->t->nbytes / gb;
+	uint64_t chunk = PACK_CHUNK_BYTES / gb ? PACK_CHUNK_BYTES / gb : 1;
+	struct pack_job j = {.t = p->t, .dst = p->data, .row_bytes = row_bytes};
+
+	for (j.g0 = 0; j.g0 < groups; j.g0 += chunk) {
+		uint64_t n = groups - j.g0 < chunk ? groups - j.g0 : chunk;
+		cpu_pool_for(pool, n, gb, pack_groups, &j);
+		drop_pages((const uint8_t *)p->t->data + j.g0 * gb, n * gb);
+		cpu_load_advance(l, n * gb);
+	}
+}
+
 orch_err
-cpu_pack_model(struct be_model *b, struct orch_errinfo *reterr)
+cpu_pack_model(struct be_model *b, struct cpu_load *l, struct orch_errinfo *reterr)
 {
 	struct pack_list pl = {.m = b->m};
 	void *region;
@@ -301,12 +325,10 @@ cpu_pack_model(struct be_model *b, struct orch_errinfo *reterr)
 	b->n_packs = pl.n;
 	for (uint32_t i = 0; i < pl.n; i++) {
 		struct cpu_pack *p = &pl.packs[i];
-		struct pack_job j = {.t = p->t, .dst = (uint8_t *)region + (uintptr_t)p->data};
-		ggml_row_bytes(p->t->type, p->t->ne[0], &j.row_bytes);
-		p->data = j.dst;
-		cpu_pool_for(b->pool, p->t->nbytes / (CPU_PACK_ROWS * j.row_bytes),
-		             CPU_PACK_ROWS * j.row_bytes, pack_groups, &j);
-		drop_pages(p->t);
+		uint64_t row_bytes;
+		ggml_row_bytes(p->t->type, p->t->ne[0], &row_bytes);
+		p->data = (uint8_t *)region + (uintptr_t)p->data;
+		pack_tensor(b->pool, p, row_bytes, l);
 	}
 	qsort(pl.packs, pl.n, sizeof(*pl.packs), pack_cmp);
 	return ORCH_OK;
