@@ -283,6 +283,50 @@ struct cpu_attn {
  */
 void cpu_attn_head(const struct cpu_attn *a, const float *q, uint32_t n_pos, float *sc, float *out);
 
+/* ---- blocked attention (cpu_attn_tile.c) ---- */
+
+/* Positions per block: aligned on multiples of it, its K then V converted once per tile. */
+#define CPU_ATTN_BLOCK 32
+
+/* One query of a tile: its vector, its output, the positions it reads, its sink. */
+struct cpu_attn_query {
+	const float *q;  /* d floats */
+	float *out;      /* d floats */
+	uint32_t lo, hi; /* positions [lo, hi), hi > lo */
+	bool has_sink;
+	float sink;
+};
+
+/*
+ * cpu_attn_tile_floats - the scratch (floats) cpu_attn_tile takes for @nq
+ * queries of @d reading at most @max_pos positions each.
+ */
+uint64_t cpu_attn_tile_floats(uint32_t nq, uint32_t d, uint32_t max_pos);
+
+/*
+ * cpu_attn_tile - cpu_attn_head for @nq queries of one KV head (@a;
+ * position p is at cell p % a->cells, or through a->blocks; a->first,
+ * a->has_sink and a->sink are not read), each reading at most @max_pos
+ * positions: the union of their positions in blocks of CPU_ATTN_BLOCK,
+ * each block's K (then V) converted to float once for all of them. Each
+ * query's output is the bits cpu_attn_head's AVX2 kernels give it, in any
+ * tile. AVX2/FMA/F16C only (the caller checked the CPU); a->d a multiple
+ * of 8.
+ */
+void cpu_attn_tile(const struct cpu_attn *a, const struct cpu_attn_query *qs, uint32_t nq,
+                   uint32_t max_pos, float *scratch);
+
+/*
+ * cpu_attn_softmax - @sc[0..n) (scores) become the attention's weights:
+ * with m the maximum of the scores (and of @sink when @has_sink), each
+ * e^(s - m) by a polynomial of IEEE steps (within 2 ulp of e^x; e^-87 below
+ * -87), summed in double in eight partial sums (position p in sum p % 8,
+ * joined ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7))), plus e^(sink - m),
+ * then each times (float)(1 / sum), rounded to F16 when @f16. @simd: the
+ * AVX2 kernels (the caller checked the CPU), the same bits.
+ */
+void cpu_attn_softmax(float *sc, uint32_t n, bool has_sink, float sink, bool f16, bool simd);
+
 /* cpu_dot_select - the AVX2/FMA dot when @allow_simd and the CPU has it, else the scalar one. */
 cpu_dot_fn cpu_dot_select(bool allow_simd);
 

@@ -1,6 +1,6 @@
 /*
  * cpu_attn.c - attention of one query head over the cached positions of a
- * slot: scores q·K[p] / √d, a softmax (sum in double), and Σ w[p]·V[p]. The
+ * slot: scores q·K[p] / √d, a softmax (cpu_attn_softmax), and Σ w[p]·V[p]. The
  * positions are cells of the slot's cache, read in position order: a
  * sliding-window layer's ring wraps from its last cell to its first; a paged
  * layer's follow the sequence's block table.
@@ -98,12 +98,115 @@ cell_run(const struct cpu_attn *a, uint32_t i, uint64_t *ret_cell)
 	return UINT32_MAX;
 }
 
+/*
+ * e^x for the softmax (x ≤ 0; below -87, e^-87): Cody-Waite reduction and a
+ * degree-6 polynomial, each step one IEEE operation, so this and exp8 give
+ * the same bits.
+ */
+static float
+exp1(float x)
+{
+	uint32_t bits;
+	float f, n, r, p;
+
+	x = x > -87.0f ? x : -87.0f;
+	n = nearbyintf(x * 1.44269504f);
+	r = fmaf(-n, 0.693359375f, x);
+	r = fmaf(-n, -2.12194440e-4f, r);
+	p = fmaf(1.0f / 720, r, 1.0f / 120);
+	p = fmaf(p, r, 1.0f / 24);
+	p = fmaf(p, r, 1.0f / 6);
+	p = fmaf(p, r, 0.5f);
+	p = fmaf(p, r, 1.0f);
+	p = fmaf(p, r, 1.0f);
+	bits = (uint32_t)((int32_t)n + 127) << 23;
+	memcpy(&f, &bits, sizeof(f));
+	return p * f;
+}
+
+__attribute__((target("avx2,fma,f16c"))) static __m256
+exp8(__m256 x)
+{
+	x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+	                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+	r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+	__m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 720), r, _mm256_set1_ps(1.0f / 120));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	__m256i e = _mm256_slli_epi32(
+	        _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+/* The softmax's steps on AVX2 from the maximum on: the bits of the scalar steps. */
+__attribute__((target("avx2,fma,f16c"))) static uint32_t
+softmax_avx2(float *sc, uint32_t n, float max, double *s)
+{
+	__m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+	uint32_t p = 0;
+
+	for (; p + 8 <= n; p += 8) {
+		__m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(sc + p), _mm256_set1_ps(max)));
+		_mm256_storeu_ps(sc + p, e);
+		lo = _mm256_add_pd(lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+		hi = _mm256_add_pd(hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+	}
+	_mm256_storeu_pd(s, lo);
+	_mm256_storeu_pd(s + 4, hi);
+	return p;
+}
+
+/* @sc[0..n) times @inv, rounded to F16 when @f16; AVX2 for whole eights. */
+__attribute__((target("avx2,fma,f16c"))) static uint32_t
+weights_avx2(float *sc, uint32_t n, float inv, bool f16)
+{
+	uint32_t p = 0;
+
+	for (; p + 8 <= n; p += 8) {
+		__m256 w = _mm256_mul_ps(_mm256_loadu_ps(sc + p), _mm256_set1_ps(inv));
+		if (f16)
+			w = _mm256_cvtph_ps(_mm256_cvtps_ph(w, _MM_FROUND_TO_NEAREST_INT));
+		_mm256_storeu_ps(sc + p, w);
+	}
+	return p;
+}
+
+void
+cpu_attn_softmax(float *sc, uint32_t n, bool has_sink, float sink, bool f16, bool simd)
+{
+	float max = has_sink ? sink : -INFINITY;
+	double s[8] = {0};
+	uint32_t p = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		max = sc[i] > max ? sc[i] : max;
+	if (simd)
+		p = softmax_avx2(sc, n, max, s);
+	for (; p < n; p++) {
+		sc[p] = exp1(sc[p] - max);
+		s[p % 8] += (double)sc[p];
+	}
+	double sum = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+	if (has_sink)
+		sum += (double)exp1(sink - max);
+	float inv = (float)(1.0 / sum);
+	for (p = simd ? weights_avx2(sc, n, inv, f16) : 0; p < n; p++) {
+		float w = sc[p] * inv;
+		sc[p] = f16 ? fp16_to_f32(fp16_from_f32(w)) : w;
+	}
+}
+
 void
 cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *sc, float *out)
 {
 	bool simd = a->simd && a->d % 8 == 0;
 	size_t elem = a->f16 ? 2 : 4;
-	float q[CPU_ATTN_MAX_D], max = -INFINITY, scale = 1.0f / sqrtf((float)a->d);
+	float q[CPU_ATTN_MAX_D], scale = 1.0f / sqrtf((float)a->d);
 
 	for (uint32_t i = 0; i < a->d; i++)
 		q[i] = a->f16 ? fp16_to_f32(fp16_from_f32(qs[i])) : qs[i];
@@ -113,32 +216,19 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 		for (const uint8_t *k = (const uint8_t *)a->k + c * a->stride * elem; p < end;
 		     p++, k += a->stride * elem) {
 			sc[p] = (simd ? score_avx2(a, q, k) : score_scalar(a, q, k)) * scale;
-			max = sc[p] > max ? sc[p] : max;
 		}
 	}
-	if (a->has_sink)
-		max = a->sink > max ? a->sink : max;
-	double sum = 0.0;
-	for (uint32_t p = 0; p < n_pos; p++) {
-		sc[p] = expf(sc[p] - max);
-		sum += (double)sc[p];
-	}
-	if (a->has_sink)
-		sum += (double)expf(a->sink - max);
-	float inv = (float)(1.0 / sum);
+	cpu_attn_softmax(sc, n_pos, a->has_sink, a->sink, a->f16, a->simd);
 	memset(out, 0, a->d * sizeof(float));
 	for (uint32_t p = 0; p < n_pos;) {
 		uint64_t c;
 		uint32_t run = cell_run(a, p, &c), end = run < n_pos - p ? p + run : n_pos;
 		for (const uint8_t *v = (const uint8_t *)a->v + c * a->stride * elem; p < end;
 		     p++, v += a->stride * elem) {
-			float w = sc[p] * inv;
-			if (a->f16)
-				w = fp16_to_f32(fp16_from_f32(w));
 			if (simd)
-				axpy_avx2(a, w, v, out);
+				axpy_avx2(a, sc[p], v, out);
 			else
-				axpy_scalar(a, w, v, out);
+				axpy_scalar(a, sc[p], v, out);
 		}
 	}
 }

@@ -111,19 +111,25 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	uint64_t B = b->cfg.max_batch_tokens, S = be_logit_rows(&b->cfg),
 	         th = cpu_pool_threads(b->pool);
 	uint64_t ff = hp->n_ff > hp->n_ff_exp ? hp->n_ff : hp->n_ff_exp, K = hp->n_expert_used;
-	uint64_t kv = 0;
+	uint64_t kv = 0, att, sf;
 	size_t f = sizeof(float);
 	orch_err rv;
+	/* attention's scratch: blocked (AVX2) queries and scores, or one head's scores */
+	bool tiles = b->dot != cpu_dot_scalar && hp->head_dim % 8 == 0;
+	uint32_t qmax = cpu_attn_tile_tokens(hp, b->cfg.n_ctx) * (hp->n_head / hp->n_head_kv);
 
 	if ((rv = kv_layout(b, &kv, reterr)) != ORCH_OK)
 		return rv;
+	sf = cpu_attn_tile_floats(qmax, hp->head_dim, b->cfg.n_ctx);
+	att = tiles ? th * (qmax * sizeof(*b->attn_q) + sf * f) + (B + 1) * sizeof(uint32_t)
+	            : th * b->cfg.n_ctx * f;
 	b->bytes_needed =
 	        b->weight_bytes + 2 * kv + hp->n_layer * (sizeof(uint32_t) + sizeof(uint64_t)) +
 	        65536 * f +
 	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * ff) +
 	             (hp->n_expert ? B * (hp->n_expert + 3 * K + (1 + K) * hp->n_embd) : 0) +
-	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * (b->max_ne0 + b->cfg.n_ctx)) +
-	        (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 34 + 2 * B * sizeof(uint32_t);
+	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * b->max_ne0) +
+	        (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 34 + 2 * B * sizeof(uint32_t) + att;
 	if ((b->k_cache = balloc(b, (size_t)kv)) == NULL ||
 	    (b->v_cache = balloc(b, (size_t)kv)) == NULL ||
 	    (b->f16 = balloc(b, 65536 * f)) == NULL ||
@@ -137,7 +143,6 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	    (b->logits = balloc(b, S * hp->n_vocab * f)) == NULL ||
 	    (b->mm_scratch = balloc(b, th * b->max_ne0 * f)) == NULL ||
 	    (b->xq = balloc(b, (B > S ? B : S) * (b->max_ne0 / 32 + 1) * 40)) == NULL ||
-	    (b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL ||
 	    (b->tok_seq = balloc(b, B * sizeof(uint32_t))) == NULL ||
 	    (b->tok_pos = balloc(b, B * sizeof(uint32_t))) == NULL)
 		return b->cfg.kv_blocks > 0
@@ -162,6 +167,12 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	                         (b->moe_out = balloc(b, B * K * hp->n_embd * f)) == NULL))
 		return orch_errf(reterr, ORCH_ENOMEM,
 		                 "cpu backend: cannot allocate the experts' scratch");
+	if (tiles ? (b->attn_q = balloc(b, th * qmax * sizeof(*b->attn_q))) == NULL ||
+	                    (b->attn_scratch = balloc(b, th * sf * f)) == NULL ||
+	                    (b->tile0 = balloc(b, (B + 1) * sizeof(uint32_t))) == NULL
+	          : (b->scores = balloc(b, th * b->cfg.n_ctx * f)) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM,
+		                 "cpu backend: cannot allocate the attention's scratch");
 	for (uint32_t h = 0; h < 65536; h++)
 		b->f16[h] = fp16_to_f32((uint16_t)h);
 	b->bytes_used += b->weight_bytes;
@@ -274,11 +285,11 @@ cpu_free(struct be_model *b)
 		return;
 	cpu_pool_free(b->pool);
 	cpu_pack_free(b);
-	void *bufs[] = {b->k_cache, b->v_cache, b->kv_cells, b->kv_base, b->f16,
-	                b->x,       b->xn,      b->tmp,      b->qkv,     b->att,
-	                b->gate,    b->up,      b->last,     b->logits,  b->mm_scratch,
-	                b->xq,      b->scores,  b->tok_seq,  b->tok_pos, b->router,
-	                b->sel,     b->sel_w,   b->route,    b->moe_x,   b->moe_out};
+	void *bufs[] = {b->k_cache, b->v_cache, b->kv_cells,     b->kv_base, b->f16,    b->x,
+	                b->xn,      b->tmp,     b->qkv,          b->att,     b->gate,   b->up,
+	                b->last,    b->logits,  b->mm_scratch,   b->xq,      b->scores, b->tok_seq,
+	                b->tok_pos, b->router,  b->sel,          b->sel_w,   b->route,  b->moe_x,
+	                b->moe_out, b->attn_q,  b->attn_scratch, b->tile0};
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		orch_free(bufs[i]);
 	orch_free(b);

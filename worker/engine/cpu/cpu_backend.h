@@ -40,6 +40,11 @@ struct be_model {
 	float *mm_scratch;      /* [threads][max_ne0] */
 	uint8_t *xq;   /* [max(B, slots)][max_ne0 / 32 · 40]: x quantized (cpu_q8b or cpu_q8k) */
 	float *scores; /* [threads][n_ctx] */
+	/* blocked attention (cpu_attn_tile, AVX2 only; else NULL): per thread, its queries
+	   and scratch; tile0[B + 1], the first token of each tile */
+	struct cpu_attn_query *attn_q;
+	float *attn_scratch;
+	uint32_t *tile0;
 	uint32_t *tok_seq, *tok_pos; /* [B] */
 	uint64_t weight_bytes, bytes_needed, bytes_used;
 	/* weights packed for the products (cpu_pack.c), sorted by tensor */
@@ -65,6 +70,21 @@ static inline const uint32_t *
 cpu_layer_table(const struct be_model *b, uint32_t il, const struct be_seq *q)
 {
 	return model_layer_swa(&b->m->hp, il) ? q->swa_blocks : q->blocks;
+}
+
+/*
+ * cpu_attn_tile_tokens - tokens per tile of blocked attention: consecutive
+ * tokens of one sequence, at most 64 queries (tokens × the query heads of
+ * a KV head) and their scores over @n_ctx positions at most 4 MiB, at
+ * least one token.
+ */
+static inline uint32_t
+cpu_attn_tile_tokens(const struct model_hparams *hp, uint32_t n_ctx)
+{
+	uint32_t group = hp->n_head / hp->n_head_kv, q = (1u << 20) / (n_ctx ? n_ctx : 1);
+
+	q = q < 64 ? q : 64;
+	return group < q ? q / group : 1;
 }
 
 /* cpu_forward - the backend's forward op (cpu_forward.c). */

@@ -84,7 +84,99 @@ struct att_job {
 	struct be_model *b;
 	const struct be_seq *seqs;
 	uint32_t layer;
+	uint32_t n_tiles; /* cpu_attn_tile's: tiles of tokens b->tile0[k]..b->tile0[k + 1] */
 };
+
+/* The first position token @t reads on layer @il: 0, or its window's first. */
+static uint32_t
+first_pos(const struct be_model *b, uint32_t il, uint32_t t)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	uint32_t n = b->tok_pos[t] + 1;
+
+	return model_layer_swa(hp, il) && n > hp->n_swa ? n - hp->n_swa : 0;
+}
+
+/* KV head @kvh's cache on layer @il for sequence @q, positions not set (first = 0). */
+static struct cpu_attn
+head_cache(const struct be_model *b, uint32_t il, const struct be_seq *q, uint32_t kvh)
+{
+	size_t elem = b->cfg.kv_f32 ? 4 : 2;
+	bool paged = cpu_layer_paged(b, il);
+	uint64_t off =
+	        (paged ? b->kv_base[il] * b->kv_dim * elem : kv_off(b, il, q->slot, 0, elem)) +
+	        (uint64_t)kvh * b->m->hp.head_dim * elem;
+
+	return (struct cpu_attn){.k = (const uint8_t *)b->k_cache + off,
+	                         .v = (const uint8_t *)b->v_cache + off,
+	                         .stride = b->kv_dim,
+	                         .cells = paged ? 0 : b->kv_cells[il],
+	                         .blocks = paged ? cpu_layer_table(b, il, q) : NULL,
+	                         .block_tokens = b->cfg.kv_block_tokens,
+	                         .d = b->m->hp.head_dim,
+	                         .f16 = !b->cfg.kv_f32,
+	                         .simd = b->dot != cpu_dot_scalar};
+}
+
+/* Head @h's sink on layer @il, if the layer has sinks. */
+static bool
+head_sink(const struct be_model *b, uint32_t il, uint32_t h, float *ret)
+{
+	const struct gguf_tensor *sinks = b->m->layers[il].sinks;
+
+	if (sinks != NULL)
+		memcpy(ret, (const float *)sinks->data + h, sizeof(float));
+	return sinks != NULL;
+}
+
+/* @T tokens in tiles for cpu_attn_tile (cpu_attn_tile_tokens): b->tile0, their count. */
+static uint32_t
+make_tiles(struct be_model *b, uint32_t T)
+{
+	uint32_t n = 0, tt = cpu_attn_tile_tokens(&b->m->hp, b->cfg.n_ctx);
+
+	for (uint32_t t = 0; t < T; t++)
+		if (t == 0 || b->tok_seq[t] != b->tok_seq[t - 1] || t - b->tile0[n - 1] == tt)
+			b->tile0[n++] = t;
+	b->tile0[n] = T;
+	return n;
+}
+
+/*
+ * One (tile, KV head) pair: every query head of the KV head for every token
+ * of the tile, through cpu_attn_tile. Items alternate between early and
+ * late tiles, so that the threads' contiguous ranges get even work though
+ * later tokens read more positions.
+ */
+static void
+attend_tiles(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
+{
+	const struct att_job *j = ctx;
+	struct be_model *b = j->b;
+	const struct model_hparams *hp = &b->m->hp;
+	uint32_t d = hp->head_dim, group = hp->n_head / hp->n_head_kv;
+	uint32_t qmax = cpu_attn_tile_tokens(hp, b->cfg.n_ctx) * group;
+	struct cpu_attn_query *qs = b->attn_q + (uint64_t)thread * qmax;
+	float *scratch =
+	        b->attn_scratch + (uint64_t)thread * cpu_attn_tile_floats(qmax, d, b->cfg.n_ctx);
+
+	for (uint64_t it = begin; it < end; it++) {
+		uint32_t k = (uint32_t)(it / hp->n_head_kv), kvh = (uint32_t)(it % hp->n_head_kv);
+		uint32_t tile = k % 2 ? j->n_tiles - 1 - k / 2 : k / 2, nq = 0;
+		const struct be_seq *q = &j->seqs[b->tok_seq[b->tile0[tile]]];
+		struct cpu_attn a = head_cache(b, j->layer, q, kvh);
+		for (uint32_t t = b->tile0[tile]; t < b->tile0[tile + 1]; t++)
+			for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++, nq++) {
+				qs[nq] = (struct cpu_attn_query){
+				        .q = b->qkv + (uint64_t)t * b->qkv_dim + (uint64_t)h * d,
+				        .out = b->att + (uint64_t)t * b->q_dim + (uint64_t)h * d,
+				        .lo = first_pos(b, j->layer, t),
+				        .hi = b->tok_pos[t] + 1};
+				qs[nq].has_sink = head_sink(b, j->layer, h, &qs[nq].sink);
+			}
+		cpu_attn_tile(&a, qs, nq, b->cfg.n_ctx, scratch);
+	}
+}
 
 /*
  * One (token, head) pair: softmax(q·K / √d) · V over positions 0..pos of the
@@ -100,34 +192,14 @@ attend(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	const struct model_hparams *hp = &b->m->hp;
 	uint32_t d = hp->head_dim, group = hp->n_head / hp->n_head_kv;
 	float *sc = b->scores + (uint64_t)thread * b->cfg.n_ctx;
-	size_t elem = b->cfg.kv_f32 ? 4 : 2;
-
-	const struct model_layer *L = &b->m->layers[j->layer];
-	bool swa = model_layer_swa(hp, j->layer), paged = cpu_layer_paged(b, j->layer);
 
 	for (uint64_t th = begin; th < end; th++) {
 		uint32_t t = (uint32_t)(th / hp->n_head), h = (uint32_t)(th % hp->n_head);
 		const struct be_seq *q = &j->seqs[b->tok_seq[t]];
-		uint32_t kvh = h / group;
-		uint32_t n = b->tok_pos[t] + 1; /* positions 0..pos; a window: its last n_swa */
-		uint32_t first = swa && n > hp->n_swa ? n - hp->n_swa : 0;
-		uint64_t off = (paged ? b->kv_base[j->layer] * b->kv_dim * elem
-		                      : kv_off(b, j->layer, q->slot, 0, elem)) +
-		               (uint64_t)kvh * d * elem;
-		struct cpu_attn a = {.k = (const uint8_t *)b->k_cache + off,
-		                     .v = (const uint8_t *)b->v_cache + off,
-		                     .stride = b->kv_dim,
-		                     .cells = paged ? 0 : b->kv_cells[j->layer],
-		                     .first = paged ? first : first % b->kv_cells[j->layer],
-		                     .blocks = paged ? cpu_layer_table(b, j->layer, q) : NULL,
-		                     .block_tokens = b->cfg.kv_block_tokens,
-		                     .d = d,
-		                     .f16 = !b->cfg.kv_f32,
-		                     .simd = b->dot != cpu_dot_scalar};
-		if (L->sinks != NULL) {
-			a.has_sink = true;
-			memcpy(&a.sink, (const float *)L->sinks->data + h, sizeof(float));
-		}
+		uint32_t n = b->tok_pos[t] + 1, first = first_pos(b, j->layer, t);
+		struct cpu_attn a = head_cache(b, j->layer, q, h / group);
+		a.first = a.blocks != NULL ? first : first % a.cells;
+		a.has_sink = head_sink(b, j->layer, h, &a.sink);
 		cpu_attn_head(&a, b->qkv + (uint64_t)t * b->qkv_dim + (uint64_t)h * d, n - first,
 		              sc, b->att + (uint64_t)t * b->q_dim + (uint64_t)h * d);
 	}
@@ -149,7 +221,7 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 	const struct model_hparams *hp = &m->hp;
 	const struct model_layer *L = &m->layers[il];
 	const float *factors = m->rope_freqs ? m->rope_freqs->data : NULL;
-	struct att_job aj = {b, seqs, il};
+	struct att_job aj = {b, seqs, il, 0};
 
 	for (uint32_t t = 0; t < T; t++)
 		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->attn_norm->data, hp->n_embd,
@@ -176,8 +248,16 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 		kv_store(b, il, &seqs[b->tok_seq[t]], b->tok_pos[t], q + b->q_dim,
 		         q + b->q_dim + b->kv_dim);
 	}
-	cpu_pool_for(b->pool, (uint64_t)T * hp->n_head,
-	             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
+	if (b->attn_q != NULL) { /* blocked, on the AVX2 kernels */
+		aj.n_tiles = make_tiles(b, T);
+		cpu_pool_for(b->pool, (uint64_t)aj.n_tiles * hp->n_head_kv,
+		             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1) * hp->n_head /
+		                     hp->n_head_kv * T / aj.n_tiles,
+		             attend_tiles, &aj);
+	} else {
+		cpu_pool_for(b->pool, (uint64_t)T * hp->n_head,
+		             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
+	}
 	mm(b, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, L->bo);
 	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
 		b->x[i] += b->tmp[i];

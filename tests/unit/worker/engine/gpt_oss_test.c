@@ -25,6 +25,7 @@
 #include <cjson/cJSON.h>
 
 #include "engine/backend.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/engine.h"
 #include "engine/kv_blocks.h"
 #include "engine/scheduler.h"
@@ -291,9 +292,14 @@ test_ring_memory(void)
 	struct engine *x[2] = {open_engine_ctx(TINY_MXFP4, 2, 1024, 6),
 	                       open_engine_ctx(TINY_MXFP4, 2, 2048, 6)};
 	uint64_t need[2], used[2];
-	uint64_t kv_full = 2ull * 1024 * 2 * 128 * 2, scores = 2ull * 1024 * sizeof(float);
+	uint64_t kv_full = 2ull * 1024 * 2 * 128 * 2, scores;
 
 	T_TRUE(x[0] != NULL && x[1] != NULL);
+	/* attention's scratch, two threads: blocked, each query's scores; else one head's */
+	const struct model_hparams *hp = &x[0]->m.hp;
+	uint32_t qmax = cpu_attn_tile_tokens(hp, 1024) * (hp->n_head / hp->n_head_kv);
+	T_EQ(qmax, cpu_attn_tile_tokens(hp, 2048) * (hp->n_head / hp->n_head_kv));
+	scores = 2ull * 1024 * sizeof(float) * (cpu_has_avx2() ? qmax : 1);
 	T_EQ(x[0]->m.hp.n_swa, 128);
 	T_TRUE(model_layer_swa(&x[0]->m.hp, 0) && !model_layer_swa(&x[0]->m.hp, 1));
 	for (int i = 0; i < 2; i++)
