@@ -214,18 +214,95 @@ mm(struct be_model *b, const struct gguf_tensor *w, uint64_t row0, uint64_t rows
 	           y_stride, bias, b->mm_scratch, b->xq);
 }
 
+/* The element-wise work of a step, token by token on the pool: each token's the same bits. */
+enum tok_op {
+	TOK_NORM,   /* xn = rmsnorm(x) · w */
+	TOK_ROPE,   /* RoPE on the token's q and k, and its K/V into the cache */
+	TOK_ADD,    /* x += tmp */
+	TOK_SWIGLU, /* gate = silu(gate) · up */
+};
+
+struct tok_job {
+	struct be_model *b;
+	const struct be_seq *seqs;
+	uint32_t il;
+	enum tok_op op;
+	const float *w; /* TOK_NORM's weights */
+};
+
+/* Token @t's RoPE on its q and k, then its K and V stored (layer @il). */
+static void
+rope_store(struct be_model *b, const struct be_seq *seqs, uint32_t il, uint32_t t)
+{
+	const struct model *m = b->m;
+	const struct model_hparams *hp = &m->hp;
+	const float *factors = m->rope_freqs ? m->rope_freqs->data : NULL;
+	float *q = b->qkv + (uint64_t)t * b->qkv_dim;
+
+	if (hp->yarn_factor > 0) {
+		cpu_rope_yarn(q, hp->n_head + hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
+		              hp->rope_base, hp->rope_neox, &b->yarn);
+	} else {
+		cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t], hp->rope_base,
+		         hp->rope_neox, factors);
+		cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
+		         hp->rope_base, hp->rope_neox, factors);
+	}
+	kv_store(b, il, &seqs[b->tok_seq[t]], b->tok_pos[t], q + b->q_dim,
+	         q + b->q_dim + b->kv_dim);
+}
+
+static void
+tok_work(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
+{
+	const struct tok_job *j = ctx;
+	struct be_model *b = j->b;
+	const struct model_hparams *hp = &b->m->hp;
+	uint64_t E = hp->n_embd;
+
+	(void)thread;
+	for (uint64_t t = begin; t < end; t++) {
+		switch (j->op) {
+		case TOK_NORM:
+			cpu_rmsnorm(b->x + t * E, j->w, hp->n_embd, hp->rms_eps, b->xn + t * E);
+			break;
+		case TOK_ROPE:
+			rope_store(b, j->seqs, j->il, (uint32_t)t);
+			break;
+		case TOK_ADD:
+			for (uint64_t i = t * E; i < (t + 1) * E; i++)
+				b->x[i] += b->tmp[i];
+			break;
+		case TOK_SWIGLU:
+			cpu_swiglu(b->gate + t * hp->n_ff, b->up + t * hp->n_ff, hp->n_ff);
+			break;
+		}
+	}
+}
+
+/* @op over the step's @T tokens on the pool (@w: TOK_NORM's weights). */
+static void
+per_token(struct be_model *b, const struct be_seq *seqs, uint32_t il, enum tok_op op,
+          const float *w, uint32_t T)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	struct tok_job j = {b, seqs, il, op, w};
+	uint64_t cost = op == TOK_SWIGLU ? 16ull * hp->n_ff
+	                : op == TOK_ROPE ? 16ull * b->qkv_dim
+	                                 : 4ull * hp->n_embd;
+
+	cpu_pool_for(b->pool, T, cost, tok_work, &j);
+}
+
 static void
 attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint32_t il)
 {
 	const struct model *m = b->m;
 	const struct model_hparams *hp = &m->hp;
 	const struct model_layer *L = &m->layers[il];
-	const float *factors = m->rope_freqs ? m->rope_freqs->data : NULL;
 	struct att_job aj = {b, seqs, il, 0};
 
-	for (uint32_t t = 0; t < T; t++)
-		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->attn_norm->data, hp->n_embd,
-		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
+	per_token(b, seqs, il, TOK_NORM, L->attn_norm->data, T);
 	if (L->wqkv != NULL) {
 		mm(b, L->wqkv, 0, b->qkv_dim, b->xn, T, b->qkv, b->qkv_dim, NULL);
 	} else {
@@ -234,20 +311,7 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 		mm(b, L->wv, 0, b->kv_dim, b->xn, T, b->qkv + b->q_dim + b->kv_dim, b->qkv_dim,
 		   L->bv);
 	}
-	for (uint32_t t = 0; t < T; t++) {
-		float *q = b->qkv + (uint64_t)t * b->qkv_dim;
-		if (hp->yarn_factor > 0) {
-			cpu_rope_yarn(q, hp->n_head + hp->n_head_kv, hp->head_dim, hp->n_rot,
-			              b->tok_pos[t], hp->rope_base, hp->rope_neox, &b->yarn);
-		} else {
-			cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t],
-			         hp->rope_base, hp->rope_neox, factors);
-			cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot,
-			         b->tok_pos[t], hp->rope_base, hp->rope_neox, factors);
-		}
-		kv_store(b, il, &seqs[b->tok_seq[t]], b->tok_pos[t], q + b->q_dim,
-		         q + b->q_dim + b->kv_dim);
-	}
+	per_token(b, seqs, il, TOK_ROPE, NULL, T);
 	if (b->attn_q != NULL) { /* blocked, on the AVX2 kernels */
 		aj.n_tiles = make_tiles(b, T);
 		cpu_pool_for(b->pool, (uint64_t)aj.n_tiles * hp->n_head_kv,
@@ -259,8 +323,7 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 		             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
 	}
 	mm(b, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, L->bo);
-	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
-		b->x[i] += b->tmp[i];
+	per_token(b, seqs, il, TOK_ADD, NULL, T);
 }
 
 static void
@@ -269,9 +332,7 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 	const struct model_hparams *hp = &b->m->hp;
 	const struct model_layer *L = &b->m->layers[il];
 
-	for (uint32_t t = 0; t < T; t++)
-		cpu_rmsnorm(b->x + (uint64_t)t * hp->n_embd, L->ffn_norm->data, hp->n_embd,
-		            hp->rms_eps, b->xn + (uint64_t)t * hp->n_embd);
+	per_token(b, NULL, il, TOK_NORM, L->ffn_norm->data, T);
 	if (L->w_gate_up != NULL) { /* fused: gate rows first, then up */
 		mm(b, L->w_gate_up, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff, NULL);
 		mm(b, L->w_gate_up, hp->n_ff, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL);
@@ -279,10 +340,9 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 		mm(b, L->w_gate, 0, hp->n_ff, b->xn, T, b->gate, hp->n_ff, NULL);
 		mm(b, L->w_up, 0, hp->n_ff, b->xn, T, b->up, hp->n_ff, NULL);
 	}
-	cpu_swiglu(b->gate, b->up, T * hp->n_ff);
+	per_token(b, NULL, il, TOK_SWIGLU, NULL, T);
 	mm(b, L->w_down, 0, hp->n_embd, b->gate, T, b->tmp, hp->n_embd, NULL);
-	for (uint64_t i = 0; i < (uint64_t)T * hp->n_embd; i++)
-		b->x[i] += b->tmp[i];
+	per_token(b, NULL, il, TOK_ADD, NULL, T);
 }
 
 /*
@@ -336,9 +396,7 @@ moe_block(struct be_model *b, uint32_t T, uint32_t il)
 	const struct model_layer *L = &b->m->layers[il];
 	uint32_t K = hp->n_expert_used, E = hp->n_embd, F = hp->n_ff_exp;
 
-	for (uint32_t t = 0; t < T; t++)
-		cpu_rmsnorm(b->x + (uint64_t)t * E, L->ffn_norm->data, E, hp->rms_eps,
-		            b->xn + (uint64_t)t * E);
+	per_token(b, NULL, il, TOK_NORM, L->ffn_norm->data, T);
 	mm(b, L->router, 0, hp->n_expert, b->xn, T, b->router, hp->n_expert, L->router_b);
 	route_tokens(b, T);
 	for (uint32_t e = 0; e < hp->n_expert; e++) {
