@@ -196,6 +196,16 @@ float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, u
  */
 #define CPU_PACK_ROWS 8
 
+/* Where the parts of a packed K-quant super-block start (bytes). */
+#define CPU_PACK_Q4K_DMIN  16
+#define CPU_PACK_Q4K_SC    32
+#define CPU_PACK_Q4K_MIN   96
+#define CPU_PACK_Q4K_CODES 160
+#define CPU_PACK_Q5K_HIGH  (160 + 1024)
+#define CPU_PACK_Q6K_SC    16
+#define CPU_PACK_Q6K_LO    144
+#define CPU_PACK_Q6K_HI    (144 + 1024)
+
 /* cpu_pack_supported - whether weights of @type pack. */
 bool cpu_pack_supported(uint32_t type);
 

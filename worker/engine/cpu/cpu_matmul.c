@@ -79,6 +79,7 @@ struct mm_job {
 	cpu_dot_fn dot;
 	bool simd;
 	const uint8_t *xq; /* x quantized for integer dots (cpu_quant_act), or NULL */
+	uint8_t *xq_out;   /* the same bytes, as quant_rows writes them */
 	uint64_t xq_row;   /* bytes per quantized x row */
 	enum cpu_isa isa;  /* the integer dots' kernels, chosen once per product */
 	const uint8_t *pk; /* the packed groups of rows [row0, row0 + rows), or NULL */
@@ -181,6 +182,18 @@ mm_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 	}
 }
 
+/* Activation rows [@begin, @end) quantized for the integer dots (each row's bytes alike). */
+static void
+quant_rows(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
+{
+	const struct mm_job *j = ctx;
+	uint64_t ne0 = j->w->ne[0];
+
+	(void)thread;
+	for (uint64_t t = begin; t < end; t++)
+		cpu_quant_act(j->w->type, j->x + t * ne0, j->xq_out + t * j->xq_row, ne0, j->simd);
+}
+
 void
 cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w,
            const struct cpu_pack *pack, uint64_t row0, uint64_t rows, const float *x, uint32_t T,
@@ -201,10 +214,8 @@ cpu_matmul(struct cpu_pool *pool, cpu_dot_fn dot, const struct gguf_tensor *w,
 	ggml_row_bytes(w->type, w->ne[0], &j.row_bytes);
 	if (cpu_qdot_supported(w->type)) {
 		j.xq_row = cpu_act_row_bytes(w->type, w->ne[0]);
-		for (uint32_t t = 0; t < T; t++)
-			cpu_quant_act(w->type, x + (uint64_t)t * w->ne[0], xq + t * j.xq_row,
-			              w->ne[0], j.simd);
-		j.xq = xq;
+		j.xq = j.xq_out = xq;
+		cpu_pool_for(pool, T, 4 * w->ne[0], quant_rows, &j);
 		j.isa = j.simd ? cpu_isa_best() : CPU_ISA_SCALAR;
 	}
 	if (pack != NULL && row0 % CPU_PACK_ROWS == 0 && rows % CPU_PACK_ROWS == 0) {

@@ -12,18 +12,6 @@
 #include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
 
-/* Q4_K's packed super-block: where its parts start (Q5_K's fifth bits follow). */
-#define Q4K_DMIN  16
-#define Q4K_SC    32
-#define Q4K_MIN   96
-#define Q4K_CODES 160
-#define Q5K_HIGH  (160 + 1024)
-
-/* Q6_K's packed super-block: where its parts start. */
-#define Q6K_SC 16
-#define Q6K_LO 144
-#define Q6K_HI (144 + 1024)
-
 /* The 6-bit scale and min of sub-block @j from Q4_K's 12 packed bytes at @p. */
 static void
 q4k_scale_min(const uint8_t *p, uint32_t j, uint8_t *sc, uint8_t *m)
@@ -44,14 +32,15 @@ pack_q45k(const uint8_t *blk, bool five, uint32_t r, uint8_t *dst)
 	const uint8_t *qs = blk + (five ? 48 : 16);
 
 	memcpy(dst + 2 * r, blk, 2);
-	memcpy(dst + Q4K_DMIN + 2 * r, blk + 2, 2);
+	memcpy(dst + CPU_PACK_Q4K_DMIN + 2 * r, blk + 2, 2);
 	for (uint32_t j = 0; j < 8; j++)
-		q4k_scale_min(blk + 4, j, dst + Q4K_SC + 8 * j + r, dst + Q4K_MIN + 8 * j + r);
+		q4k_scale_min(blk + 4, j, dst + CPU_PACK_Q4K_SC + 8 * j + r,
+		              dst + CPU_PACK_Q4K_MIN + 8 * j + r);
 	for (uint32_t k = 0; k < 128; k++) /* qs[32c + 4p + i]: vector 8c + p, byte i */
-		dst[Q4K_CODES + 32 * (k / 4) + 4 * r + k % 4] = qs[k];
+		dst[CPU_PACK_Q4K_CODES + 32 * (k / 4) + 4 * r + k % 4] = qs[k];
 	if (five) /* qh[4p + i]: vector p, byte i; its bit j is sub-block j's */
 		for (uint32_t k = 0; k < 32; k++)
-			dst[Q5K_HIGH + 32 * (k / 4) + 4 * r + k % 4] = blk[16 + k];
+			dst[CPU_PACK_Q5K_HIGH + 32 * (k / 4) + 4 * r + k % 4] = blk[16 + k];
 }
 
 /* The 6-bit codes of the 256 elements of Q6_K super-block @blk into @q. */
@@ -84,17 +73,17 @@ pack_q6k(const uint8_t *blk, uint32_t r, uint8_t *dst)
 	q6k_codes(blk, q);
 	memcpy(dst + 2 * r, blk + 208, 2);
 	for (uint32_t g = 0; g < 16; g++)
-		dst[Q6K_SC + 16 * (g / 2) + 2 * r + g % 2] = blk[192 + g];
+		dst[CPU_PACK_Q6K_SC + 16 * (g / 2) + 2 * r + g % 2] = blk[192 + g];
 	for (uint32_t u = 0; u < 32; u++)
 		for (uint32_t i = 0; i < 4; i++)
-			dst[Q6K_LO + 32 * u + 4 * r + i] =
+			dst[CPU_PACK_Q6K_LO + 32 * u + 4 * r + i] =
 			        (uint8_t)((q[4 * u + i] & 15) | (q[128 + 4 * u + i] & 15) << 4);
 	for (uint32_t v = 0; v < 16; v++)
 		for (uint32_t i = 0; i < 4; i++) {
 			uint32_t b = 0;
 			for (uint32_t k = 0; k < 4; k++)
 				b |= (uint32_t)(q[4 * (2 * v + unit_of[k]) + i] >> 4) << (2 * k);
-			dst[Q6K_HI + 32 * v + 4 * r + i] = (uint8_t)b;
+			dst[CPU_PACK_Q6K_HI + 32 * v + 4 * r + i] = (uint8_t)b;
 		}
 }
 
@@ -119,10 +108,10 @@ static int32_t
 q45k_packed(const uint8_t *p, bool five, uint32_t r, uint32_t e)
 {
 	uint32_t c = e / 64, h = e % 64 / 32, k = 32 * c + e % 32, l = e % 32;
-	int32_t v = (p[Q4K_CODES + 32 * (k / 4) + 4 * r + k % 4] >> (4 * h)) & 15;
+	int32_t v = (p[CPU_PACK_Q4K_CODES + 32 * (k / 4) + 4 * r + k % 4] >> (4 * h)) & 15;
 
 	if (five)
-		v |= ((p[Q5K_HIGH + 32 * (l / 4) + 4 * r + l % 4] >> (e / 32)) & 1) << 4;
+		v |= ((p[CPU_PACK_Q5K_HIGH + 32 * (l / 4) + 4 * r + l % 4] >> (e / 32)) & 1) << 4;
 	return v;
 }
 
@@ -132,9 +121,9 @@ q6k_packed(const uint8_t *p, uint32_t r, uint32_t e)
 {
 	uint32_t u = e / 4 % 32, hi = e / 128, i = e % 4, v = u / 2;
 	uint32_t k = 2 * (u % 2) + hi; /* the unit's place in its high-bit vector */
-	int32_t lo = (p[Q6K_LO + 32 * u + 4 * r + i] >> (4 * hi)) & 15;
+	int32_t lo = (p[CPU_PACK_Q6K_LO + 32 * u + 4 * r + i] >> (4 * hi)) & 15;
 
-	return lo | ((p[Q6K_HI + 32 * v + 4 * r + i] >> (2 * k)) & 3) << 4;
+	return lo | ((p[CPU_PACK_Q6K_HI + 32 * v + 4 * r + i] >> (2 * k)) & 3) << 4;
 }
 
 /* Row @r of packed super-block @p times @x, as cpu_qdot_k_scalar's Q4_K / Q5_K step. */
@@ -147,12 +136,12 @@ sb_q45k(const uint8_t *p, bool five, uint32_t r, const struct cpu_q8k *x)
 		int32_t s = 0;
 		for (uint32_t e = 32 * j; e < 32 * j + 32; e++)
 			s += q45k_packed(p, five, r, e) * x->q[e];
-		sumi += p[Q4K_SC + 8 * j + r] * s;
-		summ += p[Q4K_MIN + 8 * j + r] * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
+		sumi += p[CPU_PACK_Q4K_SC + 8 * j + r] * s;
+		summ += p[CPU_PACK_Q4K_MIN + 8 * j + r] * (x->bsums[2 * j] + x->bsums[2 * j + 1]);
 	}
 	/* one operation a statement, as cpu_qdot_k_scalar: nothing fused */
 	float a = fp16_load(p + 2 * r) * (float)sumi;
-	float m = fp16_load(p + Q4K_DMIN + 2 * r) * (float)summ;
+	float m = fp16_load(p + CPU_PACK_Q4K_DMIN + 2 * r) * (float)summ;
 	return x->d * (a - m);
 }
 
@@ -163,7 +152,7 @@ sb_q6k(const uint8_t *p, uint32_t r, const struct cpu_q8k *x)
 	int32_t sumi = 0;
 
 	for (uint32_t g = 0; g < 16; g++) {
-		int32_t s = 0, sc = (int8_t)p[Q6K_SC + 16 * (g / 2) + 2 * r + g % 2];
+		int32_t s = 0, sc = (int8_t)p[CPU_PACK_Q6K_SC + 16 * (g / 2) + 2 * r + g % 2];
 		for (uint32_t e = 16 * g; e < 16 * g + 16; e++)
 			s += q6k_packed(p, r, e) * x->q[e];
 		sumi += sc * (s - 32 * x->bsums[g]);

@@ -107,7 +107,7 @@ sb_q45k(const uint8_t *p, const bool five, const struct cpu_q8k *x, uint64_t xs,
 		sumi[t] = summ[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
 	for (uint32_t j = 0; j < 8; j++) { /* sub-block j: chunk c's nibbles h */
-		const uint8_t *c = p + 160 + 256 * (j / 2);
+		const uint8_t *c = p + CPU_PACK_Q4K_CODES + 256 * (j / 2);
 		__m256i ia[TILE];
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++)
@@ -117,25 +117,26 @@ sb_q45k(const uint8_t *p, const bool five, const struct cpu_q8k *x, uint64_t xs,
 			__m256i v = load(c + 32 * q);
 			v = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
 			if (five)
-				v = _mm256_or_si256(v, bit_to_4(load(p + 1184 + 32 * q), j));
+				v = _mm256_or_si256(
+				        v, bit_to_4(load(p + CPU_PACK_Q5K_HIGH + 32 * q), j));
 #pragma GCC unroll 8
 			for (uint32_t t = 0; t < nt; t++)
 				ia[t] = dot4(ia[t], v, bcast(x[t * xs].q + 32 * j + 4 * q));
 		}
-		__m256i sc = load8_u(p + 32 + 8 * j);
+		__m256i sc = load8_u(p + CPU_PACK_Q4K_SC + 8 * j);
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++)
 			sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(ia[t], sc));
 	}
 #pragma GCC unroll 8
 	for (uint32_t j = 0; j < 8; j++) {
-		__m256i m = load8_u(p + 96 + 8 * j);
+		__m256i m = load8_u(p + CPU_PACK_Q4K_MIN + 8 * j);
 		m = _mm256_or_si256(m, _mm256_slli_epi32(m, 16)); /* (m, m): both halves' sums */
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++)
 			summ[t] = dot2(summ[t], m, bcast(x[t * xs].bsums + 2 * j));
 	}
-	__m256 d = load8_h(p), dm = load8_h(p + 16);
+	__m256 d = load8_h(p), dm = load8_h(p + CPU_PACK_Q4K_DMIN);
 #pragma GCC unroll 8
 	for (uint32_t t = 0; t < nt; t++) {
 		__m256 v = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sumi[t])),
@@ -148,8 +149,8 @@ sb_q45k(const uint8_t *p, const bool five, const struct cpu_q8k *x, uint64_t xs,
 __attribute__((always_inline)) static inline __m256i
 q6k_scale(const uint8_t *p, uint32_t g)
 {
-	__m256i s = _mm256_cvtepi8_epi16(
-	        _mm_loadu_si128((const __m128i *)(const void *)(p + 16 + 16 * (g / 2))));
+	__m256i s = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+	        (const __m128i *)(const void *)(p + CPU_PACK_Q6K_SC + 16 * (g / 2))));
 
 	return _mm256_srai_epi32(g % 2 ? s : _mm256_slli_epi32(s, 16), 16);
 }
@@ -171,8 +172,9 @@ q6k_group(const uint8_t *p, uint32_t g, uint32_t hi, const struct cpu_q8k *x, ui
 		ia[t] = _mm256_setzero_si256();
 #pragma GCC unroll 2
 	for (uint32_t v = 2 * g; v < 2 * g + 2; v++) { /* units 2v, 2v + 1 (+ 32) */
-		__m256i h = load(p + 144 + 1024 + 32 * v);
-		__m256i n0 = load(p + 144 + 32 * (2 * v)), n1 = load(p + 144 + 32 * (2 * v + 1));
+		__m256i h = load(p + CPU_PACK_Q6K_HI + 32 * v);
+		__m256i n0 = load(p + CPU_PACK_Q6K_LO + 32 * (2 * v)),
+		        n1 = load(p + CPU_PACK_Q6K_LO + 32 * (2 * v + 1));
 		__m256i c0, c1;
 		if (hi == 0) {
 			c0 = _mm256_or_si256(_mm256_and_si256(n0, m4),
@@ -212,8 +214,8 @@ sb_q6k(const uint8_t *p, const struct cpu_q8k *x, uint64_t xs, const uint32_t nt
 	}
 #pragma GCC unroll 8
 	for (uint32_t k = 0; k < 8; k++) {
-		__m256i s = _mm256_cvtepi8_epi16(
-		        _mm_loadu_si128((const __m128i *)(const void *)(p + 16 + 16 * k)));
+		__m256i s = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+		        (const __m128i *)(const void *)(p + CPU_PACK_Q6K_SC + 16 * k)));
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++)
 			off[t] = dot2(off[t], s, bcast(x[t * xs].bsums + 2 * k));
@@ -233,7 +235,7 @@ __attribute__((always_inline)) static inline void
 tile(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8k *x, uint64_t xs,
      const uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
-	const uint64_t pb = type == GGML_TYPE_Q4_K ? 1184 : type == GGML_TYPE_Q5_K ? 1440 : 1680;
+	const uint64_t pb = cpu_pack_block_bytes(type);
 	__m256 acc[TILE];
 
 #pragma GCC unroll 8
