@@ -158,7 +158,7 @@ void cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_
 float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
 
 /*
- * ---- packed weights (cpu_pack.c): Q8_0/Q4_0/Q5_0/Q4_K/Q6_K rows in groups of eight ----
+ * ---- packed weights (cpu_pack.c): Q8_0/Q4_0/Q5_0 and Q4_K/Q5_K/Q6_K rows, groups of eight ----
  *
  * Packed, a tensor's rows 8g..8g+7 are group g, of the same bytes as the
  * eight rows: first nb = ne0/32 times eight F16 scales (row r's of block b
@@ -329,8 +329,8 @@ void cpu_attn_tile(const struct cpu_attn *a, const struct cpu_attn_query *qs, ui
 /*
  * cpu_attn_softmax - @sc[0..n) (scores) become the attention's weights:
  * with m the maximum of the scores (and of @sink when @has_sink), each
- * e^(s - m) by a polynomial of IEEE steps (within 2 ulp of e^x; e^-87 below
- * -87), summed in double in eight partial sums (position p in sum p % 8,
+ * e^(s - m) by a polynomial of IEEE steps (within 3 ulp of e^x; e^-87 below
+ * -87; a NaN score stays NaN), summed in double in eight partial sums (position p in sum p % 8,
  * joined ((0 + 1) + (2 + 3)) + ((4 + 5) + (6 + 7))), plus e^(sink - m),
  * then each times (float)(1 / sum), rounded to F16 when @f16. @simd: the
  * AVX2 kernels (the caller checked the CPU), the same bits.

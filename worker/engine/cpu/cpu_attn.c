@@ -99,9 +99,9 @@ cell_run(const struct cpu_attn *a, uint32_t i, uint64_t *ret_cell)
 }
 
 /*
- * e^x for the softmax (x ≤ 0; below -87, e^-87): Cody-Waite reduction and a
- * degree-6 polynomial, each step one IEEE operation, so this and exp8 give
- * the same bits.
+ * e^x for the softmax (x ≤ 0; below -87, e^-87; NaN, NaN): Cody-Waite
+ * reduction and a degree-6 polynomial, each step one IEEE operation, so
+ * this and exp8 give the same bits (within 3 ulp of e^x).
  */
 static float
 exp1(float x)
@@ -109,7 +109,9 @@ exp1(float x)
 	uint32_t bits;
 	float f, n, r, p;
 
-	x = x > -87.0f ? x : -87.0f;
+	if (x != x) /* NaN stays NaN, as exp8's */
+		return x;
+	x = x < -87.0f ? -87.0f : x;
 	n = nearbyintf(x * 1.44269504f);
 	r = fmaf(-n, 0.693359375f, x);
 	r = fmaf(-n, -2.12194440e-4f, r);
@@ -127,7 +129,7 @@ exp1(float x)
 __attribute__((target("avx2,fma,f16c"))) static __m256
 exp8(__m256 x)
 {
-	x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+	x = _mm256_max_ps(_mm256_set1_ps(-87.0f), x); /* a NaN x passes through */
 	__m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
 	                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 	__m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);

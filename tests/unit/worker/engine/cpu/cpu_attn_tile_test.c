@@ -201,6 +201,13 @@ test_softmax_twins(void)
 			}
 			T_TRUE(tot <= 1.0 + 1e-3 && (sink || tot >= 1.0 - 1e-3));
 		}
+	for (int simd = 0; simd < 2; simd++) { /* a NaN score is not hidden */
+		for (uint32_t p = 0; p < 11; p++)
+			s0[p] = p == 3 ? NAN : (float)p;
+		cpu_attn_softmax(s0, 11, false, 0.0f, false, simd);
+		for (uint32_t p = 0; p < 11; p++)
+			T_TRUE(isnan(s0[p]));
+	}
 }
 
 int
