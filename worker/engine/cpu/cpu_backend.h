@@ -105,7 +105,9 @@ void cpu_load_advance(struct cpu_load *l, uint64_t bytes);
  * cpu_pack_model - pack @b's packable weights (cpu_pack.c) into one anonymous
  * mapping, eight rows at a time on the pool, giving the file's pages back
  * every few MiB packed (so the load's peak memory is the packed model plus
- * one chunk), and advance @l by each tensor's bytes; cpu_pack_free undoes it.
+ * one chunk), and advance @l by each tensor's bytes; what the packed copy
+ * takes beyond the file's bytes (unpacked scales, alignment) joins @b's
+ * memory needed and used. cpu_pack_free undoes it.
  */
 orch_err cpu_pack_model(struct be_model *b, struct cpu_load *l, struct orch_errinfo *reterr);
 void cpu_pack_free(struct be_model *b);

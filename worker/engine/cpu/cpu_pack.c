@@ -323,14 +323,20 @@ cpu_pack_model(struct be_model *b, struct cpu_load *l, struct orch_errinfo *rete
 	pl.bytes = 0;
 	model_for_each_tensor(b->m, list_tensor, &pl);
 	b->n_packs = pl.n;
+	uint64_t file = 0;
 	for (uint32_t i = 0; i < pl.n; i++) {
 		struct cpu_pack *p = &pl.packs[i];
 		uint64_t row_bytes;
 		ggml_row_bytes(p->t->type, p->t->ne[0], &row_bytes);
 		p->data = (uint8_t *)region + (uintptr_t)p->data;
 		pack_tensor(b->pool, p, row_bytes, l);
+		file += p->t->nbytes;
 	}
 	qsort(pl.packs, pl.n, sizeof(*pl.packs), pack_cmp);
+	if (pl.bytes > file) { /* the K-quants' unpacked scales, the tensors' alignment */
+		b->bytes_needed += pl.bytes - file;
+		b->bytes_used += pl.bytes - file;
+	}
 	return ORCH_OK;
 }
 
