@@ -234,18 +234,14 @@ void cpu_pack_mm(enum cpu_isa isa, uint32_t type, const uint8_t *g, uint64_t nb,
                  uint64_t xs, uint32_t nt, float *y, uint64_t ys, const float *bias);
 void cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                         uint32_t nt, float *y, uint64_t ys, const float *bias);
-/* cpu_pack_mm's SIMD kernels: cpu_pack_mm.c built for AVX2 and for AVX-512 VNNI. */
+/* cpu_pack_mm's SIMD kernels, every packed type: cpu_pack_mm.c built for AVX2 and for VNNI. */
 void cpu_pack_mm_avx2(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                       uint32_t nt, float *y, uint64_t ys, const float *bias);
 void cpu_pack_mm_vnni(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                       uint32_t nt, float *y, uint64_t ys, const float *bias);
-/* The same for Q4_K / Q6_K: the scalar twin (cpu_pack_k.c), cpu_pack_mm_k.c's two builds. */
+/* The scalar twin for Q4_K / Q5_K / Q6_K (cpu_pack_k.c); the SIMD builds take every type. */
 void cpu_pack_mm_k_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                           uint32_t nt, float *y, uint64_t ys, const float *bias);
-void cpu_pack_mm_k_avx2(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
-                        uint32_t nt, float *y, uint64_t ys, const float *bias);
-void cpu_pack_mm_k_vnni(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
-                        uint32_t nt, float *y, uint64_t ys, const float *bias);
 
 /* A tensor's packed copy; its rows are used from here, not from the file. */
 struct cpu_pack {

@@ -146,15 +146,6 @@ void
 cpu_pack_mm(enum cpu_isa isa, uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
             uint64_t xs, uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
-	if (pack_k(type)) {
-		if (isa == CPU_ISA_VNNI)
-			cpu_pack_mm_k_vnni(type, g, nb, xq, xs, nt, y, ys, bias);
-		else if (isa == CPU_ISA_AVX2)
-			cpu_pack_mm_k_avx2(type, g, nb, xq, xs, nt, y, ys, bias);
-		else
-			cpu_pack_mm_k_scalar(type, g, nb, xq, xs, nt, y, ys, bias);
-		return;
-	}
 	switch (isa) {
 	case CPU_ISA_VNNI:
 		cpu_pack_mm_vnni(type, g, nb, xq, xs, nt, y, ys, bias);
@@ -163,7 +154,10 @@ cpu_pack_mm(enum cpu_isa isa, uint32_t type, const uint8_t *g, uint64_t nb, cons
 		cpu_pack_mm_avx2(type, g, nb, xq, xs, nt, y, ys, bias);
 		break;
 	default:
-		cpu_pack_mm_scalar(type, g, nb, xq, xs, nt, y, ys, bias);
+		if (pack_k(type))
+			cpu_pack_mm_k_scalar(type, g, nb, xq, xs, nt, y, ys, bias);
+		else
+			cpu_pack_mm_scalar(type, g, nb, xq, xs, nt, y, ys, bias);
 		break;
 	}
 }

@@ -3,7 +3,7 @@
  * says it): eight rows' super-blocks regrouped so that one vector of codes
  * serves eight rows and one broadcast word of a token's Q8_K activations,
  * with the sub-block scales unpacked to bytes. Here: the packer and the
- * scalar twin of the kernels (cpu_pack_mm_k.c), which computes what
+ * scalar twin of their kernels (cpu_pack_mm.c), which computes what
  * cpu_qdot_k_scalar computes from the file's rows, to the bit.
  */
 #include <string.h>

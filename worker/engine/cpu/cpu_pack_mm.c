@@ -1,12 +1,15 @@
 /*
  * cpu_pack_mm.c - the SIMD kernels of cpu_pack_mm: a group of eight packed
- * Q8_0 / Q4_0 / Q5_0 rows (cpu.h) times a tile of tokens, each token's
- * activation word broadcast against a vector of eight rows' codes. Built
- * twice, each build naming its entry CPU_PACK_MM_FN: for AVX2/FMA/F16C,
- * and for AVX-512 VNNI (vpdpbusd of the unsigned codes and the signed
- * activations). Every block's sum is an exact int32 on both builds and in
- * the scalar twin, then one fma per block, so all three give the same bits.
- * Called only after the CPU was checked (cpu_isa_best).
+ * rows (cpu.h) times a tile of tokens, each token's activation word
+ * broadcast against a vector of eight rows' codes. Built twice, each build
+ * naming its entry CPU_PACK_MM_FN: for AVX2/FMA/F16C, and for AVX-512 VNNI
+ * (vpdpbusd of the unsigned codes and the signed activations).
+ * Q8_0 / Q4_0 / Q5_0: every block's sum is an exact int32, then one fma per
+ * block. Q4_K / Q5_K / Q6_K: each sub-block's exact sum times its scale in
+ * int32, the mins against the activations' group sums, then the float steps
+ * of cpu_qdot_k_scalar per super-block. Either way both builds and the
+ * scalar twins (cpu_pack.c, cpu_pack_k.c) give the same bits. Called only
+ * after the CPU was checked (cpu_isa_best).
  */
 #include <immintrin.h>
 #include <string.h>
@@ -33,24 +36,31 @@
  */
 #define PREFETCH_AHEAD 8192
 
+/* The four bytes at @p in every lane. */
+__attribute__((always_inline)) static inline __m256i
+bcast(const void *p)
+{
+	int32_t v;
+
+	memcpy(&v, p, 4);
+	return _mm256_set1_epi32(v);
+}
+
 /* Token @t's four activation bytes of elements 4j..4j+3 of its block, in every lane. */
 __attribute__((always_inline)) static inline __m256i
 act_word(const struct cpu_q8b *x, uint32_t j)
 {
-	int32_t v;
-
-	memcpy(&v, x->q + 4 * j, 4);
-	return _mm256_set1_epi32(v);
+	return bcast(x->q + 4 * j);
 }
 
-/* @acc + Σ over each lane's four bytes of unsigned @c × signed @x (no saturation). */
+/* @acc + Σ over each lane's four bytes of unsigned @c (≤ 63) × signed @x (no saturation). */
 __attribute__((always_inline)) static inline __m256i
 dot_u8s8(__m256i acc, __m256i c, __m256i x)
 {
 #ifdef __AVX512VNNI__
 	return _mm256_dpbusd_epi32(acc, c, x);
 #else
-	/* codes ≤ 31 here: the pairs' sums fit int16 */
+	/* codes ≤ 63 here: the pairs' sums (≤ 2·63·128) fit int16 */
 	__m256i p = _mm256_maddubs_epi16(c, x);
 	return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 #endif
@@ -118,13 +128,13 @@ block_q4(uint32_t type, const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, 
 }
 
 /*
- * The group's rows times @nt (a constant once inlined, ≤ TILE) tokens:
- * per block, the exact integer sums less offset · Σ x, then one fma with
- * the two scales' product.
+ * A Q8_0-style group's rows times @nt (a constant once inlined, ≤ TILE)
+ * tokens: per block, the exact integer sums less offset · Σ x, then one
+ * fma with the two scales' product.
  */
 __attribute__((always_inline)) static inline void
-tile(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, uint64_t xs,
-     const uint32_t nt, float *y, uint64_t ys, const float *bias)
+tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, uint64_t xs,
+        const uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
 	const uint64_t cb = type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q4_0 ? 128 : 160;
 #ifdef __AVX512VNNI__
@@ -173,10 +183,235 @@ tile(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, uint
 	}
 }
 
+/* @acc + Σ over each lane's two int16 of @a × @b. */
+__attribute__((always_inline)) static inline __m256i
+dot2(__m256i acc, __m256i a, __m256i b)
+{
+#ifdef __AVX512VNNI__
+	return _mm256_dpwssd_epi32(acc, a, b);
+#else
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+__attribute__((always_inline)) static inline __m256i
+load(const uint8_t *p)
+{
+	return _mm256_loadu_si256((const __m256i *)(const void *)p);
+}
+
+/* Eight bytes at @p as eight int32 lanes, unsigned. */
+__attribute__((always_inline)) static inline __m256i
+load8_u(const uint8_t *p)
+{
+	return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+}
+
+/* Eight F16 at @p. */
+__attribute__((always_inline)) static inline __m256
+load8_h(const uint8_t *p)
+{
+	return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* Bit @j of each byte of @h at bit 4 (the epi16 shifts' spill is masked off). */
+__attribute__((always_inline)) static inline __m256i
+bit_to_4(__m256i h, const uint32_t j)
+{
+	h = j <= 4 ? _mm256_slli_epi16(h, (int)(4 - j)) : _mm256_srli_epi16(h, (int)(j - 4));
+	return _mm256_and_si256(h, _mm256_set1_epi8(0x10));
+}
+
+/*
+ * One packed Q4_K (Q5_K when @five) super-block @p times @nt tokens'
+ * super-blocks (@x, @xs apart) into @acc: per sub-block, exact sums times
+ * the 6-bit scale; the mins against the activations' sums; then
+ * d·Σ - dmin·Σm, times dx.
+ */
+__attribute__((always_inline)) static inline void
+sb_q45k(const uint8_t *p, const bool five, const struct cpu_q8k *x, uint64_t xs, const uint32_t nt,
+        __m256 *acc)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f);
+	__m256i sumi[TILE], summ[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		sumi[t] = summ[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+	for (uint32_t j = 0; j < 8; j++) { /* sub-block j: chunk c's nibbles h */
+		const uint8_t *c = p + CPU_PACK_Q4K_CODES + 256 * (j / 2);
+		__m256i ia[TILE];
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			ia[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+		for (uint32_t q = 0; q < 8; q++) {
+			__m256i v = load(c + 32 * q);
+			v = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(v, 4) : v, m4);
+			if (five)
+				v = _mm256_or_si256(
+				        v, bit_to_4(load(p + CPU_PACK_Q5K_HIGH + 32 * q), j));
+#pragma GCC unroll 8
+			for (uint32_t t = 0; t < nt; t++)
+				ia[t] = dot_u8s8(ia[t], v, bcast(x[t * xs].q + 32 * j + 4 * q));
+		}
+		__m256i sc = load8_u(p + CPU_PACK_Q4K_SC + 8 * j);
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(ia[t], sc));
+	}
+#pragma GCC unroll 8
+	for (uint32_t j = 0; j < 8; j++) {
+		__m256i m = load8_u(p + CPU_PACK_Q4K_MIN + 8 * j);
+		m = _mm256_or_si256(m, _mm256_slli_epi32(m, 16)); /* (m, m): both halves' sums */
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			summ[t] = dot2(summ[t], m, bcast(x[t * xs].bsums + 2 * j));
+	}
+	__m256 d = load8_h(p), dm = load8_h(p + CPU_PACK_Q4K_DMIN);
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++) {
+		__m256 v = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sumi[t])),
+		                         _mm256_mul_ps(dm, _mm256_cvtepi32_ps(summ[t])));
+		acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_set1_ps(x[t * xs].d), v));
+	}
+}
+
+/* Group @g's scales (int8 pairs, cpu.h) as int32 lanes: @g even, the pair's low half. */
+__attribute__((always_inline)) static inline __m256i
+q6k_scale(const uint8_t *p, uint32_t g)
+{
+	__m256i s = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+	        (const __m128i *)(const void *)(p + CPU_PACK_Q6K_SC + 16 * (g / 2))));
+
+	return _mm256_srai_epi32(g % 2 ? s : _mm256_slli_epi32(s, 16), 16);
+}
+
+/*
+ * Group @g (units 4g..4g+3; @hi: the units 32 later) of Q6_K super-block @p
+ * times @nt tokens into @sumi: its four 6-bit code vectors, from two
+ * low-nibble vectors and two high-bit vectors, then the scale.
+ */
+__attribute__((always_inline)) static inline void
+q6k_group(const uint8_t *p, uint32_t g, uint32_t hi, const struct cpu_q8k *x, uint64_t xs,
+          const uint32_t nt, __m256i *sumi)
+{
+	const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+	__m256i ia[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		ia[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+	for (uint32_t v = 2 * g; v < 2 * g + 2; v++) { /* units 2v, 2v + 1 (+ 32) */
+		__m256i h = load(p + CPU_PACK_Q6K_HI + 32 * v);
+		__m256i n0 = load(p + CPU_PACK_Q6K_LO + 32 * (2 * v)),
+		        n1 = load(p + CPU_PACK_Q6K_LO + 32 * (2 * v + 1));
+		__m256i c0, c1;
+		if (hi == 0) {
+			c0 = _mm256_or_si256(_mm256_and_si256(n0, m4),
+			                     _mm256_and_si256(_mm256_slli_epi16(h, 4), m30));
+			c1 = _mm256_or_si256(_mm256_and_si256(n1, m4), _mm256_and_si256(h, m30));
+		} else {
+			c0 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), m4),
+			                     _mm256_and_si256(_mm256_slli_epi16(h, 2), m30));
+			c1 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), m4),
+			                     _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+		}
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++) {
+			const int8_t *q = x[t * xs].q + 128 * hi + 8 * v;
+			ia[t] = dot_u8s8(ia[t], c0, bcast(q));
+			ia[t] = dot_u8s8(ia[t], c1, bcast(q + 4));
+		}
+	}
+	__m256i sc = q6k_scale(p, g + 8 * hi);
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		sumi[t] = _mm256_add_epi32(sumi[t], _mm256_mullo_epi32(ia[t], sc));
+}
+
+/* One packed Q6_K super-block @p times @nt tokens into @acc: Σ sc·(Σ q·x - 32·Σ x), times d·dx. */
+__attribute__((always_inline)) static inline void
+sb_q6k(const uint8_t *p, const struct cpu_q8k *x, uint64_t xs, const uint32_t nt, __m256 *acc)
+{
+	__m256i sumi[TILE], off[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		sumi[t] = off[t] = _mm256_setzero_si256();
+	for (uint32_t g = 0; g < 8; g++) {
+		q6k_group(p, g, 0, x, xs, nt, sumi);
+		q6k_group(p, g, 1, x, xs, nt, sumi);
+	}
+#pragma GCC unroll 8
+	for (uint32_t k = 0; k < 8; k++) {
+		__m256i s = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+		        (const __m128i *)(const void *)(p + CPU_PACK_Q6K_SC + 16 * k)));
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			off[t] = dot2(off[t], s, bcast(x[t * xs].bsums + 2 * k));
+	}
+	__m256 d = load8_h(p);
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++) {
+		__m256i s = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(off[t], 5));
+		acc[t] = _mm256_add_ps(acc[t],
+		                       _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(x[t * xs].d), d),
+		                                     _mm256_cvtepi32_ps(s)));
+	}
+}
+
+/* A K-quant group's rows times @nt (a constant once inlined, ≤ TILE) tokens. */
+__attribute__((always_inline)) static inline void
+tile_k(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8k *x, uint64_t xs,
+       const uint32_t nt, float *y, uint64_t ys, const float *bias)
+{
+	const uint64_t pb = cpu_pack_block_bytes(type);
+	__m256 acc[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		acc[t] = _mm256_setzero_ps();
+	for (uint64_t b = 0; b < nb; b++, g += pb, x++) {
+		for (uint64_t o = 0; o < pb; o += 64)
+			_mm_prefetch((const char *)g + PREFETCH_AHEAD + o, _MM_HINT_T1);
+		if (type == GGML_TYPE_Q6_K)
+			sb_q6k(g, x, xs, nt, acc);
+		else
+			sb_q45k(g, type == GGML_TYPE_Q5_K, x, xs, nt, acc);
+	}
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++) {
+		if (bias != NULL)
+			acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(bias));
+		_mm256_storeu_ps(y + t * ys, acc[t]);
+	}
+}
+
+/* Whether @type is a K-quant (Q8_K activations, super-blocks of 256). */
+static inline bool
+is_k(uint32_t type)
+{
+	return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+}
+
+/* The group's rows times @nt tokens, by the kind of @type (a constant once inlined). */
+__attribute__((always_inline)) static inline void
+tile(uint32_t type, const uint8_t *g, uint64_t nb, const void *x, uint64_t xs, const uint32_t nt,
+     float *y, uint64_t ys, const float *bias)
+{
+	if (is_k(type))
+		tile_k(type, g, nb, x, xs, nt, y, ys, bias);
+	else
+		tile_q8(type, g, nb, x, xs, nt, y, ys, bias);
+}
+
 /* tile for each token count up to TILE, each a loop of its own. */
 __attribute__((always_inline)) static inline void
-tile_nt(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, uint64_t xs,
-        uint32_t nt, float *y, uint64_t ys, const float *bias)
+tile_nt(uint32_t type, const uint8_t *g, uint64_t nb, const void *x, uint64_t xs, uint32_t nt,
+        float *y, uint64_t ys, const float *bias)
 {
 	switch (nt) {
 #if TILE == 8
@@ -212,19 +447,28 @@ void
 CPU_PACK_MM_FN(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
-	const struct cpu_q8b *x = xq;
-
 	for (uint32_t t = 0; t < nt; t += TILE) {
 		uint32_t n = nt - t < TILE ? nt - t : TILE;
-		switch (type) {
+		const void *x = is_k(type) ? (const void *)((const struct cpu_q8k *)xq + t * xs)
+		                           : (const void *)((const struct cpu_q8b *)xq + t * xs);
+		switch (type) { /* each type's tiles a loop of their own */
 		case GGML_TYPE_Q8_0:
-			tile_nt(GGML_TYPE_Q8_0, g, nb, x + t * xs, xs, n, y + t * ys, ys, bias);
+			tile_nt(GGML_TYPE_Q8_0, g, nb, x, xs, n, y + t * ys, ys, bias);
 			break;
 		case GGML_TYPE_Q4_0:
-			tile_nt(GGML_TYPE_Q4_0, g, nb, x + t * xs, xs, n, y + t * ys, ys, bias);
+			tile_nt(GGML_TYPE_Q4_0, g, nb, x, xs, n, y + t * ys, ys, bias);
+			break;
+		case GGML_TYPE_Q5_0:
+			tile_nt(GGML_TYPE_Q5_0, g, nb, x, xs, n, y + t * ys, ys, bias);
+			break;
+		case GGML_TYPE_Q4_K:
+			tile_nt(GGML_TYPE_Q4_K, g, nb, x, xs, n, y + t * ys, ys, bias);
+			break;
+		case GGML_TYPE_Q5_K:
+			tile_nt(GGML_TYPE_Q5_K, g, nb, x, xs, n, y + t * ys, ys, bias);
 			break;
 		default:
-			tile_nt(GGML_TYPE_Q5_0, g, nb, x + t * xs, xs, n, y + t * ys, ys, bias);
+			tile_nt(GGML_TYPE_Q6_K, g, nb, x, xs, n, y + t * ys, ys, bias);
 			break;
 		}
 	}
