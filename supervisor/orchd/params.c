@@ -360,6 +360,7 @@ params_sampling(const cJSON *root, const char *penalty_name, const char *max_nam
 {
 	double temp = 1.0, top_p = 1.0, min_p = 0.0, penalty = 1.0, presence = 0, frequency = 0;
 	int64_t top_k = 0, seed = -1, max = default_max;
+	bool ignore_eos = false;
 
 	if (!params_number(root, "temperature", 0, 2, &temp, pe) ||
 	    !params_number(root, "top_p", 0, 1, &top_p, pe) ||
@@ -369,6 +370,7 @@ params_sampling(const cJSON *root, const char *penalty_name, const char *max_nam
 	    !params_number(root, "presence_penalty", -2, 2, &presence, pe) ||
 	    !params_number(root, "frequency_penalty", -2, 2, &frequency, pe) ||
 	    !params_int(root, "seed", 0, 9007199254740991.0, &seed, pe) ||
+	    !params_bool(root, "ignore_eos", &ignore_eos, pe) ||
 	    !params_int(root, max_name, r->prompt_only ? 0 : 1, max_cap, &max, pe) ||
 	    (max_alt && !params_int(root, max_alt, 1, max_cap, &max, pe)))
 		return false;
@@ -380,6 +382,7 @@ params_sampling(const cJSON *root, const char *penalty_name, const char *max_nam
 	r->sp.repeat_penalty = penalty == 0 ? 1.0f : (float)penalty; /* 0: off, as 1 */
 	r->sp.presence_penalty = (float)presence;
 	r->sp.frequency_penalty = (float)frequency;
+	r->sp.ignore_eos = ignore_eos;
 	if (seed >= 0) {
 		r->sp.has_seed = true;
 		r->sp.seed = (uint64_t)seed;

@@ -37,6 +37,7 @@ static const char *const execute_keys[] = {"job_id",
                                            "logprobs",
                                            "top_logprobs",
                                            "user",
+                                           "ignore_eos",
                                            NULL};
 
 /*

@@ -51,6 +51,7 @@ static const struct field {
         {"presence_penalty", A_BOTH, R_USE, NULL},
         {"frequency_penalty", A_BOTH, R_USE, NULL},
         {"logit_bias", A_BOTH, R_USE, NULL},
+        {"ignore_eos", A_BOTH, R_USE, NULL},
         {"parse_special", A_CMPL, R_USE, NULL},
         {"cache_salt", A_BOTH, R_USE, NULL},
         {"grammar", A_BOTH, R_USE, NULL},

@@ -140,6 +140,35 @@ def test_bias_penalties():
     check(st == 200 and bare(toks) == bare(p1) * 4, "native /execute takes logit_bias: %r" % toks)
 
 
+def test_ignore_eos():
+    """ignore_eos (llama-server's and vLLM's field, for benchmarks): the end of
+    generation is banned, so a job runs to max_tokens, even where logit_bias
+    makes it the likeliest token; stories260K's is token 2."""
+    body = {"model": "a", "prompt": "Once upon a time", "max_tokens": 4, "temperature": 0,
+            "logit_bias": {"2": 100}}
+    st, _, t = post("/v1/completions", body)
+    ch = json.loads(t)["choices"][0] if st == 200 else {}
+    check(ch.get("finish_reason") == "stop" and ch.get("text") == "",
+          "eos lifted: the job ends at once: %d %s" % (st, t[:300]))
+    body["ignore_eos"] = True
+    st, _, t = post("/v1/completions", body)
+    r = json.loads(t) if st == 200 else {}
+    check(st == 200 and r["choices"][0]["finish_reason"] == "length" and r["usage"]["completion_tokens"] == 4,
+          "ignore_eos: four tokens, finish length: %d %s" % (st, t[:300]))
+    st, _, t = chat({"ignore_eos": True, "logit_bias": {"2": 100}, "max_tokens": 3})
+    r = json.loads(t) if st == 200 else {}
+    check(st == 200 and r["choices"][0]["finish_reason"] == "length" and r["usage"]["completion_tokens"] == 3,
+          "chat takes ignore_eos: %d %s" % (st, t[:300]))
+    st, _, t = post("/execute", {"job_id": "noeos", "model": "a", "prompt": "Once", "max_tokens": 5,
+                                 "temperature": 0, "logit_bias": {"2": 100}, "ignore_eos": True})
+    n = sum(1 for e in sse_events(t) if e["event"] == "token")
+    check(st == 200 and n == 5, "native /execute takes ignore_eos: %d tokens: %s" % (n, t[-300:]))
+    st, _, t = chat({"ignore_eos": "yes"})
+    e = err_of(st, t, "INVALID_REQUEST", "ignore_eos")
+    check(st == 400 and e is not None and "true or false" in e["message"],
+          "ignore_eos must be a boolean: %d %s" % (st, t[:300]))
+
+
 def test_max_tokens():
     prompt = "Once upon a time there was a little girl"
     # a prompt plus a given max_tokens over the context, non-streamed: HTTP 400 with both numbers
@@ -253,6 +282,7 @@ def main():
     try:
         test_fields(log_text)
         test_bias_penalties()
+        test_ignore_eos()
         test_max_tokens()
         test_messages()
         test_npm()

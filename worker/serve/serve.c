@@ -279,19 +279,30 @@ copy_strings(struct serve_job *j, const Orch__Submit *m)
 	return true;
 }
 
-/* @p's logit_bias into @j's sampling, each token checked against the vocabulary. */
+/*
+ * @p's logit_bias into @j's sampling, each token checked against the
+ * vocabulary; with ignore_eos, the end-of-generation tokens banned after it
+ * (a ban is final: no bias lifts it), unless @m has a grammar, whose
+ * completion needs them.
+ */
 static orch_err
-copy_bias(struct serve *sv, struct serve_job *j, const Orch__SamplingParams *p,
-          struct orch_errinfo *e)
+copy_bias(struct serve *sv, struct serve_job *j, const Orch__Submit *m, struct orch_errinfo *e)
 {
+	const Orch__SamplingParams *p = m->sampling;
 	uint32_t n_vocab = sv->eng->m.hp.n_vocab;
+	const int32_t *eog = NULL;
+	size_t n_eog = 0;
 
-	if (p == NULL || p->n_bias_tokens == 0)
+	if (p == NULL)
+		return ORCH_OK;
+	if (p->ignore_eos && m->grammar[0] == '\0')
+		n_eog = tok_eog(sv->eng->mt.tok, &eog);
+	if (p->n_bias_tokens + n_eog == 0)
 		return ORCH_OK;
 	if (p->n_bias_values != p->n_bias_tokens || p->n_bias_tokens > ORCH_MAX_LOGIT_BIAS)
 		return orch_errf(e, ORCH_EINVAL, "logit_bias: %zu tokens, %zu values (at most %u)",
 		                 p->n_bias_tokens, p->n_bias_values, ORCH_MAX_LOGIT_BIAS);
-	if ((j->bias = orch_calloc(p->n_bias_tokens, sizeof(*j->bias))) == NULL)
+	if ((j->bias = orch_calloc(p->n_bias_tokens + n_eog, sizeof(*j->bias))) == NULL)
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	for (size_t i = 0; i < p->n_bias_tokens; i++) {
 		if (p->bias_tokens[i] < 0 || (uint32_t)p->bias_tokens[i] >= n_vocab)
@@ -301,8 +312,10 @@ copy_bias(struct serve *sv, struct serve_job *j, const Orch__SamplingParams *p,
 			                 p->bias_tokens[i], n_vocab - 1);
 		j->bias[i] = (struct samp_bias){p->bias_tokens[i], p->bias_values[i]};
 	}
+	for (size_t i = 0; i < n_eog; i++)
+		j->bias[p->n_bias_tokens + i] = (struct samp_bias){eog[i], -100.0f};
 	j->sj.sp.bias = j->bias;
-	j->sj.sp.n_bias = (uint32_t)p->n_bias_tokens;
+	j->sj.sp.n_bias = (uint32_t)(p->n_bias_tokens + n_eog);
 	return ORCH_OK;
 }
 
@@ -381,7 +394,7 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		serve_job_free(sv, j);
 		return orch_errf(e, ORCH_EVRAM, "out of memory admitting the job");
 	}
-	if ((rv = copy_bias(sv, j, m->sampling, e)) != ORCH_OK ||
+	if ((rv = copy_bias(sv, j, m, e)) != ORCH_OK ||
 	    (rv = serve_grammar(sv, j, m, e)) != ORCH_OK) {
 		serve_job_free(sv, j);
 		return rv;

@@ -160,6 +160,13 @@ tok_is_eog(const struct tok *t, int32_t id)
 	return false;
 }
 
+size_t
+tok_eog(const struct tok *t, const int32_t **ids)
+{
+	*ids = t->eog;
+	return t->n_eog;
+}
+
 const char *
 tok_text(const struct tok *t, int32_t id, size_t *len)
 {

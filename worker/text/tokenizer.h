@@ -118,8 +118,9 @@ enum tok_kind tok_kind(const struct tok *t);
 uint32_t tok_n_vocab(const struct tok *t);
 int32_t tok_bos(const struct tok *t); /* -1 when the model has none */
 int32_t tok_eos(const struct tok *t);
-bool tok_is_eog(const struct tok *t, int32_t id); /* eos, eot, eom */
-bool tok_adds_space_prefix(const struct tok *t);  /* SPM dummy prefix */
+bool tok_is_eog(const struct tok *t, int32_t id);         /* eos, eot, eom */
+size_t tok_eog(const struct tok *t, const int32_t **ids); /* all of them: their count */
+bool tok_adds_space_prefix(const struct tok *t);          /* SPM dummy prefix */
 
 /* tok_text - the raw vocabulary string of @id (not decoded), *@len bytes; NULL for bad ids. */
 const char *tok_text(const struct tok *t, int32_t id, size_t *len);
