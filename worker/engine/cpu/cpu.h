@@ -15,7 +15,7 @@ struct gguf_tensor;
 struct model;
 struct model_yarn;
 
-/* ---- thread pool: a parallel for over [0, n), split in contiguous ranges ---- */
+/* ---- thread pool: a parallel for over [0, n), in contiguous chunks taken in turn ---- */
 
 typedef void (*cpu_task_fn)(void *ctx, uint32_t thread, uint64_t begin, uint64_t end);
 
@@ -27,9 +27,11 @@ void cpu_pool_free(struct cpu_pool *p);
 uint32_t cpu_pool_threads(const struct cpu_pool *p);
 
 /*
- * cpu_pool_for - run @fn over [0, @n) split among the threads; returns when
- * all are done. @cost estimates the work of one item (multiply-adds): a loop
- * of less than CPU_POOL_MIN_COST in all runs on the caller alone.
+ * cpu_pool_for - run @fn over [0, @n) split among the threads, in chunks of
+ * consecutive items (a thread may get several, in any order; an item is run
+ * once, by one thread); returns when all are done. @cost estimates the work
+ * of one item (multiply-adds): a loop of less than CPU_POOL_MIN_COST in all
+ * runs on the caller alone.
  */
 void cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn, void *ctx);
 

@@ -2,7 +2,11 @@
  * cpu_pool.c - a fixed pool of threads for parallel loops.
  *
  * Design notes: the caller's thread is worker 0; workers 1..n-1 wait for a
- * new generation number, run their slice, and count themselves done. Both
+ * new generation number, take chunks of the range from a shared counter
+ * until none is left, and count themselves done. Chunks, not one slice a
+ * thread: a thread that starts late (woken from sleep, or its core taken
+ * for a while by another process or the hypervisor) takes fewer of them,
+ * instead of the others waiting for its half. Both
  * sides spin on atomics for a short while (a decode step runs hundreds of
  * loops a few tens of microseconds apart) before sleeping on a condition
  * variable; the mutex only guards the sleeping, so no wake-up is lost.
@@ -25,7 +29,8 @@ struct cpu_pool {
 	bool stop;        /* atomic */
 	cpu_task_fn fn;   /* written before gen is bumped */
 	void *ctx;
-	uint64_t total;
+	uint64_t total, chunk;
+	uint64_t next; /* atomic: the first item no thread has taken */
 };
 
 struct worker_arg {
@@ -33,11 +38,18 @@ struct worker_arg {
 	uint32_t id;
 };
 
+#define CHUNKS_PER_THREAD 4
+
+/* Run chunks of the current loop as thread @id until none is left. */
 static void
-slice(uint64_t total, uint32_t n, uint32_t id, uint64_t *b, uint64_t *e)
+take_chunks(struct cpu_pool *p, uint32_t id)
 {
-	*b = total * id / n;
-	*e = total * (id + 1) / n;
+	for (;;) {
+		uint64_t b = __atomic_fetch_add(&p->next, p->chunk, __ATOMIC_RELAXED);
+		if (b >= p->total)
+			return;
+		p->fn(p->ctx, id, b, p->total - b < p->chunk ? p->total : b + p->chunk);
+	}
 }
 
 /* Wait until gen moves past @seen (or stop): spin, then sleep. */
@@ -65,16 +77,14 @@ worker(void *arg)
 {
 	struct cpu_pool *p = ((struct worker_arg *)arg)->p;
 	uint32_t id = ((struct worker_arg *)arg)->id;
-	uint64_t seen = 0, b, e;
+	uint64_t seen = 0;
 
 	orch_free(arg);
 	for (;;) {
 		seen = wait_gen(p, seen);
 		if (__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
 			break;
-		slice(p->total, p->n, id, &b, &e);
-		if (b < e)
-			p->fn(p->ctx, id, b, e);
+		take_chunks(p, id);
 		if (__atomic_sub_fetch(&p->running, 1, __ATOMIC_ACQ_REL) == 0) {
 			pthread_mutex_lock(&p->mtx);
 			pthread_cond_signal(&p->done);
@@ -139,7 +149,7 @@ cpu_pool_threads(const struct cpu_pool *p)
 void
 cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn, void *ctx)
 {
-	uint64_t b, e;
+	uint64_t chunks = (uint64_t)p->n * CHUNKS_PER_THREAD;
 
 	if (p->n == 1 || n < 2 || n * cost < CPU_POOL_MIN_COST) {
 		if (n > 0)
@@ -149,14 +159,14 @@ cpu_pool_for(struct cpu_pool *p, uint64_t n, uint64_t cost, cpu_task_fn fn, void
 	p->fn = fn;
 	p->ctx = ctx;
 	p->total = n;
+	p->chunk = (n + chunks - 1) / chunks;
+	__atomic_store_n(&p->next, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&p->running, p->n - 1, __ATOMIC_RELEASE);
 	__atomic_add_fetch(&p->gen, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&p->mtx);
 	pthread_cond_broadcast(&p->wake);
 	pthread_mutex_unlock(&p->mtx);
-	slice(n, p->n, 0, &b, &e);
-	if (b < e)
-		fn(ctx, 0, b, e);
+	take_chunks(p, 0);
 	for (int i = 0; i < SPIN_ROUNDS && __atomic_load_n(&p->running, __ATOMIC_ACQUIRE) > 0; i++)
 		_mm_pause();
 	pthread_mutex_lock(&p->mtx);
