@@ -1,13 +1,23 @@
 /*
- * orch-bench - a load generator for orchd's native API: N concurrent
- * clients, each POSTing /execute (fixed prompt, temperature 0) and reading
- * its SSE stream, one request after another until the total is done.
+ * orch-bench - a load generator for orchd's native API or any OpenAI-style
+ * server's /v1/completions (orchd's, llama-server's): N concurrent clients,
+ * each POSTing a request (fixed prompt, temperature 0) and reading its SSE
+ * stream, one request after another until the total is done.
  *
  *   orch-bench --model M [--host H] [--port P] [--streams N] [--requests R]
  *              [--max-tokens T] [--prompt TEXT] [--api-key K] [--json]
+ *              [--openai] [--ignore-eos] [--unique]
  *   orch-bench --model M --idle N [--hold-s S] [--orchd-pid PID]
  *
- * Reports time to first token (request sent → first token event),
+ * --openai streams /v1/completions with stream_options.include_usage: a
+ * chunk with text is a token's arrival, the usage chunk's completion_tokens
+ * the request's token count (a server may send two tokens' text in one
+ * chunk). --ignore-eos sends ignore_eos (orchd and llama-server ban the end
+ * of generation: every request makes max_tokens tokens); --unique starts
+ * each request's prompt with this run's process id and its number, so no
+ * server answers a prompt from a cache of an earlier identical one.
+ *
+ * Reports time to first token (request sent → first token event or chunk),
  * inter-token latency (between token events of one stream) p50/p99, the
  * decode rate of a stream ((tokens − 1) / (last token − first token)),
  * aggregate tokens/s over the wall time, and errors (non-200, an error
@@ -38,7 +48,7 @@
 enum phase { P_IDLE, P_HEAD, P_CHUNK_SIZE, P_CHUNK_DATA, P_CHUNK_END, P_DONE };
 
 struct client {
-	int fd, id;
+	int fd, id, ep;
 	enum phase phase;
 	char *out; /* the request */
 	size_t out_len, out_off;
@@ -51,7 +61,8 @@ struct client {
 	int status;
 	bool seen_end, errored;
 	uint64_t t_send, t_first, t_last;
-	uint32_t tokens;
+	uint32_t tokens;       /* token events (native) or chunks with text (OpenAI) */
+	uint32_t usage_tokens; /* OpenAI: the usage chunk's completion_tokens */
 	uint32_t done_requests;
 };
 
@@ -60,7 +71,7 @@ struct opts {
 	int port;
 	uint32_t streams, requests, max_tokens, idle, hold_s;
 	int orchd_pid;
-	bool json;
+	bool json, openai, ignore_eos, unique;
 };
 
 struct stats {
@@ -131,7 +142,7 @@ static bool
 client_start(struct client *c, int ep)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o.port)};
-	char body[4096], auth[512] = "";
+	char body[4096], auth[512] = "", num[32] = "";
 	int one = 1;
 
 	if (inet_pton(AF_INET, o.host, &sa.sin_addr) != 1) {
@@ -147,28 +158,40 @@ client_start(struct client *c, int ep)
 		c->fd = -1;
 		return false;
 	}
-	int n = snprintf(body, sizeof(body),
-	                 "{\"job_id\":\"bench-%d-%u-%u\",\"model\":\"%s\",\"prompt\":\"%s\","
-	                 "\"max_tokens\":%u,\"temperature\":0,\"seed\":1}",
-	                 (int)getpid(), (unsigned)c->id, started_requests++, o.model, o.prompt,
-	                 o.max_tokens);
+	if (o.unique)
+		snprintf(num, sizeof(num), "%d-%u: ", (int)getpid(), started_requests);
+	const char *eos = o.ignore_eos ? ",\"ignore_eos\":true" : "";
+	int n = o.openai ? snprintf(body, sizeof(body),
+	                            "{\"model\":\"%s\",\"prompt\":\"%s%s\",\"max_tokens\":%u,"
+	                            "\"temperature\":0,\"seed\":1,\"stream\":true,"
+	                            "\"stream_options\":{\"include_usage\":true}%s}",
+	                            o.model, num, o.prompt, o.max_tokens, eos)
+	                 : snprintf(body, sizeof(body),
+	                            "{\"job_id\":\"bench-%d-%u-%u\",\"model\":\"%s\","
+	                            "\"prompt\":\"%s%s\",\"max_tokens\":%u,\"temperature\":0,"
+	                            "\"seed\":1%s}",
+	                            (int)getpid(), (unsigned)c->id, started_requests, o.model, num,
+	                            o.prompt, o.max_tokens, eos);
+	started_requests++;
 	if (o.api_key)
 		snprintf(auth, sizeof(auth), "Authorization: Bearer %s\r\n", o.api_key);
 	free(c->out);
 	c->out = malloc(sizeof(body) + 1024);
-	c->out_len = (size_t)snprintf(c->out, sizeof(body) + 1024,
-	                              "POST /execute HTTP/1.1\r\nHost: %s\r\n%s"
-	                              "Content-Type: application/json\r\nContent-Length: %d\r\n"
-	                              "Accept: text/event-stream\r\n\r\n%s",
-	                              o.host, auth, n, body);
+	c->out_len =
+	        (size_t)snprintf(c->out, sizeof(body) + 1024,
+	                         "POST %s HTTP/1.1\r\nHost: %s\r\n%s"
+	                         "Content-Type: application/json\r\nContent-Length: %d\r\n"
+	                         "Accept: text/event-stream\r\n\r\n%s",
+	                         o.openai ? "/v1/completions" : "/execute", o.host, auth, n, body);
 	c->out_off = c->in_len = c->line_len = c->chunk_left = 0;
 	c->phase = P_HEAD;
 	c->status = 0;
 	c->seen_end = c->errored = false;
-	c->tokens = 0;
+	c->tokens = c->usage_tokens = 0;
 	c->event[0] = '\0';
 	c->t_send = orch_mono_ns();
 	c->t_first = c->t_last = 0;
+	c->ep = ep;
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
 	return epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) == 0;
 }
@@ -188,7 +211,7 @@ client_finish(struct client *c)
 		st.errors++;
 		return;
 	}
-	st.tokens += c->tokens;
+	st.tokens += o.openai && c->usage_tokens ? c->usage_tokens : c->tokens;
 	if (c->t_first)
 		st.ttft[st.n_ttft++] = (double)(c->t_first - c->t_send) / 1e6;
 	if (c->tokens > 1 && c->t_last > c->t_first)
@@ -196,21 +219,55 @@ client_finish(struct client *c)
 		        (double)(c->tokens - 1) / ((double)(c->t_last - c->t_first) / 1e9);
 }
 
-/* One complete SSE line of the body. */
+static void
+token_arrived(struct client *c, uint64_t t)
+{
+	if (c->tokens == 0)
+		c->t_first = t;
+	else
+		push_itl((double)(t - c->t_last) / 1e6);
+	c->t_last = t;
+	c->tokens++;
+}
+
+/* An OpenAI stream's data line @d (NUL-terminated): a chunk, its usage, [DONE], an error. */
+static void
+openai_data(struct client *c, const char *d)
+{
+	const char *u = strstr(d, "\"completion_tokens\":");
+	const char *text = strstr(d, "\"text\":\"");
+
+	while (*d == ' ')
+		d++;
+	if (strcmp(d, "[DONE]") == 0) {
+		c->seen_end = true;
+	} else if (strncmp(d, "{\"error\"", 8) == 0) {
+		c->errored = true;
+		if (st.errors < 5)
+			fprintf(stderr, "orch-bench: error chunk: %s\n", d);
+	} else {
+		if (u != NULL)
+			c->usage_tokens = (uint32_t)strtoul(u + 20, NULL, 10);
+		if (text != NULL && text[8] != '"')
+			token_arrived(c, orch_mono_ns());
+	}
+}
+
+/* One complete SSE line of the body (NUL-terminated at @n). */
 static void
 sse_line(struct client *c, const char *line, size_t n)
 {
+	if (o.openai) {
+		if (n >= 5 && memcmp(line, "data:", 5) == 0)
+			openai_data(c, line + 5);
+		return;
+	}
 	if (n >= 7 && memcmp(line, "event: ", 7) == 0) {
 		snprintf(c->event, sizeof(c->event), "%.*s", (int)(n - 7), line + 7);
 	} else if (n >= 5 && memcmp(line, "data:", 5) == 0) {
 		uint64_t t = orch_mono_ns();
 		if (strcmp(c->event, "token") == 0) {
-			if (c->tokens == 0)
-				c->t_first = t;
-			else
-				push_itl((double)(t - c->t_last) / 1e6);
-			c->t_last = t;
-			c->tokens++;
+			token_arrived(c, t);
 		} else if (strcmp(c->event, "end") == 0) {
 			c->seen_end = true;
 		} else if (strcmp(c->event, "error") == 0) {
@@ -228,6 +285,7 @@ body_bytes(struct client *c, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] == '\n') {
+			c->line[c->line_len] = '\0';
 			sse_line(c, c->line, c->line_len);
 			c->line_len = 0;
 		} else if (c->line_len < sizeof(c->line) - 1) {
@@ -304,6 +362,10 @@ client_io(struct client *c, uint32_t events)
 			c->out_off += (size_t)k;
 		else if (k < 0 && errno != EAGAIN)
 			return false;
+		if (c->out_off == c->out_len) { /* sent: stop asking (a writable socket spins) */
+			struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+			epoll_ctl(c->ep, EPOLL_CTL_MOD, c->fd, &ev);
+		}
 	}
 	if (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
 		for (;;) {
@@ -466,6 +528,7 @@ usage(void)
 	fprintf(stderr,
 	        "usage: orch-bench --model M [--host IP] [--port P] [--streams N] [--requests R]\n"
 	        "                  [--max-tokens T] [--prompt TEXT] [--api-key K] [--json]\n"
+	        "                  [--openai] [--ignore-eos] [--unique]\n"
 	        "       orch-bench --model M --idle N [--hold-s S] [--orchd-pid PID]\n");
 }
 
@@ -484,6 +547,9 @@ main(int argc, char **argv)
 	                                         {"hold-s", required_argument, NULL, 'H'},
 	                                         {"orchd-pid", required_argument, NULL, 'o'},
 	                                         {"json", no_argument, NULL, 'j'},
+	                                         {"openai", no_argument, NULL, 'O'},
+	                                         {"ignore-eos", no_argument, NULL, 'E'},
+	                                         {"unique", no_argument, NULL, 'U'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
 
@@ -525,6 +591,15 @@ main(int argc, char **argv)
 			break;
 		case 'j':
 			o.json = true;
+			break;
+		case 'O':
+			o.openai = true;
+			break;
+		case 'E':
+			o.ignore_eos = true;
+			break;
+		case 'U':
+			o.unique = true;
 			break;
 		default:
 			usage();

@@ -3,12 +3,14 @@
 # the same GGUF files, interleaved, so a change is measured against the peer
 # and not against memory (issue 22). Not part of `make test`: `make bench-peer`.
 #
-#   bench/peer/peer.sh [fetch|build|models|run|all]...   (default: all)
+#   bench/peer/peer.sh [fetch|build|models|run|busy|serve|all]...   (default: all,
+#   which is build, models, run, busy and serve: about an hour on 2 cores)
 #
 # fetch   llama.cpp's source from the npm registry: the node-llama-cpp package
 #         ships a git bundle of the llama.cpp release it binds (llama/gitRelease.bundle)
 # build   its CPU llama-bench, once, into the work folder: the instruction sets
 #         /proc/cpuinfo lists, except AMX where a trial tile instruction faults
+#         (all and serve also build llama-server there)
 # models  the files: stories260K F32/Q8_0/Q4_0 from the test data; the
 #         qwen2.5-0.5b shape Q4_K_M and Q8_0 and the phi3-mini shape Q4_K_M
 #         written by orch-synth
@@ -16,12 +18,25 @@
 #         llama-bench (A, B, A, B ...): pp128, pp512 and tg128 tokens/s, the
 #         medians and the ratio orch / llama.cpp of each round; one table, also
 #         written to the work folder. A file llama.cpp fails on is said so.
+# busy    decode (tg128) idle and with every core busy (one spinning process
+#         per core at nice 19, as a background build or batch job is), both
+#         engines, per file and thread count: each one's busy / idle ratio
+# serve   orchd beside llama-server on the same file (SERVE_MODEL, default
+#         qwen05-q4_k_m; llama-server built once beside llama-bench): 16
+#         slots each, the OpenAI /v1/completions stream, orch-bench against
+#         both, interleaved per round, at each of STREAMS (default "1 4 16")
+#         concurrent streams, 2 requests per stream of MAX_TOKENS (64) tokens
+#         with ignore_eos and a prompt unique to the run (no server answers
+#         from its prompt cache): aggregate tokens/s and time to first token
+#         p50, and their ratios
 #
 # Environment: BUILD (orch's build folder, default build), ORCH_TESTDATA
 # (default ../shared/testdata), PEER_DIR (work folder, default
 # bench/peer/.work, ignored by git), ROUNDS (3), THREADS ("1 2"), MODELS (names
 # to run, default all: stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m
-# qwen05-q8_0 phi3-q4_k_m), PEER_VERSION (node-llama-cpp version, 3.22.1).
+# qwen05-q8_0 phi3-q4_k_m), PEER_VERSION (node-llama-cpp version, 3.22.1);
+# serve: SERVE_MODEL, STREAMS, MAX_TOKENS, ORCH_PORT and LLAMA_PORT (18480,
+# 18481).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$root/build}
@@ -33,6 +48,7 @@ threads=${THREADS:-1 2}
 version=${PEER_VERSION:-3.22.1}
 models=${MODELS:-stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m qwen05-q8_0 phi3-q4_k_m}
 lb=$work/llama-build/bin/llama-bench
+ls=$work/llama-build/bin/llama-server
 
 say() { printf 'peer: %s\n' "$*" >&2; }
 
@@ -102,6 +118,15 @@ build_peer() {
 	say "built $lb"
 }
 
+build_server() {
+	[[ -x $ls ]] && return
+	build_peer
+	cmake -S "$work/llama.cpp" -B "$work/llama-build" -DLLAMA_BUILD_SERVER=ON \
+		-DLLAMA_BUILD_TOOLS=ON > "$work/cmake-server.log" 2>&1
+	cmake --build "$work/llama-build" -j"$(nproc)" --target llama-server > "$work/build-server.log" 2>&1
+	say "built $ls"
+}
+
 model_path() {
 	case $1 in
 	stories-f32) echo "$data/models/stories260K.gguf" ;;
@@ -156,6 +181,119 @@ peer_round() {
 		END { print a, b, c }' <<< "$csv"
 }
 
+# tg128 of both engines on file $1 with $2 threads: "orch llama.cpp" (llama.cpp: 0 if it failed).
+tg_pair() {
+	local a b
+	a=$("$build/bin/engine_bench" -p 16 -n 128 --no-batch "$1" "$2" | tail -1 |
+		sed -E 's/.*decode +([0-9.]+).*/\1/')
+	b=$("$lb" -m "$1" -t "$2" -p 0 -n 128 -r 1 -o csv 2> "$work/last-peer.err" |
+		awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { gsub(/"/, "", $i); c[$i] = i } next }
+			{ gsub(/"/, ""); print $c["avg_ts"] }') || b=0
+	echo "$a ${b:-0}"
+}
+
+busy() {
+	local out hogs=()
+	out=$work/busy-$(date +%Y%m%d-%H%M).txt
+	trap 'kill "${hogs[@]}" 2> /dev/null || true' RETURN
+	{
+		echo "decode idle and with $(nproc) nice-19 spinners; orch $(git -C "$root" describe --always --dirty)" \
+			"vs llama.cpp $(git -C "$work/llama.cpp" describe --tags --always); median of $rounds rounds"
+		printf '%-15s %3s %10s %10s %7s %10s %10s %7s\n' file thr orch busy ratio llama.cpp busy ratio
+		for m in $models; do
+			local path
+			path=$(model_path "$m")
+			for t in $threads; do
+				local idle=() loaded=()
+				for ((r = 0; r < rounds; r++)); do
+					idle+=("$(tg_pair "$path" "$t")")
+					for ((i = 0; i < $(nproc); i++)); do
+						nice -n 19 sh -c 'while :; do :; done' &
+						hogs+=($!)
+					done
+					loaded+=("$(tg_pair "$path" "$t")")
+					kill "${hogs[@]}" 2> /dev/null || true
+					wait "${hogs[@]}" 2> /dev/null || true
+					hogs=()
+				done
+				local oi ob li lb2
+				oi=$(printf '%s\n' "${idle[@]}" | cut -d' ' -f1 | median)
+				ob=$(printf '%s\n' "${loaded[@]}" | cut -d' ' -f1 | median)
+				li=$(printf '%s\n' "${idle[@]}" | cut -d' ' -f2 | median)
+				lb2=$(printf '%s\n' "${loaded[@]}" | cut -d' ' -f2 | median)
+				printf '%-15s %3s %10.1f %10.1f %7.2f %10.1f %10.1f %7s\n' "$m" "$t" "$oi" "$ob" \
+					"$(awk -v a="$ob" -v b="$oi" 'BEGIN { print a / b }')" "$li" "$lb2" \
+					"$(awk -v a="$lb2" -v b="$li" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "failed" }')"
+			done
+		done
+	} | tee "$out"
+	say "table in $out"
+}
+
+# Wait until $1 (a URL) answers 200, at most 120 s; false if process $2 died first.
+wait_up() {
+	for ((i = 0; i < 240; i++)); do
+		curl -sf -o /dev/null "$1" && return 0
+		kill -0 "$2" 2> /dev/null || return 1
+		sleep 0.5
+	done
+	return 1
+}
+
+# One orch-bench run against port $1 with $2 streams: "tokens/s ttft_p50_ms".
+serve_round() {
+	"$build/bin/orch-bench" --openai --ignore-eos --unique --json --model peer --port "$1" \
+		--streams "$2" --requests $(($2 * 2)) --max-tokens "$max_tokens" --prompt "$prompt" |
+		python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["tokens_per_s"], r["ttft_ms_p50"]) if r["errors"] == 0 else print("failed")'
+}
+
+serve() {
+	local m=${SERVE_MODEL:-qwen05-q4_k_m} path out
+	out=$work/serve-$(date +%Y%m%d-%H%M).txt
+	local po=${ORCH_PORT:-18480} pl=${LLAMA_PORT:-18481} ctx=512 slots=16 pids=()
+	local max_tokens=${MAX_TOKENS:-64}
+	local prompt="The history of the city begins with a small village on the river, where farmers and fishermen traded grain, salt and cloth with travellers from the hills. Over the centuries it grew"
+	path=$(model_path "$m")
+	rm -rf "$work/orchd-run"
+	mkdir -p "$work/orchd-run"
+	trap 'kill "${pids[@]}" 2> /dev/null || true' RETURN
+	"$build/bin/orchd" --model "$path" --name peer --port "$po" --slots "$slots" --context "$ctx" \
+		--runtime-dir "$work/orchd-run" --worker-bin "$build/bin/orch-worker" \
+		> "$work/orchd-run/orchd.log" 2>&1 &
+	pids+=($!)
+	"$ls" -m "$path" -a peer -t "$(nproc)" -c $((ctx * slots)) -np "$slots" --host 127.0.0.1 \
+		--port "$pl" > "$work/llama-server.log" 2>&1 &
+	pids+=($!)
+	wait_up "http://127.0.0.1:$po/health" "${pids[0]}" || { say "orchd did not start: $work/orchd-run/orchd.log"; return 1; }
+	wait_up "http://127.0.0.1:$pl/health" "${pids[1]}" || { say "llama-server did not start: $work/llama-server.log"; return 1; }
+	{
+		echo "orchd $(git -C "$root" describe --always --dirty) vs llama-server" \
+			"$(git -C "$work/llama.cpp" describe --tags --always) on $m, $slots slots, context $ctx a slot," \
+			"$(nproc) threads; /v1/completions streamed, $max_tokens tokens, ignore_eos;" \
+			"median of $rounds rounds, interleaved"
+		printf '%7s %10s %10s %7s %10s %10s %7s %s\n' streams "orch tok/s" llama.cpp ratio \
+			"orch TTFT" llama.cpp ratio "tok/s ratio per round"
+		for s in ${STREAMS:-1 4 16}; do
+			local o=() p=() ratios=""
+			for ((r = 0; r < rounds; r++)); do
+				o+=("$(serve_round "$po" "$s")")
+				p+=("$(serve_round "$pl" "$s")")
+				ratios+=$(awk -v a="${o[-1]%% *}" -v b="${p[-1]%% *}" 'BEGIN { printf "%.2f ", a / b }')
+			done
+			local ot pt of pf
+			ot=$(printf '%s\n' "${o[@]}" | cut -d' ' -f1 | median)
+			pt=$(printf '%s\n' "${p[@]}" | cut -d' ' -f1 | median)
+			of=$(printf '%s\n' "${o[@]}" | cut -d' ' -f2 | median)
+			pf=$(printf '%s\n' "${p[@]}" | cut -d' ' -f2 | median)
+			printf '%7s %10.1f %10.1f %7.2f %8.0fms %8.0fms %7.2f %s\n' "$s" "$ot" "$pt" \
+				"$(awk -v a="$ot" -v b="$pt" 'BEGIN { print a / b }')" "$of" "$pf" \
+				"$(awk -v a="$of" -v b="$pf" 'BEGIN { print a / b }')" "$ratios"
+		done
+		echo "tok/s ratio: orch / llama.cpp (above 1: orch faster); TTFT ratio: orch / llama.cpp (below 1: orch sooner)"
+	} | tee "$out"
+	say "table in $out"
+}
+
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 run() {
@@ -206,7 +344,9 @@ for s in $steps; do
 	build) build_peer ;;
 	models) make_models ;;
 	run) run ;;
-	all) build_peer && make_models && run ;;
-	*) say "usage: peer.sh [fetch|build|models|run|all]..."; exit 2 ;;
+	busy) busy ;;
+	serve) build_server && MODELS=${SERVE_MODEL:-qwen05-q4_k_m} make_models && serve ;;
+	all) build_peer && build_server && make_models && run && busy && serve ;;
+	*) say "usage: peer.sh [fetch|build|models|run|busy|serve|all]..."; exit 2 ;;
 	esac
 done
