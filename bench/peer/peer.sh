@@ -12,7 +12,8 @@
 #         /proc/cpuinfo lists, except AMX where a trial tile instruction faults
 #         (all and serve also build llama-server there)
 # models  the files: stories260K F32/Q8_0/Q4_0 from the test data; the
-#         qwen2.5-0.5b shape Q4_K_M and Q8_0 and the phi3-mini shape Q4_K_M
+#         qwen2.5-0.5b shape Q4_K_M and Q8_0, the phi3-mini shape Q4_K_M and
+#         4 of gpt-oss-20b's 24 blocks (experts MXFP4, the rest Q8_0, 3 GB)
 #         written by orch-synth
 # run     per file and thread count, ROUNDS rounds of engine_bench then
 #         llama-bench (A, B, A, B ...): pp128, pp512 and tg128 tokens/s, the
@@ -34,7 +35,7 @@
 # (default ../shared/testdata), PEER_DIR (work folder, default
 # bench/peer/.work, ignored by git), ROUNDS (3), THREADS ("1 2"), MODELS (names
 # to run, default all: stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m
-# qwen05-q8_0 phi3-q4_k_m), PEER_VERSION (node-llama-cpp version, 3.22.1);
+# qwen05-q8_0 phi3-q4_k_m gptoss-4l), PEER_VERSION (node-llama-cpp version, 3.22.1);
 # serve: SERVE_MODEL, STREAMS, MAX_TOKENS, ORCH_PORT and LLAMA_PORT (18480,
 # 18481).
 set -euo pipefail
@@ -46,7 +47,7 @@ work=${PEER_DIR:-$root/bench/peer/.work}
 rounds=${ROUNDS:-3}
 threads=${THREADS:-1 2}
 version=${PEER_VERSION:-3.22.1}
-models=${MODELS:-stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m qwen05-q8_0 phi3-q4_k_m}
+models=${MODELS:-stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m qwen05-q8_0 phi3-q4_k_m gptoss-4l}
 lb=$work/llama-build/bin/llama-bench
 ls=$work/llama-build/bin/llama-server
 
@@ -135,17 +136,19 @@ model_path() {
 	qwen05-q4_k_m) echo "$work/models/qwen2.5-0.5b-Q4_K_M.gguf" ;;
 	qwen05-q8_0) echo "$work/models/qwen2.5-0.5b-Q8_0.gguf" ;;
 	phi3-q4_k_m) echo "$work/models/phi3-mini-Q4_K_M.gguf" ;;
+	gptoss-4l) echo "$work/models/gpt-oss-20b-4l.gguf" ;;
 	*) say "unknown model $1"; return 1 ;;
 	esac
 }
 
-synth() { # NAME PRESET QUANT VOCAB
-	local out
+synth() { # NAME PRESET QUANT VOCAB [LAYERS]
+	local out layers=()
 	out=$(model_path "$1")
 	[[ -f $out ]] && return
 	mkdir -p "$work/models"
+	[[ -n ${5:-} ]] && layers=(--layers "$5")
 	"$build/bin/orch-synth" --preset "$2" --quant "$3" --vocab "$data/vocab/$4" --seed 1 \
-		-o "$out" > /dev/null
+		"${layers[@]}" -o "$out" > /dev/null
 }
 
 make_models() {
@@ -154,6 +157,7 @@ make_models() {
 		qwen05-q4_k_m) synth "$m" qwen2.5-0.5b Q4_K_M ggml-vocab-qwen2.gguf ;;
 		qwen05-q8_0) synth "$m" qwen2.5-0.5b Q8_0 ggml-vocab-qwen2.gguf ;;
 		phi3-q4_k_m) synth "$m" phi3-mini-4k Q4_K_M ggml-vocab-phi-3.gguf ;;
+		gptoss-4l) synth "$m" gpt-oss-20b Q8_0 ggml-vocab-gpt-oss.gguf 4 ;;
 		esac
 	done
 }
