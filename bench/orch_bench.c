@@ -78,6 +78,7 @@ struct stats {
 	double *ttft, *itl, *rate;
 	size_t n_ttft, n_itl, n_rate, cap_itl;
 	uint64_t tokens, errors, requests;
+	bool warned_usage;
 };
 
 static struct opts o = {.host = "127.0.0.1",
@@ -211,6 +212,11 @@ client_finish(struct client *c)
 		st.errors++;
 		return;
 	}
+	if (o.openai && c->usage_tokens == 0 && !st.warned_usage) {
+		st.warned_usage = true;
+		fprintf(stderr,
+		        "orch-bench: no usage chunk: counting chunks with text as tokens\n");
+	}
 	st.tokens += o.openai && c->usage_tokens ? c->usage_tokens : c->tokens;
 	if (c->t_first)
 		st.ttft[st.n_ttft++] = (double)(c->t_first - c->t_send) / 1e6;
@@ -285,6 +291,8 @@ body_bytes(struct client *c, const char *p, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (p[i] == '\n') {
+			if (c->line_len > 0 && c->line[c->line_len - 1] == '\r')
+				c->line_len--; /* a CRLF line */
 			c->line[c->line_len] = '\0';
 			sse_line(c, c->line, c->line_len);
 			c->line_len = 0;

@@ -197,10 +197,12 @@ tg_pair() {
 }
 
 busy() {
-	local out hogs=()
+	local out
 	out=$work/busy-$(date +%Y%m%d-%H%M).txt
-	trap 'kill "${hogs[@]}" 2> /dev/null || true' RETURN
 	{
+		local hogs=()
+		trap 'kill "${hogs[@]}" 2> /dev/null || true' EXIT
+		trap 'exit 130' INT TERM
 		echo "decode idle and with $(nproc) nice-19 spinners; orch $(git -C "$root" describe --always --dirty)" \
 			"vs llama.cpp $(git -C "$work/llama.cpp" describe --tags --always); median of $rounds rounds"
 		printf '%-15s %3s %10s %10s %7s %10s %10s %7s\n' file thr orch busy ratio llama.cpp busy ratio
@@ -246,9 +248,16 @@ wait_up() {
 
 # One orch-bench run against port $1 with $2 streams: "tokens/s ttft_p50_ms".
 serve_round() {
-	"$build/bin/orch-bench" --openai --ignore-eos --unique --json --model peer --port "$1" \
-		--streams "$2" --requests $(($2 * 2)) --max-tokens "$max_tokens" --prompt "$prompt" |
-		python3 -c 'import json, sys; r = json.load(sys.stdin); print(r["tokens_per_s"], r["ttft_ms_p50"]) if r["errors"] == 0 else print("failed")'
+	local j
+	j=$("$build/bin/orch-bench" --openai --ignore-eos --unique --json --model peer --port "$1" \
+		--streams "$2" --requests $(($2 * 2)) --max-tokens "$max_tokens" --prompt "$prompt" \
+		2> "$work/last-serve.err") || true
+	python3 -c 'import json, sys
+try:
+    r = json.loads(sys.argv[1])
+    print(r["tokens_per_s"], r["ttft_ms_p50"]) if r["errors"] == 0 and r["tokens_per_s"] > 0 else print("failed")
+except ValueError:
+    print("failed")' "$j"
 }
 
 serve() {
@@ -260,15 +269,16 @@ serve() {
 	path=$(model_path "$m")
 	rm -rf "$work/orchd-run"
 	mkdir -p "$work/orchd-run"
-	trap 'kill "${pids[@]}" 2> /dev/null || true' RETURN
-	"$build/bin/orchd" --model "$path" --name peer --port "$po" --slots "$slots" --context "$ctx" \
+"$build/bin/orchd" --model "$path" --name peer --port "$po" --slots "$slots" --context "$ctx" \
 		--runtime-dir "$work/orchd-run" --worker-bin "$build/bin/orch-worker" \
 		> "$work/orchd-run/orchd.log" 2>&1 &
 	pids+=($!)
+	trap 'kill "${pids[@]}" 2> /dev/null || true' EXIT
+	trap 'exit 130' INT TERM
 	"$ls" -m "$path" -a peer -t "$(nproc)" -c $((ctx * slots)) -np "$slots" --host 127.0.0.1 \
 		--port "$pl" > "$work/llama-server.log" 2>&1 &
 	pids+=($!)
-	wait_up "http://127.0.0.1:$po/health" "${pids[0]}" || { say "orchd did not start: $work/orchd-run/orchd.log"; return 1; }
+	wait_up "http://127.0.0.1:$po/ready" "${pids[0]}" || { say "orchd did not start: $work/orchd-run/orchd.log"; return 1; }
 	wait_up "http://127.0.0.1:$pl/health" "${pids[1]}" || { say "llama-server did not start: $work/llama-server.log"; return 1; }
 	{
 		echo "orchd $(git -C "$root" describe --always --dirty) vs llama-server" \
@@ -279,11 +289,21 @@ serve() {
 			"orch TTFT" llama.cpp ratio "tok/s ratio per round"
 		for s in ${STREAMS:-1 4 16}; do
 			local o=() p=() ratios=""
+			local failed=0
 			for ((r = 0; r < rounds; r++)); do
 				o+=("$(serve_round "$po" "$s")")
 				p+=("$(serve_round "$pl" "$s")")
+				if [[ ${o[-1]} = failed || ${p[-1]} = failed ]]; then
+					failed=1
+					break
+				fi
 				ratios+=$(awk -v a="${o[-1]%% *}" -v b="${p[-1]%% *}" 'BEGIN { printf "%.2f ", a / b }')
 			done
+			if ((failed)); then
+				printf '%7s failed (orch: %s, llama.cpp: %s): %s\n' "$s" "${o[-1]}" "${p[-1]}" \
+					"$(head -c 200 "$work/last-serve.err" | tr '\n' ' ')"
+				continue
+			fi
 			local ot pt of pf
 			ot=$(printf '%s\n' "${o[@]}" | cut -d' ' -f1 | median)
 			pt=$(printf '%s\n' "${p[@]}" | cut -d' ' -f1 | median)
@@ -301,7 +321,8 @@ serve() {
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 run() {
-	local out=$work/peer-$(date +%Y%m%d-%H%M).txt
+	local out
+	out=$work/peer-$(date +%Y%m%d-%H%M).txt
 	{
 		echo "orch $(git -C "$root" describe --always --dirty) vs llama.cpp" \
 			"$(git -C "$work/llama.cpp" describe --tags --always); $rounds rounds, interleaved;" \
@@ -349,7 +370,7 @@ for s in $steps; do
 	models) make_models ;;
 	run) run ;;
 	busy) busy ;;
-	serve) build_server && MODELS=${SERVE_MODEL:-qwen05-q4_k_m} make_models && serve ;;
+	serve) build_server && models=${SERVE_MODEL:-qwen05-q4_k_m} make_models && serve ;;
 	all) build_peer && build_server && make_models && run && busy && serve ;;
 	*) say "usage: peer.sh [fetch|build|models|run|busy|serve|all]..."; exit 2 ;;
 	esac

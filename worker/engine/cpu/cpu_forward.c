@@ -145,8 +145,8 @@ make_tiles(struct be_model *b, uint32_t T)
 /*
  * One (tile, KV head) pair: every query head of the KV head for every token
  * of the tile, through cpu_attn_tile. Items alternate between early and
- * late tiles, so that the threads' contiguous ranges get even work though
- * later tokens read more positions.
+ * late tiles, so that the pool's chunks of consecutive items get even work
+ * though later tokens read more positions.
  */
 static void
 attend_tiles(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
