@@ -160,18 +160,21 @@ void cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_
 float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
 
 /*
- * ---- packed weights (cpu_pack.c): Q8_0/Q4_0/Q5_0 and Q4_K/Q5_K/Q6_K rows, groups of eight ----
+ * ---- packed weights (cpu_pack.c): Q8_0/Q4_0/Q5_0/MXFP4 and Q4_K/Q5_K/Q6_K rows, groups of 8 ----
  *
  * Packed, a tensor's rows 8g..8g+7 are group g, of the same bytes as the
- * eight rows: first nb = ne0/32 times eight F16 scales (row r's of block b
- * at 8b + r), then the nb blocks of codes (cpu_pack_code_bytes each), so a
- * group is one stream read forward. A block's codes
- * are 32-byte vectors whose four-byte lane r is row r's:
+ * eight rows: first nb = ne0/32 times eight scales (row r's of block b at
+ * 8b + r; F16, or MXFP4's E8M0 bytes), then the nb blocks of codes
+ * (cpu_pack_code_bytes each), so a group is one stream read forward. A
+ * block's codes are 32-byte vectors whose four-byte lane r is row r's:
  *   Q8_0: vector j (0..7) holds elements 4j..4j+3, each code + 128 (unsigned);
  *   Q4_0: vector p (0..3) holds the bytes qs[4p..4p+3]: low nibbles elements
  *         4p..4p+3, high nibbles 16+4p..16+4p+3 (codes 0..15, offset 8);
  *   Q5_0: as Q4_0, then one vector whose byte i of lane r has bit p = the
- *         fifth bit of element 4p+i and bit 4+p that of 16+4p+i (offset 16).
+ *         fifth bit of element 4p+i and bit 4+p that of 16+4p+i (offset 16);
+ *   MXFP4: as Q4_0 (the file's qs); a kernel maps each code to its doubled
+ *         E2M1 value + 12 (0..24, a byte shuffle), so the offset is 12, and
+ *         the scale is the E8M0 byte's 2^(e - 128) (cpu_e8m0_half).
  * So one vector of codes meets one broadcast four bytes of a token's Q8_0
  * activations in one vpdpbusd (or vpmaddubsw) for eight rows at once, and a
  * block's sum is an exact int32 per (row, token): Σ_b fma(isum_b, dw·dx, acc),
@@ -211,8 +214,10 @@ float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, u
 /* cpu_pack_supported - whether weights of @type pack. */
 bool cpu_pack_supported(uint32_t type);
 
-/* cpu_pack_code_bytes - the bytes of one packed Q8_0/Q4_0/Q5_0 block's codes (256, 128, 160). */
+/* cpu_pack_code_bytes - the bytes of one packed Q8_0/Q4_0/Q5_0/MXFP4 block's codes (256, 128,
+ * 160, 128), and cpu_pack_scale_bytes its eight rows' scales' (16; MXFP4 8). */
 uint64_t cpu_pack_code_bytes(uint32_t type);
+uint64_t cpu_pack_scale_bytes(uint32_t type);
 
 /* cpu_pack_block_elems - the elements of one row's block of @type: 32, or 256 (K-quants). */
 uint64_t cpu_pack_block_elems(uint32_t type);

@@ -1,6 +1,6 @@
 /*
  * cpu_pack.c - weights packed for the matrix products: Q8_0, Q4_0, Q5_0,
- * Q4_K, Q5_K and Q6_K rows regrouped eight at a time (cpu.h says the
+ * MXFP4, Q4_K, Q5_K and Q6_K rows regrouped eight at a time (cpu.h says the
  * layout), so that one vector of codes serves eight rows and one broadcast
  * activation word, and each block's sum stays an exact integer. The packed
  * copy has the bytes of the rows it replaces (Q4_K and Q5_K 2-3 % more:
@@ -17,6 +17,7 @@
 
 #include "base/alloc.h"
 #include "cpu_backend.h"
+#include "cpu_qdot_int.h"
 #include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
 #include "gguf/gguf.h"
@@ -25,7 +26,8 @@ bool
 cpu_pack_supported(uint32_t type)
 {
 	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0 ||
-	       type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+	       type == GGML_TYPE_MXFP4 || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ||
+	       type == GGML_TYPE_Q6_K;
 }
 
 /* Whether @type is one of the K-quants cpu_pack_k.c packs. */
@@ -46,20 +48,29 @@ cpu_pack_block_bytes(uint32_t type)
 {
 	if (pack_k(type))
 		return type == GGML_TYPE_Q4_K ? 1184 : type == GGML_TYPE_Q5_K ? 1440 : 1680;
-	return 16 + cpu_pack_code_bytes(type);
+	return cpu_pack_scale_bytes(type) + cpu_pack_code_bytes(type);
+}
+
+uint64_t
+cpu_pack_scale_bytes(uint32_t type)
+{
+	return type == GGML_TYPE_MXFP4 ? 8 : 16;
 }
 
 uint64_t
 cpu_pack_code_bytes(uint32_t type)
 {
-	return type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q4_0 ? 128 : 160;
+	return type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q5_0 ? 160 : 128;
 }
 
-/* The bytes of one block of @type in a file row: 34, 18, 22. */
+/* The bytes of one block of @type in a file row: 34, 18, 22, 17. */
 static uint64_t
 block_bytes(uint32_t type)
 {
-	return type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_0 ? 18 : 22;
+	return type == GGML_TYPE_Q8_0   ? 34
+	       : type == GGML_TYPE_Q4_0 ? 18
+	       : type == GGML_TYPE_Q5_0 ? 22
+	                                : 17;
 }
 
 /* Row @r's block at @blk into the codes @c of its packed block. */
@@ -71,7 +82,7 @@ pack_block(uint32_t type, const uint8_t *blk, uint32_t r, uint8_t *c)
 			c[32 * (e / 4) + 4 * r + e % 4] = blk[2 + e] ^ 0x80;
 		return;
 	}
-	const uint8_t *qs = blk + (type == GGML_TYPE_Q5_0 ? 6 : 2);
+	const uint8_t *qs = blk + (type == GGML_TYPE_Q5_0 ? 6 : type == GGML_TYPE_MXFP4 ? 1 : 2);
 	for (uint32_t k = 0; k < 16; k++)
 		c[32 * (k / 4) + 4 * r + k % 4] = qs[k];
 	if (type != GGML_TYPE_Q5_0)
@@ -91,6 +102,7 @@ void
 cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb, uint8_t *dst)
 {
 	uint64_t cb = cpu_pack_code_bytes(type), bb = block_bytes(type);
+	uint64_t sb = cpu_pack_scale_bytes(type), sr = sb / CPU_PACK_ROWS; /* a row's scale */
 
 	if (pack_k(type)) {
 		cpu_pack_group_k(type, src, row_bytes, nb, dst);
@@ -99,12 +111,12 @@ cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t n
 	for (uint64_t b = 0; b < nb; b++)
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
 			const uint8_t *blk = src + r * row_bytes + b * bb;
-			memcpy(dst + 16 * b + 2 * r, blk, 2);
-			pack_block(type, blk, r, dst + 16 * nb + b * cb);
+			memcpy(dst + sb * b + sr * r, blk, sr);
+			pack_block(type, blk, r, dst + sb * nb + b * cb);
 		}
 }
 
-/* Row @r's unsigned code of element @e in packed block @c. */
+/* Row @r's unsigned code of element @e in packed block @c (MXFP4: its value + 12). */
 static int32_t
 packed_code(uint32_t type, const uint8_t *c, uint32_t r, uint32_t e)
 {
@@ -112,9 +124,23 @@ packed_code(uint32_t type, const uint8_t *c, uint32_t r, uint32_t e)
 		return c[32 * (e / 4) + 4 * r + e % 4];
 	uint32_t k = e % 16, hi = e / 16;
 	int32_t v = (c[32 * (k / 4) + 4 * r + k % 4] >> (4 * hi)) & 15;
+	if (type == GGML_TYPE_MXFP4)
+		return cpu_mxfp4_x2[v] + 12;
 	if (type == GGML_TYPE_Q5_0)
 		v |= ((c[128 + 4 * r + k % 4] >> (4 * hi + k / 4)) & 1) << 4;
 	return v;
+}
+
+/* Row @r's scale of block @b of a group whose scales start at @sc. */
+static float
+packed_scale(uint32_t type, const uint8_t *sc, uint64_t b, uint32_t r)
+{
+	uint16_t h;
+
+	if (type == GGML_TYPE_MXFP4)
+		return cpu_e8m0_half(sc[8 * b + r]);
+	memcpy(&h, sc + 16 * b + 2 * r, 2);
+	return fp16_to_f32(h);
 }
 
 void
@@ -122,21 +148,23 @@ cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
                    uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
 	const struct cpu_q8b *x = xq;
-	uint64_t cb = cpu_pack_code_bytes(type);
-	int32_t off = type == GGML_TYPE_Q8_0 ? 128 : type == GGML_TYPE_Q4_0 ? 8 : 16;
+	uint64_t cb = cpu_pack_code_bytes(type), sb = cpu_pack_scale_bytes(type);
+	int32_t off = type == GGML_TYPE_Q8_0   ? 128
+	              : type == GGML_TYPE_Q4_0 ? 8
+	              : type == GGML_TYPE_Q5_0 ? 16
+	                                       : 12;
 
 	for (uint32_t t = 0; t < nt; t++)
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
 			float acc = 0.0f;
 			for (uint64_t b = 0; b < nb; b++) {
 				const struct cpu_q8b *xb = x + t * xs + b;
-				uint16_t h;
 				int32_t s = 0;
 				for (uint32_t e = 0; e < 32; e++)
-					s += packed_code(type, g + 16 * nb + b * cb, r, e) *
+					s += packed_code(type, g + sb * nb + b * cb, r, e) *
 					     xb->q[e];
-				memcpy(&h, g + 16 * b + 2 * r, 2);
-				acc = fmaf((float)(s - off * xb->s), fp16_to_f32(h) * xb->d, acc);
+				acc = fmaf((float)(s - off * xb->s),
+				           packed_scale(type, g, b, r) * xb->d, acc);
 			}
 			y[t * ys + r] = bias != NULL ? acc + bias[r] : acc;
 		}

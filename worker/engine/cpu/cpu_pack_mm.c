@@ -4,8 +4,8 @@
  * broadcast against a vector of eight rows' codes. Built twice, each build
  * naming its entry CPU_PACK_MM_FN: for AVX2/FMA/F16C, and for AVX-512 VNNI
  * (vpdpbusd of the unsigned codes and the signed activations).
- * Q8_0 / Q4_0 / Q5_0: every block's sum is an exact int32, then one fma per
- * block. Q4_K / Q5_K / Q6_K: each sub-block's exact sum times its scale in
+ * Q8_0 / Q4_0 / Q5_0 / MXFP4: every block's sum is an exact int32, then one
+ * fma per block. Q4_K / Q5_K / Q6_K: each sub-block's exact sum times its scale in
  * int32, the mins against the activations' group sums, then the float steps
  * of cpu_qdot_k_scalar per super-block. Either way both builds and the
  * scalar twins (cpu_pack.c, cpu_pack_k.c) give the same bits. Called only
@@ -97,12 +97,18 @@ block_q8(const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, const uint32_t 
 	}
 }
 
-/* Q4_0 / Q5_0: the block's codes 0..15 (0..31) times x into @ia[t]. */
+/*
+ * Q4_0 / Q5_0 / MXFP4: the block's codes 0..15 (0..31; MXFP4's shuffled to
+ * their doubled E2M1 values + 12, 0..24) times x into @ia[t].
+ */
 __attribute__((always_inline)) static inline void
 block_q4(uint32_t type, const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, const uint32_t nt,
          __m256i *ia)
 {
 	const __m256i m4 = _mm256_set1_epi8(0x0f), m5 = _mm256_set1_epi8(0x10);
+	const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4,
+	                                     0, 12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6,
+	                                     4, 0); /* cpu_mxfp4_x2 + 12, in both lanes */
 	__m256i hb = _mm256_setzero_si256();
 
 	if (type == GGML_TYPE_Q5_0)
@@ -119,12 +125,28 @@ block_q4(uint32_t type, const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, 
 			                     _mm256_and_si256(_mm256_slli_epi16(hb, 4 - p), m5));
 			hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, p), m5));
 		}
+		if (type == GGML_TYPE_MXFP4) {
+			lo = _mm256_shuffle_epi8(lut, lo);
+			hi = _mm256_shuffle_epi8(lut, hi);
+		}
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++) {
 			a0[t] = dot_u8s8(a0[t], lo, act_word(x + t * xs, (uint32_t)p));
 			a1[t] = dot_u8s8(a1[t], hi, act_word(x + t * xs, 4 + (uint32_t)p));
 		}
 	}
+}
+
+/* Eight E8M0 bytes at @p as cpu_e8m0_half's floats, 2^(e - 128). */
+__attribute__((always_inline)) static inline __m256
+load8_e8m0_half(const uint8_t *p)
+{
+	__m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p));
+	const __m256i one = _mm256_set1_epi32(1);
+	__m256i big = _mm256_slli_epi32(_mm256_sub_epi32(e, one), 23);       /* e ≥ 2 */
+	__m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e); /* e < 2: subnormal */
+
+	return _mm256_castsi256_ps(_mm256_blendv_epi8(small, big, _mm256_cmpgt_epi32(e, one)));
 }
 
 /*
@@ -136,11 +158,18 @@ __attribute__((always_inline)) static inline void
 tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, uint64_t xs,
         const uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
-	const uint64_t cb = type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q4_0 ? 128 : 160;
+	const uint64_t cb = type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q5_0 ? 160 : 128;
+	const uint64_t sb = type == GGML_TYPE_MXFP4 ? 8 : 16; /* cpu_pack_scale_bytes */
 #ifdef __AVX512VNNI__
-	const int off = type == GGML_TYPE_Q8_0 ? 7 : type == GGML_TYPE_Q4_0 ? 3 : 4; /* log2 */
+	const int32_t off = type == GGML_TYPE_Q8_0   ? 128
+	                    : type == GGML_TYPE_Q4_0 ? 8
+	                    : type == GGML_TYPE_Q5_0 ? 16
+	                                             : 12;
 #else
-	const int off = type == GGML_TYPE_Q8_0 ? -1 : type == GGML_TYPE_Q4_0 ? 3 : 4;
+	const int32_t off = type == GGML_TYPE_Q8_0   ? 0 /* signed codes: no offset */
+	                    : type == GGML_TYPE_Q4_0 ? 8
+	                    : type == GGML_TYPE_Q5_0 ? 16
+	                                             : 12;
 #endif
 	const uint8_t *sc = g;
 	__m256 acc[TILE];
@@ -148,7 +177,7 @@ tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, u
 #pragma GCC unroll 8
 	for (uint32_t t = 0; t < nt; t++)
 		acc[t] = _mm256_setzero_ps();
-	g += 16 * nb;
+	g += sb * nb;
 	for (uint64_t b = 0; b < nb; b++, g += cb, x++) {
 		__m256i ia[4 * TILE];
 		for (uint64_t o = 0; o < cb; o += 64)
@@ -161,16 +190,17 @@ tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, u
 			block_q8(g, x, xs, nt, ia);
 		else
 			block_q4(type, g, x, xs, nt, ia);
-		__m256 dw = _mm256_cvtph_ps(
-		        _mm_loadu_si128((const __m128i *)(const void *)(sc + 16 * b)));
+		__m256 dw = type == GGML_TYPE_MXFP4
+		                    ? load8_e8m0_half(sc + 8 * b)
+		                    : _mm256_cvtph_ps(_mm_loadu_si128(
+		                              (const __m128i *)(const void *)(sc + 16 * b)));
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++) {
 			const struct cpu_q8b *xt = x + t * xs;
 			for (uint32_t c = 1; c < CHAINS(nt); c++) /* exact: the same sum */
 				ia[t] = _mm256_add_epi32(ia[t], ia[t + TILE * c]);
-			if (off >= 0) /* less offset · Σ x, exactly */
-				ia[t] = _mm256_sub_epi32(ia[t],
-				                         _mm256_set1_epi32(xt->s * (1 << off)));
+			if (off != 0) /* less offset · Σ x, exactly */
+				ia[t] = _mm256_sub_epi32(ia[t], _mm256_set1_epi32(xt->s * off));
 			acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[t]),
 			                         _mm256_mul_ps(dw, _mm256_set1_ps(xt->d)), acc[t]);
 		}
@@ -460,6 +490,9 @@ CPU_PACK_MM_FN(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uin
 			break;
 		case GGML_TYPE_Q5_0:
 			tile_nt(GGML_TYPE_Q5_0, g, nb, x, xs, n, y + t * ys, ys, bias);
+			break;
+		case GGML_TYPE_MXFP4:
+			tile_nt(GGML_TYPE_MXFP4, g, nb, x, xs, n, y + t * ys, ys, bias);
 			break;
 		case GGML_TYPE_Q4_K:
 			tile_nt(GGML_TYPE_Q4_K, g, nb, x, xs, n, y + t * ys, ys, bias);

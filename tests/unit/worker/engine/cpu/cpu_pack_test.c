@@ -21,15 +21,32 @@
 #define NB  (K / 32)
 #define TOK 19 /* tokens: two tiles of eight and a remainder */
 
-/* Row @w's block @b's code of element @e as a signed value (code − offset). */
+/* The bytes of one file block of @type. */
+static uint64_t
+file_block_bytes(uint32_t type)
+{
+	return type == GGML_TYPE_Q8_0   ? 34
+	       : type == GGML_TYPE_Q4_0 ? 18
+	       : type == GGML_TYPE_Q5_0 ? 22
+	                                : 17;
+}
+
+/*
+ * Row @w's block @b's code of element @e as a signed value (code − offset;
+ * MXFP4: its E2M1 value times two, from the OCP MX table).
+ */
 static int32_t
 file_code(uint32_t type, const uint8_t *w, uint64_t b, uint32_t e)
 {
+	static const int32_t e2m1_x2[8] = {0, 1, 2, 3, 4, 6, 8, 12};
+
 	if (type == GGML_TYPE_Q8_0)
 		return (int8_t)w[34 * b + 2 + e];
-	const uint8_t *blk = w + b * (type == GGML_TYPE_Q4_0 ? 18 : 22);
-	const uint8_t *qs = blk + (type == GGML_TYPE_Q4_0 ? 2 : 6);
+	const uint8_t *blk = w + b * file_block_bytes(type);
+	const uint8_t *qs = blk + (type == GGML_TYPE_Q5_0 ? 6 : type == GGML_TYPE_MXFP4 ? 1 : 2);
 	int32_t v = (qs[e % 16] >> (4 * (e / 16))) & 15;
+	if (type == GGML_TYPE_MXFP4)
+		return v & 8 ? -e2m1_x2[v & 7] : e2m1_x2[v];
 	if (type == GGML_TYPE_Q4_0)
 		return v - 8;
 	uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 |
@@ -41,14 +58,17 @@ file_code(uint32_t type, const uint8_t *w, uint64_t b, uint32_t e)
 static float
 reference(uint32_t type, const uint8_t *w, const struct cpu_q8b *x)
 {
-	uint64_t bb = type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_0 ? 18 : 22;
+	uint64_t bb = file_block_bytes(type);
 	float acc = 0.0f;
 
 	for (uint64_t b = 0; b < NB; b++) {
 		int32_t s = 0;
 		for (uint32_t e = 0; e < 32; e++)
 			s += file_code(type, w, b, e) * x[b].q[e];
-		float dw = fp16_to_f32((uint16_t)(w[bb * b] | w[bb * b + 1] << 8));
+		/* MXFP4: 2^(e - 127) for the doubled values, halved */
+		float dw = type == GGML_TYPE_MXFP4
+		                   ? ldexpf(1.0f, (int)w[bb * b] - 128)
+		                   : fp16_to_f32((uint16_t)(w[bb * b] | w[bb * b + 1] << 8));
 		acc = fmaf((float)s, dw * x[b].d, acc);
 	}
 	return acc;
@@ -60,7 +80,7 @@ check_type(uint32_t type, struct rng *r)
 	static float wf[CPU_PACK_ROWS][K], xf[TOK][K], y[TOK][CPU_PACK_ROWS];
 	static uint8_t rows[CPU_PACK_ROWS * NB * 34], g[CPU_PACK_ROWS * NB * 34];
 	static struct cpu_q8b xq[TOK][NB];
-	uint64_t rb = (type == GGML_TYPE_Q8_0 ? 34 : type == GGML_TYPE_Q4_0 ? 18 : 22) * NB;
+	uint64_t rb = file_block_bytes(type) * NB;
 	float bias[CPU_PACK_ROWS];
 	enum cpu_isa best = cpu_isa_best();
 
@@ -74,8 +94,15 @@ check_type(uint32_t type, struct rng *r)
 		for (int i = 0; i < 64; i++) /* arbitrary codes too: Q8_0's -128, every high bit */
 			rows[rng_next(r) % (CPU_PACK_ROWS * rb)] ^= (uint8_t)rng_next(r);
 		for (int i = 0; i < CPU_PACK_ROWS; i++) /* scales kept finite */
-			for (uint64_t b = 0; b < NB; b++)
-				rows[(uint64_t)i * rb + b * (rb / NB) + 1] &= 0xbf; /* |d| < 4 */
+			for (uint64_t b = 0; b < NB; b++) {
+				uint8_t *blk = rows + (uint64_t)i * rb + b * (rb / NB);
+				if (type != GGML_TYPE_MXFP4)
+					blk[1] &= 0xbf; /* |d| < 4 */
+				else /* 2^-28..2^21; each fifth round e 0..2 (subnormal) */
+					blk[0] = (uint8_t)(rep % 5 && rng_next(r) % 8
+					                           ? 100 + rng_next(r) % 50
+					                           : rng_next(r) % 3);
+			}
 		for (int t = 0; t < TOK; t++) {
 			for (int k = 0; k < K; k++)
 				xf[t][k] = rng_normalish(r) * (t % 3 ? 1.0f : 1e-3f);
@@ -113,7 +140,8 @@ check_type(uint32_t type, struct rng *r)
 static void
 test_pack_kernels(void)
 {
-	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0};
+	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_MXFP4};
 	struct rng r;
 
 	if (cpu_isa_best() != CPU_ISA_VNNI)
@@ -244,9 +272,10 @@ test_pack_reference(void)
 
 	rng_seed(&r, 23);
 	for (int rep = 0; rep < 50; rep++) {
-		uint32_t type = rep % 3 == 0   ? GGML_TYPE_Q8_0
-		                : rep % 3 == 1 ? GGML_TYPE_Q4_0
-		                               : GGML_TYPE_Q5_0;
+		uint32_t type = rep % 4 == 0   ? GGML_TYPE_Q8_0
+		                : rep % 4 == 1 ? GGML_TYPE_Q4_0
+		                : rep % 4 == 2 ? GGML_TYPE_Q5_0
+		                               : GGML_TYPE_MXFP4;
 		double ref = 0, mag = 0;
 		for (int k = 0; k < K; k++) {
 			w[k] = rng_normalish(&r);
