@@ -74,6 +74,7 @@ struct worker {
 	pid_t exit_pid;        /* the last process, for its exit's log lines */
 	int exit_status;       /* its wait status, settled EXIT_GRACE_MS after the reap */
 	struct event *ev_reap; /* that grace */
+	uint64_t reaped_ms;    /* when it was reaped (the grace's start) */
 	int pidfd, log_fd;
 	struct ipc_chan *ch;
 	struct event *ev_recv, *ev_pid, *ev_log, *ev_timer, *ev_send;
@@ -167,6 +168,9 @@ void workers_on_log(int fd, short what, void *arg);
 
 /* workers_on_message - the loop's handler of @arg's receive fd: wire_dispatch each. */
 void workers_on_message(int fd, short what, void *arg);
+
+/* workers_read_pending - wire_dispatch what @w's channel holds now (at most 256); how many. */
+unsigned workers_read_pending(struct worker *w);
 
 /* workers_flush - send what the socket takes of @w's queue now. */
 void workers_flush(struct worker *w);

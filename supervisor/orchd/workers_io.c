@@ -102,20 +102,18 @@ workers_tail(const struct worker *w, char *out, size_t n)
 
 /* ---- messages in ---- */
 
-void
-workers_on_message(int fd, short what, void *arg)
+unsigned
+workers_read_pending(struct worker *w)
 {
-	struct worker *w = arg;
 	struct orchd *d = w->model->d;
+	unsigned n = 0;
 
-	(void)fd;
-	(void)what;
 	for (int budget = 0; budget < 256 && w->ch != NULL; budget++) {
 		Orch__Envelope *env = NULL;
 		struct orch_errinfo e = {0};
 		orch_err rv = ipc_recv(w->ch, 0, &env, &e);
 		if (rv == ORCH_EAGAIN || rv == ORCH_ECLOSED)
-			return;
+			break;
 		if (rv != ORCH_OK) {
 			orch_log(ORCH_LOG_WARNING, "worker_msg_dropped", "worker=%s msg=\"%s\"",
 			         w->id, e.msg);
@@ -123,7 +121,17 @@ workers_on_message(int fd, short what, void *arg)
 		}
 		wire_dispatch(d, w, env);
 		ipc_envelope_free(env);
+		n++;
 	}
+	return n;
+}
+
+void
+workers_on_message(int fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)workers_read_pending(arg);
 }
 
 /* ---- messages out ---- */
