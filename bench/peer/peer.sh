@@ -223,10 +223,10 @@ busy() {
 					hogs=()
 				done
 				local oi ob li lb2
-				oi=$(printf '%s\n' "${idle[@]}" | cut -d' ' -f1 | median)
-				ob=$(printf '%s\n' "${loaded[@]}" | cut -d' ' -f1 | median)
-				li=$(printf '%s\n' "${idle[@]}" | cut -d' ' -f2 | median)
-				lb2=$(printf '%s\n' "${loaded[@]}" | cut -d' ' -f2 | median)
+				oi=$(col_median 1 "${idle[@]}")
+				ob=$(col_median 1 "${loaded[@]}")
+				li=$(col_median 2 "${idle[@]}")
+				lb2=$(col_median 2 "${loaded[@]}")
 				printf '%-15s %3s %10.1f %10.1f %7.2f %10.1f %10.1f %7s\n' "$m" "$t" "$oi" "$ob" \
 					"$(awk -v a="$ob" -v b="$oi" 'BEGIN { print a / b }')" "$li" "$lb2" \
 					"$(awk -v a="$lb2" -v b="$li" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "failed" }')"
@@ -305,10 +305,10 @@ serve() {
 				continue
 			fi
 			local ot pt of pf
-			ot=$(printf '%s\n' "${o[@]}" | cut -d' ' -f1 | median)
-			pt=$(printf '%s\n' "${p[@]}" | cut -d' ' -f1 | median)
-			of=$(printf '%s\n' "${o[@]}" | cut -d' ' -f2 | median)
-			pf=$(printf '%s\n' "${p[@]}" | cut -d' ' -f2 | median)
+			ot=$(col_median 1 "${o[@]}")
+			pt=$(col_median 1 "${p[@]}")
+			of=$(col_median 2 "${o[@]}")
+			pf=$(col_median 2 "${p[@]}")
 			printf '%7s %10.1f %10.1f %7.2f %8.0fms %8.0fms %7.2f %s\n' "$s" "$ot" "$pt" \
 				"$(awk -v a="$ot" -v b="$pt" 'BEGIN { print a / b }')" "$of" "$pf" \
 				"$(awk -v a="$of" -v b="$pf" 'BEGIN { print a / b }')" "$ratios"
@@ -316,6 +316,13 @@ serve() {
 		echo "tok/s ratio: orch / llama.cpp (above 1: orch faster); TTFT ratio: orch / llama.cpp (below 1: orch sooner)"
 	} | tee "$out"
 	say "table in $out"
+}
+
+# The median of field $1 of the remaining arguments (space-separated numbers each).
+col_median() {
+	local k=$1
+	shift
+	printf '%s\n' "$@" | cut -d' ' -f"$k" | median
 }
 
 median() { sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -342,13 +349,13 @@ run() {
 					local name
 					name=$(cut -d' ' -f"$k" <<< "pp128 pp512 tg128")
 					local om pm ratios=""
-					om=$(printf '%s\n' "${o[@]}" | cut -d' ' -f"$k" | median)
+					om=$(col_median "$k" "${o[@]}")
 					if ((!ok)); then
 						printf '%-15s %3s %6s %10.1f %10s %7s %s\n' "$m" "$t" "$name" "$om" \
 							failed - "$(head -c 200 "$work/last-peer.err" | tr '\n' ' ')"
 						continue
 					fi
-					pm=$(printf '%s\n' "${p[@]}" | cut -d' ' -f"$k" | median)
+					pm=$(col_median "$k" "${p[@]}")
 					for ((r = 0; r < rounds; r++)); do
 						ratios+=$(awk -v a="$(cut -d' ' -f"$k" <<< "${o[r]}")" \
 							-v b="$(cut -d' ' -f"$k" <<< "${p[r]}")" 'BEGIN { printf "%.2f ", a / b }')

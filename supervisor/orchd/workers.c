@@ -37,9 +37,8 @@ extern char **environ;
 #define FAIL_WINDOW_MS   (10u * 60u * 1000u)
 #define FAIL_LIMIT       5u
 /* A worker ready this long before it dies was healthy: earlier failures no longer count. */
-#define HEALTHY_RESET_MS  (60u * 1000u)
-#define EXIT_GRACE_MS     100u  /* a dead worker's last messages are read this long */
-#define EXIT_GRACE_MAX_MS 2000u /* or, while they keep coming, up to this long */
+#define HEALTHY_RESET_MS (60u * 1000u)
+#define EXIT_GRACE_MS    100u /* a dead worker's last messages are read this long */
 
 const char *
 workers_state_name(enum worker_state s)
@@ -239,6 +238,15 @@ note_exit(struct worker *w, int code)
 	return intended;
 }
 
+/* A dead worker's memory went with it: ps, status and /metrics say so. */
+static void
+forget_figures(struct worker *w)
+{
+	w->memory_used = 0;
+	w->kv_used = w->kv_total = 0;
+	w->kv_blocks_total = w->kv_blocks_used = w->kv_blocks_cached = 0;
+}
+
 /* The rest of a worker's exit, EXIT_GRACE_MS after it was reaped: its jobs, its restart. */
 static void
 on_reaped(evutil_socket_t fd, short what, void *arg)
@@ -254,14 +262,10 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 	/*
 	 * First what reached the channel meanwhile: on a busy machine this timer
 	 * can run before the channel's event does, and a job whose end is waiting
-	 * there is not lost. While messages keep coming, the grace goes on.
+	 * there is not lost. A late heartbeat must not bring back its figures.
 	 */
-	if (workers_read_pending(w) > 0 && w->ev_reap != NULL &&
-	    orch_mono_ms() - w->reaped_ms < EXIT_GRACE_MAX_MS) {
-		struct timeval grace = {0, EXIT_GRACE_MS * 1000};
-		evtimer_add(w->ev_reap, &grace);
-		return;
-	}
+	(void)workers_read_pending(w);
+	forget_figures(w);
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	bool permanent = w->last_exit < 0; /* a load error no retry fixes */
 	bool intended = note_exit(w, code);
@@ -316,11 +320,8 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	rundir_worker_reaped(w->model->d, w->id);
 	w->exit_status = st;
 	w->exit_pid = w->pid;
-	w->reaped_ms = orch_mono_ms();
 	w->pid = 0;
-	w->memory_used = 0; /* its memory went with it: ps, status and /metrics say so */
-	w->kv_used = w->kv_total = 0;
-	w->kv_blocks_total = w->kv_blocks_used = w->kv_blocks_cached = 0;
+	forget_figures(w);
 	if (w->ev_reap == NULL &&
 	    (w->ev_reap = evtimer_new(w->model->d->base, on_reaped, w)) == NULL) {
 		on_reaped(-1, 0, w); /* out of memory: settle it now */

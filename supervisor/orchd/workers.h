@@ -74,7 +74,6 @@ struct worker {
 	pid_t exit_pid;        /* the last process, for its exit's log lines */
 	int exit_status;       /* its wait status, settled EXIT_GRACE_MS after the reap */
 	struct event *ev_reap; /* that grace */
-	uint64_t reaped_ms;    /* when it was reaped (the grace's start) */
 	int pidfd, log_fd;
 	struct ipc_chan *ch;
 	struct event *ev_recv, *ev_pid, *ev_log, *ev_timer, *ev_send;
