@@ -292,7 +292,7 @@ start_workers(struct orchd *d, struct model_entry *m)
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		struct worker *w = m->workers[i];
 		struct orch_errinfo e = {0};
-		if (w->pid > 0 || w->state == WORKER_BACKOFF)
+		if (w->pid > 0 || w->state == WORKER_BACKOFF || workers_settling(w))
 			continue;
 		switch (placement_check(d, w, &e)) {
 		case PLACE_WAIT:

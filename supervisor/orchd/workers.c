@@ -238,6 +238,12 @@ note_exit(struct worker *w, int code)
 	return intended;
 }
 
+bool
+workers_settling(const struct worker *w)
+{
+	return w->pid <= 0 && w->ev_reap != NULL && evtimer_pending(w->ev_reap, NULL);
+}
+
 /* A dead worker's memory went with it: ps, status and /metrics say so. */
 static void
 forget_figures(struct worker *w)
@@ -497,6 +503,10 @@ void
 workers_drain(struct orchd *d, struct worker *w)
 {
 	(void)d;
+	if (w->pid <= 0 && workers_settling(w)) { /* on_reaped settles its jobs, then stops it */
+		w->state = WORKER_DRAINING;
+		return;
+	}
 	if (w->pid <= 0) {
 		w->state = WORKER_STOPPED;
 		if (w->ev_timer)
@@ -541,9 +551,11 @@ workers_restart(struct orchd *d, struct worker *w)
 {
 	struct orch_errinfo e = {0};
 
-	if (w->pid > 0) { /* it dies, then on_exit starts it again */
+	if (w->pid > 0 ||
+	    workers_settling(w)) { /* it dies (or died), then on_reaped starts it again */
 		w->restart_now = true;
-		kill(w->pid, SIGTERM);
+		if (w->pid > 0)
+			kill(w->pid, SIGTERM);
 		return;
 	}
 	if (workers_spawn(d, w, &e) != ORCH_OK)

@@ -168,6 +168,13 @@ void workers_on_log(int fd, short what, void *arg);
 /* workers_on_message - the loop's handler of @arg's receive fd: wire_dispatch each. */
 void workers_on_message(int fd, short what, void *arg);
 
+/*
+ * workers_settling - whether @w's process was reaped and its exit is not
+ * settled yet (EXIT_GRACE_MS): its jobs still point to it, so it is not
+ * stopped, freed or spawned again before then.
+ */
+bool workers_settling(const struct worker *w);
+
 /* workers_read_pending - wire_dispatch what @w's channel holds now (at most 256); how many. */
 unsigned workers_read_pending(struct worker *w);
 
