@@ -272,6 +272,10 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 	 */
 	(void)workers_read_pending(w);
 	forget_figures(w);
+	if (m->state == MODEL_UNLOADING) { /* a late Hello or Ready cannot make this unintended */
+		w->state = WORKER_DRAINING;
+		w->restart_now = false;
+	}
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	bool permanent = w->last_exit < 0; /* a load error no retry fixes */
 	bool intended = note_exit(w, code);
