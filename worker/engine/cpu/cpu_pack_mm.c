@@ -161,16 +161,14 @@ tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, u
 	const uint64_t cb = type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q5_0 ? 160 : 128;
 	const uint64_t sb = type == GGML_TYPE_MXFP4 ? 8 : 16; /* cpu_pack_scale_bytes */
 #ifdef __AVX512VNNI__
-	const int32_t off = type == GGML_TYPE_Q8_0   ? 128
-	                    : type == GGML_TYPE_Q4_0 ? 8
-	                    : type == GGML_TYPE_Q5_0 ? 16
-	                                             : 12;
+	const int32_t off8 = 128; /* Q8_0's codes + 128 */
 #else
-	const int32_t off = type == GGML_TYPE_Q8_0   ? 0 /* signed codes: no offset */
+	const int32_t off8 = 0; /* Q8_0's signed codes: no offset */
+#endif
+	const int32_t off = type == GGML_TYPE_Q8_0   ? off8
 	                    : type == GGML_TYPE_Q4_0 ? 8
 	                    : type == GGML_TYPE_Q5_0 ? 16
 	                                             : 12;
-#endif
 	const uint8_t *sc = g;
 	__m256 acc[TILE];
 
@@ -481,28 +479,21 @@ CPU_PACK_MM_FN(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uin
 		uint32_t n = nt - t < TILE ? nt - t : TILE;
 		const void *x = is_k(type) ? (const void *)((const struct cpu_q8k *)xq + t * xs)
 		                           : (const void *)((const struct cpu_q8b *)xq + t * xs);
+#define TYPE_CASE(T)                                               \
+	case T:                                                    \
+		tile_nt(T, g, nb, x, xs, n, y + t * ys, ys, bias); \
+		break
 		switch (type) { /* each type's tiles a loop of their own */
-		case GGML_TYPE_Q8_0:
-			tile_nt(GGML_TYPE_Q8_0, g, nb, x, xs, n, y + t * ys, ys, bias);
-			break;
-		case GGML_TYPE_Q4_0:
-			tile_nt(GGML_TYPE_Q4_0, g, nb, x, xs, n, y + t * ys, ys, bias);
-			break;
-		case GGML_TYPE_Q5_0:
-			tile_nt(GGML_TYPE_Q5_0, g, nb, x, xs, n, y + t * ys, ys, bias);
-			break;
-		case GGML_TYPE_MXFP4:
-			tile_nt(GGML_TYPE_MXFP4, g, nb, x, xs, n, y + t * ys, ys, bias);
-			break;
-		case GGML_TYPE_Q4_K:
-			tile_nt(GGML_TYPE_Q4_K, g, nb, x, xs, n, y + t * ys, ys, bias);
-			break;
-		case GGML_TYPE_Q5_K:
-			tile_nt(GGML_TYPE_Q5_K, g, nb, x, xs, n, y + t * ys, ys, bias);
-			break;
+			TYPE_CASE(GGML_TYPE_Q8_0);
+			TYPE_CASE(GGML_TYPE_Q4_0);
+			TYPE_CASE(GGML_TYPE_Q5_0);
+			TYPE_CASE(GGML_TYPE_MXFP4);
+			TYPE_CASE(GGML_TYPE_Q4_K);
+			TYPE_CASE(GGML_TYPE_Q5_K);
 		default:
 			tile_nt(GGML_TYPE_Q6_K, g, nb, x, xs, n, y + t * ys, ys, bias);
 			break;
 		}
+#undef TYPE_CASE
 	}
 }
