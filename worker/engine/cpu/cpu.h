@@ -69,8 +69,8 @@ bool cpu_dequant_row(uint32_t type, const void *src, float *y, uint64_t n, bool 
 /*
  * cpu_qdot_act - how activations are quantized for integer dots with weights
  * of @type: GGML_TYPE_Q8_0 (Q8_0's codes and scale, as struct cpu_q8b) for
- * Q8_0/Q4_0/Q5_0, CPU_ACT_Q8K (struct cpu_q8k) for
- * Q4_K/Q5_K/Q6_K, 0 for types computed in float after dequantization.
+ * Q8_0/Q4_0/Q5_0/Q4_1/Q5_1/MXFP4, CPU_ACT_Q8K (struct cpu_q8k) for
+ * Q2_K/Q3_K/Q4_K/Q5_K/Q6_K, 0 for types computed in float after dequantization.
  */
 #define CPU_ACT_Q8K 0x10000u
 uint32_t cpu_qdot_act(uint32_t type);
@@ -158,6 +158,17 @@ float cpu_qdot_k(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t
 void cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t xs, uint64_t n,
                   uint32_t nt, float *out);
 float cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
+
+/* cpu_qdot_k_scalar and cpu_qdot_k_n for Q2_K and Q3_K (cpu_qdot_k23.c). */
+float cpu_qdot_k23_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n);
+void cpu_qdot_k23_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t xs, uint64_t n,
+                    uint32_t nt, float *out);
+
+/* cpu_q3k_scales - the sixteen 6-bit scales of Q3_K super-block @b, less 32, into @sc. */
+void cpu_q3k_scales(const uint8_t *b, int8_t *sc);
+
+/* cpu_k23_code - element @e's code in Q2_K super-block @b (0..3), or Q3_K's (q + 4: 0..7). */
+int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
 
 /*
  * ---- packed weights (cpu_pack.c): Q8_0/Q4_0/Q5_0/MXFP4 and Q4_K/Q5_K/Q6_K rows, groups of 8 ----

@@ -36,6 +36,8 @@ cpu_qdot_act(uint32_t type)
 	case GGML_TYPE_Q5_1:
 	case GGML_TYPE_MXFP4:
 		return GGML_TYPE_Q8_0;
+	case GGML_TYPE_Q2_K:
+	case GGML_TYPE_Q3_K:
 	case GGML_TYPE_Q4_K:
 	case GGML_TYPE_Q5_K:
 	case GGML_TYPE_Q6_K:

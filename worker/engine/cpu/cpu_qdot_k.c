@@ -2,7 +2,7 @@
  * cpu_qdot_k.c - integer dot products of Q4_K / Q5_K / Q6_K weight rows with
  * an activation row quantized per 256 elements (struct cpu_q8k: one float
  * scale, 256 int8 codes, the sums of each 16 codes), as llama.cpp's CPU
- * kernels compute them.
+ * kernels compute them (Q2_K and Q3_K: cpu_qdot_k23.c).
  *
  * Per super-block, Σ w·x = d·dx·Σ_j sc_j·Σ q·qx - dmin·dx·Σ_j m_j·Σ qx for
  * Q4_K/Q5_K (eight 32-element sub-blocks with 6-bit scale and min), and
@@ -158,6 +158,8 @@ dot_q6k_scalar(const uint8_t *b, const struct cpu_q8k *x, uint64_t nb)
 float
 cpu_qdot_k_scalar(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t n)
 {
+	if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K)
+		return cpu_qdot_k23_scalar(type, w, x, n);
 	if (type == GGML_TYPE_Q6_K)
 		return dot_q6k_scalar(w, x, n / 256);
 	return dot_k45_scalar(w, x, n / 256, type == GGML_TYPE_Q5_K);
@@ -357,7 +359,10 @@ void
 cpu_qdot_k_n(uint32_t type, const void *w, const struct cpu_q8k *x, uint64_t xs, uint64_t n,
              uint32_t nt, float *out)
 {
-	dot_k_avx2(type, w, x, xs, n / 256, nt, out);
+	if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K)
+		cpu_qdot_k23_n(type, w, x, xs, n, nt, out);
+	else
+		dot_k_avx2(type, w, x, xs, n / 256, nt, out);
 }
 
 float

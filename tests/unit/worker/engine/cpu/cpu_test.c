@@ -86,7 +86,8 @@ test_qdot_twins(void)
 {
 	static const uint32_t types[] = {GGML_TYPE_Q8_0,  GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
 	                                 GGML_TYPE_MXFP4, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
-	                                 GGML_TYPE_Q6_K,  GGML_TYPE_Q4_1, GGML_TYPE_Q5_1};
+	                                 GGML_TYPE_Q6_K,  GGML_TYPE_Q4_1, GGML_TYPE_Q5_1,
+	                                 GGML_TYPE_Q2_K,  GGML_TYPE_Q3_K};
 	static float x[2048], w[2048], dx[2048], dw[2048];
 	static uint8_t wq[2048 * 2], xq[2048 / 32 * 40];
 	struct rng r;
@@ -150,7 +151,7 @@ test_qdot_twins(void)
 				       1e-5 * mag + 1e-30);
 		}
 	}
-	T_TRUE(!cpu_qdot_supported(GGML_TYPE_Q2_K));
+	T_TRUE(!cpu_qdot_supported(GGML_TYPE_BF16));
 	T_TRUE(!cpu_qdot_supported(GGML_TYPE_F16));
 }
 
@@ -199,7 +200,8 @@ test_qdot_groups(void)
 {
 	static const uint32_t types[] = {GGML_TYPE_Q8_0,  GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
 	                                 GGML_TYPE_MXFP4, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
-	                                 GGML_TYPE_Q6_K,  GGML_TYPE_Q4_1, GGML_TYPE_Q5_1};
+	                                 GGML_TYPE_Q6_K,  GGML_TYPE_Q4_1, GGML_TYPE_Q5_1,
+	                                 GGML_TYPE_Q2_K,  GGML_TYPE_Q3_K};
 	static float x[CPU_QDOT_N][1824], w[1824];
 	static uint8_t wq[1824 * 2], xq[CPU_QDOT_N * 1824 / 32 * 40];
 	struct rng r;
