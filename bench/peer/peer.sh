@@ -35,7 +35,9 @@
 # (default ../shared/testdata), PEER_DIR (work folder, default
 # bench/peer/.work, ignored by git), ROUNDS (3), THREADS ("1 2"), MODELS (names
 # to run, default all: stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m
-# qwen05-q8_0 phi3-q4_k_m gptoss-4l), PEER_VERSION (node-llama-cpp version, 3.22.1);
+# qwen05-q8_0 phi3-q4_k_m gptoss-4l; on request also qwen05-q4_1 qwen05-q5_1
+# phi3-4l-q2_k phi3-4l-q3_k qwen05-f16 qwen05-bf16, the other weight types),
+# PEER_VERSION (node-llama-cpp version, 3.22.1);
 # serve: SERVE_MODEL, STREAMS, MAX_TOKENS, ORCH_PORT and LLAMA_PORT (18480,
 # 18481).
 set -euo pipefail
@@ -137,6 +139,12 @@ model_path() {
 	qwen05-q8_0) echo "$work/models/qwen2.5-0.5b-Q8_0.gguf" ;;
 	phi3-q4_k_m) echo "$work/models/phi3-mini-Q4_K_M.gguf" ;;
 	gptoss-4l) echo "$work/models/gpt-oss-20b-4l.gguf" ;;
+	qwen05-q4_1) echo "$work/models/qwen2.5-0.5b-Q4_1.gguf" ;;
+	qwen05-q5_1) echo "$work/models/qwen2.5-0.5b-Q5_1.gguf" ;;
+	phi3-4l-q2_k) echo "$work/models/phi3-mini-4l-Q2_K.gguf" ;;
+	phi3-4l-q3_k) echo "$work/models/phi3-mini-4l-Q3_K.gguf" ;;
+	qwen05-f16) echo "$work/models/qwen2.5-0.5b-F16.gguf" ;;
+	qwen05-bf16) echo "$work/models/qwen2.5-0.5b-BF16.gguf" ;;
 	*) say "unknown model $1"; return 1 ;;
 	esac
 }
@@ -158,6 +166,12 @@ make_models() {
 		qwen05-q8_0) synth "$m" qwen2.5-0.5b Q8_0 ggml-vocab-qwen2.gguf ;;
 		phi3-q4_k_m) synth "$m" phi3-mini-4k Q4_K_M ggml-vocab-phi-3.gguf ;;
 		gptoss-4l) synth "$m" gpt-oss-20b Q8_0 ggml-vocab-gpt-oss.gguf 4 ;;
+		qwen05-q4_1) synth "$m" qwen2.5-0.5b Q4_1 ggml-vocab-qwen2.gguf ;;
+		qwen05-q5_1) synth "$m" qwen2.5-0.5b Q5_1 ggml-vocab-qwen2.gguf ;;
+		phi3-4l-q2_k) synth "$m" phi3-mini-4k Q2_K ggml-vocab-phi-3.gguf 4 ;;
+		phi3-4l-q3_k) synth "$m" phi3-mini-4k Q3_K ggml-vocab-phi-3.gguf 4 ;;
+		qwen05-f16) synth "$m" qwen2.5-0.5b F16 ggml-vocab-qwen2.gguf ;;
+		qwen05-bf16) synth "$m" qwen2.5-0.5b BF16 ggml-vocab-qwen2.gguf ;;
 		esac
 	done
 }

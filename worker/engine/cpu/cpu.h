@@ -171,11 +171,12 @@ void cpu_q3k_scales(const uint8_t *b, int8_t *sc);
 int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
 
 /*
- * ---- packed weights (cpu_pack.c): Q8_0/Q4_0/Q5_0/MXFP4 and Q4_K/Q5_K/Q6_K rows, groups of 8 ----
+ * ---- packed weights (cpu_pack.c): the integer-dot types, groups of 8 rows ----
  *
  * Packed, a tensor's rows 8g..8g+7 are group g, of the same bytes as the
  * eight rows: first nb = ne0/32 times eight scales (row r's of block b at
- * 8b + r; F16, or MXFP4's E8M0 bytes), then the nb blocks of codes
+ * 8b + r; F16, or MXFP4's E8M0 bytes; Q4_1/Q5_1: eight F16 scales, then
+ * their eight F16 mins), then the nb blocks of codes
  * (cpu_pack_code_bytes each), so a group is one stream read forward. A
  * block's codes are 32-byte vectors whose four-byte lane r is row r's:
  *   Q8_0: vector j (0..7) holds elements 4j..4j+3, each code + 128 (unsigned);
@@ -185,13 +186,15 @@ int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
  *         fifth bit of element 4p+i and bit 4+p that of 16+4p+i (offset 16);
  *   MXFP4: as Q4_0 (the file's qs); a kernel maps each code to its doubled
  *         E2M1 value + 12 (0..24, a byte shuffle), so the offset is 12, and
- *         the scale is the E8M0 byte's 2^(e - 128) (cpu_e8m0_half).
+ *         the scale is the E8M0 byte's 2^(e - 128) (cpu_e8m0_half);
+ *   Q4_1, Q5_1: as Q4_0, Q5_0 with no offset; the mins m add a second
+ *         sum, Σ_b fma(s_b, m·dx, acc') with s_b the block's code sum.
  * So one vector of codes meets one broadcast four bytes of a token's Q8_0
  * activations in one vpdpbusd (or vpmaddubsw) for eight rows at once, and a
  * block's sum is an exact int32 per (row, token): Σ_b fma(isum_b, dw·dx, acc),
  * the same bits on every kernel and for any number of tokens.
  *
- * Q4_K, Q5_K and Q6_K (cpu_pack_k.c) pack each super-block of the eight rows in
+ * The K-quants (cpu_pack_k.c) pack each super-block of the eight rows in
  * place, one after the other (cpu_pack_block_bytes each), and meet Q8_K
  * activations (struct cpu_q8k):
  *   Q4_K (1184 bytes): d and dmin (eight F16 each), the eight sub-blocks'
@@ -207,6 +210,16 @@ int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
  *         holding unit u's (low) and unit u + 32's (high), and 16 vectors of
  *         high bits, vector v holding in bits 2k, 2k + 1 of byte i those of
  *         element i of units 2v, 2v + 32, 2v + 1, 2v + 33 (k = 0..3).
+ *   Q2_K (672 bytes, the file's): d and dmin (eight F16 each), the file's
+ *         scale bytes (sub-block g, row r at 8g + r: scale low nibble, min
+ *         high), then with unit u the elements 4u..4u+3, 16 vectors of
+ *         codes, vector v holding in bits 2k, 2k + 1 of byte i those of
+ *         element i of unit v + 16k (k = 0..3);
+ *   Q3_K (912 bytes): d (eight F16), the sixteen 6-bit scales less 32 as
+ *         int8 in Q6_K's pairs, 16 vectors of the codes' two low bits as
+ *         Q2_K's, then 8 vectors of high bits, vector w holding in bit k of
+ *         byte i that of element i of unit w + 8k (k = 0..7); a code is
+ *         q + 4 (0..7), its offset of 4 taken out with the group sums.
  * Each (row, token) is then the bits cpu_qdot_k_scalar gives for the row:
  * exact integer sums per super-block, the same float steps in the same order.
  */
@@ -221,12 +234,18 @@ int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
 #define CPU_PACK_Q6K_SC    16
 #define CPU_PACK_Q6K_LO    144
 #define CPU_PACK_Q6K_HI    (144 + 1024)
+#define CPU_PACK_Q2K_DMIN  16
+#define CPU_PACK_Q2K_SC    32
+#define CPU_PACK_Q2K_CODES 160
+#define CPU_PACK_Q3K_SC    16
+#define CPU_PACK_Q3K_LO    144
+#define CPU_PACK_Q3K_HI    (144 + 512)
 
 /* cpu_pack_supported - whether weights of @type pack. */
 bool cpu_pack_supported(uint32_t type);
 
-/* cpu_pack_code_bytes - the bytes of one packed Q8_0/Q4_0/Q5_0/MXFP4 block's codes (256, 128,
- * 160, 128), and cpu_pack_scale_bytes its eight rows' scales' (16; MXFP4 8). */
+/* cpu_pack_code_bytes - the bytes of one packed block's codes (Q8_0 256, Q5_0/Q5_1 160, else
+ * 128), and cpu_pack_scale_bytes its eight rows' scales' (16; MXFP4 8; Q4_1/Q5_1 32). */
 uint64_t cpu_pack_code_bytes(uint32_t type);
 uint64_t cpu_pack_scale_bytes(uint32_t type);
 

@@ -1,10 +1,10 @@
 /*
  * cpu_pack.c - weights packed for the matrix products: Q8_0, Q4_0, Q5_0,
- * MXFP4, Q4_K, Q5_K and Q6_K rows regrouped eight at a time (cpu.h says the
- * layout), so that one vector of codes serves eight rows and one broadcast
+ * Q4_1, Q5_1, MXFP4 and the K-quants' rows regrouped eight at a time (cpu.h
+ * says the layout), so that one vector of codes serves eight rows and one broadcast
  * activation word, and each block's sum stays an exact integer. The packed
- * copy has the bytes of the rows it replaces (Q4_K and Q5_K 2-3 % more:
- * their scales unpacked); the file's pages of a packed tensor are given
+ * copy has the bytes of the rows it replaces (Q3_K, Q4_K and Q5_K 2-4 %
+ * more: their scales unpacked); the file's pages of a packed tensor are given
  * back to the kernel once copied. Here: the Q8_0-style packer and scalar
  * twin of the kernels (cpu_pack_mm.c; the K-quants' are in cpu_pack_k.c),
  * the dispatch, the lookup, and the packing of a model at load.
@@ -22,19 +22,20 @@
 #include "gguf/ggml_type.h"
 #include "gguf/gguf.h"
 
-bool
-cpu_pack_supported(uint32_t type)
-{
-	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0 ||
-	       type == GGML_TYPE_MXFP4 || type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K ||
-	       type == GGML_TYPE_Q6_K;
-}
-
 /* Whether @type is one of the K-quants cpu_pack_k.c packs. */
 static bool
 pack_k(uint32_t type)
 {
-	return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+	return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q4_K ||
+	       type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+}
+
+bool
+cpu_pack_supported(uint32_t type)
+{
+	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0 ||
+	       type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1 || type == GGML_TYPE_MXFP4 ||
+	       pack_k(type);
 }
 
 uint64_t
@@ -46,31 +47,80 @@ cpu_pack_block_elems(uint32_t type)
 uint64_t
 cpu_pack_block_bytes(uint32_t type)
 {
-	if (pack_k(type))
-		return type == GGML_TYPE_Q4_K ? 1184 : type == GGML_TYPE_Q5_K ? 1440 : 1680;
+	switch (type) {
+	case GGML_TYPE_Q2_K:
+		return 672;
+	case GGML_TYPE_Q3_K:
+		return 912;
+	case GGML_TYPE_Q4_K:
+		return 1184;
+	case GGML_TYPE_Q5_K:
+		return 1440;
+	case GGML_TYPE_Q6_K:
+		return 1680;
+	default:
+		break;
+	}
 	return cpu_pack_scale_bytes(type) + cpu_pack_code_bytes(type);
 }
 
 uint64_t
 cpu_pack_scale_bytes(uint32_t type)
 {
-	return type == GGML_TYPE_MXFP4 ? 8 : 16;
+	return type == GGML_TYPE_MXFP4 ? 8 : cpu_affine(type) ? 32 : 16;
 }
 
 uint64_t
 cpu_pack_code_bytes(uint32_t type)
 {
-	return type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q5_0 ? 160 : 128;
+	return type == GGML_TYPE_Q8_0                             ? 256
+	       : type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1 ? 160
+	                                                          : 128;
 }
 
-/* The bytes of one block of @type in a file row: 34, 18, 22, 17. */
+/* The bytes of one block of @type in a file row. */
 static uint64_t
 block_bytes(uint32_t type)
 {
-	return type == GGML_TYPE_Q8_0   ? 34
-	       : type == GGML_TYPE_Q4_0 ? 18
-	       : type == GGML_TYPE_Q5_0 ? 22
-	                                : 17;
+	switch (type) {
+	case GGML_TYPE_Q8_0:
+		return 34;
+	case GGML_TYPE_Q4_0:
+		return 18;
+	case GGML_TYPE_Q5_0:
+		return 22;
+	case GGML_TYPE_Q4_1:
+		return 20;
+	case GGML_TYPE_Q5_1:
+		return 24;
+	default:
+		return 17; /* MXFP4 */
+	}
+}
+
+/* Where the 4-bit codes start in a file block of @type (Q5_0/Q5_1: qh just before). */
+static uint64_t
+qs_at(uint32_t type)
+{
+	switch (type) {
+	case GGML_TYPE_Q5_0:
+		return 6;
+	case GGML_TYPE_Q5_1:
+		return 8;
+	case GGML_TYPE_Q4_1:
+		return 4;
+	case GGML_TYPE_MXFP4:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* Whether @type's codes have a fifth bit (Q5_0, Q5_1). */
+static bool
+five_bit(uint32_t type)
+{
+	return type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1;
 }
 
 /* Row @r's block at @blk into the codes @c of its packed block. */
@@ -82,13 +132,13 @@ pack_block(uint32_t type, const uint8_t *blk, uint32_t r, uint8_t *c)
 			c[32 * (e / 4) + 4 * r + e % 4] = blk[2 + e] ^ 0x80;
 		return;
 	}
-	const uint8_t *qs = blk + (type == GGML_TYPE_Q5_0 ? 6 : type == GGML_TYPE_MXFP4 ? 1 : 2);
+	const uint8_t *qs = blk + qs_at(type);
 	for (uint32_t k = 0; k < 16; k++)
 		c[32 * (k / 4) + 4 * r + k % 4] = qs[k];
-	if (type != GGML_TYPE_Q5_0)
+	if (!five_bit(type))
 		return;
-	uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 |
-	              (uint32_t)blk[5] << 24;
+	uint32_t qh = (uint32_t)qs[-4] | (uint32_t)qs[-3] << 8 | (uint32_t)qs[-2] << 16 |
+	              (uint32_t)qs[-1] << 24;
 	for (uint32_t i = 0; i < 4; i++) {
 		uint8_t v = 0;
 		for (uint32_t p = 0; p < 4; p++)
@@ -111,7 +161,12 @@ cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t n
 	for (uint64_t b = 0; b < nb; b++)
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
 			const uint8_t *blk = src + r * row_bytes + b * bb;
-			memcpy(dst + sb * b + sr * r, blk, sr);
+			if (cpu_affine(type)) { /* the scales, then the mins */
+				memcpy(dst + sb * b + 2 * r, blk, 2);
+				memcpy(dst + sb * b + 16 + 2 * r, blk + 2, 2);
+			} else {
+				memcpy(dst + sb * b + sr * r, blk, sr);
+			}
 			pack_block(type, blk, r, dst + sb * nb + b * cb);
 		}
 }
@@ -126,7 +181,7 @@ packed_code(uint32_t type, const uint8_t *c, uint32_t r, uint32_t e)
 	int32_t v = (c[32 * (k / 4) + 4 * r + k % 4] >> (4 * hi)) & 15;
 	if (type == GGML_TYPE_MXFP4)
 		return cpu_mxfp4_x2[v] + 12;
-	if (type == GGML_TYPE_Q5_0)
+	if (five_bit(type))
 		v |= ((c[128 + 4 * r + k % 4] >> (4 * hi + k / 4)) & 1) << 4;
 	return v;
 }
@@ -135,12 +190,9 @@ packed_code(uint32_t type, const uint8_t *c, uint32_t r, uint32_t e)
 static float
 packed_scale(uint32_t type, const uint8_t *sc, uint64_t b, uint32_t r)
 {
-	uint16_t h;
-
 	if (type == GGML_TYPE_MXFP4)
 		return cpu_e8m0_half(sc[8 * b + r]);
-	memcpy(&h, sc + 16 * b + 2 * r, 2);
-	return fp16_to_f32(h);
+	return fp16_load(sc + cpu_pack_scale_bytes(type) * b + 2 * r);
 }
 
 void
@@ -149,14 +201,15 @@ cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
 {
 	const struct cpu_q8b *x = xq;
 	uint64_t cb = cpu_pack_code_bytes(type), sb = cpu_pack_scale_bytes(type);
-	int32_t off = type == GGML_TYPE_Q8_0   ? 128
-	              : type == GGML_TYPE_Q4_0 ? 8
-	              : type == GGML_TYPE_Q5_0 ? 16
-	                                       : 12;
+	int32_t off = type == GGML_TYPE_Q8_0    ? 128
+	              : type == GGML_TYPE_Q4_0  ? 8
+	              : type == GGML_TYPE_Q5_0  ? 16
+	              : type == GGML_TYPE_MXFP4 ? 12
+	                                        : 0; /* Q4_1, Q5_1 */
 
 	for (uint32_t t = 0; t < nt; t++)
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
-			float acc = 0.0f;
+			float acc = 0.0f, accm = 0.0f; /* Q4_1/Q5_1's mins in accm */
 			for (uint64_t b = 0; b < nb; b++) {
 				const struct cpu_q8b *xb = x + t * xs + b;
 				int32_t s = 0;
@@ -165,7 +218,13 @@ cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
 					     xb->q[e];
 				acc = fmaf((float)(s - off * xb->s),
 				           packed_scale(type, g, b, r) * xb->d, acc);
+				if (cpu_affine(type))
+					accm = fmaf((float)xb->s,
+					            fp16_load(g + sb * b + 16 + 2 * r) * xb->d,
+					            accm);
 			}
+			if (cpu_affine(type))
+				acc += accm;
 			y[t * ys + r] = bias != NULL ? acc + bias[r] : acc;
 		}
 }

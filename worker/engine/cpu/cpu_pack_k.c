@@ -1,8 +1,8 @@
 /*
- * cpu_pack_k.c - the packed layout of the K-quants Q4_K, Q5_K and Q6_K (cpu.h
- * says it): eight rows' super-blocks regrouped so that one vector of codes
- * serves eight rows and one broadcast word of a token's Q8_K activations,
- * with the sub-block scales unpacked to bytes. Here: the packer and the
+ * cpu_pack_k.c - the packed layout of the K-quants Q2_K, Q3_K, Q4_K, Q5_K and
+ * Q6_K (cpu.h says it): eight rows' super-blocks regrouped so that one vector
+ * of codes serves eight rows and one broadcast word of a token's Q8_K
+ * activations, with the sub-block scales a byte each. Here: the packer and the
  * scalar twin of their kernels (cpu_pack_mm.c), which computes what
  * cpu_qdot_k_scalar computes from the file's rows, to the bit.
  */
@@ -87,17 +87,79 @@ pack_q6k(const uint8_t *blk, uint32_t r, uint8_t *dst)
 		}
 }
 
+/*
+ * Row @r's Q2_K (Q3_K when @three) super-block @blk into packed super-block
+ * @dst: with unit u (0..63) the elements 4u..4u+3, code vector v (0..15)
+ * holds in bits 2k, 2k + 1 of byte i the code (Q3_K: its two low bits) of
+ * element i of unit v + 16k; Q3_K's high-bit vector w (0..7) holds in bit k
+ * of byte i the high bit of element i of unit w + 8k.
+ */
+static void
+pack_q23k(uint32_t type, const uint8_t *blk, uint32_t r, uint8_t *dst)
+{
+	bool three = type == GGML_TYPE_Q3_K;
+	uint32_t codes = three ? CPU_PACK_Q3K_LO : CPU_PACK_Q2K_CODES;
+	int8_t sc[16];
+
+	if (three) {
+		memcpy(dst + 2 * r, blk + 108, 2);
+		cpu_q3k_scales(blk, sc);
+		for (uint32_t g = 0; g < 16; g++)
+			dst[CPU_PACK_Q3K_SC + 16 * (g / 2) + 2 * r + g % 2] = (uint8_t)sc[g];
+	} else {
+		memcpy(dst + 2 * r, blk + 80, 2);
+		memcpy(dst + CPU_PACK_Q2K_DMIN + 2 * r, blk + 82, 2);
+		for (uint32_t g = 0; g < 16; g++)
+			dst[CPU_PACK_Q2K_SC + 8 * g + r] = blk[g];
+	}
+	for (uint32_t v = 0; v < 16; v++)
+		for (uint32_t i = 0; i < 4; i++) {
+			uint32_t b = 0;
+			for (uint32_t k = 0; k < 4; k++)
+				b |= (uint32_t)(cpu_k23_code(type, blk, 4 * (v + 16 * k) + i) & 3)
+				     << (2 * k);
+			dst[codes + 32 * v + 4 * r + i] = (uint8_t)b;
+		}
+	for (uint32_t w = 0; three && w < 8; w++)
+		for (uint32_t i = 0; i < 4; i++) {
+			uint32_t b = 0;
+			for (uint32_t k = 0; k < 8; k++)
+				b |= (uint32_t)(cpu_k23_code(type, blk, 4 * (w + 8 * k) + i) >> 2)
+				     << k;
+			dst[CPU_PACK_Q3K_HI + 32 * w + 4 * r + i] = (uint8_t)b;
+		}
+}
+
+/* The bytes of one file super-block of K-quant @type. */
+static uint64_t
+file_block_bytes(uint32_t type)
+{
+	switch (type) {
+	case GGML_TYPE_Q2_K:
+		return 84;
+	case GGML_TYPE_Q3_K:
+		return 110;
+	case GGML_TYPE_Q4_K:
+		return 144;
+	case GGML_TYPE_Q5_K:
+		return 176;
+	default:
+		return 210;
+	}
+}
+
 void
 cpu_pack_group_k(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb, uint8_t *dst)
 {
-	uint64_t bb = type == GGML_TYPE_Q4_K ? 144 : type == GGML_TYPE_Q5_K ? 176 : 210;
-	uint64_t pb = cpu_pack_block_bytes(type);
+	uint64_t bb = file_block_bytes(type), pb = cpu_pack_block_bytes(type);
 
 	for (uint64_t b = 0; b < nb; b++)
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
 			const uint8_t *blk = src + r * row_bytes + b * bb;
 			if (type == GGML_TYPE_Q6_K)
 				pack_q6k(blk, r, dst + b * pb);
+			else if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K)
+				pack_q23k(type, blk, r, dst + b * pb);
 			else
 				pack_q45k(blk, type == GGML_TYPE_Q5_K, r, dst + b * pb);
 		}
@@ -160,6 +222,49 @@ sb_q6k(const uint8_t *p, uint32_t r, const struct cpu_q8k *x)
 	return x->d * fp16_load(p + 2 * r) * (float)sumi;
 }
 
+/* Row @r's code of element @e in packed Q2_K super-block @p (Q3_K: q + 4, when @three). */
+static int32_t
+q23k_packed(const uint8_t *p, bool three, uint32_t r, uint32_t e)
+{
+	uint32_t u = e / 4, i = e % 4;
+	int32_t v =
+	        (p[(three ? CPU_PACK_Q3K_LO : CPU_PACK_Q2K_CODES) + 32 * (u % 16) + 4 * r + i] >>
+	         (2 * (u / 16))) &
+	        3;
+
+	if (three)
+		v |= ((p[CPU_PACK_Q3K_HI + 32 * (u % 8) + 4 * r + i] >> (u / 8)) & 1) << 2;
+	return v;
+}
+
+/* Row @r of packed super-block @p times @x, as cpu_qdot_k23_scalar's Q2_K / Q3_K step. */
+static float
+sb_q23k(const uint8_t *p, bool three, uint32_t r, const struct cpu_q8k *x)
+{
+	int32_t sumi = 0, summ = 0;
+
+	for (uint32_t g = 0; g < 16; g++) {
+		int32_t s = 0;
+		for (uint32_t e = 16 * g; e < 16 * g + 16; e++)
+			s += q23k_packed(p, three, r, e) * x->q[e];
+		if (three) {
+			int32_t sc = (int8_t)p[CPU_PACK_Q3K_SC + 16 * (g / 2) + 2 * r + g % 2];
+			sumi += sc * (s - 4 * x->bsums[g]);
+		} else {
+			uint8_t sc = p[CPU_PACK_Q2K_SC + 8 * g + r];
+			sumi += (sc & 15) * s;
+			summ += (sc >> 4) * x->bsums[g];
+		}
+	}
+	if (three) {
+		float v = x->d * fp16_load(p + 2 * r) * (float)sumi;
+		return v;
+	}
+	float a = fp16_load(p + 2 * r) * (float)sumi;
+	float m = fp16_load(p + CPU_PACK_Q2K_DMIN + 2 * r) * (float)summ;
+	return x->d * (a - m);
+}
+
 void
 cpu_pack_mm_k_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                      uint32_t nt, float *y, uint64_t ys, const float *bias)
@@ -172,10 +277,11 @@ cpu_pack_mm_k_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *x
 			float acc = 0.0f;
 			for (uint64_t b = 0; b < nb; b++) {
 				const uint8_t *p = g + b * pb;
-				float v = type == GGML_TYPE_Q6_K
-				                  ? sb_q6k(p, r, x + t * xs + b)
-				                  : sb_q45k(p, type == GGML_TYPE_Q5_K, r,
-				                            x + t * xs + b);
+				const struct cpu_q8k *xb = x + t * xs + b;
+				float v = type == GGML_TYPE_Q6_K ? sb_q6k(p, r, xb)
+				          : type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K
+				                  ? sb_q23k(p, type == GGML_TYPE_Q3_K, r, xb)
+				                  : sb_q45k(p, type == GGML_TYPE_Q5_K, r, xb);
 				acc += v;
 			}
 			y[t * ys + r] = bias != NULL ? acc + bias[r] : acc;

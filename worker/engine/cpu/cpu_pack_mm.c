@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cpu.h"
+#include "cpu_qdot_int.h"
 #include "gguf/ggml_type.h"
 
 #ifndef CPU_PACK_MM_FN
@@ -98,8 +99,8 @@ block_q8(const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, const uint32_t 
 }
 
 /*
- * Q4_0 / Q5_0 / MXFP4: the block's codes 0..15 (0..31; MXFP4's shuffled to
- * their doubled E2M1 values + 12, 0..24) times x into @ia[t].
+ * Q4_0 / Q5_0 / Q4_1 / Q5_1 / MXFP4: the block's codes 0..15 (0..31; MXFP4's
+ * shuffled to their doubled E2M1 values + 12, 0..24) times x into @ia[t].
  */
 __attribute__((always_inline)) static inline void
 block_q4(uint32_t type, const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, const uint32_t nt,
@@ -109,9 +110,10 @@ block_q4(uint32_t type, const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, 
 	const __m256i lut = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4,
 	                                     0, 12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6,
 	                                     4, 0); /* cpu_mxfp4_x2 + 12, in both lanes */
+	const bool five = type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1;
 	__m256i hb = _mm256_setzero_si256();
 
-	if (type == GGML_TYPE_Q5_0)
+	if (five)
 		hb = _mm256_loadu_si256((const __m256i *)(const void *)(c + 128));
 #pragma GCC unroll 4
 	for (int p = 0; p < 4; p++) {
@@ -120,7 +122,7 @@ block_q4(uint32_t type, const uint8_t *c, const struct cpu_q8b *x, uint64_t xs, 
 		__m256i raw = _mm256_loadu_si256((const __m256i *)(const void *)(c + 32 * p));
 		__m256i lo = _mm256_and_si256(raw, m4);
 		__m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-		if (type == GGML_TYPE_Q5_0) { /* bit p to bit 4, and bit 4 + p */
+		if (five) { /* bit p to bit 4, and bit 4 + p */
 			lo = _mm256_or_si256(lo,
 			                     _mm256_and_si256(_mm256_slli_epi16(hb, 4 - p), m5));
 			hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_srli_epi16(hb, p), m5));
@@ -158,23 +160,27 @@ __attribute__((always_inline)) static inline void
 tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, uint64_t xs,
         const uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
-	const uint64_t cb = type == GGML_TYPE_Q8_0 ? 256 : type == GGML_TYPE_Q5_0 ? 160 : 128;
-	const uint64_t sb = type == GGML_TYPE_MXFP4 ? 8 : 16; /* cpu_pack_scale_bytes */
+	const bool aff = cpu_affine(type); /* Q4_1, Q5_1: + Σ_b m·dx·s */
+	const uint64_t cb = type == GGML_TYPE_Q8_0                             ? 256
+	                    : type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1 ? 160
+	                                                                       : 128;
+	const uint64_t sb = type == GGML_TYPE_MXFP4 ? 8 : aff ? 32 : 16; /* cpu_pack_scale_bytes */
 #ifdef __AVX512VNNI__
 	const int32_t off8 = 128; /* Q8_0's codes + 128 */
 #else
 	const int32_t off8 = 0; /* Q8_0's signed codes: no offset */
 #endif
-	const int32_t off = type == GGML_TYPE_Q8_0   ? off8
-	                    : type == GGML_TYPE_Q4_0 ? 8
-	                    : type == GGML_TYPE_Q5_0 ? 16
-	                                             : 12;
+	const int32_t off = type == GGML_TYPE_Q8_0    ? off8
+	                    : type == GGML_TYPE_Q4_0  ? 8
+	                    : type == GGML_TYPE_Q5_0  ? 16
+	                    : type == GGML_TYPE_MXFP4 ? 12
+	                                              : 0;
 	const uint8_t *sc = g;
-	__m256 acc[TILE];
+	__m256 acc[TILE], accm[TILE];
 
 #pragma GCC unroll 8
 	for (uint32_t t = 0; t < nt; t++)
-		acc[t] = _mm256_setzero_ps();
+		acc[t] = accm[t] = _mm256_setzero_ps();
 	g += sb * nb;
 	for (uint64_t b = 0; b < nb; b++, g += cb, x++) {
 		__m256i ia[4 * TILE];
@@ -191,7 +197,10 @@ tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, u
 		__m256 dw = type == GGML_TYPE_MXFP4
 		                    ? load8_e8m0_half(sc + 8 * b)
 		                    : _mm256_cvtph_ps(_mm_loadu_si128(
-		                              (const __m128i *)(const void *)(sc + 16 * b)));
+		                              (const __m128i *)(const void *)(sc + sb * b)));
+		__m256 mw = aff ? _mm256_cvtph_ps(_mm_loadu_si128(
+		                          (const __m128i *)(const void *)(sc + sb * b + 16)))
+		                : _mm256_setzero_ps();
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++) {
 			const struct cpu_q8b *xt = x + t * xs;
@@ -201,10 +210,16 @@ tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, u
 				ia[t] = _mm256_sub_epi32(ia[t], _mm256_set1_epi32(xt->s * off));
 			acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[t]),
 			                         _mm256_mul_ps(dw, _mm256_set1_ps(xt->d)), acc[t]);
+			if (aff)
+				accm[t] = _mm256_fmadd_ps(_mm256_set1_ps((float)xt->s),
+				                          _mm256_mul_ps(mw, _mm256_set1_ps(xt->d)),
+				                          accm[t]);
 		}
 	}
 #pragma GCC unroll 8
 	for (uint32_t t = 0; t < nt; t++) {
+		if (aff)
+			acc[t] = _mm256_add_ps(acc[t], accm[t]);
 		if (bias != NULL)
 			acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(bias));
 		_mm256_storeu_ps(y + t * ys, acc[t]);
@@ -391,6 +406,107 @@ sb_q6k(const uint8_t *p, const struct cpu_q8k *x, uint64_t xs, const uint32_t nt
 	}
 }
 
+/* Bit @k of each byte of @h at bit 2 (the epi16 shifts' spill is masked off). */
+__attribute__((always_inline)) static inline __m256i
+bit_to_2(__m256i h, const uint32_t k)
+{
+	h = k <= 2 ? _mm256_slli_epi16(h, (int)(2 - k)) : _mm256_srli_epi16(h, (int)(k - 2));
+	return _mm256_and_si256(h, _mm256_set1_epi8(4));
+}
+
+/*
+ * One packed Q2_K (Q3_K when @three) super-block @p times @nt tokens into
+ * @acc. Per sub-block of 16 (units v + 16k, v = 4gg..4gg + 3, of group
+ * g = 4k + gg), the exact sums of codes (0..3; Q3_K 0..7) times x, less
+ * than 2^15, meet their 8 rows' scales as int16 in one dot2; Q2_K's mins,
+ * Q3_K's offset of 4 against the activations' sums; then the float steps
+ * of cpu_qdot_k23_scalar.
+ */
+__attribute__((always_inline)) static inline void
+sb_q23k(const uint8_t *p, const bool three, const struct cpu_q8k *x, uint64_t xs, const uint32_t nt,
+        __m256 *acc)
+{
+	const __m256i m2 = _mm256_set1_epi8(3), lo16 = _mm256_set1_epi32(0xffff);
+	const uint8_t *codes = p + (three ? CPU_PACK_Q3K_LO : CPU_PACK_Q2K_CODES);
+	__m256i sumi[TILE], side[TILE];
+
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++)
+		sumi[t] = side[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+	for (uint32_t gg = 0; gg < 4; gg++)
+#pragma GCC unroll 4
+		for (uint32_t k = 0; k < 4; k++) {
+			const uint32_t g = 4 * k + gg;
+			__m256i ia[TILE];
+#pragma GCC unroll 8
+			for (uint32_t t = 0; t < nt; t++)
+				ia[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+			for (uint32_t v = 4 * gg; v < 4 * gg + 4; v++) {
+				__m256i c = _mm256_and_si256(
+				        _mm256_srli_epi16(load(codes + 32 * v), (int)(2 * k)), m2);
+				if (three)
+					c = _mm256_or_si256(c, bit_to_2(load(p + CPU_PACK_Q3K_HI +
+					                                     32 * (v % 8)),
+					                                v / 8 + 2 * k));
+#pragma GCC unroll 8
+				for (uint32_t t = 0; t < nt; t++)
+					ia[t] = dot_u8s8(ia[t], c,
+					                 bcast(x[t * xs].q + 4 * (v + 16 * k)));
+			}
+			__m256i sc;
+			if (three) { /* Q6_K's pairs: the low or high int16, the other half 0 */
+				__m256i s = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+				        (const __m128i *)(const void *)(p + CPU_PACK_Q3K_SC +
+				                                        16 * (g / 2))));
+				sc = g % 2 ? _mm256_srli_epi32(s, 16) : _mm256_and_si256(s, lo16);
+			} else {
+				sc = _mm256_and_si256(load8_u(p + CPU_PACK_Q2K_SC + 8 * g),
+				                      _mm256_set1_epi32(15));
+			}
+#pragma GCC unroll 8
+			for (uint32_t t = 0; t < nt; t++) /* |ia| < 2^15: its low int16 is it */
+				sumi[t] = dot2(sumi[t], ia[t], sc);
+		}
+#pragma GCC unroll 8
+	for (uint32_t j = 0; j < 8; j++) { /* groups 2j, 2j + 1 against the sums */
+		__m256i m;
+		if (three) {
+			m = _mm256_cvtepi8_epi16(_mm_loadu_si128(
+			        (const __m128i *)(const void *)(p + CPU_PACK_Q3K_SC + 16 * j)));
+		} else {
+			m = _mm256_srli_epi32(load8_u(p + CPU_PACK_Q2K_SC + 16 * j), 4);
+			m = _mm256_or_si256(
+			        m, _mm256_slli_epi32(
+			                   _mm256_srli_epi32(
+			                           load8_u(p + CPU_PACK_Q2K_SC + 16 * j + 8), 4),
+			                   16));
+		}
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++)
+			side[t] = dot2(side[t], m, bcast(x[t * xs].bsums + 2 * j));
+	}
+	__m256 d = load8_h(p);
+	if (three) {
+#pragma GCC unroll 8
+		for (uint32_t t = 0; t < nt; t++) {
+			__m256i v = _mm256_sub_epi32(sumi[t], _mm256_slli_epi32(side[t], 2));
+			acc[t] = _mm256_add_ps(
+			        acc[t], _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(x[t * xs].d), d),
+			                              _mm256_cvtepi32_ps(v)));
+		}
+		return;
+	}
+	__m256 dm = load8_h(p + CPU_PACK_Q2K_DMIN);
+#pragma GCC unroll 8
+	for (uint32_t t = 0; t < nt; t++) {
+		__m256 v = _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(sumi[t])),
+		                         _mm256_mul_ps(dm, _mm256_cvtepi32_ps(side[t])));
+		acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_set1_ps(x[t * xs].d), v));
+	}
+}
+
 /* A K-quant group's rows times @nt (a constant once inlined, ≤ TILE) tokens. */
 __attribute__((always_inline)) static inline void
 tile_k(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8k *x, uint64_t xs,
@@ -407,6 +523,8 @@ tile_k(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8k *x, ui
 			_mm_prefetch((const char *)g + PREFETCH_AHEAD + o, _MM_HINT_T1);
 		if (type == GGML_TYPE_Q6_K)
 			sb_q6k(g, x, xs, nt, acc);
+		else if (type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K)
+			sb_q23k(g, type == GGML_TYPE_Q3_K, x, xs, nt, acc);
 		else
 			sb_q45k(g, type == GGML_TYPE_Q5_K, x, xs, nt, acc);
 	}
@@ -422,7 +540,8 @@ tile_k(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8k *x, ui
 static inline bool
 is_k(uint32_t type)
 {
-	return type == GGML_TYPE_Q4_K || type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
+	return type == GGML_TYPE_Q2_K || type == GGML_TYPE_Q3_K || type == GGML_TYPE_Q4_K ||
+	       type == GGML_TYPE_Q5_K || type == GGML_TYPE_Q6_K;
 }
 
 /* The group's rows times @nt tokens, by the kind of @type (a constant once inlined). */
@@ -487,7 +606,11 @@ CPU_PACK_MM_FN(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uin
 			TYPE_CASE(GGML_TYPE_Q8_0);
 			TYPE_CASE(GGML_TYPE_Q4_0);
 			TYPE_CASE(GGML_TYPE_Q5_0);
+			TYPE_CASE(GGML_TYPE_Q4_1);
+			TYPE_CASE(GGML_TYPE_Q5_1);
 			TYPE_CASE(GGML_TYPE_MXFP4);
+			TYPE_CASE(GGML_TYPE_Q2_K);
+			TYPE_CASE(GGML_TYPE_Q3_K);
 			TYPE_CASE(GGML_TYPE_Q4_K);
 			TYPE_CASE(GGML_TYPE_Q5_K);
 		default:

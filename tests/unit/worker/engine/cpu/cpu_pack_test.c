@@ -28,12 +28,22 @@ file_block_bytes(uint32_t type)
 	return type == GGML_TYPE_Q8_0   ? 34
 	       : type == GGML_TYPE_Q4_0 ? 18
 	       : type == GGML_TYPE_Q5_0 ? 22
+	       : type == GGML_TYPE_Q4_1 ? 20
+	       : type == GGML_TYPE_Q5_1 ? 24
 	                                : 17;
+}
+
+/* Whether @type's values are code·d + m (Q4_1, Q5_1). */
+static bool
+affine(uint32_t type)
+{
+	return type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1;
 }
 
 /*
  * Row @w's block @b's code of element @e as a signed value (code − offset;
- * MXFP4: its E2M1 value times two, from the OCP MX table).
+ * MXFP4: its E2M1 value times two, from the OCP MX table; Q4_1, Q5_1: the
+ * code, 0..31).
  */
 static int32_t
 file_code(uint32_t type, const uint8_t *w, uint64_t b, uint32_t e)
@@ -43,23 +53,33 @@ file_code(uint32_t type, const uint8_t *w, uint64_t b, uint32_t e)
 	if (type == GGML_TYPE_Q8_0)
 		return (int8_t)w[34 * b + 2 + e];
 	const uint8_t *blk = w + b * file_block_bytes(type);
-	const uint8_t *qs = blk + (type == GGML_TYPE_Q5_0 ? 6 : type == GGML_TYPE_MXFP4 ? 1 : 2);
+	/* Q4_0: d, qs; Q5_0: d, qh, qs; Q4_1: d, m, qs; Q5_1: d, m, qh, qs */
+	const uint8_t *qs = blk + (type == GGML_TYPE_Q5_0    ? 6
+	                           : type == GGML_TYPE_Q5_1  ? 8
+	                           : type == GGML_TYPE_Q4_1  ? 4
+	                           : type == GGML_TYPE_MXFP4 ? 1
+	                                                     : 2);
 	int32_t v = (qs[e % 16] >> (4 * (e / 16))) & 15;
 	if (type == GGML_TYPE_MXFP4)
 		return v & 8 ? -e2m1_x2[v & 7] : e2m1_x2[v];
 	if (type == GGML_TYPE_Q4_0)
 		return v - 8;
-	uint32_t qh = (uint32_t)blk[2] | (uint32_t)blk[3] << 8 | (uint32_t)blk[4] << 16 |
-	              (uint32_t)blk[5] << 24;
-	return (v | (int32_t)((qh >> e) & 1) << 4) - 16;
+	if (type == GGML_TYPE_Q4_1)
+		return v;
+	uint32_t qh = (uint32_t)qs[-4] | (uint32_t)qs[-3] << 8 | (uint32_t)qs[-2] << 16 |
+	              (uint32_t)qs[-1] << 24;
+	return (v | (int32_t)((qh >> e) & 1) << 4) - (type == GGML_TYPE_Q5_0 ? 16 : 0);
 }
 
-/* The reference from the file's blocks: exact integer sums, one fma per block. */
+/*
+ * The reference from the file's blocks: exact integer sums, one fma per
+ * block; Q4_1/Q5_1's mins m a second sum of m·dx times the codes' sum s.
+ */
 static float
 reference(uint32_t type, const uint8_t *w, const struct cpu_q8b *x)
 {
 	uint64_t bb = file_block_bytes(type);
-	float acc = 0.0f;
+	float acc = 0.0f, accm = 0.0f;
 
 	for (uint64_t b = 0; b < NB; b++) {
 		int32_t s = 0;
@@ -70,8 +90,15 @@ reference(uint32_t type, const uint8_t *w, const struct cpu_q8b *x)
 		                   ? ldexpf(1.0f, (int)w[bb * b] - 128)
 		                   : fp16_to_f32((uint16_t)(w[bb * b] | w[bb * b + 1] << 8));
 		acc = fmaf((float)s, dw * x[b].d, acc);
+		if (affine(type)) {
+			int32_t xs = 0;
+			for (uint32_t e = 0; e < 32; e++)
+				xs += x[b].q[e];
+			float m = fp16_to_f32((uint16_t)(w[bb * b + 2] | w[bb * b + 3] << 8));
+			accm = fmaf((float)xs, m * x[b].d, accm);
+		}
 	}
-	return acc;
+	return affine(type) ? acc + accm : acc;
 }
 
 static void
@@ -96,9 +123,11 @@ check_type(uint32_t type, struct rng *r)
 		for (int i = 0; i < CPU_PACK_ROWS; i++) /* scales kept finite */
 			for (uint64_t b = 0; b < NB; b++) {
 				uint8_t *blk = rows + (uint64_t)i * rb + b * (rb / NB);
-				if (type != GGML_TYPE_MXFP4)
+				if (type != GGML_TYPE_MXFP4) {
 					blk[1] &= 0xbf; /* |d| < 4 */
-				else /* 2^-28..2^21; each fifth round e 0..2 (subnormal) */
+					if (affine(type))
+						blk[3] &= 0xbf; /* |m| < 4 */
+				} else /* 2^-28..2^21; each fifth round e 0..2 (subnormal) */
 					blk[0] = (uint8_t)(rep % 5 && rng_next(r) % 8
 					                           ? 100 + rng_next(r) % 50
 					                           : rng_next(r) % 3);
@@ -141,7 +170,7 @@ static void
 test_pack_kernels(void)
 {
 	static const uint32_t types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
-	                                 GGML_TYPE_MXFP4};
+	                                 GGML_TYPE_Q4_1, GGML_TYPE_Q5_1, GGML_TYPE_MXFP4};
 	struct rng r;
 
 	if (cpu_isa_best() != CPU_ISA_VNNI)
@@ -152,18 +181,22 @@ test_pack_kernels(void)
 		T_TRUE(cpu_pack_supported(types[k]));
 		check_type(types[k], &r);
 	}
-	T_TRUE(!cpu_pack_supported(GGML_TYPE_Q2_K));
+	T_TRUE(!cpu_pack_supported(GGML_TYPE_F16));
 	T_TRUE(!cpu_pack_supported(GGML_TYPE_F32));
 }
 
 #define KK  512 /* K-quant rows: two super-blocks */
 #define KNB (KK / 256)
 
-/* The bytes of one file super-block of @type, and where its F16 scales are. */
+/* The bytes of one file super-block of @type. */
 static uint64_t
 k_block_bytes(uint32_t type)
 {
-	return type == GGML_TYPE_Q4_K ? 144 : type == GGML_TYPE_Q5_K ? 176 : 210;
+	return type == GGML_TYPE_Q2_K   ? 84
+	       : type == GGML_TYPE_Q3_K ? 110
+	       : type == GGML_TYPE_Q4_K ? 144
+	       : type == GGML_TYPE_Q5_K ? 176
+	                                : 210;
 }
 
 /*
@@ -186,7 +219,12 @@ k_rows(uint32_t type, struct rng *r, int rep, uint8_t *rows, uint64_t rb)
 	for (int i = 0; i < CPU_PACK_ROWS; i++)
 		for (uint64_t b = 0; b < KNB; b++) {
 			uint8_t *blk = rows + (uint64_t)i * rb + b * bb;
-			if (type != GGML_TYPE_Q6_K) {
+			if (type == GGML_TYPE_Q2_K) { /* d, dmin at 80 */
+				blk[81] &= 0xbf;
+				blk[83] &= 0xbf;
+			} else if (type == GGML_TYPE_Q3_K) { /* d at 108 */
+				blk[109] &= 0xbf;
+			} else if (type != GGML_TYPE_Q6_K) {
 				blk[1] &= 0xbf;
 				blk[3] &= 0xbf;
 			} else {
@@ -196,7 +234,7 @@ k_rows(uint32_t type, struct rng *r, int rep, uint8_t *rows, uint64_t rb)
 }
 
 /*
- * Packed Q4_K, Q5_K, Q6_K: every kernel gives, for each (row, token), the bits
+ * Packed K-quants: every kernel gives, for each (row, token), the bits
  * of the row dot cpu_qdot_k_scalar computes from the file's super-blocks,
  * for any number of tokens, with and without bias.
  */
@@ -256,6 +294,9 @@ test_pack_kernels_k(void)
 
 	rng_seed(&r, 29);
 	T_TRUE(cpu_pack_block_bytes(GGML_TYPE_Q6_K) == 8 * 210); /* the file's bytes */
+	T_TRUE(cpu_pack_block_bytes(GGML_TYPE_Q2_K) == 8 * 84);
+	check_type_k(GGML_TYPE_Q2_K, &r);
+	check_type_k(GGML_TYPE_Q3_K, &r);
 	check_type_k(GGML_TYPE_Q4_K, &r);
 	check_type_k(GGML_TYPE_Q5_K, &r);
 	check_type_k(GGML_TYPE_Q6_K, &r);
@@ -271,10 +312,12 @@ test_pack_reference(void)
 	struct rng r;
 
 	rng_seed(&r, 23);
-	for (int rep = 0; rep < 50; rep++) {
-		uint32_t type = rep % 4 == 0   ? GGML_TYPE_Q8_0
-		                : rep % 4 == 1 ? GGML_TYPE_Q4_0
-		                : rep % 4 == 2 ? GGML_TYPE_Q5_0
+	for (int rep = 0; rep < 60; rep++) {
+		uint32_t type = rep % 6 == 0   ? GGML_TYPE_Q8_0
+		                : rep % 6 == 1 ? GGML_TYPE_Q4_0
+		                : rep % 6 == 2 ? GGML_TYPE_Q5_0
+		                : rep % 6 == 3 ? GGML_TYPE_Q4_1
+		                : rep % 6 == 4 ? GGML_TYPE_Q5_1
 		                               : GGML_TYPE_MXFP4;
 		double ref = 0, mag = 0;
 		for (int k = 0; k < K; k++) {
