@@ -280,6 +280,36 @@ void cpu_pack_mm_vnni(uint32_t type, const uint8_t *g, uint64_t nb, const void *
 void cpu_pack_mm_k_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq, uint64_t xs,
                           uint32_t nt, float *y, uint64_t ys, const float *bias);
 
+/*
+ * F32, F16 and BF16 pack too (cpu_pack_f.c): a group's eight rows
+ * interleaved one element at a time (row r's element k at 8k + r, in the
+ * file's type; cpu_pack_block_elems 1), and meet float activations: each
+ * (row, token) is one chain of fmas in element order on every kernel.
+ */
+#define CPU_PACK_F_TOKENS 8
+
+/* cpu_pack_float - whether @type is a float type that packs (F32, F16, BF16). */
+bool cpu_pack_float(uint32_t type);
+
+/* cpu_pack_group_f - cpu_pack_group for the float types: @n elements a row. */
+void cpu_pack_group_f(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t n,
+                      uint8_t *dst);
+
+/* cpu_pack_row_f - row @r (0..7) of the packed float group at @g (@n elements a row), as floats. */
+void cpu_pack_row_f(uint32_t type, const uint8_t *g, uint64_t n, uint32_t r, float *y);
+
+/*
+ * cpu_pack_mmf - the @ng consecutive packed float groups at @g (@n elements
+ * a row) times @nt tokens @x (@xs floats apart): y[t·ys + 8·gi + r] = the
+ * dot of group gi's row r and token t (+ its bias when @bias), AVX2/FMA/F16C
+ * when @simd (the caller checked the CPU), else the scalar twin: the same bits.
+ */
+void cpu_pack_mmf(bool simd, uint32_t type, const uint8_t *g, uint64_t ng, uint64_t n,
+                  const float *x, uint64_t xs, uint32_t nt, float *y, uint64_t ys,
+                  const float *bias);
+void cpu_pack_mmf_scalar(uint32_t type, const uint8_t *g, uint64_t ng, uint64_t n, const float *x,
+                         uint64_t xs, uint32_t nt, float *y, uint64_t ys, const float *bias);
+
 /* A tensor's packed copy; its rows are used from here, not from the file. */
 struct cpu_pack {
 	const struct gguf_tensor *t;

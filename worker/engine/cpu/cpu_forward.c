@@ -446,15 +446,23 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 
 	if (rv != ORCH_OK)
 		return rv;
+	const struct cpu_pack *pe = cpu_pack_find(b->packs, b->n_packs, m->tok_embd);
 	ggml_row_bytes(m->tok_embd->type, hp->n_embd, &row_bytes);
 	for (uint32_t s = 0; s < n; s++) {
 		for (uint32_t k = 0; k < seqs[s].n_tokens; k++, t++) {
+			uint64_t id = (uint64_t)seqs[s].tokens[k];
+			float *xt = b->x + (uint64_t)t * hp->n_embd;
 			b->tok_seq[t] = s;
 			b->tok_pos[t] = seqs[s].pos + k;
-			dequant_row(m->tok_embd->type,
-			            (const uint8_t *)m->tok_embd->data +
-			                    (uint64_t)seqs[s].tokens[k] * row_bytes,
-			            b->x + (uint64_t)t * hp->n_embd, hp->n_embd);
+			if (pe != NULL) /* a float embedding, packed (cpu_pack_f.c) */
+				cpu_pack_row_f(m->tok_embd->type,
+				               pe->data + id / CPU_PACK_ROWS * CPU_PACK_ROWS *
+				                                  row_bytes,
+				               hp->n_embd, (uint32_t)(id % CPU_PACK_ROWS), xt);
+			else
+				dequant_row(m->tok_embd->type,
+				            (const uint8_t *)m->tok_embd->data + id * row_bytes, xt,
+				            hp->n_embd);
 		}
 	}
 	for (uint32_t il = 0; il < hp->n_layer; il++) {

@@ -1,13 +1,16 @@
 /*
  * cpu_matmul.c - matrix products over weights in their file format.
  *
- * For the integer-dot types (cpu_qdot_supported) the batch's activations are
- * quantized once per product and each weight row is dotted with every token
- * straight from the file's blocks; any other type has each row dequantized
- * once into a per-thread scratch row (in L1) and dotted in float. Either way
- * prefill reads the weights once for all its tokens and decode once per
- * step. Threads split the output rows. Kernels are AVX2/FMA/F16C when the
- * CPU has them (chosen at run time), else scalar; both are tested.
+ * Tensors packed at load (cpu_pack.c: every supported type, rows in whole
+ * groups of eight) run the tiled kernels of cpu_pack_mm / cpu_pack_mmf. Of
+ * the rest, for the integer-dot types (cpu_qdot_supported) the batch's
+ * activations are quantized once per product and each weight row is dotted
+ * with every token straight from the file's blocks; any other type has each
+ * row dequantized once into a per-thread scratch row (in L1) and dotted in
+ * float. Either way prefill reads the weights once for all its tokens and
+ * decode once per step. Threads split the output rows. Kernels are
+ * AVX2/FMA/F16C when the CPU has them (chosen at run time), else scalar;
+ * both are tested.
  */
 #include <cpuid.h>
 #include <immintrin.h>
@@ -122,6 +125,13 @@ mm_rows_q(const struct mm_job *j, uint64_t begin, uint64_t end)
 /* Packed groups' weight bytes per block of groups: read from L2 once per token tile. */
 #define MM_PACK_BLOCK_BYTES (64u << 10)
 
+/*
+ * The fewest groups in a block of the float kernel (cpu_pack_mmf), which
+ * tiles a decode step four or eight groups at a time: a 64 KiB block holds
+ * only four groups of 896 F16 elements, and one of 4,864.
+ */
+#define MM_PACK_F_GROUPS 8
+
 /* Tokens per call of the packed kernel. */
 #define MM_PACK_TOKENS 8
 
@@ -143,8 +153,22 @@ mm_groups(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 
 	(void)thread;
 	gb = gb ? gb : 1;
+	if (j->xq == NULL && gb < MM_PACK_F_GROUPS) /* long rows: blocks of whole tiles */
+		gb = MM_PACK_F_GROUPS;
 	for (uint64_t g0 = begin; g0 < end; g0 += gb) {
 		uint64_t g1 = end - g0 < gb ? end : g0 + gb;
+		if (j->xq == NULL) { /* F32, F16, BF16: float activations, a block at once */
+			for (uint32_t t = 0; t < j->T; t += CPU_PACK_F_TOKENS) {
+				uint32_t nt =
+				        j->T - t < CPU_PACK_F_TOKENS ? j->T - t : CPU_PACK_F_TOKENS;
+				cpu_pack_mmf(j->simd, j->w->type, j->pk + g0 * gbytes, g1 - g0, nb,
+				             j->x + t * nb, nb, nt,
+				             j->y + t * j->y_stride + g0 * CPU_PACK_ROWS,
+				             j->y_stride,
+				             bias != NULL ? bias + g0 * CPU_PACK_ROWS : NULL);
+			}
+			continue;
+		}
 		for (uint32_t t = 0; t < j->T; t += MM_PACK_TOKENS) {
 			uint32_t nt = j->T - t < MM_PACK_TOKENS ? j->T - t : MM_PACK_TOKENS;
 			for (uint64_t g = g0; g < g1; g++)

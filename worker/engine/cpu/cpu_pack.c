@@ -1,13 +1,15 @@
 /*
  * cpu_pack.c - weights packed for the matrix products: Q8_0, Q4_0, Q5_0,
  * Q4_1, Q5_1, MXFP4 and the K-quants' rows regrouped eight at a time (cpu.h
- * says the layout), so that one vector of codes serves eight rows and one broadcast
- * activation word, and each block's sum stays an exact integer. The packed
- * copy has the bytes of the rows it replaces (Q3_K, Q4_K and Q5_K 2-4 %
- * more: their scales unpacked); the file's pages of a packed tensor are given
- * back to the kernel once copied. Here: the Q8_0-style packer and scalar
- * twin of the kernels (cpu_pack_mm.c; the K-quants' are in cpu_pack_k.c),
- * the dispatch, the lookup, and the packing of a model at load.
+ * says the layout), so that one vector of codes serves eight rows and one
+ * broadcast activation word, and each block's sum stays an exact integer;
+ * F32, F16 and BF16 rows too, one element at a time (cpu_pack_f.c). The
+ * packed copy has the bytes of the rows it replaces (Q3_K, Q4_K and Q5_K
+ * 2-4 % more: their scales unpacked); the file's pages of a packed tensor are
+ * given back to the kernel once copied. Here: the Q8_0-style packer and
+ * scalar twin of the kernels (cpu_pack_mm.c; the K-quants' are in
+ * cpu_pack_k.c, the float types' in cpu_pack_f.c), the dispatch, the
+ * lookup, and the packing of a model at load.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -35,13 +37,13 @@ cpu_pack_supported(uint32_t type)
 {
 	return type == GGML_TYPE_Q8_0 || type == GGML_TYPE_Q4_0 || type == GGML_TYPE_Q5_0 ||
 	       type == GGML_TYPE_Q4_1 || type == GGML_TYPE_Q5_1 || type == GGML_TYPE_MXFP4 ||
-	       pack_k(type);
+	       pack_k(type) || cpu_pack_float(type);
 }
 
 uint64_t
 cpu_pack_block_elems(uint32_t type)
 {
-	return pack_k(type) ? 256 : 32;
+	return pack_k(type) ? 256 : cpu_pack_float(type) ? 1 : 32;
 }
 
 uint64_t
@@ -58,6 +60,11 @@ cpu_pack_block_bytes(uint32_t type)
 		return 1440;
 	case GGML_TYPE_Q6_K:
 		return 1680;
+	case GGML_TYPE_F32:
+		return 4 * CPU_PACK_ROWS;
+	case GGML_TYPE_F16:
+	case GGML_TYPE_BF16:
+		return 2 * CPU_PACK_ROWS;
 	default:
 		break;
 	}
@@ -156,6 +163,10 @@ cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t n
 
 	if (pack_k(type)) {
 		cpu_pack_group_k(type, src, row_bytes, nb, dst);
+		return;
+	}
+	if (cpu_pack_float(type)) {
+		cpu_pack_group_f(type, src, row_bytes, nb, dst);
 		return;
 	}
 	for (uint64_t b = 0; b < nb; b++)
@@ -268,15 +279,18 @@ cpu_pack_find(const struct cpu_pack *packs, uint32_t n, const struct gguf_tensor
 
 /*
  * Whether @t of @m packs: a packable type, not the embedding looked up by
- * row, and every product over it in whole groups: the rows of each matrix
- * (an expert's, of a 3-D tensor) and, fused gate and up, of each half.
+ * row (unless of a float type, whose rows cpu_pack_row_f reads back: a
+ * model whose output head is its embedding then has its head packed), and
+ * every product over it in whole groups: the rows of each matrix (an
+ * expert's, of a 3-D tensor) and, fused gate and up, of each half.
  */
 static bool
 packable(const struct model *m, const struct gguf_tensor *t)
 {
 	uint64_t row_bytes;
 
-	if (!cpu_pack_supported(t->type) || t == m->tok_embd || t->ne[1] % CPU_PACK_ROWS != 0 ||
+	if (!cpu_pack_supported(t->type) || (t == m->tok_embd && !cpu_pack_float(t->type)) ||
+	    t->ne[1] % CPU_PACK_ROWS != 0 ||
 	    ggml_row_bytes(t->type, t->ne[0], &row_bytes) != ORCH_OK || row_bytes == 0)
 		return false;
 	for (uint32_t il = 0; il < m->hp.n_layer; il++)
