@@ -237,9 +237,10 @@ cpu_qdot_n(enum cpu_isa isa, uint32_t type, const void *w, const void *xq, uint6
 		for (uint32_t t = 0; t < nt; t++)
 			out[t] = cpu_qdot_scalar(type, w, x + t * xq_row, n);
 	else if (cpu_qdot_act(type) == CPU_ACT_Q8K)
-		cpu_qdot_k_n(type, w, xq, xq_row / sizeof(struct cpu_q8k), n, nt, out);
+		cpu_qdot_k_n(type, w, (const struct cpu_q8k *)(const void *)x,
+		             xq_row / sizeof(struct cpu_q8k), n, nt, out);
 	else if (isa == CPU_ISA_VNNI)
-		cpu_qdot_q8_vnni(type, w, xq, xs, n, nt, out);
+		cpu_qdot_q8_vnni(type, w, x, xs, n, nt, out);
 	else
-		cpu_qdot_q8_avx2(type, w, xq, xs, n, nt, out);
+		cpu_qdot_q8_avx2(type, w, x, xs, n, nt, out);
 }

@@ -190,8 +190,11 @@ test_quant_twins(void)
 	}
 }
 
+/* Tokens test_qdot_groups gives cpu_qdot_n: two groups of CPU_QDOT_N and a tail. */
+#define QDOT_TOK (2 * CPU_QDOT_N + 1)
+
 /*
- * cpu_qdot_n gives each of 1..CPU_QDOT_N tokens the bits cpu_qdot gives it
+ * cpu_qdot_n gives each of 1..QDOT_TOK tokens the bits cpu_qdot gives it
  * alone, on every kernel this CPU runs, and the AVX2 and VNNI kernels the
  * same bits: prefill's token groups and the CPU's VNNI change no result.
  */
@@ -202,8 +205,8 @@ test_qdot_groups(void)
 	                                 GGML_TYPE_MXFP4, GGML_TYPE_Q4_K, GGML_TYPE_Q5_K,
 	                                 GGML_TYPE_Q6_K,  GGML_TYPE_Q4_1, GGML_TYPE_Q5_1,
 	                                 GGML_TYPE_Q2_K,  GGML_TYPE_Q3_K};
-	static float x[CPU_QDOT_N][1824], w[1824];
-	static uint8_t wq[1824 * 2], xq[CPU_QDOT_N * 1824 / 32 * 40];
+	static float x[QDOT_TOK][1824], w[1824];
+	static uint8_t wq[1824 * 2], xq[QDOT_TOK * 1824 / 32 * 40];
 	struct rng r;
 
 	rng_seed(&r, 12);
@@ -216,15 +219,15 @@ test_qdot_groups(void)
 		for (uint64_t i = 0; i < n; i++)
 			w[i] = rng_normalish(&r) + (k % 2 ? 0.0f : 0.5f);
 		T_OK(quant_row(types[k], w, wq, n));
-		for (uint32_t t = 0; t < CPU_QDOT_N; t++) {
+		for (uint32_t t = 0; t < QDOT_TOK; t++) {
 			for (uint64_t i = 0; i < n; i++)
 				x[t][i] = rng_normalish(&r) * (t % 2 ? 0.02f : 2.0f);
 			cpu_quant_act(types[k], x[t], xq + t * row, n, cpu_has_avx2());
 		}
 		for (int i = CPU_ISA_SCALAR; i <= (int)cpu_isa_best(); i++)
-			for (uint32_t nt = 1; nt <= CPU_QDOT_N; nt++) {
+			for (uint32_t nt = 1; nt <= QDOT_TOK; nt++) {
 				enum cpu_isa isa = (enum cpu_isa)i;
-				float out[CPU_QDOT_N], one;
+				float out[QDOT_TOK], one;
 				cpu_qdot_n(isa, types[k], wq, xq, row, n, nt, out);
 				for (uint32_t t = 0; t < nt;
 				     t++) { /* AVX2 and VNNI: the same bits */
