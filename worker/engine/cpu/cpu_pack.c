@@ -277,20 +277,30 @@ cpu_pack_find(const struct cpu_pack *packs, uint32_t n, const struct gguf_tensor
 	return n == 0 ? NULL : bsearch(&key, packs, n, sizeof(*packs), pack_cmp);
 }
 
+/* Whether @t is a bias (F32 "*.bias", 2-D for gpt-oss's experts): added, never a product's. */
+static bool
+is_bias(const struct gguf_tensor *t)
+{
+	size_t n = strlen(t->name);
+
+	return n >= 5 && strcmp(t->name + n - 5, ".bias") == 0;
+}
+
 /*
- * Whether @t of @m packs: a packable type, not the embedding looked up by
- * row (unless of a float type, whose rows cpu_pack_row_f reads back: a
- * model whose output head is its embedding then has its head packed), and
- * every product over it in whole groups: the rows of each matrix (an
- * expert's, of a 3-D tensor) and, fused gate and up, of each half.
+ * Whether @t of @m packs: a packable type, a matrix (not a bias), not the
+ * embedding looked up by row (unless of a float type, whose rows
+ * cpu_pack_row_f reads back: a model whose output head is its embedding
+ * then has its head packed), and every product over it in whole groups:
+ * the rows of each matrix (an expert's, of a 3-D tensor) and, fused gate
+ * and up, of each half.
  */
 static bool
 packable(const struct model *m, const struct gguf_tensor *t)
 {
 	uint64_t row_bytes;
 
-	if (!cpu_pack_supported(t->type) || (t == m->tok_embd && !cpu_pack_float(t->type)) ||
-	    t->ne[1] % CPU_PACK_ROWS != 0 ||
+	if (!cpu_pack_supported(t->type) || is_bias(t) ||
+	    (t == m->tok_embd && !cpu_pack_float(t->type)) || t->ne[1] % CPU_PACK_ROWS != 0 ||
 	    ggml_row_bytes(t->type, t->ne[0], &row_bytes) != ORCH_OK || row_bytes == 0)
 		return false;
 	for (uint32_t il = 0; il < m->hp.n_layer; il++)

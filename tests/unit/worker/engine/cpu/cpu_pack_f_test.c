@@ -15,7 +15,7 @@
 #include "gguf/ggml_type.h"
 #include "t.h"
 
-#define NG     5 /* groups: forty rows */
+#define NG     13 /* groups: 104 rows, so decode's tiles of 8, 4, 2 and 1 groups all run */
 #define ROWS   (NG * CPU_PACK_ROWS)
 #define TOK    19  /* tokens: two tiles of eight and a remainder */
 #define MAXN   172 /* elements a row, at most */
@@ -114,6 +114,23 @@ check(uint32_t type, uint64_t n, bool simd, bool with_bias, struct rng *rg)
 		if (!same_bits(k, type, n))
 			return;
 	}
+	/* decode's tiles (one or two tokens): groups [0, m) in one call, the rest in another */
+	for (uint32_t nt = 1; nt <= 2; nt++)
+		for (uint32_t m = 1; m <= NG; m++) {
+			memset(got, 0xff, sizeof(got));
+			for (uint32_t t = 0; t < TOK; t += nt) {
+				uint32_t tn = TOK - t < nt ? TOK - t : nt;
+				cpu_pack_mmf(simd, type, packed, m, n, x + t * n, n, tn, &got[t][0],
+				             ROWS, b);
+				if (m < NG)
+					cpu_pack_mmf(simd, type, packed + m * gb, NG - m, n,
+					             x + t * n, n, tn, &got[t][CPU_PACK_ROWS * m],
+					             ROWS,
+					             b != NULL ? b + CPU_PACK_ROWS * m : NULL);
+			}
+			if (!same_bits(k, type, n))
+				return;
+		}
 	/* the chain is the dot within float rounding: n · 2^-24 of Σ|w·x| */
 	for (uint32_t t = 0; t < TOK; t++)
 		for (uint32_t r = 0; r < ROWS; r++) {
