@@ -85,26 +85,6 @@ cpu_pack_code_bytes(uint32_t type)
 	                                                          : 128;
 }
 
-/* The bytes of one block of @type in a file row. */
-static uint64_t
-block_bytes(uint32_t type)
-{
-	switch (type) {
-	case GGML_TYPE_Q8_0:
-		return 34;
-	case GGML_TYPE_Q4_0:
-		return 18;
-	case GGML_TYPE_Q5_0:
-		return 22;
-	case GGML_TYPE_Q4_1:
-		return 20;
-	case GGML_TYPE_Q5_1:
-		return 24;
-	default:
-		return 17; /* MXFP4 */
-	}
-}
-
 /* Where the 4-bit codes start in a file block of @type (Q5_0/Q5_1: qh just before). */
 static uint64_t
 qs_at(uint32_t type)
@@ -158,7 +138,7 @@ pack_block(uint32_t type, const uint8_t *blk, uint32_t r, uint8_t *c)
 void
 cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb, uint8_t *dst)
 {
-	uint64_t cb = cpu_pack_code_bytes(type), bb = block_bytes(type);
+	uint64_t cb = cpu_pack_code_bytes(type), bb = ggml_type_get(type)->block_bytes;
 	uint64_t sb = cpu_pack_scale_bytes(type), sr = sb / CPU_PACK_ROWS; /* a row's scale */
 
 	if (pack_k(type)) {

@@ -130,28 +130,10 @@ pack_q23k(uint32_t type, const uint8_t *blk, uint32_t r, uint8_t *dst)
 		}
 }
 
-/* The bytes of one file super-block of K-quant @type. */
-static uint64_t
-file_block_bytes(uint32_t type)
-{
-	switch (type) {
-	case GGML_TYPE_Q2_K:
-		return 84;
-	case GGML_TYPE_Q3_K:
-		return 110;
-	case GGML_TYPE_Q4_K:
-		return 144;
-	case GGML_TYPE_Q5_K:
-		return 176;
-	default:
-		return 210;
-	}
-}
-
 void
 cpu_pack_group_k(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb, uint8_t *dst)
 {
-	uint64_t bb = file_block_bytes(type), pb = cpu_pack_block_bytes(type);
+	uint64_t bb = ggml_type_get(type)->block_bytes, pb = cpu_pack_block_bytes(type);
 
 	for (uint64_t b = 0; b < nb; b++)
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
