@@ -174,10 +174,14 @@ int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
  * ---- packed weights (cpu_pack.c): the integer-dot types, groups of 8 rows ----
  *
  * Packed, a tensor's rows 8g..8g+7 are group g, of the same bytes as the
- * eight rows: first nb = ne0/32 times eight scales (row r's of block b at
- * 8b + r; F16, or MXFP4's E8M0 bytes; Q4_1/Q5_1: eight F16 scales, then
- * their eight F16 mins), then the nb blocks of codes
- * (cpu_pack_code_bytes each), so a group is one stream read forward. A
+ * eight rows: nb = ne0/32 blocks in chunks of CPU_PACK_CHUNK / scale bytes
+ * blocks (Q8_0, Q4_0, Q5_0 4; Q4_1, Q5_1 2; MXFP4 8), a group's last chunk
+ * holding what remains. A chunk is its blocks' scales, eight a block (row
+ * r's at 2r, MXFP4's E8M0 bytes at r; Q4_1/Q5_1: eight F16 scales, then
+ * their eight F16 mins), one cache line when the chunk is full, then its
+ * blocks' codes (cpu_pack_code_bytes each): a group is one stream read
+ * forward without a jump (all of a group's scales first made the code
+ * stream skip ahead, which stalled the hardware prefetcher: RESULTS). A
  * block's codes are 32-byte vectors whose four-byte lane r is row r's:
  *   Q8_0: vector j (0..7) holds elements 4j..4j+3, each code + 128 (unsigned);
  *   Q4_0: vector p (0..3) holds the bytes qs[4p..4p+3]: low nibbles elements
@@ -240,6 +244,9 @@ int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
 #define CPU_PACK_Q3K_SC    16
 #define CPU_PACK_Q3K_LO    144
 #define CPU_PACK_Q3K_HI    (144 + 512)
+
+/* The bytes of a full chunk's scales in a packed Q8_0-style group: one cache line. */
+#define CPU_PACK_CHUNK 64
 
 /* cpu_pack_supported - whether weights of @type pack. */
 bool cpu_pack_supported(uint32_t type);

@@ -135,11 +135,26 @@ pack_block(uint32_t type, const uint8_t *blk, uint32_t r, uint8_t *c)
 	}
 }
 
+/*
+ * Where block @b of a group of @nb blocks of @type keeps its codes (returned)
+ * and its scales (*@sc), as offsets into the group (cpu.h: in chunks).
+ */
+static uint64_t
+block_at(uint32_t type, uint64_t nb, uint64_t b, uint64_t *sc)
+{
+	uint64_t sb = cpu_pack_scale_bytes(type), cb = cpu_pack_code_bytes(type);
+	uint64_t kc = CPU_PACK_CHUNK / sb, b0 = b - b % kc; /* the chunk's first block */
+	uint64_t n = nb - b0 < kc ? nb - b0 : kc;           /* and its blocks */
+
+	*sc = b0 * (sb + cb) + sb * (b - b0);
+	return b0 * (sb + cb) + sb * n + cb * (b - b0);
+}
+
 void
 cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t nb, uint8_t *dst)
 {
-	uint64_t cb = cpu_pack_code_bytes(type), bb = ggml_type_get(type)->block_bytes;
-	uint64_t sb = cpu_pack_scale_bytes(type), sr = sb / CPU_PACK_ROWS; /* a row's scale */
+	uint64_t bb = ggml_type_get(type)->block_bytes;
+	uint64_t sr = cpu_pack_scale_bytes(type) / CPU_PACK_ROWS; /* a row's scale */
 
 	if (pack_k(type)) {
 		cpu_pack_group_k(type, src, row_bytes, nb, dst);
@@ -149,17 +164,19 @@ cpu_pack_group(uint32_t type, const uint8_t *src, uint64_t row_bytes, uint64_t n
 		cpu_pack_group_f(type, src, row_bytes, nb, dst);
 		return;
 	}
-	for (uint64_t b = 0; b < nb; b++)
+	for (uint64_t b = 0; b < nb; b++) {
+		uint64_t sc, c = block_at(type, nb, b, &sc);
 		for (uint32_t r = 0; r < CPU_PACK_ROWS; r++) {
 			const uint8_t *blk = src + r * row_bytes + b * bb;
 			if (cpu_affine(type)) { /* the scales, then the mins */
-				memcpy(dst + sb * b + 2 * r, blk, 2);
-				memcpy(dst + sb * b + 16 + 2 * r, blk + 2, 2);
+				memcpy(dst + sc + 2 * r, blk, 2);
+				memcpy(dst + sc + 16 + 2 * r, blk + 2, 2);
 			} else {
-				memcpy(dst + sb * b + sr * r, blk, sr);
+				memcpy(dst + sc + sr * r, blk, sr);
 			}
-			pack_block(type, blk, r, dst + sb * nb + b * cb);
+			pack_block(type, blk, r, dst + c);
 		}
+	}
 }
 
 /* Row @r's unsigned code of element @e in packed block @c (MXFP4: its value + 12). */
@@ -177,13 +194,13 @@ packed_code(uint32_t type, const uint8_t *c, uint32_t r, uint32_t e)
 	return v;
 }
 
-/* Row @r's scale of block @b of a group whose scales start at @sc. */
+/* Row @r's scale of a block whose scales are at @sc. */
 static float
-packed_scale(uint32_t type, const uint8_t *sc, uint64_t b, uint32_t r)
+packed_scale(uint32_t type, const uint8_t *sc, uint32_t r)
 {
 	if (type == GGML_TYPE_MXFP4)
-		return cpu_e8m0_half(sc[8 * b + r]);
-	return fp16_load(sc + cpu_pack_scale_bytes(type) * b + 2 * r);
+		return cpu_e8m0_half(sc[r]);
+	return fp16_load(sc + 2 * r);
 }
 
 void
@@ -191,7 +208,6 @@ cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
                    uint32_t nt, float *y, uint64_t ys, const float *bias)
 {
 	const struct cpu_q8b *x = xq;
-	uint64_t cb = cpu_pack_code_bytes(type), sb = cpu_pack_scale_bytes(type);
 	int32_t off = type == GGML_TYPE_Q8_0    ? 128
 	              : type == GGML_TYPE_Q4_0  ? 8
 	              : type == GGML_TYPE_Q5_0  ? 16
@@ -203,16 +219,15 @@ cpu_pack_mm_scalar(uint32_t type, const uint8_t *g, uint64_t nb, const void *xq,
 			float acc = 0.0f, accm = 0.0f; /* Q4_1/Q5_1's mins in accm */
 			for (uint64_t b = 0; b < nb; b++) {
 				const struct cpu_q8b *xb = x + t * xs + b;
+				uint64_t sc, c = block_at(type, nb, b, &sc);
 				int32_t s = 0;
 				for (uint32_t e = 0; e < 32; e++)
-					s += packed_code(type, g + sb * nb + b * cb, r, e) *
-					     xb->q[e];
+					s += packed_code(type, g + c, r, e) * xb->q[e];
 				acc = fmaf((float)(s - off * xb->s),
-				           packed_scale(type, g, b, r) * xb->d, acc);
+				           packed_scale(type, g + sc, r) * xb->d, acc);
 				if (cpu_affine(type))
 					accm = fmaf((float)xb->s,
-					            fp16_load(g + sb * b + 16 + 2 * r) * xb->d,
-					            accm);
+					            fp16_load(g + sc + 16 + 2 * r) * xb->d, accm);
 			}
 			if (cpu_affine(type))
 				acc += accm;

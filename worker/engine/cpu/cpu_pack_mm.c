@@ -30,10 +30,13 @@
 #endif
 
 /*
- * How far ahead (bytes) the weight stream is prefetched, and into L2: a
- * group's block is read faster than a file row's, and prefetches into L1
- * (CPU_PREFETCH_AHEAD's) left decode at ~11 GB/s where a plain read gets
- * ~25 here (L1's miss buffers fill); into L2 from 8 KiB ahead, ~17.
+ * How far ahead (bytes) the K-quants' weight stream is prefetched, and into
+ * L2: a group's block is read faster than a file row's, and prefetches into
+ * L1 (CPU_PREFETCH_AHEAD's) left decode at ~11 GB/s where a plain read gets ~25
+ * here (L1's miss buffers fill); into L2 from 8 KiB ahead, ~17. The
+ * Q8_0-style groups, one forward stream with no jump (cpu.h's chunks), are
+ * read faster by the hardware prefetcher alone: 27-31 GB/s from DRAM at
+ * one thread, where these prefetches made it 15-20 (RESULTS).
  */
 #define PREFETCH_AHEAD 8192
 
@@ -165,6 +168,7 @@ tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, u
 	                    : type == GGML_TYPE_Q5_0 || type == GGML_TYPE_Q5_1 ? 160
 	                                                                       : 128;
 	const uint64_t sb = type == GGML_TYPE_MXFP4 ? 8 : aff ? 32 : 16; /* cpu_pack_scale_bytes */
+	const uint64_t kc = CPU_PACK_CHUNK / sb;                         /* blocks a chunk */
 #ifdef __AVX512VNNI__
 	const int32_t off8 = 128; /* Q8_0's codes + 128 */
 #else
@@ -175,45 +179,48 @@ tile_q8(uint32_t type, const uint8_t *g, uint64_t nb, const struct cpu_q8b *x, u
 	                    : type == GGML_TYPE_Q5_0  ? 16
 	                    : type == GGML_TYPE_MXFP4 ? 12
 	                                              : 0;
-	const uint8_t *sc = g;
 	__m256 acc[TILE], accm[TILE];
 
 #pragma GCC unroll 8
 	for (uint32_t t = 0; t < nt; t++)
 		acc[t] = accm[t] = _mm256_setzero_ps();
-	g += sb * nb;
-	for (uint64_t b = 0; b < nb; b++, g += cb, x++) {
-		__m256i ia[4 * TILE];
-		for (uint64_t o = 0; o < cb; o += 64)
-			_mm_prefetch((const char *)g + PREFETCH_AHEAD + o, _MM_HINT_T1);
-		for (uint32_t c = 0; c < CHAINS(nt); c++)
+	for (uint64_t b0 = 0; b0 < nb; b0 += kc) { /* a chunk: its scales, then its blocks */
+		const uint64_t n = nb - b0 < kc ? nb - b0 : kc;
+		const uint8_t *sc = g;
+		g += sb * n;
+		for (uint64_t b = 0; b < n; b++, g += cb, x++) {
+			__m256i ia[4 * TILE];
+			for (uint32_t c = 0; c < CHAINS(nt); c++)
 #pragma GCC unroll 8
-			for (uint32_t t = 0; t < nt; t++)
-				ia[t + TILE * c] = _mm256_setzero_si256();
-		if (type == GGML_TYPE_Q8_0)
-			block_q8(g, x, xs, nt, ia);
-		else
-			block_q4(type, g, x, xs, nt, ia);
-		__m256 dw = type == GGML_TYPE_MXFP4
-		                    ? load8_e8m0_half(sc + 8 * b)
-		                    : _mm256_cvtph_ps(_mm_loadu_si128(
-		                              (const __m128i *)(const void *)(sc + sb * b)));
-		__m256 mw = aff ? _mm256_cvtph_ps(_mm_loadu_si128(
-		                          (const __m128i *)(const void *)(sc + sb * b + 16)))
-		                : _mm256_setzero_ps();
+				for (uint32_t t = 0; t < nt; t++)
+					ia[t + TILE * c] = _mm256_setzero_si256();
+			if (type == GGML_TYPE_Q8_0)
+				block_q8(g, x, xs, nt, ia);
+			else
+				block_q4(type, g, x, xs, nt, ia);
+			__m256 dw = type == GGML_TYPE_MXFP4
+			                    ? load8_e8m0_half(sc + 8 * b)
+			                    : _mm256_cvtph_ps(_mm_loadu_si128((
+			                              const __m128i *)(const void *)(sc + sb * b)));
+			__m256 mw = aff ? _mm256_cvtph_ps(_mm_loadu_si128((
+			                          const __m128i *)(const void *)(sc + sb * b + 16)))
+			                : _mm256_setzero_ps();
 #pragma GCC unroll 8
-		for (uint32_t t = 0; t < nt; t++) {
-			const struct cpu_q8b *xt = x + t * xs;
-			for (uint32_t c = 1; c < CHAINS(nt); c++) /* exact: the same sum */
-				ia[t] = _mm256_add_epi32(ia[t], ia[t + TILE * c]);
-			if (off != 0) /* less offset · Σ x, exactly */
-				ia[t] = _mm256_sub_epi32(ia[t], _mm256_set1_epi32(xt->s * off));
-			acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[t]),
-			                         _mm256_mul_ps(dw, _mm256_set1_ps(xt->d)), acc[t]);
-			if (aff)
-				accm[t] = _mm256_fmadd_ps(_mm256_set1_ps((float)xt->s),
-				                          _mm256_mul_ps(mw, _mm256_set1_ps(xt->d)),
-				                          accm[t]);
+			for (uint32_t t = 0; t < nt; t++) {
+				const struct cpu_q8b *xt = x + t * xs;
+				for (uint32_t c = 1; c < CHAINS(nt); c++) /* exact: the same sum */
+					ia[t] = _mm256_add_epi32(ia[t], ia[t + TILE * c]);
+				if (off != 0) /* less offset · Σ x, exactly */
+					ia[t] = _mm256_sub_epi32(ia[t],
+					                         _mm256_set1_epi32(xt->s * off));
+				acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(ia[t]),
+				                         _mm256_mul_ps(dw, _mm256_set1_ps(xt->d)),
+				                         acc[t]);
+				if (aff)
+					accm[t] = _mm256_fmadd_ps(
+					        _mm256_set1_ps((float)xt->s),
+					        _mm256_mul_ps(mw, _mm256_set1_ps(xt->d)), accm[t]);
+			}
 		}
 	}
 #pragma GCC unroll 8

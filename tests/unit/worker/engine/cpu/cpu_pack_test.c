@@ -17,7 +17,7 @@
 #include "gguf/quant.h"
 #include "t.h"
 
-#define K   256 /* elements per row: eight blocks */
+#define K   352 /* elements per row: eleven blocks, so each type's last chunk is short */
 #define NB  (K / 32)
 #define TOK 19 /* tokens: two tiles of eight and a remainder */
 
@@ -138,6 +138,17 @@ check_type(uint32_t type, struct rng *r)
 			cpu_quant_act(GGML_TYPE_Q8_0, xf[t], xq[t], K, false);
 		}
 		cpu_pack_group(type, rows, rb, NB, g);
+		if (type == GGML_TYPE_Q8_0) /* cpu.h's chunks: 4 blocks' scales, their codes */
+			for (uint32_t i = 0; i < CPU_PACK_ROWS; i++)
+				for (uint32_t e = 0; e < 4; e++) {
+					const uint8_t *r0 = rows + i * rb, *r8 = r0 + 8 * 34;
+					T_TRUE(g[2 * i + e % 2] == r0[e % 2] &&
+					       g[16 + 2 * i + e % 2] == r0[34 + e % 2] &&
+					       g[64 + 4 * i + e] == (r0[2 + e] ^ 0x80));
+					/* the last chunk: blocks 8..10 at 8 · 272 */
+					T_TRUE(g[2176 + 2 * i + e % 2] == r8[e % 2] &&
+					       g[2176 + 48 + 4 * i + e] == (r8[2 + e] ^ 0x80));
+				}
 		for (enum cpu_isa isa = CPU_ISA_SCALAR; isa <= best; isa++)
 			for (uint32_t nt = 1; nt <= TOK; nt += (nt < 9 ? 1 : 5)) {
 				const float *bp = nt % 2 ? bias : NULL;
