@@ -206,14 +206,17 @@ int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
  *         8j + r), then 32 vectors of codes: vector 8c + p holds bytes
  *         qs[32c + 4p..32c + 4p + 3], whose low nibbles are elements
  *         64c + 4p.. of sub-block 2c and high nibbles 64c + 32 + 4p.. of 2c + 1;
- *   Q5_K (1440 bytes): Q4_K's, then 8 vectors of fifth bits: vector p's byte
- *         i holds qh[4p + i], whose bit j is element 32j + 4p + i's;
+ *   Q5_K (1440 bytes): Q4_K's with 8 vectors of fifth bits between the
+ *         mins and the codes (the kernel reads them all first): vector p's
+ *         byte i holds qh[4p + i], whose bit j is element 32j + 4p + i's;
  *   Q6_K (1680 bytes, the file's): d (eight F16), the sixteen int8 scales
  *         in pairs (group 2k + h, row r at 16k + 2r + h), then with unit u
  *         the elements 4u..4u+3: 32 vectors of low nibbles, vector u < 32
  *         holding unit u's (low) and unit u + 32's (high), and 16 vectors of
  *         high bits, vector v holding in bits 2k, 2k + 1 of byte i those of
- *         element i of units 2v, 2v + 32, 2v + 1, 2v + 33 (k = 0..3).
+ *         element i of units 2v, 2v + 32, 2v + 1, 2v + 33 (k = 0..3); in
+ *         the order the kernel reads them, one stream: low vectors 4q..4q+3
+ *         then high vectors 2q, 2q + 1, for q = 0..7 (CPU_PACK_Q6K_LO/HI).
  *   Q2_K (672 bytes, the file's): d and dmin (eight F16 each), the file's
  *         scale bytes (sub-block g, row r at 8g + r: scale low nibble, min
  *         high), then with unit u the elements 4u..4u+3, 16 vectors of
@@ -230,20 +233,21 @@ int cpu_k23_code(uint32_t type, const uint8_t *b, uint32_t e);
 #define CPU_PACK_ROWS 8
 
 /* Where the parts of a packed K-quant super-block start (bytes). */
-#define CPU_PACK_Q4K_DMIN  16
-#define CPU_PACK_Q4K_SC    32
-#define CPU_PACK_Q4K_MIN   96
-#define CPU_PACK_Q4K_CODES 160
-#define CPU_PACK_Q5K_HIGH  (160 + 1024)
-#define CPU_PACK_Q6K_SC    16
-#define CPU_PACK_Q6K_LO    144
-#define CPU_PACK_Q6K_HI    (144 + 1024)
-#define CPU_PACK_Q2K_DMIN  16
-#define CPU_PACK_Q2K_SC    32
-#define CPU_PACK_Q2K_CODES 160
-#define CPU_PACK_Q3K_SC    16
-#define CPU_PACK_Q3K_LO    144
-#define CPU_PACK_Q3K_HI    (144 + 512)
+#define CPU_PACK_Q4K_DMIN         16
+#define CPU_PACK_Q4K_SC           32
+#define CPU_PACK_Q4K_MIN          96
+#define CPU_PACK_Q5K_HIGH         160                        /* Q5_K's fifth bits, then codes */
+#define CPU_PACK_Q45K_CODES(five) ((five) ? 160 + 256 : 160) /* Q5_K (five), Q4_K */
+#define CPU_PACK_Q6K_SC           16
+#define CPU_PACK_Q6K_CODES        144 /* then 8 × (4 low-nibble vectors, 2 high-bit vectors) */
+#define CPU_PACK_Q6K_LO(u)        (CPU_PACK_Q6K_CODES + 192 * ((u) / 4) + 32 * ((u) % 4)) /* u < 32 */
+#define CPU_PACK_Q6K_HI(v)        (CPU_PACK_Q6K_CODES + 192 * ((v) / 2) + 128 + 32 * ((v) % 2))
+#define CPU_PACK_Q2K_DMIN         16
+#define CPU_PACK_Q2K_SC           32
+#define CPU_PACK_Q2K_CODES        160
+#define CPU_PACK_Q3K_SC           16
+#define CPU_PACK_Q3K_LO           144
+#define CPU_PACK_Q3K_HI           (144 + 512)
 
 /* The bytes of a full chunk's scales in a packed Q8_0-style group: one cache line. */
 #define CPU_PACK_CHUNK 64

@@ -37,7 +37,7 @@ pack_q45k(const uint8_t *blk, bool five, uint32_t r, uint8_t *dst)
 		q4k_scale_min(blk + 4, j, dst + CPU_PACK_Q4K_SC + 8 * j + r,
 		              dst + CPU_PACK_Q4K_MIN + 8 * j + r);
 	for (uint32_t k = 0; k < 128; k++) /* qs[32c + 4p + i]: vector 8c + p, byte i */
-		dst[CPU_PACK_Q4K_CODES + 32 * (k / 4) + 4 * r + k % 4] = qs[k];
+		dst[CPU_PACK_Q45K_CODES(five) + 32 * (k / 4) + 4 * r + k % 4] = qs[k];
 	if (five) /* qh[4p + i]: vector p, byte i; its bit j is sub-block j's */
 		for (uint32_t k = 0; k < 32; k++)
 			dst[CPU_PACK_Q5K_HIGH + 32 * (k / 4) + 4 * r + k % 4] = blk[16 + k];
@@ -76,14 +76,14 @@ pack_q6k(const uint8_t *blk, uint32_t r, uint8_t *dst)
 		dst[CPU_PACK_Q6K_SC + 16 * (g / 2) + 2 * r + g % 2] = blk[192 + g];
 	for (uint32_t u = 0; u < 32; u++)
 		for (uint32_t i = 0; i < 4; i++)
-			dst[CPU_PACK_Q6K_LO + 32 * u + 4 * r + i] =
+			dst[CPU_PACK_Q6K_LO(u) + 4 * r + i] =
 			        (uint8_t)((q[4 * u + i] & 15) | (q[128 + 4 * u + i] & 15) << 4);
 	for (uint32_t v = 0; v < 16; v++)
 		for (uint32_t i = 0; i < 4; i++) {
 			uint32_t b = 0;
 			for (uint32_t k = 0; k < 4; k++)
 				b |= (uint32_t)(q[4 * (2 * v + unit_of[k]) + i] >> 4) << (2 * k);
-			dst[CPU_PACK_Q6K_HI + 32 * v + 4 * r + i] = (uint8_t)b;
+			dst[CPU_PACK_Q6K_HI(v) + 4 * r + i] = (uint8_t)b;
 		}
 }
 
@@ -152,7 +152,7 @@ static int32_t
 q45k_packed(const uint8_t *p, bool five, uint32_t r, uint32_t e)
 {
 	uint32_t c = e / 64, h = e % 64 / 32, k = 32 * c + e % 32, l = e % 32;
-	int32_t v = (p[CPU_PACK_Q4K_CODES + 32 * (k / 4) + 4 * r + k % 4] >> (4 * h)) & 15;
+	int32_t v = (p[CPU_PACK_Q45K_CODES(five) + 32 * (k / 4) + 4 * r + k % 4] >> (4 * h)) & 15;
 
 	if (five)
 		v |= ((p[CPU_PACK_Q5K_HIGH + 32 * (l / 4) + 4 * r + l % 4] >> (e / 32)) & 1) << 4;
@@ -165,9 +165,9 @@ q6k_packed(const uint8_t *p, uint32_t r, uint32_t e)
 {
 	uint32_t u = e / 4 % 32, hi = e / 128, i = e % 4, v = u / 2;
 	uint32_t k = 2 * (u % 2) + hi; /* the unit's place in its high-bit vector */
-	int32_t lo = (p[CPU_PACK_Q6K_LO + 32 * u + 4 * r + i] >> (4 * hi)) & 15;
+	int32_t lo = (p[CPU_PACK_Q6K_LO(u) + 4 * r + i] >> (4 * hi)) & 15;
 
-	return lo | ((p[CPU_PACK_Q6K_HI + 32 * v + 4 * r + i] >> (2 * k)) & 3) << 4;
+	return lo | ((p[CPU_PACK_Q6K_HI(v) + 4 * r + i] >> (2 * k)) & 3) << 4;
 }
 
 /* Row @r of packed super-block @p times @x, as cpu_qdot_k_scalar's Q4_K / Q5_K step. */

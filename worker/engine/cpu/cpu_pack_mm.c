@@ -33,12 +33,13 @@
  * How far ahead (bytes) the K-quants' weight stream is prefetched, and into
  * L2: a group's block is read faster than a file row's, and prefetches into
  * L1 (CPU_PREFETCH_AHEAD's) left decode at ~11 GB/s where a plain read gets ~25
- * here (L1's miss buffers fill); into L2 from 8 KiB ahead, ~17. The
- * Q8_0-style groups, one forward stream with no jump (cpu.h's chunks), are
- * read faster by the hardware prefetcher alone: 27-31 GB/s from DRAM at
+ * here (L1's miss buffers fill). 16 KiB, not 8: Q5_K read 21 GB/s from DRAM
+ * at one thread with 8, 27-29 with 16 (Q4_K, Q6_K about the same either way).
+ * The Q8_0-style groups, one forward stream with no jump (cpu.h's chunks),
+ * are read faster by the hardware prefetcher alone: 27-31 GB/s from DRAM at
  * one thread, where these prefetches made it 15-20 (RESULTS).
  */
-#define PREFETCH_AHEAD 8192
+#define PREFETCH_AHEAD 16384
 
 /* The four bytes at @p in every lane. */
 __attribute__((always_inline)) static inline __m256i
@@ -290,7 +291,7 @@ sb_q45k(const uint8_t *p, const bool five, const struct cpu_q8k *x, uint64_t xs,
 		sumi[t] = summ[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
 	for (uint32_t j = 0; j < 8; j++) { /* sub-block j: chunk c's nibbles h */
-		const uint8_t *c = p + CPU_PACK_Q4K_CODES + 256 * (j / 2);
+		const uint8_t *c = p + CPU_PACK_Q45K_CODES(five) + 256 * (j / 2);
 		__m256i ia[TILE];
 #pragma GCC unroll 8
 		for (uint32_t t = 0; t < nt; t++)
@@ -353,11 +354,12 @@ q6k_group(const uint8_t *p, uint32_t g, uint32_t hi, const struct cpu_q8k *x, ui
 #pragma GCC unroll 8
 	for (uint32_t t = 0; t < nt; t++)
 		ia[t] = _mm256_setzero_si256();
+	const uint8_t *c = p + CPU_PACK_Q6K_CODES + 192 * g; /* cpu.h: 4 low, 2 high vectors */
 #pragma GCC unroll 2
-	for (uint32_t v = 2 * g; v < 2 * g + 2; v++) { /* units 2v, 2v + 1 (+ 32) */
-		__m256i h = load(p + CPU_PACK_Q6K_HI + 32 * v);
-		__m256i n0 = load(p + CPU_PACK_Q6K_LO + 32 * (2 * v)),
-		        n1 = load(p + CPU_PACK_Q6K_LO + 32 * (2 * v + 1));
+	for (uint32_t k = 0; k < 2; k++) { /* units 2v, 2v + 1 (+ 32) */
+		const uint32_t v = 2 * g + k;
+		__m256i h = load(c + 128 + 32 * k);
+		__m256i n0 = load(c + 64 * k), n1 = load(c + 64 * k + 32);
 		__m256i c0, c1;
 		if (hi == 0) {
 			c0 = _mm256_or_si256(_mm256_and_si256(n0, m4),
