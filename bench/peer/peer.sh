@@ -10,6 +10,7 @@
 #         ships a git bundle of the llama.cpp release it binds (llama/gitRelease.bundle)
 # build   its CPU llama-bench, once, into the work folder: the instruction sets
 #         /proc/cpuinfo lists, except AMX where a trial tile instruction faults
+#         (with clang where GCC would drop llama.cpp's tile configuration)
 #         (all and serve also build llama-server there)
 # models  the files: stories260K F32/Q8_0/Q4_0 from the test data; the
 #         qwen2.5-0.5b shape Q4_K_M and Q8_0, the phi3-mini shape Q4_K_M and
@@ -37,7 +38,8 @@
 # to run, default all: stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m
 # qwen05-q8_0 phi3-q4_k_m gptoss-4l; on request also qwen05-q4_1 qwen05-q5_1
 # phi3-4l-q2_k phi3-4l-q3_k qwen05-f16 qwen05-bf16, the other weight types),
-# PEER_VERSION (node-llama-cpp version, 3.22.1);
+# PEER_VERSION (node-llama-cpp version, 3.22.1), CXX (llama.cpp's compiler, tried
+# first for its AMX kernels; clang++ where it would drop their tile configuration);
 # serve: SERVE_MODEL, STREAMS, MAX_TOKENS, ORCH_PORT and LLAMA_PORT (18480,
 # 18481).
 set -euo pipefail
@@ -87,7 +89,40 @@ int main(void)
 	return 0;
 }
 C
-	cc -O1 -mamx-tile -o "$bin" "$src" 2> /dev/null && "$bin" 2> /dev/null
+	cc -O1 -mamx-tile -o "$bin" "$src" 2> /dev/null && ("$bin"; exit $?) 2> /dev/null
+}
+
+# Whether C++ compiler $1 keeps a tile configuration built on the stack:
+# GCC 12's _tile_loadconfig does not count as reading it, drops the stores,
+# and llama.cpp's AMX kernels (which configure their tiles that way) then
+# fault on their first tile load.
+amx_cxx_works() {
+	local src=$work/amx_cfg.cpp bin=$work/amx_cfg
+	cat > "$src" <<'C'
+#include <immintrin.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+struct cfg { uint8_t palette, start_row, rsvd[14]; uint16_t colsb[16]; uint8_t rows[16]; };
+__attribute__((noinline)) static void configure()
+{
+	alignas(64) cfg tc = {};
+	tc.palette = 1;
+	tc.rows[0] = 16;
+	tc.colsb[0] = 64;
+	_tile_loadconfig(&tc);
+}
+int main()
+{
+	if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) /* ARCH_REQ_XCOMP_PERM, XTILEDATA */
+		return 1;
+	configure();
+	_tile_zero(0);
+	_tile_release();
+	return 0;
+}
+C
+	"$1" -O2 -mamx-tile -o "$bin" "$src" 2> /dev/null && ("$bin"; exit $?) 2> /dev/null
 }
 
 isa_flags() {
@@ -101,10 +136,16 @@ isa_flags() {
 	[[ $f = *" avx512vbmi "* ]] && out+=" -DGGML_AVX512_VBMI=ON"
 	[[ $f = *" avx_vnni "* ]] && out+=" -DGGML_AVX_VNNI=ON"
 	if [[ $f = *" amx_tile "* ]]; then
-		if amx_works; then
-			out+=" -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
-		else
+		if ! amx_works; then
 			say "the CPU lists AMX but a tile instruction faults here: llama.cpp built without AMX"
+		elif amx_cxx_works "${CXX:-c++}"; then
+			out+=" -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
+		elif command -v clang++ > /dev/null && amx_cxx_works clang++; then
+			say "${CXX:-c++} drops llama.cpp's tile configuration (AMX would fault): built with clang"
+			out+=" -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
+			out+=" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++"
+		else
+			say "${CXX:-c++} drops llama.cpp's tile configuration and no clang++: built without AMX"
 		fi
 	fi
 	echo "$out"
