@@ -3,8 +3,8 @@
 # the same GGUF files, interleaved, so a change is measured against the peer
 # and not against memory (issue 22). Not part of `make test`: `make bench-peer`.
 #
-#   bench/peer/peer.sh [fetch|build|models|run|busy|serve|all]...   (default: all,
-#   which is build, models, run, busy and serve: about an hour on 2 cores)
+#   bench/peer/peer.sh [fetch|build|models|run|busy|serve|mem|all]...   (default:
+#   all, which is build, models, run, busy, serve and mem: about an hour on 2 cores)
 #
 # fetch   llama.cpp's source from the npm registry: the node-llama-cpp package
 #         ships a git bundle of the llama.cpp release it binds (llama/gitRelease.bundle)
@@ -31,6 +31,13 @@
 #         with ignore_eos and a prompt unique to the run (no server answers
 #         from its prompt cache): aggregate tokens/s and time to first token
 #         p50, and their ratios
+# mem     peak resident memory of one generation, each engine's own command
+#         line: orch-worker run beside llama.cpp's llama-completion (built once
+#         beside llama-bench), both on MEM_MODELS (default qwen05-q4_k_m), the
+#         serve prompt, MEM_TOKENS (128) tokens with the end token banned,
+#         context MEM_CONTEXT (4096, orch's default), greedy, all cores;
+#         llama.cpp as it runs by default (weights mapped from the file) and
+#         with -lm none (weights read into its own memory); medians of ROUNDS
 #
 # Environment: BUILD (orch's build folder, default build), ORCH_TESTDATA
 # (default ../shared/testdata), PEER_DIR (work folder, default
@@ -41,7 +48,7 @@
 # PEER_VERSION (node-llama-cpp version, 3.22.1), CXX (llama.cpp's compiler, tried
 # first for its AMX kernels; clang++ where it would drop their tile configuration);
 # serve: SERVE_MODEL, STREAMS, MAX_TOKENS, ORCH_PORT and LLAMA_PORT (18480,
-# 18481).
+# 18481); mem: MEM_MODELS, MEM_TOKENS, MEM_CONTEXT.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$root/build}
@@ -54,6 +61,8 @@ version=${PEER_VERSION:-3.22.1}
 models=${MODELS:-stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m qwen05-q8_0 phi3-q4_k_m gptoss-4l}
 lb=$work/llama-build/bin/llama-bench
 ls=$work/llama-build/bin/llama-server
+lc=$work/llama-build/bin/llama-completion
+prompt="The history of the city begins with a small village on the river, where farmers and fishermen traded grain, salt and cloth with travellers from the hills. Over the centuries it grew"
 
 say() { printf 'peer: %s\n' "$*" >&2; }
 
@@ -162,14 +171,17 @@ build_peer() {
 	say "built $lb"
 }
 
-build_server() {
-	[[ -x $ls ]] && return
+# llama.cpp's tool $1 (llama-server, llama-completion) at path $2, once.
+build_tool() {
+	[[ -x $2 ]] && return
 	build_peer
 	cmake -S "$work/llama.cpp" -B "$work/llama-build" -DLLAMA_BUILD_SERVER=ON \
-		-DLLAMA_BUILD_TOOLS=ON > "$work/cmake-server.log" 2>&1
-	cmake --build "$work/llama-build" -j"$(nproc)" --target llama-server > "$work/build-server.log" 2>&1
-	say "built $ls"
+		-DLLAMA_BUILD_TOOLS=ON > "$work/cmake-$1.log" 2>&1
+	cmake --build "$work/llama-build" -j"$(nproc)" --target "$1" > "$work/build-$1.log" 2>&1
+	say "built $2"
 }
+
+build_server() { build_tool llama-server "$ls"; }
 
 model_path() {
 	case $1 in
@@ -320,7 +332,6 @@ serve() {
 	out=$work/serve-$(date +%Y%m%d-%H%M).txt
 	local po=${ORCH_PORT:-18480} pl=${LLAMA_PORT:-18481} ctx=512 slots=16 pids=()
 	local max_tokens=${MAX_TOKENS:-64}
-	local prompt="The history of the city begins with a small village on the river, where farmers and fishermen traded grain, salt and cloth with travellers from the hills. Over the centuries it grew"
 	path=$(model_path "$m")
 	rm -rf "$work/orchd-run"
 	mkdir -p "$work/orchd-run"
@@ -369,6 +380,88 @@ serve() {
 				"$(awk -v a="$of" -v b="$pf" 'BEGIN { print a / b }')" "$ratios"
 		done
 		echo "tok/s ratio: orch / llama.cpp (above 1: orch faster); TTFT ratio: orch / llama.cpp (below 1: orch sooner)"
+	} | tee "$out"
+	say "table in $out"
+}
+
+# Peak resident memory (KiB) of a command, measured by the kernel (wait4's
+# ru_maxrss): a helper compiled once, "peak_rss OUT CMD ARGS..." writes it to OUT.
+rss_helper() {
+	local src=$work/peak_rss.c bin=$work/peak_rss
+	[[ -x $bin ]] && return
+	cat > "$src" <<'C'
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	struct rusage ru;
+	FILE *f;
+	int st;
+	pid_t p;
+
+	if (argc < 3)
+		return 2;
+	if ((p = fork()) == 0) {
+		execvp(argv[2], argv + 2);
+		_exit(127);
+	}
+	if (p < 0 || wait4(p, &st, 0, &ru) < 0 || (f = fopen(argv[1], "w")) == NULL)
+		return 127;
+	fprintf(f, "%ld\n", ru.ru_maxrss);
+	fclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+C
+	cc -O1 -o "$bin" "$src"
+}
+
+# Peak RSS in MiB of the command that follows, or "failed" (its stderr in last-mem.err).
+peak() {
+	if "$work/peak_rss" "$work/rss.out" "$@" > /dev/null 2> "$work/last-mem.err" < /dev/null; then
+		awk '{ printf "%.1f\n", $1 / 1024 }' "$work/rss.out"
+	else
+		echo failed
+	fi
+}
+
+mem() {
+	local out n=${MEM_TOKENS:-128} ctx=${MEM_CONTEXT:-4096} t
+	t=$(nproc)
+	out=$work/mem-$(date +%Y%m%d-%H%M).txt
+	rss_helper
+	{
+		echo "peak RSS (MiB) of one generation: orch $(git -C "$root" describe --always --dirty)" \
+			"orch-worker run vs llama.cpp $(git -C "$work/llama.cpp" describe --tags --always)" \
+			"llama-completion; $n tokens, end token banned, context $ctx, greedy, $t threads;" \
+			"median of $rounds rounds"
+		printf '%-15s %10s %10s %7s %12s %7s\n' file orch llama.cpp ratio "not mapped" ratio
+		for m in ${MEM_MODELS:-qwen05-q4_k_m}; do
+			local path o=() a=() b=()
+			path=$(model_path "$m")
+			for ((r = 0; r < rounds; r++)); do
+				o+=("$(peak "$build/bin/orch-worker" run --model "$path" --prompt "$prompt" -n "$n" \
+					--context "$ctx" --threads "$t" --temperature 0 --ignore-eos)")
+				a+=("$(peak "$lc" -m "$path" -p "$prompt" -n "$n" -c "$ctx" -t "$t" --temp 0 \
+					--ignore-eos -no-cnv)")
+				b+=("$(peak "$lc" -m "$path" -p "$prompt" -n "$n" -c "$ctx" -t "$t" --temp 0 \
+					--ignore-eos -no-cnv -lm none)")
+			done
+			if [[ " ${o[*]} ${a[*]} ${b[*]} " = *" failed "* ]]; then
+				printf '%-15s failed (orch: %s; llama.cpp: %s; not mapped: %s): %s\n' "$m" "${o[*]}" \
+					"${a[*]}" "${b[*]}" "$(head -c 200 "$work/last-mem.err" | tr '\n' ' ')"
+				continue
+			fi
+			local om am bm
+			om=$(printf '%s\n' "${o[@]}" | median)
+			am=$(printf '%s\n' "${a[@]}" | median)
+			bm=$(printf '%s\n' "${b[@]}" | median)
+			printf '%-15s %10.1f %10.1f %7.2f %12.1f %7.2f\n' "$m" "$om" "$am" \
+				"$(awk -v a="$om" -v b="$am" 'BEGIN { print a / b }')" "$bm" \
+				"$(awk -v a="$om" -v b="$bm" 'BEGIN { print a / b }')"
+		done
+		echo "ratio: orch / llama.cpp (below 1: orch smaller)"
 	} | tee "$out"
 	say "table in $out"
 }
@@ -433,7 +526,11 @@ for s in $steps; do
 	run) run ;;
 	busy) busy ;;
 	serve) build_server && models=${SERVE_MODEL:-qwen05-q4_k_m} make_models && serve ;;
-	all) build_peer && build_server && make_models && run && busy && serve ;;
-	*) say "usage: peer.sh [fetch|build|models|run|busy|serve|all]..."; exit 2 ;;
+	mem) build_tool llama-completion "$lc" && models=${MEM_MODELS:-qwen05-q4_k_m} make_models && mem ;;
+	all)
+		build_peer && build_server && build_tool llama-completion "$lc" && make_models &&
+			run && busy && serve && models=${MEM_MODELS:-qwen05-q4_k_m} make_models && mem
+		;;
+	*) say "usage: peer.sh [fetch|build|models|run|busy|serve|mem|all]..."; exit 2 ;;
 	esac
 done

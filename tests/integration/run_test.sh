@@ -67,6 +67,20 @@ c=$("$W" run --model "$M" --prompt "Once" -n 4 --format jsonl 2>/dev/null | tail
 "$W" run --model "$M" --prompt "Once" -n 4 --top-k 5 --top-p 0.9 --min-p 0.1 --repeat-penalty 1.1 \
 	--threads 2 --context 64 --kv-f32 >/dev/null 2>&1 && ok || bad "sampling options"
 
+# --ignore-eos: a seed whose generation ends at the end token (a random 512-token model at
+# temperature 2 finds one within a few seeds) makes all -n tokens with the end tokens banned.
+"$bin/orch-synth" --preset tiny-llama --seed 1 -o "$tmp/tl.gguf" >/dev/null 2>&1 || bad "synth tiny-llama"
+eos_seed=""
+for s in $(seq 1 40); do
+	e=$("$W" run --model "$tmp/tl.gguf" --prompt "Once" -n 512 --temperature 2 --seed "$s" \
+		--format jsonl 2>/dev/null | tail -n1)
+	[[ $e == *'"finish_reason":"eos"'* ]] && { eos_seed=$s; break; }
+done
+[[ -n $eos_seed ]] && ok || bad "no seed in 1..40 ends at the end token"
+e=$("$W" run --model "$tmp/tl.gguf" --prompt "Once" -n 512 --temperature 2 --seed "${eos_seed:-1}" \
+	--ignore-eos --format jsonl 2>/dev/null | tail -n1)
+[[ $e == *'"tokens_out":512,"finish_reason":"length"'* ]] && ok || bad "--ignore-eos: $e"
+
 # --chat with a template (synthesized qwen2 with the real Qwen2 vocabulary).
 "$bin/orch-synth" --preset tiny-qwen2 --vocab "$data/vocab/ggml-vocab-qwen2.gguf" --seed 5 \
 	-o "$tmp/q.gguf" >/dev/null 2>&1 || bad "synth tiny-qwen2"

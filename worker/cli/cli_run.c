@@ -29,7 +29,8 @@
 struct run_opts {
 	const char *model, *device, *prompt, *prompt_file, *format, *dump_path;
 	bool chat, jsonl, kv_f32, no_graphs;
-	bool literal; /* --no-parse-special: special-token text in the prompt stays text */
+	bool literal;    /* --no-parse-special: special-token text in the prompt stays text */
+	bool ignore_eos; /* --ignore-eos: the end-of-generation tokens banned, as the APIs' field */
 	uint32_t n, n_ctx, threads, dump_n;
 	struct samp_params sp;
 	bool seed_given;
@@ -261,6 +262,9 @@ other_opt(struct run_opts *o, int c, int argc, char **argv, bool *ok)
 	case 'N':
 		o->literal = true;
 		break;
+	case 'E':
+		o->ignore_eos = true;
+		break;
 	case 'z':
 		if (text_source_parse(optarg, &o->tokenizer) != ORCH_OK) {
 			fprintf(stderr,
@@ -298,6 +302,7 @@ parse_args(int argc, char **argv, struct run_opts *o)
 	                                         {"no-graphs", no_argument, NULL, 'G'},
 	                                         {"tokenizer", required_argument, NULL, 'z'},
 	                                         {"no-parse-special", no_argument, NULL, 'N'},
+	                                         {"ignore-eos", no_argument, NULL, 'E'},
 	                                         {NULL, 0, NULL, 0}};
 	int c;
 
@@ -348,6 +353,7 @@ generate(const struct run_opts *o, struct engine *eng)
 	struct orch_errinfo e = {0};
 	struct tok_ids ids = {0};
 	struct run_state st = {.o = o};
+	struct samp_bias *ban = NULL;
 	int rc = 1;
 	static const struct sched_job_ops jops = {
 	        .on_token = on_token, .on_logits = on_logits, .on_end = on_end};
@@ -370,6 +376,18 @@ generate(const struct run_opts *o, struct engine *eng)
 	                      .ops = &jops,
 	                      .ctx = &st,
 	                      .keep_space = !o->chat}; /* a raw prompt's text goes on */
+	if (o->ignore_eos) { /* each end-of-generation token banned: -n tokens always come */
+		const int32_t *eog;
+		size_t n_eog = tok_eog(eng->mt.tok, &eog);
+		if (n_eog > 0 && (ban = orch_calloc(n_eog, sizeof(*ban))) == NULL) {
+			fprintf(stderr, "orch-worker: out of memory\n");
+			goto out;
+		}
+		for (size_t i = 0; i < n_eog; i++)
+			ban[i] = (struct samp_bias){eog[i], -100.0f};
+		j.sp.bias = ban;
+		j.sp.n_bias = (uint32_t)n_eog;
+	}
 	struct harmony hm;
 	if (eng->mt.harmony) { /* gpt-oss: the harmony text as it is; jsonl says the channels */
 		harmony_init(&hm, eng->mt.tok, &eng->mt.hv);
@@ -391,6 +409,7 @@ out:
 		fputs(st.dumped ? "]\n" : "[]\n", st.dump);
 		fclose(st.dump);
 	}
+	orch_free(ban);
 	tok_ids_fini(&ids);
 	return rc;
 }

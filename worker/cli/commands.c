@@ -16,7 +16,7 @@ const struct subcmd cli_commands[] = {
          "attach URL [--dump] [--topic log|step]... [--count N] [--timeout-ms N]"},
 #endif
         {"run", cli_run,
-         "run --model FILE [--device cpu|cuda:N] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32] [--no-graphs] [--tokenizer gguf|hf-json] [--no-parse-special]"},
+         "run --model FILE [--device cpu|cuda:N] (--prompt TEXT | --prompt-file F) [--chat] [-n N] [--temperature T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S] [--stop S]... [--context N] [--threads N] [--format text|jsonl] [--dump-logits N FILE] [--kv-f32] [--no-graphs] [--tokenizer gguf|hf-json] [--no-parse-special] [--ignore-eos]"},
         {"tokenize", cli_tokenize,
          "tokenize --model FILE [--tokenizer gguf|hf-json] [--add-special] [--parse-special] [--pieces] (--text T | --file F)"},
         {"detokenize", cli_detokenize,
