@@ -45,7 +45,10 @@
 # to run, default all: stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m
 # qwen05-q8_0 phi3-q4_k_m gptoss-4l; on request also qwen05-q4_1 qwen05-q5_1
 # phi3-4l-q2_k phi3-4l-q3_k qwen05-f16 qwen05-bf16, the other weight types),
-# PEER_VERSION (node-llama-cpp version, 3.22.1), CXX (llama.cpp's compiler, tried
+# PEER_VERSION (node-llama-cpp version, 3.22.1), PEER_AMX (auto: llama.cpp with
+# AMX where it runs; off: a second build without AMX in llama-build-noamx, to
+# see which is llama.cpp's best here - on the Intel VM of 2026-11-24 its AMX
+# kernels were not faster for every file), CXX (llama.cpp's compiler, tried
 # first for its AMX kernels; clang++ where it would drop their tile configuration);
 # serve: SERVE_MODEL, STREAMS, MAX_TOKENS, ORCH_PORT and LLAMA_PORT (18480,
 # 18481); mem: MEM_MODELS, MEM_TOKENS, MEM_CONTEXT.
@@ -59,12 +62,21 @@ rounds=${ROUNDS:-3}
 threads=${THREADS:-1 2}
 version=${PEER_VERSION:-3.22.1}
 models=${MODELS:-stories-f32 stories-q8_0 stories-q4_0 qwen05-q4_k_m qwen05-q8_0 phi3-q4_k_m gptoss-4l}
-lb=$work/llama-build/bin/llama-bench
-ls=$work/llama-build/bin/llama-server
-lc=$work/llama-build/bin/llama-completion
+amx=${PEER_AMX:-auto}
+case $amx in
+auto) lbuild=$work/llama-build ;;
+off) lbuild=$work/llama-build-noamx ;;
+*) printf 'peer: PEER_AMX is auto or off, not %s\n' "$amx" >&2; exit 2 ;;
+esac
+lb=$lbuild/bin/llama-bench
+ls=$lbuild/bin/llama-server
+lc=$lbuild/bin/llama-completion
 prompt="The history of the city begins with a small village on the river, where farmers and fishermen traded grain, salt and cloth with travellers from the hills. Over the centuries it grew"
 
 say() { printf 'peer: %s\n' "$*" >&2; }
+
+peer_note=""
+[[ $amx = off ]] && peer_note=" (built without AMX)"
 
 fetch() {
 	[[ -d $work/llama.cpp/.git ]] && return
@@ -72,7 +84,7 @@ fetch() {
 	(cd "$work" && npm pack --silent "node-llama-cpp@$version" > /dev/null)
 	tar -xzf "$work/node-llama-cpp-$version.tgz" -C "$work" package/llama/gitRelease.bundle
 	git -c advice.detachedHead=false clone -q "$work/package/llama/gitRelease.bundle" "$work/llama.cpp"
-	say "llama.cpp $(git -C "$work/llama.cpp" describe --tags --always) from node-llama-cpp $version"
+	say "llama.cpp $(git -C "$work/llama.cpp" describe --tags --always)$peer_note from node-llama-cpp $version"
 }
 
 # Whether an AMX tile instruction runs here (a VM may list AMX and fault on it).
@@ -145,7 +157,9 @@ isa_flags() {
 	[[ $f = *" avx512vbmi "* ]] && out+=" -DGGML_AVX512_VBMI=ON"
 	[[ $f = *" avx_vnni "* ]] && out+=" -DGGML_AVX_VNNI=ON"
 	if [[ $f = *" amx_tile "* ]]; then
-		if ! amx_works; then
+		if [[ $amx = off ]]; then
+			say "PEER_AMX=off: llama.cpp built without AMX in $lbuild"
+		elif ! amx_works; then
 			say "the CPU lists AMX but a tile instruction faults here: llama.cpp built without AMX"
 		elif amx_cxx_works "${CXX:-c++}"; then
 			out+=" -DGGML_AMX_TILE=ON -DGGML_AMX_INT8=ON"
@@ -164,10 +178,10 @@ build_peer() {
 	[[ -x $lb ]] && return
 	fetch
 	# shellcheck disable=SC2046 # the flags are words
-	cmake -S "$work/llama.cpp" -B "$work/llama-build" -DCMAKE_BUILD_TYPE=Release \
+	cmake -S "$work/llama.cpp" -B "$lbuild" -DCMAKE_BUILD_TYPE=Release \
 		$(isa_flags) -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_CUDA=OFF > "$work/cmake.log" 2>&1
-	cmake --build "$work/llama-build" -j"$(nproc)" --target llama-bench > "$work/build.log" 2>&1
+		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_CUDA=OFF > "$lbuild.cmake.log" 2>&1
+	cmake --build "$lbuild" -j"$(nproc)" --target llama-bench > "$lbuild.build.log" 2>&1
 	say "built $lb"
 }
 
@@ -175,9 +189,9 @@ build_peer() {
 build_tool() {
 	[[ -x $2 ]] && return
 	build_peer
-	cmake -S "$work/llama.cpp" -B "$work/llama-build" -DLLAMA_BUILD_SERVER=ON \
-		-DLLAMA_BUILD_TOOLS=ON > "$work/cmake-$1.log" 2>&1
-	cmake --build "$work/llama-build" -j"$(nproc)" --target "$1" > "$work/build-$1.log" 2>&1
+	cmake -S "$work/llama.cpp" -B "$lbuild" -DLLAMA_BUILD_SERVER=ON \
+		-DLLAMA_BUILD_TOOLS=ON > "$lbuild.cmake-$1.log" 2>&1
+	cmake --build "$lbuild" -j"$(nproc)" --target "$1" > "$lbuild.build-$1.log" 2>&1
 	say "built $2"
 }
 
@@ -271,7 +285,7 @@ busy() {
 		trap 'kill "${hogs[@]}" 2> /dev/null || true' EXIT
 		trap 'exit 130' INT TERM
 		echo "decode idle and with $(nproc) nice-19 spinners; orch $(git -C "$root" describe --always --dirty)" \
-			"vs llama.cpp $(git -C "$work/llama.cpp" describe --tags --always); median of $rounds rounds"
+			"vs llama.cpp $(git -C "$work/llama.cpp" describe --tags --always)$peer_note; median of $rounds rounds"
 		printf '%-15s %3s %10s %10s %7s %10s %10s %7s\n' file thr orch busy ratio llama.cpp busy ratio
 		for m in $models; do
 			local path
@@ -348,7 +362,7 @@ serve() {
 	wait_up "http://127.0.0.1:$pl/health" "${pids[1]}" || { say "llama-server did not start: $work/llama-server.log"; return 1; }
 	{
 		echo "orchd $(git -C "$root" describe --always --dirty) vs llama-server" \
-			"$(git -C "$work/llama.cpp" describe --tags --always) on $m, $slots slots, context $ctx a slot," \
+			"$(git -C "$work/llama.cpp" describe --tags --always)$peer_note on $m, $slots slots, context $ctx a slot," \
 			"$(nproc) threads; /v1/completions streamed, $max_tokens tokens, ignore_eos;" \
 			"median of $rounds rounds, interleaved"
 		printf '%7s %10s %10s %7s %10s %10s %7s %s\n' streams "orch tok/s" llama.cpp ratio \
@@ -433,7 +447,7 @@ mem() {
 	rss_helper
 	{
 		echo "peak RSS (MiB) of one generation: orch $(git -C "$root" describe --always --dirty)" \
-			"orch-worker run vs llama.cpp $(git -C "$work/llama.cpp" describe --tags --always)" \
+			"orch-worker run vs llama.cpp $(git -C "$work/llama.cpp" describe --tags --always)$peer_note" \
 			"llama-completion; $n tokens, end token banned, context $ctx, greedy, $t threads;" \
 			"median of $rounds rounds"
 		printf '%-15s %10s %10s %7s %12s %7s\n' file orch llama.cpp ratio "not mapped" ratio
@@ -480,7 +494,7 @@ run() {
 	out=$work/peer-$(date +%Y%m%d-%H%M).txt
 	{
 		echo "orch $(git -C "$root" describe --always --dirty) vs llama.cpp" \
-			"$(git -C "$work/llama.cpp" describe --tags --always); $rounds rounds, interleaved;" \
+			"$(git -C "$work/llama.cpp" describe --tags --always)$peer_note; $rounds rounds, interleaved;" \
 			"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
 		printf '%-15s %3s %6s %10s %10s %7s %s\n' file thr test orch llama.cpp ratio "ratio per round"
 		for m in $models; do
