@@ -23,6 +23,7 @@
 #include "gguf/ggml_type.h"
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
+#include "paged_copy.h"
 #include "synth.h"
 #include "t.h"
 #include "text/tokenizer.h"
@@ -361,6 +362,18 @@ test_paged_geometries(void)
 		tok_ids_fini(&ids[k]);
 	free(ref);
 	free(o);
+}
+
+/* copy_blocks on the CPU backend (paged_copy.c; gpu_model_test runs the same check). */
+static void
+test_paged_copy(void)
+{
+	struct eng e;
+
+	T_TRUE(eng_open_kv(&e, t_path("models/stories260K.gguf"), 1, 64, 16, false,
+	                   (struct kv_geom){16, false}));
+	T_TRUE(paged_copy_check(e.x));
+	eng_close(&e);
 }
 
 /*
@@ -780,6 +793,7 @@ main(void)
 	T_RUN(test_prompt_lengths);
 	T_RUN(test_batch_independence);
 	T_RUN(test_paged_geometries);
+	T_RUN(test_paged_copy);
 	T_RUN(test_paged_pool_full);
 	T_RUN(test_paged_preemption);
 	T_RUN(test_prefix_cache);

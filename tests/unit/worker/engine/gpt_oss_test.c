@@ -30,6 +30,7 @@
 #include "engine/kv_blocks.h"
 #include "engine/scheduler.h"
 #include "gguf/model_info.h"
+#include "paged_copy.h"
 #include "t.h"
 #include "text/tokenizer.h"
 
@@ -560,6 +561,17 @@ test_window_prefix_cache(void)
 	engine_close(plain);
 }
 
+/* copy_blocks in both pools of the CPU backend (paged_copy.c; also gpu_model_test's). */
+static void
+test_paged_copy(void)
+{
+	struct engine *x = open_engine_ctx(TINY_MXFP4, 1, 512, 64);
+
+	T_TRUE(x != NULL && x->kv_swa_blocks >= 3);
+	T_TRUE(paged_copy_check(x));
+	engine_close(x);
+}
+
 int
 main(void)
 {
@@ -570,5 +582,6 @@ main(void)
 	T_RUN(test_ring_matches_full_cache);
 	T_RUN(test_paged_window);
 	T_RUN(test_window_prefix_cache);
+	T_RUN(test_paged_copy);
 	return t_done();
 }
