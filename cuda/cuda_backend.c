@@ -16,6 +16,11 @@
  *   sequence feeds in a step (max_batch_tokens), as a ring (position p in
  *   cell p % cells); every other layer, or a window that would not save
  *   anything, keeps n_ctx cells. The footprint counts exactly that.
+ * - Paged (cfg.kv_blocks > 0, cuda_paged.c), the KV cache is instead one K
+ *   and one V pool of blocks for all layers and sequences, allocated (and
+ *   zeroed) at load like the arena: memory is taken block by block by the
+ *   scheduler, which admits and preempts by free blocks, so no job meets a
+ *   VRAM_OOM for its KV once the model is loaded.
  * - Host memory on the step path is pinned (step inputs, sampled ids,
  *   logits for callers that want them) and only staged through.
  * - The module is loaded with dlopen for a cuda:N device; be_cuda_ops is
@@ -106,7 +111,7 @@ scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 	       al(CU_BLAS_WS_BYTES) + al(b->step_bytes) + al(S * sizeof(struct cuk_samp)) +
 	       al(s1 * b->hist_cap * 4) + 2 * al(2 * S * V * 4) + al(S * V * 4) + al(S * 4) +
 	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *)) + moe_bytes(hp, B) +
-	       al(b->xq_bytes);
+	       al(b->xq_bytes) + al((uint64_t)b->tab_cap * 4);
 }
 
 static orch_err
@@ -201,8 +206,25 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 	const struct model_hparams *hp = &b->m->hp;
 	const struct model *m = b->m;
 
-	if (b->cfg.kv_blocks > 0) /* be_cuda_ops.paged is false: slots until the paged kernel */
-		return orch_errf(reterr, ORCH_EUNSUPPORTED, "cuda backend: no paged KV cache yet");
+	if (b->cfg.kv_blocks > 0 && (b->cfg.kv_block_tokens == 0 ||
+	                             b->cfg.kv_blocks >= UINT32_MAX / b->cfg.kv_block_tokens ||
+	                             b->cfg.kv_swa_blocks >= UINT32_MAX / b->cfg.kv_block_tokens))
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "cuda backend: a KV pool of %u blocks (%u for sliding windows) of "
+		                 "%u tokens",
+		                 b->cfg.kv_blocks, b->cfg.kv_swa_blocks, b->cfg.kv_block_tokens);
+	if (b->cfg.kv_blocks > 0 && cu_tab_entries(&b->cfg) > UINT32_MAX)
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "cuda backend: block tables of %u slots × %u positions in blocks "
+		                 "of %u are too large",
+		                 b->cfg.slots, b->cfg.n_ctx, b->cfg.kv_block_tokens);
+	if (b->cfg.kv_blocks > 0 && b->cfg.kv_swa_blocks == 0)
+		for (uint32_t l = 0; l < hp->n_layer; l++)
+			if (model_layer_swa(hp, l))
+				return orch_errf(
+				        reterr, ORCH_EUNSUPPORTED,
+				        "cuda backend: a paged KV cache keeps sliding-window "
+				        "layers in a pool of their own (kv_swa_blocks > 0)");
 	if (hp->head_dim > CUK_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
 		                 hp->head_dim, CUK_ATTN_MAX_D);
@@ -246,18 +268,24 @@ static void
 kv_layout(struct be_model *b)
 {
 	const struct model_hparams *hp = &b->m->hp;
-	uint64_t off = 0;
+	uint64_t off = 0, es = b->cfg.kv_f32 ? 4 : 2;
 	uint32_t swa_cells = model_swa_cells(b->cfg.n_ctx, hp->n_swa, b->cfg.max_batch_tokens);
+	uint32_t bt = b->cfg.kv_block_tokens;
 
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		struct cu_layer *C = &b->layers[l];
 		bool swa = model_layer_swa(hp, l);
-		C->kv_cells = swa ? swa_cells : b->cfg.n_ctx;
+		if (b->paged) /* each pool plus the padding sequence's block */
+			C->kv_cells = ((swa ? b->cfg.kv_swa_blocks : b->cfg.kv_blocks) + 1) * bt;
+		else
+			C->kv_cells = swa ? swa_cells : b->cfg.n_ctx;
 		C->window = swa ? hp->n_swa : 0;
+		C->swa = swa;
 		C->kv_cell0 = off;
 		off += C->kv_cells;
 	}
-	b->kv_slot_bytes = off * b->kv_dim * (b->cfg.kv_f32 ? 4 : 2);
+	b->kv_slot_bytes = b->paged ? 0 : off * b->kv_dim * es;
+	b->kv_pool_bytes = b->paged ? off * b->kv_dim * es : 0;
 }
 
 static void
@@ -310,10 +338,15 @@ set_shapes(struct be_model *b)
 		                            {y.corr_dims[0], y.corr_dims[1]}};
 	}
 	b->hist_cap = b->cfg.n_ctx + 1;
+	b->paged = b->cfg.kv_blocks > 0;
+	if (b->paged) {
+		b->nb_max = (b->cfg.n_ctx + b->cfg.kv_block_tokens - 1) / b->cfg.kv_block_tokens;
+		b->tab_cap = (uint32_t)cu_tab_entries(&b->cfg); /* check_model: it fits */
+	}
 	kv_layout(b);
 	uint64_t B =
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
-	b->step_bytes = B * 12 + (uint64_t)b->slots_pad * 4;
+	b->step_bytes = B * 20 + (uint64_t)b->slots_pad * 4;
 	b->xq_bytes = 0;
 	if (has_type(b->m, GGML_TYPE_MXFP4)) { /* dense rows of up to max_ne0, or expert rows */
 		uint64_t dense = cuk_q8_row_bytes(b->max_ne0);
@@ -326,12 +359,14 @@ set_shapes(struct be_model *b)
 static void
 carve_step(struct be_model *b, uint8_t *base, struct cu_step *s)
 {
-	uint64_t B = (b->step_bytes - (uint64_t)b->slots_pad * 4) / 12;
+	uint64_t B = (b->step_bytes - (uint64_t)b->slots_pad * 4) / 20;
 
 	s->tok = (int32_t *)(void *)base;
 	s->pos = (uint32_t *)(void *)(base + 4 * B);
 	s->slot = (uint32_t *)(void *)(base + 8 * B);
-	s->rows = (uint32_t *)(void *)(base + 12 * B);
+	s->tbl = (uint32_t *)(void *)(base + 12 * B);
+	s->swa_tbl = (uint32_t *)(void *)(base + 16 * B);
+	s->rows = (uint32_t *)(void *)(base + 20 * B);
 }
 
 static orch_err
@@ -379,6 +414,8 @@ carve_arena(struct be_model *b)
 	}
 	if (b->xq_bytes > 0 && (b->xq = cu_arena_take(b, b->xq_bytes)) == NULL)
 		return ORCH_EINTERNAL;
+	if (b->paged && (b->d_tab = cu_arena_take(b, (uint64_t)b->tab_cap * 4)) == NULL)
+		return ORCH_EINTERNAL;
 	carve_step(b, b->d_step, &b->d);
 	return ORCH_OK;
 }
@@ -393,9 +430,13 @@ host_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	    (ce = cudaMallocHost((void **)&b->h_samp, S * sizeof(struct cuk_samp))) !=
 	            cudaSuccess ||
 	    (ce = cudaMallocHost((void **)&b->h_ids, S * 4)) != cudaSuccess ||
-	    (ce = cudaMallocHost((void **)&b->h_logits, S * b->m->hp.n_vocab * 4)) != cudaSuccess)
+	    (ce = cudaMallocHost((void **)&b->h_logits, S * b->m->hp.n_vocab * 4)) != cudaSuccess ||
+	    (b->paged &&
+	     (ce = cudaMallocHost((void **)&b->h_tab, (uint64_t)b->tab_cap * 4)) != cudaSuccess))
 		return orch_errf(reterr, ORCH_ENOMEM, "pinned host memory: %s",
 		                 cudaGetErrorString(ce));
+	if (b->paged && (b->mir_tab = orch_calloc(b->tab_cap, sizeof(uint32_t))) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of host memory");
 	b->mir_step = orch_calloc(1, b->step_bytes);
 	b->mir_samp = orch_calloc(S, sizeof(struct cuk_samp));
 	b->k_slot = orch_calloc(s1, sizeof(void *));
@@ -423,7 +464,11 @@ init_state(struct be_model *b, struct orch_errinfo *reterr)
 	            cudaSuccess ||
 	    (ce = cudaMemsetAsync(b->d_k_base, 0, s1 * sizeof(void *), b->st)) != cudaSuccess ||
 	    (ce = cudaMemsetAsync(b->d_v_base, 0, s1 * sizeof(void *), b->st)) != cudaSuccess ||
-	    (ce = cudaStreamSynchronize(b->st)) != cudaSuccess)
+	    (b->paged &&
+	     ((ce = cudaMemsetAsync(b->k_pool, 0, b->kv_pool_bytes, b->st)) != cudaSuccess ||
+	      (ce = cudaMemsetAsync(b->v_pool, 0, b->kv_pool_bytes, b->st)) != cudaSuccess)) ||
+	    (ce = cudaStreamSynchronize(b->st)) != cudaSuccess ||
+	    (b->paged && (ce = cu_tables_init(b)) != cudaSuccess))
 		return cu_fail(b, ce, "initializing device state", reterr);
 	return ORCH_OK;
 }
@@ -459,32 +504,40 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 	}
 	b->weight_bytes = cu_weight_bytes(m);
 	b->arena_bytes = b->weight_bytes + scratch_bytes(b, b->sort_tmp_bytes);
-	uint64_t kv_all = 2 * b->kv_slot_bytes * (b->cfg.slots + 1u);
+	uint64_t kv_all =
+	        2 * (b->paged ? b->kv_pool_bytes : b->kv_slot_bytes * (b->cfg.slots + 1u));
 	b->bytes_needed = b->arena_bytes + kv_all + CU_GRAPH_RESERVE_BYTES;
 	if ((ce = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) {
 		rv = cu_fail(b, ce, "cudaMemGetInfo", reterr);
 		goto fail;
 	}
 	if (b->bytes_needed > free_b) {
-		rv = orch_errf(
-		        reterr, ORCH_EINSUFFICIENT_VRAM,
-		        "device %s: model %s needs %llu MiB of VRAM (weights %llu, KV cache "
-		        "%llu for %u slots × %u positions, scratch %llu), %llu MiB free of %llu",
-		        cfg->device, cfg->model_path ? cfg->model_path : "(unnamed)",
-		        MIB(b->bytes_needed), MIB(b->weight_bytes), MIB(kv_all), cfg->slots,
-		        cfg->n_ctx, MIB(b->arena_bytes - b->weight_bytes + CU_GRAPH_RESERVE_BYTES),
-		        MIB((uint64_t)free_b), MIB((uint64_t)total_b));
+		char kv[96];
+		if (b->paged)
+			snprintf(kv, sizeof(kv), "a pool of %u blocks of %u positions",
+			         cfg->kv_blocks, cfg->kv_block_tokens);
+		else
+			snprintf(kv, sizeof(kv), "%u slots × %u positions", cfg->slots, cfg->n_ctx);
+		rv = orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM,
+		               "device %s: model %s needs %llu MiB of VRAM (weights %llu, KV cache "
+		               "%llu for %s, scratch %llu), %llu MiB free of %llu",
+		               cfg->device, cfg->model_path ? cfg->model_path : "(unnamed)",
+		               MIB(b->bytes_needed), MIB(b->weight_bytes), MIB(kv_all), kv,
+		               MIB(b->arena_bytes - b->weight_bytes + CU_GRAPH_RESERVE_BYTES),
+		               MIB((uint64_t)free_b), MIB((uint64_t)total_b));
 		goto fail;
 	}
 	if ((ce = cudaStreamCreateWithFlags(&b->st, cudaStreamNonBlocking)) != cudaSuccess ||
 	    (ce = cudaEventCreateWithFlags(&b->uploaded, cudaEventDisableTiming)) != cudaSuccess ||
-	    (ce = cudaMalloc((void **)&b->arena, b->arena_bytes)) != cudaSuccess) {
+	    (ce = cudaMalloc((void **)&b->arena, b->arena_bytes)) != cudaSuccess ||
+	    (b->paged && ((ce = cudaMalloc(&b->k_pool, b->kv_pool_bytes)) != cudaSuccess ||
+	                  (ce = cudaMalloc(&b->v_pool, b->kv_pool_bytes)) != cudaSuccess))) {
 		rv = ce == cudaErrorMemoryAllocation
 		             ? orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM,
 		                         "device %s: model %s: allocating %llu MiB failed",
 		                         cfg->device, cfg->model_path ? cfg->model_path : "",
-		                         MIB(b->arena_bytes))
-		             : cu_fail(b, ce, "creating the stream and arena", reterr);
+		                         MIB(b->arena_bytes + kv_all))
+		             : cu_fail(b, ce, "creating the stream, arena and KV pools", reterr);
 		goto fail;
 	}
 	b->arena_used = 0;
@@ -502,7 +555,7 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 		goto fail;
 	}
 	if ((rv = host_buffers(b, reterr)) != ORCH_OK || (rv = init_state(b, reterr)) != ORCH_OK ||
-	    (rv = cu_reserve(b, b->cfg.slots, reterr)) != ORCH_OK ||
+	    (!b->paged && (rv = cu_reserve(b, b->cfg.slots, reterr)) != ORCH_OK) ||
 	    (rv = cu_graphs_build(b, reterr)) != ORCH_OK)
 		goto fail;
 	*ret = b;
@@ -515,7 +568,7 @@ fail:
 static void
 cuda_memory(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used)
 {
-	uint64_t used = b->arena_bytes;
+	uint64_t used = b->arena_bytes + 2 * b->kv_pool_bytes;
 
 	for (uint32_t s = 0; s <= b->cfg.slots; s++)
 		if (b->k_slot != NULL && b->k_slot[s] != NULL)
@@ -540,6 +593,9 @@ cuda_free(struct be_model *b)
 		cudaFree(b->v_slot[s]);
 	}
 	cudaFree(b->arena);
+	cudaFree(b->k_pool);
+	cudaFree(b->v_pool);
+	cudaFreeHost(b->h_tab);
 	cudaFreeHost(b->h_step);
 	cudaFreeHost(b->h_samp);
 	cudaFreeHost(b->h_ids);
@@ -551,6 +607,7 @@ cuda_free(struct be_model *b)
 	free(b->layers);
 	free(b->mir_step);
 	free(b->mir_samp);
+	free(b->mir_tab);
 	free(b->k_slot);
 	free(b->v_slot);
 	free(b->hist_dev);
@@ -560,12 +617,14 @@ cuda_free(struct be_model *b)
 
 __attribute__((visibility("default"))) const struct be_ops be_cuda_ops = {
         .name = "cuda",
+        .paged = true,
         .load = cuda_load,
         .memory = cuda_memory,
         .forward = cu_forward,
         .free = cuda_free,
         .forward_sample = cu_forward_sample,
         .reserve = cu_reserve,
+        .copy_blocks = cu_copy_blocks,
         .info = cuda_info,
         .check = cu_check,
 };

@@ -1,5 +1,6 @@
 /*
- * cuda_check.c - KV slots made ready on demand, and the residency check.
+ * cuda_check.c - KV slots made ready on demand (slots only: paged pools
+ * are allocated at load), and the residency check.
  *
  * The check asks the runtime about every allocation (cudaPointerGetAttributes:
  * device memory on this device, no host mapping) and the device about its
@@ -16,7 +17,7 @@ cu_reserve(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr)
 
 	if (slot > b->cfg.slots)
 		return orch_errf(reterr, ORCH_EINVAL, "slot %u out of range", slot);
-	if (b->k_slot[slot] != NULL)
+	if (b->paged || b->k_slot[slot] != NULL) /* paged: the pools were allocated at load */
 		return ORCH_OK;
 	if (b->dead)
 		return orch_errf(reterr, ORCH_ECUDA, "the CUDA context is unusable");
@@ -77,6 +78,9 @@ cu_check(struct be_model *b, struct orch_errinfo *reterr)
 	    (ce = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess)
 		return cu_fail(b, ce, "cudaMemGetInfo", reterr);
 	if ((rv = resident(b, b->arena, "the arena (weights and scratch)", reterr)) != ORCH_OK)
+		return rv;
+	if (b->paged && ((rv = resident(b, b->k_pool, "the KV pool", reterr)) != ORCH_OK ||
+	                 (rv = resident(b, b->v_pool, "the KV pool", reterr)) != ORCH_OK))
 		return rv;
 	for (uint32_t s = 0; s <= b->cfg.slots; s++) {
 		if (b->k_slot[s] == NULL)

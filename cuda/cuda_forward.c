@@ -34,16 +34,23 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 {
 	const struct model_hparams *hp = &b->m->hp;
 	const struct cu_layer *L = &b->layers[l];
-	struct cuk_kv kv = {(void *const *)b->d_k_base,
-	                    (void *const *)b->d_v_base,
-	                    L->kv_cell0,
-	                    L->kv_cells,
-	                    b->kv_dim,
-	                    L->window,
-	                    !b->cfg.kv_f32};
+	struct cuk_kv kv = {.k_base = (void *const *)b->d_k_base,
+	                    .v_base = (void *const *)b->d_v_base,
+	                    .layer_off = L->kv_cell0,
+	                    .cells = L->kv_cells,
+	                    .kv_dim = b->kv_dim,
+	                    .window = L->window,
+	                    .f16 = !b->cfg.kv_f32};
 	uint32_t win_split = (L->window + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT;
 	cudaError_t ce;
 
+	if (b->paged) { /* kv.cuh: rows through the step's block tables */
+		kv.k_pool = b->k_pool;
+		kv.v_pool = b->v_pool;
+		kv.blocks = b->d_tab;
+		kv.tbl = L->swa ? b->d.swa_tbl : b->d.tbl;
+		kv.bt = b->cfg.kv_block_tokens;
+	}
 	/* a window needs no more parts than its own positions fill */
 	if (L->window > 0 && win_split < n_split)
 		n_split = win_split;
@@ -112,25 +119,32 @@ run_layers(struct be_model *b, uint32_t T, uint32_t n_out, uint32_t n_split)
 	return cu_matmul_rows(b, &b->output, b->last, hp->n_embd, n_out, b->logits, hp->n_vocab);
 }
 
-/* Upload the staged inputs for @T tokens and @n_out outputs unless the device has them. */
+/*
+ * Upload the staged inputs for @T tokens and @n_out outputs, and paged the
+ * block tables, unless the device has them.
+ */
 static cudaError_t
 upload_step(struct be_model *b, uint32_t T, uint32_t n_out)
 {
 	bool same = b->mir_T == T && memcmp(b->h.tok, b->mir.tok, T * 4ull) == 0 &&
 	            memcmp(b->h.pos, b->mir.pos, T * 4ull) == 0 &&
 	            memcmp(b->h.slot, b->mir.slot, T * 4ull) == 0 &&
-	            memcmp(b->h.rows, b->mir.rows, n_out * 4ull) == 0;
-
+	            memcmp(b->h.rows, b->mir.rows, n_out * 4ull) == 0 &&
+	            (!b->paged || (memcmp(b->h.tbl, b->mir.tbl, T * 4ull) == 0 &&
+	                           memcmp(b->h.swa_tbl, b->mir.swa_tbl, T * 4ull) == 0));
+	bool tables = false;
 	cudaError_t ce;
 
-	if (same)
-		return cudaSuccess;
-	memcpy(b->mir_step, b->h_step, b->step_bytes);
-	b->mir_T = T;
-	if ((ce = cudaMemcpyAsync(b->d_step, b->h_step, b->step_bytes, cudaMemcpyHostToDevice,
-	                          b->st)) != cudaSuccess)
+	if (b->paged && (ce = cu_upload_tables(b, &tables)) != cudaSuccess)
 		return ce;
-	return cudaEventRecord(b->uploaded, b->st);
+	if (!same) {
+		memcpy(b->mir_step, b->h_step, b->step_bytes);
+		b->mir_T = T;
+		if ((ce = cudaMemcpyAsync(b->d_step, b->h_step, b->step_bytes,
+		                          cudaMemcpyHostToDevice, b->st)) != cudaSuccess)
+			return ce;
+	}
+	return same && !tables ? cudaSuccess : cudaEventRecord(b->uploaded, b->st);
 }
 
 /*
@@ -148,7 +162,10 @@ h_step_writable(struct be_model *b)
 	return cudaEventSynchronize(b->uploaded);
 }
 
-/* Stage a step of @T padding tokens (slot `slots`, position 0) and as many outputs. */
+/*
+ * Stage a step of @T padding tokens (slot `slots`, position 0; paged, the
+ * padding tables at entries 0 and nb_max) and as many outputs.
+ */
 static void
 stage_padding(struct be_model *b, uint32_t from, uint32_t T)
 {
@@ -156,6 +173,8 @@ stage_padding(struct be_model *b, uint32_t from, uint32_t T)
 		b->h.tok[i] = 0;
 		b->h.pos[i] = 0;
 		b->h.slot[i] = b->cfg.slots;
+		b->h.tbl[i] = 0;
+		b->h.swa_tbl[i] = b->nb_max;
 		if (i < b->slots_pad)
 			b->h.rows[i] = i;
 	}
@@ -174,6 +193,7 @@ stage_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t 
 	uint32_t t = 0, n_out = 0;
 
 	b->n_runs = 0;
+	b->tab_n = 2 * b->nb_max; /* paged: the step's tables follow the padding tables */
 	for (uint32_t i = 0; i < n; i++) {
 		const struct be_seq *s = &seqs[i];
 		bool gemm = s->n_tokens > CU_MMV_MAX_TOKENS;
@@ -184,6 +204,8 @@ stage_batch(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t 
 			b->runs[b->n_runs++] = (struct cu_run){t, s->n_tokens, gemm};
 		if (s->pos == 0) /* a new job in the slot: its history starts over */
 			b->hist_dev[s->slot] = 0;
+		if (b->paged)
+			cu_stage_tables(b, s, t);
 		for (uint32_t k = 0; k < s->n_tokens; k++, t++) {
 			b->h.tok[t] = s->tokens[k];
 			b->h.pos[t] = s->pos + k;
@@ -230,7 +252,7 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 	if ((rv = be_check_batch(&b->cfg, b->m->hp.n_vocab, b->m->hp.n_swa, seqs, n, &T, reterr)) !=
 	    ORCH_OK)
 		return rv;
-	for (uint32_t i = 0; i < n; i++)
+	for (uint32_t i = 0; i < n && !b->paged; i++)
 		if (b->k_slot[seqs[i].slot] == NULL &&
 		    (rv = cu_reserve(b, seqs[i].slot, reterr)) != ORCH_OK)
 			return rv;
@@ -263,6 +285,7 @@ cu_step(struct be_model *b, const struct be_seq *seqs, uint32_t n, uint32_t *ret
 	return ORCH_OK;
 fail:
 	b->mir_T = 0;
+	b->mir_tab_n = 0; /* unknown: upload the tables next time */
 	return cu_fail(b, ce, "forward step", reterr);
 }
 

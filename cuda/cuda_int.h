@@ -2,7 +2,7 @@
 /*
  * cuda_int.h - the CUDA backend's model state, shared by its files
  * (cuda_backend.c, cuda_load.c, cuda_matmul.c, cuda_forward.c, cuda_moe.c,
- * cuda_sample.c, cuda_check.c). Not for use outside cuda/.
+ * cuda_sample.c, cuda_paged.c, cuda_check.c). Not for use outside cuda/.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -39,10 +39,11 @@ struct cu_layer {
 	struct cuk_mat gate_exps, up_exps, down_exps;
 	const float *gate_exps_b, *up_exps_b, *down_exps_b; /* [n_expert][rows of one expert] */
 	/* its KV cache: cells positions a slot (a ring when fewer than n_ctx), from cell
-	 * kv_cell0 of the slot's allocation (kv_dim elements a cell); window: the positions a
-	 * query sees (0: all) */
+	 * kv_cell0 of the slot's allocation (kv_dim elements a cell); paged, (blocks + 1) ·
+	 * bt rows of the pool from row kv_cell0; window: the positions a query sees (0: all) */
 	uint64_t kv_cell0;
 	uint32_t kv_cells, window;
+	bool swa; /* paged: its rows are in the sliding-window pool (read through swa tables) */
 };
 
 /* A step's per-token inputs, as uploaded (pinned host copy and device copy share the layout). */
@@ -50,6 +51,9 @@ struct cu_step {
 	int32_t *tok;   /* [B] token ids */
 	uint32_t *pos;  /* [B] positions */
 	uint32_t *slot; /* [B] KV slots */
+	/* [B] paged: the entry of the block tables (d_tab) where the token's full-attention
+	 * and sliding-window tables start */
+	uint32_t *tbl, *swa_tbl;
 	uint32_t *rows; /* [slots_pad] token row whose logits each output takes */
 };
 
@@ -89,6 +93,21 @@ struct be_model {
 	void **k_slot, **v_slot;     /* host [slots + 1] */
 	void **d_k_base, **d_v_base; /* device [slots + 1] */
 	uint64_t kv_slot_bytes;      /* K (or V) bytes of one slot */
+
+	/*
+	 * Paged KV (cfg.kv_blocks > 0; cuda_paged.c): one K and one V pool for all
+	 * layers, allocated at load; layer l's (blocks + 1) · bt rows from row
+	 * kv_cell0, the last block of each pool being the padding sequence's. The
+	 * block tables (d_tab, host staging h_tab and mirror mir_tab, tab_cap
+	 * entries): entries [0, nb_max) the padding sequence's full-attention table,
+	 * [nb_max, 2 nb_max) its window table, then the step's tables up to tab_n.
+	 */
+	bool paged;
+	void *k_pool, *v_pool;
+	uint64_t kv_pool_bytes; /* K (or V) bytes of the pool */
+	uint32_t nb_max;        /* table entries of a sequence of n_ctx: ceil(n_ctx / bt) */
+	uint32_t *d_tab, *h_tab, *mir_tab;
+	uint32_t tab_cap, tab_n, mir_tab_n;
 
 	/* activations for B = max_batch_tokens tokens */
 	float *x, *xn, *tmp, *qkv, *att, *gu, *last, *logits, *part;
@@ -205,6 +224,28 @@ orch_err cu_graphs_build(struct be_model *b, struct orch_errinfo *reterr);
 orch_err cu_forward_sample(struct be_model *b, const struct be_seq *seqs, uint32_t n,
                            const struct be_sample *samp, int32_t *ret_ids,
                            struct orch_errinfo *reterr);
+
+/* ---- cuda_paged.c ---- */
+
+/* cu_tab_entries - the table entries paged mode needs: padding tables and every slot's two. */
+uint64_t cu_tab_entries(const struct be_config *cfg);
+
+/*
+ * cu_stage_tables - paged: sequence @s's block tables into h_tab (from
+ * tab_n on) and its tokens' table starts into b->h.tbl and b->h.swa_tbl
+ * from token @t0. The caller checked the batch (be_check_batch).
+ */
+void cu_stage_tables(struct be_model *b, const struct be_seq *s, uint32_t t0);
+
+/* cu_tables_init - the padding sequence's tables staged and uploaded (load). */
+cudaError_t cu_tables_init(struct be_model *b);
+
+/* cu_upload_tables - the staged tables to the device unless it holds them. */
+cudaError_t cu_upload_tables(struct be_model *b, bool *ret_uploaded);
+
+/* cu_copy_blocks - the backend's copy_blocks (backend.h). */
+orch_err cu_copy_blocks(struct be_model *b, bool swa, uint32_t src, uint32_t dst, uint32_t n_tokens,
+                        struct orch_errinfo *reterr);
 
 /* ---- cuda_check.c ---- */
 

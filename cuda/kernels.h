@@ -109,23 +109,35 @@ cudaError_t cuk_rope(float *qkv, uint64_t ld, uint32_t T, const uint32_t *pos, u
                      const float *factors, const struct cuk_yarn *yarn, bool neox, cudaStream_t st);
 
 /*
- * The KV cache of one layer: slot s holds @cells positions of kv_dim
- * elements (F16 bits or F32) at k_base[s] + (layer_off + p % cells) ·
- * kv_dim, so a sliding-window layer keeps a ring of its window plus one
- * step's tokens and any other layer keeps the whole context (cells = n_ctx).
+ * The KV cache of one layer, in one of two layouts:
+ * - slots (@blocks NULL): slot s holds @cells positions of kv_dim elements
+ *   (F16 bits or F32) at k_base[s] + (layer_off + p % cells) · kv_dim, so a
+ *   sliding-window layer keeps a ring of its window plus one step's tokens
+ *   and any other layer keeps the whole context (cells = n_ctx);
+ * - paged (@blocks set): every sequence's rows are in one pool, k_pool
+ *   (v_pool): position p of token t's sequence is row layer_off +
+ *   blocks[tbl[t] + p / bt] · bt + p % bt, its block table starting at
+ *   entry tbl[t] of @blocks (both device arrays, rewritten each step).
  * A query at position p attends over positions [p - window + 1, p] (the
  * window's, its own included) or, with @window 0, over [0, p].
  */
 struct cuk_kv {
-	void *const *k_base, *const *v_base; /* device arrays [slots + 1] of device pointers */
-	uint64_t layer_off; /* cells of a slot before this layer's (× kv_dim elements) */
+	void *const *k_base,
+	        *const *v_base; /* slots: device arrays [slots + 1] of device pointers */
+	uint64_t layer_off; /* rows of the allocation before this layer's (× kv_dim elements) */
 	uint32_t cells, kv_dim, window;
 	bool f16;
+	/* paged */
+	void *k_pool, *v_pool;
+	const uint32_t *blocks; /* the step's block tables, one after the other */
+	const uint32_t *tbl;    /* [T] the entry of @blocks where token t's table starts */
+	uint32_t bt;            /* positions a block */
 };
 
 /*
  * cuk_kv_append - store K and V of each of @T tokens (at kv_off and
- * kv_off + kv_dim of its @qkv row) at slot slot[t], position pos[t].
+ * kv_off + kv_dim of its @qkv row) at position pos[t] of slot slot[t] (paged:
+ * of its block table).
  */
 cudaError_t cuk_kv_append(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint64_t kv_off,
                           uint32_t T, const uint32_t *slot, const uint32_t *pos, cudaStream_t st);
@@ -139,7 +151,8 @@ cuk_attention_part_floats(uint32_t T, uint32_t n_head, uint32_t d, uint32_t n_sp
 
 /*
  * cuk_attention - for each token t < @T and head h: softmax(q·K/√d)·V over
- * the positions kv->window lets it see (causal) in slot slot[t] (GQA: head
+ * the positions kv->window lets it see (causal) in slot slot[t] or, paged,
+ * through its block table (GQA: head
  * h reads KV head h / (n_head / n_head_kv)), with @sinks[h] (NULL: none)
  * joining each softmax's denominator, exactly as cpu_attn_head computes it
  * (with an F16 cache, q and the normalized weights rounded to F16). q at

@@ -34,6 +34,12 @@
  *   for the whole context (and captured in a graph).
  * - With an F16 cache the query is rounded to F16 before q·K, as the CPU
  *   twin and llama.cpp do.
+ * - attn_value_kernel asks for two blocks an SM (at most 128 registers):
+ *   given only its block size, CUDA 13.0's ptxas held it to 48 registers
+ *   and spilled (the build refuses spills), as it did at 64 and 80.
+ * - A paged cache changes only where a position's row is read (kv.cuh: one
+ *   table entry per position, cached in L1 across a block's rows), never
+ *   the arithmetic: slots and any block size give the same bits.
  */
 #include <math.h>
 
@@ -42,6 +48,7 @@
 #include "../kernels.h"
 #include "check.h"
 #include "common.cuh"
+#include "kv.cuh"
 
 namespace
 {
@@ -127,11 +134,12 @@ load_q(const attn_args &a, uint32_t t, uint32_t h, float *q)
 	__syncthreads();
 }
 
-/* Cache element offset of position @p's KV head of query head @h. */
+/* Cache element offset of token @t's position @p, the KV head of query head @h (kv.cuh). */
+template <bool PAGED>
 __device__ __forceinline__ uint64_t
-kv_at(const attn_args &a, uint32_t p, uint32_t h)
+kv_at(const attn_args &a, uint32_t t, uint32_t p, uint32_t h)
 {
-	return (a.kv.layer_off + p % a.kv.cells) * a.kv.kv_dim + (uint64_t)(h / a.group) * a.d;
+	return cuk::kv_row<PAGED>(a.kv, t, p) * a.kv.kv_dim + (uint64_t)(h / a.group) * a.d;
 }
 
 /*
@@ -174,16 +182,18 @@ dot_row(const float *q, const void *k, uint32_t d, bool f16)
 }
 
 /* q·K[p] / √d of positions [p0, p1) into sc[p - p0], a thread each; the block's maximum. */
+template <bool PAGED>
 __device__ __forceinline__ float
 scores(const attn_args &a, uint32_t t, uint32_t h, const float *q, uint32_t p0, uint32_t p1,
        float *sc, float *red)
 {
-	const uint8_t *kb = (const uint8_t *)a.kv.k_base[a.slot[t]];
+	const uint8_t *kb = (const uint8_t *)cuk::kv_base<PAGED>(a.kv, a.slot, t, false);
 	size_t es = a.kv.f16 ? 2 : 4;
 	float scale = __fdiv_rn(1.0f, sqrtf((float)a.d)), mx = -INFINITY;
 
 	for (uint32_t p = p0 + threadIdx.x; p < p1; p += THREADS) {
-		float s = __fmul_rn(dot_row(q, kb + kv_at(a, p, h) * es, a.d, a.kv.f16), scale);
+		float s = __fmul_rn(dot_row(q, kb + kv_at<PAGED>(a, t, p, h) * es, a.d, a.kv.f16),
+		                    scale);
 		sc[p - p0] = s;
 		mx = fmaxf(mx, s);
 	}
@@ -191,6 +201,7 @@ scores(const attn_args &a, uint32_t t, uint32_t h, const float *q, uint32_t p0, 
 }
 
 /* Each part's maximum and Σ e^(s - max), for tokens that need more than one part. */
+template <bool PAGED>
 __global__ void
 __launch_bounds__(THREADS) attn_stats_kernel(attn_args a)
 {
@@ -206,7 +217,7 @@ __launch_bounds__(THREADS) attn_stats_kernel(attn_args a)
 		return;
 	uint32_t p0 = first + split * SPLIT, p1 = first + min(n, (split + 1) * SPLIT);
 	load_q(a, t, h, q);
-	float mx = scores(a, t, h, q, p0, p1, sc, red);
+	float mx = scores<PAGED>(a, t, h, q, p0, p1, sc, red);
 	double l = 0.0;
 	for (uint32_t p = p0 + threadIdx.x; p < p1; p += THREADS)
 		l += (double)expf(sc[p - p0] - mx);
@@ -269,11 +280,12 @@ one_part_norm(const attn_args &a, uint32_t h, float M, uint32_t len, float *sc, 
  * Σ w·V over positions [p0, p1) into acc: warp w takes positions p0 + w,
  * p0 + w + WARPS, ..., four rows in flight, lane l the dimensions l + 32k.
  */
+template <bool PAGED>
 __device__ __forceinline__ void
 weigh_values(const attn_args &a, uint32_t t, uint32_t h, uint32_t p0, uint32_t p1, const float *sc,
              float *acc)
 {
-	const uint8_t *vb = (const uint8_t *)a.kv.v_base[a.slot[t]];
+	const uint8_t *vb = (const uint8_t *)cuk::kv_base<PAGED>(a.kv, a.slot, t, true);
 	size_t es = a.kv.f16 ? 2 : 4;
 	uint32_t lane = threadIdx.x % 32, p = p0 + threadIdx.x / 32;
 
@@ -282,7 +294,7 @@ weigh_values(const attn_args &a, uint32_t t, uint32_t h, uint32_t p0, uint32_t p
 		float w[4];
 #pragma unroll
 		for (int r = 0; r < 4; r++) {
-			v[r] = vb + kv_at(a, p + r * WARPS, h) * es;
+			v[r] = vb + kv_at<PAGED>(a, t, p + r * WARPS, h) * es;
 			w[r] = sc[p + r * WARPS - p0];
 		}
 #pragma unroll
@@ -299,7 +311,7 @@ weigh_values(const attn_args &a, uint32_t t, uint32_t h, uint32_t p0, uint32_t p
 		}
 	}
 	for (; p < p1; p += WARPS) {
-		const void *v = vb + kv_at(a, p, h) * es;
+		const void *v = vb + kv_at<PAGED>(a, t, p, h) * es;
 		float w = sc[p - p0];
 #pragma unroll
 		for (int k = 0; k < MAXK; k++)
@@ -309,8 +321,9 @@ weigh_values(const attn_args &a, uint32_t t, uint32_t h, uint32_t p0, uint32_t p
 }
 
 /* Σ w·V over one part: the whole attention of a one-part token, else the part's share. */
+template <bool PAGED>
 __global__ void
-__launch_bounds__(THREADS) attn_value_kernel(attn_args a)
+__launch_bounds__(THREADS, 2) attn_value_kernel(attn_args a)
 {
 	__shared__ float sc[SPLIT];
 	__shared__ float q[CUK_ATTN_MAX_D];
@@ -325,7 +338,7 @@ __launch_bounds__(THREADS) attn_value_kernel(attn_args a)
 		return;
 	uint32_t p0 = first + split * SPLIT, p1 = first + min(n, (split + 1) * SPLIT);
 	load_q(a, t, h, q);
-	float mx = scores(a, t, h, q, p0, p1, sc, red), inv;
+	float mx = scores<PAGED>(a, t, h, q, p0, p1, sc, red), inv;
 	if (n <= SPLIT) {
 		inv = one_part_norm(a, h, mx, p1 - p0, sc, redd);
 	} else {
@@ -344,7 +357,7 @@ __launch_bounds__(THREADS) attn_value_kernel(attn_args a)
 #pragma unroll
 	for (int k = 0; k < MAXK; k++)
 		acc[k] = 0.0f;
-	weigh_values(a, t, h, p0, p1, sc, acc);
+	weigh_values<PAGED>(a, t, h, p0, p1, sc, acc);
 #pragma unroll
 	for (int k = 0; k < MAXK; k++)
 		if (lane + 32 * k < a.d)
@@ -390,20 +403,26 @@ cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T
 		return cudaSuccess;
 	if (d == 0 || d > CUK_ATTN_MAX_D || n_head_kv == 0 || n_head % n_head_kv != 0 ||
 	    n_split == 0 || T > 65535 || (uint64_t)n_split * n_head > 0x7fffffffu ||
-	    kv->cells == 0 || n_head > 65535)
+	    !cuk::kv_valid(kv) || n_head > 65535)
 		return cudaErrorInvalidValue;
 	attn_args a = {*kv, qkv,     ld,    slot, pos, n_head, n_head / n_head_kv,
 	               d,   n_split, sinks, part, out, out_ld};
 	dim3 parts(n_split * n_head, T), heads(n_head, T);
 	cudaError_t e;
 
-	attn_stats_kernel<<<parts, THREADS, 0, st>>>(a);
+	if (kv->blocks != NULL)
+		attn_stats_kernel<true><<<parts, THREADS, 0, st>>>(a);
+	else
+		attn_stats_kernel<false><<<parts, THREADS, 0, st>>>(a);
 	if ((e = cuk::launched()) != cudaSuccess)
 		return e;
 	attn_norm_kernel<<<heads, 32, 0, st>>>(a);
 	if ((e = cuk::launched()) != cudaSuccess)
 		return e;
-	attn_value_kernel<<<parts, THREADS, 0, st>>>(a);
+	if (kv->blocks != NULL)
+		attn_value_kernel<true><<<parts, THREADS, 0, st>>>(a);
+	else
+		attn_value_kernel<false><<<parts, THREADS, 0, st>>>(a);
 	if ((e = cuk::launched()) != cudaSuccess)
 		return e;
 	attn_sum_kernel<<<heads, 32, 0, st>>>(a);
@@ -415,10 +434,15 @@ cuk_check_attention(char *why, size_t why_len)
 {
 	cudaError_t e;
 
-	if ((e = cuk::fits(attn_stats_kernel, THREADS, "attn_stats", why, why_len)) !=
+	if ((e = cuk::fits(attn_stats_kernel<false>, THREADS, "attn_stats", why, why_len)) !=
+	            cudaSuccess ||
+	    (e = cuk::fits(attn_stats_kernel<true>, THREADS, "attn_stats (paged)", why, why_len)) !=
 	            cudaSuccess ||
 	    (e = cuk::fits(attn_norm_kernel, 32, "attn_norm", why, why_len)) != cudaSuccess ||
-	    (e = cuk::fits(attn_value_kernel, THREADS, "attn_value", why, why_len)) != cudaSuccess)
+	    (e = cuk::fits(attn_value_kernel<false>, THREADS, "attn_value", why, why_len)) !=
+	            cudaSuccess ||
+	    (e = cuk::fits(attn_value_kernel<true>, THREADS, "attn_value (paged)", why, why_len)) !=
+	            cudaSuccess)
 		return e;
 	return cuk::fits(attn_sum_kernel, 32, "attn_sum", why, why_len);
 }

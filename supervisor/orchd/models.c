@@ -192,18 +192,17 @@ inspect(struct orchd *d, struct model_entry *m)
 {
 	struct orch_errinfo e = {0};
 	struct timeval limit = {(time_t)d->cfg.load_timeout_s, 0};
-	/* the cpu backend pages its KV; cuda keeps a slot of context per sequence (for now) */
+	/* both backends page their KV; kv_cache_fraction is of the first device's memory */
 	struct inspect_shape shape = {.context = m->cfg.context,
 	                              .slots = m->cfg.slots,
 	                              .paged = true,
 	                              .kv_cache_mib = m->cfg.kv_cache_mib,
 	                              .kv_block_tokens = m->cfg.kv_block_tokens,
 	                              .kv_fraction = m->cfg.kv_cache_fraction};
-	const struct device_info *cpu = devices_find(&d->devices, "cpu");
+	const struct device_info *dev =
+	        devices_find(&d->devices, m->cfg.n_devices > 0 ? m->cfg.devices[0] : "cpu");
 
-	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
-		shape.paged &= strcmp(m->cfg.devices[i], "cpu") == 0;
-	shape.mem_total = cpu ? cpu->total : 0;
+	shape.mem_total = dev ? dev->total : 0;
 	if (m->inspecting != NULL || resolve(d, m))
 		return;
 	if (m->ev_read == NULL && (m->ev_read = evtimer_new(d->base, on_read_timeout, m)) == NULL) {

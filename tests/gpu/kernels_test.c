@@ -8,7 +8,8 @@
  * - RMSNorm (with the fused residual), RoPE (normal, NEOX, factors, YaRN),
  *   SwiGLU and gpt-oss's clamped SwiGLU;
  * - KV append + attention (F16 and F32 caches, GQA, several KV splits,
- *   sinks, sliding windows over a ring) vs cpu_attn_head;
+ *   sinks, sliding windows over a ring) vs cpu_attn_head, and through
+ *   block tables (paged) bit-identical to the slot layout;
  * - sampling: the same token as samp_sample() over 10,000 draws per filter.
  * gpt-oss's experts (MXFP4 integer dots, routing, expert products) are in
  * kernels_moe_test.c; the helpers in kernels_util.c.
@@ -252,18 +253,46 @@ test_swiglu_oai(void)
  * @chunk at a time (cells: n_ctx without a window, else window + chunk, a
  * ring that wraps), against cpu_attn_head over the same K/V (rounded as the
  * cache stores them) for the first and last token of every chunk and the
- * tokens at 255 and 256. The worst relative error.
+ * tokens at 255 and 256. The worst relative error; every output into @ret_out
+ * ([P][nh][d]) when not NULL.
+ *
+ * With @bt, the cache is paged: a pool of ceil(P / bt) + 1 blocks of bt rows,
+ * the sequence's table the blocks in reverse order (block 0 unused; rows are
+ * NaN until written), each chunk's table uploaded as the CUDA backend stages
+ * one: with a window only from the first block the chunk reads, the tokens'
+ * start moved back by as many entries (uint32 arithmetic that wraps below 0).
  */
 struct attn_case {
 	uint32_t d, nh, nkv, window, chunk;
 	bool f16, sinks;
+	uint32_t bt; /* 0: slots */
 };
 
+/* Paged: chunk [t0, t0 + n)'s table (kernels.h, cuk_kv) into @dtab and its start into @dtbl. */
+static bool
+attn_stage_table(const struct attn_case *c, uint32_t t0, uint32_t n, uint32_t nblk, uint32_t *dtab,
+                 uint32_t *dtbl)
+{
+	uint32_t need = (t0 + n + c->bt - 1) / c->bt, read = 0, tab[700], tbl[700];
+
+	if (c->window && t0 + 1 > c->window)
+		read = t0 + 1 - c->window;
+	uint32_t first = read / c->bt;
+	for (uint32_t i = first; i < need; i++)
+		tab[i - first] = nblk - 1 - i; /* the pool's blocks in reverse order */
+	for (uint32_t k = 0; k < n; k++)
+		tbl[k] = 0u - first; /* entry i at tab[tbl + i], i ≥ first */
+	return cudaMemcpy(dtab, tab, (need - first) * 4ull, cudaMemcpyHostToDevice) ==
+	               cudaSuccess &&
+	       cudaMemcpy(dtbl, tbl, n * 4ull, cudaMemcpyHostToDevice) == cudaSuccess;
+}
+
 static double
-attn_run(const struct attn_case *c)
+attn_run(const struct attn_case *c, float *ret_out)
 {
 	uint32_t d = c->d, nh = c->nh, nkv = c->nkv, P = 613, n_ctx = 700, kvd = nkv * d;
 	uint32_t ld = (nh + 2 * nkv) * d, cells = c->window ? c->window + c->chunk : n_ctx;
+	uint32_t nblk = c->bt ? (P + c->bt - 1) / c->bt + 1 : 0;
 	uint32_t seen = c->window ? c->window : n_ctx;
 	uint32_t n_split = (seen + CUK_ATTN_SPLIT - 1) / CUK_ATTN_SPLIT;
 	size_t es = c->f16 ? 2 : 4;
@@ -271,9 +300,12 @@ attn_run(const struct attn_case *c)
 	float *dqkv = dev((uint64_t)P * ld * 4), *dout = dev((uint64_t)P * nh * d * 4);
 	float *dsk = dev(sizeof(sk));
 	float *part = dev(cuk_attention_part_floats(c->chunk, nh, d, n_split) * 4);
+	if (c->bt)
+		cells = nblk * c->bt;
 	void *kb = dev((uint64_t)cells * kvd * es), *vb = dev((uint64_t)cells * kvd * es);
 	void **tab = dev(2 * sizeof(void *)), *ptrs[2] = {kb, vb};
 	uint32_t *slot = dev(P * 4), *pos = dev(P * 4), *hp = malloc(P * 4);
+	uint32_t *dtab = dev(700 * 4), *dtbl = dev(700 * 4);
 
 	for (uint32_t i = 0; i < P; i++)
 		hp[i] = i;
@@ -291,10 +323,22 @@ attn_run(const struct attn_case *c)
 	                    .kv_dim = kvd,
 	                    .window = c->window,
 	                    .f16 = c->f16};
+	if (c->bt)
+		kv = (struct cuk_kv){.layer_off = 0,
+		                     .cells = cells,
+		                     .kv_dim = kvd,
+		                     .window = c->window,
+		                     .f16 = c->f16,
+		                     .k_pool = kb,
+		                     .v_pool = vb,
+		                     .blocks = dtab,
+		                     .tbl = dtbl,
+		                     .bt = c->bt};
 	bool ok = true;
 	for (uint32_t t0 = 0; t0 < P && ok; t0 += c->chunk) {
 		uint32_t n = P - t0 < c->chunk ? P - t0 : c->chunk;
-		ok = cuk_kv_append(&kv, dqkv + (uint64_t)t0 * ld, ld, (uint64_t)nh * d, n, slot,
+		ok = (!c->bt || attn_stage_table(c, t0, n, nblk, dtab, dtbl)) &&
+		     cuk_kv_append(&kv, dqkv + (uint64_t)t0 * ld, ld, (uint64_t)nh * d, n, slot,
 		                   pos + t0, 0) == cudaSuccess &&
 		     cuk_attention(&kv, dqkv + (uint64_t)t0 * ld, ld, n, slot, pos + t0, nh, nkv, d,
 		                   n_split, c->sinks ? dsk : NULL, part,
@@ -347,8 +391,10 @@ attn_run(const struct attn_case *c)
 			worst = !(e <= worst) ? e : worst;
 		}
 	}
+	if (ret_out != NULL)
+		memcpy(ret_out, out, (uint64_t)P * nh * d * 4);
 	cudaFree(dqkv), cudaFree(dout), cudaFree(dsk), cudaFree(part), cudaFree(kb), cudaFree(vb),
-	        cudaFree(tab), cudaFree(slot), cudaFree(pos);
+	        cudaFree(tab), cudaFree(slot), cudaFree(pos), cudaFree(dtab), cudaFree(dtbl);
 	free(qkv), free(out), free(hp), free(kc), free(vc), free(sc), free(o), free(ref);
 	return worst;
 }
@@ -368,31 +414,48 @@ attn_run(const struct attn_case *c)
  * value (about one weight in 10^3-10^4, each by 2^-11 of itself): bound
  * 1e-4. (Before the weights were rounded as the CPU rounds them, the F16
  * difference reached ~1e-3.)
+ *
+ * Each case runs again paged (blocks of 16, and of 1 and 7 for two of them):
+ * only where a row lives changes, so every output equals the slots' bit for bit.
  */
 static void
 test_attention(void)
 {
 	static const struct attn_case cases[] = {
-	        {8, 8, 4, 0, 613, false, false},    {64, 14, 2, 0, 613, false, false},
-	        {96, 32, 32, 0, 613, false, false}, {128, 8, 2, 0, 613, false, false},
-	        {64, 8, 2, 128, 64, false, true},   {64, 8, 2, 300, 7, false, true},
-	        {96, 32, 32, 0, 100, false, true},
+	        {8, 8, 4, 0, 613, false, false, 0},    {64, 14, 2, 0, 613, false, false, 1},
+	        {96, 32, 32, 0, 613, false, false, 0}, {128, 8, 2, 0, 613, false, false, 0},
+	        {64, 8, 2, 128, 64, false, true, 7},   {64, 8, 2, 300, 7, false, true, 0},
+	        {96, 32, 32, 0, 100, false, true, 0},
 	};
+	float *slots = malloc(613ull * 32 * 128 * 4), *paged = malloc(613ull * 32 * 128 * 4);
 
 	for (int f16 = 0; f16 < 2; f16++) {
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			struct attn_case c = cases[i];
 			c.f16 = f16;
+			c.bt = 0;
 			/* F16 cache: each K, V and normalized weight is rounded once to F16,
 			 * whose unit roundoff is 2^-11 = 4.9e-4 */
-			double e = attn_run(&c), bound = f16 ? 4.9e-4 : 1e-5;
+			double e = attn_run(&c, slots), bound = f16 ? 4.9e-4 : 1e-5;
 			printf("attention d=%u heads %u/%u window %u chunk %u sinks %d %s cache: "
 			       "rel err %.2e (bound %.0e)\n",
 			       c.d, c.nh, c.nkv, c.window, c.chunk, c.sinks, f16 ? "F16" : "F32", e,
 			       bound);
 			T_TRUE(e <= bound);
+			uint32_t bts[2] = {16, cases[i].bt};
+			for (int k = 0; k < (bts[1] ? 2 : 1); k++) {
+				c.bt = bts[k];
+				double ep = attn_run(&c, paged);
+				uint64_t n = 613ull * c.nh * c.d;
+				bool same = ep == e && memcmp(paged, slots, n * 4) == 0;
+				printf("  paged, blocks of %u: rel err %.2e, %s the slots'\n", c.bt,
+				       ep, same ? "bit-identical to" : "DIFFERENT from");
+				T_TRUE(same);
+			}
 		}
 	}
+	free(slots);
+	free(paged);
 }
 
 /* The CPU sampler's choice for one row of a draw (a thread each: the reference is the slow part).

@@ -11,9 +11,14 @@
  *   llama.cpp's, logits of steps 0 and 1 within tolerance;
  * - greedy tokens identical with and without CUDA graphs, across two runs,
  *   and alone vs next to other sequences (also for gpt-oss);
- * - VRAM: a job whose KV slot cannot be allocated fails with VRAM_OOM and
- *   the next one succeeds; a load that does not fit is INSUFFICIENT_VRAM,
- *   and orch-worker run exits 1 with the numbers.
+ * - VRAM: with one KV slot per sequence, a job whose slot cannot be
+ *   allocated fails with VRAM_OOM and the next one succeeds; paged, the pool
+ *   was allocated at load and the same job runs with no memory left; a load
+ *   that does not fit is INSUFFICIENT_VRAM, and orch-worker run exits 1
+ *   with the numbers.
+ * Every engine here is paged (blocks of 16) unless it says slots; paged
+ * against slots, copy_blocks, the prefix cache and preemption on the
+ * device are paged_test.c's. The helpers are model_util.c's.
  * Exits 77 where no CUDA device exists.
  */
 #include <math.h>
@@ -31,132 +36,10 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "gguf/gguf.h"
+#include "model_util.h"
 #include "synth.h"
 #include "t.h"
 #include "text/tokenizer.h"
-
-extern const struct be_ops be_cuda_ops;
-
-/* An engine (engine_open) on @ops and short names for what the tests use of it. */
-struct eng {
-	struct engine *x;
-	const struct be_ops *ops;
-	const struct model *m;
-	struct tok *t;
-	struct be_model *b;
-	struct sched *s;
-};
-
-static orch_err
-eng_open(struct eng *e, const struct be_ops *ops, const char *path, uint32_t slots, bool graphs,
-         struct orch_errinfo *err)
-{
-	struct engine_config cfg = {.model_path = path,
-	                            .device = ops == &be_cuda_ops ? "cuda:0" : "cpu",
-	                            .ops = ops,
-	                            .slots = slots,
-	                            .n_ctx = 512,
-	                            .chunk = 64,
-	                            .threads = 4,
-	                            .no_graphs = !graphs};
-	orch_err rv;
-
-	memset(e, 0, sizeof(*e));
-	if ((rv = engine_open(&cfg, &e->x, err)) != ORCH_OK) {
-		printf("engine_open %s on %s: %s: %s\n", path, cfg.device, orch_err_name(rv),
-		       err->msg);
-		return rv;
-	}
-	*e = (struct eng){e->x, ops, &e->x->m, e->x->mt.tok, e->x->b, e->x->s};
-	return ORCH_OK;
-}
-
-static void
-eng_close(struct eng *e)
-{
-	engine_close(e->x);
-	e->x = NULL;
-}
-
-struct out {
-	int32_t ids[256];
-	uint32_t n;
-	float *logits; /* [steps][n_vocab] when logits are wanted */
-	uint32_t n_logits, n_vocab;
-	orch_err err;
-	bool done;
-};
-
-static void
-on_token(void *ctx, struct sched_job *j, uint32_t index, int32_t id, const char *text, size_t n)
-{
-	struct out *o = ctx;
-
-	(void)j, (void)index, (void)text, (void)n;
-	if (id >= 0 && o->n < 256)
-		o->ids[o->n++] = id;
-}
-
-static void
-on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *lg, uint32_t n_vocab)
-{
-	struct out *o = ctx;
-
-	(void)j;
-	if (index < o->n_logits)
-		memcpy(o->logits + (uint64_t)index * n_vocab, lg, n_vocab * 4ull);
-	o->n_vocab = n_vocab;
-}
-
-static void
-on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
-{
-	struct out *o = ctx;
-
-	(void)j, (void)why, (void)msg;
-	o->err = err;
-	o->done = true;
-}
-
-static const struct sched_job_ops with_logits = {
-        .on_token = on_token, .on_logits = on_logits, .on_end = on_end};
-static const struct sched_job_ops ids_only = {
-        .on_token = on_token, .on_logits = NULL, .on_end = on_end}; /* device sampling */
-
-/* Greedy @max tokens of @prompt; logits of the first @n_logits steps when @logits. */
-static void
-generate(struct eng *e, const int32_t *prompt, uint32_t n_prompt, uint32_t max, float *logits,
-         uint32_t n_logits, struct out *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->logits = logits;
-	o->n_logits = n_logits;
-	struct sched_job j = {.id = 1,
-	                      .prompt = prompt,
-	                      .n_prompt = n_prompt,
-	                      .max_tokens = max,
-	                      .ops = logits ? &with_logits : &ids_only,
-	                      .ctx = o};
-	j.sp = samp_defaults();
-	j.sp.temperature = 0;
-	T_OK(sched_submit(e->s, &j, NULL));
-	while (!sched_idle(e->s))
-		sched_step(e->s);
-}
-
-static double
-max_rel(const float *a, const float *b, uint64_t n)
-{
-	double scale = 0, diff = 0;
-
-	for (uint64_t i = 0; i < n; i++) {
-		if (!isfinite(a[i]))
-			return INFINITY;
-		scale = fabs(b[i]) > scale ? fabs(b[i]) : scale;
-		diff = fabs(a[i] - b[i]) > diff ? fabs(a[i] - b[i]) : diff;
-	}
-	return diff / scale;
-}
 
 /*
  * The top-1 margin of a golden JSON logits array: (first - second) / max |logit|;
@@ -209,7 +92,7 @@ golden(const char *model, const char *gold, double bound)
 	for (uint32_t i = 0; i < np; i++)
 		prompt[i] = cJSON_GetArrayItem(pt, (int)i)->valueint;
 	T_OK(eng_open(&e, &be_cuda_ops, t_path(model), 1, true, &err));
-	generate(&e, prompt, np, 64, NULL, 0, o); /* sampled on the device */
+	T_OK(generate(&e, prompt, np, 64, NULL, 0, o)); /* sampled on the device */
 	const cJSON *want = cJSON_GetObjectItem(c, "generated_tokens");
 	T_EQ(o->n, cJSON_GetArraySize(want));
 	for (uint32_t i = 0; i < o->n; i++)
@@ -218,7 +101,7 @@ golden(const char *model, const char *gold, double bound)
 			        o->ids[i], cJSON_GetArrayItem(want, (int)i)->valueint);
 			break;
 		}
-	generate(&e, prompt, np, 2, lg, 2, o); /* logits back to the host */
+	T_OK(generate(&e, prompt, np, 2, lg, 2, o)); /* logits back to the host */
 	double worst = 0;
 	for (int s = 0; s < 2; s++) {
 		const cJSON *gl = cJSON_GetObjectItem(
@@ -337,7 +220,7 @@ golden_gpt_oss(const char *model, const char *gold, double bound)
 				upto = (uint32_t)st;
 			}
 		}
-		generate(&e, prompt, np, 16, NULL, 0, o); /* sampled on the device */
+		T_OK(generate(&e, prompt, np, 16, NULL, 0, o)); /* sampled on the device */
 		T_EQ(o->err, ORCH_OK);
 		T_EQ(o->n, cJSON_GetArraySize(want));
 		upto = upto < o->n ? upto : o->n;
@@ -348,7 +231,7 @@ golden_gpt_oss(const char *model, const char *gold, double bound)
 				        cJSON_GetArrayItem(want, (int)i)->valueint);
 				break;
 			}
-		generate(&e, prompt, np, 2, lg, 2, o); /* logits back to the host */
+		T_OK(generate(&e, prompt, np, 2, lg, 2, o)); /* logits back to the host */
 		double worst = 0;
 		for (int st = 0; st < 2; st++) {
 			const cJSON *gl = cJSON_GetObjectItem(
@@ -410,8 +293,8 @@ test_gpt_oss_graphs_batch(void)
 	T_TRUE(o != NULL);
 	T_OK(eng_open(&gr, &be_cuda_ops, path, 1, true, &err));
 	T_OK(eng_open(&nog, &be_cuda_ops, path, 1, false, &err));
-	generate(&gr, p0, 4, 32, NULL, 0, &o[0]);
-	generate(&nog, p0, 4, 32, NULL, 0, &o[1]);
+	T_OK(generate(&gr, p0, 4, 32, NULL, 0, &o[0]));
+	T_OK(generate(&nog, p0, 4, 32, NULL, 0, &o[1]));
 	T_TRUE(o[0].err == ORCH_OK && o[0].n == 32);
 	if (o[1].n != o[0].n || memcmp(o[1].ids, o[0].ids, o[0].n * 4) != 0)
 		T_FAIL_("gpt-oss: tokens differ with and without CUDA graphs");
@@ -426,7 +309,7 @@ test_gpt_oss_graphs_batch(void)
 		                             .prompt = ps[q],
 		                             .n_prompt = ns[q],
 		                             .max_tokens = 32,
-		                             .ops = &ids_only,
+		                             .ops = &mt_ids_only,
 		                             .ctx = &o[1 + q]};
 		jobs[q].sp = samp_defaults();
 		jobs[q].sp.temperature = 0;
@@ -467,8 +350,8 @@ test_synth(void)
 		float *lc = malloc(32ull * V * 4), *lgp = malloc(32ull * V * 4);
 		struct out *oc = calloc(1, sizeof(*oc)), *og = calloc(1, sizeof(*og));
 		struct out *o2 = calloc(1, sizeof(*o2)), *o3 = calloc(1, sizeof(*o3));
-		generate(&cpu, synth_prompt, 8, 32, lc, 32, oc);
-		generate(&gpu, synth_prompt, 8, 32, lgp, 32, og);
+		T_OK(generate(&cpu, synth_prompt, 8, 32, lc, 32, oc));
+		T_OK(generate(&gpu, synth_prompt, 8, 32, lgp, 32, og));
 		double worst = 0;
 		for (uint32_t s = 0; s < 32 && s < og->n; s++) {
 			double d = max_rel(lgp + (uint64_t)s * V, lc + (uint64_t)s * V, V);
@@ -483,12 +366,12 @@ test_synth(void)
 		if (memcmp(og->ids, oc->ids, oc->n * 4) != 0)
 			T_FAIL_("%s: greedy tokens differ between cuda:0 and cpu", presets[k]);
 		/* device sampling (ids only), twice, with graphs; then without graphs */
-		generate(&gpu, synth_prompt, 8, 32, NULL, 0, o2);
-		generate(&gpu, synth_prompt, 8, 32, NULL, 0, o3);
+		T_OK(generate(&gpu, synth_prompt, 8, 32, NULL, 0, o2));
+		T_OK(generate(&gpu, synth_prompt, 8, 32, NULL, 0, o3));
 		T_TRUE(o2->n == og->n && memcmp(o2->ids, og->ids, og->n * 4) == 0);
 		T_TRUE(o3->n == o2->n && memcmp(o3->ids, o2->ids, o2->n * 4) == 0);
 		T_OK(eng_open(&nog, &be_cuda_ops, path, 1, false, &err));
-		generate(&nog, synth_prompt, 8, 32, NULL, 0, o3);
+		T_OK(generate(&nog, synth_prompt, 8, 32, NULL, 0, o3));
 		if (o3->n != o2->n || memcmp(o3->ids, o2->ids, o2->n * 4) != 0)
 			T_FAIL_("%s: tokens differ with and without CUDA graphs", presets[k]);
 		/* next to two other sequences (a 5-slot engine, three jobs at once) */
@@ -501,7 +384,7 @@ test_synth(void)
 			                             .prompt = q == 0 ? synth_prompt : other[q - 1],
 			                             .n_prompt = q == 0 ? 8 : 5,
 			                             .max_tokens = 32,
-			                             .ops = &ids_only,
+			                             .ops = &mt_ids_only,
 			                             .ctx = &ob[q]};
 			jobs[q].sp = samp_defaults();
 			jobs[q].sp.temperature = 0;
@@ -557,15 +440,30 @@ test_vram(void)
 	struct out *o = calloc(1, sizeof(*o));
 	int32_t prompt[5] = {1, 403, 407, 261, 378};
 
-	T_OK(eng_open(&e, &be_cuda_ops, t_path("models/stories260K.gguf"), 2, true, &err));
+	struct eng_opts slots = {.kv_slots = true};
+	T_OK(eng_open_opts(&e, &be_cuda_ops, t_path("models/stories260K.gguf"), 2, true, &slots,
+	                   &err));
 	void **h = hog(0); /* another process took the memory after load */
-	generate(&e, prompt, 5, 8, NULL, 0, o);
-	printf("a job with no VRAM for its KV slot: %s\n", orch_err_name(o->err));
+	T_OK(generate(&e, prompt, 5, 8, NULL, 0, o));
+	printf("slots: a job with no VRAM for its KV slot: %s\n", orch_err_name(o->err));
 	T_EQ(o->err, ORCH_EVRAM);
 	unhog(h);
-	generate(&e, prompt, 5, 8, NULL, 0, o);
+	T_OK(generate(&e, prompt, 5, 8, NULL, 0, o));
 	T_EQ(o->err, ORCH_OK);
 	T_EQ(o->n, 8);
+	T_OK(e.ops->check(e.b, &err));
+	eng_close(&e);
+
+	/* paged: every block was allocated at load, so nothing is left to fail */
+	T_OK(eng_open(&e, &be_cuda_ops, t_path("models/stories260K.gguf"), 2, true, &err));
+	T_TRUE(e.x->kv_blocks > 0);
+	h = hog(0);
+	T_OK(generate(&e, prompt, 5, 8, NULL, 0, o));
+	printf("paged: the same job with no VRAM left: %s, %u tokens\n", orch_err_name(o->err),
+	       o->n);
+	T_EQ(o->err, ORCH_OK);
+	T_EQ(o->n, 8);
+	unhog(h);
 	T_OK(e.ops->check(e.b, &err));
 	eng_close(&e);
 

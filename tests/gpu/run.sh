@@ -8,7 +8,8 @@
 #                                     .gpudeps/; prints the carry list
 #   tests/gpu/run.sh PHASE...         there, in order, any of:
 #     build     configure and build (sm_90 only, ninja if present)
-#     test      every GPU test (kernels vs CPU twins, goldens, GPU vs CPU)
+#     test      every GPU test (kernels vs CPU twins, goldens, GPU vs CPU, the
+#               paged KV cache against slots)
 #     sanitize  compute-sanitizer memcheck + racecheck on the reduced kernel test
 #     debug     where a forward step fails: orch-worker run on stories260K with
 #               synchronous launches, then under memcheck
@@ -93,7 +94,8 @@ phase_build() {
 	cmake -S "$root" -B "$build" "${gen[@]}" -DORCH_WERROR=ON -DORCH_CUDA=ON \
 		-DORCH_CUDA_ARCHS=90-real -DCMAKE_BUILD_TYPE=Release "${cmake_extra[@]}" || return 1
 	cmake --build "$build" -j"$(nproc)" --target device_test kernels_test kernels_moe_test \
-		gpu_model_test orch-gpu-bench orch-synth orch-worker orchd orchctl orch-cuda || return 1
+		gpu_model_test gpu_paged_test orch-gpu-bench orch-synth orch-worker orchd orchctl \
+		orch-cuda || return 1
 	sum "  $(nvcc --version | tail -n 1 | cut -d, -f1);" \
 		"$(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader)"
 }
@@ -114,7 +116,7 @@ run_one() {
 
 phase_test() {
 	local bad=0
-	for t in device_test kernels_test kernels_moe_test gpu_model_test; do
+	for t in device_test kernels_test kernels_moe_test gpu_model_test gpu_paged_test; do
 		run_one "$t" || bad=1
 	done
 	return $bad
