@@ -340,7 +340,8 @@ set_shapes(struct be_model *b)
 	b->hist_cap = b->cfg.n_ctx + 1;
 	b->paged = b->cfg.kv_blocks > 0;
 	if (b->paged) {
-		b->nb_max = (b->cfg.n_ctx + b->cfg.kv_block_tokens - 1) / b->cfg.kv_block_tokens;
+		uint64_t bt = b->cfg.kv_block_tokens;
+		b->nb_max = (uint32_t)((b->cfg.n_ctx + bt - 1) / bt);
 		b->tab_cap = (uint32_t)cu_tab_entries(&b->cfg); /* check_model: it fits */
 	}
 	kv_layout(b);

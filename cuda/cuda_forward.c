@@ -135,16 +135,18 @@ upload_step(struct be_model *b, uint32_t T, uint32_t n_out)
 	bool tables = false;
 	cudaError_t ce;
 
-	if (b->paged && (ce = cu_upload_tables(b, &tables)) != cudaSuccess)
+	/* each copy from pinned memory is followed by the event h_step_writable waits on */
+	if (b->paged && ((ce = cu_upload_tables(b, &tables)) != cudaSuccess ||
+	                 (tables && (ce = cudaEventRecord(b->uploaded, b->st)) != cudaSuccess)))
 		return ce;
-	if (!same) {
-		memcpy(b->mir_step, b->h_step, b->step_bytes);
-		b->mir_T = T;
-		if ((ce = cudaMemcpyAsync(b->d_step, b->h_step, b->step_bytes,
-		                          cudaMemcpyHostToDevice, b->st)) != cudaSuccess)
-			return ce;
-	}
-	return same && !tables ? cudaSuccess : cudaEventRecord(b->uploaded, b->st);
+	if (same)
+		return cudaSuccess;
+	memcpy(b->mir_step, b->h_step, b->step_bytes);
+	b->mir_T = T;
+	if ((ce = cudaMemcpyAsync(b->d_step, b->h_step, b->step_bytes, cudaMemcpyHostToDevice,
+	                          b->st)) != cudaSuccess)
+		return ce;
+	return cudaEventRecord(b->uploaded, b->st);
 }
 
 /*

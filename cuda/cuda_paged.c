@@ -36,7 +36,8 @@ cu_tab_entries(const struct be_config *cfg)
 void
 cu_stage_tables(struct be_model *b, const struct be_seq *s, uint32_t t0)
 {
-	uint32_t bt = b->cfg.kv_block_tokens, need = (s->pos + s->n_tokens + bt - 1) / bt;
+	uint32_t bt = b->cfg.kv_block_tokens;
+	uint32_t need = (uint32_t)(((uint64_t)s->pos + s->n_tokens + bt - 1) / bt);
 	uint32_t full = b->tab_n, swa = 0;
 
 	memcpy(b->h_tab + full, s->blocks, need * 4ull);

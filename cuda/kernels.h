@@ -130,7 +130,8 @@ struct cuk_kv {
 	/* paged */
 	void *k_pool, *v_pool;
 	const uint32_t *blocks; /* the step's block tables, one after the other */
-	const uint32_t *tbl;    /* [T] the entry of @blocks where token t's table starts */
+	const uint32_t *tbl;    /* [T] the entry of @blocks where token t's table starts, indexed
+	                           from the same token 0 as the launch's @pos and @slot */
 	uint32_t bt;            /* positions a block */
 };
 

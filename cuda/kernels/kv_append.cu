@@ -64,6 +64,7 @@ cuk_check_kv_append(char *why, size_t why_len)
 {
 	cudaError_t e = cuk::fits(kv_append_kernel<false>, 256, "kv_append", why, why_len);
 
-	return e != cudaSuccess ? e
-	                        : cuk::fits(kv_append_kernel<true>, 256, "kv_append", why, why_len);
+	return e != cudaSuccess
+	               ? e
+	               : cuk::fits(kv_append_kernel<true>, 256, "kv_append (paged)", why, why_len);
 }

@@ -362,6 +362,24 @@ attn_run(const struct attn_case *c, float *ret_out)
 				memcpy(vc + (p * kvd + i) * 4, &v, 4);
 			}
 		}
+	if (c->bt && ok) { /* every position's K and V in its block's row; block 0 untouched */
+		uint64_t row = (uint64_t)kvd * es, nb = (uint64_t)cells * row;
+		uint8_t *kh = malloc(nb), *vh = malloc(nb);
+		ok = cudaMemcpy(kh, kb, nb, cudaMemcpyDeviceToHost) == cudaSuccess &&
+		     cudaMemcpy(vh, vb, nb, cudaMemcpyDeviceToHost) == cudaSuccess;
+		for (uint32_t p = 0; p < P && ok; p++) {
+			uint64_t r = (uint64_t)(nblk - 1 - p / c->bt) * c->bt + p % c->bt;
+			ok = memcmp(kh + r * row, kc + p * row, row) == 0 &&
+			     memcmp(vh + r * row, vc + p * row, row) == 0;
+		}
+		for (uint64_t i = 0; i < c->bt * row && ok; i++)
+			ok = kh[i] == 0xff && vh[i] == 0xff;
+		if (!ok)
+			printf("  paged, blocks of %u: a row is not where its table puts it\n",
+			       c->bt);
+		free(kh);
+		free(vh);
+	}
 	float *sc = malloc(P * 4), *o = malloc(d * 4);
 	double *ref = malloc((uint64_t)nh * d * 8), worst = ok ? 0 : NAN;
 	for (uint32_t t0 = 0; t0 < P && ok; t0 += c->chunk) {

@@ -5,20 +5,23 @@
  *   and decode tokens cross block boundaries at odd places): blocks of 1, 7,
  *   16 and 200 give the slots' greedy tokens and logits of steps 0 and 1 bit
  *   for bit, sampled on the host and on the device, with and without graphs;
- * - gpt-oss (MXFP4 experts), 150 greedy tokens, past its 128-token window:
- *   the sliding-window pool (blocks dropped as the window moves) gives the
- *   slots' tokens;
+ * - gpt-oss (MXFP4 experts), 250 greedy tokens, past its 128-token window,
+ *   one slot: the sliding-window pool (13 blocks of 16 or 29 of 7, fewer than
+ *   the sequence spans, so it runs only if blocks the window left are given
+ *   back) gives the slots' tokens;
  * - copy_blocks: paged_copy_check, the check the CPU tests make, on both;
  * - the prefix cache: a 60-token prompt twice and then beside another, 48
  *   tokens from the cache each time; in chunks of 5 (every product a
  *   mat-vec) tokens and logits equal the cache-less engine's bit for bit; in
  *   chunks of 64 the rest of the prompt is one cuBLAS product of another
- *   height, so tokens are equal and logits within 1e-3 (backend.h);
+ *   height, so logits are within 1e-3 and tokens equal up to the first step
+ *   whose top-1 margin is within twice that (then either may win);
  * - preemption: a pool of 5 blocks of 16 for two jobs that need 4 each
  *   (greedy, and sampled at temperature 0.8): the younger is preempted,
  *   recomputed and decodes on; both jobs' tokens equal each one's alone.
  * The helpers are model_util.c's. Exits 77 where no CUDA device exists.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,6 +120,7 @@ test_window(void)
 {
 	static const int32_t p0[4] = {12194, 7045, 261, 1058};
 	static const uint32_t bts[] = {0, 16, 7};
+	const uint32_t N = 250;
 	struct out *o = calloc(3, sizeof(*o));
 	struct orch_errinfo err = {0};
 
@@ -129,19 +133,21 @@ test_window(void)
 	for (int g = 0; g < 3; g++) {
 		struct eng_opts eo = {.block_tokens = bts[g], .kv_slots = !bts[g]};
 		struct eng e;
-		T_OK(eng_open_opts(&e, &be_cuda_ops, t_path(OSS), 2, true, &eo, &err));
-		T_TRUE(bts[g] == 0 || e.x->kv_swa_blocks > 0);
-		T_OK(generate(&e, p0, 4, 150, NULL, 0, &o[g]));
+		T_OK(eng_open_opts(&e, &be_cuda_ops, t_path(OSS), 1, true, &eo, &err));
+		/* without drops the sequence would need more window blocks than the pool has */
+		T_TRUE(bts[g] == 0 || (e.x->kv_swa_blocks > 0 &&
+		                       e.x->kv_swa_blocks < (4 + N + bts[g] - 1) / bts[g]));
+		T_OK(generate(&e, p0, 4, N, NULL, 0, &o[g]));
 		T_EQ(o[g].err, ORCH_OK);
-		T_EQ(o[g].n, 150);
-		if (g > 0 && memcmp(o[g].ids, o[0].ids, 150 * 4) != 0)
+		T_EQ(o[g].n, N);
+		if (g > 0 && memcmp(o[g].ids, o[0].ids, N * 4) != 0)
 			T_FAIL_("gpt-oss, blocks of %u: tokens differ from the slots' rings",
 			        bts[g]);
 		if (g == 1)
 			T_TRUE(paged_copy_check(e.x));
 		eng_close(&e);
 	}
-	printf("gpt-oss: 150 tokens past the window, paged (blocks of 16, 7) as slots\n");
+	printf("gpt-oss: %u tokens past the window, paged (blocks of 16, 7) as slots\n", N);
 	free(o);
 }
 
@@ -157,6 +163,25 @@ test_copy(void)
 	eng_close(&e);
 }
 
+/* (first - second) / max |l| of @n logits. */
+static double
+top_margin(const float *l, uint32_t n)
+{
+	double t1 = -INFINITY, t2 = -INFINITY, scale = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		double v = l[i];
+		scale = fabs(v) > scale ? fabs(v) : scale;
+		if (v > t1) {
+			t2 = t1;
+			t1 = v;
+		} else if (v > t2) {
+			t2 = v;
+		}
+	}
+	return scale > 0 ? (t1 - t2) / scale : 0;
+}
+
 /* The prefix cache in chunks of @chunk: hits, and results against the cache off (@bound 0:
  * bit for bit). */
 static void
@@ -167,7 +192,7 @@ prefix_run(uint32_t chunk, double bound)
 	struct eng_opts eo = {.n_ctx = 200, .chunk = chunk, .prefix_cache = true};
 	struct orch_errinfo err = {0};
 	struct out *o = calloc(3, sizeof(*o));
-	float *lr = calloc(2 * 512, sizeof(float)), *lo = calloc(2 * 512, sizeof(float));
+	float *lr = calloc(20 * 512, sizeof(float)), *lo = calloc(20 * 512, sizeof(float));
 	int32_t toks[60], other[40];
 	struct kvb_stats st;
 	uint64_t hit0 = 0;
@@ -183,9 +208,15 @@ prefix_run(uint32_t chunk, double bound)
 		toks[i] = 300 + (int32_t)(i * 7 % 100);
 	for (uint32_t i = 1; i < 40; i++)
 		other[i] = 450 + (int32_t)i;
-	T_OK(generate(&off, toks, 60, 20, lr, 2, &o[0]));
+	T_OK(generate(&off, toks, 60, 20, lr, 20, &o[0]));
+	uint32_t upto = o[0].n; /* tokens compared: up to the first near-tie */
+	for (uint32_t step = 0; step < o[0].n && bound > 0; step++)
+		if (top_margin(lr + step * 512, 512) <= 2 * bound) {
+			upto = step;
+			break;
+		}
 	for (int k = 0; k < 3; k++) {
-		struct sched_job a = mt_job(1, toks, 60, 20, lo, 2, &o[1]);
+		struct sched_job a = mt_job(1, toks, 60, 20, lo, 20, &o[1]);
 		struct sched_job b = mt_job(2, other, 40, 10, NULL, 0, &o[2]);
 		T_OK(sched_submit(on.s, &a, NULL));
 		if (k == 2)
@@ -194,17 +225,19 @@ prefix_run(uint32_t chunk, double bound)
 		T_TRUE(sched_kv_stats(on.s, &st));
 		T_EQ(st.hit_tokens - hit0, hits[k] + 0u);
 		hit0 = st.hit_tokens;
-		T_EQ(o[1].n, o[0].n);
-		if (memcmp(o[1].ids, o[0].ids, o[0].n * 4) != 0)
+		T_TRUE(bound > 0 || o[1].n == o[0].n);
+		if (memcmp(o[1].ids, o[0].ids, upto * 4) != 0)
 			T_FAIL_("chunks of %u, run %d: the prefix cache changed the tokens", chunk,
 			        k);
-		double d = max_rel(lo, lr, 2 * 512);
+		/* the first step's logits; with tokens equal, every step's */
+		bool same = o[1].n == o[0].n && memcmp(o[1].ids, o[0].ids, o[0].n * 4) == 0;
+		double d = max_rel(lo, lr, (uint64_t)(same ? o[0].n : 1) * 512);
 		worst = d > worst ? d : worst;
 	}
-	printf("prefix cache, chunks of %u: %llu of %llu prompt tokens from the cache, tokens "
-	       "equal, logits max rel %.2e (bound %.0e)\n",
-	       chunk, (unsigned long long)st.hit_tokens, (unsigned long long)st.query_tokens, worst,
-	       bound);
+	printf("prefix cache, chunks of %u: %llu of %llu prompt tokens from the cache, %u tokens "
+	       "compared and equal, logits max rel %.2e (bound %.0e)\n",
+	       chunk, (unsigned long long)st.hit_tokens, (unsigned long long)st.query_tokens, upto,
+	       worst, bound);
 	T_TRUE(worst <= bound);
 	eng_close(&on);
 	eng_close(&off);

@@ -108,7 +108,9 @@ typedef void (*be_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 struct be_ops {
 	const char *name; /* "cpu", "cuda" */
-	bool paged;       /* takes kv_blocks > 0 and block tables (else slots only) */
+	bool paged;       /* takes kv_blocks > 0 and block tables (else slots only); the
+	                     cuda backend only with kv_swa_blocks > 0 for a model with
+	                     sliding-window layers (engine_open always gives it) */
 	bool all_logits;  /* takes be_seq.all_logits and be_config.logit_rows */
 
 	/*

@@ -54,8 +54,9 @@ check(struct engine *e)
 	float *l0 = malloc(V * sizeof(float)), *l1 = malloc(V * sizeof(float));
 	struct orch_errinfo err = {0};
 
-	T_TRUE(l0 && l1 && e->ops->paged && e->ops->copy_blocks && e->kv_blocks >= 3 && bt >= 2 &&
-	       bt <= 64 && e->n_ctx > bt);
+	T_TRUE(l0 && l1 && e->ops->paged && e->ops->copy_blocks && e->kv_blocks >= 3 &&
+	       (e->kv_swa_blocks == 0 || e->kv_swa_blocks >= 3) && bt >= 2 && bt <= 64 &&
+	       e->n_ctx > bt);
 	for (uint32_t i = 0; i < n; i++)
 		toks[i] = 1 + (int32_t)(i * 37 % 400); /* in every test model's vocabulary */
 	step(e, toks, n, 0, 0, l0);
