@@ -135,7 +135,7 @@ step(const struct be_ops *ops, struct be_model *b, struct seq_state *ss, uint32_
 			seqs[i].swa_blocks = swa_tab + (uint64_t)(slot0 + i) * nb;
 			seqs[i].n_blocks = seqs[i].n_swa_blocks = nb;
 		}
-		smp[i] = (struct be_sample){&ss[i].sp, ss[i].hist, ss[i].n_hist, 0};
+		smp[i] = (struct be_sample){&ss[i].sp, ss[i].hist, ss[i].n_hist, 0, NULL};
 	}
 	if (ops->forward_sample(b, seqs, n, smp, ids, &e) != ORCH_OK) {
 		fprintf(stderr, "orch-gpu-bench: %s\n", e.msg);

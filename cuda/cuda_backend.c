@@ -111,7 +111,8 @@ scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 	       al(CU_BLAS_WS_BYTES) + al(b->step_bytes) + al(S * sizeof(struct cuk_samp)) +
 	       al(s1 * b->hist_cap * 4) + 2 * al(2 * S * V * 4) + al(S * V * 4) + al(S * 4) +
 	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *)) + moe_bytes(hp, B) +
-	       al(b->xq_bytes) + al((uint64_t)b->tab_cap * 4);
+	       al(b->xq_bytes) + al((uint64_t)b->tab_cap * 4) +
+	       al(S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias)) + al(S * b->mask_words * 4);
 }
 
 static orch_err
@@ -338,6 +339,7 @@ set_shapes(struct be_model *b)
 		                            {y.corr_dims[0], y.corr_dims[1]}};
 	}
 	b->hist_cap = b->cfg.n_ctx + 1;
+	b->mask_words = (hp->n_vocab + 31) / 32;
 	b->paged = b->cfg.kv_blocks > 0;
 	if (b->paged) {
 		uint64_t bt = b->cfg.kv_block_tokens;
@@ -417,6 +419,9 @@ carve_arena(struct be_model *b)
 		return ORCH_EINTERNAL;
 	if (b->paged && (b->d_tab = cu_arena_take(b, (uint64_t)b->tab_cap * 4)) == NULL)
 		return ORCH_EINTERNAL;
+	b->d_bias = cu_arena_take(b, S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias));
+	if ((b->d_mask = cu_arena_take(b, S * b->mask_words * 4)) == NULL)
+		return ORCH_EINTERNAL;
 	carve_step(b, b->d_step, &b->d);
 	return ORCH_OK;
 }
@@ -432,10 +437,16 @@ host_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	            cudaSuccess ||
 	    (ce = cudaMallocHost((void **)&b->h_ids, S * 4)) != cudaSuccess ||
 	    (ce = cudaMallocHost((void **)&b->h_logits, S * b->m->hp.n_vocab * 4)) != cudaSuccess ||
+	    (ce = cudaMallocHost((void **)&b->h_bias,
+	                         S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias))) !=
+	            cudaSuccess ||
+	    (ce = cudaMallocHost((void **)&b->h_mask, S * b->mask_words * 4)) != cudaSuccess ||
 	    (b->paged &&
 	     (ce = cudaMallocHost((void **)&b->h_tab, (uint64_t)b->tab_cap * 4)) != cudaSuccess))
 		return orch_errf(reterr, ORCH_ENOMEM, "pinned host memory: %s",
 		                 cudaGetErrorString(ce));
+	if ((b->mir_bias = orch_calloc(S * BE_SAMPLE_MAX_BIAS, sizeof(struct cuk_bias))) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of host memory");
 	if (b->paged && (b->mir_tab = orch_calloc(b->tab_cap, sizeof(uint32_t))) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of host memory");
 	b->mir_step = orch_calloc(1, b->step_bytes);
@@ -597,6 +608,8 @@ cuda_free(struct be_model *b)
 	cudaFree(b->k_pool);
 	cudaFree(b->v_pool);
 	cudaFreeHost(b->h_tab);
+	cudaFreeHost(b->h_bias);
+	cudaFreeHost(b->h_mask);
 	cudaFreeHost(b->h_step);
 	cudaFreeHost(b->h_samp);
 	cudaFreeHost(b->h_ids);
@@ -609,6 +622,7 @@ cuda_free(struct be_model *b)
 	free(b->mir_step);
 	free(b->mir_samp);
 	free(b->mir_tab);
+	free(b->mir_bias);
 	free(b->k_slot);
 	free(b->v_slot);
 	free(b->hist_dev);

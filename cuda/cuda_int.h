@@ -139,6 +139,12 @@ struct be_model {
 	void *sort_tmp;
 	size_t sort_tmp_bytes;
 	float *h_logits; /* pinned [slots_pad][n_vocab] */
+	/* the step's logit_bias entries (every row's, one after the other; device, pinned
+	 * staging, mirror of what the device holds) and the rows' masks (device, pinned) */
+	struct cuk_bias *d_bias, *h_bias, *mir_bias;
+	uint32_t n_bias, mir_n_bias; /* entries staged, held by the device */
+	uint32_t *d_mask, *h_mask;   /* [slots_pad][mask_words] */
+	uint32_t mask_words;
 
 	/* decode graphs */
 	uint32_t n_buckets, bucket[CU_MAX_BUCKETS];

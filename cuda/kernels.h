@@ -260,6 +260,15 @@ cudaError_t cuk_moe_combine(const float *y, uint64_t y_ld, const float *sel_w, u
 
 /* ---- sampling (samp_sample's steps on the device) ---- */
 
+/* A row's sampling takes no mask (cuk_samp.mask). */
+#define CUK_NO_MASK UINT32_MAX
+
+/* One logit_bias entry (samp_bias): @bias added to token @id's logit, -100 or less bans it. */
+struct cuk_bias {
+	int32_t id;
+	float bias;
+};
+
 /* One sequence's sampling parameters and state, as the device reads them. */
 struct cuk_samp {
 	float temperature, top_p, min_p, repeat_penalty;
@@ -268,22 +277,40 @@ struct cuk_samp {
 	uint64_t seed, index; /* the Philox key and counter */
 	uint32_t slot;        /* history: the first n_hist tokens at hist + slot · hist_cap */
 	uint32_t n_hist;
+	/* OpenAI's penalties over the generated tokens: the history's last min(index, n_hist) */
+	float presence, frequency;
+	uint32_t bias0, n_bias; /* logit_bias: entries [bias0, bias0 + n_bias) of @bias */
+	uint32_t mask;          /* the row of @mask with the tokens it may take; CUK_NO_MASK */
+	uint32_t pad_;          /* 0: no padding bytes (the host compares these with memcmp) */
+};
+
+/* What cuk_sample applies to the logits before it chooses (a row's own entries pick). */
+struct cuk_sample_pre {
+	const struct cuk_bias *bias; /* every row's logit_bias entries (cuk_samp.bias0, n_bias) */
+	const uint32_t *mask;        /* rows of @mask_words words: bit i % 32 of word i / 32 set
+	                                = token i allowed (cuk_samp.mask) */
+	uint32_t mask_words;
+	bool any; /* some row has a mask, bias, or a repetition, presence or frequency penalty */
 };
 
 /*
  * cuk_sample - the token of each of @n logit rows (@n_vocab each, modified in
- * place by the penalty) into ids[i], exactly as samp_sample() picks it.
- * @hist holds the per-slot histories (prompt and generated tokens, @hist_cap
- * each). @any_penalty: some row has a repetition penalty. @any_random: some
- * row has temperature > 0 (then the rows are sorted): @sort_tmp of @sort_tmp_bytes
- * (cuk_sample_tmp_bytes), @keys and
- * @vals of 2 · n · n_vocab each, @probs of n · n_vocab, @seg the n + 1 row
- * offsets i · n_vocab.
+ * place) into ids[i], exactly as samp_sample() picks it from the row with the
+ * tokens its mask leaves out at -inf: NaN → -inf, the mask, logit_bias in
+ * list order, the repetition penalty, presence and frequency penalties, then
+ * greedy or the filters and the draw. @hist holds the per-slot histories
+ * (prompt and generated tokens, @hist_cap each). @pre: what comes before the
+ * choice (@pre->any false: nothing, and greedy rows take a faster argmax).
+ * @any_random: some row has temperature > 0 (then the rows are sorted):
+ * @sort_tmp of @sort_tmp_bytes (cuk_sample_tmp_bytes), @keys and @vals of 2 ·
+ * n · n_vocab each (@vals' first n · n_vocab also count the penalties'
+ * tokens), @probs of n · n_vocab, @seg the n + 1 row offsets i · n_vocab.
  */
 cudaError_t cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *sp,
-                       const int32_t *hist, uint32_t hist_cap, bool any_random, bool any_penalty,
-                       void *sort_tmp, size_t sort_tmp_bytes, float *keys, int32_t *vals,
-                       float *probs, const uint32_t *seg, int32_t *ids, cudaStream_t st);
+                       const int32_t *hist, uint32_t hist_cap, bool any_random,
+                       const struct cuk_sample_pre *pre, void *sort_tmp, size_t sort_tmp_bytes,
+                       float *keys, int32_t *vals, float *probs, const uint32_t *seg, int32_t *ids,
+                       cudaStream_t st);
 
 /* cuk_sample_tmp_bytes - scratch cuk_sample's sort needs for @n rows of @n_vocab. */
 cudaError_t cuk_sample_tmp_bytes(uint32_t n, uint32_t n_vocab, size_t *ret);

@@ -1,7 +1,8 @@
 /*
- * sample.cu - samp_sample() on the device: NaN → -inf, repetition penalty,
- * greedy argmax, temperature, a stable descending sort by logit (ties stay
- * in id order), top-k, top-p, min-p and the Philox draw.
+ * sample.cu - samp_sample() on the device: NaN → -inf, a grammar's mask,
+ * logit_bias, repetition penalty, presence and frequency penalties, greedy
+ * argmax, temperature, a stable descending sort by logit (ties stay in id
+ * order), top-k, top-p, min-p and the Philox draw.
  *
  * Design notes
  * - The steps and their float arithmetic are the CPU sampler's: the same
@@ -12,6 +13,13 @@
  *   fell that close to a boundary.
  * - One block per row for the penalty, argmax and the filters; the sort is
  *   CUB's segmented radix sort (stable), over rows that sample at random.
+ * - logit_bias is applied by one thread in list order (a token listed twice
+ *   gets both, in order, as on the CPU; at most BE_SAMPLE_MAX_BIAS entries).
+ *   The presence and frequency penalties count each generated token in the
+ *   row's @vals (free until the sort keys are written), then the one thread
+ *   that takes a token's count subtracts presence once and frequency as
+ *   many times as it occurred, one float subtraction at a time: the CPU's
+ *   values, which subtract in order of occurrence.
  */
 #include <cub/device/device_segmented_sort.cuh>
 #include <math.h>
@@ -44,21 +52,61 @@ philox_uniform(uint64_t seed, uint64_t index)
 	return (double)c0 / 4294967296.0;
 }
 
-/* Per row: NaN → -inf, penalty, then greedy rows get their id and the others sort keys. */
+/* Presence and frequency penalties over the row's generated tokens (@cnt: n_vocab ints). */
+__device__ void
+presence_frequency(const cuk_samp &p, const int32_t *h, uint32_t nh, float *lg, uint32_t n_vocab,
+                   int32_t *cnt)
+{
+	uint32_t tid = threadIdx.x, gen = p.index < nh ? (uint32_t)p.index : nh;
+
+	for (uint32_t j = tid; j < n_vocab; j += THREADS)
+		cnt[j] = 0;
+	__syncthreads();
+	for (uint32_t i = nh - gen + tid; i < nh; i += THREADS)
+		if (h[i] >= 0 && (uint32_t)h[i] < n_vocab)
+			atomicAdd(&cnt[h[i]], 1);
+	__syncthreads();
+	for (uint32_t i = nh - gen + tid; i < nh; i += THREADS) {
+		int32_t id = h[i];
+		int c = id >= 0 && (uint32_t)id < n_vocab ? atomicExch(&cnt[id], 0) : 0;
+		if (c == 0) /* another thread took this token */
+			continue;
+		float l = __fsub_rn(lg[id], p.presence);
+		for (int k = 0; k < c; k++)
+			l = __fsub_rn(l, p.frequency);
+		lg[id] = l;
+	}
+	__syncthreads();
+}
+
+/*
+ * Per row: NaN → -inf, the mask, logit_bias, the penalties, then greedy rows
+ * get their id and the others sort keys.
+ */
 __global__ void
 __launch_bounds__(THREADS)
         prep_kernel(float *logits, uint32_t n_vocab, const cuk_samp *sp, const int32_t *hist,
-                    uint32_t hist_cap, float *keys, int32_t *vals, int32_t *ids)
+                    uint32_t hist_cap, cuk_sample_pre pre, float *keys, int32_t *vals, int32_t *ids)
 {
 	__shared__ float best_v[THREADS];
 	__shared__ uint32_t best_j[THREADS];
 	const cuk_samp p = sp[blockIdx.x];
 	float *lg = logits + (uint64_t)blockIdx.x * n_vocab;
 	uint32_t tid = threadIdx.x;
+	const uint32_t *m =
+	        p.mask == CUK_NO_MASK ? nullptr : pre.mask + (uint64_t)p.mask * pre.mask_words;
 
 	for (uint32_t j = tid; j < n_vocab; j += THREADS)
-		if (isnan(lg[j]))
+		if (isnan(lg[j]) || (m != nullptr && !((m[j / 32] >> (j % 32)) & 1)))
 			lg[j] = -INFINITY;
+	__syncthreads();
+	if (p.n_bias > 0 && tid == 0)
+		for (uint32_t i = 0; i < p.n_bias; i++) {
+			cuk_bias b = pre.bias[p.bias0 + i];
+			if (b.id >= 0 && (uint32_t)b.id < n_vocab)
+				lg[b.id] =
+				        b.bias <= -100.0f ? -INFINITY : __fadd_rn(lg[b.id], b.bias);
+		}
 	__syncthreads();
 	if (p.repeat_penalty != 1.0f && p.repeat_penalty > 0.0f) {
 		const int32_t *h = hist + (uint64_t)p.slot * hist_cap;
@@ -75,6 +123,9 @@ __launch_bounds__(THREADS)
 		}
 		__syncthreads();
 	}
+	if (p.presence != 0.0f || p.frequency != 0.0f) /* the same for every thread of the row */
+		presence_frequency(p, hist + (uint64_t)p.slot * hist_cap, min(p.n_hist, hist_cap),
+		                   lg, n_vocab, vals + (uint64_t)blockIdx.x * n_vocab);
 	if (p.temperature <= 0.0f) { /* greedy: the first maximum */
 		float bv = -INFINITY;
 		uint32_t bj = tid;
@@ -316,9 +367,9 @@ cuk_sample_tmp_bytes(uint32_t n, uint32_t n_vocab, size_t *ret)
 
 extern "C" cudaError_t
 cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *sp,
-           const int32_t *hist, uint32_t hist_cap, bool any_random, bool any_penalty,
-           void *sort_tmp, size_t sort_tmp_bytes, float *keys, int32_t *vals, float *probs,
-           const uint32_t *seg, int32_t *ids, cudaStream_t st)
+           const int32_t *hist, uint32_t hist_cap, bool any_random,
+           const struct cuk_sample_pre *pre, void *sort_tmp, size_t sort_tmp_bytes, float *keys,
+           int32_t *vals, float *probs, const uint32_t *seg, int32_t *ids, cudaStream_t st)
 {
 	uint64_t items = (uint64_t)n * n_vocab;
 	cudaError_t e;
@@ -327,7 +378,7 @@ cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *s
 		return cudaSuccess;
 	if (items > 0x7fffffffu || n_vocab == 0)
 		return cudaErrorInvalidValue;
-	if (!any_random && !any_penalty) {
+	if (!any_random && !pre->any) {
 		/* parts · 2 ≤ n_vocab: the partials fit in @probs */
 		uint32_t parts = max(1u, min(AM_PARTS, n_vocab / THREADS));
 		float *pv = probs;
@@ -340,7 +391,8 @@ cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct cuk_samp *s
 		argmax_done_kernel<<<n, 32, 0, st>>>(parts, pv, pj, ids);
 		return cuk::launched();
 	}
-	prep_kernel<<<n, THREADS, 0, st>>>(logits, n_vocab, sp, hist, hist_cap, keys, vals, ids);
+	prep_kernel<<<n, THREADS, 0, st>>>(logits, n_vocab, sp, hist, hist_cap, *pre, keys, vals,
+	                                   ids);
 	if ((e = cuk::launched()) != cudaSuccess || !any_random)
 		return e;
 	size_t bytes = sort_tmp_bytes;

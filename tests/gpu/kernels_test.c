@@ -497,13 +497,23 @@ ref_row_run(void *arg)
 	return NULL;
 }
 
-/* Device sampling vs samp_sample: 10,000 draws for each filter on its own and all together. */
+/*
+ * Device sampling vs samp_sample: 10,000 draws for each filter on its own and
+ * all together; then logit_bias (a ban, a token listed twice) with the
+ * presence and frequency penalties, and a grammar's mask (a random quarter of
+ * the tokens allowed; the reference samples the masked row), at random and
+ * greedy.
+ */
 static void
 test_sampling(void)
 {
-	enum { V = 32000, N = 8, cap = 128 };
+	enum { V = 32000, N = 8, cap = 128, W = (V + 31) / 32, NF = 11 };
 	const uint32_t draws = kt_quick ? 400 : 10000;
 	float *lg = malloc((uint64_t)N * V * 4), *dlg = dev((uint64_t)N * V * 4);
+	float *lgm = malloc((uint64_t)N * V * 4);
+	uint32_t *mask = malloc((uint64_t)N * W * 4), *dmask = dev((uint64_t)N * W * 4);
+	struct samp_bias bias[4];
+	struct cuk_bias cb[4], *dbias = dev(sizeof(cb));
 	struct samp_cand *work = malloc((uint64_t)N * V * sizeof(*work));
 	struct ref_row ref[N];
 	int32_t hist[N][64], *dhist = dev((uint64_t)N * cap * 4), ids[N], *dids = dev(N * 4);
@@ -525,19 +535,33 @@ test_sampling(void)
 	for (uint32_t s = 0; s < N; s++)
 		CK(cudaMemcpy(dhist + (uint64_t)s * cap, hist[s], sizeof(hist[s]),
 		              cudaMemcpyHostToDevice));
-	for (int filt = 0; filt < 7; filt++) {
+	for (int filt = 0; filt < NF; filt++) {
 		struct samp_params p = {.temperature = 0.9f,
 		                        .top_k = 0,
 		                        .top_p = 1.0f,
 		                        .min_p = 0.0f,
 		                        .repeat_penalty = 1.0f,
 		                        .repeat_last_n = 64};
-		const char *name[] = {"greedy",     "temperature",   "top-k 40",        "top-p 0.9",
-		                      "min-p 0.05", "all + penalty", "greedy + penalty"};
-		if (filt == 0 || filt == 6)
+		const char *name[NF] = {"greedy",
+		                        "temperature",
+		                        "top-k 40",
+		                        "top-p 0.9",
+		                        "min-p 0.05",
+		                        "all + penalty",
+		                        "greedy + penalty",
+		                        "bias + pres/freq",
+		                        "greedy + bias + pf",
+		                        "mask",
+		                        "greedy + mask + bias"};
+		bool masked = filt >= 9, biased = filt == 7 || filt == 8 || filt == 10;
+		if (filt == 0 || filt == 6 || filt == 8 || filt == 10)
 			p.temperature = 0;
-		if (filt == 2 || filt == 5)
+		if (filt == 2 || filt == 5 || filt == 7)
 			p.top_k = 40;
+		if (filt == 7 || filt == 8) {
+			p.presence_penalty = 0.4f;
+			p.frequency_penalty = 0.25f;
+		}
 		if (filt == 3 || filt == 5)
 			p.top_p = 0.9f;
 		if (filt == 4 || filt == 5)
@@ -549,28 +573,56 @@ test_sampling(void)
 			fill(lg, (uint64_t)N * V, 3.0f);
 			lg[it % V] = NAN; /* NaN is ignored by both */
 			CK(cudaMemcpy(dlg, lg, (uint64_t)N * V * 4, cudaMemcpyHostToDevice));
+			for (int k = 0; k < 4;
+			     k++) { /* among the histories' ids; k = 2 repeats 1 */
+				int32_t id =
+				        k == 2 ? bias[1].id : (int32_t)(rng_next(&kt_rng) % 200);
+				bias[k] = (struct samp_bias){id, k == 0 ? -100.0f
+				                                        : 3.0f - 1.5f * (float)k};
+				cb[k] = (struct cuk_bias){bias[k].id, bias[k].bias};
+			}
+			CK(cudaMemcpy(dbias, cb, sizeof(cb), cudaMemcpyHostToDevice));
+			p.bias = biased ? bias : NULL;
+			p.n_bias = biased ? 4 : 0;
+			for (uint64_t w = 0; masked && w < (uint64_t)N * W;
+			     w++) /* a quarter allowed */
+				mask[w] = (uint32_t)rng_next(&kt_rng) & (uint32_t)rng_next(&kt_rng);
+			for (uint64_t i = 0; masked && i < (uint64_t)N * V; i++)
+				lgm[i] = (mask[i / V * W + i % V / 32] >> (i % 32)) & 1 ? lg[i]
+				                                                        : -INFINITY;
+			if (masked)
+				CK(cudaMemcpy(dmask, mask, (uint64_t)N * W * 4,
+				              cudaMemcpyHostToDevice));
 			for (uint32_t s = 0; s < N; s++) {
 				p.seed = 1000 + s;
-				sp[s] = (struct cuk_samp){p.temperature,
-				                          p.top_p,
-				                          p.min_p,
-				                          p.repeat_penalty,
-				                          p.top_k,
-				                          p.repeat_last_n,
-				                          p.seed,
-				                          it,
-				                          s,
-				                          64};
+				sp[s] = (struct cuk_samp){.temperature = p.temperature,
+				                          .top_p = p.top_p,
+				                          .min_p = p.min_p,
+				                          .repeat_penalty = p.repeat_penalty,
+				                          .top_k = p.top_k,
+				                          .repeat_last_n = p.repeat_last_n,
+				                          .seed = p.seed,
+				                          .index = it,
+				                          .slot = s,
+				                          .n_hist = 64,
+				                          .presence = p.presence_penalty,
+				                          .frequency = p.frequency_penalty,
+				                          .bias0 = 0,
+				                          .n_bias = p.n_bias,
+				                          .mask = masked ? s : CUK_NO_MASK};
 			}
+			struct cuk_sample_pre pre = {dbias, dmask, W,
+			                             p.repeat_penalty != 1.0f || biased || masked ||
+			                                     p.presence_penalty != 0};
 			CK(cudaMemcpy(dsp, sp, sizeof(sp), cudaMemcpyHostToDevice));
 			CK(cudaMemset(dids, 0xff, N * 4));
-			CK(cuk_sample(dlg, N, V, dsp, dhist, cap, p.temperature > 0,
-			              p.repeat_penalty != 1.0f, tmp, tmp_bytes, keys, vals, probs,
-			              dseg, dids, 0));
+			CK(cuk_sample(dlg, N, V, dsp, dhist, cap, p.temperature > 0, &pre, tmp,
+			              tmp_bytes, keys, vals, probs, dseg, dids, 0));
 			CK(cudaMemcpy(ids, dids, N * 4, cudaMemcpyDeviceToHost));
 			for (uint32_t s = 0; s < N; s++) {
 				ref[s] = (struct ref_row){.p = p,
-				                          .lg = lg + (uint64_t)s * V,
+				                          .lg = (masked ? lgm : lg) +
+				                                (uint64_t)s * V,
 				                          .hist = hist[s],
 				                          .V = V,
 				                          .index = it,
@@ -588,8 +640,9 @@ test_sampling(void)
 		T_EQ(mismatches, 0);
 	}
 	cudaFree(dlg), cudaFree(dhist), cudaFree(dids), cudaFree(dsp), cudaFree(dseg),
-	        cudaFree(tmp), cudaFree(keys), cudaFree(probs), cudaFree(vals);
-	free(lg), free(work);
+	        cudaFree(tmp), cudaFree(keys), cudaFree(probs), cudaFree(vals), cudaFree(dmask),
+	        cudaFree(dbias);
+	free(lg), free(lgm), free(mask), free(work);
 }
 
 int

@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/limits.h"
 #include "sampler.h"
 
 struct model;
@@ -85,12 +86,19 @@ struct be_seq {
 	uint32_t swa_first_block;
 };
 
+/* The most logit_bias entries (samp_params.bias) forward_sample takes for one sequence:
+ * what a job may have (the API's and protocol's limit). */
+#define BE_SAMPLE_MAX_BIAS ORCH_MAX_LOGIT_BIAS
+
 /* One sequence's sampling, for forward_sample. */
 struct be_sample {
-	const struct samp_params *sp;
-	const int32_t *hist; /* the job's prompt and generated tokens so far */
+	const struct samp_params *sp; /* at most BE_SAMPLE_MAX_BIAS bias entries */
+	const int32_t *hist;          /* the job's prompt and generated tokens so far */
 	uint32_t n_hist;
 	uint64_t index; /* index of the token being generated: the Philox counter */
+	/* the tokens it may take, a bit each (token i: bit i % 32 of mask[i / 32]; 1 =
+	 * allowed), as grammars_mask gives them; NULL: all */
+	const uint32_t *mask;
 };
 
 /* What a backend tells about its device (empty strings on the cpu). */
@@ -146,7 +154,8 @@ struct be_ops {
 	 * forward_sample - forward, then sample on the device: @samp[i] is used
 	 * for each sequence with want_logits, and *@ret_ids gets one token per
 	 * such sequence, in order — the same token samp_sample() picks from the
-	 * same logits. Only the ids come back to the host.
+	 * same logits with those @samp[i].mask leaves out at -inf (logit bias,
+	 * every penalty and filter included). Only the ids come back to the host.
 	 */
 	orch_err (*forward_sample)(struct be_model *b, const struct be_seq *seqs, uint32_t n,
 	                           const struct be_sample *samp, int32_t *ret_ids,

@@ -274,8 +274,8 @@ grammars_end(struct gram_job *j)
 }
 
 orch_err
-grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bool first,
-                   float *out, uint32_t *ret_allowed, struct orch_errinfo *reterr)
+grammars_mask(struct gram_job *j, uint32_t n_vocab, bool first, uint32_t *out,
+              uint32_t *ret_allowed, struct orch_errinfo *reterr)
 {
 	const struct grammars *gs = j->gs;
 	const uint32_t *bits;
@@ -286,27 +286,20 @@ grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bo
 	orch_err rv = gram_match_mask(j->m, j->e->masks, &bits);
 	if (rv != ORCH_OK)
 		return ambiguous_or_oom(rv, "computing the grammar's mask", reterr);
-	for (uint32_t w = 0; w < (n + 31) / 32; w++) {
-		uint32_t base = w * 32, top = base + 32 < n ? base + 32 : n;
-		uint32_t word = bits[w] & (strip ? ~gs->spaced[w] : ~0u) &
-		                (top - base < 32 ? (1u << (top - base)) - 1 : ~0u);
-		if (word == 0) {
-			for (uint32_t i = base; i < top; i++)
-				out[i] = -INFINITY;
-			continue;
-		}
-		for (uint32_t i = base; i < top; i++)
-			out[i] = (word >> (i - base)) & 1 ? logits[i] : -INFINITY;
+	for (uint32_t w = 0; w < (n_vocab + 31) / 32; w++) {
+		uint32_t base = w * 32, top = base + 32 < n ? base + 32 : n, word = 0;
+		if (base < n)
+			word = bits[w] & (strip ? ~gs->spaced[w] : ~0u) &
+			       (top - base < 32 ? (1u << (top - base)) - 1 : ~0u);
+		out[w] = word;
 		allowed += (uint32_t)__builtin_popcount(word);
 	}
-	for (uint32_t i = n; i < n_vocab; i++)
-		out[i] = -INFINITY;
-	for (uint32_t i = 0; i < gs->n_eog; i++) {
+	for (uint32_t i = 0; i < gs->n_eog && end; i++) {
 		uint32_t t = (uint32_t)gs->eog[i];
 		bool masked_in =
 		        t < n && ((bits[t >> 5] >> (t & 31)) & 1); /* a terminal named it */
-		if (end && t < n_vocab && !masked_in) {
-			out[t] = logits[t];
+		if (t < n_vocab && !masked_in && !((out[t >> 5] >> (t & 31)) & 1)) {
+			out[t >> 5] |= 1u << (t & 31);
 			allowed++;
 		}
 	}

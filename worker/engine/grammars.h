@@ -2,9 +2,9 @@
 /*
  * grammars.h - constrained decoding in the worker: the grammars of its jobs
  * (GBNF text, common/grammar) compiled once and shared, their token masks
- * cached, over the model's vocabulary. The scheduler asks for a job's
- * logits with what its grammar forbids masked out before it samples, and
- * feeds the grammar each token it takes. docs/grammar.md.
+ * cached, over the model's vocabulary. The scheduler asks for the tokens a
+ * job's grammar allows (a bitset) before it samples, on the host or the
+ * device, and feeds the grammar each token it takes. docs/grammar.md.
  *
  * One thread (the engine's) uses a grammars and its jobs.
  */
@@ -57,19 +57,20 @@ bool grammars_cached(const struct grammars *gs, const char *text, size_t n, cons
 void grammars_end(struct gram_job *j);
 
 /*
- * grammars_constrain - @logits (@n_vocab) into @out with every token @j's
- * grammar does not allow next at -inf: a token whose bytes no parse takes,
- * every control token but those a terminal next in a parse names, and the
- * end-of-generation tokens unless the output so far is a whole sentence (or
- * a terminal names them). @first: no text yet, where an SPM model's
- * output drops the dummy prefix's space (detok.h), so a token whose piece
- * starts with a space is not allowed either: the grammar and the client
- * see the same bytes. *@ret_allowed (when not NULL): how many tokens are
- * left. ORCH_EINVAL when none is (a grammar this vocabulary cannot spell
- * on), ORCH_ENOMEM.
+ * grammars_mask - the tokens @j's grammar allows next, a bit each (token i:
+ * bit i % 32 of @out[i / 32], 1 = allowed; (@n_vocab + 31) / 32 words): a
+ * token whose bytes some parse takes, no control token but those a terminal
+ * next in a parse names, and the end-of-generation tokens only when the
+ * output so far is a whole sentence (or a terminal names them). @first: no
+ * text yet, where an SPM model's output drops the dummy prefix's space
+ * (detok.h), so a token whose piece starts with a space is not allowed
+ * either: the grammar and the client see the same bytes. *@ret_allowed
+ * (when not NULL): how many tokens are. ORCH_EINVAL when none is (a grammar
+ * this vocabulary cannot spell on), ORCH_ENOMEM. The host sampler applies the
+ * bits to the logits; a device sampler takes them as they are (be_sample.mask).
  */
-orch_err grammars_constrain(struct gram_job *j, const float *logits, uint32_t n_vocab, bool first,
-                            float *out, uint32_t *ret_allowed, struct orch_errinfo *reterr);
+orch_err grammars_mask(struct gram_job *j, uint32_t n_vocab, bool first, uint32_t *out,
+                       uint32_t *ret_allowed, struct orch_errinfo *reterr);
 
 /*
  * grammars_feed - token @id (not end-of-generation) taken: its bytes into

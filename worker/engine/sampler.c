@@ -210,12 +210,6 @@ find_crossing(struct samp_cand *c, uint32_t n, double thr, bool strict)
 	return UINT32_MAX;
 }
 
-bool
-samp_host_only(const struct samp_params *p)
-{
-	return p->n_bias > 0 || p->presence_penalty != 0.0f || p->frequency_penalty != 0.0f;
-}
-
 static void
 bias(const struct samp_params *p, struct samp_cand *c, uint32_t n_vocab)
 {

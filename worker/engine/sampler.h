@@ -36,12 +36,6 @@ struct samp_params {
 	uint64_t seed;
 };
 
-/*
- * samp_host_only - whether @p uses a step only this sampler implements
- * (logit bias, presence or frequency penalty), not a device's.
- */
-bool samp_host_only(const struct samp_params *p);
-
 /* samp_defaults - temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1, last 64
  * (llama.cpp's). */
 struct samp_params samp_defaults(void);

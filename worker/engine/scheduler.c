@@ -91,6 +91,7 @@ sched_free(struct sched *s)
 	orch_free(s->seq_job);
 	orch_free(s->work);
 	orch_free(s->masked);
+	orch_free(s->mask_bits);
 	orch_free(s->samp);
 	orch_free(s->ids);
 	kvb_free(s->kv);
@@ -420,36 +421,83 @@ build_batch(struct sched *s)
 	return n;
 }
 
-/* @lg with what @j's grammar forbids masked out (s->masked); NULL: @j ended with the error. */
+/*
+ * The tokens @j may take now, its grammar's less those logit_bias bans, into
+ * row @row of s->mask_bits (*@ret_bits). An error when none is left; the
+ * caller finishes @j with it (or, before a step, samples on the host, which
+ * meets it again).
+ */
+static orch_err
+job_mask(struct sched *s, struct sched_job *j, uint32_t row, const uint32_t **ret_bits,
+         struct orch_errinfo *e)
+{
+	uint64_t words = (s->n_vocab + 31) / 32;
+	uint32_t allowed = 0, *bits;
+	orch_err rv;
+
+	if (s->mask_bits == NULL &&
+	    (s->mask_bits = orch_calloc(s->cfg.slots * words, sizeof(uint32_t))) == NULL)
+		return orch_errf(e, ORCH_ENOMEM, "out of memory");
+	bits = s->mask_bits + row * words;
+	if ((rv = grammars_mask(j->gj, s->n_vocab, !j->dt.started && !j->keep_space, bits, &allowed,
+	                        e)) != ORCH_OK)
+		return rv;
+	for (uint32_t i = 0; i < j->sp.n_bias; i++) { /* a ban on an allowed token leaves fewer */
+		uint32_t id = (uint32_t)j->sp.bias[i].id, bit = 1u << (id % 32);
+		if (j->sp.bias[i].bias <= -100.0f && id < s->n_vocab && (bits[id / 32] & bit)) {
+			bits[id / 32] &= ~bit; /* once, however often it is listed */
+			allowed--;
+		}
+	}
+	if (allowed == 0)
+		return orch_errf(
+		        e, ORCH_EINVAL,
+		        "no token is left here: the grammar allows only tokens that logit_bias bans");
+	*ret_bits = bits;
+	return ORCH_OK;
+}
+
+/* @lg with what @j may not take at -inf (s->masked); NULL: @j ended with the error. */
 static const float *
 constrain(struct sched *s, struct sched_job *j, const float *lg)
 {
 	struct orch_errinfo e = {0};
+	const uint32_t *bits = NULL;
 	orch_err rv;
 
-	if (s->masked == NULL && (s->masked = orch_calloc(s->n_vocab, sizeof(float))) == NULL) {
-		sched_finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
-		return NULL;
-	}
-	uint32_t allowed = 0;
-	if ((rv = grammars_constrain(j->gj, lg, s->n_vocab, !j->dt.started && !j->keep_space,
-	                             s->masked, &allowed, &e)) != ORCH_OK) {
+	if ((s->masked == NULL && (s->masked = orch_calloc(s->n_vocab, sizeof(float))) == NULL &&
+	     (rv = orch_errf(&e, ORCH_ENOMEM, "out of memory")) != ORCH_OK) ||
+	    (rv = job_mask(s, j, 0, &bits, &e)) != ORCH_OK) {
 		sched_finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return NULL;
 	}
-	for (uint32_t i = 0; i < j->sp.n_bias; i++) /* a ban on an allowed token leaves fewer */
-		if (j->sp.bias[i].bias <= -100.0f && s->masked[j->sp.bias[i].id] > -INFINITY) {
-			s->masked[j->sp.bias[i].id] =
-			        -INFINITY; /* once, however often it is listed */
-			allowed--;
-		}
-	if (allowed == 0) {
-		sched_finish(
-		        s, j, ORCH_FINISH_ERROR, ORCH_EINVAL,
-		        "no token is left here: the grammar allows only tokens that logit_bias bans");
-		return NULL;
-	}
+	for (uint32_t i = 0; i < s->n_vocab; i++)
+		s->masked[i] = (bits[i / 32] >> (i % 32)) & 1 ? lg[i] : -INFINITY;
 	return s->masked;
+}
+
+/*
+ * Whether step @n's sampling can run on the device: the backend can, no job
+ * wants the raw logits or prompt log-probabilities, none has more logit_bias
+ * entries than a device sampler takes; s->samp filled, with the allowed tokens
+ * of each constrained job that samples (a mask that fails leaves the step to
+ * the host sampler, which finishes that job with the error).
+ */
+static bool
+device_sampling(struct sched *s, uint32_t n)
+{
+	struct orch_errinfo e = {0};
+	bool dev = s->ops->forward_sample != NULL;
+
+	for (uint32_t i = 0; i < n && dev; i++) {
+		struct sched_job *j = s->seq_job[i];
+		dev = j->ops->on_logits == NULL && j->sp.n_bias <= BE_SAMPLE_MAX_BIAS &&
+		      !j->prompt_logits && j->max_tokens > 0;
+		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out, NULL};
+		if (dev && j->gj != NULL && s->seqs[i].want_logits)
+			dev = job_mask(s, j, i, &s->samp[i].mask, &e) == ORCH_OK;
+	}
+	return dev;
 }
 
 /*
@@ -502,15 +550,7 @@ sched_step(struct sched *s)
 		else
 			s->last.prefill_tokens += s->seqs[i].n_tokens;
 	}
-	/* sampling on the device when the backend can, no job wants the raw logits, no job
-	 * is constrained and none uses a step only the host sampler has (samp_host_only) */
-	bool dev_sample = s->ops->forward_sample != NULL;
-	for (uint32_t i = 0; i < n && dev_sample; i++) {
-		struct sched_job *j = s->seq_job[i];
-		dev_sample = j->ops->on_logits == NULL && j->gj == NULL &&
-		             !samp_host_only(&j->sp) && !j->prompt_logits && j->max_tokens > 0;
-		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out};
-	}
+	bool dev_sample = device_sampling(s, n);
 	double t0 = (double)orch_mono_ns() / 1e6;
 	orch_err rv = dev_sample ? s->ops->forward_sample(s->b, s->seqs, n, s->samp, s->ids, &e)
 	                         : s->ops->forward(s->b, s->seqs, n, &logits, &e);

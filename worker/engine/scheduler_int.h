@@ -24,8 +24,9 @@ struct sched {
 	struct sched_job **seq_job; /* [slots] */
 	struct samp_cand *work;     /* [n_vocab] */
 	float *masked;              /* [n_vocab]: a constrained job's logits; NULL until one */
-	struct be_sample *samp;     /* [slots]: for a backend that samples (forward_sample) */
-	int32_t *ids;               /* [slots] */
+	uint32_t *mask_bits;    /* [slots][(n_vocab + 31) / 32]: constrained rows' allowed tokens */
+	struct be_sample *samp; /* [slots]: for a backend that samples (forward_sample) */
+	int32_t *ids;           /* [slots] */
 	struct sched_step_info last;
 	struct kvb *kv;  /* paged KV: the block pool, sequence i = slot i; NULL: slots */
 	struct kvb *kvw; /* paged sliding-window layers: their pool; NULL: none (or rings) */

@@ -760,9 +760,7 @@ test_sampler_openai(void)
 	int32_t h1[] = {1, 1, 1, 3}, h2[] = {1, 3, 3, 3}, h3[] = {9, 1, 1}, h4[] = {1, 3, 3};
 
 	p.temperature = 0;
-	T_TRUE(!samp_host_only(&p));
 	p.bias = ban1, p.n_bias = 1;
-	T_TRUE(samp_host_only(&p));
 	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 3); /* 1 banned: the other 5 */
 	p.bias = lift4;
 	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 4); /* -2 + 8 */

@@ -6,10 +6,13 @@
  * max_tokens, the start of one); a grammar of one string is produced
  * exactly and ends the job at once; greedy jobs with a grammar batch like
  * alone; a grammar the vocabulary cannot go on in, and one that does not
- * compile, fail clearly.
+ * compile, fail clearly; the scheduler's device-sampling path (masks made
+ * before the step, logit_bias and penalties left to the backend) gives
+ * what the host path gives.
  */
 #include <unistd.h>
 
+#include "engine/backend.h"
 #include "engine/cpu/cpu.h"
 #include "engine/engine.h"
 #include "engine/grammars.h"
@@ -71,12 +74,12 @@ on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const
 static const struct sched_job_ops ops = {.on_token = on_token, .on_logits = NULL, .on_end = on_end};
 
 static struct engine *
-open_engine(const char *path, uint32_t slots)
+open_engine_ops(const char *path, uint32_t slots, const struct be_ops *be)
 {
 	struct orch_errinfo err = {0};
 	struct engine *e = NULL;
 	struct engine_config cfg = {.model_path = path,
-	                            .ops = &be_cpu_ops,
+	                            .ops = be,
 	                            .slots = slots,
 	                            .n_ctx = 512,
 	                            .chunk = 64,
@@ -87,10 +90,23 @@ open_engine(const char *path, uint32_t slots)
 	return e;
 }
 
+static struct engine *
+open_engine(const char *path, uint32_t slots)
+{
+	return open_engine_ops(path, slots, &be_cpu_ops);
+}
+
+/* What run_jobs adds to every job's sampling parameters (test_device_sampling). */
+static struct {
+	const struct samp_bias *bias;
+	uint32_t n_bias;
+	float presence, frequency;
+} extra;
+
 /*
- * @n jobs of prompt @prompt constrained by @gr on @e, at @temp (seed i for
- * job i), up to @max tokens; outputs in @o. Returns how many ended because
- * the output was complete.
+ * @n jobs of prompt @prompt constrained by @gr (NULL: none) on @e, at @temp
+ * (seed i for job i), up to @max tokens; outputs in @o. Returns how many
+ * ended because the output was complete.
  */
 static int
 run_jobs(struct engine *e, const char *gr, const char *prompt, uint32_t n, float temp, uint32_t max,
@@ -105,7 +121,8 @@ run_jobs(struct engine *e, const char *gr, const char *prompt, uint32_t n, float
 		return -1;
 	for (uint32_t i = 0; i < n; i++) {
 		memset(&o[i], 0, sizeof(o[i]));
-		if (grammars_start(e->grammars, gr, strlen(gr), "root", &o[i].gj, NULL) != ORCH_OK)
+		if (gr != NULL &&
+		    grammars_start(e->grammars, gr, strlen(gr), "root", &o[i].gj, NULL) != ORCH_OK)
 			return -1;
 		j[i] = (struct sched_job){.id = i + 1,
 		                          .prompt = p.v,
@@ -113,10 +130,14 @@ run_jobs(struct engine *e, const char *gr, const char *prompt, uint32_t n, float
 		                          .max_tokens = max,
 		                          .ops = &ops,
 		                          .ctx = &o[i],
-		                          .gj = &o[i].gj};
+		                          .gj = gr != NULL ? &o[i].gj : NULL};
 		j[i].sp = samp_defaults();
 		j[i].sp.temperature = temp;
 		j[i].sp.seed = i;
+		j[i].sp.bias = extra.bias;
+		j[i].sp.n_bias = extra.n_bias;
+		j[i].sp.presence_penalty = extra.presence;
+		j[i].sp.frequency_penalty = extra.frequency;
 		if (sched_submit(e->s, &j[i], NULL) != ORCH_OK)
 			return -1;
 	}
@@ -273,6 +294,95 @@ test_qwen2_vocab(void)
 	free(o);
 }
 
+/*
+ * A backend whose forward_sample keeps be_ops' promise on the host, as the
+ * CUDA sampler must on the device: the CPU's forward, then each sampling
+ * row's mask applied (-inf where a bit is 0) and samp_sample.
+ */
+static struct be_ops dev_ops;
+static uint32_t dev_vocab, dev_steps, dev_masked;
+
+static orch_err
+dev_forward_sample(struct be_model *b, const struct be_seq *seqs, uint32_t n,
+                   const struct be_sample *samp, int32_t *ret_ids, struct orch_errinfo *reterr)
+{
+	const float *lg;
+	float *row = malloc(dev_vocab * sizeof(float));
+	struct samp_cand *work = malloc(dev_vocab * sizeof(*work));
+	orch_err rv = row && work ? be_cpu_ops.forward(b, seqs, n, &lg, reterr) : ORCH_ENOMEM;
+
+	for (uint32_t i = 0, o = 0; rv == ORCH_OK && i < n; i++) {
+		if (!seqs[i].want_logits)
+			continue;
+		const uint32_t *m = samp[i].mask;
+		for (uint32_t k = 0; k < dev_vocab; k++)
+			row[k] = m == NULL || (m[k / 32] >> (k % 32)) & 1 ? lg[o * dev_vocab + k]
+			                                                  : -INFINITY;
+		dev_masked += m != NULL;
+		ret_ids[o++] = samp_sample(samp[i].sp, row, dev_vocab, samp[i].hist, samp[i].n_hist,
+		                           samp[i].index, work);
+	}
+	dev_steps += rv == ORCH_OK;
+	free(row);
+	free(work);
+	return rv;
+}
+
+/*
+ * The device-sampling path against the host's, on stories260K at
+ * temperature 1: six jobs with the JSON grammar, logit_bias (a ban, a token
+ * listed twice) and OpenAI's penalties, then six with the bias and
+ * penalties alone: the same text and finish for each job, through steps the
+ * scheduler gave forward_sample with masks. A grammar that allows nothing
+ * fails as on the host (the mask fails before the step: the host samples).
+ */
+static void
+test_device_sampling(void)
+{
+	static const struct samp_bias bias[] = {{13, -100}, {29, 5.0f}, {300, -2.5f}, {29, 1.0f}};
+	char path[600];
+	struct out *h = calloc(6, sizeof(*h)), *d = calloc(6, sizeof(*d));
+
+	snprintf(path, sizeof(path), "%s/stories260K.gguf", model_dir);
+	dev_ops = be_cpu_ops;
+	dev_ops.forward_sample = dev_forward_sample;
+	struct engine *eh = open_engine(path, 3), *ed = open_engine_ops(path, 3, &dev_ops);
+	T_TRUE(eh != NULL && ed != NULL && h != NULL && d != NULL);
+	dev_vocab = ed->m.hp.n_vocab;
+	extra.bias = bias;
+	extra.n_bias = 4;
+	extra.presence = 0.5f;
+	extra.frequency = 0.3f;
+	for (int k = 0; k < 2; k++) {
+		const char *gr = k == 0 ? json_gr : NULL;
+		uint32_t steps = dev_steps;
+		T_TRUE(run_jobs(eh, gr, "Once upon a time", 6, 1.0f, 80, h) >= 0);
+		T_TRUE(run_jobs(ed, gr, "Once upon a time", 6, 1.0f, 80, d) >= 0);
+		T_TRUE(dev_steps > steps);
+		for (int i = 0; i < 6; i++) {
+			T_EQ(d[i].why, h[i].why);
+			T_EQ(d[i].n, h[i].n);
+			if (memcmp(d[i].text, h[i].text, h[i].n) != 0)
+				T_FAIL_("%s job %d: device path '%.*s', host '%.*s'",
+				        gr ? "grammar" : "bias", i, (int)d[i].n, d[i].text,
+				        (int)h[i].n, h[i].text);
+		}
+		if (k == 0)
+			check_outputs(json_gr, d, 6);
+	}
+	T_TRUE(dev_masked > 0);
+	extra = (__typeof__(extra)){0};
+	T_EQ(run_jobs(ed, "root ::= []", "Once", 1, 1.0f, 10, d), 0);
+	T_EQ(d[0].why, ORCH_FINISH_ERROR);
+	T_TRUE(strstr(d[0].msg, "allows no token") != NULL);
+	printf("device-sampling path: %u steps, %u masked rows, the host path's outputs\n",
+	       dev_steps, dev_masked);
+	engine_close(eh);
+	engine_close(ed);
+	free(h);
+	free(d);
+}
+
 int
 main(void)
 {
@@ -284,5 +394,6 @@ main(void)
 	T_RUN(test_batch_independence);
 	T_RUN(test_failures);
 	T_RUN(test_qwen2_vocab);
+	T_RUN(test_device_sampling);
 	return t_done();
 }
