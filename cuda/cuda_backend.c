@@ -419,8 +419,9 @@ carve_arena(struct be_model *b)
 		return ORCH_EINTERNAL;
 	if (b->paged && (b->d_tab = cu_arena_take(b, (uint64_t)b->tab_cap * 4)) == NULL)
 		return ORCH_EINTERNAL;
-	b->d_bias = cu_arena_take(b, S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias));
-	if ((b->d_mask = cu_arena_take(b, S * b->mask_words * 4)) == NULL)
+	if ((b->d_bias = cu_arena_take(b, S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias))) ==
+	            NULL ||
+	    (b->d_mask = cu_arena_take(b, S * b->mask_words * 4)) == NULL)
 		return ORCH_EINTERNAL;
 	carve_step(b, b->d_step, &b->d);
 	return ORCH_OK;

@@ -17,6 +17,9 @@ cu_reserve(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr)
 
 	if (slot > b->cfg.slots)
 		return orch_errf(reterr, ORCH_EINVAL, "slot %u out of range", slot);
+	/* a new job: the device sampler's history of the slot starts over (with the prefix
+	 * cache a job's first step need not start at position 0) */
+	b->hist_dev[slot] = 0;
 	if (b->paged || b->k_slot[slot] != NULL) /* paged: the pools were allocated at load */
 		return ORCH_OK;
 	if (b->dead)

@@ -497,23 +497,79 @@ ref_row_run(void *arg)
 	return NULL;
 }
 
+/* One sampling filter of test_sampling: which steps its rows take. */
+struct samp_filter {
+	const char *name;
+	float temperature;
+	int32_t top_k;
+	float top_p, min_p, repeat_penalty, presence, frequency;
+	bool bias, mask;
+};
+
+enum { SV = 32000, SN = 8, SW = (SV + 31) / 32 };
+
+/*
+ * One draw's logit_bias and masks: row s's four entries at (SN - 1 - s) · 4 of
+ * @cb (so a kernel that found a row's entries by its row number would read
+ * another's): a ban, +3, the same token again +0.7, -2.5, among the histories'
+ * ids; the odd rows masked (a random quarter of the tokens), row s by mask
+ * s / 2, the reference row @lgm with the others at -inf.
+ */
+static void
+samp_extras(const struct samp_filter *f, const float *lg, struct samp_bias bias[SN][4],
+            struct cuk_bias *cb, uint32_t *mask, float *lgm)
+{
+	static const float add[4] = {-100.0f, 3.0f, 0.7f, -2.5f};
+
+	for (uint32_t s = 0; s < SN && f->bias; s++)
+		for (int k = 0; k < 4; k++) {
+			int32_t id = k == 2 ? bias[s][1].id : (int32_t)(rng_next(&kt_rng) % 200);
+			bias[s][k] = (struct samp_bias){id, add[k]};
+			cb[(SN - 1 - s) * 4 + (uint32_t)k] = (struct cuk_bias){id, add[k]};
+		}
+	for (uint32_t r = 0; r < SN / 2 && f->mask; r++) {
+		for (uint32_t w = 0; w < SW; w++)
+			mask[r * SW + w] =
+			        (uint32_t)rng_next(&kt_rng) & (uint32_t)rng_next(&kt_rng);
+		const float *row = lg + (uint64_t)(2 * r + 1) * SV;
+		for (uint32_t i = 0; i < SV; i++)
+			lgm[(uint64_t)r * SV + i] =
+			        (mask[r * SW + i / 32] >> (i % 32)) & 1 ? row[i] : -INFINITY;
+	}
+}
+
 /*
  * Device sampling vs samp_sample: 10,000 draws for each filter on its own and
  * all together; then logit_bias (a ban, a token listed twice) with the
- * presence and frequency penalties, and a grammar's mask (a random quarter of
- * the tokens allowed; the reference samples the masked row), at random and
- * greedy.
+ * presence and frequency penalties, a grammar's mask on every other row, and
+ * all of them with the repetition penalty, at random and greedy
+ * (samp_extras). The reference samples the masked row.
  */
 static void
 test_sampling(void)
 {
-	enum { V = 32000, N = 8, cap = 128, W = (V + 31) / 32, NF = 11 };
+	static const struct samp_filter filters[] = {
+	        {"greedy", 0, 0, 1, 0, 1, 0, 0, false, false},
+	        {"temperature", 0.9f, 0, 1, 0, 1, 0, 0, false, false},
+	        {"top-k 40", 0.9f, 40, 1, 0, 1, 0, 0, false, false},
+	        {"top-p 0.9", 0.9f, 0, 0.9f, 0, 1, 0, 0, false, false},
+	        {"min-p 0.05", 0.9f, 0, 1, 0.05f, 1, 0, 0, false, false},
+	        {"all + penalty", 0.9f, 40, 0.9f, 0.05f, 1.3f, 0, 0, false, false},
+	        {"greedy + penalty", 0, 0, 1, 0, 1.3f, 0, 0, false, false},
+	        {"bias + pres/freq", 0.9f, 40, 1, 0, 1, 0.4f, 0.25f, true, false},
+	        {"greedy + bias + pf", 0, 0, 1, 0, 1, 0.4f, 0.25f, true, false},
+	        {"mask", 0.9f, 0, 1, 0, 1, 0, 0, false, true},
+	        {"greedy + mask + bias", 0, 0, 1, 0, 1, 0, 0, true, true},
+	        {"all of them", 0.9f, 40, 0.9f, 0.05f, 1.3f, 0.4f, 0.25f, true, true},
+	        {"greedy, all of them", 0, 0, 1, 0, 1.3f, 0.4f, 0.25f, true, true},
+	};
+	enum { V = SV, N = SN, cap = 128 };
 	const uint32_t draws = kt_quick ? 400 : 10000;
 	float *lg = malloc((uint64_t)N * V * 4), *dlg = dev((uint64_t)N * V * 4);
-	float *lgm = malloc((uint64_t)N * V * 4);
-	uint32_t *mask = malloc((uint64_t)N * W * 4), *dmask = dev((uint64_t)N * W * 4);
-	struct samp_bias bias[4];
-	struct cuk_bias cb[4], *dbias = dev(sizeof(cb));
+	float *lgm = malloc((uint64_t)N / 2 * V * 4);
+	uint32_t *mask = malloc((uint64_t)N / 2 * SW * 4), *dmask = dev((uint64_t)N / 2 * SW * 4);
+	struct samp_bias bias[N][4];
+	struct cuk_bias cb[N * 4], *dbias = dev(sizeof(cb));
 	struct samp_cand *work = malloc((uint64_t)N * V * sizeof(*work));
 	struct ref_row ref[N];
 	int32_t hist[N][64], *dhist = dev((uint64_t)N * cap * 4), ids[N], *dids = dev(N * 4);
@@ -535,99 +591,62 @@ test_sampling(void)
 	for (uint32_t s = 0; s < N; s++)
 		CK(cudaMemcpy(dhist + (uint64_t)s * cap, hist[s], sizeof(hist[s]),
 		              cudaMemcpyHostToDevice));
-	for (int filt = 0; filt < NF; filt++) {
-		struct samp_params p = {.temperature = 0.9f,
-		                        .top_k = 0,
-		                        .top_p = 1.0f,
-		                        .min_p = 0.0f,
-		                        .repeat_penalty = 1.0f,
-		                        .repeat_last_n = 64};
-		const char *name[NF] = {"greedy",
-		                        "temperature",
-		                        "top-k 40",
-		                        "top-p 0.9",
-		                        "min-p 0.05",
-		                        "all + penalty",
-		                        "greedy + penalty",
-		                        "bias + pres/freq",
-		                        "greedy + bias + pf",
-		                        "mask",
-		                        "greedy + mask + bias"};
-		bool masked = filt >= 9, biased = filt == 7 || filt == 8 || filt == 10;
-		if (filt == 0 || filt == 6 || filt == 8 || filt == 10)
-			p.temperature = 0;
-		if (filt == 2 || filt == 5 || filt == 7)
-			p.top_k = 40;
-		if (filt == 7 || filt == 8) {
-			p.presence_penalty = 0.4f;
-			p.frequency_penalty = 0.25f;
-		}
-		if (filt == 3 || filt == 5)
-			p.top_p = 0.9f;
-		if (filt == 4 || filt == 5)
-			p.min_p = 0.05f;
-		if (filt == 5 || filt == 6)
-			p.repeat_penalty = 1.3f;
+	for (size_t fi = 0; fi < sizeof(filters) / sizeof(filters[0]); fi++) {
+		const struct samp_filter *f = &filters[fi];
+		struct samp_params p = {.temperature = f->temperature,
+		                        .top_k = f->top_k,
+		                        .top_p = f->top_p,
+		                        .min_p = f->min_p,
+		                        .repeat_penalty = f->repeat_penalty,
+		                        .repeat_last_n = 64,
+		                        .presence_penalty = f->presence,
+		                        .frequency_penalty = f->frequency};
+		struct cuk_sample_pre pre = {dbias, dmask, SW,
+		                             f->repeat_penalty != 1.0f || f->bias || f->mask ||
+		                                     f->presence != 0 || f->frequency != 0};
 		uint32_t mismatches = 0;
 		for (uint32_t it = 0; it < draws / N; it++) {
 			fill(lg, (uint64_t)N * V, 3.0f);
 			lg[it % V] = NAN; /* NaN is ignored by both */
+			samp_extras(f, lg, bias, cb, mask, lgm);
 			CK(cudaMemcpy(dlg, lg, (uint64_t)N * V * 4, cudaMemcpyHostToDevice));
-			for (int k = 0; k < 4;
-			     k++) { /* among the histories' ids; k = 2 repeats 1 */
-				int32_t id =
-				        k == 2 ? bias[1].id : (int32_t)(rng_next(&kt_rng) % 200);
-				bias[k] = (struct samp_bias){id, k == 0 ? -100.0f
-				                                        : 3.0f - 1.5f * (float)k};
-				cb[k] = (struct cuk_bias){bias[k].id, bias[k].bias};
-			}
 			CK(cudaMemcpy(dbias, cb, sizeof(cb), cudaMemcpyHostToDevice));
-			p.bias = biased ? bias : NULL;
-			p.n_bias = biased ? 4 : 0;
-			for (uint64_t w = 0; masked && w < (uint64_t)N * W;
-			     w++) /* a quarter allowed */
-				mask[w] = (uint32_t)rng_next(&kt_rng) & (uint32_t)rng_next(&kt_rng);
-			for (uint64_t i = 0; masked && i < (uint64_t)N * V; i++)
-				lgm[i] = (mask[i / V * W + i % V / 32] >> (i % 32)) & 1 ? lg[i]
-				                                                        : -INFINITY;
-			if (masked)
-				CK(cudaMemcpy(dmask, mask, (uint64_t)N * W * 4,
-				              cudaMemcpyHostToDevice));
-			for (uint32_t s = 0; s < N; s++) {
-				p.seed = 1000 + s;
+			CK(cudaMemcpy(dmask, mask, (uint64_t)N / 2 * SW * 4,
+			              cudaMemcpyHostToDevice));
+			for (uint32_t s = 0; s < N; s++)
 				sp[s] = (struct cuk_samp){.temperature = p.temperature,
 				                          .top_p = p.top_p,
 				                          .min_p = p.min_p,
 				                          .repeat_penalty = p.repeat_penalty,
 				                          .top_k = p.top_k,
 				                          .repeat_last_n = p.repeat_last_n,
-				                          .seed = p.seed,
+				                          .seed = 1000 + s,
 				                          .index = it,
 				                          .slot = s,
 				                          .n_hist = 64,
 				                          .presence = p.presence_penalty,
 				                          .frequency = p.frequency_penalty,
-				                          .bias0 = 0,
-				                          .n_bias = p.n_bias,
-				                          .mask = masked ? s : CUK_NO_MASK};
-			}
-			struct cuk_sample_pre pre = {dbias, dmask, W,
-			                             p.repeat_penalty != 1.0f || biased || masked ||
-			                                     p.presence_penalty != 0};
+				                          .bias0 = (N - 1 - s) * 4,
+				                          .n_bias = f->bias ? 4 : 0,
+				                          .mask = f->mask && s % 2 ? s / 2
+				                                                   : CUK_NO_MASK};
 			CK(cudaMemcpy(dsp, sp, sizeof(sp), cudaMemcpyHostToDevice));
 			CK(cudaMemset(dids, 0xff, N * 4));
 			CK(cuk_sample(dlg, N, V, dsp, dhist, cap, p.temperature > 0, &pre, tmp,
 			              tmp_bytes, keys, vals, probs, dseg, dids, 0));
 			CK(cudaMemcpy(ids, dids, N * 4, cudaMemcpyDeviceToHost));
 			for (uint32_t s = 0; s < N; s++) {
+				bool m = f->mask && s % 2;
 				ref[s] = (struct ref_row){.p = p,
-				                          .lg = (masked ? lgm : lg) +
-				                                (uint64_t)s * V,
+				                          .lg = m ? lgm + (uint64_t)(s / 2) * V
+				                                  : lg + (uint64_t)s * V,
 				                          .hist = hist[s],
 				                          .V = V,
 				                          .index = it,
 				                          .work = work + (uint64_t)s * V};
 				ref[s].p.seed = 1000 + s;
+				ref[s].p.bias = f->bias ? bias[s] : NULL;
+				ref[s].p.n_bias = f->bias ? 4 : 0;
 				T_TRUE(pthread_create(&ref[s].th, NULL, ref_row_run, &ref[s]) == 0);
 			}
 			for (uint32_t s = 0; s < N; s++) {
@@ -635,8 +654,8 @@ test_sampling(void)
 				mismatches += ids[s] != ref[s].id;
 			}
 		}
-		printf("sampling %-14s %u draws, %u differ from the CPU sampler\n", name[filt],
-		       draws, mismatches);
+		printf("sampling %-20s %u draws, %u differ from the CPU sampler\n", f->name, draws,
+		       mismatches);
 		T_EQ(mismatches, 0);
 	}
 	cudaFree(dlg), cudaFree(dhist), cudaFree(dids), cudaFree(dsp), cudaFree(dseg),

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""orchd_gpu_api.py PORT RUNDIR - the OpenAI surface that leaves the device
+"""orchd_gpu_api.py PORT RUNDIR - the OpenAI surface beyond the plain device
 sampler (issue 20) on a cuda:0 worker, run by tests/gpu/run.sh orchd after
-orchd_gpu.py: a job with a grammar, logprobs, logit_bias or penalties takes
-its logits row to the host, so each is checked where only a GPU runs it.
+orchd_gpu.py: logprobs take the logits row to the host; a grammar, logit_bias
+and the penalties run in the device sampler; each is checked where only a GPU
+runs it.
 
 - logprobs against llama.cpp's golden logits of stories260K (the greedy
   tokens, each token's log-softmax within the GPU's tolerance);

@@ -162,8 +162,10 @@ struct be_ops {
 	                           struct orch_errinfo *reterr);
 
 	/*
-	 * reserve - make @slot's KV cache ready before a job uses it. ORCH_EVRAM
-	 * when device memory is short: that job fails, the worker keeps serving.
+	 * reserve - make @slot's KV cache ready before a job uses it (called at
+	 * each job's admission: state a backend keeps per slot, such as a device
+	 * sampler's copy of the history, starts over). ORCH_EVRAM when device
+	 * memory is short: that job fails, the worker keeps serving.
 	 */
 	orch_err (*reserve)(struct be_model *b, uint32_t slot, struct orch_errinfo *reterr);
 

@@ -494,9 +494,10 @@ device_sampling(struct sched *s, uint32_t n)
 		dev = j->ops->on_logits == NULL && j->sp.n_bias <= BE_SAMPLE_MAX_BIAS &&
 		      !j->prompt_logits && j->max_tokens > 0;
 		s->samp[i] = (struct be_sample){&j->sp, j->hist, j->n_hist, j->tokens_out, NULL};
-		if (dev && j->gj != NULL && s->seqs[i].want_logits)
-			dev = job_mask(s, j, i, &s->samp[i].mask, &e) == ORCH_OK;
 	}
+	for (uint32_t i = 0; i < n && dev; i++) /* the masks once the step is the device's */
+		if (s->seq_job[i]->gj != NULL && s->seqs[i].want_logits)
+			dev = job_mask(s, s->seq_job[i], i, &s->samp[i].mask, &e) == ORCH_OK;
 	return dev;
 }
 
