@@ -52,22 +52,16 @@
 static double
 margin_json(const cJSON *b, uint32_t *ret_top)
 {
-	double t1 = -INFINITY, t2 = -INFINITY, scale = 0;
-	uint32_t i = 0;
+	uint32_t n = b ? (uint32_t)cJSON_GetArraySize(b) : 0, i = 0;
+	float *l = malloc((n ? n : 1) * sizeof(float));
+	double m;
 
+	for (const cJSON *it = b ? b->child : NULL; it != NULL && l; it = it->next)
+		l[i++] = (float)it->valuedouble;
 	*ret_top = 0;
-	for (const cJSON *it = b ? b->child : NULL; it != NULL; it = it->next, i++) {
-		double v = it->valuedouble;
-		scale = fabs(v) > scale ? fabs(v) : scale;
-		if (v > t1) {
-			t2 = t1;
-			t1 = v;
-			*ret_top = i;
-		} else if (v > t2) {
-			t2 = v;
-		}
-	}
-	return scale > 0 ? (t1 - t2) / scale : 0;
+	m = l ? top_margin(l, i, ret_top) : 0;
+	free(l);
+	return m;
 }
 
 /*

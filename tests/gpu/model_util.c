@@ -126,6 +126,28 @@ generate(struct eng *e, const int32_t *prompt, uint32_t n_prompt, uint32_t max, 
 }
 
 double
+top_margin(const float *l, uint32_t n, uint32_t *ret_top)
+{
+	double t1 = -INFINITY, t2 = -INFINITY, scale = 0;
+	uint32_t top = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		double v = l[i];
+		scale = fabs(v) > scale ? fabs(v) : scale;
+		if (v > t1) {
+			t2 = t1;
+			t1 = v;
+			top = i;
+		} else if (v > t2) {
+			t2 = v;
+		}
+	}
+	if (ret_top != NULL)
+		*ret_top = top;
+	return scale > 0 ? (t1 - t2) / scale : 0;
+}
+
+double
 max_rel(const float *a, const float *b, uint64_t n)
 {
 	double scale = 0, diff = 0;

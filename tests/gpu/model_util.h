@@ -69,5 +69,11 @@ orch_err generate(struct eng *e, const int32_t *prompt, uint32_t n_prompt, uint3
 /* run_all - step @s until idle. */
 void run_all(struct sched *s);
 
+/*
+ * top_margin - (first - second) / max |l| of @n logits; the first's index into
+ * *@ret_top when not NULL.
+ */
+double top_margin(const float *l, uint32_t n, uint32_t *ret_top);
+
 /* max_rel - max |a - b| / max |b| over @n; INFINITY when @a has a non-finite value. */
 double max_rel(const float *a, const float *b, uint64_t n);

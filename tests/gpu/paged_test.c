@@ -163,25 +163,6 @@ test_copy(void)
 	eng_close(&e);
 }
 
-/* (first - second) / max |l| of @n logits. */
-static double
-top_margin(const float *l, uint32_t n)
-{
-	double t1 = -INFINITY, t2 = -INFINITY, scale = 0;
-
-	for (uint32_t i = 0; i < n; i++) {
-		double v = l[i];
-		scale = fabs(v) > scale ? fabs(v) : scale;
-		if (v > t1) {
-			t2 = t1;
-			t1 = v;
-		} else if (v > t2) {
-			t2 = v;
-		}
-	}
-	return scale > 0 ? (t1 - t2) / scale : 0;
-}
-
 /* The prefix cache in chunks of @chunk: hits, and results against the cache off (@bound 0:
  * bit for bit). */
 static void
@@ -211,7 +192,7 @@ prefix_run(uint32_t chunk, double bound)
 	T_OK(generate(&off, toks, 60, 20, lr, 20, &o[0]));
 	uint32_t upto = o[0].n; /* tokens compared: up to the first near-tie */
 	for (uint32_t step = 0; step < o[0].n && bound > 0; step++)
-		if (top_margin(lr + step * 512, 512) <= 2 * bound) {
+		if (top_margin(lr + step * 512, 512, NULL) <= 2 * bound) {
 			upto = step;
 			break;
 		}
