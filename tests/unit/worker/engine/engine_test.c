@@ -749,42 +749,9 @@ test_philox_and_sampler(void)
 	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 17, work), samp_sample(&p, lg, 8, NULL, 0, 17, work));
 }
 
-/* logit_bias (-100 bans, else adds), and OpenAI's penalties over the generated tokens only. */
-static void
-test_sampler_openai(void)
-{
-	struct samp_cand work[8];
-	float lg[8] = {1, 5, 3, 5, -2, 0, 2, 4};
-	struct samp_params p = samp_defaults();
-	struct samp_bias ban1[] = {{1, -100}}, lift4[] = {{4, 8}}, ban13[] = {{1, -100}, {3, -150}};
-	int32_t h1[] = {1, 1, 1, 3}, h2[] = {1, 3, 3, 3}, h3[] = {9, 1, 1}, h4[] = {1, 3, 3};
-
-	p.temperature = 0;
-	p.bias = ban1, p.n_bias = 1;
-	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 3); /* 1 banned: the other 5 */
-	p.bias = lift4;
-	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 4); /* -2 + 8 */
-	p.bias = ban13, p.n_bias = 2;
-	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 7);
-	p.n_bias = 0;
-	p.presence_penalty = 2;
-	T_EQ(samp_sample(&p, lg, 8, h1, 4, 0, work), 1); /* the prompt's 1s are not counted */
-	T_EQ(samp_sample(&p, lg, 8, h1, 4, 1, work), 1); /* generated {3}: 3 falls to 3 */
-	T_EQ(samp_sample(&p, lg, 8, h1, 4, 4, work), 7); /* generated {1,1,1,3}: both fall */
-	p.presence_penalty = 0;
-	p.frequency_penalty = 0.6f;
-	T_EQ(samp_sample(&p, lg, 8, h3, 3, 2, work), 3); /* 1: 5 - 2 · 0.6 = 3.8 */
-	T_EQ(samp_sample(&p, lg, 8, h2, 4, 3, work), 1); /* 3: 5 - 3 · 0.6 */
-	p.presence_penalty = 1;
-	p.frequency_penalty = 0.5f;
-	T_EQ(samp_sample(&p, lg, 8, h4, 3, 3, work), 7); /* 1: 3.5, 3: 3.0, 7: 4 */
-	T_EQ(samp_sample(&p, lg, 8, h4, 3, 3, work), 7); /* the marks were cleared */
-}
-
 int
 main(void)
 {
-	T_RUN(test_sampler_openai);
 	T_RUN(test_golden_f32);
 	T_RUN(test_golden_q8_0);
 	T_RUN(test_golden_q4_0);
