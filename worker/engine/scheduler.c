@@ -465,9 +465,11 @@ constrain(struct sched *s, struct sched_job *j, const float *lg)
 	const uint32_t *bits = NULL;
 	orch_err rv;
 
-	if ((s->masked == NULL && (s->masked = orch_calloc(s->n_vocab, sizeof(float))) == NULL &&
-	     (rv = orch_errf(&e, ORCH_ENOMEM, "out of memory")) != ORCH_OK) ||
-	    (rv = job_mask(s, j, 0, &bits, &e)) != ORCH_OK) {
+	if (s->masked == NULL && (s->masked = orch_calloc(s->n_vocab, sizeof(float))) == NULL)
+		rv = orch_errf(&e, ORCH_ENOMEM, "out of memory");
+	else
+		rv = job_mask(s, j, 0, &bits, &e);
+	if (rv != ORCH_OK) {
 		sched_finish(s, j, ORCH_FINISH_ERROR, rv, e.msg);
 		return NULL;
 	}
