@@ -18,6 +18,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "gguf/ggml_type.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -181,19 +183,131 @@ cudaError_t cuk_swiglu_oai(float *g, const float *u, uint64_t ld, uint32_t n, ui
 
 /* ---- integer dots with MXFP4 weights ---- */
 
+/* Inline helpers the kernels (device code) and the host share. */
+#ifdef __CUDACC__
+#define CUK_SHARED __host__ __device__ static inline
+#else
+#define CUK_SHARED static inline
+#endif
+
 /*
- * Activation rows quantized for MXFP4 weights as cpu_quant_q8b does it (Q8_0
- * codes and F16-rounded scale per 32 elements): a row of n (a multiple of
- * 32) holds n/32 float scales, padded to 16 bytes, then n/32 blocks of 32
- * int8 codes.
+ * Activation rows quantized as cpu_quant_q8b does it (Q8_0 codes and
+ * F16-rounded scale per 32 elements) for MXFP4 weights and the integer dots
+ * of cuk_mmvq: a row of n (a multiple of 32) holds n/32 float scales,
+ * padded to 16 bytes, then n/32 blocks of 32 int8 codes, then each block's
+ * code sum (int32, padded to 16 bytes).
  */
-static inline uint64_t
+CUK_SHARED uint64_t
+cuk_q8_codes_off(uint32_t n)
+{
+	return (4ull * (n / 32) + 15) / 16 * 16;
+}
+
+CUK_SHARED uint64_t
+cuk_q8_sums_off(uint32_t n)
+{
+	return cuk_q8_codes_off(n) + 32ull * (n / 32);
+}
+
+CUK_SHARED uint64_t
 cuk_q8_row_bytes(uint32_t n)
 {
-	uint64_t nb = n / 32;
-
-	return (4 * nb + 15) / 16 * 16 + 32 * nb;
+	return cuk_q8_sums_off(n) + cuk_q8_codes_off(n);
 }
+
+/*
+ * Activation rows quantized as cpu_quant_q8k does it (llama.cpp's Q8_K: per
+ * 256 elements a float scale, 256 int8 codes and the sum of each 16 codes)
+ * for the integer dots of K-quant weights: n/256 scales padded to 16 bytes,
+ * then n/256 × 16 int16 sums, then n/256 × 256 codes.
+ */
+CUK_SHARED uint64_t
+cuk_q8k_bsums_off(uint32_t n)
+{
+	return (4ull * (n / 256) + 15) / 16 * 16;
+}
+
+CUK_SHARED uint64_t
+cuk_q8k_codes_off(uint32_t n)
+{
+	return cuk_q8k_bsums_off(n) + 32ull * (n / 256);
+}
+
+CUK_SHARED uint64_t
+cuk_q8k_row_bytes(uint32_t n)
+{
+	return cuk_q8k_codes_off(n) + 256ull * (n / 256);
+}
+
+/* The activation formats of integer dots: how x is quantized for weights of a type. */
+enum cuk_act {
+	CUK_ACT_FLOAT = 0, /* no integer dots: weights dequantized, products in float */
+	CUK_ACT_Q8 = 1,    /* cuk_q8_row_bytes' rows */
+	CUK_ACT_Q8K = 2,   /* cuk_q8k_row_bytes' rows */
+};
+
+/*
+ * cuk_act_of - the activation format cuk_mmvq (or, for MXFP4, cuk_mmv_q8)
+ * takes with weights of @type, as the CPU backend's cpu_qdot_act: Q8 for
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and MXFP4, Q8K for Q4_K, Q5_K and Q6_K,
+ * CUK_ACT_FLOAT for the rest (F32, F16, BF16, Q2_K, Q3_K: cuk_mmv).
+ */
+CUK_SHARED enum cuk_act
+cuk_act_of(uint32_t type)
+{
+	switch (type) {
+	case GGML_TYPE_Q4_0:
+	case GGML_TYPE_Q4_1:
+	case GGML_TYPE_Q5_0:
+	case GGML_TYPE_Q5_1:
+	case GGML_TYPE_Q8_0:
+	case GGML_TYPE_MXFP4:
+		return CUK_ACT_Q8;
+	case GGML_TYPE_Q4_K:
+	case GGML_TYPE_Q5_K:
+	case GGML_TYPE_Q6_K:
+		return CUK_ACT_Q8K;
+	default:
+		return CUK_ACT_FLOAT;
+	}
+}
+
+/* cuk_act_row_bytes - bytes of one quantized row of @n elements in format @fmt. */
+CUK_SHARED uint64_t
+cuk_act_row_bytes(enum cuk_act fmt, uint32_t n)
+{
+	return fmt == CUK_ACT_Q8K  ? cuk_q8k_row_bytes(n)
+	       : fmt == CUK_ACT_Q8 ? cuk_q8_row_bytes(n)
+	                           : 0;
+}
+
+/*
+ * cuk_quant_act - quantize @T rows of @n floats (row stride @x_ld; n a
+ * multiple of 32, of 256 for Q8K) into @xq in format @fmt, @xq_ld bytes (a
+ * multiple of 16, at least cuk_act_row_bytes) a row, bit for bit as
+ * cpu_quant_q8b / cpu_quant_q8k.
+ */
+cudaError_t cuk_quant_act(enum cuk_act fmt, const float *x, uint64_t x_ld, uint32_t n, uint32_t T,
+                          void *xq, uint64_t xq_ld, cudaStream_t st);
+
+/*
+ * cuk_mmvq_ok - whether cuk_mmvq computes with @w: its type has an integer
+ * dot other than MXFP4's (cuk_act_of is not FLOAT) and its layout is
+ * aligned as the kernel reads it (Q4_K and Q5_K rows 16-byte aligned).
+ */
+bool cuk_mmvq_ok(const struct cuk_mat *w);
+
+/*
+ * cuk_mmvq - cuk_mmv with integer dots, as cpu_qdot computes them: @xq
+ * holds @B rows of @xq_ld bytes, x quantized by cuk_quant_act in
+ * cuk_act_of(w->type)'s format; per block (Q4_0 ... Q8_0) or 16-code group
+ * (K-quants) the exact int32 sum of weight codes times activation codes
+ * (__dp4a), combined with the scales in fp32. A (row, b) result does not
+ * depend on B. @w must pass cuk_mmvq_ok.
+ */
+cudaError_t cuk_mmvq(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const void *xq,
+                     uint64_t xq_ld, uint32_t B, float *y, uint64_t y_ld, const float *bias,
+                     cudaStream_t st);
 
 /*
  * cuk_quant_q8 - quantize @T rows of @n floats (row stride @x_ld, n a

@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 cudaError_t cuk_check_mmv(char *why, size_t why_len);
+cudaError_t cuk_check_mmvq(char *why, size_t why_len);
 cudaError_t cuk_check_dequant(char *why, size_t why_len);
 cudaError_t cuk_check_embed(char *why, size_t why_len);
 cudaError_t cuk_check_elementwise(char *why, size_t why_len);

@@ -36,9 +36,9 @@ extern "C" cudaError_t
 cuk_limits_check(int dev, char *why, size_t why_len)
 {
 	cudaError_t (*const checks[])(char *, size_t) = {
-	        cuk_check_mmv,     cuk_check_dequant,  cuk_check_embed,     cuk_check_elementwise,
-	        cuk_check_rmsnorm, cuk_check_rope,     cuk_check_kv_append, cuk_check_attention,
-	        cuk_check_sample,  cuk_check_quant_q8, cuk_check_moe};
+	        cuk_check_mmv,         cuk_check_mmvq,    cuk_check_dequant,  cuk_check_embed,
+	        cuk_check_elementwise, cuk_check_rmsnorm, cuk_check_rope,     cuk_check_kv_append,
+	        cuk_check_attention,   cuk_check_sample,  cuk_check_quant_q8, cuk_check_moe};
 	cudaDeviceProp p;
 	cudaError_t e;
 

@@ -8,6 +8,7 @@
  */
 #include <stdint.h>
 
+#include "../kernels.h"
 #include "deq.cuh"
 
 namespace cuk
@@ -24,7 +25,7 @@ q8_scales(const uint8_t *row)
 __device__ __forceinline__ const int8_t *
 q8_codes(const uint8_t *row, uint32_t nb, uint32_t c)
 {
-	return (const int8_t *)(row + (4ull * nb + 15) / 16 * 16) + 32ull * c;
+	return (const int8_t *)(row + cuk_q8_codes_off(32 * nb)) + 32ull * c;
 }
 
 /*

@@ -14,6 +14,7 @@
 #     debug     where a forward step fails: orch-worker run on stories260K with
 #               synchronous launches, then under memcheck
 #     bench     orch-gpu-bench on synthesized qwen2.5-0.5b / phi3-mini Q4_K_M
+#               (ORCH_GPU_BENCH_FLOAT=1: again with ORCH_CUDA_INT_DOTS=0)
 #     orchd     orchd with a cuda:0 model: NVML inventory, /health, a stream,
 #               the worker killed and restarted; then what leaves the device
 #               sampler (orchd_gpu_api.py: logprobs against the goldens,
@@ -94,7 +95,7 @@ phase_build() {
 	cmake -S "$root" -B "$build" "${gen[@]}" -DORCH_WERROR=ON -DORCH_CUDA=ON \
 		-DORCH_CUDA_ARCHS=90-real -DCMAKE_BUILD_TYPE=Release "${cmake_extra[@]}" || return 1
 	cmake --build "$build" -j"$(nproc)" --target device_test kernels_test kernels_moe_test \
-		gpu_model_test gpu_paged_test orch-gpu-bench orch-synth orch-worker orchd orchctl \
+		kernels_qdot_test gpu_model_test gpu_paged_test orch-gpu-bench orch-synth orch-worker orchd orchctl \
 		orch-cuda || return 1
 	sum "  $(nvcc --version | tail -n 1 | cut -d, -f1);" \
 		"$(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader)"
@@ -116,7 +117,8 @@ run_one() {
 
 phase_test() {
 	local bad=0
-	for t in device_test kernels_test kernels_moe_test gpu_model_test gpu_paged_test; do
+	for t in device_test kernels_test kernels_moe_test kernels_qdot_test gpu_model_test \
+		gpu_paged_test; do
 		run_one "$t" || bad=1
 	done
 	return $bad
@@ -166,6 +168,14 @@ phase_bench() {
 	timeout 300 "$build/bin/orch-gpu-bench" "$m/qwen2.5-0.5b.gguf" "$m/phi3-mini-4k.gguf" | tee "$out/bench.txt"
 	local rc=${PIPESTATUS[0]}
 	sed 's/^/  /' "$out/bench.txt" >>"$out/summary.txt"
+	# ORCH_GPU_BENCH_FLOAT=1: the same again with cuk_mmv's float products, for a before/after
+	if [[ ${ORCH_GPU_BENCH_FLOAT:-0} == 1 ]]; then
+		sum "  -- ORCH_CUDA_INT_DOTS=0 (float mat-vecs):"
+		ORCH_CUDA_INT_DOTS=0 timeout 300 "$build/bin/orch-gpu-bench" "$m/qwen2.5-0.5b.gguf" \
+			"$m/phi3-mini-4k.gguf" | tee "$out/bench-float.txt"
+		[[ ${PIPESTATUS[0]} == 0 ]] || rc=1
+		sed 's/^/  /' "$out/bench-float.txt" >>"$out/summary.txt"
+	fi
 	return "$rc"
 }
 
