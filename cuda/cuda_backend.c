@@ -111,7 +111,7 @@ scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 	       al(CU_BLAS_WS_BYTES) + al(b->step_bytes) + al(S * sizeof(struct cuk_samp)) +
 	       al(s1 * b->hist_cap * 4) + 2 * al(2 * S * V * 4) + al(S * V * 4) + al(S * 4) +
 	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *)) + moe_bytes(hp, B) +
-	       al(b->xq_bytes) + al((uint64_t)b->tab_cap * 4) +
+	       al(b->xq_bytes) + al(b->xqk_bytes) + al((uint64_t)b->tab_cap * 4) +
 	       al(S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias)) + al(S * b->mask_words * 4);
 }
 
@@ -308,6 +308,20 @@ has_type(const struct model *m, uint32_t type)
 	return want[1] > 0;
 }
 
+/* Whether a weight of @m takes activations quantized in format @fmt. */
+static bool
+has_act(const struct model *m, enum cuk_act fmt)
+{
+	static const uint32_t types[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0,
+	                                 GGML_TYPE_Q5_1, GGML_TYPE_Q8_0, GGML_TYPE_MXFP4,
+	                                 GGML_TYPE_Q4_K, GGML_TYPE_Q5_K, GGML_TYPE_Q6_K};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (cuk_act_of(types[i]) == fmt && has_type(m, types[i]))
+			return true;
+	return false;
+}
+
 static void
 set_shapes(struct be_model *b)
 {
@@ -350,12 +364,16 @@ set_shapes(struct be_model *b)
 	uint64_t B =
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
 	b->step_bytes = B * 20 + (uint64_t)b->slots_pad * 4;
-	b->xq_bytes = 0;
-	if (has_type(b->m, GGML_TYPE_MXFP4)) { /* dense rows of up to max_ne0, or expert rows */
+	b->xq_bytes = b->xqk_bytes = 0;
+	if (has_act(b->m, CUK_ACT_Q8)) { /* dense rows of up to max_ne0, or MXFP4 expert rows */
 		uint64_t dense = cuk_q8_row_bytes(b->max_ne0);
-		uint64_t moe = hp->n_expert_used * cuk_q8_row_bytes(hp->n_ff_exp);
+		uint64_t moe = has_type(b->m, GGML_TYPE_MXFP4)
+		                       ? hp->n_expert_used * cuk_q8_row_bytes(hp->n_ff_exp)
+		                       : 0;
 		b->xq_bytes = B * (dense > moe ? dense : moe);
 	}
+	if (has_act(b->m, CUK_ACT_Q8K))
+		b->xqk_bytes = B * cuk_q8k_row_bytes(b->max_ne0);
 }
 
 /* Carve the step-input arrays out of @base (device, host staging or mirror). */
@@ -415,7 +433,8 @@ carve_arena(struct be_model *b)
 		if ((b->moe_out = cu_arena_take(b, BK * hp->n_embd * f)) == NULL)
 			return ORCH_EINTERNAL;
 	}
-	if (b->xq_bytes > 0 && (b->xq = cu_arena_take(b, b->xq_bytes)) == NULL)
+	if ((b->xq_bytes > 0 && (b->xq = cu_arena_take(b, b->xq_bytes)) == NULL) ||
+	    (b->xqk_bytes > 0 && (b->xqk = cu_arena_take(b, b->xqk_bytes)) == NULL))
 		return ORCH_EINTERNAL;
 	if (b->paged && (b->d_tab = cu_arena_take(b, (uint64_t)b->tab_cap * 4)) == NULL)
 		return ORCH_EINTERNAL;
@@ -502,6 +521,8 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 	b->m = m;
 	b->cfg = *cfg;
 	b->trace = getenv("ORCH_CUDA_TRACE") != NULL;
+	const char *dots = getenv("ORCH_CUDA_INT_DOTS");
+	b->int_dots = dots == NULL || strcmp(dots, "0") != 0;
 	if ((rv = parse_device(cfg->device, &b->dev, reterr)) != ORCH_OK ||
 	    (rv = check_model(b, reterr)) != ORCH_OK || (rv = open_device(b, reterr)) != ORCH_OK)
 		goto fail;

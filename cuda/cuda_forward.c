@@ -58,16 +58,14 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 	/* x += the previous layer's FFN output, then the attention norm */
 	TRY(cuk_rmsnorm(b->x, l > 0 ? b->tmp : NULL, L->attn_norm, hp->n_embd, hp->rms_eps, T, NULL,
 	                b->xn, b->st));
+	struct cu_act xn = cu_act_new(b, b->xn, hp->n_embd);
 	if (L->fused_qkv) {
-		TRY(cu_matmul(b, &L->wqkv, 0, b->qkv_dim, b->xn, hp->n_embd, b->qkv, b->qkv_dim,
-		              NULL));
+		TRY(cu_matmul(b, &L->wqkv, 0, b->qkv_dim, &xn, b->qkv, b->qkv_dim, NULL));
 	} else {
-		TRY(cu_matmul(b, &L->wq, 0, b->q_dim, b->xn, hp->n_embd, b->qkv, b->qkv_dim,
-		              L->bq));
-		TRY(cu_matmul(b, &L->wk, 0, b->kv_dim, b->xn, hp->n_embd, b->qkv + b->q_dim,
-		              b->qkv_dim, L->bk));
-		TRY(cu_matmul(b, &L->wv, 0, b->kv_dim, b->xn, hp->n_embd,
-		              b->qkv + b->q_dim + b->kv_dim, b->qkv_dim, L->bv));
+		TRY(cu_matmul(b, &L->wq, 0, b->q_dim, &xn, b->qkv, b->qkv_dim, L->bq));
+		TRY(cu_matmul(b, &L->wk, 0, b->kv_dim, &xn, b->qkv + b->q_dim, b->qkv_dim, L->bk));
+		TRY(cu_matmul(b, &L->wv, 0, b->kv_dim, &xn, b->qkv + b->q_dim + b->kv_dim,
+		              b->qkv_dim, L->bv));
 	}
 	TRY(cuk_rope(b->qkv, b->qkv_dim, T, b->d.pos, hp->n_head, hp->n_head_kv, hp->head_dim,
 	             hp->n_rot, b->theta_scale, b->rope_freqs, b->has_yarn ? &b->yarn : NULL,
@@ -76,7 +74,8 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 	TRY(cuk_attention(&kv, b->qkv, b->qkv_dim, T, b->d.slot, b->d.pos, hp->n_head,
 	                  hp->n_head_kv, hp->head_dim, n_split, L->sinks, b->part, b->att, b->q_dim,
 	                  b->st));
-	return cu_matmul(b, &L->wo, 0, hp->n_embd, b->att, b->q_dim, b->tmp, hp->n_embd, L->bo);
+	struct cu_act att = cu_act_new(b, b->att, b->q_dim);
+	return cu_matmul(b, &L->wo, 0, hp->n_embd, &att, b->tmp, hp->n_embd, L->bo);
 }
 
 static cudaError_t
@@ -89,16 +88,16 @@ ffn_block(struct be_model *b, uint32_t l, uint32_t T)
 
 	/* x += attention output, then the FFN norm */
 	TRY(cuk_rmsnorm(b->x, b->tmp, L->ffn_norm, hp->n_embd, hp->rms_eps, T, NULL, b->xn, b->st));
+	struct cu_act xn = cu_act_new(b, b->xn, hp->n_embd);
 	if (L->fused_gate_up) { /* gate rows first, then up: one product into [gate | up] */
-		TRY(cu_matmul(b, &L->w_gate_up, 0, 2 * hp->n_ff, b->xn, hp->n_embd, b->gu, ld,
-		              NULL));
+		TRY(cu_matmul(b, &L->w_gate_up, 0, 2 * hp->n_ff, &xn, b->gu, ld, NULL));
 	} else {
-		TRY(cu_matmul(b, &L->w_gate, 0, hp->n_ff, b->xn, hp->n_embd, b->gu, ld, NULL));
-		TRY(cu_matmul(b, &L->w_up, 0, hp->n_ff, b->xn, hp->n_embd, b->gu + hp->n_ff, ld,
-		              NULL));
+		TRY(cu_matmul(b, &L->w_gate, 0, hp->n_ff, &xn, b->gu, ld, NULL));
+		TRY(cu_matmul(b, &L->w_up, 0, hp->n_ff, &xn, b->gu + hp->n_ff, ld, NULL));
 	}
 	TRY(cuk_swiglu(b->gu, b->gu + hp->n_ff, ld, hp->n_ff, T, b->st));
-	return cu_matmul(b, &L->w_down, 0, hp->n_embd, b->gu, ld, b->tmp, hp->n_embd, NULL);
+	struct cu_act h = cu_act_new(b, b->gu, ld);
+	return cu_matmul(b, &L->w_down, 0, hp->n_embd, &h, b->tmp, hp->n_embd, NULL);
 }
 
 /* The whole step over T tokens whose inputs are on the device; logits of @n_out rows. */
@@ -116,7 +115,8 @@ run_layers(struct be_model *b, uint32_t T, uint32_t n_out, uint32_t n_split)
 	TRY(cuk_add(b->x, b->tmp, (uint64_t)T * hp->n_embd, b->st));
 	TRY(cuk_rmsnorm(b->x, NULL, b->output_norm, hp->n_embd, hp->rms_eps, n_out, b->d.rows,
 	                b->last, b->st));
-	return cu_matmul_rows(b, &b->output, b->last, hp->n_embd, n_out, b->logits, hp->n_vocab);
+	struct cu_act last = cu_act_new(b, b->last, hp->n_embd);
+	return cu_matmul_rows(b, &b->output, &last, n_out, b->logits, hp->n_vocab);
 }
 
 /*

@@ -117,9 +117,18 @@ struct be_model {
 	 * experts and weights [B][K], expert outputs [B·K][n_embd] (gate and up go to gu) */
 	float *moe_lg, *moe_w, *moe_out;
 	int32_t *moe_sel;
-	/* activations quantized for MXFP4 weights (cuk_quant_q8), when the model has any */
-	void *xq;
-	uint64_t xq_bytes;
+	/*
+	 * Activations quantized for integer dots (cuk_quant_act), when the model
+	 * has weights that take them: Q8 rows (MXFP4, Q4_0 ... Q8_0) in xq, Q8K
+	 * rows (K-quants) in xqk. xq_act[fmt] is the cu_act whose first
+	 * xq_rows[fmt] rows of xq_ne0[fmt] elements they hold (0: none).
+	 * int_dots: cuk_mmvq for the types it takes (ORCH_CUDA_INT_DOTS=0: cuk_mmv).
+	 */
+	void *xq, *xqk;
+	uint64_t xq_bytes, xqk_bytes;
+	uint64_t act_seq, xq_act[3];
+	uint32_t xq_rows[3], xq_ne0[3];
+	bool int_dots;
 
 	/* step inputs: device, pinned host staging, and what the device holds now */
 	struct cu_step d, h, mir;
@@ -159,6 +168,24 @@ struct be_model {
 	bool trace; /* ORCH_CUDA_TRACE set: each step's sequences on stderr */
 };
 
+/*
+ * An activation matrix a step's products read: @x, @ld floats a row. Its id
+ * tells cu_matmul whether b->xq / b->xqk hold it quantized already, so that
+ * the products of one input (Q, K and V; gate and up) quantize it once.
+ * Make a new one (cu_act_new) after each kernel that writes the input.
+ */
+struct cu_act {
+	const float *x;
+	uint64_t ld;
+	uint64_t id;
+};
+
+static inline struct cu_act
+cu_act_new(struct be_model *b, const float *x, uint64_t ld)
+{
+	return (struct cu_act){x, ld, ++b->act_seq};
+}
+
 /* ---- cuda_backend.c ---- */
 
 /* cu_fail - turn CUDA error @ce from @what into ORCH_ECUDA (ORCH_EVRAM for an allocation). */
@@ -184,20 +211,11 @@ uint64_t cu_weight_bytes(const struct model *m);
  * dequantized F16 tiles and cuBLAS for a long one.
  */
 cudaError_t cu_matmul(struct be_model *b, const struct cuk_mat *w, uint32_t row0, uint32_t rows,
-                      const float *x, uint64_t x_ld, float *y, uint64_t y_ld, const float *bias);
+                      const struct cu_act *x, float *y, uint64_t y_ld, const float *bias);
 
 /* cu_matmul_rows - the same over @n rows of x all taken as one run of mat-vecs. */
-cudaError_t cu_matmul_rows(struct be_model *b, const struct cuk_mat *w, const float *x,
-                           uint64_t x_ld, uint32_t n, float *y, uint64_t y_ld);
-
-/*
- * cu_matmul_q8 - MXFP4 weights: rows [0, @n) of x quantized into b->xq, then
- * the integer-dot mat-vecs (cuk_mmv_q8), CUK_MMV_MAX_B rows a launch, as
- * the CPU backend computes them, whatever the step's runs.
- */
-cudaError_t cu_matmul_q8(struct be_model *b, const struct cuk_mat *w, uint32_t row0, uint32_t rows,
-                         const float *x, uint64_t x_ld, uint32_t n, float *y, uint64_t y_ld,
-                         const float *bias);
+cudaError_t cu_matmul_rows(struct be_model *b, const struct cuk_mat *w, const struct cu_act *x,
+                           uint32_t n, float *y, uint64_t y_ld);
 
 /* ---- cuda_moe.c ---- */
 

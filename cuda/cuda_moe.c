@@ -62,9 +62,12 @@ experts(struct be_model *b, const struct cuk_mat *w, uint32_t rows_e, uint32_t n
 		a.xq_ld = cuk_q8_row_bytes(w->ne0);
 		if (b->xq == NULL || (uint64_t)x_rows * a.xq_ld > b->xq_bytes)
 			return cudaErrorInvalidValue; /* the footprint did not count it */
-		if (!quantized && (ce = cuk_quant_q8(x, x_ld, w->ne0, x_rows, b->xq, a.xq_ld,
-		                                     b->st)) != cudaSuccess)
-			return ce;
+		if (!quantized) {
+			b->xq_act[CUK_ACT_Q8] = 0; /* b->xq no longer holds a cu_act's rows */
+			if ((ce = cuk_quant_q8(x, x_ld, w->ne0, x_rows, b->xq, a.xq_ld, b->st)) !=
+			    cudaSuccess)
+				return ce;
+		}
 	}
 	return cuk_moe_mmv(&a, b->st);
 }
@@ -81,8 +84,8 @@ cu_moe_block(struct be_model *b, uint32_t l, uint32_t T)
 
 	/* x += attention output, then the FFN norm */
 	TRY(cuk_rmsnorm(b->x, b->tmp, L->ffn_norm, E, hp->rms_eps, T, NULL, b->xn, b->st));
-	TRY(cu_matmul(b, &L->router, 0, hp->n_expert, b->xn, E, b->moe_lg, hp->n_expert,
-	              L->router_b));
+	struct cu_act xn = cu_act_new(b, b->xn, E);
+	TRY(cu_matmul(b, &L->router, 0, hp->n_expert, &xn, b->moe_lg, hp->n_expert, L->router_b));
 	TRY(cuk_moe_route(b->moe_lg, hp->n_expert, T, K, b->moe_sel, b->moe_w, b->st));
 	/* gate and up of pair p = t·K + k into the [gate | up] row p of gu */
 	TRY(experts(b, &L->gate_exps, F, n, K, b->xn, E, T, false, b->gu, ld, L->gate_exps_b));
