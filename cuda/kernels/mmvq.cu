@@ -137,9 +137,10 @@ cuk_mmvq_ok(const struct cuk_mat *w)
 {
 	bool k45 = w->type == GGML_TYPE_Q4_K || w->type == GGML_TYPE_Q5_K;
 
+	uint32_t unit = cuk_act_of(w->type) == CUK_ACT_Q8K ? 256 : 32;
+
 	return cuk_act_of(w->type) != CUK_ACT_FLOAT && w->type != GGML_TYPE_MXFP4 &&
-	       (!k45 || (((uintptr_t)w->data | w->row_bytes) & 15) == 0) &&
-	       ((uintptr_t)w->data & 1) == 0;
+	       w->ne0 % unit == 0 && (((uintptr_t)w->data | w->row_bytes) & (k45 ? 15 : 1)) == 0;
 }
 
 extern "C" cudaError_t

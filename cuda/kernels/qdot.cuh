@@ -87,21 +87,33 @@ funnel(uint32_t lo, uint32_t hi, uint32_t sh)
 #endif
 }
 
+CUK_HD uint32_t
+ld16(const uint8_t *p) /* 2-byte aligned */
+{
+#ifdef __CUDA_ARCH__
+	return __ldg((const unsigned short *)p);
+#else
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+#endif
+}
+
 /*
  * @N little-endian words from a 2-byte aligned @p: aligned 4-byte loads
- * shifted together, one more load only when @p is not 4-byte aligned (it
- * then reads up to 2 bytes past the run, inside the same aligned word).
+ * shifted together; when @p is not 4-byte aligned the run's last two bytes
+ * come from one more 2-byte load (nothing past the run is read).
  */
 template <int N>
 CUK_HD void
 ldw(const uint8_t *p, uint32_t *w)
 {
 	const uint8_t *a = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)3);
-	uint32_t sh = (uint32_t)((uintptr_t)p & 3) * 8, cur = ld32(a);
+	uint32_t sh = (uint32_t)((uintptr_t)p & 2) * 8, cur = ld32(a);
 
 	CUK_UNROLL
 	for (int i = 0; i < N; i++) {
-		uint32_t next = i + 1 < N || sh != 0 ? ld32(a + 4 * (i + 1)) : 0;
+		uint32_t next = i + 1 < N ? ld32(a + 4 * (i + 1)) : sh != 0 ? ld16(a + 4 * N) : 0;
 		w[i] = funnel(cur, next, sh);
 		cur = next;
 	}
@@ -381,6 +393,15 @@ lane_sums(const uint8_t *row, uint32_t n, const uint8_t *xq, uint64_t xq_ld, uin
 
 /* ---- activation quantizers ---- */
 
+/* @v rounded half to even and clamped to ±127; NaN gives 0 (the CPU's int8 store of it). */
+CUK_HD int
+code(float v)
+{
+	float r = rintf(v);
+
+	return r > 127.0f ? 127 : r < -127.0f ? -127 : r == r ? (int)r : 0;
+}
+
 /*
  * One Q8_0 activation block of 32 floats at @x, as cpu_quant_q8b: the scale
  * amax / 127 rounded to F16, codes x · (127 / amax) rounded half to even;
@@ -399,8 +420,7 @@ q8_block(const float *x, uint32_t w[8], float *d)
 	for (int k = 0; k < 8; k++)
 		w[k] = 0;
 	for (int k = 0; k < 32; k++) {
-		float r = rintf(mul_rn(x[k], id));
-		int q = r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+		int q = code(mul_rn(x[k], id));
 		w[k / 4] |= (uint32_t)(q & 0xff) << (8 * (k % 4));
 		sum += q;
 	}
@@ -423,8 +443,7 @@ q8k_codes8(const float *x, float id, uint32_t w[2])
 
 	w[0] = w[1] = 0;
 	for (int k = 0; k < 8; k++) {
-		float r = rintf(mul_rn(x[k], id));
-		int q = r > 127.0f ? 127 : r < -127.0f ? -127 : (int)r;
+		int q = code(mul_rn(x[k], id));
 		w[k / 4] |= (uint32_t)(q & 0xff) << (8 * (k % 4));
 		sum += q;
 	}

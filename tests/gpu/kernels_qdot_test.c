@@ -5,10 +5,11 @@
  * random inputs, outputs poisoned (NaN) before each run:
  * - activations quantized bit for bit as the emulation (and so as
  *   cpu_quant_q8b / cpu_quant_q8k), a zero block included;
- * - mat-vecs at B = 1 and 8 from row 2 with a bias: bit for bit the
+ * - mat-vecs at B = 1, 3 and 8 from row 2 with a bias: bit for bit the
  *   emulation's (the same fp32 operations in the same order, the warp's
  *   butterfly sum included), within 1e-5 of cpu_qdot_scalar, and a row's
- *   result the same bits whatever B;
+ *   result the same bits whatever B; 3 rows quantized (a partly used
+ *   block of warps) give the 8-row quantization's first 3;
  * - misaligned K-quant rows are refused (cuk_mmvq_ok).
  * The test exits 77 where no CUDA device exists.
  */
@@ -67,7 +68,14 @@ qdot_case(uint32_t type, uint32_t rows, uint32_t ne0, double *worst)
 	CK(cudaMemcpy(dx, x, 8ull * ne0 * 4, cudaMemcpyHostToDevice));
 	CK(cudaMemcpy(db, bias, rows * 4, cudaMemcpyHostToDevice));
 	CK(cudaMemcpy(hw, w.data, (uint64_t)rows * w.row_bytes, cudaMemcpyDeviceToHost));
+	CK(cuk_quant_act(fmt, dx, ne0, ne0, 3, dxq, xq_ld, 0)); /* T = 3 first, then all 8 */
+	CK(cudaMemcpy(hq, dxq, 3 * xq_ld, cudaMemcpyDeviceToHost));
 	CK(cuk_quant_act(fmt, dx, ne0, ne0, 8, dxq, xq_ld, 0));
+	CK(cudaMemcpy(eq, dxq, 3 * xq_ld, cudaMemcpyDeviceToHost));
+	for (uint32_t b = 0; b < 3; b++)
+		if (!same_act(fmt, ne0, hq + b * xq_ld, eq + b * xq_ld))
+			T_FAIL_("%s %ux%u: row %u quantized differently at T = 3 and T = 8",
+			        ggml_type_get(type)->name, rows, ne0, b);
 	CK(cudaMemcpy(hq, dxq, 8 * xq_ld, cudaMemcpyDeviceToHost));
 	for (uint32_t b = 0; b < 8; b++) {
 		T_TRUE(qdot_emul_quant(fmt, x + (uint64_t)b * ne0, ne0, eq + b * xq_ld));
@@ -91,7 +99,9 @@ qdot_case(uint32_t type, uint32_t rows, uint32_t ne0, double *worst)
 			                          bias[i + 2]);
 		}
 	}
-	for (uint32_t B = 1; B <= 8; B += 7) {
+	static const uint32_t Bs[] = {1, 3, 8};
+	for (uint32_t bi = 0; bi < 3; bi++) {
+		uint32_t B = Bs[bi];
 		CK(cudaMemset(dy, 0xff, 8ull * rows * 4));
 		CK(cuk_mmvq(&w, 2, R, dxq, xq_ld, B, dy, R, db, 0));
 		CK(cudaMemcpy(y, dy, (uint64_t)B * R * 4, cudaMemcpyDeviceToHost));
@@ -121,7 +131,7 @@ test_mmvq(void)
 		double worst = 0;
 		for (size_t si = 0; si < sizeof(shapes) / sizeof(shapes[0]); si++) {
 			if (shapes[si][1] % ggml_type_get(type)->block_size != 0 ||
-			    (kt_quick && si > 1))
+			    (kt_quick && si > 1 && si < 4))
 				continue;
 			qdot_case(type, shapes[si][0], shapes[si][1], &worst);
 		}
