@@ -1,9 +1,12 @@
 #pragma once
 /* common.cuh - warp reductions and launch helpers shared by the kernels. */
-#include <cuda_runtime.h>
 #include <stdint.h>
+#include <type_traits>
 
-namespace cuk {
+#include <cuda_runtime.h>
+
+namespace cuk
+{
 
 template <typename T>
 __device__ __forceinline__ T
@@ -22,6 +25,55 @@ warp_max(float v)
 	for (int o = 16; o > 0; o >>= 1)
 		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
 	return v;
+}
+
+/*
+ * row_out - the mat-vec kernels' epilogue: lane sums @acc of a warp's row @r
+ * added (warp_sum) and, by lane 0, stored to y[b][r] (+ bias[r]).
+ */
+template <int B>
+__device__ __forceinline__ void
+row_out(const float *acc, uint32_t lane, uint32_t r, float *y, uint64_t y_ld, const float *bias)
+{
+#pragma unroll
+	for (int b = 0; b < B; b++) {
+		float s = warp_sum(acc[b]);
+		if (lane == 0)
+			y[(uint64_t)b * y_ld + r] = bias ? s + bias[r] : s;
+	}
+}
+
+/* with_B - @f(std::integral_constant<int, B>) for @B of 1 .. 8 (CUK_MMV_MAX_B; more: 8). */
+template <typename F>
+void
+with_B(uint32_t B, F f)
+{
+	switch (B) {
+	case 1:
+		f(std::integral_constant<int, 1>{});
+		break;
+	case 2:
+		f(std::integral_constant<int, 2>{});
+		break;
+	case 3:
+		f(std::integral_constant<int, 3>{});
+		break;
+	case 4:
+		f(std::integral_constant<int, 4>{});
+		break;
+	case 5:
+		f(std::integral_constant<int, 5>{});
+		break;
+	case 6:
+		f(std::integral_constant<int, 6>{});
+		break;
+	case 7:
+		f(std::integral_constant<int, 7>{});
+		break;
+	default:
+		f(std::integral_constant<int, 8>{});
+		break;
+	}
 }
 
 /* launched - the error of the launch just made (cudaGetLastError). */
@@ -44,7 +96,8 @@ div_up(uint64_t a, uint64_t b)
 #include "../kernels.h"
 #include "gguf/ggml_type.h"
 
-namespace cuk {
+namespace cuk
+{
 
 /* every_type - @one(type, why, why_len) for each type the kernels support; the first error. */
 static inline cudaError_t

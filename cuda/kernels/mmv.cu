@@ -23,6 +23,7 @@ namespace
 {
 
 constexpr int WARPS = 4;
+static_assert(CUK_MMV_MAX_B == 8, "cuk::with_B instantiates B = 1 .. 8");
 
 template <int T, int B>
 __global__ void
@@ -78,12 +79,7 @@ __launch_bounds__(WARPS * 32)
 			}
 		}
 	}
-#pragma unroll
-	for (int b = 0; b < B; b++) {
-		float s = cuk::warp_sum(acc[b]);
-		if (lane == 0)
-			y[(uint64_t)b * y_ld + r] = bias ? s + bias[r] : s;
-	}
+	cuk::row_out<B>(acc, lane, r, y, y_ld, bias);
 }
 
 struct mmv_args {
@@ -104,24 +100,10 @@ mmv_launch(uint32_t B, const mmv_args &a)
 {
 	dim3 grid(cuk::div_up(a.rows, WARPS)), block(WARPS * 32);
 
-#define MMV_B(n)                                                                                 \
-	case n:                                                                                  \
-		mmv_kernel<T, n><<<grid, block, 0, a.st>>>(a.w, a.row_bytes, a.ne0, a.rows, a.x, \
-		                                           a.x_ld, a.y, a.y_ld, a.bias);         \
-		break;
-	switch (B) {
-		MMV_B(1)
-		MMV_B(2)
-		MMV_B(3)
-		MMV_B(4)
-		MMV_B(5)
-		MMV_B(6)
-		MMV_B(7)
-	default:
-		mmv_kernel<T, 8><<<grid, block, 0, a.st>>>(a.w, a.row_bytes, a.ne0, a.rows, a.x,
+	cuk::with_B(B, [&](auto n) {
+		mmv_kernel<T, n><<<grid, block, 0, a.st>>>(a.w, a.row_bytes, a.ne0, a.rows, a.x,
 		                                           a.x_ld, a.y, a.y_ld, a.bias);
-	}
-#undef MMV_B
+	});
 }
 
 template <int B>
@@ -153,12 +135,7 @@ __launch_bounds__(WARPS * 32)
 			acc[b] = __fadd_rn(acc[b], cuk::block_term(dw, cuk::q8_scales(xr)[c], s));
 		}
 	}
-#pragma unroll
-	for (int b = 0; b < B; b++) {
-		float s = cuk::warp_sum(acc[b]);
-		if (lane == 0)
-			y[(uint64_t)b * y_ld + r] = bias ? s + bias[r] : s;
-	}
+	cuk::row_out<B>(acc, lane, r, y, y_ld, bias);
 }
 
 } // namespace
@@ -176,24 +153,10 @@ cuk_mmv_q8(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const void *xq
 	const float *bb = bias ? bias + row0 : nullptr;
 	dim3 grid(cuk::div_up(rows, WARPS)), block(WARPS * 32);
 
-#define MMV_Q8_B(n)                                                                               \
-	case n:                                                                                   \
-		mmv_q8_kernel<n><<<grid, block, 0, st>>>(W, w->row_bytes, w->ne0, rows, X, xq_ld, \
-		                                         y, y_ld, bb);                            \
-		break;
-	switch (B) {
-		MMV_Q8_B(1)
-		MMV_Q8_B(2)
-		MMV_Q8_B(3)
-		MMV_Q8_B(4)
-		MMV_Q8_B(5)
-		MMV_Q8_B(6)
-		MMV_Q8_B(7)
-	default:
-		mmv_q8_kernel<8><<<grid, block, 0, st>>>(W, w->row_bytes, w->ne0, rows, X, xq_ld, y,
+	cuk::with_B(B, [&](auto n) {
+		mmv_q8_kernel<n><<<grid, block, 0, st>>>(W, w->row_bytes, w->ne0, rows, X, xq_ld, y,
 		                                         y_ld, bb);
-	}
-#undef MMV_Q8_B
+	});
 	return cuk::launched();
 }
 

@@ -33,12 +33,7 @@ __launch_bounds__(WARPS * 32)
 	if (r >= rows)
 		return;
 	cuk::qd::lane_sums<T, B>(W + (uint64_t)r * row_bytes, ne0, xq, xq_ld, lane, 32, acc);
-#pragma unroll
-	for (int b = 0; b < B; b++) {
-		float s = cuk::warp_sum(acc[b]);
-		if (lane == 0)
-			y[(uint64_t)b * y_ld + r] = bias ? s + bias[r] : s;
-	}
+	cuk::row_out<B>(acc, lane, r, y, y_ld, bias);
 }
 
 struct mmvq_args {
@@ -59,24 +54,10 @@ mmvq_launch(uint32_t B, const mmvq_args &a)
 {
 	dim3 grid(cuk::div_up(a.rows, WARPS)), block(WARPS * 32);
 
-#define MMVQ_B(n)                                                                                  \
-	case n:                                                                                    \
-		mmvq_kernel<T, n><<<grid, block, 0, a.st>>>(a.w, a.row_bytes, a.ne0, a.rows, a.xq, \
-		                                            a.xq_ld, a.y, a.y_ld, a.bias);         \
-		break;
-	switch (B) {
-		MMVQ_B(1)
-		MMVQ_B(2)
-		MMVQ_B(3)
-		MMVQ_B(4)
-		MMVQ_B(5)
-		MMVQ_B(6)
-		MMVQ_B(7)
-	default:
-		mmvq_kernel<T, 8><<<grid, block, 0, a.st>>>(a.w, a.row_bytes, a.ne0, a.rows, a.xq,
+	cuk::with_B(B, [&](auto n) {
+		mmvq_kernel<T, n><<<grid, block, 0, a.st>>>(a.w, a.row_bytes, a.ne0, a.rows, a.xq,
 		                                            a.xq_ld, a.y, a.y_ld, a.bias);
-	}
-#undef MMVQ_B
+	});
 }
 
 /* The type switch of cuk_mmvq's launcher and check: the types of qdot.cuh. */

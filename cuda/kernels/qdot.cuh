@@ -210,30 +210,21 @@ k4_scale(const uint32_t s[3], int j, int *sc, int *m)
 /* ---- per type ---- */
 
 /* Bytes of a block (or super-block) of @T, and chunks (of 32 codes) in it. */
-template <int T> struct unit;
-template <> struct unit<GGML_TYPE_Q4_0> {
-	static constexpr int bytes = 18, chunks = 1;
-};
-template <> struct unit<GGML_TYPE_Q4_1> {
-	static constexpr int bytes = 20, chunks = 1;
-};
-template <> struct unit<GGML_TYPE_Q5_0> {
-	static constexpr int bytes = 22, chunks = 1;
-};
-template <> struct unit<GGML_TYPE_Q5_1> {
-	static constexpr int bytes = 24, chunks = 1;
-};
-template <> struct unit<GGML_TYPE_Q8_0> {
-	static constexpr int bytes = 34, chunks = 1;
-};
-template <> struct unit<GGML_TYPE_Q4_K> {
-	static constexpr int bytes = 144, chunks = 8;
-};
-template <> struct unit<GGML_TYPE_Q5_K> {
-	static constexpr int bytes = 176, chunks = 8;
-};
-template <> struct unit<GGML_TYPE_Q6_K> {
-	static constexpr int bytes = 210, chunks = 8;
+template <int T> struct unit {
+	static constexpr int chunks =
+	        T == GGML_TYPE_Q4_K || T == GGML_TYPE_Q5_K || T == GGML_TYPE_Q6_K ? 8 : 1;
+	static constexpr int bytes = T == GGML_TYPE_Q4_0   ? 18
+	                             : T == GGML_TYPE_Q4_1 ? 20
+	                             : T == GGML_TYPE_Q5_0 ? 22
+	                             : T == GGML_TYPE_Q5_1 ? 24
+	                             : T == GGML_TYPE_Q8_0 ? 34
+	                             : T == GGML_TYPE_Q4_K ? 144
+	                             : T == GGML_TYPE_Q5_K ? 176
+	                                                   : 210;
+	static_assert(T == GGML_TYPE_Q4_0 || T == GGML_TYPE_Q4_1 || T == GGML_TYPE_Q5_0 ||
+	                      T == GGML_TYPE_Q5_1 || T == GGML_TYPE_Q8_0 || T == GGML_TYPE_Q4_K ||
+	                      T == GGML_TYPE_Q5_K || T == GGML_TYPE_Q6_K,
+	              "qdot: unsupported type");
 };
 
 /*
