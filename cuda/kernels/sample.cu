@@ -222,6 +222,7 @@ __launch_bounds__(THREADS) filter_kernel(uint32_t n_vocab, const cuk_samp *sp, c
 		}
 		__syncthreads();
 		n = cut;
+		__syncthreads(); /* every thread has read cut before min-p lowers it again */
 	}
 	if (p.min_p > 0.0f) { /* then the prefix within min_p of the top */
 		float floor_p = p.min_p * pr[0];
