@@ -8,6 +8,7 @@ function(orch_test name)
 	if(NOT T_LABELS)
 		set(T_LABELS unit)
 	endif()
+	orch_cu_sources(T_SOURCES ${T_SOURCES})
 	add_executable(${name} ${T_SOURCES})
 	target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 	target_link_libraries(${name} PRIVATE ${T_LIBS})
@@ -16,5 +17,5 @@ function(orch_test name)
 		LABELS "${T_LABELS}"
 		TIMEOUT ${T_TIMEOUT}
 		SKIP_RETURN_CODE 77
-		ENVIRONMENT "ORCH_TESTDATA=${ORCH_TESTDATA};ORCH_BIN=${CMAKE_BINARY_DIR}/bin;ORCH_SRC=${CMAKE_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1")
+		ENVIRONMENT "ORCH_TESTDATA=${ORCH_TESTDATA};ORCH_BIN=${CMAKE_BINARY_DIR}/bin;ORCH_SRC=${CMAKE_SOURCE_DIR};ASAN_OPTIONS=detect_leaks=1:abort_on_error=1;UBSAN_OPTIONS=print_stacktrace=1:abort_on_error=1")
 endfunction()
