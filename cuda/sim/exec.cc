@@ -849,28 +849,6 @@ shared_dyn(size_t align)
 	return e->smem + e->dyn_off;
 }
 
-/* ---- counted arithmetic ---- */
-
-int
-dp4a(int a, int b, int c)
-{
-	int s = c;
-
-	for (int i = 0; i < 4; i++)
-		s += (int)(int8_t)(a >> (8 * i)) * (int)(int8_t)(b >> (8 * i));
-	return s;
-}
-
-unsigned
-dp4a_u(unsigned a, unsigned b, unsigned c)
-{
-	unsigned s = c;
-
-	for (int i = 0; i < 4; i++)
-		s += ((a >> (8 * i)) & 0xffu) * ((b >> (8 * i)) & 0xffu);
-	return s;
-}
-
 } // namespace cusim
 
 /* ---- fibers start here ---- */

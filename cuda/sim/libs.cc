@@ -7,12 +7,11 @@
  *   outside its allocation is a fault: on a GPU the library's kernel would
  *   read or write out of bounds) and again when they run (cudaFree does not
  *   wait for them).
- * - The GEMM's arithmetic is a tensor core's, not a sequential sum: with
- *   F16 or BF16 inputs each product is exact in float, the products of a
- *   k-slice of 16 are added exactly (in double) and rounded once into the
- *   F32 accumulator; F32 inputs accumulate in F32 by fused multiply-adds in
- *   k order. cuBLAS promises neither order, so a test that needs the CPU's
- *   bits from a GEMM is wrong on both.
+ * - The GEMM's arithmetic is a tensor core's, not a sequential sum: the
+ *   products of a k-slice of 16 are added in double (exactly, for F16 and
+ *   BF16 inputs) and rounded once into the F32 accumulator. cuBLAS promises
+ *   no order, so a test that needs the CPU's bits from a GEMM is wrong on
+ *   both.
  * - CUB's radix sort orders keys by their bits; so does this one.
  */
 #include <algorithm>
@@ -87,54 +86,64 @@ struct gemm_op final : op {
 	cudaDataType_t at, bt, ct;
 	size_t a_bytes, b_bytes, c_bytes;
 
+	/* row @i of op(A), or column @j of op(B) (@b), as floats */
+	void fetch(bool b, int idx, float *out) const
+	{
+		const void *base = b ? B : A;
+		cudaDataType_t t = b ? bt : at;
+		bool contiguous = b ? tb == CUBLAS_OP_N : ta == CUBLAS_OP_T;
+		int ld = b ? ldb : lda;
+		for (int l = 0; l < k; l++)
+			out[l] = load(base, t,
+			              contiguous ? (size_t)l + (size_t)idx * ld
+			                         : (size_t)idx + (size_t)l * ld);
+	}
 	void run() override
 	{
 		if (!device_range(A, a_bytes, "cublasGemmEx", "A") ||
 		    !device_range(B, b_bytes, "cublasGemmEx", "B") ||
 		    !device_range(C, c_bytes, "cublasGemmEx", "C"))
 			return;
-		bool tensor = at != CUDA_R_32F;
-		std::vector<float> col((size_t)k);
-		for (int j = 0; j < n; j++) {
-			for (int l = 0; l < k; l++)
-				col[(size_t)l] =
-				        load(B, bt,
-				             tb == CUBLAS_OP_N ? (size_t)l + (size_t)j * ldb
-				                               : (size_t)j + (size_t)l * ldb);
-			for (int i = 0; i < m; i++) {
+		std::vector<float> bcols((size_t)n * k), arow((size_t)k);
+		for (int j = 0; j < n; j++)
+			fetch(true, j, &bcols[(size_t)j * k]);
+		for (int i = 0; i < m; i++) {
+			fetch(false, i, arow.data());
+			for (int j = 0; j < n; j++) {
+				const float *a = arow.data(), *bc = &bcols[(size_t)j * k];
 				float acc = 0.0f;
+				/* a tensor core's k-slices of 16: the products exact, added
+				 * exactly, rounded once into the F32 accumulator */
 				for (int l0 = 0; l0 < k; l0 += 16) {
-					double part = 0.0;
-					for (int l = l0; l < k && l < l0 + 16; l++) {
-						float a =
-						        load(A, at,
-						             ta == CUBLAS_OP_N
-						                     ? (size_t)i + (size_t)l * lda
-						                     : (size_t)l + (size_t)i * lda);
-						if (tensor)
-							part += (double)a * col[(size_t)l];
-						else
-							acc = fmaf(a, col[(size_t)l], acc);
-					}
-					if (tensor)
-						acc += (float)part;
+					double p[4] = {0, 0, 0, 0};
+					int end = k - l0 < 16 ? k : l0 + 16, l = l0;
+					for (; l + 4 <= end; l += 4)
+						for (int q = 0; q < 4; q++)
+							p[q] += (double)a[l + q] *
+							        (double)bc[l + q];
+					for (; l < end; l++)
+						p[0] += (double)a[l] * (double)bc[l];
+					acc += (float)((p[0] + p[1]) + (p[2] + p[3]));
 				}
-				size_t ci = (size_t)i + (size_t)j * ldc;
-				float c = beta != 0.0f ? load(C, ct, ci) : 0.0f;
-				float v = alpha * acc + (beta != 0.0f ? beta * c : 0.0f);
-				if (ct == CUDA_R_32F)
-					memcpy((uint8_t *)C + 4 * ci, &v, 4);
-				else {
-					uint16_t h =
-					        ct == CUDA_R_16F
-					                ? f32_to_f16(v)
-					                : (uint16_t)((f32_bits(v) + 0x7fffu +
-					                              ((f32_bits(v) >> 16) & 1u)) >>
-					                             16);
-					memcpy((uint8_t *)C + 2 * ci, &h, 2);
-				}
+				store(i, j, acc);
 			}
 		}
+	}
+	void store(int i, int j, float acc)
+	{
+		size_t ci = (size_t)i + (size_t)j * ldc;
+		float c = beta != 0.0f ? load(C, ct, ci) : 0.0f;
+		float v = alpha * acc + (beta != 0.0f ? beta * c : 0.0f);
+		if (ct == CUDA_R_32F) {
+			memcpy((uint8_t *)C + 4 * ci, &v, 4);
+			return;
+		}
+		uint16_t h =
+		        ct == CUDA_R_16F
+		                ? f32_to_f16(v)
+		                : (uint16_t)((f32_bits(v) + 0x7fffu + ((f32_bits(v) >> 16) & 1u)) >>
+		                             16);
+		memcpy((uint8_t *)C + 2 * ci, &h, 2);
 	}
 	op *clone() const override
 	{

@@ -5,17 +5,19 @@
  * Design notes
  * - Each device's memory is one reserved range of the process (untouched
  *   pages cost nothing) of ORCH_CUDA_SIM_VRAM bytes plus room for gaps. An
- *   allocation is 256-byte aligned and followed by an unused gap of at least
- *   256 bytes, so an access a little past its end is outside every
- *   allocation - never silently in the next one, as it can be on a GPU.
+ *   allocation is 256-byte aligned and followed by an unused gap of a
+ *   quarter of its size (4 KiB to 16 MiB), so an access that far past its
+ *   end is outside every allocation - never silently in the next one, as it
+ *   can be on a GPU.
  * - Free memory is counted in allocated bytes rounded up to 256: a request
  *   that does not fit fails with cudaErrorMemoryAllocation, cudaMemGetInfo
  *   reports what is left.
  * - A freed range stays in quarantine (its accesses are reported as a use
  *   after free) until 64 MiB more have been freed, or an allocation needs it.
  * - New allocations are filled with 0xff (a NaN in every float format, -1 in
- *   every signed integer) up to 256 MiB, so reading what was never written
- *   shows; larger ones are left as the kernel gave them (zero).
+ *   every signed integer) up to 64 MiB, so reading what was never written
+ *   shows; larger ones are left as the kernel gave them (zero). Pinned host
+ *   memory is filled with 0xa5.
  * - Under AddressSanitizer the gaps and freed ranges are poisoned, so the
  *   host side (copies) and ASan-instrumented kernels report them too.
  */
@@ -44,8 +46,8 @@ namespace cusim
 namespace
 {
 
-constexpr size_t ALIGN = 256, GAP = 256;
-constexpr size_t FILL_MAX = 256ull << 20;
+constexpr size_t ALIGN = 256;
+constexpr size_t FILL_MAX = 64ull << 20;
 constexpr size_t QUARANTINE_BYTES = 64ull << 20;
 
 struct device_mem {
@@ -78,6 +80,17 @@ round_up(size_t n, size_t a)
 	return (n + a - 1) / a * a;
 }
 
+/* The bytes an allocation of @size takes: rounded up, and an unused gap after it of a
+ * quarter of it (4 KiB to 16 MiB), which an overrun of that length lands in. */
+size_t
+span_of(size_t size)
+{
+	size_t acct = round_up(size ? size : 1, ALIGN), gap = acct / 4;
+
+	gap = gap < 4096 ? 4096 : gap > (16u << 20) ? 16u << 20 : round_up(gap, ALIGN);
+	return acct + gap;
+}
+
 device_mem *
 dev_mem(int d)
 {
@@ -88,7 +101,7 @@ dev_mem(int d)
 		for (int i = 0; i < s.n_dev; i++) {
 			device_mem *m = &s.dev[i];
 			size_t want = cfg().vram_bytes;
-			m->reserved = want + want / 8 + (64ull << 20);
+			m->reserved = want + want / 2 + (256ull << 20); /* room for the gaps */
 			void *p = mmap(NULL, m->reserved, PROT_READ | PROT_WRITE,
 			               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 			if (p == MAP_FAILED) {
@@ -129,10 +142,13 @@ unquarantine_one(device_mem *m)
 	uintptr_t base = m->quarantine.front();
 	m->quarantine.pop_front();
 	auto it = s.allocs.find(base);
-	size_t span = round_up(it->second.size ? it->second.size : 1, ALIGN) + GAP;
+	size_t span = span_of(it->second.size);
 	m->quarantined -= span;
-	if (span >= (1u << 20))
-		madvise((void *)base, span, MADV_DONTNEED);
+	/* give the pages back, only those wholly inside the range: madvise works on whole
+	 * pages, and the next allocation may start in the last one */
+	uintptr_t lo = round_up(base, 4096), hi = (base + span) / 4096 * 4096;
+	if (hi > lo && hi - lo >= (1u << 20))
+		madvise((void *)lo, hi - lo, MADV_DONTNEED);
 	s.allocs.erase(it);
 	alloc_gen++;
 	release_range(m, base, span);
@@ -186,8 +202,7 @@ find_device_alloc(uintptr_t a, bool nearest)
 	if (it == s.allocs.begin())
 		return NULL;
 	--it;
-	if (nearest ||
-	    a < it->second.base + round_up(it->second.size ? it->second.size : 1, ALIGN) + GAP)
+	if (nearest || a < it->second.base + span_of(it->second.size))
 		return &it->second;
 	return NULL;
 }
@@ -258,7 +273,7 @@ cudaMalloc(void **p, size_t size)
 	if ((e = sticky_error()) != cudaSuccess || (e = unsafe_call("cudaMalloc")) != cudaSuccess)
 		return set_error(e);
 	device_mem *m = dev_mem(current_device());
-	size_t acct = round_up(size ? size : 1, ALIGN), span = acct + GAP;
+	size_t acct = round_up(size ? size : 1, ALIGN), span = span_of(size);
 	if (size > cfg().vram_bytes || m->used + acct > cfg().vram_bytes)
 		return set_error(cudaErrorMemoryAllocation);
 	uintptr_t a = take_range(m, span);
@@ -296,9 +311,9 @@ cudaFree(void *p)
 	m->used -= acct;
 	al->freed = true;
 	alloc_gen++;
-	POISON(p, acct + GAP);
+	POISON(p, span_of(al->size));
 	m->quarantine.push_back(al->base);
-	m->quarantined += acct + GAP;
+	m->quarantined += span_of(al->size);
 	while (m->quarantined > QUARANTINE_BYTES && m->quarantine.size() > 1)
 		unquarantine_one(m);
 	return sticky_error();
@@ -332,6 +347,7 @@ cudaHostAlloc(void **p, size_t size, unsigned int flags)
 	void *a = NULL;
 	if (posix_memalign(&a, 4096, size ? size : 1) != 0)
 		return set_error(cudaErrorMemoryAllocation);
+	memset(a, 0xa5, size); /* not zero: what was never written shows */
 	st().pinned[(uintptr_t)a] = size;
 	*p = a;
 	return cudaSuccess;

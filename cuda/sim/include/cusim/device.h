@@ -144,9 +144,21 @@ void dev_sincospi(double x, double *s, double *c);
 void dev_sincospif(float x, float *s, float *c);
 void dev_sincosf(float x, float *s, float *c);
 
-/* ---- counted arithmetic (exec.cc; counted when the cost counters are on) ---- */
-int dp4a(int a, int b, int c);
-unsigned dp4a_u(unsigned a, unsigned b, unsigned c);
+/* __dp4a: the four byte products (signed or unsigned) added to @c */
+static inline int
+dp4a(int a, int b, int c)
+{
+	return c + (int)(int8_t)a * (int)(int8_t)b + (int)(int8_t)(a >> 8) * (int)(int8_t)(b >> 8) +
+	       (int)(int8_t)(a >> 16) * (int)(int8_t)(b >> 16) +
+	       (int)(int8_t)(a >> 24) * (int)(int8_t)(b >> 24);
+}
+
+static inline unsigned
+dp4a_u(unsigned a, unsigned b, unsigned c)
+{
+	return c + (a & 0xffu) * (b & 0xffu) + (a >> 8 & 0xffu) * (b >> 8 & 0xffu) +
+	       (a >> 16 & 0xffu) * (b >> 16 & 0xffu) + (a >> 24) * (b >> 24);
+}
 
 } // namespace cusim
 
