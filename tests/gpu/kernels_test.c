@@ -73,13 +73,15 @@ test_dequant_mmv(void)
 				if (memcmp(out + (uint64_t)k * ne0, deq + (uint64_t)tok[k] * ne0,
 				           ne0 * 4ull))
 					T_FAIL_("%s: embedding row %d differs", inf->name, tok[k]);
-			/* mat-vec at B = 1..8 against a double reference */
-			float *x = malloc(8ull * ne0 * 4), *y = malloc(8ull * rows * 4), y1[64];
-			double *ref = malloc(8ull * rows * 8);
-			float *dx = dev(8ull * ne0 * 4), *dy = dev(8ull * rows * 4);
-			fill(x, 8ull * ne0, 1.0f);
-			CK(cudaMemcpy(dx, x, 8ull * ne0 * 4, cudaMemcpyHostToDevice));
-			for (uint32_t b = 0; b < 8; b++)
+			/* mat-vec of B = 1, 3, 8, 16 and 64 rows against a double reference;
+			 * above CUK_MMV_MAX_B in launches of 8 rows, as the backend's
+			 * mmv_rows takes a decode batch */
+			float *x = malloc(64ull * ne0 * 4), *y = malloc(64ull * rows * 4), y1[64];
+			double *ref = malloc(64ull * rows * 8);
+			float *dx = dev(64ull * ne0 * 4), *dy = dev(64ull * rows * 4);
+			fill(x, 64ull * ne0, 1.0f);
+			CK(cudaMemcpy(dx, x, 64ull * ne0 * 4, cudaMemcpyHostToDevice));
+			for (uint32_t b = 0; b < 64; b++)
 				for (uint32_t i = 0; i < rows; i++) {
 					double s = 0;
 					for (uint32_t k = 0; k < ne0; k++)
@@ -87,9 +89,14 @@ test_dequant_mmv(void)
 						     (double)x[(uint64_t)b * ne0 + k];
 					ref[(uint64_t)b * rows + i] = s;
 				}
-			for (uint32_t B = 1; B <= 8; B += 7) {
-				CK(cudaMemset(dy, 0xff, 8ull * rows * 4));
-				CK(cuk_mmv(&w, 0, rows, dx, ne0, B, dy, rows, NULL, 0));
+			static const uint32_t batches[] = {1, 3, 8, 16, 64};
+			for (size_t bi = 0; bi < sizeof(batches) / sizeof(batches[0]); bi++) {
+				uint32_t B = batches[bi];
+				CK(cudaMemset(dy, 0xff, 64ull * rows * 4));
+				for (uint32_t t = 0; t < B; t += CUK_MMV_MAX_B)
+					CK(cuk_mmv(&w, 0, rows, dx + (uint64_t)t * ne0, ne0,
+					           B - t < CUK_MMV_MAX_B ? B - t : CUK_MMV_MAX_B,
+					           dy + (uint64_t)t * rows, rows, NULL, 0));
 				CK(cudaMemcpy(y, dy, (uint64_t)B * rows * 4,
 				              cudaMemcpyDeviceToHost));
 				double e = rel_err(y, ref, (uint64_t)B * rows);
@@ -266,6 +273,7 @@ struct attn_case {
 	uint32_t d, nh, nkv, window, chunk;
 	bool f16, sinks;
 	uint32_t bt; /* 0: slots */
+	uint32_t P;  /* tokens: 613, or fewer in quick mode */
 };
 
 /* Paged: chunk [t0, t0 + n)'s table (kernels.h, cuk_kv) into @dtab and its start into @dtbl. */
@@ -290,7 +298,7 @@ attn_stage_table(const struct attn_case *c, uint32_t t0, uint32_t n, uint32_t nb
 static double
 attn_run(const struct attn_case *c, float *ret_out)
 {
-	uint32_t d = c->d, nh = c->nh, nkv = c->nkv, P = 613, n_ctx = 700, kvd = nkv * d;
+	uint32_t d = c->d, nh = c->nh, nkv = c->nkv, P = c->P, n_ctx = 700, kvd = nkv * d;
 	uint32_t ld = (nh + 2 * nkv) * d, cells = c->window ? c->window + c->chunk : n_ctx;
 	uint32_t nblk = c->bt ? (P + c->bt - 1) / c->bt + 1 : 0;
 	uint32_t seen = c->window ? c->window : n_ctx;
@@ -435,15 +443,22 @@ attn_run(const struct attn_case *c, float *ret_out)
  *
  * Each case runs again paged (blocks of 16, and of 1 and 7 for two of them):
  * only where a row lives changes, so every output equals the slots' bit for bit.
+ *
+ * Quick mode (and the simulated device, where a GPU's second is minutes) runs
+ * 320 tokens (still two parts past position 256, and a 300-token window that
+ * slides) and 8 heads where the case has 32.
  */
 static void
 test_attention(void)
 {
 	static const struct attn_case cases[] = {
-	        {8, 8, 4, 0, 613, false, false, 0},    {64, 14, 2, 0, 613, false, false, 1},
-	        {96, 32, 32, 0, 613, false, false, 0}, {128, 8, 2, 0, 613, false, false, 0},
-	        {64, 8, 2, 128, 64, false, true, 7},   {64, 8, 2, 300, 7, false, true, 0},
-	        {96, 32, 32, 0, 100, false, true, 0},
+	        {8, 8, 4, 0, 613, false, false, 0, 613},
+	        {64, 14, 2, 0, 613, false, false, 1, 613},
+	        {96, 32, 32, 0, 613, false, false, 0, 613},
+	        {128, 8, 2, 0, 613, false, false, 0, 613},
+	        {64, 8, 2, 128, 64, false, true, 7, 613},
+	        {64, 8, 2, 300, 7, false, true, 0, 613},
+	        {96, 32, 32, 0, 100, false, true, 0, 613},
 	};
 	float *slots = malloc(613ull * 32 * 128 * 4), *paged = malloc(613ull * 32 * 128 * 4);
 
@@ -452,6 +467,12 @@ test_attention(void)
 			struct attn_case c = cases[i];
 			c.f16 = f16;
 			c.bt = 0;
+			if (kt_quick)
+				c.P = 320;
+			if (kt_quick && c.nh == 32)
+				c.nh = c.nkv = 8;
+			if (c.chunk == 613)
+				c.chunk = c.P;
 			/* the paged runs below draw the same inputs */
 			struct rng inputs = kt_rng;
 			/* F16 cache: each K, V and normalized weight is rounded once to F16,
@@ -467,7 +488,7 @@ test_attention(void)
 				c.bt = bts[k];
 				kt_rng = inputs;
 				double ep = attn_run(&c, paged);
-				uint64_t n = 613ull * c.nh * c.d;
+				uint64_t n = (uint64_t)c.P * c.nh * c.d;
 				bool same = ep == e && memcmp(paged, slots, n * 4) == 0;
 				printf("  paged, blocks of %u: rel err %.2e, %s the slots'\n", c.bt,
 				       ep, same ? "bit-identical to" : "DIFFERENT from");

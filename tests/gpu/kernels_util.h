@@ -14,7 +14,8 @@
 /* The inputs' generator (each test seeds it). */
 extern struct rng kt_rng;
 
-/* ORCH_KT_QUICK=1: fewer draws and sizes, for runs under compute-sanitizer. */
+/* ORCH_KT_QUICK=1: fewer draws and sizes, for runs under compute-sanitizer; the default on the
+ * simulated device (ORCH_KT_QUICK=0 there runs the full sizes, for minutes). */
 extern bool kt_quick;
 
 /*

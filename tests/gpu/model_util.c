@@ -5,9 +5,12 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "engine/sampler.h"
+#include "synth.h"
 
 orch_err
 eng_open_opts(struct eng *e, const struct be_ops *ops, const char *path, uint32_t slots,
@@ -159,4 +162,16 @@ max_rel(const float *a, const float *b, uint64_t n)
 		diff = fabs(a[i] - b[i]) > diff ? fabs(a[i] - b[i]) : diff;
 	}
 	return diff / scale;
+}
+
+orch_err
+synth_tmp(const char *preset, const char *quant, uint32_t layers, const char *tag, char *path,
+          size_t len)
+{
+	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct synth_opts so = {
+	        .preset = preset, .quant = quant, .layers = layers, .seed = 7, .out = path};
+
+	snprintf(path, len, "%s/orch-gpu-%s-%d.gguf", dir, tag, (int)getpid());
+	return synth_write(&so, NULL);
 }

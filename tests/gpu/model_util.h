@@ -9,12 +9,26 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <cuda_runtime_api.h>
+
 #include "base/err.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "engine/scheduler.h"
 
 extern const struct be_ops be_cuda_ops;
+
+/*
+ * GPU_SIM: built for the simulated device (ORCH_CUDA=SIM, cuda/sim/README.md),
+ * where a GPU's millisecond takes about a second: the end-to-end tests run
+ * fewer steps and layers there, and a synthesized tiny model where a real
+ * file's 201,088-row vocabulary adds time and nothing else (each test says).
+ */
+#ifdef CUSIM
+#define GPU_SIM 1
+#else
+#define GPU_SIM 0
+#endif
 
 /* An engine (engine_open) on @ops and short names for what the tests use of it. */
 struct eng {
@@ -65,6 +79,14 @@ struct sched_job mt_job(uint64_t id, const int32_t *prompt, uint32_t n_prompt, u
  */
 orch_err generate(struct eng *e, const int32_t *prompt, uint32_t n_prompt, uint32_t max,
                   float *logits, uint32_t n_logits, struct out *o);
+
+/*
+ * synth_tmp - orch-synth's @preset with @quant weights (@layers: 0 for the
+ * preset's) written to a file in $TMPDIR (or /tmp) named after @tag and the
+ * process; its path in @path (@len bytes), which the caller unlinks.
+ */
+orch_err synth_tmp(const char *preset, const char *quant, uint32_t layers, const char *tag,
+                   char *path, size_t len);
 
 /* run_all - step @s until idle. */
 void run_all(struct sched *s);
