@@ -18,7 +18,14 @@ writes, against llama.cpp.
    and what follows depends on it).
 
 The models are written to a temporary directory one at a time and removed
-(the largest is 1.7 GB)."""
+(the largest is 1.7 GB).
+
+With ORCH_REALMETA_DEVICE=cuda:N only part 2 runs, on that device (exit 77
+where it has no CUDA device): the same bounds hold, the device computing the
+CPU backend's arithmetic. ORCH_REALMETA_FILES (comma-separated names, e.g.
+qwen2-realmeta-q4_k_m) and ORCH_REALMETA_TOKENS (greedy tokens compared, at
+most the goldens' 16) narrow it, for the simulated device where a step of
+these files takes a second."""
 import hashlib
 import http.client
 import json
@@ -116,11 +123,26 @@ def rel_l2(got, want):
     return num / math.sqrt(sum(b * b for b in want))
 
 
+DEVICE = os.environ.get("ORCH_REALMETA_DEVICE", "cpu")
+FILES = [f for f in os.environ.get("ORCH_REALMETA_FILES", "").split(",") if f]
+TOKENS = int(os.environ.get("ORCH_REALMETA_TOKENS", "16"))
+if FILES:
+    GOLDENS = [g for g in GOLDENS if g[0] in FILES]
+    if len(GOLDENS) != len(FILES):
+        print("ORCH_REALMETA_FILES names a file with no golden: %s" % FILES)
+        sys.exit(1)
+
 tmp = tempfile.mkdtemp()
+if DEVICE != "cpu":
+    r = run(BIN + "/orch-worker", "run", "--model", os.path.join(DATA, "models", "stories260K.gguf"),
+            "--device", DEVICE, "--prompt", "x", "-n", "1")
+    if r.returncode != 0 and "no CUDA device" in r.stderr:
+        print("SKIP: %s: %s" % (DEVICE, r.stderr.strip().splitlines()[-1]))
+        sys.exit(77)
 
 # ---- 1. every real vocabulary's metadata ----
 models = {}
-for name in sorted(os.listdir(os.path.join(DATA, "vocab"))):
+for name in sorted(os.listdir(os.path.join(DATA, "vocab")) if DEVICE == "cpu" else []):
     if not name.endswith(".gguf"):
         continue
     vocab = os.path.join(DATA, "vocab", name)
@@ -155,7 +177,8 @@ for name in sorted(os.listdir(os.path.join(DATA, "vocab"))):
     end = json.loads(lines[-1]) if r.returncode == 0 and lines else {}
     check(end.get("tokens_out") == 4, "%s (%s): the worker generates: %s" % (name, arch, r.stderr[-300:]))
     models[label] = (out, any(k == "tokenizer.chat_template" for k, _ in keys))
-check(sorted(models) == ["gpt-oss", "llama-spm", "phi-3", "qwen2"], "models built: %s" % sorted(models))
+check(DEVICE != "cpu" or sorted(models) == ["gpt-oss", "llama-spm", "phi-3", "qwen2"],
+      "models built: %s" % sorted(models))
 
 # the qwen2 file lacks rope.dimension_count, which the loader derives (head size 64)
 if "qwen2" in models:
@@ -164,48 +187,53 @@ if "qwen2" in models:
           "the qwen2 model has no rope.dimension_count or vocab_size, as the converter writes")
 
 # ... and through orchd: completions for each, chat where the file has a template
-port = orchd_lib.free_port(os.getpid() + 7)
-orchd_lib.PORT = port
-orchd_lib.ADMIN = os.path.join(tmp, "orchd.sock")
-conf = os.path.join(tmp, "orchd.conf")
-with open(conf, "w") as f:
-    f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n\n"
-            % (port, orchd_lib.ADMIN, tmp))
-    for label, (path, _) in sorted(models.items()):
-        f.write('[model "%s"]\npath = %s\nslots = 1\ncontext = 256\nthreads = 1\n\n' % (label, path))
-log = open(os.path.join(tmp, "orchd.log"), "w")
-orchd = subprocess.Popen([BIN + "/orchd", "--config", conf], stdout=log, stderr=subprocess.STDOUT)
-deadline = time.time() + 60
-ready = []
-while time.time() < deadline:
-    try:
-        ws = json.loads(admin("GET", "/admin/workers")[1])
-        ready = [w["model"] for w in ws if w["state"] == "ready"]
-        if len(ready) == len(models):
-            break
-    except (OSError, ValueError):
-        pass
-    time.sleep(0.1)
-check(sorted(ready) == sorted(models), "orchd: every worker ready: %s" % ready)
-st, _, text = get("/v1/models")
-check(st == 200 and all(m in text for m in models), "orchd: /v1/models lists them: %s" % text[:200])
-for label, (_, has_template) in sorted(models.items()):
-    st, _, text = post("/v1/completions", {"model": label, "prompt": "Hello world",
-                                           "max_tokens": 4, "temperature": 0})
-    body = json.loads(text) if st == 200 else {}
-    check(st == 200 and body.get("usage", {}).get("completion_tokens") == 4,
-          "orchd: %s completes: %d %s" % (label, st, text[:200]))
-    if has_template:
-        st, _, text = post("/v1/chat/completions",
-                           {"model": label, "messages": [{"role": "user", "content": "Hi"}],
-                            "max_tokens": 3, "temperature": 0})
+def through_orchd():
+    port = orchd_lib.free_port(os.getpid() + 7)
+    orchd_lib.PORT = port
+    orchd_lib.ADMIN = os.path.join(tmp, "orchd.sock")
+    conf = os.path.join(tmp, "orchd.conf")
+    with open(conf, "w") as f:
+        f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n\n"
+                % (port, orchd_lib.ADMIN, tmp))
+        for label, (path, _) in sorted(models.items()):
+            f.write('[model "%s"]\npath = %s\nslots = 1\ncontext = 256\nthreads = 1\n\n' % (label, path))
+    log = open(os.path.join(tmp, "orchd.log"), "w")
+    orchd = subprocess.Popen([BIN + "/orchd", "--config", conf], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    ready = []
+    while time.time() < deadline:
+        try:
+            ws = json.loads(admin("GET", "/admin/workers")[1])
+            ready = [w["model"] for w in ws if w["state"] == "ready"]
+            if len(ready) == len(models):
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    check(sorted(ready) == sorted(models), "orchd: every worker ready: %s" % ready)
+    st, _, text = get("/v1/models")
+    check(st == 200 and all(m in text for m in models), "orchd: /v1/models lists them: %s" % text[:200])
+    for label, (_, has_template) in sorted(models.items()):
+        st, _, text = post("/v1/completions", {"model": label, "prompt": "Hello world",
+                                               "max_tokens": 4, "temperature": 0})
         body = json.loads(text) if st == 200 else {}
-        check(st == 200 and body.get("usage", {}).get("completion_tokens", 0) >= 1,
-              "orchd: %s chats with its template: %d %s" % (label, st, text[:200]))
-orchd.terminate()
-check(orchd.wait(20) == 0, "orchd exits 0")
-for path, _ in models.values():
-    os.unlink(path)
+        check(st == 200 and body.get("usage", {}).get("completion_tokens") == 4,
+              "orchd: %s completes: %d %s" % (label, st, text[:200]))
+        if has_template:
+            st, _, text = post("/v1/chat/completions",
+                               {"model": label, "messages": [{"role": "user", "content": "Hi"}],
+                                "max_tokens": 3, "temperature": 0})
+            body = json.loads(text) if st == 200 else {}
+            check(st == 200 and body.get("usage", {}).get("completion_tokens", 0) >= 1,
+                  "orchd: %s chats with its template: %d %s" % (label, st, text[:200]))
+    orchd.terminate()
+    check(orchd.wait(20) == 0, "orchd exits 0")
+    for path, _ in models.values():
+        os.unlink(path)
+
+
+if DEVICE == "cpu":
+    through_orchd()
 
 # ---- 2. the qwen2 and phi3 goldens ----
 for name, preset, quant, seed, want_sha, bound in GOLDENS:
@@ -224,9 +252,10 @@ for name, preset, quant, seed, want_sha, bound in GOLDENS:
         with open(prompt, "w") as f:
             f.write(case["prompt"])
         logits = os.path.join(tmp, "logits.json")
-        r = run(BIN + "/orch-worker", "run", "--model", model, "--prompt-file", prompt,
-                "-n", str(len(case["generated_tokens"])), "--temperature", "0",
-                "--format", "jsonl", "--dump-logits", "2", logits)
+        n_gen = min(TOKENS, len(case["generated_tokens"]))
+        r = run(BIN + "/orch-worker", "run", "--model", model, "--device", DEVICE,
+                "--prompt-file", prompt, "-n", str(n_gen), "--temperature", "0",
+                "--format", "jsonl", "--dump-logits", "2", logits, timeout=1200)
         if r.returncode != 0:
             check(False, "%s case %d: run failed: %s" % (name, ci, r.stderr[-300:]))
             continue
@@ -253,7 +282,7 @@ for name, preset, quant, seed, want_sha, bound in GOLDENS:
         # top-1 margin is within twice the gap error (a near tie either way),
         # and the steps after it depend on that choice.
         matched = 0
-        for step, s in enumerate(case["steps"]):
+        for step, s in enumerate(case["steps"][:n_gen]):
             if step < len(ids) and ids[step] == s["token"]:
                 matched += 1
                 continue
@@ -261,10 +290,10 @@ for name, preset, quant, seed, want_sha, bound in GOLDENS:
             check(margin <= 2 * gap_err, "%s case %d: step %d token %s, llama.cpp %d (margin %.4f)"
                   % (name, ci, step, ids[step] if step < len(ids) else None, s["token"], margin))
             break
-        print("%s case %d: %d prompt tokens, logits rel L2 %.2e/%.2e (bound %.1e), max abs %.4f, "
-              "top-5 gap error %.4f, %d/%d greedy tokens equal"
-              % (name, ci, case["n_prompt_tokens"], errs[0], errs[1], bound, abs_err, gap_err, matched,
-                 len(case["steps"])), flush=True)
+        print("%s case %d on %s: %d prompt tokens, logits rel L2 %.2e/%.2e (bound %.1e), max abs "
+              "%.4f, top-5 gap error %.4f, %d/%d greedy tokens equal"
+              % (name, ci, DEVICE, case["n_prompt_tokens"], errs[0], errs[1], bound, abs_err, gap_err,
+                 matched, n_gen), flush=True)
     os.unlink(model)
 
 shutil.rmtree(tmp, ignore_errors=True)
