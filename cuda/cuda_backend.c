@@ -103,7 +103,7 @@ scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
 	uint64_t S = b->slots_pad, V = hp->n_vocab, f = sizeof(float), s1 = b->cfg.slots + 1u;
 	uint64_t part =
-	        cuk_attention_part_floats((uint32_t)B, hp->n_head, hp->head_dim, b->n_split);
+	        cuk_attention_part_floats(b->attn_tokens, hp->n_head, hp->head_dim, b->n_split);
 
 	return 3 * al(B * hp->n_embd * f) + al(B * b->qkv_dim * f) + al(B * b->q_dim * f) +
 	       al(B * gu_floats(hp) * f) + al(S * hp->n_embd * f) + al(S * V * f) + al(part * f) +
@@ -341,6 +341,10 @@ set_shapes(struct be_model *b)
 			break;
 		b->slots_pad *= 2;
 	}
+	uint32_t most =
+	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
+	b->attn_tokens = b->slots_pad > CU_ATTN_TOKENS ? b->slots_pad : CU_ATTN_TOKENS;
+	b->attn_tokens = b->attn_tokens < most ? b->attn_tokens : most;
 	b->theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot);
 	b->has_yarn = hp->yarn_factor > 0;
 	if (b->has_yarn) {
@@ -408,8 +412,8 @@ carve_arena(struct be_model *b)
 	b->last = cu_arena_take(b, S * hp->n_embd * f);
 	b->logits = cu_arena_take(b, S * V * f);
 	b->part = cu_arena_take(
-	        b,
-	        cuk_attention_part_floats((uint32_t)B, hp->n_head, hp->head_dim, b->n_split) * f);
+	        b, cuk_attention_part_floats(b->attn_tokens, hp->n_head, hp->head_dim, b->n_split) *
+	                   f);
 	b->gemm_w = cu_arena_take(b, (uint64_t)CU_GEMM_TILE_ROWS * b->max_ne0 * 2);
 	b->gemm_x = cu_arena_take(b, B * b->max_ne0 * 2);
 	b->blas_ws = cu_arena_take(b, CU_BLAS_WS_BYTES);
@@ -618,6 +622,10 @@ cuda_free(struct be_model *b)
 	if (b == NULL)
 		return;
 	(void)cudaSetDevice(b->dev); /* each entry point: the thread may have another device */
+	/* work still queued (copy_blocks returns with its copies in flight) finishes before
+	 * what it reads is freed: cudaFree "may" synchronize, and is not relied on */
+	if (b->st != NULL)
+		(void)cudaStreamSynchronize(b->st);
 	for (uint32_t i = 0; i < b->n_buckets; i++)
 		if (b->graph[i] != NULL)
 			cudaGraphExecDestroy(b->graph[i]);

@@ -71,9 +71,18 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 	             hp->n_rot, b->theta_scale, b->rope_freqs, b->has_yarn ? &b->yarn : NULL,
 	             hp->rope_neox, b->st));
 	TRY(cuk_kv_append(&kv, b->qkv, b->qkv_dim, b->q_dim, T, b->d.slot, b->d.pos, b->st));
-	TRY(cuk_attention(&kv, b->qkv, b->qkv_dim, T, b->d.slot, b->d.pos, hp->n_head,
-	                  hp->n_head_kv, hp->head_dim, n_split, L->sinks, b->part, b->att, b->q_dim,
-	                  b->st));
+	/* in launches of attn_tokens tokens: the parts' scratch holds that many; each
+	 * launch's per-token arrays (slot, pos, the paged table entries) start at its own */
+	for (uint32_t t0 = 0; t0 < T; t0 += b->attn_tokens) {
+		uint32_t n = T - t0 < b->attn_tokens ? T - t0 : b->attn_tokens;
+		struct cuk_kv kv_t = kv;
+		if (kv.tbl != NULL)
+			kv_t.tbl = kv.tbl + t0;
+		TRY(cuk_attention(&kv_t, b->qkv + (uint64_t)t0 * b->qkv_dim, b->qkv_dim, n,
+		                  b->d.slot + t0, b->d.pos + t0, hp->n_head, hp->n_head_kv,
+		                  hp->head_dim, n_split, L->sinks, b->part,
+		                  b->att + (uint64_t)t0 * b->q_dim, b->q_dim, b->st));
+	}
 	struct cu_act att = cu_act_new(b, b->att, b->q_dim);
 	return cu_matmul(b, &L->wo, 0, hp->n_embd, &att, b->tmp, hp->n_embd, L->bo);
 }

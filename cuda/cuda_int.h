@@ -20,6 +20,12 @@
 #define CU_GEMM_TILE_ROWS 4096u
 /* A sequence with more new tokens than this goes through the GEMM path. */
 #define CU_MMV_MAX_TOKENS CUK_MMV_MAX_B
+/*
+ * Tokens one attention launch takes at most (more go in several launches, each
+ * token's attention being its own): the split-softmax scratch (be_model.part)
+ * holds that many tokens' parts, not the longest batch's × the context.
+ */
+#define CU_ATTN_TOKENS 64u
 /* cuBLAS workspace, and what graphs and the runtime may take beyond the arena. */
 #define CU_BLAS_WS_BYTES       (32ull << 20)
 #define CU_GRAPH_RESERVE_BYTES (64ull << 20)
@@ -110,7 +116,9 @@ struct be_model {
 	uint32_t tab_cap, tab_n, mir_tab_n;
 
 	/* activations for B = max_batch_tokens tokens */
-	float *x, *xn, *tmp, *qkv, *att, *gu, *last, *logits, *part;
+	float *x, *xn, *tmp, *qkv, *att, *gu, *last, *logits;
+	float *part;               /* the attention's parts for attn_tokens tokens */
+	uint32_t attn_tokens;      /* max(slots_pad, CU_ATTN_TOKENS), at most the batch */
 	uint16_t *gemm_w, *gemm_x; /* F16 weight tile, F16 activations */
 	void *blas_ws;
 	/* mixture of experts (K = n_expert_used): router logits [B][n_expert], the chosen
