@@ -3,6 +3,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 GPU_BUILD  ?= build-gpu
+SIM_BUILD  ?= build-sim
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 # Warnings are errors here and in CI; a plain CMake build (a packager's) leaves them warnings.
@@ -14,7 +15,7 @@ SOAK_SECONDS ?= 1800
 SOAK_OUT   ?= $(BUILD)/soak.json
 PREFIX     ?= /usr/local
 
-.PHONY: all run test deps deps-run build configure install test-unit test-asan build-release build-clang fuzz-smoke fuzz soak format format-check bench bench-peer gpu clean
+.PHONY: all run test deps deps-run build configure install test-unit build-asan test-asan build-sim test-sim build-release build-clang fuzz-smoke fuzz soak format format-check bench bench-peer gpu clean
 
 all: build
 
@@ -47,10 +48,23 @@ install: deps
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-test-asan:
-	cmake -S . -B $(ASAN_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF
+# The ASan+UBSan build, with the simulated CUDA device (cuda/sim/README.md).
+build-asan:
+	cmake -S . -B $(ASAN_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=SIM
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
+
+test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L 'unit|integration' -LE slow
+
+# The simulated CUDA device (cuda/sim/README.md): the GPU tests' binaries and the
+# programs they start, built from the real cuda/ sources for the CPU; test-sim runs
+# every GPU test there (ctest -L gpu: the kernels, the backend, orchd on cuda:0, the mutants).
+build-sim:
+	cmake -S . -B $(SIM_BUILD) -DORCH_WERROR=$(WERROR) -DORCH_CUDA=SIM $(CMAKE_ARGS)
+	cmake --build $(SIM_BUILD) -j$(JOBS) --target gpu-tests
+
+test-sim: build-sim
+	cd $(SIM_BUILD) && ctest --output-on-failure -j$(JOBS) -L gpu
 
 # The other compilers and optimisation levels a packager may use (make test
 # builds both): -O3 Release with gcc, and clang; warnings are errors in both.
@@ -96,4 +110,4 @@ gpu:
 	tests/gpu/run.sh build test orchd bench sanitize
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD) $(REL_BUILD) $(CLANG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD) $(SIM_BUILD) $(REL_BUILD) $(CLANG_BUILD)

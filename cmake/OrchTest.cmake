@@ -13,6 +13,9 @@ function(orch_test name)
 	target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 	target_link_libraries(${name} PRIVATE ${T_LIBS})
 	add_test(NAME ${name} COMMAND ${name} ${T_ARGS})
+	if("gpu" IN_LIST T_LABELS) # what 'cmake --build . --target gpu-tests' builds
+		set_property(GLOBAL APPEND PROPERTY ORCH_GPU_TEST_TARGETS ${name})
+	endif()
 	set_tests_properties(${name} PROPERTIES
 		LABELS "${T_LABELS}"
 		TIMEOUT ${T_TIMEOUT}

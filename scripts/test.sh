@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The whole suite, as 'make test' runs it: format check, normal build and
-# every test, the ASan+UBSan build of the unit and integration tests, a
-# short libFuzzer run, and a Release (gcc -O3) and a clang build. Ends with
-# one summary line "N passed, N failed, N skipped". Without ../shared/testdata
-# beside the clone it says so first and the tests that need it skip.
+# every test, the simulated CUDA device's build and every GPU test on it
+# (cuda/sim/README.md, the mutants included), the ASan+UBSan build (with the
+# simulated device) of the unit and integration tests and the simulator's
+# own, a short libFuzzer run, and a Release (gcc -O3) and a clang build. Ends
+# with one summary line "N passed, N failed, N skipped". Without
+# ../shared/testdata beside the clone it says so first and the tests that
+# need it skip.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -55,8 +58,16 @@ step() {
 step "format check" make --no-print-directory format-check
 step "build" make --no-print-directory build
 [[ -d build ]] && ctest_sum build
-step "asan build" bash -c 'cmake -S . -B build-asan -DORCH_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF >/dev/null && cmake --build build-asan -j'"$jobs"
-[[ -d build-asan ]] && ctest_sum build-asan -L 'unit|integration' -LE slow
+# Every GPU test on the simulated device: the real cuda/ sources on the CPU, with
+# its bounds, race and collective checks (the GPU tests above skip without a GPU).
+step "sim build" make --no-print-directory build-sim
+[[ -d build-sim ]] && ctest_sum build-sim -L gpu
+step "asan build" make --no-print-directory build-asan
+if [[ -d build-asan ]]; then
+	ctest_sum build-asan -L 'unit|integration' -LE slow
+	# the simulator under ASan+UBSan: its own checks, and the quick kernel tests
+	ctest_sum build-asan -R '^(sim_test|device_test|kernels_qdot_test|kernels_moe_test)$'
+fi
 step "fuzz smoke" make --no-print-directory fuzz-smoke
 # A packager's builds must not regress: gcc -O3 Release and clang, warnings as errors.
 step "release build" make --no-print-directory build-release

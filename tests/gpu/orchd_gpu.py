@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """orchd_gpu.py PORT RUNDIR - orchd serving a cuda:0 model, as a client sees it
-(tests/gpu/run.sh orchd starts orchd): /health names the device's sm and the
-CUDA versions, the admin API lists cuda:0 with its memory (real NVML), a
-completion streams, and after the worker is killed (SIGKILL) orchd restarts
-it and the next request answers. Prints what it saw; exits 1 on the first
-thing that is wrong."""
+(tests/gpu/run.sh orchd and orchd_device_test.py start orchd): /health names
+the device's sm and the CUDA versions, the admin API lists cuda:0 with its
+memory (NVML), a completion streams, a native job cancelled mid-stream ends
+CANCELLED and the worker serves on, and after the worker is killed (SIGKILL)
+orchd restarts it and the next request answers the same. Prints what it saw;
+exits 1 on the first thing that is wrong."""
 import json
 import os
 import signal
@@ -87,6 +88,37 @@ text, chunks, secs = stream("Once upon a time", 64)
 print(f"stream: {chunks} chunks in {secs * 1000:.1f} ms: {text[:80]!r}")
 if chunks < 8:
     fail("too few chunks")
+
+# cancel: a native job stopped after its first tokens, by the id orchd gave it
+c = L.conn(60)
+c.request("POST", "/execute", json.dumps({"job_id": "gpu-cancel", "model": "stories",
+                                          "prompt": "Once upon a time", "max_tokens": 400,
+                                          "ignore_eos": True}),
+          {"Content-Type": "application/json"})
+r = c.getresponse()
+job = r.getheader("X-Job-Id")
+if r.status != 200 or not job:
+    fail(f"execute: HTTP {r.status}")
+head = b""
+while head.count(b"event: token") < 3:
+    more = r.read1(4096)
+    if not more:
+        fail(f"the stream ended before 3 tokens: {head[-300:]!r}")
+    head += more
+st, _, body = L.post("/cancel", {"job_id": job})
+if st != 202:
+    fail(f"cancel: HTTP {st} {body[:200]!r}")
+t0 = time.time()
+evs = L.sse_events((head + r.read()).decode())
+c.close()
+last = evs[-1] if evs else {}
+if last.get("event") != "error" or json.loads(last["data"]).get("code") != "CANCELLED":
+    fail(f"the cancelled stream ended {last!r}")
+toks = sum(1 for e in evs if e.get("event") == "token")
+print(f"cancel: ended CANCELLED after {toks} tokens, {(time.time() - t0) * 1000:.0f} ms after the cancel")
+text_c, _, _ = stream("Once upon a time", 64)
+if text_c != text:
+    fail(f"after the cancel the greedy text differs: {text_c[:80]!r}")
 
 os.kill(w["pid"], signal.SIGKILL)
 t0 = time.time()

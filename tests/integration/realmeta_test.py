@@ -23,8 +23,9 @@ The models are written to a temporary directory one at a time and removed
 With ORCH_REALMETA_DEVICE=cuda:N only part 2 runs, on that device (exit 77
 where it has no CUDA device): the same bounds hold, the device computing the
 CPU backend's arithmetic. ORCH_REALMETA_FILES (comma-separated names, e.g.
-qwen2-realmeta-q4_k_m) and ORCH_REALMETA_TOKENS (greedy tokens compared, at
-most the goldens' 16) narrow it, for the simulated device where a step of
+qwen2-realmeta-q4_k_m), ORCH_REALMETA_CASES (the goldens' case indices, e.g.
+1) and ORCH_REALMETA_TOKENS (greedy tokens compared, at most the goldens' 16)
+narrow it, for the simulated device where a step of
 these files takes a second."""
 import hashlib
 import http.client
@@ -126,6 +127,7 @@ def rel_l2(got, want):
 DEVICE = os.environ.get("ORCH_REALMETA_DEVICE", "cpu")
 FILES = [f for f in os.environ.get("ORCH_REALMETA_FILES", "").split(",") if f]
 TOKENS = int(os.environ.get("ORCH_REALMETA_TOKENS", "16"))
+CASES = [int(c) for c in os.environ.get("ORCH_REALMETA_CASES", "").split(",") if c]
 if FILES:
     GOLDENS = [g for g in GOLDENS if g[0] in FILES]
     if len(GOLDENS) != len(FILES):
@@ -248,6 +250,8 @@ for name, preset, quant, seed, want_sha, bound in GOLDENS:
     check(sha256(model) == want_sha, "%s: byte-identical to the file llama.cpp ran" % name)
     golden = json.load(open(os.path.join(DATA, "models", "golden-%s.json" % name)))
     for ci, case in enumerate(golden["cases"]):
+        if CASES and ci not in CASES:
+            continue
         prompt = os.path.join(tmp, "prompt")
         with open(prompt, "w") as f:
             f.write(case["prompt"])

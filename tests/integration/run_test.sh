@@ -125,8 +125,11 @@ expect 2 "format" --model "$M" --prompt x --format xml
 expect 2 "unrecognized" --model "$M" --prompt x --bogus
 expect 1 "No such file" --model "$tmp/none.gguf" --prompt x
 expect 1 "CONTEXT_LENGTH_EXCEEDED" --model "$M" --prompt "$(printf 'a %.0s' {1..100})" --context 32
-# Without a GPU (or without the CUDA module) cuda:0 is a clear error, never a CPU fallback.
-if ! nvidia-smi -L >/dev/null 2>&1; then
+# Without a GPU (or without the CUDA module) cuda:0 is a clear error, never a CPU fallback;
+# the simulated build (ORCH_CUDA=SIM) has one simulated device, cuda:0, and no cuda:1.
+if [[ ${ORCH_CUDA_SIM_BUILD:-0} == 1 ]]; then
+	expect 1 "device cuda:1: " --model "$M" --device cuda:1 --prompt x
+elif ! nvidia-smi -L >/dev/null 2>&1; then
 	expect 1 "device cuda:0: " --model "$M" --device cuda:0 --prompt x
 fi
 expect 1 "cuda:x" --model "$M" --device cuda:x --prompt x
