@@ -4,6 +4,7 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 GPU_BUILD  ?= build-gpu
 SIM_BUILD  ?= build-sim
+SIM_ASAN_BUILD ?= build-sim-asan
 JOBS       ?= $(shell nproc)
 CMAKE_ARGS ?=
 # Warnings are errors here and in CI; a plain CMake build (a packager's) leaves them warnings.
@@ -15,7 +16,7 @@ SOAK_SECONDS ?= 1800
 SOAK_OUT   ?= $(BUILD)/soak.json
 PREFIX     ?= /usr/local
 
-.PHONY: all run test deps deps-run build configure install test-unit build-asan test-asan build-sim test-sim build-release build-clang fuzz-smoke fuzz soak format format-check bench bench-peer gpu clean
+.PHONY: all run test deps deps-run build configure install test-unit build-asan test-asan build-sim test-sim build-sim-asan build-release build-clang fuzz-smoke fuzz soak format format-check bench bench-peer gpu clean
 
 all: build
 
@@ -48,13 +49,18 @@ install: deps
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-# The ASan+UBSan build, with the simulated CUDA device (cuda/sim/README.md).
 build-asan:
-	cmake -S . -B $(ASAN_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=SIM
+	cmake -S . -B $(ASAN_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 
 test-asan: build-asan
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS) -L 'unit|integration' -LE slow
+
+# The simulated CUDA device under ASan+UBSan (cuda/sim/README.md): sim_test's kernels
+# that read out of bounds or overflow an index, reported with kernel and thread.
+build-sim-asan:
+	cmake -S . -B $(SIM_ASAN_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=SIM
+	cmake --build $(SIM_ASAN_BUILD) -j$(JOBS) --target sim_test
 
 # The simulated CUDA device (cuda/sim/README.md): the GPU tests' binaries and the
 # programs they start, built from the real cuda/ sources for the CPU; test-sim runs
@@ -110,4 +116,4 @@ gpu:
 	tests/gpu/run.sh build test orchd bench sanitize
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD) $(SIM_BUILD) $(REL_BUILD) $(CLANG_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(GPU_BUILD) $(SIM_BUILD) $(SIM_ASAN_BUILD) $(REL_BUILD) $(CLANG_BUILD) build-ccache

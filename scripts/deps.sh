@@ -18,6 +18,7 @@ pkgs=(
 test_pkgs=(
 	clang libclang-rt-14-dev             # libFuzzer for tests/fuzz, the clang build
 	clang-format                         # format check in 'make test'
+	ccache                               # 'make test': the simulated build reuses the normal build's C objects
 	curl prometheus                      # orchd tests: HTTP client, promtool check metrics
 	systemd                              # systemd-analyze, -sysusers, -tmpfiles: unit checks
 	python3                              # JSON checks in tests/integration

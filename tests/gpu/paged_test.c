@@ -128,10 +128,10 @@ test_window(void)
 {
 	static const int32_t real_p0[4] = {12194, 7045, 261, 1058},
 	                     synth_p0[4] = {1, 301, 302, 303};
-	/* the simulated device: slots and blocks of 7 (which do not divide the window), 220
-	 * tokens */
+	/* the simulated device: slots and blocks of 7 (which do not divide the window), and
+	 * chunks of 8, so that 160 tokens outgrow the window pool (21 blocks) */
 	static const uint32_t bts[] = {0, 16, 7}, sim_bts[] = {0, 7};
-	const uint32_t N = GPU_SIM ? 220 : 250, n_g = GPU_SIM ? 2 : 3;
+	const uint32_t N = GPU_SIM ? 160 : 250, n_g = GPU_SIM ? 2 : 3;
 	const int32_t *p0 = real_p0;
 	const char *path = t_path(OSS);
 	char synth[256] = "";
@@ -153,7 +153,8 @@ test_window(void)
 	T_TRUE(o != NULL);
 	for (uint32_t g = 0; g < n_g; g++) {
 		uint32_t bt = GPU_SIM ? sim_bts[g] : bts[g];
-		struct eng_opts eo = {.block_tokens = bt, .kv_slots = !bt};
+		struct eng_opts eo = {
+		        .chunk = GPU_SIM ? 8 : 0, .block_tokens = bt, .kv_slots = !bt};
 		struct eng e;
 		T_OK(eng_open_opts(&e, &be_cuda_ops, path, 1, true, &eo, &err));
 		/* without drops the sequence would need more window blocks than the pool has */
