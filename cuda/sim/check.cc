@@ -286,6 +286,8 @@ check_one(exec *e, uintptr_t a, size_t n, int flags)
 	if (a - (uintptr_t)t->stack_lo < (uintptr_t)(t->stack_hi - t->stack_lo) ||
 	    a - e->param_lo < e->param_hi - e->param_lo)
 		return;
+	if (__builtin_expect(e->cost, 0))
+		cost_access(a, n, flags);
 	if (e->acache_gen != alloc_gen) {
 		memset(e->acache, 0, sizeof(e->acache));
 		e->acache_gen = alloc_gen;

@@ -349,6 +349,7 @@ release_barrier(exec *e)
 	for (uint32_t w = 0; w < e->n_warps; w++)
 		e->warps[w].barrier = 0;
 	e->n_barrier = 0;
+	counts.barriers++;
 	next_epoch(e);
 }
 
@@ -367,6 +368,8 @@ static void
 run_block(exec *e, uint3 bidx)
 {
 	e->bidx = bidx;
+	if (e->cost)
+		cost_block_begin();
 	next_epoch(e);
 	e->block_epoch0 = e->epoch;
 	e->svar_last = 0;
@@ -415,6 +418,8 @@ run_kernel(const kernel_base *k, dim3 grid, dim3 block, size_t smem)
 {
 	exec *e = executor();
 
+	if (cost_skip)
+		return;
 	if (cfg().trace)
 		note("launch %s grid (%u,%u,%u) block (%u,%u,%u) smem %zu", k->name, grid.x, grid.y,
 		     grid.z, block.x, block.y, block.z, smem);
@@ -425,6 +430,7 @@ run_kernel(const kernel_base *k, dim3 grid, dim3 block, size_t smem)
 	e->n_warps = (e->n_threads + 31) / 32;
 	e->dyn_bytes = smem;
 	e->checks = cfg().checks;
+	e->cost = cfg().cost;
 	e->param_lo = (uintptr_t)k;
 	e->param_hi = (uintptr_t)k + k->bytes();
 	for (uint32_t i = 0; i < e->n_threads; i++) {
@@ -435,10 +441,14 @@ run_kernel(const kernel_base *k, dim3 grid, dim3 block, size_t smem)
 		t->lane = i % 32;
 		t->st = TH_EXITED;
 	}
+	if (e->cost)
+		cost_launch_begin(e, smem);
 	for (uint32_t z = 0; z < grid.z && sticky_error() == cudaSuccess; z++)
 		for (uint32_t y = 0; y < grid.y && sticky_error() == cudaSuccess; y++)
 			for (uint32_t x = 0; x < grid.x && sticky_error() == cudaSuccess; x++)
 				run_block(e, uint3{x, y, z});
+	if (e->cost)
+		cost_launch_end(e);
 	e->k = NULL;
 }
 
@@ -606,6 +616,7 @@ complete(exec *e, uint32_t w, unsigned gi)
 	uint64_t ballot = 0, sum = 0;
 
 	ws->groups[gi] = ws->groups[--ws->n_groups];
+	counts.collectives++;
 	if (g.kind == COLL_BALLOT || g.kind == COLL_ANY || g.kind == COLL_ALL ||
 	    g.kind == COLL_REDUCE_ADD)
 		for (uint32_t m = mask; m; m &= m - 1) {

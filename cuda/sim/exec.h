@@ -69,6 +69,7 @@ struct exec {
 	 * the executor (its shadow's clock); block_epoch0 is the block's first */
 	uint32_t epoch, block_epoch0;
 	bool checks;    /* ORCH_CUDA_SIM_CHECKS */
+	bool cost;      /* ORCH_CUDA_SIM_COST: global accesses counted (cost.cc) */
 	sim_thread *th; /* [MAX_THREADS] */
 	sim_thread *cur;
 	warp_state warps[MAX_WARPS];
@@ -107,5 +108,12 @@ extern __thread exec *tls_exec __attribute__((tls_model("initial-exec")));
 void shared_access(exec *e, size_t off, size_t n, int flags);
 /* shadow_new - the per-executor shadow of SMEM_CAP bytes (check.cc). */
 struct shadow *shadow_new(void);
+
+/* cost counters of a launch (cost.cc): its start, each block's, a global access (not
+ * shared memory, the stack or the arguments) of the current thread, its end */
+void cost_launch_begin(const exec *e, size_t smem);
+void cost_block_begin(void);
+void cost_access(uintptr_t a, size_t n, int flags);
+void cost_launch_end(const exec *e);
 
 } // namespace cusim

@@ -23,6 +23,7 @@
 
 #include <cublas_v2.h>
 
+#include "cusim/cost.h"
 #include "exec.h"
 
 struct cublasContext {
@@ -125,6 +126,8 @@ struct gemm_op final : op {
 	}
 	void run() override
 	{
+		if (cost_skip)
+			return;
 		if (!device_range(A, a_bytes, "cublasGemmEx", "A") ||
 		    !device_range(B, b_bytes, "cublasGemmEx", "B") ||
 		    !device_range(C, c_bytes, "cublasGemmEx", "C"))
@@ -142,6 +145,10 @@ struct gemm_op final : op {
 					store(i, j + q, acc[q]);
 			}
 		}
+		uint64_t flops = 2ull * (uint64_t)m * (uint64_t)n * (uint64_t)k;
+		bool f32 = at == CUDA_R_32F || bt == CUDA_R_32F;
+		cost_op("cublasGemmEx", CUSIM_COST_LIBRARY, a_bytes + b_bytes + (beta != 0.0f ? c_bytes : 0),
+		        c_bytes, 0, 0, f32 ? 0 : flops, f32 ? flops : 0);
 	}
 	void store(int i, int j, float acc)
 	{
@@ -206,6 +213,8 @@ struct sort_op final : op {
 	{
 		const char *who = "cub::DeviceSegmentedSort";
 		size_t items = (size_t)num_items;
+		if (cost_skip)
+			return;
 		if (!device_range(keys_in, 4 * items, who, "keys in") ||
 		    !device_range(keys_out, 4 * items, who, "keys out") ||
 		    !device_range(vals_in, val_bytes * items, who, "values in") ||
@@ -239,6 +248,8 @@ struct sort_op final : op {
 			memcpy((uint8_t *)keys_out + 4 * (size_t)b, ko.data(), ko.size());
 			memcpy((uint8_t *)vals_out + val_bytes * (size_t)b, vo.data(), vo.size());
 		}
+		uint64_t bytes = (4 + val_bytes) * items, offs = 2 * off_bytes * (size_t)num_segments;
+		cost_op(who, CUSIM_COST_LIBRARY, bytes + offs, bytes, 0, 0, 0, 0);
 	}
 	op *clone() const override
 	{

@@ -193,6 +193,18 @@ collect_image(struct dl_phdr_info *info, size_t, void *ctx)
 
 uint64_t alloc_gen;
 
+bool
+device_span(int d, uintptr_t *base, size_t *reserved)
+{
+	device_mem *m = dev_mem(d);
+
+	if (m == NULL)
+		return false;
+	*base = m->base;
+	*reserved = m->reserved;
+	return true;
+}
+
 const allocation *
 find_device_alloc(uintptr_t a, bool nearest)
 {
@@ -255,6 +267,22 @@ device_memcpy(void *dst, const void *src, size_t n)
 {
 	if (n > 0)
 		memmove(dst, src, n);
+}
+
+void
+device_memset(void *dst, int value, size_t n)
+{
+	uintptr_t a = (uintptr_t)dst, lo = round_up(a, 4096), hi = (a + n) / 4096 * 4096;
+
+	/* zeros over whole pages: the pages given back (they read as zero again, and a large
+	 * KV pool cleared at load costs no memory until written) */
+	if (value == 0 && hi > lo && hi - lo >= (1u << 20) &&
+	    madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) {
+		memset(dst, 0, lo - a);
+		memset((void *)hi, 0, a + n - hi);
+		return;
+	}
+	memset(dst, value, n);
 }
 
 } // namespace cusim

@@ -104,6 +104,9 @@ read_config(void)
 	}
 	v = getenv("ORCH_CUDA_SIM_TRACE");
 	c.trace = v != NULL && strcmp(v, "0") != 0;
+	v = getenv("ORCH_CUDA_SIM_COST");
+	c.cost = v != NULL && *v != '\0' && strcmp(v, "0") != 0;
+	c.cost_file = c.cost && strcmp(v, "1") != 0 ? v : NULL;
 	return c;
 }
 

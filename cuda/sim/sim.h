@@ -30,12 +30,14 @@ namespace cusim
 
 /* ---- configuration (environment, read once) ---- */
 struct config {
-	uint64_t vram_bytes; /* ORCH_CUDA_SIM_VRAM: each device's memory (default 4 GiB) */
-	int devices;         /* ORCH_CUDA_SIM_DEVICES (default 1) */
-	bool checks;         /* ORCH_CUDA_SIM_CHECKS=0: no race, bounds or init checks */
-	bool sticky;         /* ORCH_CUDA_SIM_ON_FAULT=sticky: no abort */
-	bool exact_math;     /* ORCH_CUDA_SIM_MATH=exact: no ulp error in device math */
-	bool trace;          /* ORCH_CUDA_SIM_TRACE=1: one stderr line a launch */
+	uint64_t vram_bytes;   /* ORCH_CUDA_SIM_VRAM: each device's memory (default 4 GiB) */
+	int devices;           /* ORCH_CUDA_SIM_DEVICES (default 1) */
+	bool checks;           /* ORCH_CUDA_SIM_CHECKS=0: no race, bounds or init checks */
+	bool sticky;           /* ORCH_CUDA_SIM_ON_FAULT=sticky: no abort */
+	bool exact_math;       /* ORCH_CUDA_SIM_MATH=exact: no ulp error in device math */
+	bool trace;            /* ORCH_CUDA_SIM_TRACE=1: one stderr line a launch */
+	bool cost;             /* ORCH_CUDA_SIM_COST set: the cost counters count */
+	const char *cost_file; /* ORCH_CUDA_SIM_COST=FILE (not "1"): records appended */
 };
 const config &cfg(void);
 
@@ -73,6 +75,10 @@ enum mem_kind { MEM_PAGEABLE, MEM_PINNED, MEM_DEVICE, MEM_BAD_DEVICE };
  * allocation, or device memory it overruns / freed (MEM_BAD_DEVICE). */
 mem_kind classify(const void *p, size_t n);
 void device_memcpy(void *dst, const void *src, size_t n); /* the bytes; checked by callers */
+void device_memset(void *dst, int value, size_t n);       /* the bytes; checked by callers */
+/* device_span - device @d's reserved range (every allocation of it is inside); false if
+ * there is no such device. */
+bool device_span(int d, uintptr_t *base, size_t *reserved);
 
 /* ---- streams (stream.cc) ---- */
 struct op {
@@ -94,6 +100,16 @@ const char *current_kernel(char *buf, size_t len); /* "name block (x,y,z) thread
 bool in_kernel(void);
 size_t max_dyn_smem(const void *fn);
 void set_max_dyn_smem(const void *fn, size_t bytes);
+
+/* ---- cost counters (cost.cc; include/cusim/cost.h) ---- */
+/* cost_op - an operation that is no kernel of ours: a copy, a memset, a library call, a
+ * graph launch (bytes of device memory read and written, of pinned host memory, FLOPs). */
+void cost_op(const char *name, int kind, uint64_t rd, uint64_t wr, uint64_t host_rd,
+             uint64_t host_wr, uint64_t tensor_flops, uint64_t fp32_flops);
+/* whether the operations running now are a graph's nodes (stream.cc sets it) */
+extern bool cost_in_graph;
+/* cusim_cost_skip's setting: kernels and library calls are not run */
+extern bool cost_skip;
 
 /* ---- access checks (check.cc) ---- */
 enum access_flags { ACC_READ = 0, ACC_WRITE = 1, ACC_ATOMIC = 2 };

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <vector>
 
+#include "cusim/cost.h"
 #include "exec.h"
 
 struct capture;
@@ -208,10 +209,21 @@ struct copy_op final : op {
 			      n, dst, src);
 			return;
 		}
-		if (value >= 0)
+		if (value >= 0 && dst_dev)
+			device_memset(dst, value, n);
+		else if (value >= 0)
 			memset(dst, value, n);
 		else
 			device_memcpy(dst, from, n);
+		if (value >= 0)
+			cost_op("memset", CUSIM_COST_MEMSET, 0, dst_dev ? n : 0, 0, dst_dev ? 0 : n,
+			        0, 0);
+		else
+			cost_op(src_dev && dst_dev ? "memcpy DtoD" : src_dev ? "memcpy DtoH"
+			        : dst_dev              ? "memcpy HtoD"
+			                               : "memcpy HtoH",
+			        CUSIM_COST_MEMCPY, src_dev ? n : 0, dst_dev ? n : 0, src_dev ? 0 : n,
+			        dst_dev ? 0 : n, 0, 0);
 	}
 	op *clone() const override
 	{
@@ -280,9 +292,12 @@ struct graph_op final : op {
 	}
 	void run() override
 	{
+		cost_op("graph", CUSIM_COST_GRAPH, 0, 0, 0, 0, 0, 0);
+		cost_in_graph = true;
 		for (op *o : x->nodes)
 			if (sticky_error() == cudaSuccess)
 				o->run();
+		cost_in_graph = false;
 	}
 	op *clone() const override
 	{

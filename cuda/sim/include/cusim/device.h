@@ -144,10 +144,38 @@ void dev_sincospi(double x, double *s, double *c);
 void dev_sincospif(float x, float *s, float *c);
 void dev_sincosf(float x, float *s, float *c);
 
+/* Operations the cost counters (cost.cc, cusim/cost.h) take differences of across a
+ * launch. One host thread runs device code at a time (the API lock), so plain adds. */
+struct op_counts {
+	uint64_t fma32, dp4a, collectives, barriers;
+};
+extern op_counts counts;
+void count_slow(uint64_t *c); /* cost.cc, not instrumented */
+
+/* ++*c, unseen by the access hooks: the counts are the simulator's, not the kernel's */
+static inline void
+bump(uint64_t *c)
+{
+#if defined(__x86_64__)
+	__asm__("incq %0" : "+m"(*c));
+#else
+	count_slow(c);
+#endif
+}
+
+/* fmaf in device code: counted; the same rounding (one) as the host's */
+static inline float
+dev_fmaf(float a, float b, float c)
+{
+	bump(&counts.fma32);
+	return __builtin_fmaf(a, b, c);
+}
+
 /* __dp4a: the four byte products (signed or unsigned) added to @c */
 static inline int
 dp4a(int a, int b, int c)
 {
+	bump(&counts.dp4a);
 	return c + (int)(int8_t)a * (int)(int8_t)b + (int)(int8_t)(a >> 8) * (int)(int8_t)(b >> 8) +
 	       (int)(int8_t)(a >> 16) * (int)(int8_t)(b >> 16) +
 	       (int)(int8_t)(a >> 24) * (int)(int8_t)(b >> 24);
@@ -156,6 +184,7 @@ dp4a(int a, int b, int c)
 static inline unsigned
 dp4a_u(unsigned a, unsigned b, unsigned c)
 {
+	bump(&counts.dp4a);
 	return c + (a & 0xffu) * (b & 0xffu) + (a >> 8 & 0xffu) * (b >> 8 & 0xffu) +
 	       (a >> 16 & 0xffu) * (b >> 16 & 0xffu) + (a >> 24) * (b >> 24);
 }
@@ -194,6 +223,7 @@ dp4a_u(unsigned a, unsigned b, unsigned c)
 #define sincospi(x, s, c)  ::cusim::dev_sincospi(x, s, c)
 #define sincospif(x, s, c) ::cusim::dev_sincospif(x, s, c)
 #define sincosf(x, s, c)   ::cusim::dev_sincosf(x, s, c)
+#define fmaf(x, y, z)      ::cusim::dev_fmaf(x, y, z)
 #endif
 
 /* ---- barriers and collectives ---- */
