@@ -15,6 +15,11 @@
  * s·nb .. (s+1)·nb - 1 of the pool (nb = n_ctx / block tokens), and of a
  * sliding-window pool a ring of its share (bench_tables).
  *
+ * With --predicted FILE (orch-gpu-cost --set bench --tsv: the counts of these
+ * same steps on the simulated device, docs/gpu-cost.md), each measured step is
+ * printed beside the time the roofline model predicted for this GPU (H100 or
+ * H200 by its name), and their ratio: the model checked in the same run.
+ *
  * orch-gpu-bench --profile MODEL: only the steps a profiler should see,
  * bracketed by cudaProfilerStart/Stop (ncu --profile-from-start off): 4
  * decode steps at batch 1, 4 at batch 8 and one 512-token prefill, each
@@ -40,6 +45,51 @@
 #include "gguf/model_info.h"
 
 extern const struct be_ops be_cuda_ops;
+
+/* ---- predictions (orch-gpu-cost --set bench --tsv) ---- */
+static const char *predicted_path;
+
+/* The predicted ms of @step for the model of file @path on this GPU; 0 if none. */
+static double
+predicted_ms(const char *path, const char *step)
+{
+	struct cudaDeviceProp p;
+	char line[512], model[64], st[64];
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strcspn(base, ".");
+	double h100, h200, ms = 0;
+	bool is_h200;
+	FILE *f;
+
+	if (predicted_path == NULL || (f = fopen(predicted_path, "r")) == NULL)
+		return 0;
+	if (strstr(base, ".gguf"))
+		n = (size_t)(strstr(base, ".gguf") - base);
+	is_h200 = cudaGetDeviceProperties(&p, 0) == cudaSuccess && strstr(p.name, "H200");
+	while (fgets(line, sizeof(line), f))
+		if (line[0] != '#' &&
+		    sscanf(line,
+		           "%63[^\t]\t%63[^\t]\t%*u\t%*u\t%*u\t%*f\t%*f\t%*f\t%*f\t%*f\t%lf\t%lf",
+		           model, st, &h100, &h200) == 4 &&
+		    strlen(model) == n && strncmp(model, base, n) == 0 && strcmp(st, step) == 0)
+			ms = is_h200 ? h200 : h100;
+	fclose(f);
+	return ms;
+}
+
+/* "STEP predicted X ms a step, measured Y ms: measured / predicted Y/X" */
+static void
+print_prediction(const char *path, const char *step, double measured_ms)
+{
+	double ms = predicted_ms(path, step);
+
+	if (ms > 0)
+		printf("  %-12s predicted %8.3f ms a step, measured %8.3f ms: measured / "
+		       "predicted %.2f\n",
+		       step, ms, measured_ms, measured_ms / ms);
+	else if (predicted_path != NULL)
+		printf("  %-12s no prediction in %s\n", step, predicted_path);
+}
 
 static double
 copy_bandwidth(void)
@@ -189,9 +239,11 @@ weight_bytes(const struct model *m)
 }
 
 /* One profiled phase: @warm steps unseen, then @n seen by the profiler; prints ms per step. */
+static const char *model_path; /* the model --profile measures */
+
 static void
 profiled(struct be_model *b, struct seq_state *ss, uint32_t nseq, uint32_t len, int warm, int n,
-         const char *what)
+         const char *what, const char *pstep)
 {
 	double t = 0;
 
@@ -202,6 +254,8 @@ profiled(struct be_model *b, struct seq_state *ss, uint32_t nseq, uint32_t len, 
 		t += step(&be_cuda_ops, b, ss, 0, nseq, len);
 	cudaProfilerStop();
 	printf("profile %-12s %8.3f ms a step (%d steps)\n", what, 1e3 * t / n, n);
+	if (predicted_path != NULL)
+		print_prediction(model_path, pstep, 1e3 * t / n);
 }
 
 static int
@@ -230,11 +284,11 @@ profile(const char *path)
 		ss[i].n_hist = 128;
 		step(&be_cuda_ops, eng->b, ss + i, i, 1, 128);
 	}
-	profiled(eng->b, ss, 1, 1, 16, 4, "decode b1");
-	profiled(eng->b, ss, 8, 1, 8, 4, "decode b8");
+	profiled(eng->b, ss, 1, 1, 16, 4, "decode b1", "profile b1");
+	profiled(eng->b, ss, 8, 1, 8, 4, "decode b8", "profile b8");
 	ss[0].n_hist = 512;
 	step(&be_cuda_ops, eng->b, ss, 0, 1, 512);
-	profiled(eng->b, ss, 1, 512, 0, 1, "prefill 512");
+	profiled(eng->b, ss, 1, 512, 0, 1, "prefill 512", "pre512");
 	engine_close(eng);
 	free(ss);
 	return 0;
@@ -249,8 +303,15 @@ main(int argc, char **argv)
 		printf("SKIP: no CUDA device\n");
 		return 77;
 	}
-	if (argc == 3 && strcmp(argv[1], "--profile") == 0)
+	if (argc >= 3 && strcmp(argv[1], "--predicted") == 0) {
+		predicted_path = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc == 3 && strcmp(argv[1], "--profile") == 0) {
+		model_path = argv[2];
 		return profile(argv[2]);
+	}
 	double bw = copy_bandwidth();
 	printf("device copy bandwidth: %.0f GB/s (read + write, 1 GiB D2D, median of 10)\n", bw);
 	printf("%-28s %7s %7s %9s %6s %9s %8s %8s %9s\n", "model", "load_s", "load_GBs",
@@ -316,6 +377,12 @@ main(int argc, char **argv)
 		               load_s / 1e9,
 		       dec1, 100 * frac, pre, dec[0], dec[1], dec1_busy,
 		       100 * (dec1_busy / dec1 - 1));
+		if (predicted_path != NULL) {
+			print_prediction(argv[a], "dec1", 1e3 / dec1);
+			print_prediction(argv[a], "pre512", 1e3 * 512 / pre);
+			print_prediction(argv[a], "dec8", 1e3 * 8 / dec[0]);
+			print_prediction(argv[a], "dec64", 1e3 * 64 / dec[1]);
+		}
 		engine_close(eng);
 		free(ss);
 	}

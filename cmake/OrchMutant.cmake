@@ -1,5 +1,5 @@
 # orch_mutant(NAME SOURCE file FROM text TO text T_ONLY filter EXPECT regex
-#             SOURCES test sources... LIBS libs...)
+#             SOURCES test sources... LIBS libs... [RUN script])
 #
 # A mutant: a copy of the real @SOURCE (a .cu kernel or a .c file of the CUDA
 # backend) with the one occurrence of @FROM replaced by @TO (configure fails if
@@ -9,17 +9,19 @@
 # every symbol of the original, so the archive's member is never linked. The
 # test "mutant_NAME" (label gpu) runs that binary with T_ONLY=@T_ONLY and
 # passes only if it fails and its output matches @EXPECT: the diagnosis the
-# simulated device is meant to give, not just any failure.
+# simulated device is meant to give, not just any failure. With RUN, the test
+# runs that script (a path in the source tree) with the binary as its argument.
 function(orch_mutant name)
 	# by hand, argument by argument: FROM and TO are C, with semicolons that a list
 	# (cmake_parse_arguments' ARGN) would split
 	set(key "")
 	set(M_SOURCES "")
 	set(M_LIBS "")
+	set(M_RUN "")
 	math(EXPR last "${ARGC} - 1")
 	foreach(i RANGE 1 ${last})
 		set(a "${ARGV${i}}")
-		if(a MATCHES "^(SOURCE|FROM|TO|T_ONLY|EXPECT|SOURCES|LIBS)$")
+		if(a MATCHES "^(SOURCE|FROM|TO|T_ONLY|EXPECT|SOURCES|LIBS|RUN)$")
 			set(key ${a})
 		elseif(key MATCHES "^(SOURCES|LIBS)$")
 			list(APPEND M_${key} ${a})
@@ -64,8 +66,12 @@ function(orch_mutant name)
 	target_include_directories(mutant_${name} PRIVATE ${CMAKE_SOURCE_DIR}/tests)
 	target_link_libraries(mutant_${name} PRIVATE ${M_LIBS})
 	set_property(GLOBAL APPEND PROPERTY ORCH_GPU_TEST_TARGETS mutant_${name})
+	set(run "")
+	if(M_RUN)
+		set(run ${CMAKE_SOURCE_DIR}/${M_RUN})
+	endif()
 	add_test(NAME mutant_${name} COMMAND ${CMAKE_SOURCE_DIR}/tests/sim/mutant_run.sh
-		"${M_EXPECT}" $<TARGET_FILE:mutant_${name}>)
-	set_tests_properties(mutant_${name} PROPERTIES LABELS "gpu;mutant" TIMEOUT 300
+		"${M_EXPECT}" ${run} $<TARGET_FILE:mutant_${name}>)
+	set_tests_properties(mutant_${name} PROPERTIES LABELS "gpu;mutant" TIMEOUT 900
 		ENVIRONMENT "T_ONLY=${M_T_ONLY};ORCH_TESTDATA=${ORCH_TESTDATA};ORCH_BIN=${CMAKE_BINARY_DIR}/bin")
 endfunction()

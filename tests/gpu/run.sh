@@ -165,7 +165,9 @@ bench_models() {
 phase_bench() {
 	local m=/tmp/orch-bench-models
 	bench_models || return 1
-	timeout 300 "$build/bin/orch-gpu-bench" "$m/qwen2.5-0.5b.gguf" "$m/phi3-mini-4k.gguf" | tee "$out/bench.txt"
+	# beside each measured step, what the cost model predicted (docs/gpu-cost.md)
+	timeout 300 "$build/bin/orch-gpu-bench" --predicted "$root/bench/gpu_cost_predicted.tsv" \
+		"$m/qwen2.5-0.5b.gguf" "$m/phi3-mini-4k.gguf" | tee "$out/bench.txt"
 	local rc=${PIPESTATUS[0]}
 	sed 's/^/  /' "$out/bench.txt" >>"$out/summary.txt"
 	# ORCH_GPU_BENCH_FLOAT=1: the same again with cuk_mmv's float products, for a before/after
@@ -186,7 +188,8 @@ phase_profile() {
 	bench_models || return 1
 	ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | head -n 1)
 	[[ -n $ncu ]] || { sum "  no ncu on this machine"; return 1; }
-	"$build/bin/orch-gpu-bench" --profile "$m" | tee -a "$out/summary.txt"
+	"$build/bin/orch-gpu-bench" --predicted "$root/bench/gpu_cost_predicted.tsv" --profile "$m" |
+		tee -a "$out/summary.txt"
 	timeout 400 "$ncu" --profile-from-start off --clock-control none --metrics gpu__time_duration.sum \
 		--csv --page raw "$build/bin/orch-gpu-bench" --profile "$m" >"$out/ncu.csv" || return 1
 	python3 "$root/tests/gpu/ncu_sum.py" "$out/ncu.csv" | tee -a "$out/summary.txt"

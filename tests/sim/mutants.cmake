@@ -1,4 +1,4 @@
-# The five mutants of issue 50 (cmake/OrchMutant.cmake): bugs put, one at a
+# The mutants of issues 50 and 61 (cmake/OrchMutant.cmake): bugs put, one at a
 # time, into the real sources; each must make the suite fail, with the
 # diagnosis named. Included by tests/CMakeLists.txt in the simulated build.
 set(kernels_test_srcs gpu/kernels_test.c gpu/kernels_util.c)
@@ -47,3 +47,12 @@ orch_mutant(rmsnorm_read_past SOURCE cuda/kernels/rmsnorm.cu
 	TO "for (uint32_t i = threadIdx.x; i <= n; i += THREADS) {"
 	SOURCES ${kernels_test_srcs} LIBS ${kernels_libs} T_ONLY test_norm_rope_swiglu
 	EXPECT "rmsnorm_kernel.*: read of 4 bytes at 0x[0-9a-f]+: not device memory \\(0 bytes past the end")
+
+# One launch more a layer (issue 61): an RMSNorm before the FFN's that its real
+# one overwrites. The values are the same; the GPU cost guard must fail on the count.
+orch_mutant(launch_per_layer SOURCE cuda/cuda_forward.c
+	FROM "	/* x += attention output, then the FFN norm */\n	TRY("
+	TO "	TRY(cuk_rmsnorm(b->x, NULL, L->ffn_norm, hp->n_embd, hp->rms_eps, T, NULL, b->xn, b->st));\n	TRY("
+	SOURCES ../bench/gpu_cost.c LIBS orch_cuda_backend orch_engine CUDA::cudart m
+	RUN tests/sim/gpu_cost_guard.sh
+	EXPECT "GUARD FAIL qwen2.5-0.5b-2l decode b1 ctx1024: launches \\+ graph nodes a token .*: more launches")
