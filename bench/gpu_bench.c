@@ -56,15 +56,17 @@ predicted_ms(const char *path, const char *step)
 	struct cudaDeviceProp p;
 	char line[512], model[64], st[64];
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	size_t n = strcspn(base, ".");
+	size_t n;
 	double h100, h200, ms = 0;
 	bool is_h200;
 	FILE *f;
 
 	if (predicted_path == NULL || (f = fopen(predicted_path, "r")) == NULL)
 		return 0;
-	if (strstr(base, ".gguf"))
+	if (strstr(base, ".gguf")) /* the model's name: the file's less ".gguf" */
 		n = (size_t)(strstr(base, ".gguf") - base);
+	else
+		n = strlen(base);
 	is_h200 = cudaGetDeviceProperties(&p, 0) == cudaSuccess && strstr(p.name, "H200");
 	while (fgets(line, sizeof(line), f))
 		if (line[0] != '#' &&
@@ -238,9 +240,10 @@ weight_bytes(const struct model *m)
 	return n + m->output->nbytes;
 }
 
-/* One profiled phase: @warm steps unseen, then @n seen by the profiler; prints ms per step. */
 static const char *model_path; /* the model --profile measures */
 
+/* One profiled phase: @warm steps unseen, then @n seen by the profiler; prints ms per step
+ * and the prediction (@pstep) beside it. */
 static void
 profiled(struct be_model *b, struct seq_state *ss, uint32_t nseq, uint32_t len, int warm, int n,
          const char *what, const char *pstep)

@@ -330,7 +330,8 @@ struct model_arg {
 static struct engine *
 open_file(const char *path, const struct step *set, size_t n)
 {
-	uint32_t ctx = 0, slots = 1;
+	uint32_t ctx = 1024,
+	         slots = 1; /* at least orch-gpu-bench's context (its attention splits) */
 	for (size_t i = 0; i < n; i++) {
 		ctx = set[i].ctx > ctx ? set[i].ctx : ctx;
 		slots = set[i].nseq > slots ? set[i].nseq : slots;
@@ -358,14 +359,13 @@ open_file(const char *path, const struct step *set, size_t n)
 static void
 print_row(const char *model, const struct step *s, const struct totals *t)
 {
-	double tok = (double)s->nseq * s->len, bytes = t->dram_rd + t->dram_wr;
+	double bytes = t->dram_rd + t->dram_wr;
 
 	printf("%-14s %-20s %6.0f %6.0f %9.1f %8.1f %9.1f %6.2f %8.3f %8.3f %5.1f%% %5.1f%%\n",
 	       model, s->name, t->launches + t->graphs, t->nodes, t->dram_rd / 1e6,
 	       t->dram_wr / 1e6, t->floor / 1e6, bytes / t->floor, 1e3 * t->t[0], 1e3 * t->t[1],
 	       100 * t->floor / (gpus[0].dram_gbs * 1e9) / t->t[0],
 	       100 * t->floor / (gpus[1].dram_gbs * 1e9) / t->t[1]);
-	(void)tok;
 }
 
 static void
@@ -423,6 +423,8 @@ parse_model(const char *s, struct model_arg *m)
 		return false;
 	m->layers = (uint32_t)l;
 	m->a = strdup(c1 + 1);
+	if (m->a == NULL)
+		return false;
 	char *c2 = strchr((char *)m->a, ':');
 	m->b = NULL;
 	if (c2 != NULL) {
@@ -592,6 +594,21 @@ main(int argc, char **argv)
 		if (!drop)
 			kept[n_kept++] = set[i];
 	}
+	for (const char *p = skip; p != NULL && *p;) { /* a name no step has: a typo */
+		size_t k = strcspn(p, ","), hit = 0;
+		for (size_t i = 0; i < n_set; i++)
+			hit += strlen(set[i].name) == k && strncmp(p, set[i].name, k) == 0;
+		if (hit == 0) {
+			fprintf(stderr, "orch-gpu-cost: --skip: no step '%.*s' in this set\n",
+			        (int)k, p);
+			return 2;
+		}
+		p += k + (p[k] == ',');
+	}
+	if (n_kept == 0) {
+		fprintf(stderr, "orch-gpu-cost: --skip leaves no step\n");
+		return 2;
+	}
 	set = kept;
 	n_set = n_kept;
 	/* counting on, the checks off (the tests make them), room for a large KV pool */
@@ -636,6 +653,14 @@ main(int argc, char **argv)
 		if (m->b != NULL) {
 			e = open_file(m->b, set, n_set);
 			lb = e->m.hp.n_layer;
+			uint32_t period = e->m.hp.swa_pattern > 1 ? e->m.hp.swa_pattern : 1;
+			if (la % period || lb % period || m->layers % period) {
+				fprintf(stderr,
+				        "orch-gpu-cost: %s repeats every %u layers: give files and LAYERS "
+				        "in whole periods\n",
+				        m->name, period);
+				return 2;
+			}
 			if (lb <= la || m->layers < la) {
 				fprintf(stderr,
 				        "orch-gpu-cost: %s must have more layers than %s, and %s's "

@@ -67,11 +67,13 @@ function(orch_mutant name)
 	target_link_libraries(mutant_${name} PRIVATE ${M_LIBS})
 	set_property(GLOBAL APPEND PROPERTY ORCH_GPU_TEST_TARGETS mutant_${name})
 	set(run "")
+	set(timeout 300)
 	if(M_RUN)
 		set(run ${CMAKE_SOURCE_DIR}/${M_RUN})
+		set(timeout 900)
 	endif()
 	add_test(NAME mutant_${name} COMMAND ${CMAKE_SOURCE_DIR}/tests/sim/mutant_run.sh
 		"${M_EXPECT}" ${run} $<TARGET_FILE:mutant_${name}>)
-	set_tests_properties(mutant_${name} PROPERTIES LABELS "gpu;mutant" TIMEOUT 900
+	set_tests_properties(mutant_${name} PROPERTIES LABELS "gpu;mutant" TIMEOUT ${timeout}
 		ENVIRONMENT "T_ONLY=${M_T_ONLY};ORCH_TESTDATA=${ORCH_TESTDATA};ORCH_BIN=${CMAKE_BINARY_DIR}/bin")
 endfunction()

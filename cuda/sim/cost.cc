@@ -6,7 +6,7 @@
  * - Off unless ORCH_CUDA_SIM_COST is set: then each launch turns on the
  *   executor's flag that sends its global accesses here (check.cc), after
  *   the accesses to shared memory, the stack and the arguments are sorted
- *   out. With it off, a launch costs one test of that flag.
+ *   out. With it off, a global access and a block cost one test of that flag.
  * - Distinct sectors: a stamp of 32 bits per 32-byte sector of a device's
  *   reserved range (mapped on demand, so only sectors touched cost pages),
  *   one array stamped with the launch's serial, one with the block's: the
@@ -213,11 +213,14 @@ cost_access(uintptr_t a, size_t n, int flags)
 	cusim_cost_rec *r = &c.cur;
 	bool w = flags & ACC_WRITE;
 
-	if (flags & ACC_ATOMIC) { /* a read and a write */
+	if (n == 0)
+		return;
+	if ((flags & ACC_ATOMIC) && w) { /* read-modify-write (an atomic store counts so too) */
 		r->atomics++;
 		r->req_rd += n;
 		r->req_wr += n;
 	} else {
+		r->atomics += (flags & ACC_ATOMIC) != 0; /* an atomic load: a read */
 		*(w ? &r->req_wr : &r->req_rd) += n;
 	}
 	for (int d = 0; d < c.n_dev; d++) {
@@ -225,8 +228,9 @@ cost_access(uintptr_t a, size_t n, int flags)
 		size_t off = a - s->base;
 		if (off >= s->reserved)
 			continue;
-		uint32_t bits = flags & ACC_ATOMIC ? 3u : w ? 2u : 1u;
-		for (size_t k = off >> 5; k <= (off + n - 1) >> 5; k++) {
+		uint32_t bits = (flags & ACC_ATOMIC) && w ? 3u : w ? 2u : 1u;
+		size_t last = (off + n - 1) >> 5, end = s->reserved >> 5; /* an overrun faults later */
+		for (size_t k = off >> 5; k <= last && k < end; k++) {
 			mark(&s->launch[k], c.launch_serial, bits, &r->dram_rd, &r->dram_wr);
 			mark(&s->block[k], c.block_serial, bits, &r->l2_rd, &r->l2_wr);
 		}

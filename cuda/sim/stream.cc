@@ -222,8 +222,8 @@ struct copy_op final : op {
 			cost_op(src_dev && dst_dev ? "memcpy DtoD" : src_dev ? "memcpy DtoH"
 			        : dst_dev              ? "memcpy HtoD"
 			                               : "memcpy HtoH",
-			        CUSIM_COST_MEMCPY, src_dev ? n : 0, dst_dev ? n : 0, src_dev ? 0 : n,
-			        dst_dev ? 0 : n, 0, 0);
+			        CUSIM_COST_MEMCPY, src_dev ? n : 0, dst_dev ? n : 0,
+			        src_dev || !dst_dev ? 0 : n, dst_dev || !src_dev ? 0 : n, 0, 0);
 	}
 	op *clone() const override
 	{
@@ -292,12 +292,14 @@ struct graph_op final : op {
 	}
 	void run() override
 	{
-		cost_op("graph", CUSIM_COST_GRAPH, 0, 0, 0, 0, 0, 0);
+		bool was = cost_in_graph; /* a graph launched inside a graph is its node */
+		if (!was)
+			cost_op("graph", CUSIM_COST_GRAPH, 0, 0, 0, 0, 0, 0);
 		cost_in_graph = true;
 		for (op *o : x->nodes)
 			if (sticky_error() == cudaSuccess)
 				o->run();
-		cost_in_graph = false;
+		cost_in_graph = was;
 	}
 	op *clone() const override
 	{

@@ -826,9 +826,11 @@ cost_child(void)
 	free(r);
 	size_t k = cusim_cost_take(&r);
 	COST_EQ(k, 3);
-	COST_EQ(r[2].kind, CUSIM_COST_MEMCPY);
-	COST_EQ(r[2].host_rd, 4096);
-	COST_EQ(r[2].dram_wr, 128);
+	if (k == 3) {
+		COST_EQ(r[2].kind, CUSIM_COST_MEMCPY);
+		COST_EQ(r[2].host_rd, 4096);
+		COST_EQ(r[2].dram_wr, 128);
+	}
 	free(r);
 	cost_kernel<<<4, 256>>>(x, y, a, out, cnt);
 	cudaDeviceSynchronize();
