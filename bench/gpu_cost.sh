@@ -3,7 +3,8 @@
 # qwen2.5-0.5b and phi3-mini-4k Q4_K_M and gpt-oss-20b (MXFP4 experts), counted on the
 # simulated device from 1- and 2-layer files (gpt-oss: 2 and 4), the full set, and the
 # bench set of qwen2.5-0.5b and phi3-mini-4k into bench/gpu_cost_predicted.tsv (what
-# tests/gpu/run.sh bench prints beside the measured steps). About an hour on one core.
+# tests/gpu/run.sh bench prints beside the measured steps). Hours on one core: gpt-oss's
+# 64-sequence and prefill steps most (each of its files tens of minutes).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-sim}
