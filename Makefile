@@ -60,7 +60,7 @@ test-asan: build-asan
 # that read out of bounds or overflow an index, reported with kernel and thread.
 build-sim-asan:
 	cmake -S . -B $(SIM_ASAN_BUILD) -DORCH_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug -DORCH_SANITIZE=ON -DORCH_CUDA=SIM
-	cmake --build $(SIM_ASAN_BUILD) -j$(JOBS) --target sim_test
+	cmake --build $(SIM_ASAN_BUILD) -j$(JOBS) --target sim_test cost_test
 
 # The simulated CUDA device (cuda/sim/README.md): the GPU tests' binaries and the
 # programs they start, built from the real cuda/ sources for the CPU; test-sim runs

@@ -75,7 +75,7 @@ step "asan build" make --no-print-directory build-asan
 [[ -d build-asan ]] && ctest_sum build-asan -L 'unit|integration' -LE slow
 # the simulator under ASan+UBSan: a kernel's out-of-bounds access or index overflow
 step "sim asan build" make --no-print-directory build-sim-asan
-[[ -d build-sim-asan ]] && ctest_sum build-sim-asan -R '^sim_test$'
+[[ -d build-sim-asan ]] && ctest_sum build-sim-asan -R '^(sim_test|cost_test)$'
 step "fuzz smoke" make --no-print-directory fuzz-smoke
 # A packager's builds must not regress: gcc -O3 Release and clang, warnings as errors.
 step "release build" make --no-print-directory build-release
