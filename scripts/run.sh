@@ -31,6 +31,11 @@ if [[ ! -f $model ]]; then
 	echo "make run: $model is missing (the default model is models/stories260K.gguf in the repository)" >&2
 	exit 1
 fi
+# an orchd already serving from this directory keeps its config and sockets: say so, touch nothing
+if [[ -e $run/orchd.lock ]] && ! flock -n "$run/orchd.lock" true 2>/dev/null; then
+	echo "make run: an orchd already runs from $run (it holds $run/orchd.lock): stop it first, or give this one another directory with ORCH_RUN_DIR=DIR" >&2
+	exit 1
+fi
 cat >"$run/orchd.conf" <<CONF
 # written by scripts/run.sh (make run)
 [server]

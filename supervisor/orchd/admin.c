@@ -711,6 +711,35 @@ route_tcp(struct evhttp_request *req, void *arg)
 	route(req, d);
 }
 
+/*
+ * Remove @path when it is a socket nobody listens on (what a dead orchd left);
+ * ORCH_EIO when another process answers there or something else has the name.
+ */
+static orch_err
+admin_stale_remove(const struct sockaddr_un *sa, struct orch_errinfo *reterr)
+{
+	struct stat st;
+
+	if (lstat(sa->sun_path, &st) != 0)
+		return ORCH_OK;
+	if (!S_ISSOCK(st.st_mode))
+		return orch_errf(reterr, ORCH_EIO, "admin socket %s: the name is taken by a %s",
+		                 sa->sun_path, S_ISDIR(st.st_mode) ? "directory" : "file");
+	/* non-blocking: a listener with a full backlog answers EAGAIN, and is live */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	bool live = fd >= 0 &&
+	            (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 || errno == EAGAIN);
+	if (fd >= 0)
+		close(fd);
+	if (live)
+		return orch_errf(reterr, ORCH_EIO,
+		                 "admin socket %s is in use by another orchd: give each orchd its "
+		                 "own admin_socket",
+		                 sa->sun_path);
+	unlink(sa->sun_path);
+	return ORCH_OK;
+}
+
 orch_err
 admin_start(struct orchd *d, struct orch_errinfo *reterr)
 {
@@ -720,11 +749,18 @@ admin_start(struct orchd *d, struct orch_errinfo *reterr)
 	if (strlen(d->cfg.admin_socket) >= sizeof(sa.sun_path))
 		return orch_errf(reterr, ORCH_EINVAL, "admin_socket path is too long");
 	memcpy(sa.sun_path, d->cfg.admin_socket, strlen(d->cfg.admin_socket) + 1);
-	unlink(sa.sun_path);
+	if (admin_stale_remove(&sa, reterr) != ORCH_OK)
+		return ORCH_EIO;
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
 		return orch_errf(reterr, ORCH_EIO, "socket: %s", strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || chmod(sa.sun_path, 0660) != 0 ||
-	    listen(fd, 64) != 0) {
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int err = errno;
+		close(fd);
+		return orch_errf(reterr, ORCH_EIO, "admin socket %s: %s", sa.sun_path,
+		                 strerror(err));
+	}
+	d->admin_bound = true; /* the file is ours now: admin_stop removes it */
+	if (chmod(sa.sun_path, 0660) != 0 || listen(fd, 64) != 0) {
 		int err = errno;
 		close(fd);
 		return orch_errf(reterr, ORCH_EIO, "admin socket %s: %s", sa.sun_path,
@@ -780,5 +816,7 @@ admin_stop(struct orchd *d)
 	if (d->admin_tcp)
 		evhttp_free(d->admin_tcp);
 	d->admin_http = d->admin_tcp = NULL;
-	unlink(d->cfg.admin_socket);
+	if (d->admin_bound) /* a start refused before binding leaves another orchd's file */
+		unlink(d->cfg.admin_socket);
+	d->admin_bound = false;
 }

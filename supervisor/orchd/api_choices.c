@@ -296,6 +296,8 @@ api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t per_
 			jobs_cancel(d, jobs[i], "out of memory");
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
+	if (streaming && jobs[0]->sink->cut != NULL)
+		sse_set_cut(c->sse, jobs[0]->sink->cut);
 	if (!streaming) { /* a client that goes away cancels the jobs (docs/http-api.md) */
 		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, c);
 		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);

@@ -196,4 +196,4 @@ native_format(const struct job *j, uint32_t k, struct sbuf *out)
 	cJSON_Delete(o);
 }
 
-const struct job_sink api_native_sink = {native_format, NULL, NULL};
+const struct job_sink api_native_sink = {native_format, NULL, NULL, NULL};

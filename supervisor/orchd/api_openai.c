@@ -311,7 +311,13 @@ openai_done(const struct job *j, struct sbuf *out)
 	sbuf_puts(out, "data: [DONE]\n\n");
 }
 
-const struct job_sink api_openai_sink = {openai_format, openai_body, openai_done};
+/* a slow reader's end: an error chunk as params_err_json writes one, then [DONE] */
+static const char openai_cut[] =
+        "data: {\"error\":{\"message\":\"the client reads too slowly; the stream was cut\","
+        "\"type\":\"server_error\",\"param\":null,\"code\":\"OVERLOADED\","
+        "\"retriable\":true}}\n\ndata: [DONE]\n\n";
+
+const struct job_sink api_openai_sink = {openai_format, openai_body, openai_done, openai_cut};
 
 void
 api_openai_completions(struct orchd *d, struct evhttp_request *req, const char *arg)

@@ -146,6 +146,8 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 		orch_free(f);
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
+	if (streaming && j->sink->cut != NULL)
+		sse_set_cut(f->sse, j->sink->cut);
 	if (!streaming) { /* a client that goes away cancels the job (docs/http-api.md) */
 		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, f);
 		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
@@ -292,10 +294,20 @@ start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_en
 {
 	uint32_t per = r->n_choices ? r->n_choices : 1;
 	uint32_t total = per * (r->prompt_list ? (uint32_t)cJSON_GetArraySize(r->prompt_list) : 1);
-	struct job **jobs = orch_calloc(total, sizeof(*jobs));
 	struct params_err pe = {0};
-	uint32_t k = 0;
+	uint32_t k = 0, room = models_room(d, m);
 
+	if (total > room) { /* never fits, however long the client waits: not retriable */
+		pe.code = ORCH_EINVAL;
+		snprintf(pe.param, sizeof(pe.param), "%s", r->n_choices > 1 ? "n" : "prompt");
+		snprintf(pe.msg, sizeof(pe.msg),
+		         "the request makes %u jobs (n × prompts) and model '%s' holds at most %u "
+		         "at once (its workers' 4 × slots and max_queue): ask for fewer",
+		         total, m->cfg.name, room);
+		job_request_fini(r);
+		return http_params_error(req, &pe);
+	}
+	struct job **jobs = orch_calloc(total, sizeof(*jobs));
 	if (jobs == NULL) {
 		job_request_fini(r);
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");

@@ -31,17 +31,44 @@ span(const char *p, size_t n, const char *stop, unsigned char lo, size_t max)
 	return k;
 }
 
+/* FNV-1a of @p (@n bytes), mixed (MurmurHash3's finalizer) and folded to 32 bits: a
+ * job id's stand-in in the log, the same for the same id, unlike for ids one byte apart. */
+static uint32_t
+id_hash(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)p[i]) * 0x100000001b3ull;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
 void
 http_access_head(struct http_access *a, const char *head, size_t n)
 {
+	static const char jobs[] = "/jobs/";
 	size_t m = span(head, n, " ", 0x21, sizeof(a->method) - 1), t, k;
 
 	if (m > 0 && m < n && head[m] == ' ') {
 		snprintf(a->method, sizeof(a->method), "%.*s", (int)m, head);
 		t = m + 1;
 		k = span(head + t, n - t, " ?#", 0x21, HTTP_ACCESS_PATH_MAX);
-		if (k > 0)
+		if (k > sizeof(jobs) - 1 && memcmp(head + t, jobs, sizeof(jobs) - 1) == 0) {
+			/* /jobs/ID/...: the id is a capability (whoever has it follows the
+			 * job), also in a request refused before its route: a hash of it */
+			size_t i0 = t + sizeof(jobs) - 1;
+			size_t id = span(head + i0, n - i0, "/ ?#", 0x21, n);
+			size_t rest = k - (sizeof(jobs) - 1) < id ? 0 : k - (sizeof(jobs) - 1) - id;
+			snprintf(a->path, sizeof(a->path), "%s{id:%08x}%.*s", jobs,
+			         id_hash(head + i0, id), (int)rest, head + i0 + id);
+		} else if (k > 0) {
 			snprintf(a->path, sizeof(a->path), "%.*s", (int)k, head + t);
+		}
 	}
 }
 

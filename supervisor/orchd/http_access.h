@@ -8,16 +8,17 @@
  *   job=CORRELATION|- [end=closed|deadline]
  *
  * path: the request target up to its query, cut at HTTP_ACCESS_PATH_MAX
- * bytes ("-" when there is none); a route whose path holds a capability
- * (a job's id) logs its pattern instead. Never the query, a header, the
- * body or the prompt. status: the answer's (0: none was sent). bytes:
- * what was written to the socket for the answer, its head included. ms:
- * from the request's first byte to its answer's last byte (or the close).
- * job: the correlation id of the job the request made or followed (the
- * key of orchd's job lines), "-" for none. end: the answer did not complete: the client
- * went away (closed), or the request was cut at a deadline (deadline).
- * A connection refused before it sent anything (over a limit) is counted
- * in the metrics, not logged here. Pure: no libevent. Thread: the loop.
+ * bytes ("-" when there is none); a job's id in /jobs/ID/... is a
+ * capability and is logged as a hash of it ("/jobs/{id:1a2b3c4d}/events"),
+ * also when the request is refused before a route sees it (401, 405,
+ * OPTIONS, the edge's limits); a route that takes it logs its pattern. Never the query, a header,
+ * the body or the prompt. status: the answer's (0: none was sent). bytes: what was written to the
+ * socket for the answer, its head included. ms: from the request's first byte to its answer's last
+ * byte (or the close). job: the correlation id of the job the request made or followed (the key of
+ * orchd's job lines), "-" for none. end: the answer did not complete: the client went away
+ * (closed), or the request was cut at a deadline (deadline). A connection refused before it sent
+ * anything (over a limit) is counted in the metrics, not logged here. Pure: no libevent. Thread:
+ * the loop.
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -74,12 +74,15 @@ struct job_msg {
  * How a job's events become a response (api.c fills one per API):
  * @format writes event @k as stream text (may write nothing); @body is the
  * whole JSON answer of a request that does not stream; @terminator writes
- * what follows the terminal event (may be NULL).
+ * what follows the terminal event (may be NULL); @cut is what ends a stream
+ * whose client reads too slowly, in the API's own terminal form (NULL: the
+ * native error event, sse.h).
  */
 struct job_sink {
 	void (*format)(const struct job *j, uint32_t k, struct sbuf *out);
 	struct cJSON *(*body)(const struct job *j);
 	void (*terminator)(const struct job *j, struct sbuf *out);
+	const char *cut;
 };
 
 /*

@@ -119,18 +119,55 @@ reload(struct orchd *d)
 
 /* ---- shutdown ---- */
 
+/* after shutdown_timeout_s has cut the running jobs: the loop runs this long for their ends */
+enum { SHUTDOWN_FLUSH_MIN_MS = 300, SHUTDOWN_FLUSH_MAX_MS = 2000 };
+
+/*
+ * Jobs left at the end of a shutdown (shutdown_timeout_s passed, or no worker is
+ * left to run them): each ends now with its API's terminal form (native:
+ * WORKER_LOST, retriable; OpenAI: an error chunk and [DONE]), and the loop runs
+ * on a little so that the streams carry it out. No stream ends without one.
+ */
+static void
+cut_running(struct orchd *d)
+{
+	uint32_t n = 0;
+
+	d->cut_ms = orch_mono_ms();
+	for (struct job *j = d->live; j != NULL; j = d->live) {
+		jobs_fail(d, j, ORCH_EWORKER_LOST, "orchd shut down before the job finished");
+		n++;
+		if (d->live == j) /* not ended (cannot happen): stop rather than spin */
+			break;
+	}
+	orch_log(ORCH_LOG_WARNING, "shutdown_cut", "jobs=%u timeout_s=%u", n,
+	         d->cfg.shutdown_timeout_s);
+}
+
 static void
 on_shutdown_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct orchd *d = arg;
 	bool live = false;
+	uint64_t now = orch_mono_ms();
 
 	(void)fd;
 	(void)what;
 	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			live |= m->workers[i]->pid > 0;
-	if (!live || orch_mono_ms() - d->stop_ms > d->cfg.shutdown_timeout_s * 1000ull) {
+	bool over = !live || now - d->stop_ms > d->cfg.shutdown_timeout_s * 1000ull;
+	if (over && d->cut_ms == 0 && d->live != NULL) {
+		/* out of time, or the workers gone with jobs left (a worker lost while draining:
+		 * its jobs have nowhere to run): each ends in its API's form, then orchd exits */
+		cut_running(d);
+		return;
+	}
+	/* after a cut, the streams write their ends: a few ticks, more while any is open */
+	uint64_t since = now - d->cut_ms;
+	bool flushing = d->cut_ms != 0 && (since < SHUTDOWN_FLUSH_MIN_MS ||
+	                                   (d->n_conns > 0 && since < SHUTDOWN_FLUSH_MAX_MS));
+	if (over && !flushing) {
 		orch_log(ORCH_LOG_INFO, "shutdown", "workers_left=%s", live ? "killed" : "none");
 		event_base_loopexit(d->base, NULL);
 	}
@@ -304,7 +341,7 @@ run(struct orchd *d)
 		notify_watchdog_start(d);
 		notify_state(d);
 		event_base_dispatch(d->base);
-		rc = 0;
+		rc = d->exit_code;
 	}
 	teardown(d);
 	return rc;
@@ -352,7 +389,10 @@ apply_port(char *listen, size_t n, const char *port)
 	return true;
 }
 
-/* The --model model's name: the file's name less ".gguf", other characters as '-'. */
+/*
+ * The --model model's name: the file's name less ".gguf", in lower case (as make run's
+ * "stories260k" and Ollama's names), other characters as '-'.
+ */
 static void
 model_name_of(const char *path, char *out, size_t n)
 {
@@ -363,7 +403,9 @@ model_name_of(const char *path, char *out, size_t n)
 		len -= 5;
 	for (size_t i = 0; i < len && k + 1 < n; i++) {
 		char ch = base[i];
-		out[k++] = isalnum((unsigned char)ch) || strchr("._-", ch) ? ch : '-';
+		out[k++] = isalnum((unsigned char)ch) || strchr("._-", ch)
+		                   ? (char)tolower((unsigned char)ch)
+		                   : '-';
 	}
 	out[k] = '\0';
 	if (k == 0)
@@ -466,6 +508,7 @@ add_flag_model(struct orchd *d, const struct flags *f)
 	else
 		model_name_of(f->model, name, sizeof(name));
 	snprintf(section, sizeof(section), "model \"%s\"", name);
+	snprintf(d->flag_model, sizeof(d->flag_model), "%s", name);
 	if (cfg_model_find(&d->cfg, name) != NULL) {
 		fprintf(stderr,
 		        "orchd: --model: the config already has a model '%s' (pick "
@@ -577,6 +620,9 @@ main(int argc, char **argv)
 		snprintf(d.worker_bin, sizeof(d.worker_bin), "%s", d.cfg.worker_bin);
 	else
 		default_worker_bin(d.worker_bin, sizeof(d.worker_bin));
+	/* what orchd and its workers create (pidfiles, sockets, the state file) is
+	 * nobody else's to write or connect to, whatever umask it was started with */
+	umask(umask(0) | 027);
 	d.started_ms = orch_mono_ms();
 	d.started_unix = orch_unix_ms();
 	srandom((unsigned)(d.started_unix ^ (uint64_t)getpid()));

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -43,6 +44,21 @@ models_find(struct orchd *d, const char *name)
 }
 
 static void start_workers(struct orchd *d, struct model_entry *m);
+
+/*
+ * The one model of orchd --model FILE failed before it was ever ready: there is
+ * nothing to serve, so orchd stops, exit status 1, saying why (on a terminal too).
+ */
+static void
+flag_model_failed(struct orchd *d, const struct model_entry *m)
+{
+	orch_log(ORCH_LOG_ERR, "start_failed", "part=model value=%s msg=\"%s\"", m->cfg.path,
+	         m->error);
+	if (isatty(STDERR_FILENO))
+		fprintf(stderr, "orchd: --model %s: %s\n", m->cfg.path, m->error);
+	d->exit_code = 1;
+	event_base_loopexit(d->base, NULL);
+}
 
 /* A start that found the file unusable: the model fails without a worker. */
 static void
@@ -430,7 +446,7 @@ pick(struct model_entry *m, const struct job *j)
 		/* a worker takes up to 4 × slots jobs; the rest wait here, in order */
 		if (w->state != WORKER_READY ||
 		    w->pid <= 0 || /* a dead one is READY until reaped */
-		    w->jobs >= 4 * (w->slots_total ? w->slots_total : 1))
+		    w->jobs >= WORKER_JOBS_PER_SLOT * (w->slots_total ? w->slots_total : 1))
 			continue;
 		if (best == NULL || w->outstanding < best->outstanding)
 			best = w;
@@ -505,6 +521,19 @@ models_usable(struct orchd *d, struct model_entry *m, struct orch_errinfo *reter
 	return ORCH_OK;
 }
 
+uint32_t
+models_room(const struct orchd *d, const struct model_entry *m)
+{
+	uint64_t room = d->cfg.max_queue;
+
+	for (uint32_t i = 0; i < m->n_workers; i++) {
+		uint32_t slots =
+		        m->workers[i]->slots_total ? m->workers[i]->slots_total : m->cfg.slots;
+		room += WORKER_JOBS_PER_SLOT * (uint64_t)(slots ? slots : 1);
+	}
+	return room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
+}
+
 orch_err
 models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 {
@@ -570,6 +599,8 @@ models_worker_state(struct orchd *d, struct model_entry *m)
 	if (m->state == MODEL_FAILED) {
 		models_fail_queued(d, m, m->error_code ? m->error_code : ORCH_EMODEL_LOAD,
 		                   m->error);
+		if (m->ready_since_ms == 0 && strcmp(m->cfg.name, d->flag_model) == 0)
+			flag_model_failed(d, m);
 	}
 	if (m->state != before) {
 		if (m->state == MODEL_READY)

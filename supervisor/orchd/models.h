@@ -84,6 +84,16 @@ void models_start(struct orchd *d, struct model_entry *m);
 /* models_unload - drain and stop its workers; removed from the registry when @remove. */
 void models_unload(struct orchd *d, struct model_entry *m, bool remove);
 
+/* a worker is handed at most this many jobs a slot; the rest wait in orchd's queue */
+#define WORKER_JOBS_PER_SLOT 4
+
+/*
+ * models_room - the most jobs @m holds at once with nothing else running: its
+ * workers' WORKER_JOBS_PER_SLOT × slots and max_queue. A request of more jobs
+ * (n × prompts) can never be taken, and is refused as such (400, not 429).
+ */
+uint32_t models_room(const struct orchd *d, const struct model_entry *m);
+
 /*
  * models_submit - place @j on a READY worker or queue it (starting the
  * model). ORCH_EQUEUE_FULL (queue full, unloading), ORCH_EMODEL_LOAD,

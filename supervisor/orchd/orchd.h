@@ -56,8 +56,14 @@ struct orchd {
 	struct api_keys keys; /* the public API's; none: open */
 	char admin_token[256];
 	bool stopping, ready_sent;
+	bool admin_bound; /* admin_socket's file is this orchd's (admin_stop removes it) */
+	/* orchd --model FILE: that model's name; its load failing before it was ever ready
+	 * stops orchd with exit_code 1, as llama-server -m does (models.c) */
+	char flag_model[64];
+	int exit_code;
 	int rundir_lock; /* 1 + the descriptor holding runtime_dir's lock (rundir.h); 0: none */
 	uint64_t started_ms, started_unix, stop_ms;
+	uint64_t cut_ms; /* when shutdown_timeout_s ended the running jobs (main.c); 0: not */
 	struct metrics metrics;
 	orchd_model_event_fn on_model_event;
 };

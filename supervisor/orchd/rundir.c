@@ -60,11 +60,19 @@ rundir_worker_started(struct orchd *d, const char *id, pid_t pid)
 {
 	char path[CFG_PATH_MAX + 128], tmp[CFG_PATH_MAX + 136];
 	unsigned long long start = rundir_starttime(pid);
-	FILE *fp;
+	FILE *fp = NULL;
 
 	pidfile_path(d, id, path, sizeof(path));
 	snprintf(tmp, sizeof(tmp), "%s.new", path);
-	if (start == 0 || (fp = fopen(tmp, "we")) == NULL) {
+	/* its mode whatever the umask: a pidfile others can write names what orchd kills */
+	int fd = start == 0
+	                 ? -1
+	                 : open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+	if (fd >= 0 && (fchmod(fd, 0640) != 0 || (fp = fdopen(fd, "w")) == NULL)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
 		orch_log(ORCH_LOG_WARNING, "pidfile_failed", "worker=%s path=%s err=\"%s\"", id,
 		         path, start == 0 ? "the process is gone" : strerror(errno));
 		return;
@@ -86,9 +94,32 @@ rundir_worker_reaped(struct orchd *d, const char *id)
 	unlink(path);
 }
 
+/*
+ * Whether @pid runs d->worker_bin's program (the same file name: a worker left by
+ * an older build of the same path reads "... (deleted)", and is one too).
+ */
+static bool
+is_worker(const struct orchd *d, pid_t pid)
+{
+	char path[64], exe[CFG_PATH_MAX];
+	const char *want =
+	        strrchr(d->worker_bin, '/') ? strrchr(d->worker_bin, '/') + 1 : d->worker_bin;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	ssize_t n = readlink(path, exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return false;
+	exe[n] = '\0';
+	size_t k = strlen(" (deleted)");
+	if ((size_t)n > k && strcmp(exe + (size_t)n - k, " (deleted)") == 0)
+		exe[(size_t)n - k] = '\0';
+	const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+	return strcmp(base, want) == 0;
+}
+
 /* Kill the worker @name (a pidfile in @dir) names when it still runs; remove the file. */
 static void
-kill_left_over(int dir, const char *name, uint32_t *killed)
+kill_left_over(const struct orchd *d, int dir, const char *name, uint32_t *killed)
 {
 	char buf[64];
 	int pid = 0;
@@ -110,7 +141,7 @@ kill_left_over(int dir, const char *name, uint32_t *killed)
 	/* through a pidfd, the start time checked after it is open: a pid recycled between the
 	 * check and the signal is not signalled */
 	int pfd = pid > 1 && start != 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-	bool same = pfd >= 0 && rundir_starttime(pid) == start;
+	bool same = pfd >= 0 && rundir_starttime(pid) == start && is_worker(d, pid);
 	bool sent = same && syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0) == 0;
 	if (pfd >= 0)
 		close(pfd);
@@ -154,7 +185,7 @@ sweep(struct orchd *d, int dirfd)
 			if (strncmp(e->d_name, "worker-", 7) != 0)
 				continue;
 			if (pass == 0 && has_suffix(e->d_name, ".pid"))
-				kill_left_over(dirfd, e->d_name, &killed);
+				kill_left_over(d, dirfd, e->d_name, &killed);
 			else if (pass == 1 &&
 			         (has_suffix(e->d_name, ".sock") ||
 			          has_suffix(e->d_name, ".debug") ||

@@ -8,12 +8,12 @@
  * taking the first one's sockets. Each worker orchd starts has a pidfile,
  * DIR/worker-ID.pid ("PID STARTTIME": its process and its start time in
  * clock ticks, /proc/PID/stat field 22, so a recycled pid is never taken
- * for it), removed when orchd reaps it. At start, once the lock is held,
- * the workers those pidfiles name that still run are killed (SIGKILL; a
- * worker normally dies with its supervisor, PR_SET_PDEATHSIG, but a
- * stopped or hung one does not), and the socket files of the channels
- * (worker-*.sock, worker-*.debug, worker-*.debug.ctl) are removed. Nothing
- * else in the directory is touched. Thread: the loop.
+ * for it; mode 0640 whatever the umask), removed when orchd reaps it. At start, once the lock is
+ * held, the workers those pidfiles name that still run are killed (the same start time, and a
+ * program of worker_bin's file name; SIGKILL through a pidfd; a worker normally dies with its
+ * supervisor, PR_SET_PDEATHSIG, but a stopped or hung one does not), and the socket files of the
+ * channels (worker-*.sock, worker-*.debug, worker-*.debug.ctl) are removed. Nothing else in the
+ * directory is touched. Thread: the loop.
  */
 #include <stdbool.h>
 #include <sys/types.h>

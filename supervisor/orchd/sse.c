@@ -29,6 +29,7 @@ struct sse_stream {
 	bool in_flight;      /* a chunk is on its way; its callback sends the next */
 	bool ending;         /* sse_end was called: end once the pending bytes are out */
 	bool wrote;          /* something was written since the last ping tick */
+	const char *cut;     /* what a slow client is cut with; NULL: the native event */
 	struct event *ev_ping;
 };
 
@@ -158,7 +159,10 @@ cut(struct sse_stream *s)
 	if (s->gone)
 		s->gone(s, s->arg, "slow");
 	s->gone = NULL;
-	sbuf_put(&s->pending, msg, sizeof(msg) - 1);
+	if (s->cut != NULL)
+		sbuf_puts(&s->pending, s->cut);
+	else
+		sbuf_put(&s->pending, msg, sizeof(msg) - 1);
 	s->ending = true;
 	/* the chunk in flight may never drain: end now, behind it, with the error event */
 	struct evbuffer *b = evbuffer_new();
@@ -168,6 +172,12 @@ cut(struct sse_stream *s)
 		evbuffer_free(b);
 	}
 	finish(s, true);
+}
+
+void
+sse_set_cut(struct sse_stream *s, const char *text)
+{
+	s->cut = text;
 }
 
 void

@@ -35,6 +35,13 @@ orch_err sse_start(struct orchd *d, struct evhttp_request *req, sse_gone_fn gone
 /* sse_head - answer a HEAD of a stream's route: the head sse_start would send, no body. */
 void sse_head(struct evhttp_request *req);
 
+/*
+ * sse_set_cut - @text (static, NUL-terminated) ends the stream instead of the
+ * native error event when its client is cut for reading too slowly: the API's
+ * own terminal form (an OpenAI error chunk and [DONE]).
+ */
+void sse_set_cut(struct sse_stream *s, const char *text);
+
 /* sse_write - queue @n bytes of events; sent at once unless a chunk is in flight. */
 void sse_write(struct sse_stream *s, const char *data, size_t n);
 

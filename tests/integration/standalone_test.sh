@@ -63,6 +63,12 @@ if wait_ready "$port"; then
 	body=$(curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' \
 		-d '{"model":"stories260k","prompt":"Once upon a time","max_tokens":8}')
 	[[ $body == *'"finish_reason":"length"'* ]] && ok || bad "make run completion: $body"
+	# a second make run on the same directory touches nothing of the first's (issue 52, A3)
+	cp "$tmp/run/orchd.conf" "$tmp/run.conf.before"
+	out=$(PORT=$(pick_port 5) ORCH_RUN_DIR=$tmp/run "$src/scripts/run.sh" "$bin/.." 2>&1)
+	[[ $? -ne 0 && $out == *"already runs from $tmp/run"* ]] && ok || bad "a second make run: $out"
+	cmp -s "$tmp/run/orchd.conf" "$tmp/run.conf.before" && ok || bad "a second make run rewrote orchd.conf"
+	[[ -S $tmp/run/orchd.sock ]] && ok || bad "a second make run removed the admin socket"
 else
 	bad "make run on PORT=$port never ready: $(tail -5 "$tmp/run.out")"
 fi
@@ -76,9 +82,18 @@ port=$(pick_port 2)
 pids+=($!)
 if wait_ready "$port"; then
 	ok
-	body=$(curl -s "http://127.0.0.1:$port/v1/models/stories260K")
+	body=$(curl -s "http://127.0.0.1:$port/v1/models/stories260k") # the name in lower case, as make run's
 	[[ $body == *'"context_length":256'* ]] && ok || bad "--model --context: $body"
 	[[ -S $tmp/rt/orchd.sock ]] && ok || bad "admin socket not in --runtime-dir"
+	# a second orchd on the same runtime directory, or on the same admin socket, stops and
+	# leaves the first's socket where it was, answering (issue 52, A3)
+	out=$("$bin/orchd" --model "$model" --port "$(pick_port 6)" --runtime-dir "$tmp/rt" 2>&1)
+	[[ $? -ne 0 && $out == *"in use by another orchd"* ]] && ok || bad "a second orchd on the runtime dir: $out"
+	out=$("$bin/orchd" --model "$model" --port "$(pick_port 7)" --runtime-dir "$tmp/rt3" --admin-socket "$tmp/rt/orchd.sock" 2>&1)
+	[[ $? -ne 0 && $out == *"admin socket $tmp/rt/orchd.sock is in use by another orchd"* ]] && ok ||
+		bad "a second orchd on the admin socket: $out"
+	out=$(ORCHD_SOCKET=$tmp/rt/orchd.sock "$bin/orchctl" status 2>&1)
+	[[ $? -eq 0 && $out == *stories260k* ]] && ok || bad "the first orchd's admin socket after two refused starts: $out"
 	# a second orchd on the same port: a sentence that says what to do, no API error code
 	out=$("$bin/orchd" --model "$model" --port "$port" --runtime-dir "$tmp/rt2" 2>&1)
 	[[ $? -ne 0 && $out == *"port is in use"*"--port"* && $out != *MODEL_LOAD_FAILED* ]] && ok ||
@@ -86,6 +101,35 @@ if wait_ready "$port"; then
 else
 	bad "orchd --model never ready: $(tail -5 "$tmp/m.out")"
 fi
+
+# 3b. under umask 0, in a runtime directory of mode 0755: nothing orchd or its worker makes
+# there is writable by others (pidfiles name what the next orchd kills) (issue 52, A4)
+port=$(pick_port 8)
+mkdir -m 755 "$tmp/um"
+(umask 0 && exec "$bin/orchd" --model "$model" --port "$port" --runtime-dir "$tmp/um" --context 256 >"$tmp/um.out" 2>&1) &
+pids+=($!)
+if wait_ready "$port"; then
+	modes=$(cd "$tmp/um" && stat -c '%a %n' worker-* orchd.sock orchd.lock 2>&1)
+	[[ $modes == *".pid"* ]] && ok || bad "umask 0: no pidfile: $modes"
+	writable=""
+	while read -r m n; do # other's digit, group's (the admin socket is the group's: 0660)
+		if (((${m: -1} & 2) != 0)) || { (((${m: -2:1} & 2) != 0)) && [[ $n != orchd.sock ]]; }; then
+			writable+=" $m $n"
+		fi
+	done <<<"$modes"
+	[[ -z $writable ]] && ok || bad "umask 0: files others (or the group) can write:$writable"
+else
+	bad "orchd under umask 0 never ready: $(tail -3 "$tmp/um.out")"
+fi
+kill "${pids[-1]}" 2>/dev/null
+
+# 3c. orchd --model BAD stops, exit status 1, saying why (as llama-server -m does)
+printf 'not a model\n' >"$tmp/notgguf.gguf"
+for bad_model in "$tmp/notgguf.gguf" "$tmp/missing.gguf"; do
+	out=$(timeout 60 "$bin/orchd" --model "$bad_model" --port "$(pick_port 9)" --runtime-dir "$tmp/bm" 2>&1)
+	rc=$?
+	[[ $rc -eq 1 && $out == *start_failed*"$bad_model"* ]] && ok || bad "orchd --model $bad_model: rc=$rc $(tail -3 <<<"$out")"
+done
 
 # 4. --version, the usage's mistakes
 out=$("$bin/orchd" --version)

@@ -59,6 +59,21 @@ test_heads(void)
 	/* a quote in a path is escaped by the log, a control byte ends it */
 	T_STREQ(line_of("GET /a\"b HTTP/1.1", 404, NULL),
 	        "event=http_access method=GET path=\"/a\\\"b\" status=404 bytes=42 ms=2.5 job=-");
+	/* a job's id is a capability: a hash of it, wherever the request ends */
+	const char *l = line_of("OPTIONS /jobs/0123456789abcdef0123456789abcdef/events HTTP/1.1",
+	                        401, NULL);
+	T_TRUE(strstr(l, "0123456789abcdef") == NULL);
+	T_TRUE(strstr(l, "path=\"/jobs/{id:") != NULL || strstr(l, "path=/jobs/{id:") != NULL);
+	T_TRUE(strstr(l, "}/events ") != NULL);
+	char h1[64], h2[64];
+	snprintf(h1, sizeof(h1), "%s",
+	         strstr(line_of("GET /jobs/abc/events HTTP/1.1", 405, NULL), "path="));
+	snprintf(h2, sizeof(h2), "%s",
+	         strstr(line_of("GET /jobs/abd HTTP/1.1", 405, NULL), "path="));
+	T_TRUE(strncmp(h1, h2, 23) != 0); /* another id, another hash ("path=/jobs/{id:" + 8) */
+	/* the same id, the same hash */
+	T_TRUE(strncmp(strstr(line_of("GET /jobs/abc HTTP/1.1", 405, NULL), "path="), h1, 23) == 0);
+	T_TRUE(strstr(line_of("GET /jobs/ HTTP/1.1", 404, NULL), "path=/jobs/ ") != NULL);
 	T_STREQ(line_of("GET /a\x01"
 	                "b HTTP/1.1",
 	                400, NULL),

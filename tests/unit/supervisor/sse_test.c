@@ -4,7 +4,9 @@
  * end arrive in order; a writer that gets more than SSE_MAX_PENDING_BYTES
  * ahead of the chunk in flight (a client that does not keep up) is cut
  * with an OVERLOADED error event, its owner is told "slow" once, the
- * metric counts it, and orchd holds no more than the cap for it.
+ * metric counts it, and orchd holds no more than the cap for it; with
+ * sse_set_cut, the cut is the text the stream's API ends with (OpenAI's
+ * error chunk and [DONE]) instead of the native event.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -29,8 +31,9 @@ struct ctx {
 	struct orchd *d;
 	const char *gone_why;
 	int gone_calls;
-	size_t wrote; /* bytes given to sse_write */
-	size_t total; /* bytes the handler means to write */
+	size_t wrote;    /* bytes given to sse_write */
+	size_t total;    /* bytes the handler means to write */
+	const char *cut; /* sse_set_cut's text; NULL: the native event */
 };
 
 static void
@@ -54,6 +57,8 @@ handler(struct evhttp_request *req, void *arg)
 	memcpy(block, "data: ", 6);
 	memcpy(block + BLOCK - 2, "\n\n", 2);
 	T_OK(sse_start(c->d, req, on_gone, c, &s));
+	if (c->cut != NULL)
+		sse_set_cut(s, c->cut);
 	/* all in one go: nothing drains while the handler runs, so everything past the
 	 * first chunk waits behind it */
 	while (c->wrote < c->total && c->gone_calls == 0) {
@@ -116,7 +121,7 @@ client(uint16_t port)
 }
 
 static void
-run(size_t total, const char *want, struct ctx *c, char **ret_buf, size_t *ret_n)
+run(size_t total, const char *cut, const char *want, struct ctx *c, char **ret_buf, size_t *ret_n)
 {
 	struct event_base *base = event_base_new();
 	struct evhttp *http = evhttp_new(base);
@@ -127,7 +132,7 @@ run(size_t total, const char *want, struct ctx *c, char **ret_buf, size_t *ret_n
 	T_TRUE(base && http && d);
 	d->base = base;
 	d->cfg.sse_keepalive_s = 15;
-	*c = (struct ctx){.d = d, .total = total};
+	*c = (struct ctx){.d = d, .total = total, .cut = cut};
 	struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
 	T_TRUE(bs != NULL);
 	T_TRUE(getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&a, &alen) == 0);
@@ -152,7 +157,7 @@ test_whole_stream(void)
 	char *buf = NULL;
 	size_t n = 0;
 
-	run(64 * BLOCK, "\r\n0\r\n\r\n", &c, &buf, &n);
+	run(64 * BLOCK, NULL, "\r\n0\r\n\r\n", &c, &buf, &n);
 	T_TRUE(strstr(buf, "HTTP/1.1 200") == buf);
 	T_TRUE(strstr(buf, "Content-Type: text/event-stream") != NULL);
 	T_TRUE(strstr(buf, "Cache-Control: no-cache") != NULL);
@@ -170,7 +175,7 @@ test_slow_client_cut(void)
 	char *buf = NULL;
 	size_t n = 0;
 
-	run(64u << 20, "\"code\":\"OVERLOADED\"", &c, &buf, &n);
+	run(64u << 20, NULL, "\"code\":\"OVERLOADED\"", &c, &buf, &n);
 	printf("wrote %zu bytes; the client got %zu before the cut\n", c.wrote, n);
 	T_EQ(c.gone_calls, 1);
 	T_STREQ(c.gone_why, "slow");
@@ -181,10 +186,28 @@ test_slow_client_cut(void)
 	free(buf);
 }
 
+/* An OpenAI stream is cut in its own form: an error chunk, then [DONE], no native event. */
+static void
+test_slow_client_cut_text(void)
+{
+	static const char text[] =
+	        "data: {\"error\":{\"code\":\"OVERLOADED\"}}\n\ndata: [DONE]\n\n";
+	struct ctx c;
+	char *buf = NULL;
+	size_t n = 0;
+
+	run(64u << 20, text, "[DONE]\n\n", &c, &buf, &n);
+	T_EQ(c.gone_calls, 1);
+	T_TRUE(strstr(buf, text) != NULL);
+	T_TRUE(strstr(buf, "event: error") == NULL);
+	free(buf);
+}
+
 int
 main(void)
 {
 	T_RUN(test_whole_stream);
 	T_RUN(test_slow_client_cut);
+	T_RUN(test_slow_client_cut_text);
 	return t_done();
 }
