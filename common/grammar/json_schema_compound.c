@@ -112,14 +112,53 @@ put_notin(struct js *js, struct sbuf *b, const char **names, size_t n, size_t d)
 	return rv;
 }
 
-/* obj_props - the properties of an object rule: declared, then required-only ones. */
+/* A name and where it came from, sorted by name then place: duplicates side by side. */
+struct named {
+	const char *name;
+	size_t at;
+};
+
+static int
+cmp_named(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c != 0 ? c : (x->at > y->at) - (x->at < y->at);
+}
+
+/* Whether the sorted @v (@n) has @name. */
+static bool
+named_has(const struct named *v, size_t n, const char *name)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(v[mid].name, name);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/*
+ * obj_props - the properties of an object rule: declared, then required-only
+ * ones. Names are looked up in sorted copies, so that a schema of many
+ * properties costs n log n, not n² (40,000 of them took orchd 43 s).
+ */
 static orch_err
 obj_props(struct js *js, const cJSON *s, struct prop **ret, size_t *ret_n)
 {
 	const cJSON *props = kw(s, "properties"), *req = kw(s, "required");
 	const cJSON *addl = kw(s, "additionalProperties"), *it;
-	struct prop *p;
-	size_t n = 0;
+	size_t np = (size_t)cJSON_GetArraySize(props), nr = (size_t)cJSON_GetArraySize(req);
+	size_t n = 0, k = 0;
+	orch_err rv = ORCH_OK;
 
 	if (props && !cJSON_IsObject(props))
 		return js_fail(js, "'properties' must be an object");
@@ -127,32 +166,64 @@ obj_props(struct js *js, const cJSON *s, struct prop **ret, size_t *ret_n)
 		return js_fail(js, "'required' must be an array of strings");
 	if (addl && !cJSON_IsBool(addl) && !cJSON_IsObject(addl))
 		return js_fail(js, "'additionalProperties' must be a schema");
-	p = orch_calloc((size_t)cJSON_GetArraySize(props) + (size_t)cJSON_GetArraySize(req) + 1,
-	                sizeof(*p));
-	if (p == NULL)
-		return ORCH_ENOMEM;
-	*ret = p;
-	cJSON_ArrayForEach(it, props)
-	{
-		if (kw(props, it->string) != it)
-			return js_fail(js, "property '%s' is declared twice", it->string);
-		p[n++] = (struct prop){it->string, it, is_required(req, it->string)};
-	}
 	cJSON_ArrayForEach(it, req)
 	{
 		if (!cJSON_IsString(it))
 			return js_fail(js, "'required' must be an array of strings");
-		if (kw(props, it->valuestring) || is_required(it->next, it->valuestring))
+	}
+	struct prop *p = orch_calloc(np + nr + 1, sizeof(*p));
+	struct named *pn = orch_calloc(np + 1, sizeof(*pn)), *rn = orch_calloc(nr + 1, sizeof(*rn));
+	bool *first = orch_calloc(nr + 1, sizeof(*first));
+	if (p == NULL || pn == NULL || rn == NULL || first == NULL) {
+		orch_free(p);
+		rv = ORCH_ENOMEM;
+		goto out;
+	}
+	*ret = p;
+	cJSON_ArrayForEach(it, props)
+	{
+		pn[k] = (struct named){it->string, k};
+		k++;
+	}
+	qsort(pn, np, sizeof(*pn), cmp_named);
+	for (k = 1; k < np; k++)
+		if (strcmp(pn[k - 1].name, pn[k].name) == 0) {
+			rv = js_fail(js, "property '%s' is declared twice", pn[k].name);
+			goto out;
+		}
+	k = 0;
+	cJSON_ArrayForEach(it, req)
+	{
+		rn[k] = (struct named){it->valuestring, k};
+		k++;
+	}
+	qsort(rn, nr, sizeof(*rn), cmp_named);
+	for (k = 0; k < nr; k++) /* a name's first place in 'required' */
+		first[rn[k].at] = k == 0 || strcmp(rn[k - 1].name, rn[k].name) != 0;
+	cJSON_ArrayForEach(it, props)
+	{
+		p[n++] = (struct prop){it->string, it, named_has(rn, nr, it->string)};
+	}
+	k = 0;
+	cJSON_ArrayForEach(it, req)
+	{
+		if (!first[k++] || named_has(pn, np, it->valuestring))
 			continue;
-		if (cJSON_IsFalse(addl))
-			return js_fail(js,
-			               "required property '%s' is not in 'properties' and "
-			               "'additionalProperties' is false: no object can match",
-			               it->valuestring);
+		if (cJSON_IsFalse(addl)) {
+			rv = js_fail(js,
+			             "required property '%s' is not in 'properties' and "
+			             "'additionalProperties' is false: no object can match",
+			             it->valuestring);
+			goto out;
+		}
 		p[n++] = (struct prop){it->valuestring, cJSON_IsObject(addl) ? addl : NULL, true};
 	}
 	*ret_n = n;
-	return ORCH_OK;
+out:
+	orch_free(pn);
+	orch_free(rn);
+	orch_free(first);
+	return rv;
 }
 
 /* obj_counts - refuse minProperties/maxProperties unless the rule meets them anyway. */

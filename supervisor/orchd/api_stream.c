@@ -283,14 +283,14 @@ submit(struct orchd *d, struct evhttp_request *req, struct job *j)
 }
 
 /*
- * Several choices or prompts (api_choices.c): the body parsed again for each
- * job after the first (@r, taken over), each with its prompt and choice
+ * Several choices or prompts (api_choices.c): a copy of the parsed request @r
+ * (taken over) for each job, each with its prompt and choice
  * index; one id for them all; choice i of a request with a seed gets seed + i.
  * A refusal of any cancels those submitted and answers it.
  */
 static void
 start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_entry *m,
-           struct job_request *r, const struct job_owner *owner, const char *body, size_t n)
+           struct job_request *r, const struct job_owner *owner)
 {
 	uint32_t per = r->n_choices ? r->n_choices : 1;
 	uint32_t total = per * (r->prompt_list ? (uint32_t)cJSON_GetArraySize(r->prompt_list) : 1);
@@ -307,25 +307,30 @@ start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_en
 		job_request_fini(r);
 		return http_params_error(req, &pe);
 	}
+	/* the parsed request, copied for each job (its prompt list lent to each in turn): a
+	 * body is parsed, and its grammar compiled, once however many choices it asks for */
+	struct job_request base;
+	cJSON *list = r->prompt_list;
+	r->prompt_list = NULL;
 	struct job **jobs = orch_calloc(total, sizeof(*jobs));
-	if (jobs == NULL) {
+	if (jobs == NULL || job_request_copy(r, &base) != ORCH_OK) {
+		orch_free(jobs);
+		cJSON_Delete(list);
 		job_request_fini(r);
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
 	for (; k < total; k++) {
 		struct job_request rk;
-		if (k > 0 &&
-		    request_parse((enum request_api)api, &d->cfg, body, n, &rk, &pe) != ORCH_OK) {
-			job_request_fini(&rk); /* out of memory: it parsed once */
+		if (k > 0 && job_request_copy(&base, &rk) != ORCH_OK)
 			break;
-		}
 		struct job_request *src = k == 0 ? r : &rk;
-		if (!request_prompt_pick(&d->cfg, src, k / per, &pe)) {
+		src->prompt_list = list;
+		bool picked = request_prompt_pick(&d->cfg, src, k / per, &pe);
+		src->prompt_list = NULL;
+		if (!picked) {
 			job_request_fini(src);
 			break;
 		}
-		cJSON_Delete(src->prompt_list);
-		src->prompt_list = NULL;
 		if (src->sp.has_seed)
 			src->sp.seed += k;
 		if ((jobs[k] = new_job(d, req, api, m, src, owner)) == NULL) {
@@ -338,6 +343,9 @@ start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_en
 		if (k > 0)
 			memcpy(jobs[k]->ext_id, jobs[0]->ext_id, sizeof(jobs[k]->ext_id));
 	}
+	job_request_fini(&base);
+	cJSON_Delete(list);
+	list = NULL;
 	if (k < total) {
 		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		goto fail;
@@ -359,6 +367,8 @@ start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_en
 	orch_free(jobs);
 	return;
 fail:
+	job_request_fini(&base);
+	cJSON_Delete(list);
 	for (uint32_t i = 0; i < total; i++)
 		if (jobs[i] != NULL)
 			jobs_free(d, jobs[i]);
@@ -384,7 +394,7 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 	if ((m = admit(d, req, &r, &owner)) == NULL)
 		goto out;
 	if (r.n_choices > 1 || r.prompt_list != NULL)
-		return start_many(d, req, api, m, &r, &owner, body, n);
+		return start_many(d, req, api, m, &r, &owner);
 	if ((j = new_job(d, req, api, m, &r, &owner)) == NULL)
 		goto out;
 	http_conn_note(d, req, NULL, j->correlation);

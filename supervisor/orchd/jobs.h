@@ -217,6 +217,13 @@ struct job {
 void job_request_fini(struct job_request *r);
 
 /*
+ * job_request_copy - @dst as a deep copy of @src (each choice of a request its own,
+ * without parsing the body and compiling its grammar again). ORCH_ENOMEM: @dst
+ * holds nothing then.
+ */
+orch_err job_request_copy(const struct job_request *src, struct job_request *dst);
+
+/*
  * jobs_new - a job of @kind for @m, owned by @owner (NULL: nobody, no keys),
  * taking over @r's contents (left empty), with a fresh uid and correlation
  * id from getrandom(2); NULL when out of memory or without randomness (@r

@@ -112,21 +112,39 @@ cmp_keys(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* A key twice in one object of @v (at any depth), named in @pe. */
+/*
+ * A key twice in one object of @v (at any depth), nesting past PARAMS_MAX_DEPTH or an
+ * object of more than PARAMS_MAX_KEYS keys, named in @pe (@top: the body's key @v is
+ * under; @depth: @v's). One pass and a sort per object: n log n in all.
+ */
 static bool
-unique_keys(const cJSON *v, struct params_err *pe)
+unique_keys(const cJSON *v, const char *top, int depth, struct params_err *pe)
 {
 	const cJSON *it;
 	size_t n = 0, k = 0;
 
+	if (depth > PARAMS_MAX_DEPTH)
+		return params_fail(pe, ORCH_EINVAL, top,
+		                   "%s%.100s%snests objects and arrays deeper than %d levels, the "
+		                   "most this server takes",
+		                   top ? "'" : "", top ? top : "the body", top ? "' " : " ",
+		                   PARAMS_MAX_DEPTH);
 	cJSON_ArrayForEach(it, v)
 	{
-		if ((cJSON_IsObject(it) || cJSON_IsArray(it)) && !unique_keys(it, pe))
+		if ((cJSON_IsObject(it) || cJSON_IsArray(it)) &&
+		    !unique_keys(it, top ? top : it->string, depth + 1, pe))
 			return false;
 		n++;
 	}
 	if (!cJSON_IsObject(v) || n < 2)
 		return true;
+	if (n > PARAMS_MAX_KEYS)
+		return params_fail(
+		        pe, ORCH_EINVAL, top,
+		        "%s%.100s%shas an object of %zu keys; this server takes at most %d "
+		        "in one object",
+		        top ? "'" : "", top ? top : "the body", top ? "' " : " ", n,
+		        PARAMS_MAX_KEYS);
 	const char **keys = orch_reallocarray(NULL, n, sizeof(*keys));
 	if (keys == NULL)
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
@@ -166,7 +184,7 @@ params_body(const char *body, size_t n, cJSON **ret, struct params_err *pe)
 		params_fail(pe, ORCH_EINVAL, key[0] ? key : NULL,
 		            "%s%.100s%sholds a NUL character (\\u0000), which orch does not accept",
 		            key[0] ? "'" : "", key, key[0] ? "' " : "a key ");
-	else if (unique_keys(root, pe)) {
+	else if (unique_keys(root, NULL, 1, pe)) {
 		*ret = root;
 		return ORCH_OK;
 	}

@@ -33,12 +33,23 @@ bool params_fail(struct params_err *pe, orch_err code, const char *param, const 
         __attribute__((format(printf, 4, 5)));
 
 /*
+ * What a request body may hold, so that checking it costs a bounded, linear
+ * time on orchd's loop (issue 52): objects and arrays nested at most
+ * PARAMS_MAX_DEPTH deep, at most PARAMS_MAX_KEYS keys in one object
+ * (chat_template_kwargs, a schema's properties). docs/http-api.md, Limits.
+ */
+#define PARAMS_MAX_DEPTH 128
+#define PARAMS_MAX_KEYS  16384
+
+/*
  * params_body - @n bytes of a request body as a JSON object into *@ret (the
  * caller cJSON_Delete()s it). Refused, with ORCH_EINVAL and why in @pe: no
  * body, ill-formed UTF-8, a NUL byte, not JSON, text after the value, not
  * an object, a "\u0000" escape in any string (param: the top-level key it is
- * under; cJSON would cut the string there), or a key twice in one object
- * (param: the key; cJSON would take the first). ORCH_ENOMEM.
+ * under; cJSON would cut the string there), a key twice in one object
+ * (param: the key; cJSON would take the first), nesting deeper than
+ * PARAMS_MAX_DEPTH or an object of more than PARAMS_MAX_KEYS keys (param: the
+ * top-level key it is under). ORCH_ENOMEM.
  */
 orch_err params_body(const char *body, size_t n, struct cJSON **ret, struct params_err *pe);
 

@@ -235,14 +235,22 @@ template_vars(const cJSON *root, cJSON *vars, uint64_t *chars, struct params_err
 	if (!cJSON_IsObject(kw))
 		return params_fail(pe, ORCH_EINVAL, "chat_template_kwargs",
 		                   "'chat_template_kwargs' must be an object");
+	/* the request's own fields in @vars (tools, reasoning_effort) win over a kwarg of the
+	 * same name; only those are looked up: a lookup in the growing @vars would make 300k
+	 * kwargs quadratic (the keys of one object are unique: params_body checked) */
+	int n_own = cJSON_GetArraySize(vars);
 	cJSON_ArrayForEach(it, kw)
 	{
 		for (const char *const *k = reserved; *k; k++)
 			if (strcmp(it->string, *k) == 0)
 				return params_fail(pe, ORCH_EINVAL, "chat_template_kwargs",
 				                   "'chat_template_kwargs' may not set '%s'", *k);
-		if (cJSON_GetObjectItemCaseSensitive(vars, it->string) != NULL)
-			continue; /* tools and reasoning_effort: the request's own field wins */
+		bool own = false;
+		const cJSON *v = vars->child;
+		for (int i = 0; i < n_own && !own; i++, v = v->next)
+			own = strcmp(v->string, it->string) == 0;
+		if (own)
+			continue;
 		*chars += json_chars(it);
 		cJSON_AddItemToObject(vars, it->string, cJSON_Duplicate(it, true));
 	}

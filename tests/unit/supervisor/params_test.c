@@ -258,7 +258,8 @@ test_strict_body(void)
 	job_request_fini(&r);
 }
 
-/* params_body directly: the object comes back; a body of many keys is checked in n log n. */
+/* params_body directly: the object comes back; a body of many keys is checked in n log n;
+ * the limits on keys in one object and on nesting. */
 static void
 test_body_many_keys(void)
 {
@@ -267,7 +268,7 @@ test_body_many_keys(void)
 	cJSON *root = NULL;
 
 	sbuf_puts(&b, "{");
-	for (int i = 0; i < 100000; i++)
+	for (int i = 0; i < PARAMS_MAX_KEYS - 1; i++)
 		sbuf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
 	sbuf_puts(&b, ",\"k77\":0}");
 	T_ERR(params_body(b.p, b.n, &root, &pe), ORCH_EINVAL);
@@ -276,6 +277,31 @@ test_body_many_keys(void)
 	T_OK(params_body("{\"a\":{\"a\":1}}", 13, &root, &pe));
 	T_TRUE(cJSON_IsObject(root));
 	cJSON_Delete(root);
+	/* one key over the limit, in an object under "kw": refused, naming "kw" and the limit */
+	sbuf_clear(&b);
+	sbuf_puts(&b, "{\"kw\":{");
+	for (int i = 0; i <= PARAMS_MAX_KEYS; i++)
+		sbuf_printf(&b, "%s\"k%d\":%d", i ? "," : "", i, i);
+	sbuf_puts(&b, "}}");
+	T_ERR(params_body(b.p, b.n, &root, &pe), ORCH_EINVAL);
+	T_STREQ(pe.param, "kw");
+	T_TRUE(strstr(pe.msg, "16384") != NULL);
+	/* nesting: PARAMS_MAX_DEPTH levels are taken, one more is not */
+	for (int extra = 0; extra < 2; extra++) {
+		sbuf_clear(&b);
+		sbuf_puts(&b, "{\"x\":");
+		for (int i = 1; i < PARAMS_MAX_DEPTH + extra; i++)
+			sbuf_puts(&b, "[");
+		for (int i = 1; i < PARAMS_MAX_DEPTH + extra; i++)
+			sbuf_puts(&b, "]");
+		sbuf_puts(&b, "}");
+		orch_err rv = params_body(b.p, b.n, &root, &pe);
+		T_ERR(rv, extra ? ORCH_EINVAL : ORCH_OK);
+		if (extra)
+			T_STREQ(pe.param, "x");
+		cJSON_Delete(root);
+		root = NULL;
+	}
 	sbuf_fini(&b);
 }
 
