@@ -248,8 +248,7 @@ on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
 	w->prefix_cache = r->prefix_cache;
 	w->kv_blocks_used = w->kv_blocks_cached = 0;
 	w->prefix_query_tokens = w->prefix_hit_tokens = w->preemptions = 0; /* a new process */
-	w->backoff_ms = 0;
-	w->ready_ms = now;
+	w->ready_ms = now;      /* the backoff starts again after a minute of this (workers.c) */
 	w->residency_ok = true; /* checked at load; heartbeats say from now on */
 	keep_ready(w, r);
 	if (r->chat_template && r->chat_template[0])

@@ -161,17 +161,42 @@ close_process(struct worker *w)
 	unlink(w->sock_path);
 }
 
+/* How a process with exit status @code (128 + N: signal N) ended, into @out. */
+static void
+exit_text(int code, char *out, size_t n)
+{
+	const char *sig = code > 128 ? sigabbrev_np(code - 128) : NULL;
+
+	if (code > 128 && sig != NULL)
+		snprintf(out, n, "killed by SIG%s (%s)", sig, strsignal(code - 128));
+	else if (code > 128)
+		snprintf(out, n, "killed by signal %d", code - 128);
+	else
+		snprintf(out, n, "exited with status %d", code);
+}
+
+/* Cut @s (NUL-terminated in @n bytes) at its last space when it filled them: whole words, "…". */
+static void
+cut_words(char *s, size_t n, bool filled)
+{
+	char *sp = filled ? strrchr(s, ' ') : NULL;
+
+	if (sp != NULL && (size_t)(sp - s) + 4 < n)
+		memcpy(sp, " …", sizeof(" …"));
+}
+
 /* The model gives up on @w: too many failures, or one no retry fixes. */
 static void
 give_up(struct orchd *d, struct worker *w, const char *why, int code)
 {
 	struct model_entry *m = w->model;
-	char tail[1024], msg[sizeof(m->error)];
+	char tail[1024], msg[sizeof(m->error)], how[128];
 
 	workers_tail(w, tail, sizeof(tail));
-	if (snprintf(msg, sizeof(msg), "%s (status %d); output: %s", m->error[0] ? m->error : why,
-	             code, tail) >= (int)sizeof(msg))
-		msg[sizeof(msg) - 1] = '\0'; /* cut: the tail's start is enough */
+	exit_text(code, how, sizeof(how));
+	int k = m->error[0] ? snprintf(msg, sizeof(msg), "%s (%s); output: %s", m->error, how, tail)
+	                    : snprintf(msg, sizeof(msg), "%s; output: %s", why, tail);
+	cut_words(msg, sizeof(msg), k >= (int)sizeof(msg)); /* the tail's start is enough */
 	memcpy(m->error, msg, sizeof(m->error));
 	w->state = WORKER_STOPPED;
 	m->met.load_failures++;
@@ -179,10 +204,16 @@ give_up(struct orchd *d, struct worker *w, const char *why, int code)
 	models_worker_state(d, m);
 }
 
-/* 1 s doubling to 60 s, ±20 % jitter so replicas do not restart in step. */
+/*
+ * 1 s doubling to 60 s, ±20 % jitter so replicas do not restart in step. The
+ * delay starts again at 1 s only after HEALTHY_RESET_MS of serving: a worker that
+ * crashes seconds after each Ready backs off as one that never gets there.
+ */
 static void
 schedule_restart(struct orchd *d, struct worker *w)
 {
+	if (w->ready_ms != 0 && orch_mono_ms() - w->ready_ms >= HEALTHY_RESET_MS)
+		w->backoff_ms = 0;
 	w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : BACKOFF_FIRST_MS;
 	if (w->backoff_ms > BACKOFF_MAX_MS)
 		w->backoff_ms = BACKOFF_MAX_MS;
@@ -208,10 +239,8 @@ exit_reason(const struct worker *w, int code, char *out, size_t n)
 		snprintf(out, n,
 		         "killed by SIGKILL, not sent by orchd: the kernel's OOM killer "
 		         "(see the kernel log) or an operator");
-	else if (code > 128)
-		snprintf(out, n, "killed by signal %d (%s)", code - 128, strsignal(code - 128));
 	else
-		snprintf(out, n, "exited with status %d", code);
+		exit_text(code, out, n);
 }
 
 /* Log and note @w's exit with @code; true when it was meant to stop. */
@@ -279,7 +308,9 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 	int code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	bool permanent = w->last_exit < 0; /* a load error no retry fixes */
 	bool intended = note_exit(w, code);
-	snprintf(why, sizeof(why), "worker %s exited with status %d", w->id, code);
+	char how[128];
+	exit_text(code, how, sizeof(how));
+	snprintf(why, sizeof(why), "worker %s %s", w->id, how);
 	close_process(w);
 	tokenize_fail(d, NULL, w, ORCH_EWORKER_LOST, why);
 	jobs_worker_lost(d, w, why);

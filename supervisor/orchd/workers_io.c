@@ -93,8 +93,8 @@ workers_tail(const struct worker *w, char *out, size_t n)
 	out[0] = '\0';
 	for (uint64_t i = first; i < w->log_next && used + 1 < n; i++) {
 		const struct worker_line *l = &w->log[i % WORKER_LOG_LINES];
-		if (l->ours)
-			continue;
+		if (l->ours || strstr(l->text, "event=model_load_progress") != NULL)
+			continue; /* orchd's own notes and load progress say nothing of why */
 		int k = snprintf(out + used, n - used, "%s%s", used ? " | " : "", l->text);
 		used += k > 0 ? (size_t)k : 0;
 	}
