@@ -13,7 +13,7 @@
  * Prints one table row per model. Exits 77 without a CUDA device.
  * The engine's KV cache is paged, as orch-worker runs it: slot s owns blocks
  * s·nb .. (s+1)·nb - 1 of the pool (nb = n_ctx / block tokens), and of a
- * sliding-window pool a ring of its share (bench_tables).
+ * sliding-window pool a ring of its share (bench_tables.h).
  *
  * With --predicted FILE (orch-gpu-cost --set bench --tsv: the counts of these
  * same steps on the simulated device, docs/gpu-cost.md), each measured step is
@@ -36,6 +36,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/clock.h"
+#include "bench_tables.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
@@ -132,37 +133,19 @@ struct seq_state {
 	struct samp_params sp;
 };
 
-/* Paged: every slot's block tables, nb entries each (NULL: slots). */
-static uint32_t *tab, *swa_tab, nb;
+/* Paged: every slot's block tables (bench_tables.h); the engine measured now's. */
+static struct bench_tables tabs;
 
-/*
- * The tables of @e's slots: slot s's full-attention table blocks s·nb..,
- * its window table a ring over its share of the window pool (entry i on
- * block s·most + i % most: a step reads at most @most consecutive entries,
- * model_swa_blocks, so a block is written again only after its window).
- */
 static void
-bench_tables(const struct engine *e)
+make_tables(const struct engine *e)
 {
-	free(tab);
-	free(swa_tab);
-	tab = swa_tab = NULL;
-	if (e->kv_blocks == 0)
-		return;
-	nb = (e->n_ctx + e->kv_block_tokens - 1) / e->kv_block_tokens;
-	tab = calloc((uint64_t)e->slots * nb, sizeof(uint32_t));
-	swa_tab = calloc((uint64_t)e->slots * nb, sizeof(uint32_t));
-	if (tab == NULL || swa_tab == NULL || e->kv_blocks < e->slots * nb) {
-		fprintf(stderr, "orch-gpu-bench: no tables for a pool of %u blocks\n",
-		        e->kv_blocks);
+	struct orch_errinfo err = {0};
+
+	bench_tables_free(&tabs);
+	if (bench_tables_make(e, &tabs, &err) != ORCH_OK) {
+		fprintf(stderr, "orch-gpu-bench: %s\n", err.msg);
 		exit(1);
 	}
-	uint32_t most = e->kv_swa_blocks / e->slots;
-	for (uint32_t s = 0; s < e->slots; s++)
-		for (uint32_t i = 0; i < nb; i++) {
-			tab[s * nb + i] = s * nb + i;
-			swa_tab[s * nb + i] = most ? s * most + i % most : 0;
-		}
 }
 
 /* One step of @n sequences (slots slot0..) of @len tokens each from their histories; greedy. */
@@ -182,11 +165,7 @@ step(const struct be_ops *ops, struct be_model *b, struct seq_state *ss, uint32_
 		                          .tokens = ss[i].hist + ss[i].n_hist - len,
 		                          .n_tokens = len,
 		                          .want_logits = true};
-		if (tab != NULL) {
-			seqs[i].blocks = tab + (uint64_t)(slot0 + i) * nb;
-			seqs[i].swa_blocks = swa_tab + (uint64_t)(slot0 + i) * nb;
-			seqs[i].n_blocks = seqs[i].n_swa_blocks = nb;
-		}
+		bench_tables_seq(&tabs, slot0 + i, &seqs[i]);
 		smp[i] = (struct be_sample){&ss[i].sp, ss[i].hist, ss[i].n_hist, 0, NULL};
 	}
 	if (ops->forward_sample(b, seqs, n, smp, ids, &e) != ORCH_OK) {
@@ -278,7 +257,7 @@ profile(const char *path)
 		fprintf(stderr, "orch-gpu-bench: %s: %s\n", path, e.msg);
 		return 1;
 	}
-	bench_tables(eng);
+	make_tables(eng);
 	for (uint32_t i = 0; i < 8; i++) {
 		ss[i].sp = samp_defaults();
 		ss[i].sp.temperature = 0;
@@ -336,7 +315,7 @@ main(int argc, char **argv)
 			fprintf(stderr, "orch-gpu-bench: %s: %s\n", argv[a], e.msg);
 			return 1;
 		}
-		bench_tables(eng);
+		make_tables(eng);
 		const struct model m = eng->m;
 		struct be_model *b = eng->b;
 		double load_s = (double)(orch_mono_ns() - t0) / 1e9;

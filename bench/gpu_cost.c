@@ -4,8 +4,8 @@
  * counters: cuda/sim/include/cusim/cost.h), and the time a roofline model
  * predicts for them on an H100 and an H200 (docs/gpu-cost.md).
  *
- *   orch-gpu-cost [--set full|bench|guard] [--skip STEP,...] [--kernels] [--tsv FILE]
- *                 [--check BASELINE | --write-baseline BASELINE]
+ *   orch-gpu-cost [--set full|bench|guard] [--skip STEP,...] [--context N] [--kernels]
+ *                 [--tsv FILE] [--check BASELINE | --write-baseline BASELINE]
  *                 NAME=LAYERS:A.gguf[:B.gguf] ...
  *
  * A model is counted on files with fewer layers: A with a layers, B with
@@ -34,6 +34,7 @@
 #include <cuda_runtime_api.h>
 
 #include "base/clock.h"
+#include "bench_tables.h"
 #include "engine/backend.h"
 #include "engine/engine.h"
 #include "engine/model/model.h"
@@ -172,6 +173,7 @@ class_of(const char *name, char *out, size_t n)
 	snprintf(out, n, "%.*s", (int)k, name);
 }
 
+/* @r's class @name, added when new; NULL: out of memory. */
 static struct kclass *
 class_get(struct run *r, const char *name)
 {
@@ -179,10 +181,8 @@ class_get(struct run *r, const char *name)
 		if (strcmp(r->k[i].name, name) == 0)
 			return &r->k[i];
 	struct kclass *k = realloc(r->k, (r->nk + 1) * sizeof(*k));
-	if (k == NULL) {
-		fprintf(stderr, "orch-gpu-cost: out of memory\n");
-		exit(1);
-	}
+	if (k == NULL)
+		return NULL;
 	r->k = k;
 	memset(&k[r->nk], 0, sizeof(k[0]));
 	snprintf(k[r->nk].name, sizeof(k[0].name), "%s", name);
@@ -234,36 +234,25 @@ floor_bytes(const struct engine *e, const struct step *s)
 }
 
 /* ---- running a step ---- */
-/* slot s's full-attention table: blocks s·nb..; its window table a ring over its share of
- * the window pool (as orch-gpu-bench's) */
-static uint32_t *tab, *swa_tab, nb;
-
-static void
-tables(const struct engine *e)
+/* The counted records of a step into @out's totals and kernel classes; false: out of memory. */
+static bool
+add_recs(struct run *out, const struct cusim_cost_rec *recs, size_t n)
 {
-	free(tab);
-	free(swa_tab);
-	tab = swa_tab = NULL;
-	if (e->kv_blocks == 0)
-		return;
-	nb = (e->n_ctx + e->kv_block_tokens - 1) / e->kv_block_tokens;
-	tab = calloc((uint64_t)e->slots * nb, sizeof(uint32_t));
-	swa_tab = calloc((uint64_t)e->slots * nb, sizeof(uint32_t));
-	if (tab == NULL || swa_tab == NULL || e->kv_blocks < e->slots * nb) {
-		fprintf(stderr, "orch-gpu-cost: no block tables for a pool of %u blocks\n",
-		        e->kv_blocks);
-		exit(1);
+	for (size_t i = 0; i < n; i++) {
+		char cls[96];
+		add_rec(&out->tot, &recs[i]);
+		class_of(recs[i].name, cls, sizeof(cls));
+		struct kclass *k = class_get(out, cls);
+		if (k == NULL)
+			return false;
+		add_rec(&k->t, &recs[i]);
 	}
-	uint32_t most = e->kv_swa_blocks / e->slots;
-	for (uint32_t s = 0; s < e->slots; s++)
-		for (uint32_t i = 0; i < nb; i++) {
-			tab[s * nb + i] = s * nb + i;
-			swa_tab[s * nb + i] = most ? s * most + i % most : 0;
-		}
+	return true;
 }
 
-static void
-run_step(struct engine *e, const struct step *s, struct run *out)
+/* Step @s on @e (tables @tabs), counted into @out; false, said on stderr, when it fails. */
+static bool
+run_step(struct engine *e, const struct bench_tables *tabs, const struct step *s, struct run *out)
 {
 	static int32_t toks[64][512], hist[64][1];
 	struct be_seq seqs[64];
@@ -275,7 +264,6 @@ run_step(struct engine *e, const struct step *s, struct run *out)
 	sp.temperature = 0;
 	uint64_t t0 = orch_mono_ns();
 	struct cusim_cost_rec *recs = NULL;
-	size_t n = 0;
 	for (uint32_t i = 0; i < s->nseq; i++) {
 		for (uint32_t k = 0; k < s->len; k++)
 			toks[i][k] = (int32_t)((k * 7 + i * 13) % 1000 + 3);
@@ -285,39 +273,35 @@ run_step(struct engine *e, const struct step *s, struct run *out)
 		                          .tokens = toks[i],
 		                          .n_tokens = s->len,
 		                          .want_logits = true};
-		if (tab != NULL) {
-			seqs[i].blocks = tab + (uint64_t)i * nb;
-			seqs[i].swa_blocks = swa_tab + (uint64_t)i * nb;
-			seqs[i].n_blocks = seqs[i].n_swa_blocks = nb;
-		}
+		bench_tables_seq(tabs, i, &seqs[i]);
 		smp[i] = (struct be_sample){&sp, hist[i], 1, 0, NULL};
 	}
 	/* twice: the first, its kernels not run, sets up what a slot's first use sets up */
 	for (int rep = 0; rep < 2; rep++) {
 		int was = cusim_cost_skip(rep == 0);
 		cudaDeviceSynchronize();
-		n = cusim_cost_take(&recs); /* what ran before: not this step's */
+		cusim_cost_take(&recs); /* what ran before: not this step's */
 		free(recs);
 		recs = NULL;
 		orch_err rc = e->ops->forward_sample(e->b, seqs, s->nseq, smp, ids, &err);
 		cusim_cost_skip(was);
 		if (rc != ORCH_OK) {
 			fprintf(stderr, "orch-gpu-cost: %s: %s\n", s->name, err.msg);
-			exit(1);
+			return false;
 		}
 	}
 	cudaDeviceSynchronize();
-	n = cusim_cost_take(&recs);
-	for (size_t i = 0; i < n; i++) {
-		char cls[96];
-		add_rec(&out->tot, &recs[i]);
-		class_of(recs[i].name, cls, sizeof(cls));
-		add_rec(&class_get(out, cls)->t, &recs[i]);
-	}
+	size_t n = cusim_cost_take(&recs);
+	bool ok = add_recs(out, recs, n);
 	free(recs);
+	if (!ok) {
+		fprintf(stderr, "orch-gpu-cost: %s: out of memory\n", s->name);
+		return false;
+	}
 	out->tot.floor = floor_bytes(e, s);
 	fprintf(stderr, "orch-gpu-cost: %u layers, %s: %.1f s\n", e->m.hp.n_layer, s->name,
 	        (double)(orch_mono_ns() - t0) / 1e9);
+	return true;
 }
 
 /* ---- a model ---- */
@@ -327,11 +311,19 @@ struct model_arg {
 	const char *a, *b;
 };
 
-static struct engine *
-open_file(const char *path, const struct step *set, size_t n)
+/* A counted file's layers, and how many layers its pattern repeats over (gpt-oss: 2). */
+struct file_info {
+	uint32_t layers, period;
+};
+
+/* Every step of @set on the file @path into @runs, its layers into @fi; false: said why. */
+static bool
+count_file(const char *path, const struct step *set, size_t n, uint32_t min_ctx, struct run *runs,
+           struct file_info *fi)
 {
-	uint32_t ctx = 1024,
-	         slots = 1; /* at least orch-gpu-bench's context (its attention splits) */
+	/* decode attention runs a split a CUK_ATTN_SPLIT positions of the engine's context, so
+	 * the counts depend on it: at least orch-gpu-bench's, and the set's largest */
+	uint32_t ctx = min_ctx > 1024 ? min_ctx : 1024, slots = 1;
 	for (size_t i = 0; i < n; i++) {
 		ctx = set[i].ctx > ctx ? set[i].ctx : ctx;
 		slots = set[i].nseq > slots ? set[i].nseq : slots;
@@ -343,17 +335,28 @@ open_file(const char *path, const struct step *set, size_t n)
 	                            .n_ctx = ctx,
 	                            .chunk = 512};
 	struct engine *e = NULL;
+	struct bench_tables tabs = {0};
 	struct orch_errinfo err = {0};
 
 	int was = cusim_cost_skip(1); /* the warm-ups and captures at load: not run */
 	orch_err rc = engine_open(&cfg, &e, &err);
 	cusim_cost_skip(was);
+	if (rc == ORCH_OK)
+		rc = bench_tables_make(e, &tabs, &err);
 	if (rc != ORCH_OK) {
 		fprintf(stderr, "orch-gpu-cost: %s: %s\n", path, err.msg);
-		exit(1);
+		if (e != NULL)
+			engine_close(e);
+		return false;
 	}
-	tables(e);
-	return e;
+	fi->layers = e->m.hp.n_layer;
+	fi->period = e->m.hp.swa_pattern > 1 ? e->m.hp.swa_pattern : 1;
+	bool ok = true;
+	for (size_t i = 0; i < n && ok; i++)
+		ok = run_step(e, &tabs, &set[i], &runs[i]);
+	bench_tables_free(&tabs);
+	engine_close(e);
+	return ok;
 }
 
 static void
@@ -401,8 +404,8 @@ static int
 usage(void)
 {
 	fprintf(stderr,
-	        "usage: orch-gpu-cost [--set full|bench|guard] [--skip STEP,...] [--kernels]\n"
-	        "                     [--tsv FILE]\n"
+	        "usage: orch-gpu-cost [--set full|bench|guard] [--skip STEP,...] [--context N]\n"
+	        "                     [--kernels] [--tsv FILE]\n"
 	        "                     [--check BASELINE | --write-baseline BASELINE]\n"
 	        "                     NAME=LAYERS:A.gguf[:B.gguf] ...\n");
 	return 2;
@@ -536,68 +539,116 @@ write_baseline(const char *path, const struct base_row *now, size_t n)
 	return 0;
 }
 
-int
-main(int argc, char **argv)
-{
-	const struct step *set = full_set;
-	size_t n_set = sizeof(full_set) / sizeof(full_set[0]);
-	const char *tsv = NULL, *check = NULL, *write_base = NULL, *skip = NULL;
-	bool kernels = false;
+/* ---- the command line ---- */
+struct opts {
+	const struct step *set; /* the steps counted: a set less --skip's */
+	size_t n_set;
+	struct step kept[16];
+	const char *tsv, *check, *write_base, *skip;
+	bool kernels;
+	uint32_t min_ctx; /* --context */
 	struct model_arg models[16];
-	size_t n_models = 0;
+	size_t n_models;
+};
 
+/* --set's steps into @o; false: no such set. */
+static bool
+pick_set(struct opts *o, const char *v)
+{
+	static const struct {
+		const char *name;
+		const struct step *set;
+		size_t n;
+	} sets[] = {
+	        {"full", full_set, sizeof(full_set) / sizeof(full_set[0])},
+	        {"bench", bench_set, sizeof(bench_set) / sizeof(bench_set[0])},
+	        {"guard", guard_set, sizeof(guard_set) / sizeof(guard_set[0])},
+	};
+
+	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+		if (strcmp(v, sets[i].name) == 0) {
+			o->set = sets[i].set;
+			o->n_set = sets[i].n;
+			return true;
+		}
+	return false;
+}
+
+/* The command line into @o: -1 to go on, else main's exit status. */
+static int
+parse_args(int argc, char **argv, struct opts *o)
+{
+	*o = (struct opts){.set = full_set, .n_set = sizeof(full_set) / sizeof(full_set[0])};
 	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-			const char *v = argv[++i];
-			if (strcmp(v, "full") == 0) {
-				set = full_set;
-				n_set = sizeof(full_set) / sizeof(full_set[0]);
-			} else if (strcmp(v, "bench") == 0) {
-				set = bench_set;
-				n_set = sizeof(bench_set) / sizeof(bench_set[0]);
-			} else if (strcmp(v, "guard") == 0) {
-				set = guard_set;
-				n_set = sizeof(guard_set) / sizeof(guard_set[0]);
-			} else {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+		if (strcmp(a, "--kernels") == 0) {
+			o->kernels = true;
+			continue;
+		}
+		if (a[0] != '-') {
+			if (o->n_models == 16 || !parse_model(a, &o->models[o->n_models++])) {
+				fprintf(stderr, "orch-gpu-cost: bad model '%s'\n", a);
 				return usage();
 			}
-		} else if (strcmp(argv[i], "--skip") == 0 && i + 1 < argc) {
-			skip = argv[++i];
-		} else if (strcmp(argv[i], "--kernels") == 0) {
-			kernels = true;
-		} else if (strcmp(argv[i], "--tsv") == 0 && i + 1 < argc) {
-			tsv = argv[++i];
-		} else if (strcmp(argv[i], "--check") == 0 && i + 1 < argc) {
-			check = argv[++i];
-		} else if (strcmp(argv[i], "--write-baseline") == 0 && i + 1 < argc) {
-			write_base = argv[++i];
-		} else if (argv[i][0] == '-' || n_models == 16 ||
-		           !parse_model(argv[i], &models[n_models++])) {
-			fprintf(stderr, "orch-gpu-cost: bad argument '%s'\n", argv[i]);
+			continue;
+		}
+		if (v == NULL) {
+			fprintf(stderr, "orch-gpu-cost: %s wants a value\n", a);
+			return usage();
+		}
+		i++;
+		bool ok = true;
+		if (strcmp(a, "--set") == 0) {
+			ok = pick_set(o, v);
+		} else if (strcmp(a, "--skip") == 0) {
+			o->skip = v;
+		} else if (strcmp(a, "--tsv") == 0) {
+			o->tsv = v;
+		} else if (strcmp(a, "--check") == 0) {
+			o->check = v;
+		} else if (strcmp(a, "--write-baseline") == 0) {
+			o->write_base = v;
+		} else if (strcmp(a, "--context") == 0) {
+			unsigned long c = strtoul(v, &end, 10);
+			ok = *end == '\0' && c > 0 && c <= 1u << 20;
+			o->min_ctx = (uint32_t)c;
+		} else {
+			ok = false;
+		}
+		if (!ok) {
+			fprintf(stderr, "orch-gpu-cost: bad argument '%s %s'\n", a, v);
 			return usage();
 		}
 	}
-	if (n_models == 0)
-		return usage();
-	/* --skip: steps left out (a copy of the set without them) */
-	static struct step kept[16];
-	size_t n_kept = 0;
-	for (size_t i = 0; i < n_set; i++) {
-		const char *p = skip;
-		bool drop = false;
-		size_t len = strlen(set[i].name);
-		while (p != NULL && *p) {
-			size_t k = strcspn(p, ",");
-			drop |= k == len && strncmp(p, set[i].name, k) == 0;
-			p += k + (p[k] == ',');
-		}
-		if (!drop)
-			kept[n_kept++] = set[i];
+	return o->n_models == 0 ? usage() : -1;
+}
+
+/* Whether the comma-separated @list names @name. */
+static bool
+listed(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = list; p != NULL && *p;) {
+		size_t k = strcspn(p, ",");
+		if (k == len && strncmp(p, name, k) == 0)
+			return true;
+		p += k + (p[k] == ',');
 	}
-	for (const char *p = skip; p != NULL && *p;) { /* a name no step has: a typo */
+	return false;
+}
+
+/* --skip: the set less the steps it names; 0, or 2 for a name no step has or no step left. */
+static int
+skip_steps(struct opts *o)
+{
+	size_t n = 0;
+
+	for (const char *p = o->skip; p != NULL && *p;) { /* a name no step has: a typo */
 		size_t k = strcspn(p, ","), hit = 0;
-		for (size_t i = 0; i < n_set; i++)
-			hit += strlen(set[i].name) == k && strncmp(p, set[i].name, k) == 0;
+		for (size_t i = 0; i < o->n_set; i++)
+			hit += strlen(o->set[i].name) == k && strncmp(p, o->set[i].name, k) == 0;
 		if (hit == 0) {
 			fprintf(stderr, "orch-gpu-cost: --skip: no step '%.*s' in this set\n",
 			        (int)k, p);
@@ -605,12 +656,108 @@ main(int argc, char **argv)
 		}
 		p += k + (p[k] == ',');
 	}
-	if (n_kept == 0) {
+	for (size_t i = 0; i < o->n_set; i++)
+		if (!listed(o->skip, o->set[i].name))
+			o->kept[n++] = o->set[i];
+	if (n == 0) {
 		fprintf(stderr, "orch-gpu-cost: --skip leaves no step\n");
 		return 2;
 	}
-	set = kept;
-	n_set = n_kept;
+	o->set = o->kept;
+	o->n_set = n;
+	return 0;
+}
+
+/* ---- a model's rows ---- */
+/* The layer counts of @m's two files make sense; 0, else main's exit status (said why). */
+static int
+check_layers(const struct model_arg *m, const struct file_info *a, const struct file_info *b)
+{
+	uint32_t la = a->layers, lb = b->layers, period = a->period;
+
+	if (m->b == NULL && la != m->layers) {
+		fprintf(stderr,
+		        "orch-gpu-cost: %s has %u layers, not %u: give a second file with more layers "
+		        "to scale from\n",
+		        m->a, la, m->layers);
+		return 2;
+	}
+	if (m->b == NULL)
+		return 0;
+	if (la % period || lb % period || m->layers % period) {
+		fprintf(stderr,
+		        "orch-gpu-cost: %s repeats every %u layers: give files and LAYERS in whole "
+		        "periods\n",
+		        m->name, period);
+		return 2;
+	}
+	if (lb <= la || m->layers < la) {
+		fprintf(stderr,
+		        "orch-gpu-cost: %s must have more layers than %s, and %s's LAYERS at least "
+		        "as many\n",
+		        m->b, m->a, m->name);
+		return 2;
+	}
+	return 0;
+}
+
+/* Step @s of @m, its totals @t: the table's row, the TSV's and the baseline's. */
+static void
+report_step(const struct model_arg *m, const struct step *s, const struct totals *t, FILE *tsv,
+            struct base_row *row)
+{
+	double tok = (double)s->nseq * s->len;
+
+	print_row(m->name, s, t);
+	if (tsv != NULL)
+		fprintf(tsv, "%s\t%s\t%u\t%u\t%u\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.4f\t%.4f\n",
+		        m->name, s->name, s->nseq, s->ctx, s->len, t->launches + t->graphs,
+		        t->nodes, t->dram_rd, t->dram_wr, t->floor, 1e3 * t->t[0], 1e3 * t->t[1]);
+	snprintf(row->model, sizeof(row->model), "%.63s", m->name);
+	snprintf(row->step, sizeof(row->step), "%.63s", s->name);
+	row->nodes = (t->launches + t->graphs + t->nodes) / tok;
+	row->bytes = (t->dram_rd + t->dram_wr) / tok;
+}
+
+/* Count @m's files and report its steps (rows[0 .. o->n_set)); 0, else the exit status. */
+static int
+count_model(const struct opts *o, const struct model_arg *m, FILE *tsv, struct base_row *rows)
+{
+	struct run ra[16] = {0}, rb[16] = {0};
+	struct file_info fa = {0}, fb = {0};
+	int rc = 0;
+
+	if (!count_file(m->a, o->set, o->n_set, o->min_ctx, ra, &fa))
+		rc = 1;
+	else if (m->b != NULL && !count_file(m->b, o->set, o->n_set, o->min_ctx, rb, &fb))
+		rc = 1;
+	else if ((rc = check_layers(m, &fa, &fb)) == 0) {
+		double f = m->b ? (double)(m->layers - fa.layers) / (double)(fb.layers - fa.layers)
+		                : 0;
+		for (size_t i = 0; i < o->n_set; i++) {
+			struct totals t = ra[i].tot;
+			if (m->b != NULL)
+				extrapolate(&t, &ra[i].tot, &rb[i].tot, f);
+			report_step(m, &o->set[i], &t, tsv, &rows[i]);
+			if (o->kernels)
+				print_kernels(&ra[i], m->b ? &rb[i] : NULL, f);
+		}
+	}
+	for (size_t i = 0; i < o->n_set; i++) {
+		free(ra[i].k);
+		free(rb[i].k);
+	}
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o;
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc >= 0 || (rc = skip_steps(&o)) != 0)
+		return rc;
 	/* counting on, the checks off (the tests make them), room for a large KV pool */
 	setenv("ORCH_CUDA_SIM_COST", "1", 0);
 	setenv("ORCH_CUDA_SIM_CHECKS", "0", 0);
@@ -619,88 +766,27 @@ main(int argc, char **argv)
 		fprintf(stderr, "orch-gpu-cost: ORCH_CUDA_SIM_COST is 0: nothing to count\n");
 		return 2;
 	}
-
-	FILE *out = NULL;
-	if (tsv != NULL && (out = fopen(tsv, "w")) == NULL) {
-		fprintf(stderr, "orch-gpu-cost: %s: %s\n", tsv, strerror(errno));
+	FILE *tsv = NULL;
+	if (o.tsv != NULL && (tsv = fopen(o.tsv, "w")) == NULL) {
+		fprintf(stderr, "orch-gpu-cost: %s: %s\n", o.tsv, strerror(errno));
 		return 1;
 	}
-	if (out != NULL)
-		fprintf(out,
+	if (tsv != NULL)
+		fprintf(tsv,
 		        "# model\tstep\tnseq\tctx\tlen\tlaunches\tnodes\tdram_rd\tdram_wr\tfloor"
 		        "\tpred_h100_ms\tpred_h200_ms\n");
-	struct base_row rows[16 * 8];
-	size_t n_rows = 0;
-
 	printf("%-14s %-20s %6s %6s %9s %8s %9s %6s %8s %8s %6s %6s\n", "model", "step", "launch",
 	       "nodes", "MB read", "MB write", "MB floor", "×floor", "H100 ms", "H200 ms", "H100bw",
 	       "H200bw");
-	for (size_t mi = 0; mi < n_models; mi++) {
-		const struct model_arg *m = &models[mi];
-		struct run ra[8] = {0}, rb[8] = {0};
-		struct engine *e = open_file(m->a, set, n_set);
-		uint32_t la = e->m.hp.n_layer, lb = 0;
-		if (m->b == NULL && la != m->layers) {
-			fprintf(stderr,
-			        "orch-gpu-cost: %s has %u layers, not %u: give a second file with "
-			        "more layers to scale from\n",
-			        m->a, la, m->layers);
-			return 2;
-		}
-		for (size_t s = 0; s < n_set; s++)
-			run_step(e, &set[s], &ra[s]);
-		engine_close(e);
-		if (m->b != NULL) {
-			e = open_file(m->b, set, n_set);
-			lb = e->m.hp.n_layer;
-			uint32_t period = e->m.hp.swa_pattern > 1 ? e->m.hp.swa_pattern : 1;
-			if (la % period || lb % period || m->layers % period) {
-				fprintf(stderr,
-				        "orch-gpu-cost: %s repeats every %u layers: give files and LAYERS "
-				        "in whole periods\n",
-				        m->name, period);
-				return 2;
-			}
-			if (lb <= la || m->layers < la) {
-				fprintf(stderr,
-				        "orch-gpu-cost: %s must have more layers than %s, and %s's "
-				        "LAYERS at least as many\n",
-				        m->b, m->a, m->name);
-				return 2;
-			}
-			for (size_t s = 0; s < n_set; s++)
-				run_step(e, &set[s], &rb[s]);
-			engine_close(e);
-		}
-		double f = m->b ? (double)(m->layers - la) / (double)(lb - la) : 0;
-		for (size_t s = 0; s < n_set; s++) {
-			struct totals t = ra[s].tot;
-			if (m->b != NULL)
-				extrapolate(&t, &ra[s].tot, &rb[s].tot, f);
-			print_row(m->name, &set[s], &t);
-			if (kernels)
-				print_kernels(&ra[s], m->b ? &rb[s] : NULL, f);
-			double tok = (double)set[s].nseq * set[s].len;
-			if (out != NULL)
-				fprintf(out,
-				        "%s\t%s\t%u\t%u\t%u\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.4f\t%.4f\n",
-				        m->name, set[s].name, set[s].nseq, set[s].ctx, set[s].len,
-				        t.launches + t.graphs, t.nodes, t.dram_rd, t.dram_wr,
-				        t.floor, 1e3 * t.t[0], 1e3 * t.t[1]);
-			struct base_row *r = &rows[n_rows++];
-			snprintf(r->model, sizeof(r->model), "%.63s", m->name);
-			snprintf(r->step, sizeof(r->step), "%.63s", set[s].name);
-			r->nodes = (t.launches + t.graphs + t.nodes) / tok;
-			r->bytes = (t.dram_rd + t.dram_wr) / tok;
-			free(ra[s].k);
-			free(rb[s].k);
-		}
-	}
-	if (out != NULL)
-		fclose(out);
-	if (write_base != NULL && write_baseline(write_base, rows, n_rows) != 0)
-		return 1;
-	if (check != NULL)
-		return check_baseline(check, rows, n_rows);
-	return 0;
+	static struct base_row rows[16 * 16];
+	for (size_t mi = 0; mi < o.n_models && rc == 0; mi++)
+		rc = count_model(&o, &o.models[mi], tsv, rows + mi * o.n_set);
+	if (tsv != NULL)
+		fclose(tsv);
+	size_t n_rows = o.n_models * o.n_set;
+	if (rc == 0 && o.write_base != NULL)
+		rc = write_baseline(o.write_base, rows, n_rows);
+	if (rc == 0 && o.check != NULL)
+		rc = check_baseline(o.check, rows, n_rows);
+	return rc;
 }
