@@ -34,9 +34,9 @@ is_ids(const cJSON *a)
 bool
 request_prompt_text_ok(const char *p, uint32_t max_chars, struct params_err *pe)
 {
-	if (p[0] == '\0' || params_utf8_chars(p) > max_chars)
-		return params_fail(pe, ORCH_EINVAL, "prompt", "'prompt' must be 1-%u characters",
-		                   max_chars);
+	if (params_utf8_chars(p) > max_chars) /* "" is taken: the worker starts from BOS */
+		return params_fail(pe, ORCH_EINVAL, "prompt",
+		                   "'prompt' must be at most %u characters", max_chars);
 	return true;
 }
 

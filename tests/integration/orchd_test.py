@@ -275,7 +275,6 @@ try:
         ({"job_id": "x", "model": "a", "prompt": "hi", "max_tokens": 4096}, 400, "max_tokens"),
         ({"job_id": "x", "model": "a", "prompt": "hi", "repetition_penalty": 2.5}, 400, "repetition_penalty"),
         ({"job_id": "x", "model": "a", "prompt": "hi", "stop": ["a", "b", "c", "d", "e"]}, 400, "stop"),
-        ({"job_id": "x", "model": "a", "prompt": ""}, 400, "prompt"),
         ({"job_id": "x", "model": "a", "prompt": "x" * 32769}, 400, "prompt"),
         ({"job_id": "", "model": "a", "prompt": "hi"}, 400, "job_id"),
         ({"model": "a", "prompt": "hi"}, 400, "job_id"),
@@ -291,6 +290,12 @@ try:
         except Exception:
             ok = False
         check(ok, "bad request %r -> %s %s" % (list(body)[-1], st, t[:100]))
+    # an empty prompt is taken, as OpenAI and vLLM take it: the model starts from BOS
+    st, _, t = post("/execute", {"job_id": "empty", "model": "a", "prompt": "", "max_tokens": 3})
+    check(st == 200 and '"finish_reason":"length"' in t.replace(" ", ""), "an empty native prompt runs: %s %s" % (st, t[-200:]))
+    st, _, t = post("/v1/completions", {"model": "a", "prompt": "", "max_tokens": 3})
+    check(st == 200 and json.loads(t)["usage"]["prompt_tokens"] == 1,
+          "an empty OpenAI prompt runs from BOS alone: %s %s" % (st, t[:300]))
     st, _, t = post("/execute", "{not json")
     check(st == 400 and json.loads(t)["error"]["code"] == "INVALID_REQUEST", "bad json")
     st, _, t = post("/execute", "[1,2]")

@@ -151,6 +151,11 @@ prompt_encode(const struct model_text *mt, const char *text, size_t n, bool lite
 	rv = tok_encode(t, text, n, flags, ids);
 	if (rv != ORCH_OK)
 		orch_errf(reterr, rv, "tokenizing the prompt: %s", orch_err_name(rv));
+	/* an empty prompt (OpenAI's and vLLM's are taken): from BOS, or without one from
+	 * the end-of-text token, as OpenAI's models start from <|endoftext|> */
+	int32_t start = tok_bos(t) >= 0 ? tok_bos(t) : tok_eos(t);
+	if (rv == ORCH_OK && ids->n == 0 && start >= 0)
+		rv = tok_ids_push(ids, start);
 	orch_free(rendered);
 	return rv;
 }

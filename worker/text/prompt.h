@@ -33,7 +33,8 @@ struct prompt_chat {
  * @chat is NULL, else of @chat rendered by @mt's chat template with
  * add_generation_prompt (true unless @chat's variables set it). Special-token
  * text in @text (a harmony turn written by hand, "<s>") becomes those
- * tokens, as llama.cpp does, unless @literal.
+ * tokens, as llama.cpp does, unless @literal. A prompt of no tokens (empty)
+ * is the model's BOS, or its EOS when it has no BOS.
  * ORCH_ETEMPLATE or ORCH_ETEMPLATE_RAISE with the template's message,
  * ORCH_EINVAL for extra fields or variables that are not a JSON object,
  * ORCH_ENOMEM.
