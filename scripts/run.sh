@@ -52,5 +52,5 @@ preload = yes
 CONF
 echo "make run: orchd on $url (a chat page at $url/), model on $device, admin socket $run/orchd.sock"
 echo "make run: try  curl -N $url/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
-echo "make run: and  ORCHD_SOCKET=$run/orchd.sock $build/bin/orchctl status"
+echo "make run: and  $build/bin/orchctl status   (it finds this orchd; its admin socket is $run/orchd.sock)"
 exec "$build/bin/orchd" --config "$run/orchd.conf"

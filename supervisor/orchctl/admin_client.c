@@ -1,7 +1,9 @@
 /*
  * admin_client.c - orchctl's side of the admin API: one HTTP/1.1 request
  * over orchd's unix socket (--socket PATH, else $ORCHD_SOCKET, else
- * /run/orchd/orchd.sock, or a user orchd's), JSON helpers, and the read commands status and ps.
+ * /run/orchd/orchd.sock, or a user orchd's, else the newest orchd of the
+ * user's discovery directory, base/discover.h: make run's), JSON helpers, and the read commands
+ * status and ps.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -16,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/discover.h"
 #include "base/sbuf.h"
 #include "orchctl.h"
 
@@ -44,11 +47,44 @@ user_socket(void)
 const char *
 orchctl_socket(const char *flag)
 {
-	const char *env = getenv("ORCHD_SOCKET");
+	static char found[4][ORCH_DISCOVER_PATH_MAX];
+	const char *env = getenv("ORCHD_SOCKET"), *def;
 
 	if (flag == NULL)
 		flag = arg_socket;
-	return flag ? flag : env && env[0] ? env : user_socket();
+	if (flag != NULL || (env != NULL && env[0]))
+		return flag ? flag : env;
+	def = user_socket();
+	if (orch_discover_answers(def))
+		return def;
+	/* none at the default place: the orchds this user started elsewhere (make run's) */
+	size_t n = orch_discover_list(found, 4);
+	if (n > 1)
+		fprintf(stderr,
+		        "orchctl: %zu orchds of yours run; this is the newest's, at %s (--socket "
+		        "chooses another: %s%s)\n",
+		        n, found[0], found[1], n > 2 ? ", …" : "");
+	return n > 0 ? found[0] : def;
+}
+
+/* Where orchctl looked for an orchd, for the error of one it cannot reach. */
+static void
+looked(const char *sock, char *out, size_t n)
+{
+	char dir[400];
+	const char *env = getenv("ORCHD_SOCKET");
+
+	orch_discover_dir(dir, sizeof(dir));
+	if (arg_socket != NULL && strcmp(sock, arg_socket) == 0)
+		snprintf(out, n, "the socket --socket names");
+	else if (env != NULL && env[0] && strcmp(sock, env) == 0)
+		snprintf(out, n, "the socket $ORCHD_SOCKET names");
+	else
+		snprintf(
+		        out, n,
+		        "no --socket or $ORCHD_SOCKET, nothing at %s, and no orchd of yours listed in "
+		        "%s: start one (make run, orchd --model FILE), or give --socket PATH",
+		        sock, dir);
 }
 
 int
@@ -88,8 +124,11 @@ orchctl_request(const char *sock, const char *method, const char *path, const ch
 	memcpy(sa.sun_path, sock, strlen(sock) + 1);
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0 ||
 	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		fprintf(stderr, "orchctl: cannot reach orchd at %s: %s (is it running? --socket)\n",
-		        sock, strerror(errno));
+		int err = errno;
+		char where[1024];
+		looked(sock, where, sizeof(where));
+		fprintf(stderr, "orchctl: cannot reach orchd at %s: %s (is it running? %s)\n", sock,
+		        strerror(err), where);
 		if (fd >= 0)
 			close(fd);
 		return -1;

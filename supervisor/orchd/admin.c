@@ -32,6 +32,7 @@
 #include "admin_state.h"
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "base/discover.h"
 #include "base/log.h"
 #include "base/readfile.h"
 #include "base/sbuf.h"
@@ -766,6 +767,9 @@ admin_start(struct orchd *d, struct orch_errinfo *reterr)
 		return orch_errf(reterr, ORCH_EIO, "admin socket %s: %s", sa.sun_path,
 		                 strerror(err));
 	}
+	struct orch_errinfo de = {0}; /* orchctl finds it with no setting (base/discover.h) */
+	if (orch_discover_add(sa.sun_path, getpid(), &de) != ORCH_OK)
+		orch_log(ORCH_LOG_WARNING, "discovery_failed", "msg=\"%s\"", de.msg);
 	if ((d->admin_http = evhttp_new(d->base)) == NULL ||
 	    evhttp_accept_socket(d->admin_http, fd) != 0) {
 		close(fd);
@@ -816,7 +820,9 @@ admin_stop(struct orchd *d)
 	if (d->admin_tcp)
 		evhttp_free(d->admin_tcp);
 	d->admin_http = d->admin_tcp = NULL;
-	if (d->admin_bound) /* a start refused before binding leaves another orchd's file */
+	if (d->admin_bound) { /* a start refused before binding leaves another orchd's file */
 		unlink(d->cfg.admin_socket);
+		orch_discover_remove(getpid());
+	}
 	d->admin_bound = false;
 }

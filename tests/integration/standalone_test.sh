@@ -69,6 +69,11 @@ if wait_ready "$port"; then
 	[[ $? -ne 0 && $out == *"already runs from $tmp/run"* ]] && ok || bad "a second make run: $out"
 	cmp -s "$tmp/run/orchd.conf" "$tmp/run.conf.before" && ok || bad "a second make run rewrote orchd.conf"
 	[[ -S $tmp/run/orchd.sock ]] && ok || bad "a second make run removed the admin socket"
+	# orchctl finds make run's orchd with no ORCHD_SOCKET (the discovery directory; when
+	# other tests' orchds run too it takes the newest and names the others) (issue 52, B4)
+	out=$(env -u ORCHD_SOCKET "$bin/orchctl" status 2>&1)
+	[[ $? -eq 0 && ($out == *stories260k* || $out == *"$tmp/run/orchd.sock"*) ]] && ok ||
+		bad "orchctl status without ORCHD_SOCKET: $out"
 else
 	bad "make run on PORT=$port never ready: $(tail -5 "$tmp/run.out")"
 fi
