@@ -29,5 +29,7 @@ install(FILES systemd/orchd.tmpfiles DESTINATION ${ORCH_SYSTEMD_LIBDIR}/tmpfiles
 install(FILES systemd/orchd.conf DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES docs/operations.md docs/configuration.md docs/http-api.md docs/openapi.json
 	DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES docs/man/orchctl.1 docs/man/orch-worker.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES docs/man/orchd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8)
 install(FILES supervisor/orchctl/orchctl.bash DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions
 	RENAME orchctl)

@@ -338,8 +338,15 @@ log_emit(enum orch_log_level level, const char *event, const struct log_err *le,
 	struct buf line = {.reserve = 1};
 	char head[16];
 	va_list aq;
-
-	put(&line, head, (size_t)snprintf(head, sizeof(head), "<%d>", (int)level));
+	/* a terminal is for people, anything else (journald, a file, a pipe) for programs; asked
+	 * per line, as stderr may be moved (one ioctl beside the line's write) */
+	bool tty = isatty(STDERR_FILENO);
+	const char *word = level <= ORCH_LOG_ERR       ? "error: "
+	                   : level == ORCH_LOG_WARNING ? "warning: "
+	                                               : "";
+	size_t skip = tty ? (size_t)snprintf(head, sizeof(head), "%s", word)
+	                  : (size_t)snprintf(head, sizeof(head), "<%d>", (int)level);
+	put(&line, head, skip);
 	fieldsf(&line, "event=%s", event);
 	if (le != NULL) {
 		fieldsf(&line, " err=%s code=%s", orch_err_wire(le->code), orch_err_name(le->code));
@@ -356,9 +363,7 @@ log_emit(enum orch_log_level level, const char *event, const struct log_err *le,
 	/* One write per line; a short write to stderr is not worth a retry loop. */
 	ssize_t wr = write(STDERR_FILENO, line.p, line.n);
 	(void)wr;
-	if (log_sink != NULL) {
-		const char *gt = memchr(line.p, '>', line.n); /* the end of the "<N>" prefix */
-		size_t skip = gt != NULL ? (size_t)(gt - line.p) + 1 : 0;
+	if (log_sink != NULL) { /* the line less its prefix */
 		if (line.n - 1 > skip)
 			log_sink(log_sink_ctx, level, line.p + skip, line.n - 1 - skip);
 	}

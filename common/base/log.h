@@ -3,8 +3,10 @@
  * log.h - one event per line, key=value, to stderr (STYLE.md rule 9).
  *
  * A line is "<N>event=NAME key=value..." with the sd-daemon level prefix, so
- * journald files it at the right priority. Library code logs only at debug
- * level; its first caller logs a failure once, with orch_log_err().
+ * journald files it at the right priority; on a terminal (stderr a tty) it is
+ * for people: no "<N>", "error: " or "warning: " before those levels' lines.
+ * Library code logs only at debug level; its first caller logs a failure
+ * once, with orch_log_err().
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "build_id.h"
+
 static void
 usage(FILE *out, const char *prog, const struct subcmd *cmds, size_t n)
 {
@@ -17,6 +19,10 @@ subcmd_main(const char *prog, const struct subcmd *cmds, size_t n, int argc, cha
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
 		usage(argc < 2 ? stderr : stdout, prog, cmds, n);
 		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("%s %s\n", prog, orch_build_id());
+		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(argv[1], cmds[i].name) != 0)

@@ -3,7 +3,8 @@
  * subcmd.h - "PROG COMMAND [ARGS]" dispatch shared by orchctl and
  * orch-worker: a table of commands, usage on stderr (exit 2) or with --help
  * on stdout (exit 0), "PROG COMMAND --help" prints that command's usage line
- * (exit 0), and "unknown command" for anything else.
+ * (exit 0), "PROG --version" the build id as orchd prints it ("PROG orch-0.1.0+
+ * COMMIT"), and "unknown command" for anything else.
  */
 #include <stddef.h>
 

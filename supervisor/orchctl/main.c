@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/build_id.h"
 #include "base/subcmd.h"
 #include "orchctl.h"
 
@@ -26,7 +27,7 @@ orchctl_version(int argc, char **argv)
 		fprintf(stderr, "usage: orchctl version\n");
 		return 2;
 	}
-	printf("orchctl %s\n", PROJECT_VERSION);
+	printf("orchctl %s\n", orch_build_id()); /* orchd's form: the version and the commit */
 	return 0;
 }
 

@@ -137,8 +137,10 @@ for bad_model in "$tmp/notgguf.gguf" "$tmp/missing.gguf"; do
 done
 
 # 4. --version, the usage's mistakes
-out=$("$bin/orchd" --version)
-[[ $out == "orchd orch-"* ]] && ok || bad "orchd --version: $out"
+for p in orchd orchctl orch-worker; do # the same build id, each program's name first
+	out=$("$bin/$p" --version)
+	[[ $out == "$p orch-"* ]] && ok || bad "$p --version: $out"
+done
 out=$("$bin/orchd" --device cpu 2>&1)
 [[ $? -eq 2 && $out == *"without --model"* ]] && ok || bad "--device alone: $out"
 out=$("$bin/orchd" --port 0 --model "$model" 2>&1)

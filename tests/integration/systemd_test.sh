@@ -23,9 +23,18 @@ DESTDIR=$stage "$src/scripts/install.sh" "$build" >"$tmp/install.log" 2>&1 ||
 for f in "$prefix/bin/orchd" "$prefix/bin/orch-worker" "$prefix/bin/orchctl" \
 	"$sysdir/systemd/system/orchd.service" "$sysdir/sysusers.d/orchd.conf" \
 	"$sysdir/tmpfiles.d/orchd.conf" /etc/orchd/orchd.conf \
-	"$prefix/share/bash-completion/completions/orchctl" "$prefix/share/doc/orch/openapi.json"; do
+	"$prefix/share/bash-completion/completions/orchctl" "$prefix/share/doc/orch/openapi.json" \
+	"$prefix/share/man/man8/orchd.8" "$prefix/share/man/man1/orchctl.1" \
+	"$prefix/share/man/man1/orch-worker.1"; do
 	[[ -e $stage$f ]] && ok "installed $f" || bad "missing $stage$f"
 done
+# the man pages render without a warning (man-db's man, when this machine has it)
+if command -v man >/dev/null; then
+	for p in man8/orchd.8 man1/orchctl.1 man1/orch-worker.1; do
+		out=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$stage$prefix/share/man/$p" 2>&1 >/dev/null)
+		[[ -z $out ]] && ok "man $p renders" || bad "man $p: $out"
+	done
+fi
 unit=$stage$sysdir/systemd/system/orchd.service
 grep -q "^ExecStart=$prefix/bin/orchd " "$unit" && ok "ExecStart names the installed orchd" ||
 	bad "ExecStart: $(grep ^ExecStart "$unit")"

@@ -681,8 +681,10 @@ loop(struct serve *sv)
 int
 serve_run(const struct serve_opts *o)
 {
-	struct serve sv = {
-	        .o = o, .last_pct = -5, .resident = true}; /* -5: 0 % is the first mark */
+	struct serve sv = {.o = o,
+	                   .last_pct = -5, /* -5: 0 % is the first mark */
+	                   .resident = true,
+	                   .progress_log_ms = orch_mono_ms()};
 	struct orch_errinfo e = {0};
 	struct sigaction sa = {0};
 	int rc = 1;

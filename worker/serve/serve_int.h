@@ -128,6 +128,7 @@ struct serve {
 	bool cuda_error;           /* a job failed with CUDA_ERROR: check the context now */
 	uint64_t next_check_ms;    /* monotonic: the next residency check */
 	int last_pct;
+	uint64_t progress_log_ms; /* monotonic: the last load-progress log line (or the start) */
 	/* ORCH_FAULT_ADMIT="JOB:N" (test builds): allocation N admitting job JOB fails */
 	uint64_t fault_job;
 	long fault_n;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "gguf/ggml_type.h"
 #include "gguf/ident.h"
@@ -13,7 +14,11 @@
 
 #define N_TYPES 64 /* ggml type ids are below this */
 
-/* LoadProgress at every multiple of 5 % the load crosses (so 0, 25, 50, 75, 100 always appear). */
+/*
+ * LoadProgress at every multiple of 5 % the load crosses (so 0, 25, 50, 75, 100 always
+ * appear); in the log, a line a second at most and none for a load shorter than that
+ * (a 1 MB model is not 21 lines on a terminal).
+ */
 void
 serve_progress(void *ctx, uint64_t done, uint64_t total)
 {
@@ -29,8 +34,12 @@ serve_progress(void *ctx, uint64_t done, uint64_t total)
 		env.body_case = ORCH__ENVELOPE__BODY_LOAD_PROGRESS;
 		env.load_progress = &lp;
 		serve_send(sv, &env);
-		orch_log(ORCH_LOG_INFO, "model_load_progress", "percent=%d bytes=%llu", p,
-		         (unsigned long long)done);
+		uint64_t now = orch_mono_ms();
+		if (now - sv->progress_log_ms >= 1000) {
+			orch_log(ORCH_LOG_INFO, "model_load_progress", "percent=%d bytes=%llu", p,
+			         (unsigned long long)done);
+			sv->progress_log_ms = now;
+		}
 		sv->last_pct = p;
 	}
 }

@@ -3,9 +3,12 @@
  * quotes, '=', spaces, control characters and ill-formed UTF-8 in a value
  * are escaped, so a value cannot end its line or add a field (issue 16).
  */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -110,6 +113,34 @@ test_stderr(void)
 	T_STREQ(buf, "<4>event=job_end job=\"x\\n<3>event=forged\"\n");
 }
 
+/* On a terminal (a pty here): no "<N>"; a warning says so in a word; the sink gets the same. */
+static void
+test_terminal(void)
+{
+	int master = posix_openpt(O_RDWR | O_NOCTTY), saved = dup(STDERR_FILENO);
+	char buf[512];
+
+	T_TRUE(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0 && saved >= 0);
+	int slave = open(ptsname(master), O_RDWR | O_NOCTTY);
+	T_TRUE(slave >= 0);
+	struct termios tio;
+	T_TRUE(tcgetattr(slave, &tio) == 0);
+	cfmakeraw(&tio); /* no "\r\n" for "\n" */
+	T_TRUE(tcsetattr(slave, TCSANOW, &tio) == 0);
+	dup2(slave, STDERR_FILENO);
+	orch_log(ORCH_LOG_WARNING, "disk_low", "free=%d", 3);
+	orch_log(ORCH_LOG_INFO, "ready", NULL);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(slave);
+	ssize_t n = read(master, buf, sizeof(buf) - 1);
+	close(master);
+	T_TRUE(n > 0);
+	buf[n > 0 ? n : 0] = '\0';
+	T_STREQ(buf, "warning: event=disk_low free=3\nevent=ready\n");
+	T_STREQ(got, "event=ready");
+}
+
 int
 main(void)
 {
@@ -119,6 +150,7 @@ main(void)
 	T_RUN(test_err);
 	T_RUN(test_long);
 	T_RUN(test_stderr);
+	T_RUN(test_terminal);
 	orch_log_set_sink(NULL, NULL);
 	return t_done();
 }
