@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/parse.h"
+#include "gguf/gguf.h"
 #include "orchctl.h"
 
 #define WAIT_POLL_US 100000
@@ -280,9 +281,9 @@ load_opts(int argc, char **argv, cJSON *req, bool *wait)
 
 /*
  * The model file checked here, as our user, before orchd is asked: missing,
- * not a regular file, not a GGUF are told in words (orchd's answer is one
- * sentence for all of them). A file we may not read is left to orchd, which
- * may run as another user. False with the reason printed.
+ * not a regular file, not a GGUF, a truncated or corrupt header are told in
+ * words (orchd's answer is one sentence for all of them). A file we may not read is left to orchd,
+ * which may run as another user. False with the reason printed.
  */
 static bool
 file_ok(const char *name, const char *path)
@@ -304,9 +305,20 @@ file_ok(const char *name, const char *path)
 	         memcmp(magic, "GGUF", 4) != 0)
 		why = "is not a GGUF file (bad magic)";
 	close(fd);
-	if (why)
+	if (why) {
 		fprintf(stderr, "orchctl: load %s: %s %s\n", name, path, why);
-	return why == NULL;
+		return false;
+	}
+	/* the whole header, as orchd will read it: a truncated or corrupt file says why here
+	 * (orchd answers every unusable path alike, docs/security.md) */
+	struct gguf_file *f = NULL;
+	struct orch_errinfo e = {0};
+	if (gguf_open(path, &f, &e) != ORCH_OK) {
+		fprintf(stderr, "orchctl: load %s: not a usable GGUF file: %s\n", name, e.msg);
+		return false;
+	}
+	gguf_close(f);
+	return true;
 }
 
 /* The warnings of a 202 (a context beyond the training context...) on stderr. */

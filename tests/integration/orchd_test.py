@@ -434,6 +434,12 @@ try:
     check(r.returncode == 0 and "a-0" in r.stdout and "ready" in r.stdout, "orchctl ps: %r" % r.stdout[:200])
     r = orchctl("load", "e", MODEL, "--slots", "2", "--context", "128", "--wait")
     check(r.returncode == 0 and "e: loading" in r.stdout and "e: ready" in r.stdout, "orchctl load --wait: %r" % r.stdout[-200:])
+    trunc = os.path.join(tmp, "truncated.gguf")  # a real model cut short: orchctl says why
+    with open(MODEL, "rb") as f, open(trunc, "wb") as g:
+        g.write(f.read(500000))
+    r = orchctl("load", "cut", trunc)
+    check(r.returncode == 1 and "runs past the end of the file" in r.stderr,
+          "orchctl load of a truncated model says why: %r" % r.stderr)
     r = orchctl("load", "f", "/nonexistent.gguf")
     check(r.returncode == 1 and "nonexistent" in r.stderr, "orchctl load of a missing file")
     r = orchctl("unload", "e")
