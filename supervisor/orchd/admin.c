@@ -218,7 +218,18 @@ drop_follower(struct model_entry *m, struct sse_stream *s)
 void
 admin_model_event(struct orchd *d, struct model_entry *m, const char *what)
 {
-	(void)d;
+	/* a model loaded here that failed before it was ever ready (a pull that failed, a file
+	 * that cannot load) is kept, not loaded: a restart does not bring the failure back and
+	 * hold /ready at 503 (orchctl load NAME again retries it) */
+	if (what != NULL && strcmp(what, "state") == 0 && m->runtime && m->wanted &&
+	    m->state == MODEL_FAILED && m->ready_since_ms == 0) {
+		m->wanted = false;
+		orch_log(ORCH_LOG_INFO, "model_not_kept_loaded",
+		         "model=%s why=\"it failed before it "
+		         "was ever ready\"",
+		         m->cfg.name);
+		admin_state_save(d);
+	}
 	if (what == NULL) { /* the model goes */
 		while (m->n_followers > 0)
 			sse_end(m->followers[--m->n_followers]);
@@ -333,6 +344,21 @@ add_context_warning(cJSON *o, const struct cfg_model *cm, uint32_t n_ctx_train)
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "warnings"), cJSON_CreateString(msg));
 }
 
+/* A load the state file could not keep (a full disk): a warning in its 202 (@o), which
+ * orchctl prints, instead of a silent "ready" that a restart forgets. */
+static void
+warn_unsaved(cJSON *o, orch_err saved)
+{
+	if (saved == ORCH_OK)
+		return;
+	cJSON *w = cJSON_GetObjectItem(o, "warnings");
+	if (w == NULL)
+		w = cJSON_AddArrayToObject(o, "warnings");
+	cJSON_AddItemToArray(w, cJSON_CreateString("the model is loaded, but orchd could not save "
+	                                           "it in its state file (its log says why): it "
+	                                           "will not come back after a restart"));
+}
+
 /* @cm added as a run-time model, kept in the state file and started: the 202 (a context
  * beyond @n_ctx_train warned of), or why not. */
 static void
@@ -348,10 +374,11 @@ add_started(struct orchd *d, struct evhttp_request *req, const struct cfg_model 
 		m->pull_token = orch_strndup(token, strlen(token));
 	m->runtime = true;
 	m->wanted = true;
-	admin_state_save(d);
+	orch_err saved = admin_state_save(d);
 	models_start(d, m);
 	cJSON *o = model_json(m);
 	add_context_warning(o, &m->cfg, n_ctx_train);
+	warn_unsaved(o, saved);
 	http_json(req, 202, o);
 }
 
@@ -484,10 +511,11 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 		           name, name);
 	else if (m != NULL && path == NULL && ref == NULL) { /* a known model */
 		m->wanted = true;
-		if (m->runtime)
-			admin_state_save(d);
+		orch_err saved = m->runtime ? admin_state_save(d) : ORCH_OK;
 		models_start(d, m);
-		http_json(req, 202, model_json(m));
+		cJSON *o = model_json(m);
+		warn_unsaved(o, saved);
+		http_json(req, 202, o);
 	} else if (m != NULL)
 		http_error(req, ORCH_EINVAL, "name",
 		           "model '%s' exists; load it by name alone, or 'orchctl rm %s' first",

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""orchd_state_test - what orchctl load keeps across restarts (issue 52, A7), on
+the repository's own model (a clone alone runs it):
+
+- a model loaded with orchctl that fails before it was ever ready (here a real
+  file whose architecture was renamed: the worker refuses it) is kept, not
+  loaded: the next orchd does not start it again, and /ready is 200;
+- a load whose state file cannot be written (state_dir names a file) is served,
+  and orchctl says it will not come back after a restart instead of a plain
+  "ready"."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN = os.environ["ORCH_BIN"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import orchd_lib  # noqa: E402
+from orchd_lib import check, get  # noqa: E402
+MODEL = os.path.abspath(os.path.join(HERE, "..", "..", "models", "stories260K.gguf"))
+tmp = tempfile.mkdtemp()
+MODEL_SECTION = '[model "m"]\npath = %s\nslots = 1\ncontext = 128\nthreads = 1\n' % MODEL
+
+
+def orchctl(sock, *args):
+    return subprocess.run([BIN + "/orchctl", "--socket", sock] + list(args), capture_output=True, text=True,
+                          timeout=60)
+
+
+def ready_within(s):
+    end = time.time() + s
+    while time.time() < end:
+        if get("/ready")[0] == 200:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# a real model whose architecture no worker knows (general.architecture's value renamed)
+bad = os.path.join(tmp, "unknown-arch.gguf")
+data = open(MODEL, "rb").read()
+at = data.index(b"\x05\x00\x00\x00\x00\x00\x00\x00llama")
+open(bad, "wb").write(data[:at + 8] + b"llamz" + data[at + 13:])
+
+state = os.path.join(tmp, "state")
+conf = "state_dir = %s\n" % state
+o = orchd_lib.OrchdProc(BIN, conf, seed=37, more=lambda t: MODEL_SECTION)
+sock = os.path.join(o.tmp, "orchd.sock")
+r = orchctl(sock, "load", "bad", bad)
+check(r.returncode == 1, "orchctl load of a model the worker refuses fails: %d %r" % (r.returncode, r.stderr[-300:]))
+saved = json.load(open(os.path.join(state, "models.json")))
+entry = next((x for x in saved["models"] if x.get("name") == "bad"), {})
+check(entry.get("loaded") is False, "it is kept, not loaded, in models.json: %r" % entry)
+o.stop()
+
+# the next orchd on the same state: the failed model stays down, /ready is 200
+o = orchd_lib.OrchdProc(BIN, conf, seed=41, more=lambda t: MODEL_SECTION)
+sock = os.path.join(o.tmp, "orchd.sock")
+check(ready_within(10), "the restarted orchd is ready: %r" % (get("/ready"),))
+st = json.loads(orchctl(sock, "status", "--json").stdout)
+bad_m = next((x for x in st["models"] if x.get("name") == "bad"), {})
+check(bad_m.get("state") == "stopped", "the failed model is known and not started: %r" % bad_m.get("state"))
+o.stop()
+
+# a state file that cannot be written: served, and said
+blocker = os.path.join(tmp, "afile")
+open(blocker, "w").write("not a directory\n")
+o = orchd_lib.OrchdProc(BIN, "state_dir = %s\n" % blocker, seed=43, more=lambda t: MODEL_SECTION)
+sock = os.path.join(o.tmp, "orchd.sock")
+r = orchctl(sock, "load", "extra", MODEL, "--slots", "1", "--context", "128")
+check(r.returncode == 0 and "will not come back after a restart" in r.stderr,
+      "a load the state file cannot keep says so: %d %r" % (r.returncode, r.stderr[-300:]))
+o.stop()
+print("orchd_state_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
+sys.exit(1 if orchd_lib.failed else 0)
