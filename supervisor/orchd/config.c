@@ -16,6 +16,7 @@
 #include "base/alloc.h"
 #include "base/limits.h"
 #include "base/parse.h"
+#include "base/readfile.h"
 #include "http_cors.h"
 #include "http_host.h"
 #include "store/hf.h"
@@ -460,10 +461,10 @@ cfg_load(struct orchd_config *c, const char *path, struct orch_errinfo *reterr)
 	ini_inline_comment_prefixes = inline_comments;
 	ini_use_stack = false;
 	ini_max_line = CFG_PATH_MAX + 256;
-	FILE *f = fopen(path, "r");
+	FILE *f = orch_open_regular(path, reterr); /* a FIFO or device never blocks orchd */
 
 	if (f == NULL)
-		return orch_errf(reterr, ORCH_EIO, "%s: %m", path);
+		return ORCH_EIO;
 	int line = ini_parse_file(f, on_pair, &p);
 	fclose(f);
 	if (line < 0)

@@ -191,7 +191,7 @@ keys_load(const char *path, struct api_keys *ret, struct orch_errinfo *e)
 	orch_err rv;
 
 	*ret = (struct api_keys){0};
-	if ((rv = orch_read_file(path, KEYS_FILE_MAX, &text, &n, e)) != ORCH_OK)
+	if ((rv = orch_read_regular(path, KEYS_FILE_MAX, &text, &n, e)) != ORCH_OK)
 		return rv;
 	rv = keys_parse(path, text, n, ret, e);
 	orch_free(text);
@@ -204,19 +204,27 @@ keys_load(const char *path, struct api_keys *ret, struct orch_errinfo *e)
 }
 
 orch_err
+keys_apply(struct api_keys *k, const char *path, orch_err rv, struct api_keys *fresh,
+           const struct orch_errinfo *e)
+{
+	if (rv != ORCH_OK)
+		return orch_log_err(rv, e, "api_keys_reload_failed",
+		                    "file=%s kept=%u note=\"the keys in force stay\"", path, k->n);
+	keys_free(k);
+	*k = *fresh;
+	*fresh = (struct api_keys){0};
+	orch_log(ORCH_LOG_INFO, "api_keys_reloaded", "file=%s keys=%u", path, k->n);
+	return ORCH_OK;
+}
+
+orch_err
 keys_reload(struct api_keys *k, const char *path)
 {
 	struct orch_errinfo e = {0};
 	struct api_keys fresh;
 	orch_err rv = keys_load(path, &fresh, &e);
 
-	if (rv != ORCH_OK)
-		return orch_log_err(rv, &e, "api_keys_reload_failed",
-		                    "file=%s kept=%u note=\"the keys in force stay\"", path, k->n);
-	keys_free(k);
-	*k = fresh;
-	orch_log(ORCH_LOG_INFO, "api_keys_reloaded", "file=%s keys=%u", path, k->n);
-	return ORCH_OK;
+	return keys_apply(k, path, rv, &fresh, &e);
 }
 
 void

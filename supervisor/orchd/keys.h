@@ -58,6 +58,13 @@ orch_err keys_load(const char *path, struct api_keys *ret, struct orch_errinfo *
  */
 orch_err keys_reload(struct api_keys *k, const char *path);
 
+/*
+ * keys_apply - keys_reload's second half, for a file read elsewhere (reload.c, off the
+ * loop): keys_load's result (@rv, @fresh, @e) for @path applied to @k; @fresh is taken.
+ */
+orch_err keys_apply(struct api_keys *k, const char *path, orch_err rv, struct api_keys *fresh,
+                    const struct orch_errinfo *e);
+
 /* keys_free - free @k's keys (NULL-safe fields); @k is empty after. */
 void keys_free(struct api_keys *k);
 

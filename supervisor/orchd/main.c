@@ -32,6 +32,7 @@
 #include "models.h"
 #include "notify.h"
 #include "orchd.h"
+#include "reload.h"
 #include "rundir.h"
 #include "workers.h"
 
@@ -48,73 +49,6 @@ load_api_keys(struct orchd *d, struct orch_errinfo *e)
 		orch_log(ORCH_LOG_INFO, "api_keys", "file=%s keys=%u", d->cfg.api_keys_file,
 		         d->keys.n);
 	return rv;
-}
-
-/* Whether @a and @b configure the same model (a reference's file, looked up at each start, is
- * not part of it). */
-static bool
-same_model(const struct cfg_model *a, const struct cfg_model *b)
-{
-	struct cfg_model x, y;
-
-	memcpy(&x, a, sizeof(x));
-	memcpy(&y, b, sizeof(y));
-	if (x.ref[0] != '\0')
-		memset(x.path, 0, sizeof(x.path));
-	if (y.ref[0] != '\0')
-		memset(y.path, 0, sizeof(y.path));
-	return memcmp(&x, &y, sizeof(x)) == 0;
-}
-
-/*
- * SIGHUP: models added start (when preloaded), removed ones unload, unchanged ones go
- * on. Models added at run time (orchctl load) are not the file's to remove.
- */
-static void
-reload(struct orchd *d)
-{
-	struct orchd_config c;
-	struct orch_errinfo e = {0};
-
-	notify_reloading();
-	/* revoked keys stop working at once; a bad file changes nothing */
-	if (d->cfg.api_keys_file[0] != '\0')
-		keys_reload(&d->keys, d->cfg.api_keys_file);
-	cfg_defaults(&c);
-	if (d->config_path == NULL || cfg_load(&c, d->config_path, &e) != ORCH_OK ||
-	    cfg_check(&c, &e) != ORCH_OK) {
-		orch_log_err(ORCH_EINVAL, d->config_path ? &e : NULL, "reload_failed", "config=%s",
-		             d->config_path ? d->config_path : "(none)");
-		cfg_free(&c);
-		notify_reloaded(d);
-		return;
-	}
-	for (struct model_entry *m = d->models, *next; m; m = next) {
-		next = m->next;
-		struct cfg_model *nm = cfg_model_find(&c, m->cfg.name);
-		if (m->runtime && nm == NULL)
-			continue; /* added with orchctl load: the state file's, not the config's */
-		if (nm == NULL || !same_model(nm, &m->cfg)) {
-			orch_log(ORCH_LOG_INFO, "reload_unload", "model=%s why=%s", m->cfg.name,
-			         nm ? "changed" : "removed");
-			models_unload(d, m, true);
-		}
-	}
-	for (uint32_t i = 0; i < c.n_models; i++) {
-		struct model_entry *m = models_find(d, c.models[i].name);
-		if (m != NULL)
-			continue; /* unchanged, or changed and still unloading: a later HUP adds it
-			           */
-		if (models_add(d, &c.models[i], &m, &e) != ORCH_OK) {
-			orch_log_err(e.code, &e, "reload_add_failed", "model=%s", c.models[i].name);
-			continue;
-		}
-		if (m->cfg.preload)
-			models_start(d, m);
-	}
-	cfg_free(&c);
-	orch_log(ORCH_LOG_INFO, "reloaded", "config=%s", d->config_path);
-	notify_reloaded(d);
 }
 
 /* ---- shutdown ---- */
@@ -180,7 +114,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 
 	(void)what;
 	if (sig == SIGHUP) {
-		reload(d);
+		reload_start(d); /* read off the loop, applied on it (reload.h) */
 		return;
 	}
 	if (d->stopping)
@@ -316,6 +250,7 @@ teardown(struct orchd *d)
 		d->models = m->next;
 		models_free(d, m);
 	}
+	reload_stop(d);
 	admin_stop(d);
 	admin_pulls_free(d);
 	http_stop(d);

@@ -48,10 +48,11 @@ struct orchd {
 	uint64_t next_tok_id;
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
-	struct http_edge *edge;   /* the public listener's connections (http_conn.h) */
-	struct http_cors cors;    /* the web origins the public API answers (cors_origins) */
-	struct inspector *insp;   /* model files read off the loop (inspect.h) */
-	struct admin_pull *pulls; /* pulls run for admin clients, newest first (admin_pull.h) */
+	struct http_edge *edge;    /* the public listener's connections (http_conn.h) */
+	struct http_cors cors;     /* the web origins the public API answers (cors_origins) */
+	struct inspector *insp;    /* model files read off the loop (inspect.h) */
+	struct reloader *reloader; /* SIGHUP's files read off the loop (reload.h) */
+	struct admin_pull *pulls;  /* pulls run for admin clients, newest first (admin_pull.h) */
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;
 	struct api_keys keys; /* the public API's; none: open */
 	char admin_token[256];
