@@ -71,6 +71,18 @@ esac
 lb=$lbuild/bin/llama-bench
 ls=$lbuild/bin/llama-server
 lc=$lbuild/bin/llama-completion
+# The servers serve starts: stopped when it ends, and at this script's exit whatever the
+# exit (an error, ^C): a harness leaves nothing running behind it (issue 52, B7).
+servers=()
+stop_servers() {
+	if ((${#servers[@]})); then
+		kill "${servers[@]}" 2> /dev/null || true
+		wait "${servers[@]}" 2> /dev/null || true
+	fi
+	servers=()
+}
+trap stop_servers EXIT
+trap 'exit 130' INT TERM
 prompt="The history of the city begins with a small village on the river, where farmers and fishermen traded grain, salt and cloth with travellers from the hills. Over the centuries it grew"
 
 say() { printf 'peer: %s\n' "$*" >&2; }
@@ -344,7 +356,7 @@ except ValueError:
 serve() {
 	local m=${SERVE_MODEL:-qwen05-q4_k_m} path out
 	out=$work/serve-$(date +%Y%m%d-%H%M).txt
-	local po=${ORCH_PORT:-18480} pl=${LLAMA_PORT:-18481} ctx=512 slots=16 pids=()
+	local po=${ORCH_PORT:-18480} pl=${LLAMA_PORT:-18481} ctx=512 slots=16
 	local max_tokens=${MAX_TOKENS:-64}
 	path=$(model_path "$m")
 	rm -rf "$work/orchd-run"
@@ -352,14 +364,12 @@ serve() {
 "$build/bin/orchd" --model "$path" --name peer --port "$po" --slots "$slots" --context "$ctx" \
 		--runtime-dir "$work/orchd-run" --worker-bin "$build/bin/orch-worker" \
 		> "$work/orchd-run/orchd.log" 2>&1 &
-	pids+=($!)
-	trap 'kill "${pids[@]}" 2> /dev/null || true' EXIT
-	trap 'exit 130' INT TERM
+	servers+=($!)
 	"$ls" -m "$path" -a peer -t "$(nproc)" -c $((ctx * slots)) -np "$slots" --host 127.0.0.1 \
 		--port "$pl" > "$work/llama-server.log" 2>&1 &
-	pids+=($!)
-	wait_up "http://127.0.0.1:$po/ready" "${pids[0]}" || { say "orchd did not start: $work/orchd-run/orchd.log"; return 1; }
-	wait_up "http://127.0.0.1:$pl/health" "${pids[1]}" || { say "llama-server did not start: $work/llama-server.log"; return 1; }
+	servers+=($!)
+	wait_up "http://127.0.0.1:$po/ready" "${servers[0]}" || { say "orchd did not start: $work/orchd-run/orchd.log"; stop_servers; return 1; }
+	wait_up "http://127.0.0.1:$pl/health" "${servers[1]}" || { say "llama-server did not start: $work/llama-server.log"; stop_servers; return 1; }
 	{
 		echo "orchd $(git -C "$root" describe --always --dirty) vs llama-server" \
 			"$(git -C "$work/llama.cpp" describe --tags --always)$peer_note on $m, $slots slots, context $ctx a slot," \
@@ -395,6 +405,7 @@ serve() {
 		done
 		echo "tok/s ratio: orch / llama.cpp (above 1: orch faster); TTFT ratio: orch / llama.cpp (below 1: orch sooner)"
 	} | tee "$out"
+	stop_servers # orchd drains and takes its worker with it; llama-server exits on SIGTERM
 	say "table in $out"
 }
 
