@@ -47,7 +47,6 @@ runtime_dir = $run
 path = $model
 device = $device
 slots = 8
-context = 512
 preload = yes
 CONF
 echo "make run: orchd on $url (a chat page at $url/), model on $device, admin socket $run/orchd.sock"

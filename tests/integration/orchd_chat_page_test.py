@@ -44,6 +44,8 @@ os.makedirs(out, exist_ok=True)
 
 def models(tmp):
     text = "[model \"stories\"]\npath = %s\ndevice = cpu\nslots = 2\nthreads = 1\n" % MODEL
+    # the same model with a short context: the page fits a conversation to it
+    text += "[model \"small\"]\npath = %s\ndevice = cpu\nslots = 1\nthreads = 1\ncontext = 256\n" % MODEL
     if oss:
         text += "[model \"oss\"]\npath = %s\ndevice = cpu\nslots = 1\n" % OSS
     return text

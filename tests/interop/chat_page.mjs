@@ -3,6 +3,8 @@
 // with Enter streams an answer from the model and its tokens/s line shows,
 // Shift+Enter is a new line, Stop ends a long answer (the network throttled
 // so that it is still streaming), an error body is shown in words, and
+// a conversation longer than the context is fitted to it (the oldest turns
+// left out, said) and a message too long alone says what to change,
 // reasoning (delta.reasoning_content) renders in its block - from gpt-oss
 // through orchd when the "oss" model is given, and always from a canned
 // stream the page is handed (no model emits reasoning otherwise).
@@ -98,6 +100,35 @@ async function stop(page, cdp) {
 		downloadThroughput: -1, uploadThroughput: -1 });
 }
 
+// A conversation longer than the model's context ("small": 256 tokens): the oldest turns are
+// left out and the page says so; a message that cannot fit alone is an error saying what to change.
+async function fit(page) {
+	await page.click("#new-chat");
+	await page.selectOption("#model", "small");
+	await page.fill("#max-tokens", "100");
+	await page.fill("#temperature", "0");
+	const long = "Once upon a time, there was a little girl who liked to play in the park with her " +
+		"friends and her dog every day after school. ";
+	const a = await ask(page, long + long);
+	check(a.text.trim().length > 0, "fit: the first turn is answered");
+	const b = await ask(page, long + long);
+	const note = page.locator(".msg.assistant").last().locator(".note");
+	check(b.text.trim().length > 0 && await note.count() === 1 &&
+		/^The oldest turn was left out to fit the model's context of 256 tokens\.$/.test(
+			await note.textContent()),
+		"fit: the second turn is answered, the first left out, said: " +
+		(await note.count() ? await note.textContent() : "(no note)"));
+	await shot(page, "chat_page_fit.png");
+	await page.fill("#prompt", long.repeat(12));
+	await page.press("#prompt", "Enter");
+	const e = page.locator(".msg.error").last();
+	await e.waitFor({ timeout: T });
+	const text = await e.textContent();
+	check(/CONTEXT_LENGTH_EXCEEDED/.test(text) && /lower Max tokens \(now 100\)/.test(text) &&
+		/larger context than 256 tokens/.test(text), "fit: a message too long alone says what to change: " + text);
+	await page.selectOption("#model", "stories");
+}
+
 async function errors(page) {
 	await page.fill("#temperature", "7");
 	await page.fill("#max-tokens", "8");
@@ -152,6 +183,7 @@ try {
 	await basics(page);
 	await stop(page, cdp);
 	await errors(page);
+	await fit(page);
 	await cannedReasoning(page);
 	if (oss) await gptOss(page);
 	// the error test's 400 is logged by chromium as a failed resource load; nothing else may be

@@ -2,14 +2,18 @@
  * chat.js - orchd's chat page: a model from GET /v1/models, a conversation
  * streamed through POST /v1/chat/completions (stream: true, SSE over fetch),
  * the reasoning a model emits (delta.reasoning_content) in a collapsible
- * block, tokens/s and time to first token after each answer. Plain DOM, text
- * only (never innerHTML); settings and the API key in localStorage. A module:
- * its names stay out of the window's.
+ * block, tokens/s and time to first token after each answer. A conversation
+ * longer than the model's context is fitted to it: the oldest turns are left
+ * out of the request (the page says how many); when even the last message
+ * does not fit, the error says what to change. Plain DOM, text only (never
+ * innerHTML); settings and the API key in localStorage. A module: its names
+ * stay out of the window's.
  */
 const $ = (id) => document.getElementById(id);
 const store = window.localStorage;
 let messages = []; /* {role, content} sent with each request */
 let controller = null; /* the answer being streamed: its AbortController */
+const contexts = {}; /* model id: its context_length from /v1/models */
 
 function headers() {
 	const h = { "Content-Type": "application/json" };
@@ -18,14 +22,19 @@ function headers() {
 	return h;
 }
 
-/* The words of an error body ({error: {code, message}}), or the status line. */
-async function errorText(res) {
-	let text = res.status + " " + res.statusText;
+/* An error body ({error: {code, message}}) as {text, code}: its words, or the status line. */
+async function errorOf(res) {
+	let text = res.status + " " + res.statusText, code = null;
 	try {
 		const e = (await res.json()).error;
 		if (e && e.message) text = e.message + (e.code ? " (" + e.code + ")" : "");
+		if (e && e.code) code = e.code;
 	} catch (_) { /* not JSON: the status line says it */ }
-	return text;
+	return { text, code };
+}
+
+async function errorText(res) {
+	return (await errorOf(res)).text;
 }
 
 function el(tag, cls, text) {
@@ -61,6 +70,7 @@ async function loadModels() {
 		const list = (await res.json()).data || [];
 		sel.replaceChildren();
 		for (const m of list) {
+			contexts[m.id] = m.context_length || 0;
 			const o = el("option", "", m.id + (m.state && m.state.toLowerCase() !== "ready" ? " (" + m.state.toLowerCase() + ")" : ""));
 			o.value = m.id;
 			sel.append(o);
@@ -123,6 +133,53 @@ function statsText(n, t0, tFirst, tEnd, stopped) {
 	return parts.join(" · ");
 }
 
+/* One request of @body streamed into @view: what came of it. */
+async function attempt(body, view) {
+	const r = { t0: performance.now(), tFirst: null, deltas: 0, usage: null, content: "",
+		stopped: false, failed: null, code: null };
+	try {
+		const res = await fetch("/v1/chat/completions", { method: "POST", headers: headers(),
+			body: JSON.stringify(body), signal: controller.signal });
+		if (!res.ok) {
+			const e = await errorOf(res);
+			r.code = e.code;
+			throw new Error(e.text);
+		}
+		for await (const ev of events(res.body)) {
+			if (ev === null) break;
+			if (ev.error) {
+				r.code = ev.error.code;
+				throw new Error(ev.error.message + " (" + ev.error.code + ")");
+			}
+			if (ev.usage) r.usage = ev.usage;
+			const d = (ev.choices && ev.choices[0] && ev.choices[0].delta) || {};
+			if (d.reasoning_content) view.addReasoning(d.reasoning_content);
+			if (d.content) view.text.textContent = r.content += d.content;
+			if (d.reasoning_content || d.content) {
+				r.deltas++;
+				if (r.tFirst === null) r.tFirst = performance.now();
+				scrollDown();
+			}
+		}
+	} catch (e) {
+		if (e.name === "AbortError") r.stopped = true;
+		else r.failed = e.message;
+	} finally {
+		if (r.failed && controller) controller.abort(); /* a bad event: the job ends too */
+	}
+	return r;
+}
+
+/* @msgs less its oldest turn (a user message and the answers after it; system messages stay),
+ * or null when only the last user message is left. */
+function dropOldest(msgs) {
+	const first = msgs.findIndex((m) => m.role !== "system");
+	let next = first + 1;
+	while (next < msgs.length && msgs[next].role !== "user") next++;
+	if (first < 0 || next >= msgs.length) return null;
+	return msgs.slice(0, first).concat(msgs.slice(next));
+}
+
 async function send(text) {
 	const model = $("model").value;
 	if (!model) return status("pick a model first");
@@ -137,37 +194,32 @@ async function send(text) {
 	if (temperature >= 0) body.temperature = temperature;
 	busy(true);
 	controller = new AbortController();
-	const t0 = performance.now();
-	let tFirst = null, deltas = 0, usage = null, content = "", stopped = false, failed = null;
-	try {
-		const res = await fetch("/v1/chat/completions", { method: "POST", headers: headers(),
-			body: JSON.stringify(body), signal: controller.signal });
-		if (!res.ok) throw new Error(await errorText(res));
-		for await (const ev of events(res.body)) {
-			if (ev === null) break;
-			if (ev.error) throw new Error(ev.error.message + " (" + ev.error.code + ")");
-			if (ev.usage) usage = ev.usage;
-			const d = (ev.choices && ev.choices[0] && ev.choices[0].delta) || {};
-			if (d.reasoning_content) view.addReasoning(d.reasoning_content);
-			if (d.content) view.text.textContent = content += d.content;
-			if (d.reasoning_content || d.content) {
-				deltas++;
-				if (tFirst === null) tFirst = performance.now();
-				scrollDown();
-			}
-		}
-	} catch (e) {
-		if (e.name === "AbortError") stopped = true;
-		else failed = e.message;
-	} finally {
-		if (failed && controller) controller.abort(); /* a bad event: the job ends too */
+	let r, dropped = 0;
+	for (;;) { /* too long for the context: the oldest turns left out, one at a time */
+		r = await attempt(body, view);
+		const fewer = r.code === "CONTEXT_LENGTH_EXCEEDED" && !r.content && r.deltas === 0
+			? dropOldest(body.messages) : null;
+		if (fewer === null) break;
+		body.messages = fewer;
+		dropped++;
+		controller = new AbortController();
 	}
-	const n = usage ? usage.completion_tokens : deltas;
-	const stats = el("div", "stats", statsText(n, t0, tFirst, performance.now(), stopped));
+	if (r.code === "CONTEXT_LENGTH_EXCEEDED") {
+		const ctx = contexts[model] ? contexts[model] + " tokens" : "its context";
+		r.failed += " — lower Max tokens" + (maxTokens > 0 ? " (now " + maxTokens + ")" : "") +
+			", shorten the message, or serve " + model + " with a larger context than " + ctx +
+			" (context = N in its [model] section, or orchd --context N)";
+	}
+	const n = r.usage ? r.usage.completion_tokens : r.deltas;
+	const stats = el("div", "stats", statsText(n, r.t0, r.tFirst, performance.now(), r.stopped));
 	view.bubble.append(stats);
-	if (content) conv.push({ role: "assistant", content });
+	if (dropped > 0 && !r.failed)
+		view.bubble.append(el("div", "note", "The " + (dropped === 1 ? "oldest turn was" :
+			"oldest " + dropped + " turns were") + " left out to fit the model's context" +
+			(contexts[model] ? " of " + contexts[model] + " tokens" : "") + "."));
+	if (r.content) conv.push({ role: "assistant", content: r.content });
 	else if (conv[conv.length - 1].role === "user") conv.pop(); /* no answer: not a turn */
-	if (failed) bubble("error", failed);
+	if (r.failed) bubble("error", r.failed);
 	controller = null;
 	busy(false);
 	scrollDown();
