@@ -219,15 +219,13 @@ void
 admin_model_event(struct orchd *d, struct model_entry *m, const char *what)
 {
 	/* a model loaded here that failed before it was ever ready (a pull that failed, a file
-	 * that cannot load) is kept, not loaded: a restart does not bring the failure back and
-	 * hold /ready at 503 (orchctl load NAME again retries it) */
+	 * that cannot load) is saved as not loaded (admin_state.c): a restart does not bring the
+	 * failure back and hold /ready at 503 (orchctl load NAME retries it); this orchd's
+	 * /ready still says it failed */
 	if (what != NULL && strcmp(what, "state") == 0 && m->runtime && m->wanted &&
 	    m->state == MODEL_FAILED && m->ready_since_ms == 0) {
-		m->wanted = false;
 		orch_log(ORCH_LOG_INFO, "model_not_kept_loaded",
-		         "model=%s why=\"it failed before it "
-		         "was ever ready\"",
-		         m->cfg.name);
+		         "model=%s why=\"it failed before it was ever ready\"", m->cfg.name);
 		admin_state_save(d);
 	}
 	if (what == NULL) { /* the model goes */

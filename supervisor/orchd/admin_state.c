@@ -73,7 +73,9 @@ model_entry_json(const struct model_entry *m)
 		cJSON_AddNumberToObject(o, "threads", m->cfg.threads);
 	cJSON_AddStringToObject(o, "tokenizer", m->cfg.hf_tokenizer ? "hf-json" : "gguf");
 	admin_kv_json(o, &m->cfg);
-	cJSON_AddBoolToObject(o, "loaded", m->wanted);
+	/* loaded, unless it failed before it was ever ready: not brought back by a restart */
+	cJSON_AddBoolToObject(o, "loaded",
+	                      m->wanted && !(m->state == MODEL_FAILED && m->ready_since_ms == 0));
 	return o;
 }
 
