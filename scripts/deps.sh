@@ -60,8 +60,15 @@ install_npm() {
 	fi
 }
 
+# What a clone without ../shared/testdata can fetch for the tests (tests/data/SOURCE.md).
+fetch_testdata() {
+	[ "$what" = test ] || return 0
+	"$(dirname "$0")/testdata_fetch.sh"
+}
+
 if [ ${#missing[@]} -eq 0 ]; then
 	install_npm
+	fetch_testdata
 	exit 0
 fi
 
@@ -76,3 +83,4 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 install_npm
+fetch_testdata

@@ -8,6 +8,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,28 +110,67 @@ t_done(void)
 }
 
 /*
- * t_path - "$ORCH_TESTDATA/@rel" in a static buffer; fails the run when the
- * variable is unset, and skips it (exit 77) when the directory is missing, as
- * in a clone with nothing beside it. A missing file under it is the test's to fail.
+ * t_path - @rel of the test data: "$ORCH_TESTDATA/@rel" (../shared/testdata) when
+ * that directory is there; else, as in a clone with nothing beside it, the same
+ * path in the repository's "$ORCH_SRC/tests/data" (tests/data/SOURCE.md: what it
+ * carries, what make deps fetches) when the file is there; else the run is
+ * skipped (exit 77) with a line naming the file. In a static buffer (4 in turn);
+ * fails the run when ORCH_TESTDATA is unset. A missing file under the shared
+ * directory is the test's to fail.
  */
 static inline const char *
 t_path(const char *rel)
 {
 	static char buf[4][1024];
 	static int k;
-	const char *root = getenv("ORCH_TESTDATA");
+	const char *root = getenv("ORCH_TESTDATA"), *src = getenv("ORCH_SRC");
 
 	if (root == NULL) {
 		fprintf(stderr, "ORCH_TESTDATA is not set (ctest sets it to ../shared/testdata)\n");
 		exit(1);
 	}
-	if (access(root, F_OK) != 0) {
-		printf("skipped: needs the shared test data, and %s is missing\n", root);
-		exit(77);
-	}
 	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", root, rel);
-	return buf[k];
+	if (access(root, F_OK) == 0) {
+		snprintf(buf[k], sizeof(buf[k]), "%s/%s", root, rel);
+		return buf[k];
+	}
+	snprintf(buf[k], sizeof(buf[k]), "%s/tests/data/%s", src ? src : ".", rel);
+	if (src != NULL && access(buf[k], F_OK) == 0)
+		return buf[k];
+	printf("skipped: needs %s of the shared test data: %s is missing, and tests/data (what a "
+	       "clone carries and make deps fetches, tests/data/SOURCE.md) does not have it\n",
+	       rel, root);
+	exit(77);
+}
+
+/* t_shared - whether the shared test data ($ORCH_TESTDATA) is here (else tests/data serves). */
+static inline bool
+t_shared(void)
+{
+	const char *root = getenv("ORCH_TESTDATA");
+
+	return root != NULL && access(root, F_OK) == 0;
+}
+
+/*
+ * t_path_opt - t_path for a file a test can do without (one case of several): NULL,
+ * with a line saying what is left out, where neither the shared data nor tests/data
+ * has it.
+ */
+static inline const char *
+t_path_opt(const char *rel)
+{
+	static char buf[1024];
+	const char *src = getenv("ORCH_SRC");
+
+	if (t_shared())
+		return t_path(rel);
+	snprintf(buf, sizeof(buf), "%s/tests/data/%s", src ? src : ".", rel);
+	if (src != NULL && access(buf, F_OK) == 0)
+		return buf;
+	printf("note: %s is the shared test data's only (tests/data/SOURCE.md): its case is left out\n",
+	       rel);
+	return NULL;
 }
 
 /* t_read_file - whole file into a malloc'd buffer; NULL on failure. */

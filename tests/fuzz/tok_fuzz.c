@@ -21,15 +21,22 @@ static struct tok *
 load(const char *name)
 {
 	const char *root = getenv("ORCH_TESTDATA") ? getenv("ORCH_TESTDATA") : "../shared/testdata";
+	const char *src = getenv("ORCH_SRC") ? getenv("ORCH_SRC") : ".";
 	char path[1024];
 	struct gguf_file *f = NULL;
 	struct tok *t = NULL;
 
-	if (access(root, F_OK) != 0) { /* a clone with nothing beside it */
-		printf("skipped: tok_fuzz needs the shared test data, and %s is missing\n", root);
+	/* the shared data, else what make deps fetched into tests/data (tests/data/SOURCE.md) */
+	if (access(root, F_OK) == 0)
+		snprintf(path, sizeof(path), "%s/vocab/%s", root, name);
+	else
+		snprintf(path, sizeof(path), "%s/tests/data/vocab/%s", src, name);
+	if (access(path, F_OK) != 0) {
+		printf("skipped: tok_fuzz needs %s: the shared test data (%s) is missing and make deps "
+		       "fetched no copy\n",
+		       path, root);
 		exit(77);
 	}
-	snprintf(path, sizeof(path), "%s/vocab/%s", root, name);
 	if (gguf_open(path, &f, NULL) != ORCH_OK || tok_load_gguf(f, &t, NULL) != ORCH_OK) {
 		fprintf(stderr, "tok_fuzz: cannot load %s\n", path);
 		abort();

@@ -42,7 +42,7 @@ import orchd_lib  # noqa: E402
 from hf_fixture import HfFixture  # noqa: E402
 from orchd_lib import check, post  # noqa: E402
 
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/golden-stories260K.json")
 STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
 GOLDEN = json.load(open(os.path.join(DATA, "models", "golden-stories260K.json")))["cases"][0]
 MODEL = open(STORIES, "rb").read()

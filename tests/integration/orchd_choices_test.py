@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import check, get, post, sse_events  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/golden-stories260K.json", "models/stories260K.gguf")
 GOLDEN = json.load(open(os.path.join(DATA, "models", "golden-stories260K.json")))["cases"][0]
 STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
 

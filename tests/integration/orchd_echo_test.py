@@ -34,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, sse_events  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/golden-stories260K.json", "models/stories260K.gguf")
 GOLDEN = json.load(open(os.path.join(DATA, "models", "golden-stories260K.json")))["cases"][0]
 STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
 TOL = 2e-3  # the golden steps 0 and 1 (orchd_logprobs_test)

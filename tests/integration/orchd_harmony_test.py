@@ -30,7 +30,7 @@ BIN = os.environ["ORCH_BIN"]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, sse_events  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/gpt-oss-tiny-mxfp4.gguf")
 MODEL = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
 
 ROUND_TRIP = ('<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>'

@@ -16,14 +16,25 @@ passed = failed = 0
 SKIP = 77  # ctest's SKIP_RETURN_CODE for every test (tests/CMakeLists.txt)
 
 
-def testdata():
-    """$ORCH_TESTDATA (../shared/testdata); a test that needs it is skipped, with
-    a line that says so, where a clone has nothing beside it."""
+LOCAL_DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
+
+
+def testdata(*need):
+    """The test data's root: $ORCH_TESTDATA (../shared/testdata) when it is there;
+    else, as in a clone with nothing beside it, the repository's tests/data (what
+    it carries and what make deps fetches: tests/data/SOURCE.md) when it has every
+    file of @need (paths under the root); else the test is skipped, with a line
+    naming what it lacks."""
     root = os.environ["ORCH_TESTDATA"]
-    if not os.path.isdir(root):
-        print("skipped: needs the shared test data, and %s is missing" % root, flush=True)
+    if os.path.isdir(root):
+        return root
+    missing = [n for n in need if not os.path.exists(os.path.join(LOCAL_DATA, n))]
+    if not need or missing:
+        print("skipped: needs %s of the shared test data: %s is missing, and tests/data "
+              "(tests/data/SOURCE.md) does not have it" % (", ".join(missing) or "files", root),
+              flush=True)
         sys.exit(SKIP)
-    return root
+    return os.path.abspath(LOCAL_DATA)
 
 
 def free_port(seed):

@@ -29,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, sse_events  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/golden-stories260K.json", "models/stories260K.gguf")
 GOLDEN = json.load(open(os.path.join(DATA, "models", "golden-stories260K.json")))["cases"][0]
 OSS = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
 # F32 logits match the golden's within 1.3e-5 of the largest at steps 0 and 1 (docs/engine.md);

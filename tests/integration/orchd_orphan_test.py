@@ -30,7 +30,7 @@ BIN = os.environ["ORCH_BIN"]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, admin  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/stories260K.gguf")
 MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 
 tmp = tempfile.mkdtemp()

@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, get, admin, sse_events  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/stories260K.gguf")
 
 BIN = os.environ["ORCH_BIN"]
 LIB = os.environ["ORCH_LIB"]

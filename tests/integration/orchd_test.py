@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import metric  # noqa: E402
 from orchd_lib import JSON_CT, check, conn, post, get, sse_events, admin  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/golden-stories260K.json", "models/stories260K-Q8_0.gguf", "models/stories260K.gguf", "vocab/ggml-vocab-qwen2.gguf")
 MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 MODEL_Q8 = os.path.join(DATA, "models", "stories260K-Q8_0.gguf")
 

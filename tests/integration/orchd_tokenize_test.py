@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/gpt-oss-tiny-f32.gguf", "templates/Qwen-Qwen2.5-7B-Instruct.jinja", "templates/cases.json", "vocab/ggml-vocab-qwen2.gguf")
 VOCAB = os.path.join(DATA, "vocab")
 STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
 OSS = os.path.join(DATA, "models", "gpt-oss-tiny-f32.gguf")

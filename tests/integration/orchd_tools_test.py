@@ -43,7 +43,7 @@ INTEROP = os.path.join(HERE, "..", "interop")
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import check, get, post, sse_events  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("vocab/ggml-vocab-qwen2.gguf")
 GENS = int(os.environ.get("ORCH_TOOLS_GENS", "8"))
 VOCAB = os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf")
 OSS = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")

@@ -44,7 +44,8 @@ BIN = os.environ["ORCH_BIN"]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, get, admin  # noqa: E402
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/stories260K.gguf", "vocab/ggml-vocab-qwen2.gguf",
+                          "models/golden-qwen2-realmeta-f32.json")
 
 PRESETS = {"llama": "tiny-llama", "qwen2": "tiny-qwen2", "phi3": "tiny-phi3", "gpt-oss": "tiny-gpt-oss"}
 

@@ -4,7 +4,7 @@
 # CLI (and the recorded raise, exit 3), the hf-json flag, bad inputs.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
-need_testdata
+need_testdata models/stories260K.gguf models/stories260K-ggufv1-f32.gguf templates/cases.json vocab/ggml-vocab-gpt-2.gguf vocab/ggml-vocab-qwen2.gguf
 W=$bin/orch-worker
 
 out=$("$W" tokenize --model "$data/models/stories260K.gguf" --add-special --parse-special --text "Once upon a time")
@@ -36,6 +36,9 @@ for f in sorted(os.listdir(d)):
     if not f.endswith(".golden.json"):
         continue
     name = f[: -len(".golden.json")]
+    if not os.path.exists(f"{d}/{name}.jinja"):  # in the shared test data only (tests/data/SOURCE.md)
+        print(f"worker_cli_test: no {name}.jinja in {d}: its goldens are left out")
+        continue
     for g in json.load(open(f"{d}/{f}")):
         k += 1
         json.dump({"messages": cases[g["case"]], "bos_token": g["bos_token"], "eos_token": g["eos_token"]},

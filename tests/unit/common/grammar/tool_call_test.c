@@ -32,7 +32,10 @@ test_detect(void)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		size_t n = 0;
-		char *src = t_read_file(t_path(cases[i].file), &n);
+		const char *path = t_path_opt(cases[i].file); /* Phi-3-mini's: the shared data's */
+		if (path == NULL)
+			continue;
+		char *src = t_read_file(path, &n);
 		T_TRUE(src != NULL);
 		enum tool_syntax got = tool_syntax_detect(src, n);
 		if (got != cases[i].want)

@@ -119,8 +119,9 @@ test_goldens(void)
 	closedir(d);
 	cJSON_Delete(cases);
 	/* every template in the folder ran against its golden: ten now (gpt-oss's joined
-	 * the nine); a later addition is checked the same way */
-	T_TRUE(count >= 10);
+	 * the nine); a later addition is checked the same way. tests/data lacks one (Phi-3-mini's,
+	 * tests/data/SOURCE.md) */
+	T_TRUE(count >= (t_shared() ? 10 : 9));
 }
 
 /* Render @src with @vars_json; the output or the error message. */
