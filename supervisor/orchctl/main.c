@@ -10,6 +10,7 @@
  * found); 2 bad usage; 3 orchd cannot be reached.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/build_id.h"
@@ -41,6 +42,34 @@ rm(int argc, char **argv)
 			return orchctl_rm_ref(argc, argv);
 #endif
 	return orchctl_rm(argc, argv);
+}
+
+/* orchctl shutdown: POST /admin/shutdown, orchd drains and exits as on SIGTERM. */
+static int
+orchctl_shutdown(int argc, char **argv)
+{
+	int status = 0;
+	char *resp = NULL;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: orchctl shutdown [--json] [--socket PATH]\n");
+		return ORCHCTL_EXIT_USAGE;
+	}
+	if (orchctl_request(orchctl_socket(NULL), "POST", "/admin/shutdown", "{}", &status,
+	                    &resp) != 0)
+		return ORCHCTL_EXIT_UNREACHABLE;
+	if (status != 202) {
+		int rv = orchctl_refused("shutdown", status, resp);
+		free(resp);
+		return rv;
+	}
+	if (arg_json)
+		printf("%s\n", resp);
+	else
+		printf("orchd: stopping (running jobs finish within shutdown_timeout_s)\n");
+	free(resp);
+	return 0;
 }
 
 static const struct subcmd commands[] = {
@@ -75,6 +104,8 @@ static const struct subcmd commands[] = {
          "inspect [--json] [--tensors] [--context N] [--slots S] [--kv-cache-mib N | "
          "--kv-cache-fraction F] [--kv-block-tokens N] FILE.gguf...  describe a model file, "
          "what it needs and what fits"},
+        {"shutdown", orchctl_shutdown,
+         "shutdown [--json] [--socket PATH]  drain and stop orchd, as SIGTERM does"},
         {"version", orchctl_version, "version  orchctl's version (also --version)"},
 };
 

@@ -10,6 +10,7 @@
  *   POST   /admin/workers/ID/restart
  *   GET    /admin/models/NAME/events      SSE: progress and state changes
  *   GET    /admin/workers/ID/logs         its last output lines (?lines=N, ?since=SEQ)
+ *   POST   /admin/shutdown (or /shutdown) drain and exit, as SIGTERM
  */
 #include "admin.h"
 
@@ -41,6 +42,7 @@
 #include "http.h"
 #include "http_conn.h"
 #include "inspect.h"
+#include "jobs.h"
 #include "model_pull.h"
 #include "models.h"
 #include "orchd.h"
@@ -699,8 +701,29 @@ on_logs(struct orchd *d, struct evhttp_request *req, const char *id)
 		logs(req, w);
 }
 
+/* POST /admin/shutdown (and /shutdown, the worker contract's name): drain and exit, as
+ * SIGTERM; 202 {"stopping": true, "running_jobs": N} at once. */
+static void
+on_shutdown(struct orchd *d, struct evhttp_request *req, const char *arg)
+{
+	cJSON *o = cJSON_CreateObject();
+	uint32_t live = 0;
+
+	(void)arg;
+	for (const struct job *j = d->live; j != NULL; j = j->live_next)
+		live++;
+	cJSON_AddBoolToObject(o, "stopping", true);
+	cJSON_AddNumberToObject(o, "running_jobs", live);
+	cJSON_AddNumberToObject(o, "shutdown_timeout_s", d->cfg.shutdown_timeout_s);
+	http_json(req, 202, o);
+	if (d->stop != NULL)
+		d->stop(d, "POST /admin/shutdown");
+}
+
 static const struct http_route admin_routes[] = {
         {EVHTTP_REQ_GET, "/admin/status", false, NULL, on_status},
+        {EVHTTP_REQ_POST, "/admin/shutdown", false, NULL, on_shutdown},
+        {EVHTTP_REQ_POST, "/shutdown", false, NULL, on_shutdown},
         {EVHTTP_REQ_GET, "/admin/workers", false, NULL, on_workers},
         {EVHTTP_REQ_POST, "/admin/models", false, NULL, on_load},
         {EVHTTP_REQ_DELETE, "/admin/models/", true, "", on_unload},

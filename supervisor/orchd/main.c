@@ -107,6 +107,8 @@ on_shutdown_tick(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void begin_stop(struct orchd *d, const char *why);
+
 static void
 on_signal(evutil_socket_t sig, short what, void *arg)
 {
@@ -117,11 +119,24 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		reload_start(d); /* read off the loop, applied on it (reload.h) */
 		return;
 	}
+	char why[32];
+	snprintf(why, sizeof(why), "signal %d", (int)sig);
+	begin_stop(d, why);
+}
+
+/*
+ * Drain and exit: new requests get 503 OVERLOADED, queued jobs end, running ones finish
+ * within shutdown_timeout_s (then each ends in its API's terminal form). SIGTERM, SIGINT
+ * and the admin API's POST /admin/shutdown (orchd.stop) all come here; once.
+ */
+static void
+begin_stop(struct orchd *d, const char *why)
+{
 	if (d->stopping)
 		return;
 	d->stopping = true;
 	d->stop_ms = orch_mono_ms();
-	orch_log(ORCH_LOG_INFO, "stopping", "signal=%d", (int)sig);
+	orch_log(ORCH_LOG_INFO, "stopping", "why=\"%s\"", why);
 	for (struct model_entry *m = d->models; m; m = m->next) {
 		models_fail_queued(d, m, ORCH_EOVERLOADED, "orchd is shutting down");
 		for (uint32_t i = 0; i < m->n_workers; i++)
@@ -558,6 +573,7 @@ main(int argc, char **argv)
 	/* what orchd and its workers create (pidfiles, sockets, the state file) is
 	 * nobody else's to write or connect to, whatever umask it was started with */
 	umask(umask(0) | 027);
+	d.stop = begin_stop;
 	d.started_ms = orch_mono_ms();
 	d.started_unix = orch_unix_ms();
 	srandom((unsigned)(d.started_unix ^ (uint64_t)getpid()));

@@ -67,4 +67,6 @@ struct orchd {
 	uint64_t cut_ms; /* when shutdown_timeout_s ended the running jobs (main.c); 0: not */
 	struct metrics metrics;
 	orchd_model_event_fn on_model_event;
+	/* drain and exit, as SIGTERM (main.c): the admin API's POST /admin/shutdown calls it */
+	void (*stop)(struct orchd *d, const char *why);
 };

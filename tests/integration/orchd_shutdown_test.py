@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -130,6 +131,34 @@ def id_hashed(o):
     check(text.count("/jobs/{id:") >= 3, "refused requests log a hash of the id: %s"
           % [l for l in text.splitlines() if "http_access" in l][-3:])
 
+
+def stop_idle(how, seed):
+    """Issue 62, item 3: POST /admin/shutdown (or orchctl shutdown, or SIGTERM) after one
+    short job: orchd drains and exits 0 within 5 s, as SIGTERM does."""
+    p = orchd_lib.OrchdProc(BIN, "", seed=seed,
+                            more=lambda tmp: '[model "m"]\npath = %s\nslots = 2\ncontext = 128\nthreads = 1\n' % MODEL)
+    orchd_lib.ADMIN = os.path.join(p.tmp, "orchd.sock")
+    st, _, _ = post("/v1/completions", {"model": "m", "prompt": "Once", "max_tokens": 4})
+    check(st == 200, "%s: a short job first" % how)
+    t0 = time.time()
+    if how == "POST /admin/shutdown":
+        st, text = orchd_lib.admin("POST", "/admin/shutdown", {})
+        check(st == 202 and json.loads(text).get("stopping") is True, "202 stopping: %d %s" % (st, text))
+    elif how == "orchctl shutdown":
+        r = subprocess.run([BIN + "/orchctl", "--socket", orchd_lib.ADMIN, "shutdown"], capture_output=True,
+                           text=True, timeout=30)
+        check(r.returncode == 0 and "stopping" in r.stdout, "orchctl shutdown: %r %r" % (r.stdout, r.stderr))
+    else:
+        p.proc.send_signal(signal.SIGTERM)
+    rc = p.proc.wait(30)
+    took = time.time() - t0
+    print("%s: exit %d after %.2f s" % (how, rc, took))
+    check(rc == 0 and took < 5, "%s: orchd exits 0 within 5 s when idle (%.2f s)" % (how, took))
+    p.stop()
+
+
+for k, how in enumerate(("POST /admin/shutdown", "orchctl shutdown", "SIGTERM")):
+    stop_idle(how, 50 + k)
 
 o = orchd_lib.OrchdProc(BIN, "max_queue = 4\nshutdown_timeout_s = 1\naccess_log = yes\n", seed=23,
                         more=lambda tmp: '[model "m"]\npath = %s\nslots = 2\ncontext = 128\nthreads = 1\n' % MODEL)
