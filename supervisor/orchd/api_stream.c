@@ -214,8 +214,9 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
 {
 	struct model_entry *m;
 
-	/* with keys, a job_id names one job in its key's space; without, it is only a label */
-	if (owner->keyed && r->job_id[0] && jobs_lookup(d, r->job_id, owner) != NULL) {
+	/* a job_id names one job in its owner's space: a key's, or without keys the one local
+	 * owner's; a job_id a known job has (running, or ended and kept) is refused */
+	if (r->job_id[0] && jobs_lookup(d, r->job_id, owner) != NULL) {
 		http_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", r->job_id);
 		return NULL;
 	}

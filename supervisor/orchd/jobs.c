@@ -261,7 +261,9 @@ jobs_lookup(struct orchd *d, const char *id, const struct job_owner *owner)
 		if (j->kind != JOB_NATIVE || j->owner.keyed != owner->keyed ||
 		    memcmp(j->owner.id, owner->id, sizeof(owner->id)) != 0)
 			continue;
-		if (uid_equal(j->uid, id) || (owner->keyed && strcmp(j->ext_id, id) == 0))
+		/* the id, or the job_id its owner gave it: a key's namespace, or without keys the
+		 * one local owner's (issue 62: the worker contract's cancel by job_id) */
+		if (uid_equal(j->uid, id) || strcmp(j->ext_id, id) == 0)
 			return j;
 	}
 	return NULL;

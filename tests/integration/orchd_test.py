@@ -325,9 +325,11 @@ try:
         first += r.read1(1)
     c.close()
     head = sse_events(first.decode())[:3]
-    uid = json.loads(head[0]["data"])["id"]  # without API keys, only this id finds the job again
+    uid = json.loads(head[0]["data"])["id"]  # the job's id; its job_id finds it too (issue 62)
     check(r.getheader("X-Job-Id") == uid and len(uid) == 32, "the job's id in X-Job-Id and started")
-    check(get("/jobs/res/events")[0] == 404, "the client's job_id alone does not resume without keys")
+    st, _, t = get("/jobs/res/events", {"Last-Event-ID": str(head[-1]["id"])})
+    check(st == 200 and sse_events(t) and sse_events(t)[0]["id"] == head[-1]["id"] + 1,
+          "the client's job_id resumes without keys too (the one local owner's)")
     st, _, t = get("/jobs/%s/events" % uid, {"Last-Event-ID": str(head[-1]["id"])})
     rest = sse_events(t)
     check(st == 200 and rest and rest[0]["id"] == head[-1]["id"] + 1, "resume continues after the last id")
