@@ -365,6 +365,13 @@ model_object(const struct orchd *d, const struct model_entry *m)
 	json_add_count(it, "file_size_bytes", f->known ? f->file_bytes : 0);
 	json_add_str(it, "quant_kind", f->known ? f->quant_kind : w ? w->ident.quant_kind : "");
 	json_add_str(it, "architecture", f->known ? f->arch : w ? w->ident.architecture : "");
+	/* the tokenizer's facts a client of the worker contract reads (issue 62), null until a
+	 * worker has loaded the model */
+	cJSON *x = cJSON_AddObjectToObject(it, "orch");
+	json_add_token(x, "bos_id", w != NULL, w ? w->ident.bos_id : -1);
+	json_add_token(x, "eos_id", w != NULL, w ? w->ident.eos_id : -1);
+	json_add_count(x, "vocab_size", w ? w->ident.vocab_size : 0);
+	json_add_count(x, "context_length", w ? w->ident.context_length : 0);
 	if (m->chat_template_origin[0])
 		cJSON_AddStringToObject(it, "chat_template", m->chat_template_origin);
 	if (m->tool_syntax[0])

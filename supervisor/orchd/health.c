@@ -47,6 +47,8 @@ health_worker_facts(cJSON *o, const struct worker *w)
 	cJSON_AddNumberToObject(o, "vram_bytes_used", (double)w->memory_used);
 	json_add_str(o, "tokenizer_kind", id->tokenizer_kind);
 	json_add_count(o, "vocab_size", id->vocab_size);
+	json_add_token(o, "bos_id", id->vocab_size != 0, id->bos_id);
+	json_add_token(o, "eos_id", id->vocab_size != 0, id->eos_id);
 	json_add_count(o, "context_length", id->context_length);
 	add_uptime(o, w->ready_ms);
 	json_add_str(o, "model_sha256", id->model_sha256);
@@ -99,6 +101,8 @@ model_facts(cJSON *o, const struct model_entry *m)
 	cJSON_AddNumberToObject(o, "vram_bytes_used", (double)used);
 	json_add_str(o, "tokenizer_kind", first ? first->ident.tokenizer_kind : "");
 	json_add_count(o, "vocab_size", first ? first->ident.vocab_size : 0);
+	json_add_token(o, "bos_id", first != NULL, first ? first->ident.bos_id : -1);
+	json_add_token(o, "eos_id", first != NULL, first ? first->ident.eos_id : -1);
 	json_add_count(o, "context_length", first ? first->ident.context_length : 0);
 	add_uptime(o, m->state == MODEL_READY ? m->ready_since_ms : 0);
 }

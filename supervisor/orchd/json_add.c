@@ -60,3 +60,12 @@ json_bytes(const void *p, size_t n)
 		cJSON_AddItemToArray(a, cJSON_CreateNumber(s[i]));
 	return a;
 }
+
+void
+json_add_token(cJSON *o, const char *key, bool known, int32_t id)
+{
+	if (known && id >= 0)
+		cJSON_AddNumberToObject(o, key, id);
+	else
+		cJSON_AddNullToObject(o, key);
+}

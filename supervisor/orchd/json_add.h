@@ -4,6 +4,7 @@
  * rather than a made-up "" or 0 (/health, /v1/models); bytes as a JSON
  * string or array (logprobs, /tokenize).
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -14,6 +15,9 @@ void json_add_str(struct cJSON *o, const char *key, const char *v);
 
 /* json_add_count - @key: @v, or null when 0 (not known yet). */
 void json_add_count(struct cJSON *o, const char *key, uint64_t v);
+
+/* json_add_token - @key: token id @id, or null when not @known or -1 (the tokenizer has none). */
+void json_add_token(struct cJSON *o, const char *key, bool known, int32_t id);
 
 /*
  * json_text - @n bytes at @s as a JSON string, each ill-formed sequence and

@@ -232,6 +232,8 @@ keep_ready(struct worker *w, const Orch__Ready *r)
 	keep(id->architecture, sizeof(id->architecture), r->architecture);
 	id->vocab_size = r->vocab_size;
 	id->context_length = r->context_length;
+	id->bos_id = r->bos_id;
+	id->eos_id = r->eos_id;
 }
 
 static void

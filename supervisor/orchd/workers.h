@@ -53,6 +53,7 @@ struct worker_ident {
 	char tokenizer_kind[16];                           /* "gguf-spm", "gguf-bpe", "hf-json" */
 	char architecture[32];
 	uint32_t vocab_size, context_length;
+	int32_t bos_id, eos_id; /* the tokenizer's; -1: none (known once vocab_size is) */
 };
 
 #define WORKER_REASON_MAX 320

@@ -79,11 +79,12 @@ def check_health():
     h = json.loads(t)
     ma, wa = h["models"]["a"], h["models"]["a"]["workers"][0]
     fields = ("status", "resident", "quant_kind", "vram_bytes_used", "tokenizer_kind", "vocab_size",
-              "context_length", "uptime_seconds")
+              "bos_id", "eos_id", "context_length", "uptime_seconds")
     check(st == 200 and h["status"] == "ok" and h["build_id"].startswith("orch-"), "health: %s" % t[:200])
     check(all(k in ma for k in fields) and all(k in wa for k in fields), "health fields: %r" % wa)
     check(wa["status"] == "healthy" and wa["resident"] is True and wa["quant_kind"] == "F32"
           and wa["tokenizer_kind"] == "gguf-spm" and wa["vocab_size"] == 512 and wa["context_length"] == 256
+          and wa["bos_id"] == 1 and wa["eos_id"] == 2 and ma["bos_id"] == 1 and ma["eos_id"] == 2
           and wa["vram_bytes_used"] > 0 and wa["uptime_seconds"] >= 0, "health of worker a-0: %r" % wa)
     check(ma["status"] == "healthy" and ma["state"] == "ready" and ma["resident"] is True
           and ma["quant_kind"] == "F32" and ma["vram_bytes_used"] == wa["vram_bytes_used"], "health of a: %r" % ma)
@@ -355,6 +356,11 @@ try:
     check(all(ms[k].get("chat_template") == "fallback" for k in "abq"),
           "/v1/models says stories260K (no template) chats in the fallback format: %s" % t[:300])
     check(ms["z"].get("chat_template") == "model", "a model never started has its template known: %r" % ms["z"])
+    # the tokenizer's facts (issue 62, item 5): known once a worker loaded the model
+    check(ms["a"].get("orch") == {"bos_id": 1, "eos_id": 2, "vocab_size": 512, "context_length": 256},
+          "/v1/models: a's tokenizer facts: %r" % ms["a"].get("orch"))
+    check(ms["z"].get("orch") == {"bos_id": None, "eos_id": None, "vocab_size": None, "context_length": None},
+          "/v1/models: facts of a model never started are null: %r" % ms["z"].get("orch"))
     # the official openai npm client (installed by 'make deps' in tests/interop)
     interop = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "interop")
     if os.path.isdir(os.path.join(interop, "node_modules", "openai")):

@@ -100,6 +100,8 @@ serve_ready(struct serve *sv)
 	r.quant_kinds = kinds;
 	r.tokenizer_kind = tk;
 	r.vocab_size = sv->eng->m.hp.n_vocab;
+	r.bos_id = tok_bos(sv->eng->mt.tok);
+	r.eos_id = tok_eos(sv->eng->mt.tok);
 	r.architecture = arch;
 	r.model_name = name_buf;
 	r.tokenizer_source = (char *)(uintptr_t)text_source_name(sv->eng->mt.source);
