@@ -22,6 +22,14 @@ struct cJSON;
 orch_err json_schema_gbnf(const struct cJSON *schema, char **ret, char *msg, size_t msg_n);
 
 /*
+ * json_regex_gbnf - a GBNF grammar whose language is the strings @pattern matches
+ * whole (the output itself, not a JSON string; '^' and '$' optional): the subset
+ * of ECMA-262 that 'pattern' takes (literals, escapes, '.', classes with \d \w \s,
+ * groups, '|', * + ? {m,n}); anything else refused by name in @msg (ORCH_EINVAL).
+ */
+orch_err json_regex_gbnf(const char *pattern, char **ret, char *msg, size_t msg_n);
+
+/*
  * json_schema_gbnf_set - @n schemas as one grammar: @top (GBNF text that
  * defines "root" and uses the others) first, then rule "schema-I" for
  * schema I (0-based) and what they need; each schema's $refs resolve within

@@ -177,11 +177,11 @@ put_escape(struct sbuf *b, uint32_t c)
 		sbuf_printf(b, "u%04x\"", (unsigned)c);
 }
 
-/* put_char - the JSON encoding of code point @c as one GBNF primary. */
+/* put_char - the JSON encoding of code point @c as one GBNF primary (@raw: @c itself). */
 static void
-put_char(struct sbuf *b, uint32_t c)
+put_char(struct sbuf *b, uint32_t c, bool raw)
 {
-	if (c < 0x20 || c == '"' || c == '\\' || c == 0x7f) {
+	if (!raw && (c < 0x20 || c == '"' || c == '\\' || c == 0x7f)) {
 		sbuf_puts(b, "( ");
 		put_escape(b, c);
 		sbuf_puts(b, " )");
@@ -240,6 +240,37 @@ put_set(struct js *js, struct sbuf *b, struct cpset *s)
 	sbuf_printf(b, nalt > 1 ? "( %s )" : "%s", alt.p);
 	sbuf_fini(&alt);
 	return ORCH_OK;
+}
+
+/* put_raw_set - the code points of @s as one GBNF class, as they are (json_regex_gbnf). */
+static orch_err
+put_raw_set(struct js *js, struct sbuf *b, struct cpset *s)
+{
+	size_t start = b->n;
+
+	set_norm(s);
+	if (s->oom)
+		return ORCH_ENOMEM;
+	for (size_t i = 0; i < s->n; i++) {
+		/* no surrogates: the output is UTF-8 */
+		struct range parts[2] = {{s->r[i].lo, s->r[i].hi}, {1, 0}};
+		if (parts[0].lo <= 0xdfff && parts[0].hi >= 0xd800) {
+			parts[1] = (struct range){0xe000, parts[0].hi};
+			parts[0].hi = 0xd7ff;
+		}
+		for (int k = 0; k < 2; k++) {
+			if (parts[k].lo > parts[k].hi)
+				continue;
+			sbuf_puts(b, b->n > start ? "" : "[");
+			put_cp(b, parts[k].lo, true);
+			if (parts[k].hi > parts[k].lo)
+				sbuf_putc(b, '-'), put_cp(b, parts[k].hi, true);
+		}
+	}
+	if (b->n == start)
+		return js_fail(js, "unsupported 'pattern': a character class that matches nothing");
+	sbuf_putc(b, ']');
+	return sbuf_err(b);
 }
 
 __attribute__((format(printf, 2, 3))) static orch_err
@@ -480,9 +511,9 @@ rx_atom(struct rx *rx, struct lr *l)
 		rx->p += len;
 	}
 	if (rv == ORCH_OK && is_set)
-		rv = put_set(rx->js, rx->o, &set);
+		rv = rx->js->raw ? put_raw_set(rx->js, rx->o, &set) : put_set(rx->js, rx->o, &set);
 	else if (rv == ORCH_OK)
-		put_char(rx->o, c);
+		put_char(rx->o, c, rx->js->raw);
 	orch_free(set.r);
 	return rv;
 }
@@ -690,5 +721,31 @@ gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbu
 		                   "the pattern implies them or is one repeated character class "
 		                   "(^[...]{m,n}$)");
 	sbuf_puts(b, " \"\\\"\"");
+	return ORCH_OK;
+}
+
+/* rx_raw - @pat, matched whole (anchors optional), as the output itself (json_regex_gbnf). */
+static orch_err
+rx_raw(struct js *js, const char *pat, struct sbuf *o)
+{
+	struct rx rx = {js, pat, pat + strlen(pat), o, 0};
+	struct lr l;
+	orch_err rv;
+
+	sbuf_puts(o, "( ");
+	for (;;) {
+		bool dollar =
+		        false; /* each alternative matches whole: '^' and '$' change nothing */
+		rx.p += rx.p < rx.end && *rx.p == '^';
+		if ((rv = rx_seq(&rx, &l, true, &dollar)) != ORCH_OK)
+			return rv;
+		if (rx.p >= rx.end)
+			break;
+		if (*rx.p != '|')
+			return rx_fail(&rx, "an unmatched ')'");
+		rx.p++;
+		sbuf_puts(o, "| ");
+	}
+	sbuf_puts(o, ")");
 	return ORCH_OK;
 }

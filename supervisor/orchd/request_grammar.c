@@ -102,8 +102,28 @@ take(struct job_request *r, char *text, bool mine, const char *param, struct par
 		                   "give one of 'grammar' and a JSON 'response_format', not both");
 	}
 	r->grammar = text;
-	r->grammar_param = strcmp(param, "grammar") == 0 ? "grammar" : "response_format";
+	r->grammar_param = strcmp(param, "grammar") == 0        ? "grammar"
+	                   : strcmp(param, "guided_regex") == 0 ? "guided_regex"
+	                   : strcmp(param, "regex") == 0        ? "regex"
+	                                                        : "response_format";
 	return true;
+}
+
+/* The output must match @pattern whole (@param names the field): its grammar. */
+static bool
+regex(const char *pattern, struct job_request *r, const char *param, struct params_err *pe)
+{
+	char msg[400], *text = NULL;
+
+	if (pattern == NULL || pattern[0] == '\0' || strlen(pattern) > REQUEST_GRAMMAR_MAX)
+		return params_fail(pe, ORCH_EINVAL, param, "the regex must be 1-%d bytes",
+		                   REQUEST_GRAMMAR_MAX);
+	orch_err rv = json_regex_gbnf(pattern, &text, msg, sizeof(msg));
+	if (rv == ORCH_ENOMEM)
+		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	if (rv != ORCH_OK)
+		return params_fail(pe, ORCH_EINVAL, param, "the regex cannot be enforced: %s", msg);
+	return take(r, text, true, param, pe);
 }
 
 static bool
@@ -155,7 +175,7 @@ json_schema(const cJSON *js, struct job_request *r, struct params_err *pe)
 bool
 request_response_format(const cJSON *v, struct job_request *r, struct params_err *pe)
 {
-	static const char *const keys[] = {"type", "json_schema", NULL};
+	static const char *const keys[] = {"type", "json_schema", "pattern", NULL};
 	const cJSON *type = cJSON_GetObjectItemCaseSensitive(v, "type");
 
 	if (!cJSON_IsObject(v) || !cJSON_IsString(type))
@@ -174,9 +194,17 @@ request_response_format(const cJSON *v, struct job_request *r, struct params_err
 		return copy_take(r, json_object_gbnf(), true, "response_format", pe);
 	if (strcmp(type->valuestring, "json_schema") == 0)
 		return json_schema(cJSON_GetObjectItemCaseSensitive(v, "json_schema"), r, pe);
+	if (strcmp(type->valuestring, "regex") == 0) {
+		const cJSON *p = cJSON_GetObjectItemCaseSensitive(v, "pattern");
+		if (!cJSON_IsString(p))
+			return params_fail(
+			        pe, ORCH_EINVAL, "response_format",
+			        "'response_format' of type regex needs a 'pattern' string");
+		return regex(p->valuestring, r, "response_format", pe);
+	}
 	return params_fail(pe, ORCH_EINVAL, "response_format",
-	                   "'response_format' type '%.64s' is unknown (text, json_object or "
-	                   "json_schema)",
+	                   "'response_format' type '%.64s' is unknown (text, json_object, "
+	                   "json_schema or regex)",
 	                   type->valuestring);
 }
 
@@ -185,6 +213,15 @@ request_grammar(const cJSON *root, struct job_request *r, struct params_err *pe)
 {
 	const char *text = NULL;
 
+	/* vLLM's guided_regex and SGLang's regex: response_format {"type": "regex"} */
+	static const char *const aliases[] = {"guided_regex", "regex"};
+	for (size_t i = 0; i < 2; i++) {
+		const char *pattern = NULL;
+		if (!params_string(root, aliases[i], false, &pattern, pe))
+			return false;
+		if (pattern != NULL && !regex(pattern, r, aliases[i], pe))
+			return false;
+	}
 	if (!params_string(root, "grammar", false, &text, pe))
 		return false;
 	if (text == NULL)

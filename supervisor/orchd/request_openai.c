@@ -55,6 +55,8 @@ static const struct field {
         {"parse_special", A_CMPL, R_USE, NULL},
         {"cache_salt", A_BOTH, R_USE, NULL},
         {"grammar", A_BOTH, R_USE, NULL},
+        {"guided_regex", A_BOTH, R_USE, NULL},
+        {"regex", A_BOTH, R_USE, NULL},
         {"tools", A_CHAT, R_USE, NULL},
         {"tool_choice", A_CHAT, R_USE, NULL},
         {"reasoning_effort", A_CHAT, R_USE, NULL},

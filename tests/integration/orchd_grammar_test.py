@@ -25,6 +25,7 @@ orch-synth (the model knows nothing: a valid output is the grammar's doing):
   optional analysis (structured_client.mjs too); a token terminal the
   vocabulary lacks is a clear 400."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -201,9 +202,35 @@ def test_harmony():
                                      "grammar": 'root ::= "a"\rorch-harmony-think ::= "x"'}, "grammar", "reserved")
 
 
+def test_regex():
+    """Issue 62, item 4: response_format {"type": "regex"}, vLLM's guided_regex and SGLang's
+    regex: the output matches the pattern whole, through the grammar engine; a pattern
+    outside the subset is refused by name."""
+    pat = re.compile(r"(yes|no), [a-z]{3,8}\.")
+    for extra in ({"response_format": {"type": "regex", "pattern": pat.pattern}},
+                  {"guided_regex": pat.pattern}, {"regex": "^" + pat.pattern + "$"}):
+        for path, body in (("/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 40}),
+                           ("/v1/chat/completions", {"model": "tiny", "max_tokens": 40,
+                                                     "messages": [{"role": "user", "content": "x"}]})):
+            st, _, t = post(path, dict(body, **extra))
+            c = json.loads(t)["choices"][0] if st == 200 else {}
+            text = c.get("text", (c.get("message") or {}).get("content", ""))
+            check(st == 200 and pat.fullmatch(text or "") is not None and c.get("finish_reason") == "stop",
+                  "%s %s: the output matches: %d %r" % (path, list(extra)[0], st, text))
+    st, _, t = post("/execute", {"job_id": "rx1", "model": "tiny", "prompt": "x", "max_tokens": 20,
+                                 "regex": "[0-9]{3}"})
+    out = "".join(json.loads(e["data"]).get("t", "") for e in sse_events(t) if e["event"] == "token")
+    check(st == 200 and re.fullmatch("[0-9]{3}", out), "/execute regex: %r" % out)
+    refused("/v1/completions", {"model": "tiny", "prompt": "x", "regex": "(a)\\1"}, "regex", "backreferences")
+    refused("/v1/completions", {"model": "tiny", "prompt": "x", "guided_regex": "(?=a)b"}, "guided_regex")
+    refused("/v1/completions", {"model": "tiny", "prompt": "x", "response_format": {"type": "regex"}},
+            "response_format", "pattern")
+
+
 def main():
     o = OrchdProc(BIN, seed=30, ready_s=60, more=models)
     try:
+        test_regex()
         test_refusals()
         test_grammar_field()
         test_too_ambiguous()

@@ -518,6 +518,55 @@ test_oom(void)
 	cJSON_Delete(s);
 }
 
+/* json_regex_gbnf: the output itself matches the whole pattern (issue 62, item 4). */
+static void
+regex_check(const char *pattern, const char *const *yes, const char *const *no)
+{
+	char *text = NULL, msg[256];
+	struct gram *g = NULL;
+	struct gram_err e;
+
+	T_OK(json_regex_gbnf(pattern, &text, msg, sizeof(msg)));
+	T_OK(gram_compile(text, strlen(text), NULL, &g, &e));
+	free(text);
+	for (; *yes; yes++) {
+		if (!gram_accepts(g, *yes, strlen(*yes)))
+			fprintf(stderr, "/%s/ does not accept %s\n", pattern, *yes);
+		T_TRUE(gram_accepts(g, *yes, strlen(*yes)) || (gram_free(g), false));
+	}
+	for (; *no; no++) {
+		if (gram_accepts(g, *no, strlen(*no)))
+			fprintf(stderr, "/%s/ accepts %s\n", pattern, *no);
+		T_TRUE(!gram_accepts(g, *no, strlen(*no)) || (gram_free(g), false));
+	}
+	gram_free(g);
+}
+
+static void
+test_regex(void)
+{
+	/* matched whole, anchors or not; the characters as they are (a quote, a backslash) */
+	regex_check("[0-9]{3}-[0-9]{4}", (const char *[]){"555-1234", NULL},
+	            (const char *[]){"\"555-1234\"", "x555-1234", "555-12345", "55-1234", NULL});
+	regex_check("^(cat|dog)s?$|^bird$", (const char *[]){"cat", "dogs", "bird", NULL},
+	            (const char *[]){"birds", "cow", "", NULL});
+	regex_check("say \"hi\"\\n", (const char *[]){"say \"hi\"\n", NULL},
+	            (const char *[]){"say hi", "say \"hi\"\\n", NULL});
+	regex_check("\\d+(\\.\\d{1,2})?", (const char *[]){"3", "3.14", NULL},
+	            (const char *[]){"3.", "3.141", "a", NULL});
+	regex_check("[^a-z]+", (const char *[]){"ABC 123!", "XY", NULL},
+	            (const char *[]){"abc", NULL});
+	regex_check("a.c", (const char *[]){"abc", "a\"c", "a\u00e9c", NULL},
+	            (const char *[]){"a\nc", "ac", NULL});
+	/* outside the subset: refused by name */
+	char *text = NULL, msg[256];
+	T_ERR(json_regex_gbnf("(a)\\1", &text, msg, sizeof(msg)), ORCH_EINVAL);
+	T_TRUE(strstr(msg, "backreference") != NULL);
+	T_ERR(json_regex_gbnf("(?=a)b", &text, msg, sizeof(msg)), ORCH_EINVAL);
+	T_ERR(json_regex_gbnf("a(b", &text, msg, sizeof(msg)), ORCH_EINVAL);
+	T_ERR(json_regex_gbnf(NULL, &text, msg, sizeof(msg)), ORCH_EINVAL);
+}
+
 int
 main(void)
 {
@@ -534,6 +583,7 @@ main(void)
 	T_RUN(test_refused);
 	T_RUN(test_limits);
 	T_RUN(test_json_object);
+	T_RUN(test_regex);
 	T_RUN(test_oom);
 	return t_done();
 }
