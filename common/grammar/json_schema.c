@@ -768,39 +768,6 @@ json_schema_gbnf_set(const cJSON *const *schemas, size_t n, const char *top, cha
 	return convert(schemas, n, top, ret, ret_failed, msg, msg_n);
 }
 
-static orch_err rx_raw(struct js *js, const char *pat, struct sbuf *o); /* json_schema_pattern.c */
-
-orch_err
-json_regex_gbnf(const char *pattern, char **ret, char *msg, size_t msg_n)
-{
-	struct js js = {.msg = msg, .msg_n = msg_n, .raw = true};
-	struct sbuf all = {0};
-	orch_err rv;
-
-	if (msg_n > 0)
-		msg[0] = '\0';
-	if (pattern == NULL || ret == NULL) {
-		if (msg_n > 0)
-			snprintf(msg, msg_n, "no pattern");
-		return ORCH_EINVAL;
-	}
-	sbuf_puts(&all, "root ::= ");
-	if ((rv = rx_raw(&js, pattern, &all)) == ORCH_OK) {
-		sbuf_putc(&all, '\n');
-		put_shared(&js, &all);
-		rv = sbuf_err(&all);
-	}
-	if (rv == ORCH_OK && all.n > JS_OUT_MAX)
-		rv = js_fail(&js, "the grammar would be over 1 MiB");
-	if (rv == ORCH_OK)
-		*ret = sbuf_take(&all, NULL);
-	if (rv == ORCH_ENOMEM && msg_n > 0)
-		snprintf(msg, msg_n, "out of memory");
-	sbuf_fini(&all);
-	sbuf_fini(&js.out);
-	return rv;
-}
-
 const char *
 json_object_gbnf(void)
 {

@@ -645,7 +645,8 @@ rx_alts(struct rx *rx, struct lr *l)
 	}
 }
 
-/* rx_pattern - @pat as the inside of a JSON string; its length range in *@l. */
+/* rx_pattern - @pat as the inside of a JSON string (js->raw: as the whole output); its length
+ * range in *@l. */
 static orch_err
 rx_pattern(struct js *js, const char *pat, struct sbuf *o, struct lr *l)
 {
@@ -658,9 +659,12 @@ rx_pattern(struct js *js, const char *pat, struct sbuf *o, struct lr *l)
 		bool a0 = rx.p < rx.end && *rx.p == '^', a1 = false;
 
 		rx.p += a0;
+		/* raw (json_regex_gbnf): the output is matched whole, anchored or not */
+		a0 |= js->raw;
 		sbuf_puts(o, a0 ? "" : "char{0," RX_PREFIX_MAX "} ");
 		if ((rv = rx_seq(&rx, &a, true, &a1)) != ORCH_OK)
 			return rv;
+		a1 |= js->raw;
 		sbuf_puts(o, a1 ? "" : "char* ");
 		js->used |= a0 && a1 ? 0 : U_CHAR;
 		a.hi = a0 && a1 ? a.hi : JS_INF;
@@ -724,28 +728,34 @@ gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbu
 	return ORCH_OK;
 }
 
-/* rx_raw - @pat, matched whole (anchors optional), as the output itself (json_regex_gbnf). */
-static orch_err
-rx_raw(struct js *js, const char *pat, struct sbuf *o)
+orch_err
+json_regex_gbnf(const char *pattern, char **ret, char *msg, size_t msg_n)
 {
-	struct rx rx = {js, pat, pat + strlen(pat), o, 0};
+	struct js js = {.msg = msg, .msg_n = msg_n, .raw = true};
+	struct sbuf all = {0};
 	struct lr l;
 	orch_err rv;
 
-	sbuf_puts(o, "( ");
-	for (;;) {
-		bool dollar =
-		        false; /* each alternative matches whole: '^' and '$' change nothing */
-		rx.p += rx.p < rx.end && *rx.p == '^';
-		if ((rv = rx_seq(&rx, &l, true, &dollar)) != ORCH_OK)
-			return rv;
-		if (rx.p >= rx.end)
-			break;
-		if (*rx.p != '|')
-			return rx_fail(&rx, "an unmatched ')'");
-		rx.p++;
-		sbuf_puts(o, "| ");
+	if (msg_n > 0)
+		msg[0] = '\0';
+	if (pattern == NULL || ret == NULL) {
+		if (msg_n > 0)
+			snprintf(msg, msg_n, "no pattern");
+		return ORCH_EINVAL;
 	}
-	sbuf_puts(o, ")");
-	return ORCH_OK;
+	sbuf_puts(&all, "root ::= ");
+	if ((rv = rx_pattern(&js, pattern, &all, &l)) == ORCH_OK) {
+		sbuf_putc(&all, '\n');
+		put_shared(&js, &all);
+		rv = sbuf_err(&all);
+	}
+	if (rv == ORCH_OK && all.n > JS_OUT_MAX)
+		rv = js_fail(&js, "the grammar would be over 1 MiB");
+	if (rv == ORCH_OK)
+		*ret = sbuf_take(&all, NULL);
+	if (rv == ORCH_ENOMEM && msg_n > 0)
+		snprintf(msg, msg_n, "out of memory");
+	sbuf_fini(&all);
+	sbuf_fini(&js.out);
+	return rv;
 }
