@@ -16,7 +16,7 @@
 #include "alloc.h"
 
 #define CHUNK_BYTES (1u << 20)
-#define CACHE_LINE  160 /* "size=... mtime_ns=... sha256=..." is at most ~120 bytes */
+#define CACHE_LINE  200 /* "size=... mtime_ns=... ino=... sha256=..." is at most ~145 bytes */
 
 const char *
 filehash_where_name(enum filehash_where w)
@@ -37,6 +37,7 @@ stamp_of(const struct stat *st, struct filehash_stamp *ret)
 {
 	ret->size = (uint64_t)st->st_size;
 	ret->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	ret->ino = (uint64_t)st->st_ino;
 }
 
 orch_err
@@ -90,7 +91,7 @@ static bool
 read_cache(const char *cpath, const struct filehash_stamp *st, char hex[SHA256_HEX])
 {
 	char line[CACHE_LINE + 1], got[CACHE_LINE + 1];
-	uint64_t size;
+	uint64_t size, ino;
 	int64_t mtime;
 	int fd = open(cpath, O_RDONLY | O_CLOEXEC);
 	int used = 0;
@@ -102,9 +103,12 @@ read_cache(const char *cpath, const struct filehash_stamp *st, char hex[SHA256_H
 	if (k <= 0 || line[k - 1] != '\n')
 		return false;
 	line[k] = '\0';
-	if (sscanf(line, "size=%" SCNu64 " mtime_ns=%" SCNd64 " sha256=%160[0-9a-f]\n%n", &size,
-	           &mtime, got, &used) != 3 ||
-	    used != k || !is_hex64(got) || size != st->size || mtime != st->mtime_ns)
+	/* a line without the inode (an older orch's) is stale: the file is hashed once more */
+	if (sscanf(line,
+	           "size=%" SCNu64 " mtime_ns=%" SCNd64 " ino=%" SCNu64 " sha256=%160[0-9a-f]\n%n",
+	           &size, &mtime, &ino, got, &used) != 4 ||
+	    used != k || !is_hex64(got) || size != st->size || mtime != st->mtime_ns ||
+	    ino != st->ino)
 		return false;
 	memcpy(hex, got, SHA256_HEX);
 	return true;
@@ -170,7 +174,7 @@ filehash_compute(const char *path, char hex[SHA256_HEX], struct filehash_stamp *
 	}
 	stamp_of(&before, &a);
 	stamp_of(&after, &b);
-	if (a.size != b.size || a.mtime_ns != b.mtime_ns || s.n_bytes != a.size) {
+	if (a.size != b.size || a.mtime_ns != b.mtime_ns || a.ino != b.ino || s.n_bytes != a.size) {
 		rv = orch_errf(reterr, ORCH_EIO, "%s: changed while it was read", path);
 		goto out;
 	}
@@ -221,8 +225,9 @@ filehash_store(const char *path, const char *dir, bool beside, const struct file
 	orch_err rv = orch_errf(reterr, ORCH_EIO, "%s: no place to cache its digest", path);
 
 	*ret_where = FILEHASH_NOWHERE;
-	snprintf(line, sizeof(line), "size=%" PRIu64 " mtime_ns=%" PRId64 " sha256=%s\n",
-	         stamp->size, stamp->mtime_ns, hex);
+	snprintf(line, sizeof(line),
+	         "size=%" PRIu64 " mtime_ns=%" PRId64 " ino=%" PRIu64 " sha256=%s\n", stamp->size,
+	         stamp->mtime_ns, stamp->ino, hex);
 	if (beside && cache_path(path, NULL, cpath, sizeof(cpath)) &&
 	    (rv = write_cache(cpath, line, reterr)) == ORCH_OK) {
 		*ret_where = FILEHASH_BESIDE;

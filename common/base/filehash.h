@@ -4,12 +4,12 @@
  * and modification time, so a multi-GB model is hashed on its first start
  * only.
  *
- * The cache of FILE is one line, "size=N mtime_ns=N sha256=HEX", in
- * FILE.sha256 beside it, or - where its directory is not writable - in
- * DIR/NAME.KEY.sha256 of a cache directory the caller names (NAME: the
- * file's base name, KEY: 16 hex digits of the SHA-256 of its absolute
- * path). A cache whose size or mtime differs from the file's is stale and
- * ignored; a malformed one too. Library code: nothing here logs.
+ * The cache of FILE is one line, "size=N mtime_ns=N ino=N sha256=HEX", in
+ * FILE.sha256 beside it (when the caller allows), or in DIR/NAME.KEY.sha256
+ * of a cache directory the caller names (NAME: the file's base name, KEY: 16
+ * hex digits of the SHA-256 of its absolute path). A cache whose size, mtime
+ * or inode differs from the file's is stale and ignored; a malformed one (or
+ * an older orch's, without the inode) too. Library code: nothing here logs.
  */
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -25,10 +25,11 @@ enum filehash_where {
 	FILEHASH_DIR,     /* in the cache directory */
 };
 
-/* What identifies a version of a file: its size and modification time. */
+/* What identifies a version of a file: its size, modification time and inode. */
 struct filehash_stamp {
 	uint64_t size;
 	int64_t mtime_ns;
+	uint64_t ino;
 };
 
 /* filehash_where_name - "nowhere", "beside", "dir". */

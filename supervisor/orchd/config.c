@@ -53,7 +53,7 @@ cfg_defaults(struct orchd_config *c)
 	c->shutdown_timeout_s = 30;
 	c->residency_check_s = 60;
 	c->unhealthy_drain_s = 30;
-	c->hash_cache_beside = true;
+	c->hash_cache_beside = false; /* a user's model folder is left as found (issue 62) */
 	c->evict = CFG_EVICT_NONE;
 	c->vram_headroom_bytes = 512ull * MIB;
 	c->evict_wait_s = 60;

@@ -72,7 +72,7 @@ struct orchd_config {
 	uint32_t shutdown_timeout_s;
 	uint32_t residency_check_s; /* workers check their device memory this often */
 	uint32_t unhealthy_drain_s; /* an unhealthy worker's jobs get this long to finish */
-	bool hash_cache_beside;     /* workers may write MODEL.sha256 beside a model */
+	bool hash_cache_beside;     /* workers may write MODEL.sha256 beside a model (opt-in) */
 	uint32_t watchdog_s;        /* unused unless systemd sets WATCHDOG_USEC */
 	enum cfg_evict evict;
 	uint64_t vram_headroom_bytes;

@@ -21,6 +21,7 @@
 
 #include "admin.h"
 #include "admin_pull.h"
+#include "admin_state.h"
 #include "base/build_id.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -194,6 +195,29 @@ start_failed(const struct orch_errinfo *e, const char *what, const char *value)
 		fprintf(stderr, "orchd: %s\n", e->msg);
 }
 
+/*
+ * Where workers cache the models' digests (keyed by path, size, mtime and inode): the
+ * state directory's model-hashes, made 0750 if missing, so that they outlive a reboot
+ * where runtime_dir does not; runtime_dir itself when it cannot be made. Beside the
+ * model only with hash_cache_beside = yes.
+ */
+static void
+hash_dir(struct orchd *d)
+{
+	char state[CFG_PATH_MAX];
+
+	admin_state_dir(d, state, sizeof(state));
+	snprintf(d->hash_dir, sizeof(d->hash_dir), "%s/model-hashes", state);
+	if (mkdir(state, 0750) != 0 && errno != EEXIST)
+		d->hash_dir[0] = '\0';
+	else if (mkdir(d->hash_dir, 0750) != 0 && errno != EEXIST)
+		d->hash_dir[0] = '\0';
+	if (d->hash_dir[0] == '\0')
+		orch_log(ORCH_LOG_WARNING, "hash_dir_failed",
+		         "dir=%s/model-hashes err=\"%s\" using=%s", state, strerror(errno),
+		         d->cfg.runtime_dir);
+}
+
 /* Descriptors, the runtime directory, the loop and its signals. */
 static bool
 prepare(struct orchd *d)
@@ -211,6 +235,7 @@ prepare(struct orchd *d)
 		start_failed(&e, "runtime_dir", d->cfg.runtime_dir);
 		return false;
 	}
+	hash_dir(d);
 	if ((d->base = event_base_new()) == NULL)
 		return false;
 	/* cuda:N is NVML's index N (PCI bus order); make the workers' CUDA agree */

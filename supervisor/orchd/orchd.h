@@ -52,7 +52,8 @@ struct orchd {
 	struct http_cors cors;     /* the web origins the public API answers (cors_origins) */
 	struct inspector *insp;    /* model files read off the loop (inspect.h) */
 	struct reloader *reloader; /* SIGHUP's files read off the loop (reload.h) */
-	struct admin_pull *pulls;  /* pulls run for admin clients, newest first (admin_pull.h) */
+	char hash_dir[CFG_PATH_MAX + 32]; /* the models' digests: STATE_DIR/model-hashes (main.c) */
+	struct admin_pull *pulls; /* pulls run for admin clients, newest first (admin_pull.h) */
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;
 	struct api_keys keys; /* the public API's; none: open */
 	char admin_token[256];

@@ -425,7 +425,7 @@ build_argv(struct orchd *d, struct worker *w, const char *url, char num[7][24], 
 	                       "--residency-check-s",
 	                       num[3],
 	                       "--hash-cache-dir",
-	                       d->cfg.runtime_dir};
+	                       d->hash_dir[0] ? d->hash_dir : d->cfg.runtime_dir};
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		argv[n++] = fixed[i];
 	if (mc->context) {

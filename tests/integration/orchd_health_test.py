@@ -9,7 +9,8 @@
   (paused with SIGSTOP) is killed: those jobs end WORKER_LOST (retriable),
   a job that arrived meanwhile waited in orchd's queue and runs on the
   restarted worker;
-- the model's sha256 is cached beside the file (first start: hashed during
+- the model's sha256 is cached in orchd's state directory, not beside the file
+  (hash_cache_beside = no, the default) (first start: hashed during
   the load, in Ready; after the restart: from the cache, in Hello);
 - a worker of another build (the test-only ORCH_FAULT_BUILD_ID) is refused
   and not restarted, the model failed with a message saying why."""
@@ -192,8 +193,13 @@ def residency():
     w = wait_worker(lambda w: w.get("state") == "ready")
     check(w.get("state") == "ready", "worker ready: %r" % w)
     check(w.get("model_sha256") == SHA, "Ready brought the model's sha256: %r" % w.get("model_sha256"))
-    cache = open(MODEL + ".sha256").read() if os.path.exists(MODEL + ".sha256") else ""
-    check(cache.endswith("sha256=%s\n" % SHA), "the digest is cached beside the model: %r" % cache)
+    # cached in orchd's state (here its runtime dir), keyed by path, size, mtime and inode; the
+    # model's folder is left as found (issue 62, item 9)
+    hashes = os.path.join(tmp, "res", "model-hashes")
+    cached = [open(os.path.join(hashes, f)).read() for f in os.listdir(hashes)] if os.path.isdir(hashes) else []
+    check(len(cached) == 1 and cached[0].endswith("sha256=%s\n" % SHA) and " ino=" in cached[0],
+          "the digest is cached in STATE/model-hashes: %r" % cached)
+    check(not os.path.exists(MODEL + ".sha256"), "nothing is written beside the model")
     pid2 = unhealthy_then_drained(w["pid"], log_path)
     hellos = [l for l in open(log_path).read().splitlines() if "event=worker_hello worker=r-0" in l]
     check(len(hellos) == 2 and "model_sha256=-" in hellos[0] and "model_sha256=%s" % SHA in hellos[1],

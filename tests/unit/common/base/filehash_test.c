@@ -77,16 +77,26 @@ test_malformed_cache(void)
 	        " sha256=" GOOD "00\n",
 	        " sha=" GOOD "\n",
 	};
-	char hex[SHA256_HEX], stamp[64], line[256];
+	char hex[SHA256_HEX], stamp[96], line[256];
 	struct filehash_stamp st;
 	enum filehash_where where;
 
 	T_OK(filehash_stat(file, &st, NULL));
-	snprintf(stamp, sizeof(stamp), "size=%llu mtime_ns=%lld", (unsigned long long)st.size,
-	         (long long)st.mtime_ns);
+	snprintf(stamp, sizeof(stamp), "size=%llu mtime_ns=%lld ino=%llu",
+	         (unsigned long long)st.size, (long long)st.mtime_ns, (unsigned long long)st.ino);
 	snprintf(line, sizeof(line), "%s sha256=" GOOD "\n", stamp);
 	write_text(beside, line);
 	T_OK(filehash_cached(file, NULL, hex, &where, NULL)); /* the control */
+	/* an older orch's line (no inode), and another inode: stale */
+	snprintf(line, sizeof(line), "size=%llu mtime_ns=%lld sha256=" GOOD "\n",
+	         (unsigned long long)st.size, (long long)st.mtime_ns);
+	write_text(beside, line);
+	T_ERR(filehash_cached(file, NULL, hex, &where, NULL), ORCH_ENOTFOUND);
+	snprintf(line, sizeof(line), "size=%llu mtime_ns=%lld ino=%llu sha256=" GOOD "\n",
+	         (unsigned long long)st.size, (long long)st.mtime_ns,
+	         (unsigned long long)st.ino + 1);
+	write_text(beside, line);
+	T_ERR(filehash_cached(file, NULL, hex, &where, NULL), ORCH_ENOTFOUND);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(line, sizeof(line), "%s%s", stamp, bad[i]);
 		write_text(beside, line);
