@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/finish.h"
 #include "models.h"
 #include "orchd.h"
@@ -227,6 +228,9 @@ histograms(struct orchd *d, struct sbuf *o)
 	         offsetof(struct model_metrics, e2e)},
 	        {"orch_model_load_duration_seconds", "From spawn to READY of a worker.",
 	         offsetof(struct model_metrics, load)},
+	        {"orch_queue_wait_seconds",
+	         "From request to its job's placement on a worker (0 when one had room).",
+	         offsetof(struct model_metrics, queue_wait)},
 	};
 	for (size_t i = 0; i < sizeof(hs) / sizeof(hs[0]); i++) {
 		family(o, hs[i].name, "histogram", hs[i].help);
@@ -353,6 +357,9 @@ daemon_wide(struct orchd *d, struct sbuf *o)
 	       "Jobs a worker had taken but not generated a token for when it was lost, queued again.");
 	sbuf_printf(o, "orch_jobs_requeued_total %llu\n",
 	            (unsigned long long)d->metrics.jobs_requeued);
+	family(o, "orch_uptime_seconds", "gauge", "Since orchd started.");
+	sbuf_printf(o, "orch_uptime_seconds %.3f\n",
+	            (double)(orch_mono_ms() - d->started_ms) / 1e3);
 	connections(d, o);
 }
 

@@ -34,6 +34,7 @@ struct model_metrics {
 	uint64_t prefix_query_tokens, prefix_hit_tokens, preemptions;
 	uint64_t affinity_routed; /* jobs placed by prompt affinity, not on the least loaded */
 	struct histo ttft, itl, e2e, load;
+	struct histo queue_wait; /* from the request to its job's first placement on a worker */
 };
 
 /* Why a connection was refused, and where a deadline closed one (http_conn.h). */

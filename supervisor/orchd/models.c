@@ -469,6 +469,9 @@ place(struct orchd *d, struct worker *w, struct job *j)
 {
 	j->worker = w;
 	j->state = JOB_RUNNING;
+	if (j->requeues == 0) /* the wait a client saw; a requeued job's second wait is not */
+		histo_observe(&j->model->met.queue_wait,
+		              (double)(orch_mono_ms() - j->created_ms) / 1e3);
 	w->jobs++;
 	w->outstanding += j->req.max_tokens;
 	if (!job_tools_dispatch(d, w, j))

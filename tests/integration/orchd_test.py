@@ -554,8 +554,14 @@ try:
         check(r.returncode == 0, "promtool check metrics: %s" % (r.stdout + r.stderr)[:300])
     else:
         check(False, "promtool is missing (Debian package prometheus)")
+    # issue 62, item 6: the queue wait per model, orchd's uptime
+    qw = [l for l in text.splitlines() if l.startswith('orch_queue_wait_seconds_count{model="a"}')]
+    check(qw and float(qw[0].split()[-1]) >= 1, "orch_queue_wait_seconds counts a's jobs: %r" % qw)
+    up = [l for l in text.splitlines() if l.startswith("orch_uptime_seconds ")]
+    check(up and float(up[0].split()[-1]) > 0, "orch_uptime_seconds: %r" % up)
     for name in ("orch_requests_total", "orch_time_to_first_token_seconds_bucket", "orch_queue_depth",
-                 "orch_kv_cache_usage_ratio", "orch_worker_memory_used_bytes", "orch_model_loads_total"):
+                 "orch_kv_cache_usage_ratio", "orch_worker_memory_used_bytes", "orch_model_loads_total",
+                 "orch_queue_wait_seconds_bucket", "orch_uptime_seconds"):
         check(name in text, "metric %s" % name)
 
     # SIGTERM: STOPPING, drain, exit 0
