@@ -199,8 +199,9 @@ test_ids_and_owners(void)
 	T_TRUE(jobs_lookup(&d, a->uid, &k1) == a);
 	T_TRUE(jobs_lookup(&d, a->uid, &k2) == NULL);
 	T_TRUE(jobs_lookup(&d, a->uid, &anon) == NULL);
-	/* without keys: by uid only; a job_id is a label */
-	T_TRUE(jobs_lookup(&d, "j1", &anon) == NULL);
+	/* without keys: by uid, or by job_id in the one local owner's space (issue 62) */
+	T_TRUE(jobs_lookup(&d, "j1", &anon) == c);
+	T_TRUE(jobs_lookup(&d, "j2", &anon) == NULL);
 	T_TRUE(jobs_lookup(&d, c->uid, &anon) == c);
 	memcpy(near, c->uid, sizeof(near));
 	near[31] = near[31] == '0' ? '1' : '0';
