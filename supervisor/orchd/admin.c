@@ -511,8 +511,8 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 		           name, name);
 	else if (m != NULL && path == NULL && ref == NULL) { /* a known model */
 		m->wanted = true;
+		models_start(d, m); /* first: a failed model saved now would be saved not loaded */
 		orch_err saved = m->runtime ? admin_state_save(d) : ORCH_OK;
-		models_start(d, m);
 		cJSON *o = model_json(m);
 		warn_unsaved(o, saved);
 		http_json(req, 202, o);
@@ -775,12 +775,20 @@ admin_stale_remove(const struct sockaddr_un *sa, struct orch_errinfo *reterr)
 	if (!S_ISSOCK(st.st_mode))
 		return orch_errf(reterr, ORCH_EIO, "admin socket %s: the name is taken by a %s",
 		                 sa->sun_path, S_ISDIR(st.st_mode) ? "directory" : "file");
-	/* non-blocking: a listener with a full backlog answers EAGAIN, and is live */
+	/* non-blocking: a listener with a full backlog answers EAGAIN, and is live; only a
+	 * refused connect says nobody listens (EACCES: another user's socket, left alone) */
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	bool live = fd >= 0 &&
-	            (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0 || errno == EAGAIN);
+	int err = 0;
+	if (fd < 0 || connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) != 0)
+		err = errno;
 	if (fd >= 0)
 		close(fd);
+	if (err != 0 && err != EAGAIN && err != ECONNREFUSED && err != ENOENT)
+		return orch_errf(reterr, ORCH_EIO,
+		                 "admin socket %s: cannot tell whether another orchd uses it (%s): "
+		                 "remove it, or give this orchd another admin_socket",
+		                 sa->sun_path, strerror(err));
+	bool live = err == 0 || err == EAGAIN;
 	if (live)
 		return orch_errf(reterr, ORCH_EIO,
 		                 "admin socket %s is in use by another orchd: give each orchd its "

@@ -150,9 +150,9 @@ struct job_request {
 
 /*
  * Who started a job: the first bytes of its API key's digest (keys.h), all
- * zero without keys. With @keyed, the client's job_id is a name in the
- * key's own space; without, it is only a label and the job is found by its
- * unguessable uid alone.
+ * zero without keys. The client's job_id is a name in its owner's space: a
+ * key's, or without keys the one local owner's (issue 62); the unguessable
+ * uid finds the job too.
  */
 struct job_owner {
 	uint8_t id[JOBS_OWNER_BYTES];

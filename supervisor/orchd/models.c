@@ -57,7 +57,10 @@ flag_model_failed(struct orchd *d, const struct model_entry *m)
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "orchd: --model %s: %s\n", m->cfg.path, m->error);
 	d->exit_code = 1;
-	event_base_loopexit(d->base, NULL);
+	if (d->stop != NULL) /* the config's other models may be serving: drain, as SIGTERM */
+		d->stop(d, "the --model model failed to load");
+	else
+		event_base_loopexit(d->base, NULL);
 }
 
 /* A start that found the file unusable: the model fails without a worker. */

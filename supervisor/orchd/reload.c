@@ -238,6 +238,11 @@ reload_stop(struct orchd *d)
 	atomic_store(&r->stopped, true);
 	event_free(r->ev);
 	r->ev = NULL;
+	struct reload_job *j; /* a job written after the loop's last turn: nobody applies it */
+	while (read(r->fd[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
+		job_free(j);
+		r->busy = false;
+	}
 	if (r->busy) /* its thread (stuck in a read?) holds @r through its job: left to exit */
 		return;
 	close(r->fd[0]);

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,7 +115,14 @@ is_worker(const struct orchd *d, pid_t pid)
 	if ((size_t)n > k && strcmp(exe + (size_t)n - k, " (deleted)") == 0)
 		exe[(size_t)n - k] = '\0';
 	const char *base = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
-	return strcmp(base, want) == 0;
+	if (strcmp(base, want) == 0)
+		return true;
+	/* worker_bin a link (orch-worker -> orch-worker-1.2): its target's name */
+	char real[PATH_MAX];
+	if (realpath(d->worker_bin, real) == NULL)
+		return false;
+	const char *rbase = strrchr(real, '/') ? strrchr(real, '/') + 1 : real;
+	return strcmp(base, rbase) == 0;
 }
 
 /* Kill the worker @name (a pidfile in @dir) names when it still runs; remove the file. */

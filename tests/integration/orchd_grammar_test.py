@@ -225,6 +225,9 @@ def test_regex():
     refused("/v1/completions", {"model": "tiny", "prompt": "x", "guided_regex": "(?=a)b"}, "guided_regex")
     refused("/v1/completions", {"model": "tiny", "prompt": "x", "response_format": {"type": "regex"}},
             "response_format", "pattern")
+    # past the grammar compiler's limits: the client's 400, not orch's 500 "please report"
+    refused("/v1/completions", {"model": "tiny", "prompt": "x", "regex": "(a{10000})" * 110}, "regex",
+            "too large")
 
 
 def main():

@@ -5,6 +5,8 @@ the repository's own model (a clone alone runs it):
 - a model loaded with orchctl that fails before it was ever ready (here a real
   file whose architecture was renamed: the worker refuses it) is kept, not
   loaded: the next orchd does not start it again, and /ready is 200;
+- one that fails and is then fixed and loaded again by name is saved loaded and
+  comes back after a restart;
 - a load whose state file cannot be written (state_dir names a file) is served,
   and orchctl says it will not come back after a restart instead of a plain
   "ready"."""
@@ -54,6 +56,16 @@ check(r.returncode == 1, "orchctl load of a model the worker refuses fails: %d %
 saved = json.load(open(os.path.join(state, "models.json")))
 entry = next((x for x in saved["models"] if x.get("name") == "bad"), {})
 check(entry.get("loaded") is False, "it is kept, not loaded, in models.json: %r" % entry)
+# another that fails, then is fixed and loaded again by name: saved loaded, back after a restart
+fixme = os.path.join(tmp, "fixme.gguf")
+open(fixme, "wb").write(open(bad, "rb").read())
+check(orchctl(sock, "load", "fixme", fixme).returncode == 1, "fixme fails first")
+open(fixme, "wb").write(data)
+r = orchctl(sock, "load", "fixme")
+check(r.returncode == 0, "fixme loads by name once its file is right: %r" % r.stderr[-300:])
+saved = json.load(open(os.path.join(state, "models.json")))
+entry = next((x for x in saved["models"] if x.get("name") == "fixme"), {})
+check(entry.get("loaded") is True, "the retried model is saved loaded: %r" % entry)
 o.stop()
 
 # the next orchd on the same state: the failed model stays down, /ready is 200
@@ -63,6 +75,8 @@ check(ready_within(10), "the restarted orchd is ready: %r" % (get("/ready"),))
 st = json.loads(orchctl(sock, "status", "--json").stdout)
 bad_m = next((x for x in st["models"] if x.get("name") == "bad"), {})
 check(bad_m.get("state") == "stopped", "the failed model is known and not started: %r" % bad_m.get("state"))
+fix_m = next((x for x in st["models"] if x.get("name") == "fixme"), {})
+check(fix_m.get("state") in ("loading", "ready"), "the retried one comes back: %r" % fix_m.get("state"))
 o.stop()
 
 # a state file that cannot be written: served, and said

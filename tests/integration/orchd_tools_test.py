@@ -43,7 +43,8 @@ INTEROP = os.path.join(HERE, "..", "interop")
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import check, get, post, sse_events  # noqa: E402
-DATA = orchd_lib.testdata("vocab/ggml-vocab-qwen2.gguf")
+DATA = orchd_lib.testdata("vocab/ggml-vocab-qwen2.gguf", "templates/Qwen-Qwen2.5-7B-Instruct.jinja",
+                          "templates/meta-llama-Llama-3.2-3B-Instruct.jinja")
 GENS = int(os.environ.get("ORCH_TOOLS_GENS", "8"))
 VOCAB = os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf")
 OSS = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")

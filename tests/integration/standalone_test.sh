@@ -141,6 +141,20 @@ for bad_model in "$tmp/notgguf.gguf" "$tmp/missing.gguf"; do
 	[[ $rc -eq 1 && $out == *start_failed*"$bad_model"* ]] && ok || bad "orchd --model $bad_model: rc=$rc $(tail -3 <<<"$out")"
 done
 
+# a config's model serving and a failing --model beside it: orchd drains and exits 1
+cat >"$tmp/good.conf" <<CONF
+[server]
+listen = 127.0.0.1:$(pick_port 10)
+runtime_dir = $tmp/gm
+[model "good"]
+path = $model
+context = 256
+CONF
+out=$(timeout 60 "$bin/orchd" --config "$tmp/good.conf" --model "$tmp/notgguf.gguf" 2>&1)
+rc=$?
+[[ $rc -eq 1 && $out == *start_failed* && $out == *"event=stopping"* ]] && ok ||
+	bad "--config with a failing --model: rc=$rc $(tail -3 <<<"$out")"
+
 # 4. --version, the usage's mistakes
 for p in orchd orchctl orch-worker; do # the same build id, each program's name first
 	out=$("$bin/$p" --version)
