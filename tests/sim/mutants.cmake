@@ -53,6 +53,6 @@ orch_mutant(rmsnorm_read_past SOURCE cuda/kernels/rmsnorm.cu
 orch_mutant(launch_per_layer SOURCE cuda/cuda_forward.c
 	FROM "	/* x += attention output, then the FFN norm */\n	TRY("
 	TO "	TRY(cuk_rmsnorm(b->x, NULL, L->ffn_norm, hp->n_embd, hp->rms_eps, T, NULL, b->xn, b->st));\n	TRY("
-	SOURCES ../bench/gpu_cost.c LIBS orch_cuda_backend orch_engine CUDA::cudart m
+	SOURCES ../bench/gpu_cost.c ../bench/bench_tables.c LIBS orch_cuda_backend orch_engine CUDA::cudart m
 	RUN tests/sim/gpu_cost_guard.sh
 	EXPECT "GUARD FAIL qwen2.5-0.5b-2l decode b1 ctx1024: launches \\+ graph nodes a token .*: more launches")
