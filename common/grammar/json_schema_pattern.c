@@ -608,7 +608,7 @@ rx_term(struct rx *rx, struct lr *l, struct lr *clamp)
 static orch_err
 rx_seq(struct rx *rx, struct lr *l, bool top, bool *dollar)
 {
-	struct lr t;
+	struct lr t = {0, 0};
 	orch_err rv;
 
 	*l = (struct lr){0, 0};

@@ -256,6 +256,10 @@ str_method(struct jrender *r, const struct jfunc *f, size_t pos, struct jv *args
 			if (i)
 				sbuf_put(&b, s.u.s->s, s.u.s->n);
 			jv_to_string(items[i], &b);
+			if (!jr_room(r, b.n)) {
+				sbuf_fini(&b);
+				return jv_undef(NULL);
+			}
 		}
 		struct jv out = jv_from_sbuf(r, &b);
 		return out;

@@ -191,6 +191,10 @@ f_join(struct jrender *r, const struct jexpr *e, struct jv v, const struct jargs
 		if (i > 0 && sep.t != JV_UNDEF)
 			jv_to_string(sep, &b);
 		jv_to_string(attr.t == JV_NONE ? items[i] : attr_path(r, items[i], attr), &b);
+		if (!jr_room(r, b.n)) {
+			sbuf_fini(&b);
+			return jv_undef(NULL);
+		}
 	}
 	out = jv_from_sbuf(r, &b);
 	return out;
@@ -274,6 +278,10 @@ f_replace(struct jrender *r, struct jv v, const struct jargs *a)
 		sbuf_put(&b, new.u.s->s, new.u.s->n);
 		i = (size_t)(hit - s.u.s->s) + old.u.s->n;
 		left--;
+		if (!jr_room(r, b.n)) {
+			sbuf_fini(&b);
+			return jv_undef(NULL);
+		}
 	}
 	struct jv out = jv_from_sbuf(r, &b);
 	return out;

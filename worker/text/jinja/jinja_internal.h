@@ -260,6 +260,14 @@ orch_err jr_fail(struct jrender *r, size_t pos, orch_err code, const char *fmt, 
  */
 void *jr_alloc(struct jrender *r, size_t n);
 
+/*
+ * jr_room - whether a string of @n bytes still fits the render's memory (the
+ * check jr_alloc makes); false (the render failed) when not. A filter that builds
+ * its result outside the arena (join, replace) asks as it grows: a chain of joins
+ * grows a string exponentially.
+ */
+bool jr_room(struct jrender *r, size_t n);
+
 /* Values (jinja_value.c). */
 struct jv jv_undef(const char *name);
 struct jv jv_none(void);

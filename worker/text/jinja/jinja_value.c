@@ -58,6 +58,16 @@ jr_alloc(struct jrender *r, size_t n)
 	return p;
 }
 
+bool
+jr_room(struct jrender *r, size_t n)
+{
+	if (r->a->bytes + n <= JINJA_MAX_MEMORY)
+		return true;
+	jr_fail(r, 0, ORCH_ETEMPLATE, "template uses more than %u bytes of memory",
+	        JINJA_MAX_MEMORY);
+	return false;
+}
+
 struct jv
 jv_str(struct jrender *r, const char *s, size_t n)
 {
