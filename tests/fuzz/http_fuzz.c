@@ -112,10 +112,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg_defaults(&cfg);
 	enum request_api api = (enum request_api)(data[0] % 3);
 	orch_err rv = request_parse(api, &cfg, (const char *)data + 1, size - 1, &r, &pe);
-	if (rv == ORCH_OK && (r.max_tokens < 1 || r.n_stops > ORCH_API_MAX_STOPS ||
-	                      r.metrics_every > REQUEST_METRICS_EVERY_MAX ||
-	                      (api != REQUEST_EXECUTE && r.metrics_every != 0) ||
-	                      (api == REQUEST_CHAT ? r.messages == NULL : r.prompt == NULL)))
+	if (rv == ORCH_OK &&
+	    (r.max_tokens < 1 || r.n_stops > ORCH_API_MAX_STOPS ||
+	     r.metrics_every > REQUEST_METRICS_EVERY_MAX ||
+	     (api != REQUEST_EXECUTE && r.metrics_every != 0) ||
+	     (api == REQUEST_CHAT ? r.messages == NULL : r.prompt == NULL && r.prompt_ids == NULL)))
 		abort();
 	if (rv == ORCH_OK) {
 		size_t k = size;
