@@ -294,6 +294,16 @@ test_errors(void)
 	             "too long");
 	EXPECT_ERROR("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", NULL, ORCH_ETEMPLATE,
 	             "nested too deeply");
+	/* chained joins grow a string exponentially outside the render's arena (fuzz-smoke
+	 * found one that took 3 GB): refused at the memory cap as it grows (six joins here
+	 * would be 10 GB), join, str.join and replace */
+	EXPECT_ERROR("{% set s = '0123456789abcdef0123456789abcdef' %}{{ 'abcdefgh'|join(s)|join(s)"
+	             "|join(s)|join(s)|join(s)|join(s) }}",
+	             NULL, ORCH_ETEMPLATE, "bytes of memory");
+	EXPECT_ERROR("{% set s = 'x' * 200000 %}{{ ('y' * 2000).join(s) }}", NULL, ORCH_ETEMPLATE,
+	             "bytes of memory");
+	EXPECT_ERROR("{% set s = 'x' * 200000 %}{{ s|replace('x', 'y' * 2000) }}", NULL,
+	             ORCH_ETEMPLATE, "bytes of memory");
 }
 
 static orch_err
