@@ -8,6 +8,7 @@
  * request with it. Thread: the loop.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct api_key;
@@ -17,6 +18,7 @@ struct job;
 struct job_owner;
 struct job_sink;
 struct orchd;
+struct orchd_config;
 struct sbuf;
 
 /* The native API's sink: "id:/event:/data:" SSE events. */
@@ -90,6 +92,31 @@ void api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t
 
 /*
  * api_start - parse @req's body for @api, make the job and submit it
- * (placed or queued), then follow it; every refusal is answered here.
+ * (placed or queued), then follow it; every refusal is answered here. A
+ * body of API_PARSE_OFF_LOOP_BYTES or more is parsed off the loop first.
  */
 void api_start(struct orchd *d, struct evhttp_request *req, int api);
+
+/*
+ * The body size from which parsing it, and compiling its grammar, leaves
+ * the loop (issue 52 A1): a 16 KiB body parses in about 0.1 ms, a 4 MiB one
+ * in tens of milliseconds, a schema's grammar can take more.
+ */
+#define API_PARSE_OFF_LOOP_BYTES (16u << 10)
+
+/* api_parse_fn - check a request's body into @arg under @cfg's limits (any thread). */
+typedef void (*api_parse_fn)(const struct orchd_config *cfg, void *arg);
+/* api_cont_fn - on the loop, with @arg parsed: answer or go on (@arg is the function's). */
+typedef void (*api_cont_fn)(struct orchd *d, struct evhttp_request *req, void *arg);
+/* api_drop_fn - free @arg, unanswered (its client left, or orchd stops). */
+typedef void (*api_drop_fn)(void *arg);
+
+/*
+ * api_parse_then - @parse(@arg), then @cont(@req, @arg): on the loop for a
+ * body of @n < API_PARSE_OFF_LOOP_BYTES; else the parse runs on a helper
+ * thread (offload.h) while evhttp holds the body, and a client that closes
+ * meanwhile is let go, with @drop(@arg), once the parse is back. When no
+ * thread can take it: 503 OVERLOADED (retriable) or 500, and @drop(@arg).
+ */
+void api_parse_then(struct orchd *d, struct evhttp_request *req, size_t n, api_parse_fn parse,
+                    api_cont_fn cont, api_drop_fn drop, void *arg);

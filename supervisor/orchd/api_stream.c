@@ -376,27 +376,47 @@ fail:
 	orch_free(jobs);
 }
 
-void
-api_start(struct orchd *d, struct evhttp_request *req, int api)
-{
+/* A request being started: its body, and what its parse made. */
+struct start {
+	int api;
+	const char *body; /* evhttp's */
+	size_t n;
 	struct job_request r;
+	struct params_err pe;
+	orch_err rv;
+};
+
+static void
+start_parse(const struct orchd_config *cfg, void *arg)
+{
+	struct start *s = arg;
+
+	s->rv = request_parse((enum request_api)s->api, cfg, s->body, s->n, &s->r, &s->pe);
+}
+
+static void
+start_drop(void *arg)
+{
+	struct start *s = arg;
+
+	job_request_fini(&s->r);
+	orch_free(s);
+}
+
+/* The body parsed into @r: the job made, submitted and followed, or the refusal answered. */
+static void
+start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r, int api)
+{
 	struct job_owner owner;
-	struct params_err pe = {0};
-	const char *body;
-	size_t n = http_body(req, &body);
 	struct model_entry *m;
 	struct job *j;
 
-	if (request_parse((enum request_api)api, &d->cfg, body, n, &r, &pe) != ORCH_OK) {
-		http_params_error(req, &pe);
-		goto out;
-	}
 	api_owner(d, req, &owner);
-	if ((m = admit(d, req, &r, &owner)) == NULL)
+	if ((m = admit(d, req, r, &owner)) == NULL)
 		goto out;
-	if (r.n_choices > 1 || r.prompt_list != NULL)
-		return start_many(d, req, api, m, &r, &owner);
-	if ((j = new_job(d, req, api, m, &r, &owner)) == NULL)
+	if (r->n_choices > 1 || r->prompt_list != NULL)
+		return start_many(d, req, api, m, r, &owner);
+	if ((j = new_job(d, req, api, m, r, &owner)) == NULL)
 		goto out;
 	http_conn_note(d, req, NULL, j->correlation);
 	if (j->req.ignored != 0 && orch_log_enabled(ORCH_LOG_DEBUG)) {
@@ -414,5 +434,29 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 	api_follow(d, j, req, j->req.stream, 0);
 	return;
 out:
-	job_request_fini(&r);
+	job_request_fini(r);
+}
+
+static void
+start_cont(struct orchd *d, struct evhttp_request *req, void *arg)
+{
+	struct start *s = arg;
+
+	if (s->rv != ORCH_OK)
+		http_params_error(req, &s->pe);
+	else
+		start_parsed(d, req, &s->r, s->api); /* takes s->r */
+	start_drop(s);
+}
+
+void
+api_start(struct orchd *d, struct evhttp_request *req, int api)
+{
+	struct start *s = orch_calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	s->api = api;
+	s->n = http_body(req, &s->body);
+	api_parse_then(d, req, s->n, start_parse, start_cont, start_drop, s);
 }

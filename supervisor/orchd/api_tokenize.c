@@ -41,6 +41,11 @@ struct api_tok {
 	                      it */
 	bool pieces;       /* llama.cpp's with_pieces: tokens as [{id, piece}] */
 	bool counted;      /* in orchd's n_conns */
+	const char *body;  /* evhttp's */
+	size_t n;
+	char *model;  /* the body's "model"; NULL: none given */
+	bool refused; /* the body was refused: @pe says why */
+	struct params_err pe;
 };
 
 static void
@@ -59,6 +64,7 @@ tok_free(struct api_tok *a)
 			orch_free(a->parts[i].text);
 	orch_free(a->parts);
 	orch_free(a->part_v);
+	orch_free(a->model);
 	orch_free(a);
 }
 
@@ -249,7 +255,8 @@ either_bool(const cJSON *root, const char *a, const char *b, bool *out, struct p
 
 /* A chat: its messages, tools and template variables, as a chat request's. */
 static bool
-parse_chat(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+parse_chat(const struct orchd_config *cfg, const cJSON *root, struct api_tok *t,
+           struct params_err *pe)
 {
 	bool gen = true, add = false, parse = true;
 	cJSON *vars;
@@ -267,7 +274,7 @@ parse_chat(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_
 		                   "request: 'add_special' true and 'parse_special' false apply "
 		                   "to a text");
 	if (!params_bool(root, "add_generation_prompt", &gen, pe) ||
-	    !request_chat_parse(&d->cfg, root, &t->chat, pe))
+	    !request_chat_parse(cfg, root, &t->chat, pe))
 		return false;
 	if (gen) {
 		t->vars = t->chat.template_vars; /* taken over */
@@ -293,16 +300,16 @@ parse_chat(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_
  * as many characters in its strings.
  */
 static bool
-parse_parts(struct orchd *d, const cJSON *a, const char *name, struct api_tok *t,
+parse_parts(const struct orchd_config *cfg, const cJSON *a, const char *name, struct api_tok *t,
             struct params_err *pe)
 {
 	size_t n = (size_t)cJSON_GetArraySize(a), chars = 0, k = 0;
 	const cJSON *it;
 
-	if (n == 0 || n > d->cfg.max_prompt_chars)
+	if (n == 0 || n > cfg->max_prompt_chars)
 		return params_fail(pe, ORCH_EINVAL, name,
 		                   "an array '%s' must hold 1-%u strings and token ids", name,
-		                   d->cfg.max_prompt_chars);
+		                   cfg->max_prompt_chars);
 	if ((t->parts = orch_calloc(n, sizeof(*t->parts))) == NULL ||
 	    (t->part_v = orch_calloc(n, sizeof(*t->part_v))) == NULL)
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
@@ -329,10 +336,10 @@ parse_parts(struct orchd *d, const cJSON *a, const char *name, struct api_tok *t
 			        k - 1);
 		}
 	}
-	if (chars > d->cfg.max_prompt_chars)
+	if (chars > cfg->max_prompt_chars)
 		return params_fail(pe, ORCH_EINVAL, name,
 		                   "the text must be at most %u characters (max_prompt_chars)",
-		                   d->cfg.max_prompt_chars);
+		                   cfg->max_prompt_chars);
 	t->t.msg.parts = t->part_v;
 	t->t.msg.n_parts = t->n_parts;
 	t->param = name;
@@ -344,22 +351,23 @@ parse_parts(struct orchd *d, const cJSON *a, const char *name, struct api_tok *t
  * mixed content) an array of strings and token ids.
  */
 static bool
-parse_text(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+parse_text(const struct orchd_config *cfg, const cJSON *root, struct api_tok *t,
+           struct params_err *pe)
 {
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "content");
 	const char *name = c != NULL && !cJSON_IsNull(c) ? "content" : "prompt";
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, name);
 
 	if (cJSON_IsArray(v))
-		return parse_parts(d, v, name, t, pe);
+		return parse_parts(cfg, v, name, t, pe);
 	if (!cJSON_IsString(v))
 		return params_fail(pe, ORCH_EINVAL, name,
 		                   "'%s' must be a string, or an array of strings and token ids",
 		                   name);
-	if (params_utf8_chars(v->valuestring) > d->cfg.max_prompt_chars)
+	if (params_utf8_chars(v->valuestring) > cfg->max_prompt_chars)
 		return params_fail(pe, ORCH_EINVAL, name,
 		                   "the text must be at most %u characters (max_prompt_chars)",
-		                   d->cfg.max_prompt_chars);
+		                   cfg->max_prompt_chars);
 	if ((t->text = orch_strndup(v->valuestring, strlen(v->valuestring))) == NULL)
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
 	t->t.msg.text = t->text;
@@ -368,7 +376,8 @@ parse_text(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_
 
 /* /tokenize's body: a text (content or prompt) or a chat (messages), and what to answer. */
 static bool
-parse_tokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+parse_tokenize(const struct orchd_config *cfg, const cJSON *root, struct api_tok *t,
+               struct params_err *pe)
 {
 	bool add = true, parse = true, strs = false,
 	     text = given(root, "content") || given(root, "prompt");
@@ -385,7 +394,7 @@ parse_tokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct par
 		return params_fail(pe, ORCH_EINVAL, "messages",
 		                   "give a text ('content' or 'prompt') or 'messages', not both");
 	if (given(root, "messages"))
-		return parse_chat(d, root, t, pe);
+		return parse_chat(cfg, root, t, pe);
 	if (!text)
 		return params_fail(pe, ORCH_EINVAL, "content",
 		                   "'content' (or 'prompt', or 'messages') is required");
@@ -394,7 +403,7 @@ parse_tokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct par
 			return params_fail(pe, ORCH_EINVAL, *k, "'%s' applies to 'messages' only",
 			                   *k);
 	if (!either_bool(root, "add_special", "add_special_tokens", &add, pe) ||
-	    !params_bool(root, "parse_special", &parse, pe) || !parse_text(d, root, t, pe))
+	    !params_bool(root, "parse_special", &parse, pe) || !parse_text(cfg, root, t, pe))
 		return false;
 	t->t.msg.add_special = add;
 	t->t.msg.parse_special = parse;
@@ -403,7 +412,8 @@ parse_tokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct par
 
 /* /detokenize's body: tokens, each an integer in [0, 2^31). */
 static bool
-parse_detokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct params_err *pe)
+parse_detokenize(const struct orchd_config *cfg, const cJSON *root, struct api_tok *t,
+                 struct params_err *pe)
 {
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, "tokens"), *it;
 	size_t k = 0;
@@ -412,10 +422,10 @@ parse_detokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct p
 		return params_fail(pe, ORCH_EINVAL, "tokens",
 		                   "'tokens' must be an array of token ids");
 	int n = cJSON_GetArraySize(a);
-	if ((uint32_t)n > d->cfg.max_prompt_chars)
+	if ((uint32_t)n > cfg->max_prompt_chars)
 		return params_fail(pe, ORCH_EINVAL, "tokens",
 		                   "'tokens' may hold at most %u ids (max_prompt_chars)",
-		                   d->cfg.max_prompt_chars);
+		                   cfg->max_prompt_chars);
 	if ((t->tokens = orch_calloc(n ? (size_t)n : 1, sizeof(*t->tokens))) == NULL)
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
 	cJSON_ArrayForEach(it, a)
@@ -431,31 +441,43 @@ parse_detokenize(struct orchd *d, const cJSON *root, struct api_tok *t, struct p
 	return true;
 }
 
+/* The body (any thread): into @a, or the refusal into @a->pe. */
 static void
-handle(struct orchd *d, struct evhttp_request *req, bool detok)
+tok_parse(const struct orchd_config *cfg, void *arg)
 {
-	const char *body, *model = NULL;
-	size_t n = http_body(req, &body);
-	struct params_err pe = {0};
-	struct api_tok *a = orch_calloc(1, sizeof(*a));
-	struct timeval tv = {(time_t)d->cfg.request_timeout_s, 0};
+	struct api_tok *a = arg;
+	const char *model = NULL;
+	bool detok = a->t.msg.detokenize;
 	cJSON *root = NULL;
 
-	if (a == NULL)
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
-	a->t.d = d;
-	a->req = req;
-	orch__tokenize__init(&a->t.msg);
-	a->t.msg.detokenize = detok;
-	a->t.answer = on_answer;
-	if (params_body(body, n, &root, &pe) != ORCH_OK ||
-	    !params_known(root, detok ? detokenize_keys : tokenize_keys, &pe) ||
-	    !params_string(root, "model", false, &model, &pe) ||
-	    !(detok ? parse_detokenize(d, root, a, &pe) : parse_tokenize(d, root, a, &pe)))
-		http_params_error(req, &pe);
-	else
-		a->t.m = find_model(d, req, model); /* answered when NULL */
+	if (params_body(a->body, a->n, &root, &a->pe) != ORCH_OK ||
+	    !params_known(root, detok ? detokenize_keys : tokenize_keys, &a->pe) ||
+	    !params_string(root, "model", false, &model, &a->pe) ||
+	    !(detok ? parse_detokenize(cfg, root, a, &a->pe)
+	            : parse_tokenize(cfg, root, a, &a->pe)))
+		a->refused = true;
+	else if (model != NULL && (a->model = orch_strndup(model, strlen(model))) == NULL)
+		a->refused = !params_fail(&a->pe, ORCH_ENOMEM, NULL, "out of memory");
 	cJSON_Delete(root);
+}
+
+static void
+tok_drop(void *arg)
+{
+	tok_free(arg);
+}
+
+/* The body parsed: sent to the model's worker, or the refusal answered. */
+static void
+tok_cont(struct orchd *d, struct evhttp_request *req, void *arg)
+{
+	struct api_tok *a = arg;
+	struct timeval tv = {(time_t)d->cfg.request_timeout_s, 0};
+
+	if (a->refused)
+		http_params_error(req, &a->pe);
+	else
+		a->t.m = find_model(d, req, a->model); /* answered when NULL */
 	if (a->t.m == NULL || !api_room(d, req))
 		return tok_free(a);
 	if ((a->ev_timeout = event_new(d->base, -1, 0, on_timeout, a)) == NULL ||
@@ -469,6 +491,22 @@ handle(struct orchd *d, struct evhttp_request *req, bool detok)
 	http_conn_set_closecb(d, evhttp_request_get_connection(req), on_close, a);
 	http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
 	tokenize_add(d, &a->t); /* may answer at once */
+}
+
+static void
+handle(struct orchd *d, struct evhttp_request *req, bool detok)
+{
+	struct api_tok *a = orch_calloc(1, sizeof(*a));
+
+	if (a == NULL)
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	a->t.d = d;
+	a->req = req;
+	orch__tokenize__init(&a->t.msg);
+	a->t.msg.detokenize = detok;
+	a->t.answer = on_answer;
+	a->n = http_body(req, &a->body);
+	api_parse_then(d, req, a->n, tok_parse, tok_cont, tok_drop, a);
 }
 
 void

@@ -1,50 +1,31 @@
 /*
- * inspect.c - model files read on helper threads (inspect.h).
- *
- * Design notes. One pipe per orchd, made on the first request: a thread
- * writes its request's pointer (8 bytes, atomic on a pipe) when it is
- * done, and the loop's read event delivers it. The thread touches only its
- * own request (path, sizes in; facts out) and the pipe's write end, which
- * stays open while any thread may still write (a closed and reused
- * descriptor number would take the pointer somewhere else).
+ * inspect.c - model files read on helper threads (inspect.h): each read is
+ * a work of offload.h; its thread touches only its own request (path,
+ * sizes in; facts out).
  */
 #include "inspect.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "base/alloc.h"
-#include "base/log.h"
 #include "gguf/gguf.h"
 #include "gguf/ident.h"
 #include "gguf/model_info.h"
+#include "offload.h"
 #include "orchd.h"
 
 struct inspect {
-	struct orchd *d;
-	struct inspector *in;
 	inspect_fn fn;
 	void *arg;
 	bool cancelled;             /* the loop's: the thread never reads it */
 	struct inspect_shape shape; /* slots 0: no estimate */
 	struct inspect_facts facts;
 	char path[]; /* NUL-terminated */
-};
-
-struct inspector {
-	int fd[2];
-	struct event *ev;
-	_Atomic uint32_t running; /* threads that have not written yet */
-	uint32_t pending;         /* requests not delivered (the loop's count) */
 };
 
 /* ---- the helper thread ---- */
@@ -118,59 +99,24 @@ read_facts(struct inspect *q)
 	gguf_close(g); /* mi's strings point into it: nothing of them is kept */
 }
 
-static void *
-run(void *arg)
+/* The work of a read (offload.h): on its thread, touching only @arg. */
+static void
+work(void *arg)
 {
-	struct inspect *q = arg;
-	struct inspector *in = q->in; /* q is the loop's once written */
-
-	read_facts(q);
-	while (write(in->fd[1], &q, sizeof(q)) < 0 && errno == EINTR)
-		;
-	atomic_fetch_sub(&in->running, 1); /* the last touch: inspect_stop may free @in now */
-	return NULL;
+	read_facts(arg);
 }
 
 /* ---- the loop ---- */
 
 static void
-on_done(evutil_socket_t fd, short what, void *arg)
+done(struct orchd *d, void *arg, bool live)
 {
-	struct orchd *d = arg;
-	struct inspect *q;
+	struct inspect *q = arg;
 
-	(void)what;
-	while (read(fd, &q, sizeof(q)) == (ssize_t)sizeof(q)) {
-		d->insp->pending--;
-		if (!q->cancelled)
-			q->fn(d, q->arg, &q->facts);
-		orch_free(q);
-	}
-}
-
-static orch_err
-inspector(struct orchd *d, struct orch_errinfo *reterr)
-{
-	struct inspector *in;
-
-	if (d->insp != NULL)
-		return ORCH_OK;
-	if ((in = orch_calloc(1, sizeof(*in))) == NULL)
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	if (pipe2(in->fd, O_CLOEXEC) != 0) {
-		orch_free(in);
-		return orch_errf(reterr, ORCH_EIO, "pipe: %s", strerror(errno));
-	}
-	fcntl(in->fd[0], F_SETFL, O_NONBLOCK);
-	if ((in->ev = event_new(d->base, in->fd[0], EV_READ | EV_PERSIST, on_done, d)) == NULL) {
-		close(in->fd[0]);
-		close(in->fd[1]);
-		orch_free(in);
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	}
-	event_add(in->ev, NULL);
-	d->insp = in;
-	return ORCH_OK;
+	d->insp_pending--;
+	if (live && !q->cancelled)
+		q->fn(d, q->arg, &q->facts);
+	orch_free(q);
 }
 
 orch_err
@@ -179,38 +125,21 @@ inspect_start(struct orchd *d, const char *path, const struct inspect_shape *sha
 {
 	size_t n = strlen(path);
 	struct inspect *q;
-	pthread_attr_t attr;
-	pthread_t t;
 	orch_err rv;
-	int err;
 
 	if (ret)
 		*ret = NULL;
-	if ((rv = inspector(d, reterr)) != ORCH_OK)
-		return rv;
 	if ((q = orch_calloc(1, sizeof(*q) + n + 1)) == NULL)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	*q = (struct inspect){.d = d, .in = d->insp, .fn = fn, .arg = arg};
+	*q = (struct inspect){.fn = fn, .arg = arg};
 	if (shape != NULL)
 		q->shape = *shape;
 	memcpy(q->path, path, n + 1);
-	atomic_fetch_add(&d->insp->running, 1);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	sigset_t all, old; /* process signals (SIGTERM, SIGCHLD, ...) stay the loop's */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	err = pthread_create(&t, &attr, run, q);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (err != 0) {
-		atomic_fetch_sub(&d->insp->running, 1);
+	if ((rv = offload_start(d, work, done, q, reterr)) != ORCH_OK) {
 		orch_free(q);
-		return orch_errf(reterr, ORCH_EIO, "cannot start a thread to read %s: %s", path,
-		                 strerror(err));
+		return rv;
 	}
-	d->insp->pending++;
+	d->insp_pending++;
 	if (ret)
 		*ret = q;
 	return ORCH_OK;
@@ -226,29 +155,5 @@ inspect_cancel(struct inspect *q)
 uint32_t
 inspect_pending(const struct orchd *d)
 {
-	return d->insp ? d->insp->pending : 0;
-}
-
-/* Teardown runs models_free and admin_stop first: nothing points at a request freed here. */
-void
-inspect_stop(struct orchd *d)
-{
-	struct inspector *in = d->insp;
-
-	if (in == NULL)
-		return;
-	event_free(in->ev);
-	if (atomic_load(&in->running) > 0) { /* a thread may still write: leave it all to exit */
-		orch_log(ORCH_LOG_WARNING, "inspect_unfinished", "reads=%u",
-		         atomic_load(&in->running));
-		d->insp = NULL;
-		return;
-	}
-	struct inspect *q;
-	while (read(in->fd[0], &q, sizeof(q)) == (ssize_t)sizeof(q))
-		orch_free(q);
-	close(in->fd[0]);
-	close(in->fd[1]);
-	orch_free(in);
-	d->insp = NULL;
+	return d->insp_pending;
 }

@@ -63,8 +63,8 @@ typedef void (*inspect_fn)(struct orchd *d, void *arg, const struct inspect_fact
 /*
  * inspect_start - read @path on a helper thread, with a memory estimate for
  * @shape (NULL: none), then @fn(@arg) on the loop; *@ret (may be NULL) is the
- * request, for inspect_cancel. ORCH_ENOMEM, ORCH_EIO (no thread or pipe):
- * @fn will not run.
+ * request, for inspect_cancel. ORCH_ENOMEM, ORCH_EIO (no thread or pipe),
+ * ORCH_EOVERLOADED (offload.h): @fn will not run.
  */
 orch_err inspect_start(struct orchd *d, const char *path, const struct inspect_shape *shape,
                        inspect_fn fn, void *arg, struct inspect **ret, struct orch_errinfo *reterr);
@@ -74,6 +74,3 @@ void inspect_cancel(struct inspect *q);
 
 /* inspect_pending - reads not delivered yet (tests wait for 0). */
 uint32_t inspect_pending(const struct orchd *d);
-
-/* inspect_stop - at exit: stop delivering; threads still reading are left to the exit. */
-void inspect_stop(struct orchd *d);

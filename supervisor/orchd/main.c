@@ -32,6 +32,7 @@
 #include "jobs.h"
 #include "models.h"
 #include "notify.h"
+#include "offload.h"
 #include "orchd.h"
 #include "reload.h"
 #include "rundir.h"
@@ -290,11 +291,10 @@ teardown(struct orchd *d)
 		d->models = m->next;
 		models_free(d, m);
 	}
-	reload_stop(d);
 	admin_stop(d);
 	admin_pulls_free(d);
 	http_stop(d);
-	inspect_stop(d);
+	offload_stop(d);
 	for (int i = 0; i < 3; i++)
 		if (d->ev_signal[i])
 			event_free(d->ev_signal[i]);

@@ -19,7 +19,7 @@ struct event;
 struct event_base;
 struct evhttp;
 struct http_edge;
-struct inspector;
+struct offloader;
 struct job;
 struct model_entry;
 struct tok_req;
@@ -48,10 +48,11 @@ struct orchd {
 	uint64_t next_tok_id;
 	uint32_t n_jobs, n_conns;
 	struct evhttp *http, *admin_http, *admin_tcp;
-	struct http_edge *edge;    /* the public listener's connections (http_conn.h) */
-	struct http_cors cors;     /* the web origins the public API answers (cors_origins) */
-	struct inspector *insp;    /* model files read off the loop (inspect.h) */
-	struct reloader *reloader; /* SIGHUP's files read off the loop (reload.h) */
+	struct http_edge *edge;         /* the public listener's connections (http_conn.h) */
+	struct http_cors cors;          /* the web origins the public API answers (cors_origins) */
+	struct offloader *offload;      /* work off the loop (offload.h) */
+	uint32_t insp_pending;          /* model files being read (inspect.h) */
+	bool reload_busy, reload_again; /* SIGHUP's files being read; read again after (reload.h) */
 	char hash_dir[CFG_PATH_MAX + 32]; /* the models' digests: STATE_DIR/model-hashes (main.c) */
 	struct admin_pull *pulls; /* pulls run for admin clients, newest first (admin_pull.h) */
 	struct event *ev_signal[3], *ev_watchdog, *ev_shutdown;

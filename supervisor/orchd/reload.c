@@ -1,24 +1,13 @@
 /*
  * reload.c - SIGHUP's reading off the loop, its applying on it (reload.h).
- *
- * One pipe per orchd, made on the first reload: the thread writes its
- * job's pointer (8 bytes: atomic on a pipe) when it has read both files;
- * the loop reads it and applies the job. The thread owns nothing of the
- * loop's: its job holds copies of the paths in and what was read out.
+ * The reading is a work of offload.h: its thread owns nothing of the
+ * loop's; its job holds copies of the paths in and what was read out.
  */
 #include "reload.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <event2/event.h>
 
 #include "base/alloc.h"
 #include "base/log.h"
@@ -26,19 +15,11 @@
 #include "keys.h"
 #include "models.h"
 #include "notify.h"
+#include "offload.h"
 #include "orchd.h"
-
-struct reloader {
-	int fd[2];
-	struct event *ev;
-	bool busy;  /* a job is being read */
-	bool again; /* a SIGHUP came meanwhile */
-	atomic_bool stopped;
-};
 
 /* One reload: the paths in, what was read out. */
 struct reload_job {
-	struct reloader *r;
 	char config_path[CFG_PATH_MAX], keys_path[CFG_PATH_MAX]; /* "": none */
 	struct orchd_config c;
 	orch_err cfg_rv, keys_rv;
@@ -56,11 +37,10 @@ job_free(struct reload_job *j)
 
 /* ---- the thread ---- */
 
-static void *
-run(void *arg)
+static void
+work(void *arg)
 {
 	struct reload_job *j = arg;
-	struct reloader *r = j->r;
 
 	cfg_defaults(&j->c);
 	if (j->config_path[0] == '\0')
@@ -69,9 +49,6 @@ run(void *arg)
 		j->cfg_rv = cfg_check(&j->c, &j->cfg_e);
 	if (j->keys_path[0] != '\0')
 		j->keys_rv = keys_load(j->keys_path, &j->keys, &j->keys_e);
-	if (atomic_load(&r->stopped) || write(r->fd[1], &j, sizeof(j)) != (ssize_t)sizeof(j))
-		job_free(j); /* orchd stops: nobody applies it */
-	return NULL;
 }
 
 /* ---- the loop ---- */
@@ -134,119 +111,56 @@ apply_models(struct orchd *d, struct orchd_config *c)
 }
 
 static void
-on_read(evutil_socket_t fd, short what, void *arg)
+done(struct orchd *d, void *arg, bool live)
 {
-	struct orchd *d = arg;
-	struct reloader *r = d->reloader;
-	struct reload_job *j;
+	struct reload_job *j = arg;
 
-	(void)what;
-	while (read(fd, &j, sizeof(j)) == (ssize_t)sizeof(j)) {
-		r->busy = false;
-		apply_keys(d,
-		           j); /* revoked keys stop working at once; a bad file changes nothing */
-		if (j->cfg_rv != ORCH_OK) {
-			orch_log_err(ORCH_EINVAL, &j->cfg_e, "reload_failed", "config=%s",
-			             j->config_path[0] ? j->config_path : "(none)");
-		} else if (!d->stopping) {
-			apply_models(d, &j->c);
-			orch_log(ORCH_LOG_INFO, "reloaded", "config=%s", j->config_path);
-		}
+	d->reload_busy = false;
+	if (!live) { /* orchd stops: nobody applies it */
 		job_free(j);
-		notify_reloaded(d);
-		if (r->again) {
-			r->again = false;
-			reload_start(d);
-		}
+		return;
 	}
-}
-
-static struct reloader *
-reloader(struct orchd *d)
-{
-	struct reloader *r = d->reloader;
-
-	if (r != NULL)
-		return r;
-	if ((r = orch_calloc(1, sizeof(*r))) == NULL)
-		return NULL;
-	if (pipe2(r->fd, O_CLOEXEC) != 0) {
-		orch_free(r);
-		return NULL;
+	apply_keys(d, j); /* revoked keys stop working at once; a bad file changes nothing */
+	if (j->cfg_rv != ORCH_OK) {
+		orch_log_err(ORCH_EINVAL, &j->cfg_e, "reload_failed", "config=%s",
+		             j->config_path[0] ? j->config_path : "(none)");
+	} else if (!d->stopping) {
+		apply_models(d, &j->c);
+		orch_log(ORCH_LOG_INFO, "reloaded", "config=%s", j->config_path);
 	}
-	fcntl(r->fd[0], F_SETFL, O_NONBLOCK);
-	if ((r->ev = event_new(d->base, r->fd[0], EV_READ | EV_PERSIST, on_read, d)) == NULL) {
-		close(r->fd[0]);
-		close(r->fd[1]);
-		orch_free(r);
-		return NULL;
+	job_free(j);
+	notify_reloaded(d);
+	if (d->reload_again) {
+		d->reload_again = false;
+		reload_start(d);
 	}
-	event_add(r->ev, NULL);
-	d->reloader = r;
-	return r;
 }
 
 void
 reload_start(struct orchd *d)
 {
-	struct reloader *r = reloader(d);
-	struct reload_job *j = r ? orch_calloc(1, sizeof(*j)) : NULL;
-	pthread_attr_t attr;
-	pthread_t t;
+	struct reload_job *j;
+	struct orch_errinfo e = {0};
 
-	if (r != NULL && r->busy) { /* applied after the one being read */
-		r->again = true;
-		orch_free(j);
+	if (d->reload_busy) { /* applied after the one being read */
+		d->reload_again = true;
 		return;
 	}
 	notify_reloading();
-	if (j == NULL) {
+	if ((j = orch_calloc(1, sizeof(*j))) == NULL) {
 		orch_log(ORCH_LOG_ERR, "reload_failed", "why=\"out of memory\"");
 		notify_reloaded(d);
 		return;
 	}
-	j->r = r;
 	snprintf(j->config_path, sizeof(j->config_path), "%s",
 	         d->config_path ? d->config_path : "");
 	snprintf(j->keys_path, sizeof(j->keys_path), "%s", d->cfg.api_keys_file);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 1u << 20);
-	sigset_t all, old; /* process signals stay the loop's */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	int err = pthread_create(&t, &attr, run, j);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (err != 0) {
+	if (offload_start(d, work, done, j, &e) != ORCH_OK) {
 		orch_free(j);
-		orch_log(ORCH_LOG_ERR, "reload_failed", "why=\"cannot start a thread: %s\"",
-		         strerror(err));
+		orch_log_err(e.code, &e, "reload_failed", "config=%s",
+		             d->config_path ? d->config_path : "(none)");
 		notify_reloaded(d);
 		return;
 	}
-	r->busy = true;
-}
-
-void
-reload_stop(struct orchd *d)
-{
-	struct reloader *r = d->reloader;
-
-	if (r == NULL)
-		return;
-	atomic_store(&r->stopped, true);
-	event_free(r->ev);
-	r->ev = NULL;
-	struct reload_job *j; /* a job written after the loop's last turn: nobody applies it */
-	while (read(r->fd[0], &j, sizeof(j)) == (ssize_t)sizeof(j)) {
-		job_free(j);
-		r->busy = false;
-	}
-	if (r->busy) /* its thread (stuck in a read?) holds @r through its job: left to exit */
-		return;
-	close(r->fd[0]);
-	close(r->fd[1]);
-	orch_free(r);
-	d->reloader = NULL;
+	d->reload_busy = true;
 }

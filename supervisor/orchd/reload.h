@@ -18,6 +18,3 @@ struct orchd;
 
 /* reload_start - read and apply the files again (RELOADING=1 now, READY=1 when applied). */
 void reload_start(struct orchd *d);
-
-/* reload_stop - at exit: a reload still being read is dropped when its thread ends. */
-void reload_stop(struct orchd *d);

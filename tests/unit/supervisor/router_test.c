@@ -6,6 +6,7 @@
 #include "inspect.h"
 #include "jobs.h"
 #include "models.h"
+#include "offload.h"
 #include "orchd.h"
 #include "t.h"
 #include "workers.h"
@@ -190,7 +191,7 @@ main(void)
 		models_free(&d, m);
 	}
 	wait_reads(); /* the reads models_add started */
-	inspect_stop(&d);
+	offload_stop(&d);
 	event_base_free(d.base);
 	return t_done();
 }

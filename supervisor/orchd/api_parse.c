@@ -1,0 +1,93 @@
+/*
+ * api_parse.c - a request's body checked on the loop when small, off it
+ * when large (api.h, issue 52 A1).
+ *
+ * A large body's parse is a work of offload.h on its own thread: it reads
+ * the body where evhttp holds it, and a copy of the limits. The client may
+ * close meanwhile: evhttp then detaches the request (http_conn.h), which is
+ * let go, freeing the body, only once the parse is back.
+ */
+#include <event2/http.h>
+
+#include "api.h"
+#include "base/alloc.h"
+#include "config.h"
+#include "http.h"
+#include "http_conn.h"
+#include "offload.h"
+#include "orchd.h"
+
+struct off {
+	struct evhttp_request *req;
+	bool gone;               /* the client closed while its body was parsed */
+	struct orchd_config cfg; /* the limits the parse checks (no models: the loop's move) */
+	api_parse_fn parse;
+	api_cont_fn cont;
+	api_drop_fn drop;
+	void *arg;
+};
+
+static void
+work(void *arg)
+{
+	struct off *o = arg;
+
+	o->parse(&o->cfg, o->arg);
+}
+
+static void
+on_close(struct evhttp_connection *c, void *arg)
+{
+	struct off *o = arg;
+
+	(void)c;
+	o->gone = true; /* its body is being read: the request is let go when the parse is back */
+}
+
+static void
+done(struct orchd *d, void *arg, bool live)
+{
+	struct off *o = arg;
+
+	if (live && !o->gone) {
+		http_conn_set_closecb(d, evhttp_request_get_connection(o->req), NULL, NULL);
+		o->cont(d, o->req, o->arg);
+	} else {
+		if (live)
+			http_conn_release(o->req);
+		o->drop(o->arg);
+	}
+	orch_free(o);
+}
+
+void
+api_parse_then(struct orchd *d, struct evhttp_request *req, size_t n, api_parse_fn parse,
+               api_cont_fn cont, api_drop_fn drop, void *arg)
+{
+	struct orch_errinfo e = {0};
+	struct off *o;
+
+	if (n < API_PARSE_OFF_LOOP_BYTES) {
+		parse(&d->cfg, arg);
+		return cont(d, req, arg);
+	}
+	if ((o = orch_calloc(1, sizeof(*o))) == NULL) {
+		drop(arg);
+		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	}
+	o->req = req;
+	o->cfg = d->cfg;
+	o->cfg.models = NULL;
+	o->cfg.n_models = 0;
+	o->parse = parse;
+	o->cont = cont;
+	o->drop = drop;
+	o->arg = arg;
+	if (offload_start(d, work, done, o, &e) != ORCH_OK) {
+		orch_free(o);
+		drop(arg);
+		return http_error(req, e.code, NULL, "%s", e.msg);
+	}
+	http_conn_set_closecb(d, evhttp_request_get_connection(req), on_close, o);
+	http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
+}
