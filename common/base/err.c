@@ -34,6 +34,7 @@ enum wire {
 	W_METHOD_NOT_ALLOWED,
 	W_NOT_IMPLEMENTED,
 	W_EXPECTATION_FAILED,
+	W_DEADLINE_EXCEEDED,
 };
 
 static const struct {
@@ -66,6 +67,7 @@ static const struct {
         [W_METHOD_NOT_ALLOWED] = {"METHOD_NOT_ALLOWED", 405, false},
         [W_NOT_IMPLEMENTED] = {"NOT_IMPLEMENTED", 501, false},
         [W_EXPECTATION_FAILED] = {"EXPECTATION_FAILED", 417, false},
+        [W_DEADLINE_EXCEEDED] = {"DEADLINE_EXCEEDED", 504, false},
 };
 
 static const struct {
@@ -120,6 +122,7 @@ static const struct {
         [ORCH_EMETHOD] = {"ORCH_EMETHOD", W_METHOD_NOT_ALLOWED},
         [ORCH_ENOT_IMPLEMENTED] = {"ORCH_ENOT_IMPLEMENTED", W_NOT_IMPLEMENTED},
         [ORCH_EEXPECTATION] = {"ORCH_EEXPECTATION", W_EXPECTATION_FAILED},
+        [ORCH_EDEADLINE] = {"ORCH_EDEADLINE", W_DEADLINE_EXCEEDED},
 };
 
 static enum wire

@@ -71,10 +71,12 @@ enum orch_err {
 	ORCH_EMETHOD = 45,          /* a known path, a method it does not take (405, with Allow) */
 	ORCH_ENOT_IMPLEMENTED = 46, /* a method orchd does not know at all */
 	ORCH_EEXPECTATION = 47,     /* an Expect other than 100-continue */
+	/* issue 62: the request's own deadline (X-Deadline, deadline_ms) passed */
+	ORCH_EDEADLINE = 48,
 };
 typedef enum orch_err orch_err;
 
-#define ORCH_ERR_COUNT 48
+#define ORCH_ERR_COUNT 49
 
 /* Detail for a failure, filled by orch_errf(). Callers that do not care pass NULL. */
 struct orch_errinfo {

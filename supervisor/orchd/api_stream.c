@@ -13,6 +13,7 @@
 
 #include "api.h"
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "http.h"
 #include "http_conn.h"
@@ -379,7 +380,8 @@ fail:
 /* A request being started: its body, and what its parse made. */
 struct start {
 	int api;
-	const char *body; /* evhttp's */
+	uint64_t received; /* when orchd took it (Unix ms): deadline_ms counts from here */
+	const char *body;  /* evhttp's */
 	size_t n;
 	struct job_request r;
 	struct params_err pe;
@@ -403,16 +405,46 @@ start_drop(void *arg)
 	orch_free(s);
 }
 
+/*
+ * @r's deadline (issue 62): X-Deadline's time or deadline_ms after @received, the
+ * earlier. False (answered) when X-Deadline is no time, or the deadline has passed:
+ * DEADLINE_EXCEEDED before the job is made.
+ */
+static bool
+deadline(struct evhttp_request *req, struct job_request *r, uint64_t received)
+{
+	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Deadline");
+	struct params_err pe = {0};
+	uint64_t t = 0, now = orch_unix_ms();
+
+	if (h != NULL && !request_deadline_header(h, &t, &pe)) {
+		http_params_error(req, &pe);
+		return false;
+	}
+	bool by_ms = r->deadline_ms > 0 && (t == 0 || received + r->deadline_ms < t);
+	if (by_ms)
+		t = received + r->deadline_ms;
+	if (t != 0 && t <= now) {
+		http_error(req, ORCH_EDEADLINE, by_ms ? "deadline_ms" : "X-Deadline",
+		           "the request's deadline passed %llu ms before it could be admitted",
+		           (unsigned long long)(now - t));
+		return false;
+	}
+	r->deadline_unix_ms = t;
+	return true;
+}
+
 /* The body parsed into @r: the job made, submitted and followed, or the refusal answered. */
 static void
-start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r, int api)
+start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r, int api,
+             uint64_t received)
 {
 	struct job_owner owner;
 	struct model_entry *m;
 	struct job *j;
 
 	api_owner(d, req, &owner);
-	if ((m = admit(d, req, r, &owner)) == NULL)
+	if (!deadline(req, r, received) || (m = admit(d, req, r, &owner)) == NULL)
 		goto out;
 	if (r->n_choices > 1 || r->prompt_list != NULL)
 		return start_many(d, req, api, m, r, &owner);
@@ -445,7 +477,7 @@ start_cont(struct orchd *d, struct evhttp_request *req, void *arg)
 	if (s->rv != ORCH_OK)
 		http_params_error(req, &s->pe);
 	else
-		start_parsed(d, req, &s->r, s->api); /* takes s->r */
+		start_parsed(d, req, &s->r, s->api, s->received); /* takes s->r */
 	start_drop(s);
 }
 
@@ -457,6 +489,7 @@ api_start(struct orchd *d, struct evhttp_request *req, int api)
 	if (s == NULL)
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	s->api = api;
+	s->received = orch_unix_ms();
 	s->n = http_body(req, &s->body);
 	api_parse_then(d, req, s->n, start_parse, start_cont, start_drop, s);
 }

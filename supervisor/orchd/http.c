@@ -393,7 +393,7 @@ on_options(struct orchd *d, struct evhttp_request *req, const char *path, bool c
 		snprintf(age, sizeof(age), "%d", HTTP_CORS_MAX_AGE_S);
 		evhttp_add_header(out, "Access-Control-Allow-Methods", allow);
 		evhttp_add_header(out, "Access-Control-Allow-Headers",
-		                  "Authorization, Content-Type, Last-Event-ID");
+		                  "Authorization, Content-Type, Last-Event-ID, X-Deadline");
 		evhttp_add_header(out, "Access-Control-Max-Age", age);
 	}
 	http_send(req, 204, NULL, NULL, 0);

@@ -28,6 +28,10 @@
 #include "workers.h"
 
 static void job_timer(evutil_socket_t fd, short what, void *arg);
+static void job_deadline(evutil_socket_t fd, short what, void *arg);
+
+/* What a client is told when its job's own deadline passed. */
+static const char deadline_msg[] = "the request's deadline passed (X-Deadline or deadline_ms)";
 
 void
 job_request_fini(struct job_request *r)
@@ -224,6 +228,20 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struc
 	memset(r, 0, sizeof(*r));
 	j->created_ms = orch_mono_ms();
 	j->created_unix = orch_unix_ms();
+	if (j->req.deadline_unix_ms != 0) {
+		uint64_t left = j->req.deadline_unix_ms > j->created_unix
+		                        ? j->req.deadline_unix_ms - j->created_unix
+		                        : 0;
+		struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
+		if ((j->ev_deadline = event_new(d->base, -1, 0, job_deadline, j)) == NULL) {
+			*r = j->req; /* as it was: the caller frees it */
+			event_free(j->ev_timer);
+			orch_free(j->events);
+			orch_free(j);
+			return NULL;
+		}
+		evtimer_add(j->ev_deadline, &tv);
+	}
 	link_job(d, j);
 	return j;
 }
@@ -370,6 +388,8 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 	         ev->type == EV_END ? orch_finish_name(ev->finish) : orch_err_wire(ev->code),
 	         j->tokens_out, (unsigned long long)(now - j->created_ms));
 	job_request_fini(&j->req); /* the prompt and the messages: no longer needed */
+	if (j->ev_deadline)
+		evtimer_del(j->ev_deadline);
 	evtimer_del(j->ev_timer);
 	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0}, now0 = {0, 0};
 	/* kept events_keep_s for a resume; else freed once nobody follows it */
@@ -534,6 +554,7 @@ detail_for_client(orch_err code)
 	        ORCH_EQUEUE_FULL,   ORCH_EMODEL_NOT_FOUND, ORCH_EINSUFFICIENT_VRAM,
 	        ORCH_ETEMPLATE,     ORCH_ETEMPLATE_RAISE,  ORCH_EOVERLOADED,
 	        ORCH_EUNAUTHORIZED, ORCH_EJOB_NOT_FOUND,   ORCH_EROUTE_NOT_FOUND,
+	        ORCH_EDEADLINE,
 	};
 
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
@@ -575,6 +596,14 @@ void
 jobs_fail(struct orchd *d, struct job *j, orch_err code, const char *msg)
 {
 	char buf[512];
+
+	/* the worker's own timeout (it is sent the sooner of the two) when the client's
+	 * deadline came before request_timeout_s: it is the client's deadline that passed */
+	if (code == ORCH_ETIMEOUT && j->req.deadline_unix_ms != 0 &&
+	    j->req.deadline_unix_ms <= j->created_unix + d->cfg.request_timeout_s * 1000ull) {
+		code = ORCH_EDEADLINE;
+		msg = deadline_msg;
+	}
 	const char *text = jobs_client_message(code, msg, buf, sizeof(buf));
 	struct job_event ev = {.type = EV_ERROR, .code = code, .text = (char *)(uintptr_t)text};
 
@@ -694,6 +723,31 @@ job_timer(evutil_socket_t fd, short what, void *arg)
 		jobs_cancel(d, j, "the client did not come back");
 }
 
+/*
+ * The job's own deadline: it ends now, queued or running, whatever its worker
+ * does (a running one is cancelled there; what the worker says of it after is
+ * for a job that has ended, and dropped).
+ */
+static void
+job_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct job *j = arg;
+	struct orchd *d = j->d;
+
+	(void)fd;
+	(void)what;
+	if (j->state == JOB_DONE)
+		return;
+	orch_log(ORCH_LOG_INFO, "job_deadline", "job=%s state=%s tokens=%u", j->correlation,
+	         j->state == JOB_QUEUED ? "queued" : "running", j->tokens_out);
+	if (j->worker != NULL && !j->cancel_sent) {
+		j->cancel_sent = true;
+		(void)wire_cancel(j->worker,
+		                  j->id); /* a worker gone is the job's end all the same */
+	}
+	jobs_fail(d, j, ORCH_EDEADLINE, deadline_msg);
+}
+
 void
 jobs_free(struct orchd *d, struct job *j)
 {
@@ -729,5 +783,7 @@ jobs_free(struct orchd *d, struct job *j)
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);
 	event_free(j->ev_timer);
+	if (j->ev_deadline)
+		event_free(j->ev_deadline);
 	orch_free(j);
 }

@@ -123,7 +123,9 @@ struct job_request {
 	                      */
 	uint32_t resume_grace_s;
 	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
-	char *cache_salt;    /* NULL or the client's: the prefix cache is shared only within it */
+	char *cache_salt;     /* NULL or the client's: the prefix cache is shared only within it */
+	uint32_t deadline_ms; /* "deadline_ms": from when orchd took the request; 0: none */
+	uint64_t deadline_unix_ms; /* the job's deadline (X-Deadline, deadline_ms); 0: none */
 	char *grammar;       /* NULL or GBNF the output must match (grammar, response_format) */
 	struct cJSON *tools; /* chat: the tools the template is told of; NULL: none */
 	enum tool_force tool_force; /* tool_choice */
@@ -200,9 +202,10 @@ struct job {
 	uint64_t created_unix;
 	struct job_watch *watches;
 	bool cancel_sent;
-	uint8_t requeues;       /* times a lost worker's job went back to the queue */
-	bool detached;          /* every watcher is gone; waiting resume_grace_s for one */
-	struct event *ev_timer; /* the detach grace; expiry once done */
+	struct event *ev_deadline; /* its own deadline (req.deadline_unix_ms); NULL: none */
+	uint8_t requeues;          /* times a lost worker's job went back to the queue */
+	bool detached;             /* every watcher is gone; waiting resume_grace_s for one */
+	struct event *ev_timer;    /* the detach grace; expiry once done */
 	struct job *next_all, *next_queue;
 	struct job *live_prev, *live_next; /* in orchd.live until its terminal event */
 	/* kept for resuming after it ended (jobs_keep.c) */

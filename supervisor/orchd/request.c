@@ -40,6 +40,7 @@ static const char *const execute_keys[] = {"job_id",
                                            "top_logprobs",
                                            "user",
                                            "ignore_eos",
+                                           "deadline_ms",
                                            NULL};
 
 /*
@@ -61,6 +62,22 @@ parse_cache_salt(const cJSON *root, struct job_request *r, struct params_err *pe
 		                   REQUEST_CACHE_SALT_MAX);
 	if ((r->cache_salt = orch_strndup(salt, strlen(salt))) == NULL)
 		return params_fail(pe, ORCH_ENOMEM, NULL, "out of memory");
+	return true;
+}
+
+/*
+ * "deadline_ms" (optional, both APIs; orch's): the job ends with
+ * DEADLINE_EXCEEDED this many milliseconds after orchd took the request
+ * (api_stream.c makes it a time, with X-Deadline).
+ */
+static bool
+parse_deadline(const cJSON *root, struct job_request *r, struct params_err *pe)
+{
+	int64_t ms = 0;
+
+	if (!params_int(root, "deadline_ms", 1, REQUEST_DEADLINE_MS_MAX, &ms, pe))
+		return false;
+	r->deadline_ms = (uint32_t)ms;
 	return true;
 }
 
@@ -99,6 +116,7 @@ parse_execute(const struct orchd_config *cfg, const cJSON *root, struct job_requ
 	const cJSON *rf = cJSON_GetObjectItemCaseSensitive(root, "response_format");
 	if (!request_prompt_one(cfg, cJSON_GetObjectItemCaseSensitive(root, "prompt"), r, pe) ||
 	    !parse_special(root, r, pe) || !parse_cache_salt(root, r, pe) ||
+	    !parse_deadline(root, r, pe) ||
 	    (rf != NULL && !cJSON_IsNull(rf) && !request_response_format(rf, r, pe)) ||
 	    !request_grammar(root, r, pe) || !request_logprobs(root, REQUEST_EXECUTE, r, pe))
 		return false;
@@ -126,7 +144,7 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 	if (!request_openai_fields(root, chat, r, pe) ||
 	    !params_string(root, "model", true, &model, pe) ||
 	    !params_bool(root, "stream", &r->stream, pe) || !parse_cache_salt(root, r, pe) ||
-	    !request_grammar(root, r, pe) ||
+	    !parse_deadline(root, r, pe) || !request_grammar(root, r, pe) ||
 	    !request_logprobs(root, chat ? REQUEST_CHAT : REQUEST_COMPLETION, r, pe))
 		return false;
 	if (strlen(model) >= sizeof(r->model))

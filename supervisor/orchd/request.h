@@ -26,6 +26,16 @@ enum request_api { REQUEST_EXECUTE, REQUEST_COMPLETION, REQUEST_CHAT };
 /* The largest metrics_every of a native request (0: no metrics events). */
 #define REQUEST_METRICS_EVERY_MAX 65536
 
+/* The longest deadline_ms: a day, as request_timeout_s's cap. */
+#define REQUEST_DEADLINE_MS_MAX 86400000
+
+/*
+ * request_deadline_header - an X-Deadline value @v (RFC 3339, or Unix
+ * seconds with an optional fraction) into *@ret_unix_ms; else a 400 on
+ * "X-Deadline" in @pe.
+ */
+bool request_deadline_header(const char *v, uint64_t *ret_unix_ms, struct params_err *pe);
+
 /* The longest cache_salt. */
 #define REQUEST_CACHE_SALT_MAX 256
 

@@ -54,6 +54,7 @@ static const struct field {
         {"ignore_eos", A_BOTH, R_USE, NULL},
         {"parse_special", A_CMPL, R_USE, NULL},
         {"cache_salt", A_BOTH, R_USE, NULL},
+        {"deadline_ms", A_BOTH, R_USE, NULL},
         {"grammar", A_BOTH, R_USE, NULL},
         {"guided_regex", A_BOTH, R_USE, NULL},
         {"regex", A_BOTH, R_USE, NULL},

@@ -95,6 +95,8 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 	s.n_stop = j->req.n_stops;
 	s.correlation_id = (char *)(uintptr_t)j->correlation;
 	s.deadline_unix_ms = j->created_unix + d->cfg.request_timeout_s * 1000ull;
+	if (j->req.deadline_unix_ms != 0 && j->req.deadline_unix_ms < s.deadline_unix_ms)
+		s.deadline_unix_ms = j->req.deadline_unix_ms; /* the client's, when sooner */
 	s.literal_prompt = j->req.literal_prompt;
 	s.cache_salt = j->req.cache_salt ? j->req.cache_salt : empty;
 	s.grammar = j->req.grammar ? j->req.grammar : empty;

@@ -282,7 +282,7 @@ def cors(o):
     st, h, b = one(o.port, request("OPTIONS", "/v1/chat/completions", headers=pre, key=False))
     check(st == 204 and b == b"" and h.get("access-control-allow-origin") == site
           and h.get("access-control-allow-methods") == "POST, OPTIONS"
-          and h.get("access-control-allow-headers") == "Authorization, Content-Type, Last-Event-ID"
+          and h.get("access-control-allow-headers") == "Authorization, Content-Type, Last-Event-ID, X-Deadline"
           and h.get("access-control-max-age") == "600" and h.get("vary") == "Origin",
           "a listed origin's preflight: %s %r" % (st, h))
     st, h, b = one(o.port, request("OPTIONS", "/jobs/abc/events", key=False,

@@ -305,6 +305,55 @@ test_body_many_keys(void)
 	sbuf_fini(&b);
 }
 
+/* X-Deadline (issue 62): RFC 3339 and Unix seconds, to the millisecond; anything else refused. */
+static void
+test_deadline_header(void)
+{
+	static const struct {
+		const char *v;
+		uint64_t ms; /* 0: refused */
+	} cases[] = {
+	        {"2026-12-03T10:00:00Z", 1796292000000ull},
+	        {"2026-12-03t10:00:00z", 1796292000000ull},
+	        {"2026-12-03 10:00:00Z", 1796292000000ull},
+	        {"2026-12-03T11:30:00+01:30", 1796292000000ull},
+	        {"2026-12-03T08:00:00.25-02:00", 1796292000250ull},
+	        {"2026-12-03T10:00:00.123456789Z", 1796292000123ull},
+	        {"2024-02-29T23:59:59Z", 1709251199000ull},
+	        {"2024-02-29T23:59:60Z", 1709251199000ull}, /* a leap second: its second's start */
+	        {"1970-01-01T00:00:00Z", 1}, /* 0 is "none" to a job: the epoch is 1 ms */
+	        {"0", 1},
+	        {"1796292000", 1796292000000ull},
+	        {"1796292000.5", 1796292000500ull},
+	        {"1796292000.0015", 1796292000001ull},
+	        {"2023-02-29T00:00:00Z", 0},
+	        {"2026-12-03T10:00:00", 0},
+	        {"2026-12-03T24:00:00Z", 0},
+	        {"2026-12-03T10:00:00+24:00", 0},
+	        {"2026-12-03T10:00:00.Z", 0},
+	        {"2026-12-03T10:00:00Zjunk", 0},
+	        {"1969-12-31T23:59:59Z", 0},
+	        {"1796292000.", 0},
+	        {"-1", 0},
+	        {"1e9", 0},
+	        {"", 0},
+	        {"99999999999999999999", 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct params_err pe = {0};
+		uint64_t ms = 0;
+		bool ok = request_deadline_header(cases[i].v, &ms, &pe);
+		if (cases[i].ms == 0) {
+			T_TRUE(!ok);
+			T_STREQ(pe.param, "X-Deadline");
+		} else {
+			T_TRUE(ok);
+			T_EQ(ms, cases[i].ms);
+		}
+	}
+}
+
 int
 main(void)
 {
@@ -315,5 +364,6 @@ main(void)
 	T_RUN(test_body);
 	T_RUN(test_strict_body);
 	T_RUN(test_body_many_keys);
+	T_RUN(test_deadline_header);
 	return t_done();
 }
