@@ -605,15 +605,18 @@ fail:
 }
 
 static void
-cuda_memory(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used)
+cuda_memory(const struct be_model *b, struct be_memory *ret)
 {
-	uint64_t used = b->arena_bytes + 2 * b->kv_pool_bytes;
+	uint64_t kv = 2 * b->kv_pool_bytes;
 
 	for (uint32_t s = 0; s <= b->cfg.slots; s++)
 		if (b->k_slot != NULL && b->k_slot[s] != NULL)
-			used += 2 * b->kv_slot_bytes;
-	*ret_needed = b->bytes_needed;
-	*ret_used = used;
+			kv += 2 * b->kv_slot_bytes;
+	ret->needed = b->bytes_needed;
+	ret->used = b->arena_bytes + kv;
+	ret->weights = b->weight_bytes;
+	ret->kv = kv;
+	ret->scratch = b->arena_bytes - b->weight_bytes;
 }
 
 static void

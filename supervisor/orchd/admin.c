@@ -62,6 +62,9 @@ worker_json(const struct worker *w)
 	cJSON_AddNumberToObject(o, "pid", w->pid);
 	cJSON_AddNumberToObject(o, "load_percent", w->load_pct);
 	cJSON_AddNumberToObject(o, "memory_used_bytes", (double)w->memory_used);
+	cJSON_AddNumberToObject(o, "memory_weights_bytes", (double)w->mem_weights);
+	cJSON_AddNumberToObject(o, "memory_kv_bytes", (double)w->mem_kv);
+	cJSON_AddNumberToObject(o, "memory_scratch_bytes", (double)w->mem_scratch);
 	cJSON_AddNumberToObject(o, "slots_busy", w->slots_busy);
 	cJSON_AddNumberToObject(o, "slots_total", w->slots_total);
 	cJSON_AddNumberToObject(o, "kv_cells_used", (double)w->kv_used);
@@ -179,7 +182,7 @@ admin_status(struct orchd *d)
 			running += m->workers[i]->jobs;
 		}
 	}
-	devices_refresh(&d->devices);
+	devices_refresh(&d->devices, false);
 	for (uint32_t i = 0; i < d->devices.n; i++) {
 		const struct device_info *di = &d->devices.dev[i];
 		cJSON *x = cJSON_CreateObject();

@@ -19,6 +19,11 @@ typedef struct nvml_dev *nvml_dev;
 struct nvml_memory {
 	unsigned long long total, free, used;
 };
+struct nvml_utilization {
+	unsigned int gpu, memory; /* percent of the last sample period */
+};
+#define NVML_CLOCK_SM        1 /* nvmlClockType_t */
+#define NVML_TEMPERATURE_GPU 0 /* nvmlTemperatureSensors_t */
 
 struct nvml_api {
 	nvml_ret (*init)(void);
@@ -28,6 +33,11 @@ struct nvml_api {
 	nvml_ret (*name)(nvml_dev, char *, unsigned int);
 	nvml_ret (*memory)(nvml_dev, struct nvml_memory *);
 	const char *(*error)(nvml_ret);
+	/* optional (NULL when the library lacks one; a device may not support it) */
+	nvml_ret (*clock)(nvml_dev, int, unsigned int *);       /* MHz */
+	nvml_ret (*temperature)(nvml_dev, int, unsigned int *); /* degrees C */
+	nvml_ret (*power)(nvml_dev, unsigned int *);            /* milliwatts */
+	nvml_ret (*utilization)(nvml_dev, struct nvml_utilization *);
 };
 
 static void
@@ -91,6 +101,15 @@ load_nvml(struct devices *inv, const char *lib)
 		dlclose(h);
 		return false;
 	}
+	/* the sensors: optional, each a gauge only where the device answers it */
+	if (!sym(h, "nvmlDeviceGetClockInfo", &api->clock, sizeof(api->clock)))
+		api->clock = NULL;
+	if (!sym(h, "nvmlDeviceGetTemperature", &api->temperature, sizeof(api->temperature)))
+		api->temperature = NULL;
+	if (!sym(h, "nvmlDeviceGetPowerUsage", &api->power, sizeof(api->power)))
+		api->power = NULL;
+	if (!sym(h, "nvmlDeviceGetUtilizationRates", &api->utilization, sizeof(api->utilization)))
+		api->utilization = NULL;
 	nvml_ret r = api->init();
 	if (r != 0) {
 		snprintf(inv->nvml_note, sizeof(inv->nvml_note), "NVML init: %s: cpu only",
@@ -129,7 +148,7 @@ devices_open(struct devices *inv, const char *nvml_library)
 			snprintf(inv->nvml_note, sizeof(inv->nvml_note),
 			         "NVML sees no GPU: cpu only");
 	}
-	devices_refresh(inv);
+	devices_refresh(inv, false);
 	for (uint32_t i = 0; i < inv->n; i++)
 		orch_log(ORCH_LOG_INFO, "device", "id=%s name=\"%s\" total=%llu free=%llu",
 		         inv->dev[i].id, inv->dev[i].name, (unsigned long long)inv->dev[i].total,
@@ -138,17 +157,47 @@ devices_open(struct devices *inv, const char *nvml_library)
 		orch_log(ORCH_LOG_INFO, "devices", "note=\"%s\"", inv->nvml_note);
 }
 
+/* @d's sensors, each where NVML has its entry point and the device answers it. */
+static void
+read_sensors(const struct nvml_api *api, nvml_dev h, struct device_info *d)
+{
+	struct nvml_utilization u;
+	unsigned int v;
+
+	d->sensors = 0;
+	if (api->clock && api->clock(h, NVML_CLOCK_SM, &v) == 0) {
+		d->sm_clock_mhz = v;
+		d->sensors |= DEV_SENSOR_CLOCK;
+	}
+	if (api->temperature && api->temperature(h, NVML_TEMPERATURE_GPU, &v) == 0) {
+		d->temperature_c = v;
+		d->sensors |= DEV_SENSOR_TEMPERATURE;
+	}
+	if (api->power && api->power(h, &v) == 0) {
+		d->power_mw = v;
+		d->sensors |= DEV_SENSOR_POWER;
+	}
+	if (api->utilization && api->utilization(h, &u) == 0) {
+		d->utilization_pct = u.gpu;
+		d->sensors |= DEV_SENSOR_UTILIZATION;
+	}
+}
+
 void
-devices_refresh(struct devices *inv)
+devices_refresh(struct devices *inv, bool sensors)
 {
 	orch_meminfo(&inv->dev[0].total, &inv->dev[0].free);
 	for (uint32_t i = 1; inv->nvml && i < inv->n; i++) {
 		struct nvml_memory mem;
 		nvml_dev h;
-		if (inv->api->handle(i - 1, &h) == 0 && inv->api->memory(h, &mem) == 0) {
+		if (inv->api->handle(i - 1, &h) != 0)
+			continue;
+		if (inv->api->memory(h, &mem) == 0) {
 			inv->dev[i].total = mem.total;
 			inv->dev[i].free = mem.free;
 		}
+		if (sensors)
+			read_sensors(inv->api, h, &inv->dev[i]);
 	}
 }
 

@@ -11,10 +11,20 @@
 
 #define DEVICES_MAX 17 /* cpu + 16 GPUs */
 
+/* A GPU's sensors NVML answered at the last devices_refresh() with @sensors (bits). */
+enum {
+	DEV_SENSOR_CLOCK = 1u << 0,
+	DEV_SENSOR_TEMPERATURE = 1u << 1,
+	DEV_SENSOR_POWER = 1u << 2,
+	DEV_SENSOR_UTILIZATION = 1u << 3,
+};
+
 struct device_info {
 	char id[16];          /* "cpu", "cuda:0" */
 	char name[96];        /* "NVIDIA H200", or the CPU's model name */
 	uint64_t total, free; /* bytes; refreshed by devices_refresh() */
+	unsigned sensors;     /* DEV_SENSOR_* read; 0 for cpu and without NVML */
+	uint32_t sm_clock_mhz, temperature_c, power_mw, utilization_pct;
 };
 
 struct nvml_api;
@@ -34,8 +44,12 @@ struct devices {
  */
 void devices_open(struct devices *inv, const char *nvml_library);
 
-/* devices_refresh - read every device's total and free memory now. */
-void devices_refresh(struct devices *inv);
+/*
+ * devices_refresh - read every device's total and free memory now, and with
+ * @sensors each GPU's SM clock, temperature, power draw and utilization
+ * (those its NVML and the device answer).
+ */
+void devices_refresh(struct devices *inv, bool sensors);
 
 /* devices_find - the device named @id, or NULL. */
 struct device_info *devices_find(struct devices *inv, const char *id);

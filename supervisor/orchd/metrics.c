@@ -261,6 +261,21 @@ per_worker(struct orchd *d, struct sbuf *o)
 			        "%llu\n",
 			        m->cfg.name, w->id, w->device, (unsigned long long)w->memory_used);
 		}
+	family(o, "orch_worker_memory_bytes", "gauge",
+	       "A worker's memory by part, as it reported when ready: the weights (and their "
+	       "repacked copies), the KV cache, scratch.");
+	for (struct model_entry *m = d->models; m; m = m->next)
+		for (uint32_t i = 0; i < m->n_workers; i++) {
+			const struct worker *w = m->workers[i];
+			const uint64_t part[] = {w->mem_weights, w->mem_kv, w->mem_scratch};
+			static const char *const kind[] = {"weights", "kv_cache", "scratch"};
+			for (int k = 0; k < 3; k++)
+				sbuf_printf(o,
+				            "orch_worker_memory_bytes{model=\"%s\",worker=\"%s\","
+				            "gpu=\"%s\",kind=\"%s\"} %llu\n",
+				            m->cfg.name, w->id, w->device, kind[k],
+				            (unsigned long long)part[k]);
+		}
 	family(o, "orch_kv_cache_usage_ratio", "gauge", "KV cells in use over KV cells.");
 	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++) {
@@ -320,6 +335,43 @@ connections(struct orchd *d, struct sbuf *o)
 		            (unsigned long long)d->metrics.http_deadlines[i]);
 }
 
+/* A GPU's sensors (NVML): a family only where some device answered it; none on the cpu. */
+static void
+device_sensors(struct orchd *d, struct sbuf *o)
+{
+	static const struct {
+		unsigned bit;
+		const char *name, *help;
+		double scale;
+	} fams[] = {
+	        {DEV_SENSOR_CLOCK, "orch_gpu_sm_clock_hertz", "A GPU's SM clock now (NVML).", 1e6},
+	        {DEV_SENSOR_TEMPERATURE, "orch_gpu_temperature_celsius",
+	         "A GPU's core temperature (NVML).", 1},
+	        {DEV_SENSOR_POWER, "orch_gpu_power_watts",
+	         "A GPU's power draw, board and memory (NVML).", 1e-3},
+	        {DEV_SENSOR_UTILIZATION, "orch_gpu_utilization_ratio",
+	         "Share of NVML's last sample period a kernel ran on a GPU.", 1e-2},
+	};
+
+	for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+		bool any = false;
+		for (uint32_t i = 0; i < d->devices.n; i++) {
+			const struct device_info *g = &d->devices.dev[i];
+			if (!(g->sensors & fams[f].bit))
+				continue;
+			if (!any)
+				family(o, fams[f].name, "gauge", fams[f].help);
+			any = true;
+			uint32_t v = f == 0   ? g->sm_clock_mhz
+			             : f == 1 ? g->temperature_c
+			             : f == 2 ? g->power_mw
+			                      : g->utilization_pct;
+			sbuf_printf(o, "%s{device=\"%s\"} %.10g\n", fams[f].name, g->id,
+			            (double)v * fams[f].scale);
+		}
+	}
+}
+
 static void
 daemon_wide(struct orchd *d, struct sbuf *o)
 {
@@ -327,7 +379,7 @@ daemon_wide(struct orchd *d, struct sbuf *o)
 	for (int c = 1; c <= 5; c++)
 		sbuf_printf(o, "orch_http_responses_total{class=\"%dxx\"} %llu\n", c,
 		            (unsigned long long)d->metrics.http_responses[c]);
-	devices_refresh(&d->devices);
+	devices_refresh(&d->devices, true);
 	family(o, "orch_device_memory_total_bytes", "gauge", "Memory of a device (cpu: MemTotal).");
 	for (uint32_t i = 0; i < d->devices.n; i++)
 		sbuf_printf(o, "orch_device_memory_total_bytes{device=\"%s\"} %llu\n",
@@ -337,6 +389,7 @@ daemon_wide(struct orchd *d, struct sbuf *o)
 	for (uint32_t i = 0; i < d->devices.n; i++)
 		sbuf_printf(o, "orch_device_memory_free_bytes{device=\"%s\"} %llu\n",
 		            d->devices.dev[i].id, (unsigned long long)d->devices.dev[i].free);
+	device_sensors(d, o);
 	family(o, "orch_open_streams", "gauge", "Client streams open.");
 	sbuf_printf(o, "orch_open_streams %u\n", d->n_conns);
 	family(o, "orch_sse_slow_clients_total", "counter",

@@ -148,7 +148,7 @@ placement_check(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 	}
 	if (!need_on(m, w->device, &need))
 		return PLACE_FIT; /* no estimate: the worker's own check decides */
-	devices_refresh(&d->devices);
+	devices_refresh(&d->devices, false);
 	ours_on(d, w->device, &all, &pending, &unloading);
 	avail = dev->free > pending ? dev->free - pending : 0;
 	if (strcmp(w->device, "cpu") != 0) {

@@ -247,6 +247,9 @@ on_ready(struct orchd *d, struct worker *w, const Orch__Ready *r, uint64_t now)
 	w->load_pct = 100;
 	w->slots_total = r->slots;
 	w->memory_used = r->memory_used;
+	w->mem_weights = r->memory_weights;
+	w->mem_kv = r->memory_kv;
+	w->mem_scratch = r->memory_scratch;
 	w->kv_blocks_total = r->kv_blocks;
 	w->kv_block_tokens = r->kv_block_tokens;
 	w->prefix_cache = r->prefix_cache;

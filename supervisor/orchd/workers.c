@@ -278,6 +278,7 @@ static void
 forget_figures(struct worker *w)
 {
 	w->memory_used = 0;
+	w->mem_weights = w->mem_kv = w->mem_scratch = 0;
 	w->kv_used = w->kv_total = 0;
 	w->kv_blocks_total = w->kv_blocks_used = w->kv_blocks_cached = 0;
 }

@@ -93,6 +93,7 @@ struct worker {
 	/* from the last heartbeat */
 	uint32_t slots_busy, slots_total;
 	uint64_t kv_used, kv_total, memory_used, decode_steps;
+	uint64_t mem_weights, mem_kv, mem_scratch; /* Ready: memory_used's parts */
 	/* paged KV (Ready, then the heartbeat); the counters as this process last told */
 	uint32_t kv_blocks_total, kv_blocks_used, kv_blocks_cached, kv_block_tokens;
 	bool prefix_cache;

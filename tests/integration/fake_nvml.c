@@ -3,7 +3,9 @@
  * the nvml_library key: the GPUs of $FAKE_NVML, "NAME:TOTAL_MIB:FREE_MIB"
  * separated by commas (unset or empty: NVML finds no GPU; "fail": init
  * fails). Only the entry points orchd's inventory uses (supervisor/orchd/
- * devices.c), with NVML's documented signatures.
+ * devices.c), with NVML's documented signatures. GPU i's sensors read
+ * 1500 + i MHz (SM clock), 40 + i degrees C, 250000 + i mW and 30 + i %
+ * busy; with $FAKE_NVML_NO_SENSORS set they are not supported.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,10 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **h);
 int nvmlDeviceGetName(void *h, char *name, unsigned int len);
 int nvmlDeviceGetMemoryInfo(void *h, struct fake_memory *m);
 const char *nvmlErrorString(int r);
+int nvmlDeviceGetClockInfo(void *h, int type, unsigned int *mhz);
+int nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *c);
+int nvmlDeviceGetPowerUsage(void *h, unsigned int *mw);
+int nvmlDeviceGetUtilizationRates(void *h, unsigned int *rates);
 
 int
 nvmlInit_v2(void)
@@ -91,6 +97,60 @@ nvmlDeviceGetMemoryInfo(void *h, struct fake_memory *m)
 	m->total = g->total;
 	m->free = g->free;
 	m->used = g->total - g->free;
+	return 0;
+}
+
+/* GPU @h's index, or -1 when its sensors are "not supported" (NVML_ERROR_NOT_SUPPORTED 3). */
+static int
+sensor_index(void *h)
+{
+	if (getenv("FAKE_NVML_NO_SENSORS") != NULL)
+		return -1;
+	return (int)((struct fake_gpu *)h - gpus);
+}
+
+int
+nvmlDeviceGetClockInfo(void *h, int type, unsigned int *mhz)
+{
+	int i = sensor_index(h);
+
+	if (i < 0 || type != 1) /* NVML_CLOCK_SM only */
+		return 3;
+	*mhz = 1500u + (unsigned)i;
+	return 0;
+}
+
+int
+nvmlDeviceGetTemperature(void *h, int sensor, unsigned int *c)
+{
+	int i = sensor_index(h);
+
+	if (i < 0 || sensor != 0) /* NVML_TEMPERATURE_GPU */
+		return 3;
+	*c = 40u + (unsigned)i;
+	return 0;
+}
+
+int
+nvmlDeviceGetPowerUsage(void *h, unsigned int *mw)
+{
+	int i = sensor_index(h);
+
+	if (i < 0)
+		return 3;
+	*mw = 250000u + (unsigned)i;
+	return 0;
+}
+
+int
+nvmlDeviceGetUtilizationRates(void *h, unsigned int *rates)
+{
+	int i = sensor_index(h);
+
+	if (i < 0)
+		return 3;
+	rates[0] = 30u + (unsigned)i; /* gpu */
+	rates[1] = 10u;               /* memory */
 	return 0;
 }
 

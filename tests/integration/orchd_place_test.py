@@ -135,6 +135,11 @@ try:
           "orchctl status lists the GPUs: %r" % r.stdout[-400:])
     _, _, text = get("/metrics")
     check('orch_device_memory_free_bytes{device="cuda:0"} %d' % (600 * MIB) in text, "device memory metrics")
+    # issue 62 item 6: each GPU's clock, temperature, power and utilization, none for the cpu
+    for line in ('orch_gpu_sm_clock_hertz{device="cuda:1"} 1501000000', 'orch_gpu_temperature_celsius{device="cuda:0"} 40',
+                 'orch_gpu_power_watts{device="cuda:1"} 250.001', 'orch_gpu_utilization_ratio{device="cuda:0"} 0.3'):
+        check(line in text, "GPU sensor gauge: %s" % line)
+    check('orch_gpu_power_watts{device="cpu"}' not in text, "no sensor gauge for the cpu")
     st, o = complete("big")
     err = o.get("error", {})
     need = NEED_CPU + RUNTIME
@@ -159,7 +164,14 @@ try:
         s = status()
         check([d["id"] for d in s["devices"]] == ["cpu"] and note in s.get("devices_note", ""),
               "%s: cpu only, says why: %r" % (name, s.get("devices_note")))
+        check("orch_gpu_" not in get("/metrics")[2], "%s: no GPU sensor gauges at all" % name)
         stop(p)
+    p = start("nosensors", "nvml_library = " + FAKE, [], {"FAKE_NVML": "FakeGPU A:81559:600",
+                                                          "FAKE_NVML_NO_SENSORS": "1"})
+    text = get("/metrics")[2]
+    check('orch_device_memory_free_bytes{device="cuda:0"}' in text and "orch_gpu_" not in text,
+          "a GPU whose sensors NVML does not support: memory, no sensor gauges")
+    stop(p)
 
     # ---- eviction on cpu: room for two models, not three
     cap = (2 * NEED_CPU + MIB - 1) // MIB

@@ -559,6 +559,16 @@ try:
     check(qw and float(qw[0].split()[-1]) >= 1, "orch_queue_wait_seconds counts a's jobs: %r" % qw)
     up = [l for l in text.splitlines() if l.startswith("orch_uptime_seconds ")]
     check(up and float(up[0].split()[-1]) > 0, "orch_uptime_seconds: %r" % up)
+    # ... and a worker's memory by part, which add up to what it uses (cpu: constant)
+    parts = {}
+    for l in text.splitlines():
+        if l.startswith('orch_worker_memory_bytes{model="a"'):
+            parts[l.split('kind="')[1].split('"')[0]] = float(l.split()[-1])
+    used = [float(l.split()[-1]) for l in text.splitlines() if l.startswith('orch_worker_memory_used_bytes{model="a"')]
+    check(sorted(parts) == ["kv_cache", "scratch", "weights"] and all(v > 0 for v in parts.values())
+          and used and sum(parts.values()) == used[0],
+          "a's worker memory: weights + kv_cache + scratch = used: %r %r" % (parts, used))
+    check("orch_gpu_" not in text, "no GPU sensor gauges on a cpu-only host")
     for name in ("orch_requests_total", "orch_time_to_first_token_seconds_bucket", "orch_queue_depth",
                  "orch_kv_cache_usage_ratio", "orch_worker_memory_used_bytes", "orch_model_loads_total",
                  "orch_queue_wait_seconds_bucket", "orch_uptime_seconds"):

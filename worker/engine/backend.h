@@ -111,6 +111,18 @@ struct be_info {
 	uint64_t mem_total;
 };
 
+/*
+ * What a loaded model holds (bytes): @used = @weights + @kv + @scratch, and
+ * @needed, all it will hold (the estimate the load was checked against).
+ */
+struct be_memory {
+	uint64_t needed, used;
+	uint64_t weights; /* the quantized weights (mapped from the file on the cpu) and their
+	                     repacked copies */
+	uint64_t kv;      /* the KV cache: keys and values, every layer */
+	uint64_t scratch; /* activations, logits, the sampler's and attention's buffers */
+};
+
 /* be_progress_fn - load progress: @done of @total bytes of weights are in place. */
 typedef void (*be_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
@@ -131,7 +143,7 @@ struct be_ops {
 	                 struct orch_errinfo *reterr);
 
 	/* memory - bytes the backend needs for weights + KV + scratch, and holds now. */
-	void (*memory)(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used);
+	void (*memory)(const struct be_model *b, struct be_memory *ret);
 
 	/*
 	 * forward - one step over @n sequences. *@ret_logits points to one

@@ -483,7 +483,7 @@ handle(struct serve *sv, const Orch__Envelope *env)
 void
 serve_status(struct serve *sv, Orch__Heartbeat *hb)
 {
-	uint64_t needed;
+	struct be_memory mem;
 
 	struct kvb_stats kv;
 
@@ -500,7 +500,8 @@ serve_status(struct serve *sv, Orch__Heartbeat *hb)
 		hb->prefix_hit_tokens = kv.hit_tokens;
 	}
 	hb->preemptions = sched_preemptions(sv->eng->s);
-	sv->eng->ops->memory(sv->eng->b, &needed, &hb->memory_used);
+	sv->eng->ops->memory(sv->eng->b, &mem);
+	hb->memory_used = mem.used;
 	hb->residency_ok = sv->resident;
 	hb->residency_error = sv->resident ? (char *)(uintptr_t) "" : sv->residency_error;
 	hb->decode_steps = sv->steps;

@@ -69,10 +69,11 @@ static void
 dump(struct serve *sv, struct sbuf *b)
 {
 	Orch__Heartbeat hb = ORCH__HEARTBEAT__INIT;
-	uint64_t needed = 0, used = 0, now = orch_mono_ms();
+	struct be_memory mem = {0};
+	uint64_t now = orch_mono_ms();
 
 	serve_status(sv, &hb);
-	sv->eng->ops->memory(sv->eng->b, &needed, &used);
+	sv->eng->ops->memory(sv->eng->b, &mem);
 	sbuf_printf(b,
 	            "worker id=%s pid=%d device=%s model=%s state=%s uptime_ms=%llu steps=%llu "
 	            "jobs=%u max_jobs=%u slots_busy=%u slots_total=%u kv_cells_used=%llu "
@@ -83,7 +84,7 @@ dump(struct serve *sv, struct sbuf *b)
 	            (unsigned long long)(now - sv->started_ms), (unsigned long long)sv->steps,
 	            sv->n_jobs, sv->max_jobs, hb.slots_busy, hb.slots_total,
 	            (unsigned long long)hb.kv_cells_used, (unsigned long long)hb.kv_cells_total,
-	            sv->eng->n_ctx, (unsigned long long)used, (unsigned long long)needed,
+	            sv->eng->n_ctx, (unsigned long long)mem.used, (unsigned long long)mem.needed,
 	            hb.residency_ok ? "yes" : "no", sv->degraded ? "yes" : "no");
 	for (const struct serve_job *j = sv->jobs; j != NULL; j = j->next) {
 		const struct sched_job *sj = &j->sj;

@@ -78,7 +78,7 @@ serve_ready(struct serve *sv)
 	Orch__Ready r = ORCH__READY__INIT;
 	char *kinds[N_TYPES];
 	bool seen[N_TYPES] = {false};
-	uint64_t needed;
+	struct be_memory mem;
 	struct gguf_str name = {0};
 	char name_buf[128] = "", arch[16], tk[8];
 
@@ -94,7 +94,11 @@ serve_ready(struct serve *sv)
 	         name.ptr ? name.ptr : "");
 	snprintf(arch, sizeof(arch), "%s", model_arch_name(sv->eng->m.hp.arch));
 	snprintf(tk, sizeof(tk), "%s", tok_kind(sv->eng->mt.tok) == TOK_SPM ? "spm" : "bpe");
-	sv->eng->ops->memory(sv->eng->b, &needed, &r.memory_used);
+	sv->eng->ops->memory(sv->eng->b, &mem);
+	r.memory_used = mem.used;
+	r.memory_weights = mem.weights;
+	r.memory_kv = mem.kv;
+	r.memory_scratch = mem.scratch;
 	r.context_length = sv->eng->n_ctx;
 	r.slots = sv->o->slots;
 	r.quant_kinds = kinds;

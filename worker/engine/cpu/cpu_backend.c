@@ -120,6 +120,7 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 
 	if ((rv = kv_layout(b, &kv, reterr)) != ORCH_OK)
 		return rv;
+	b->kv_bytes = 2 * kv;
 	sf = cpu_attn_tile_floats(qmax, hp->head_dim, b->cfg.n_ctx);
 	att = tiles ? th * (qmax * sizeof(*b->attn_q) + sf * f) + (B + 1) * sizeof(uint32_t)
 	            : th * b->cfg.n_ctx * f;
@@ -272,10 +273,13 @@ cpu_copy_blocks(struct be_model *b, bool swa, uint32_t src, uint32_t dst, uint32
 }
 
 static void
-cpu_memory(const struct be_model *b, uint64_t *ret_needed, uint64_t *ret_used)
+cpu_memory(const struct be_model *b, struct be_memory *ret)
 {
-	*ret_needed = b->bytes_needed;
-	*ret_used = b->bytes_used;
+	ret->needed = b->bytes_needed;
+	ret->used = b->bytes_used;
+	ret->weights = b->weight_bytes + b->pack_extra_bytes;
+	ret->kv = b->kv_bytes;
+	ret->scratch = ret->used - ret->weights - ret->kv;
 }
 
 static void

@@ -47,6 +47,8 @@ struct be_model {
 	uint32_t *tile0;
 	uint32_t *tok_seq, *tok_pos; /* [B] */
 	uint64_t weight_bytes, bytes_needed, bytes_used;
+	uint64_t kv_bytes;         /* keys and values, in bytes_used */
+	uint64_t pack_extra_bytes; /* repacked weights past their file bytes (cpu_pack.c) */
 	/* weights packed for the products (cpu_pack.c), sorted by tensor */
 	struct cpu_pack *packs;
 	uint32_t n_packs;

@@ -436,6 +436,7 @@ cpu_pack_model(struct be_model *b, struct cpu_load *l, struct orch_errinfo *rete
 	if (pl.bytes > file) { /* the K-quants' unpacked scales, the tensors' alignment */
 		b->bytes_needed += pl.bytes - file;
 		b->bytes_used += pl.bytes - file;
+		b->pack_extra_bytes = pl.bytes - file;
 	}
 	return ORCH_OK;
 }

@@ -658,9 +658,11 @@ test_kv_f32(void)
 	run_all(&b);
 	T_EQ(oa->n, ob->n);
 	T_TRUE(memcmp(oa->ids, ob->ids, oa->n * sizeof(int32_t)) == 0);
-	uint64_t need, used;
-	be_cpu_ops.memory(b.b, &need, &used);
-	T_TRUE(used >= need / 2 && need > 0);
+	struct be_memory mem;
+	be_cpu_ops.memory(b.b, &mem);
+	T_TRUE(mem.used >= mem.needed / 2 && mem.needed > 0);
+	T_EQ(mem.weights + mem.kv + mem.scratch, mem.used);
+	T_TRUE(mem.weights > 0 && mem.kv > 0 && mem.scratch > 0);
 	tok_ids_fini(&ids);
 	free(oa);
 	free(ob);

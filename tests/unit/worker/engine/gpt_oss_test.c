@@ -303,8 +303,13 @@ test_ring_memory(void)
 	scores = 2ull * 1024 * sizeof(float) * (cpu_has_avx2() ? qmax : 1);
 	T_EQ(x[0]->m.hp.n_swa, 128);
 	T_TRUE(model_layer_swa(&x[0]->m.hp, 0) && !model_layer_swa(&x[0]->m.hp, 1));
-	for (int i = 0; i < 2; i++)
-		x[i]->ops->memory(x[i]->b, &need[i], &used[i]);
+	for (int i = 0; i < 2; i++) {
+		struct be_memory mem;
+		x[i]->ops->memory(x[i]->b, &mem);
+		need[i] = mem.needed;
+		used[i] = mem.used;
+		T_EQ(mem.weights + mem.kv + mem.scratch, mem.used);
+	}
 	printf("memory needed at context 1024: %llu, at 2048: %llu bytes (+%llu: full layer KV "
 	       "%llu, scores %llu)\n",
 	       (unsigned long long)need[0], (unsigned long long)need[1],
