@@ -293,6 +293,14 @@ set_ref(struct cfg_model *m, const char *v, struct orch_errinfo *e)
 	return set_str(m->ref, sizeof(m->ref), "model", r.canon, e);
 }
 
+const char *
+cfg_sched_name(enum cfg_sched s)
+{
+	static const char *const names[] = {"fcfs", "prefill_first", "fair"};
+
+	return (unsigned)s <= CFG_SCHED_FAIR ? names[s] : "?";
+}
+
 static orch_err
 set_model(struct cfg_model *m, const char *k, const char *v, struct orch_errinfo *e)
 {
@@ -331,6 +339,15 @@ set_model(struct cfg_model *m, const char *k, const char *v, struct orch_errinfo
 		return set_u32(&m->kv_block_tokens, 1, 256, k, v, e);
 	if (strcmp(k, "enable_prefix_cache") == 0)
 		return set_bool(&m->prefix_cache, k, v, e);
+	if (strcmp(k, "scheduler") == 0) {
+		for (int i = 0; i <= CFG_SCHED_FAIR; i++)
+			if (strcmp(v, cfg_sched_name((enum cfg_sched)i)) == 0) {
+				m->scheduler = (enum cfg_sched)i;
+				return ORCH_OK;
+			}
+		return orch_errf(e, ORCH_EINVAL,
+		                 "scheduler wants fcfs, prefill_first or fair, got '%s'", v);
+	}
 	if (strcmp(k, "tokenizer") == 0) {
 		if (strcmp(v, "gguf") != 0 && strcmp(v, "hf-json") != 0)
 			return orch_errf(e, ORCH_EINVAL,

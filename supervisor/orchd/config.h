@@ -13,6 +13,17 @@
 #define CFG_PATH_MAX    1024
 #define CFG_MAX_DEVICES 8
 
+/*
+ * A model's scheduling policy (docs/configuration.md, scheduler): fcfs, jobs in
+ * arrival order, each step decoding every running job before it feeds prompts;
+ * prefill_first, the worker feeds waiting prompts before it decodes; fair, the
+ * queue is served by API key, the key with the fewest jobs running first.
+ */
+enum cfg_sched { CFG_SCHED_FCFS, CFG_SCHED_PREFILL_FIRST, CFG_SCHED_FAIR };
+
+/* cfg_sched_name - "fcfs", "prefill_first", "fair". */
+const char *cfg_sched_name(enum cfg_sched s);
+
 struct cfg_model {
 	char name[CFG_NAME_MAX];
 	char path[CFG_PATH_MAX];
@@ -30,6 +41,7 @@ struct cfg_model {
 	double kv_cache_fraction;
 	uint32_t kv_block_tokens; /* 0: the worker's default (16) */
 	bool prefix_cache;        /* enable_prefix_cache (default yes) */
+	enum cfg_sched scheduler; /* default fcfs */
 };
 
 enum cfg_evict { CFG_EVICT_NONE, CFG_EVICT_LRU };

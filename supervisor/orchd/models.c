@@ -438,6 +438,17 @@ models_unqueue(struct job *j)
  * most AFFINITY_SLACK(slots) more jobs than the least loaded, else the one
  * with the fewest outstanding tokens; NULL when none has room.
  */
+/*
+ * The jobs a worker of @m takes per slot: WORKER_JOBS_PER_SLOT, the rest waiting
+ * in the worker; with scheduler = fair one, so that the rest wait here, where
+ * the queue is served by key.
+ */
+static uint32_t
+per_slot(const struct model_entry *m)
+{
+	return m->cfg.scheduler == CFG_SCHED_FAIR ? 1 : WORKER_JOBS_PER_SLOT;
+}
+
 static struct worker *
 pick(struct model_entry *m, const struct job *j)
 {
@@ -446,10 +457,10 @@ pick(struct model_entry *m, const struct job *j)
 
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		struct worker *w = m->workers[i];
-		/* a worker takes up to 4 × slots jobs; the rest wait here, in order */
+		/* a worker takes up to 4 × slots jobs (fair: slots); the rest wait here */
 		if (w->state != WORKER_READY ||
 		    w->pid <= 0 || /* a dead one is READY until reaped */
-		    w->jobs >= WORKER_JOBS_PER_SLOT * (w->slots_total ? w->slots_total : 1))
+		    w->jobs >= per_slot(m) * (w->slots_total ? w->slots_total : 1))
 			continue;
 		if (best == NULL || w->outstanding < best->outstanding)
 			best = w;
@@ -493,16 +504,101 @@ place(struct orchd *d, struct worker *w, struct job *j)
 	return true;
 }
 
+/* scheduler = fair: the jobs of @m running, counted by owner (an owner's key digest). */
+struct owners {
+	struct job_owner *who;
+	uint32_t *n;
+	uint32_t count, cap;
+};
+
+static uint32_t *
+owner_slot(struct owners *o, const struct job_owner *who)
+{
+	for (uint32_t i = 0; i < o->count; i++)
+		if (memcmp(&o->who[i], who, sizeof(*who)) == 0)
+			return &o->n[i];
+	return NULL;
+}
+
+/* @o of @m's running jobs; false when out of memory (then fcfs serves). */
+static bool
+owners_count(struct orchd *d, const struct model_entry *m, struct owners *o)
+{
+	uint32_t running = 0;
+
+	for (uint32_t i = 0; i < m->n_workers; i++)
+		running += m->workers[i]->jobs;
+	o->cap = running + m->queued + 1; /* every owner running, and those placed now */
+	o->count = 0;
+	o->who = orch_calloc(o->cap, sizeof(*o->who));
+	o->n = orch_calloc(o->cap, sizeof(*o->n));
+	if (o->who == NULL || o->n == NULL)
+		return false;
+	for (struct job *r = d->live; r; r = r->live_next) {
+		if (r->model != m || r->state != JOB_RUNNING)
+			continue;
+		uint32_t *n = owner_slot(o, &r->owner);
+		if (n == NULL && o->count < o->cap) {
+			o->who[o->count] = r->owner;
+			n = &o->n[o->count++];
+		}
+		if (n != NULL)
+			(*n)++;
+	}
+	return true;
+}
+
+/*
+ * The next job of @m's queue: its head; with scheduler = fair (@o counted), the
+ * job whose owner has the fewest jobs running, then one whose owner is not the
+ * last served (keys take turns when none runs, as with one slot), then the
+ * earliest. A burst from one key then waits behind every other key's next job.
+ */
+static struct job *
+next_job(struct model_entry *m, struct owners *o)
+{
+	struct job *best = m->queue_head;
+	uint64_t best_key = UINT64_MAX;
+
+	if (o == NULL)
+		return best;
+	for (struct job *q = m->queue_head; q && best_key > 0; q = q->next_queue) {
+		const uint32_t *n = owner_slot(o, &q->owner);
+		bool again = memcmp(&q->owner, &m->last_owner, sizeof(q->owner)) == 0;
+		uint64_t key = (uint64_t)(n ? *n : 0) << 1 | again;
+		if (key < best_key) {
+			best = q;
+			best_key = key;
+		}
+	}
+	return best;
+}
+
 void
 models_dispatch(struct orchd *d, struct model_entry *m)
 {
+	struct owners o = {0};
+	bool fair = m->cfg.scheduler == CFG_SCHED_FAIR && m->queue_head != NULL &&
+	            owners_count(d, m, &o);
+	struct job *j;
 	struct worker *w;
 
-	while (m->queue_head && (w = pick(m, m->queue_head)) != NULL) {
-		struct job *j = m->queue_head;
+	while ((j = next_job(m, fair ? &o : NULL)) != NULL && (w = pick(m, j)) != NULL) {
 		models_unqueue(j);
+		if (fair) { /* one more running for its owner */
+			m->last_owner = j->owner;
+			uint32_t *n = owner_slot(&o, &j->owner);
+			if (n == NULL && o.count < o.cap) {
+				o.who[o.count] = j->owner;
+				n = &o.n[o.count++];
+			}
+			if (n != NULL)
+				(*n)++;
+		}
 		place(d, w, j);
 	}
+	orch_free(o.who);
+	orch_free(o.n);
 	tokenize_dispatch(d, m);
 }
 
@@ -535,7 +631,7 @@ models_room(const struct orchd *d, const struct model_entry *m)
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		uint32_t slots =
 		        m->workers[i]->slots_total ? m->workers[i]->slots_total : m->cfg.slots;
-		room += WORKER_JOBS_PER_SLOT * (uint64_t)(slots ? slots : 1);
+		room += per_slot(m) * (uint64_t)(slots ? slots : 1);
 	}
 	return room > UINT32_MAX ? UINT32_MAX : (uint32_t)room;
 }

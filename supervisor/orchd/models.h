@@ -11,6 +11,7 @@
 #include "base/err.h"
 #include "config.h"
 #include "inspect.h"
+#include "jobs.h"
 #include "metrics.h"
 
 struct event;
@@ -30,6 +31,7 @@ struct model_entry {
 	uint32_t n_workers;
 	struct job *queue_head, *queue_tail; /* waiting for a worker */
 	uint32_t queued;
+	struct job_owner last_owner; /* scheduler = fair: whose job went out last */
 	uint64_t last_used_ms;
 	char error[512]; /* why it failed */
 	/* cfg.ref: its file is looked up in the store at every read (cfg.path is it), or pulled */

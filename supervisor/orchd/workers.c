@@ -80,6 +80,8 @@ workers_new(struct orchd *d, struct model_entry *m, uint32_t replica)
 
 /* ---- life and death ---- */
 
+static void on_exit_fd(evutil_socket_t fd, short what, void *arg);
+
 static void
 on_timer(evutil_socket_t fd, short what, void *arg)
 {
@@ -89,6 +91,11 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (w->reap_retry && w->pid > 0) { /* an exit the pidfd reported before it was reapable */
+		on_exit_fd(w->pidfd, EV_READ, w);
+		if (w->pid <= 0)
+			return;
+	}
 	if (w->state == WORKER_BACKOFF) { /* the backoff is over */
 		struct orch_errinfo e = {0};
 		if (workers_spawn(d, w, &e) != ORCH_OK)
@@ -357,8 +364,13 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (waitpid(w->pid, &st, WNOHANG) <= 0)
+	if (waitpid(w->pid, &st, WNOHANG) <= 0) {
+		/* the pidfd says it exited, the kernel cannot give its status yet (a tracer
+		 * holds it): the one-shot event is spent, the worker's timer asks again */
+		w->reap_retry = true;
 		return;
+	}
+	w->reap_retry = false;
 	rundir_worker_reaped(w->model->d, w->id);
 	w->exit_status = st;
 	w->exit_pid = w->pid;
@@ -441,17 +453,27 @@ build_argv(struct orchd *d, struct worker *w, const char *url, char num[7][24], 
 		argv[n++] = "--tokenizer";
 		argv[n++] = "hf-json";
 	}
+	if (mc->scheduler == CFG_SCHED_PREFILL_FIRST) {
+		argv[n++] = "--scheduler";
+		argv[n++] = "prefill_first";
+	}
 	n = kv_argv(mc, num, argv, n);
 	if (!d->cfg.hash_cache_beside)
 		argv[n++] = "--no-hash-beside";
 	argv[n] = NULL;
 }
 
-/* posix_spawn @argv with its output on a pipe; w->pid, w->log_fd, w->pidfd. */
+/*
+ * posix_spawn @argv with its output on a pipe; w->pid, w->log_fd, w->pidfd. The
+ * worker gets a process group of its own: a terminal's Ctrl-C (SIGINT to the
+ * foreground group) reaches orchd alone, which drains its workers' jobs, rather
+ * than every worker, which would cancel them.
+ */
 static orch_err
 start_process(struct orchd *d, struct worker *w, const char **argv, struct orch_errinfo *reterr)
 {
 	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
 	int pipefd[2];
 
 	if (pipe2(pipefd, O_CLOEXEC) != 0)
@@ -459,8 +481,12 @@ start_process(struct orchd *d, struct worker *w, const char **argv, struct orch_
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDOUT_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, pipefd[1], STDERR_FILENO);
-	int err = posix_spawn(&w->pid, d->worker_bin, &fa, NULL, (char *const *)(uintptr_t)argv,
+	posix_spawnattr_init(&at);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+	posix_spawnattr_setpgroup(&at, 0);
+	int err = posix_spawn(&w->pid, d->worker_bin, &fa, &at, (char *const *)(uintptr_t)argv,
 	                      environ);
+	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
 	close(pipefd[1]);
 	w->log_fd = pipefd[0];

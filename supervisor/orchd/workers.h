@@ -90,6 +90,7 @@ struct worker {
 	uint32_t restarts;
 	uint64_t backoff_ms;
 	bool restart_now; /* asked through the admin API: no backoff, not a failure */
+	bool reap_retry;  /* its pidfd reported an exit waitpid could not take yet */
 	/* from the last heartbeat */
 	uint32_t slots_busy, slots_total;
 	uint64_t kv_used, kv_total, memory_used, decode_steps;

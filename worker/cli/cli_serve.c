@@ -64,6 +64,19 @@ serve_opt(struct serve_opts *o, int c, bool *ok)
 	case 'k':
 		*ok = count("--chunk", optarg, 1, 65536, &o->chunk);
 		break;
+	case 'S':
+		if (strcmp(optarg, "decode_first") == 0) {
+			o->policy = SCHED_DECODE_FIRST;
+		} else if (strcmp(optarg, "prefill_first") == 0) {
+			o->policy = SCHED_PREFILL_FIRST;
+		} else {
+			fprintf(stderr,
+			        "orch-worker serve: --scheduler wants decode_first or prefill_first, "
+			        "got '%s'\n",
+			        optarg);
+			*ok = false;
+		}
+		break;
 	case 'r':
 		*ok = count("--residency-check-s", optarg, 1, 86400, &o->residency_s);
 		break;
@@ -121,6 +134,7 @@ cli_serve(int argc, char **argv)
 	        {"heartbeat-ms", required_argument, NULL, 'h'},
 	        {"supervisor-timeout-ms", required_argument, NULL, 'T'},
 	        {"chunk", required_argument, NULL, 'k'},
+	        {"scheduler", required_argument, NULL, 'S'},
 	        {"debug-endpoint", required_argument, NULL, 'D'},
 	        {"residency-check-s", required_argument, NULL, 'r'},
 	        {"no-graphs", no_argument, NULL, 'G'},

@@ -11,7 +11,7 @@
 const struct subcmd cli_commands[] = {
 #ifdef ORCH_HAVE_IPC
         {"serve", cli_serve,
-         "serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID [--slots N] [--context N] [--threads N] [--heartbeat-ms N] [--supervisor-timeout-ms N] [--chunk N] [--debug-endpoint URL] [--residency-check-s N] [--no-graphs] [--tokenizer gguf|hf-json] [--hash-cache-dir DIR] [--no-hash-beside] [--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] [--no-prefix-cache]"},
+         "serve --endpoint URL --model FILE --device cpu|cuda:N --worker-id ID [--slots N] [--context N] [--threads N] [--heartbeat-ms N] [--supervisor-timeout-ms N] [--chunk N] [--scheduler decode_first|prefill_first] [--debug-endpoint URL] [--residency-check-s N] [--no-graphs] [--tokenizer gguf|hf-json] [--hash-cache-dir DIR] [--no-hash-beside] [--kv-cache-mib N | --kv-cache-fraction F] [--kv-block-tokens N] [--no-prefix-cache]"},
         {"attach", cli_attach,
          "attach URL [--dump] [--topic log|step]... [--count N] [--timeout-ms N]"},
 #endif

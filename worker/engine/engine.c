@@ -211,6 +211,7 @@ engine_start(struct engine *e, const struct engine_config *cfg, struct orch_erri
 	        .slots = e->slots,
 	        .n_ctx = e->n_ctx,
 	        .chunk = e->chunk,
+	        .policy = cfg->policy,
 	        .logit_rows = e->ops->all_logits ? e->slots + MODEL_PROMPT_LOGIT_ROWS : 0,
 	        .kv_blocks = e->kv_blocks,
 	        .kv_block_tokens = e->kv_block_tokens,

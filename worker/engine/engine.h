@@ -16,6 +16,7 @@
 #include "base/err.h"
 #include "engine/backend.h"
 #include "engine/model/model.h"
+#include "engine/scheduler.h"
 #include "text/model_text.h"
 
 struct gguf_file;
@@ -41,10 +42,11 @@ struct engine_config {
 	enum text_source tokenizer; /* TEXT_GGUF (0) or TEXT_HF_JSON */
 	uint32_t slots;             /* sequences at once; 0: 1 */
 	uint32_t n_ctx;             /* positions per sequence; 0: engine_default_ctx() */
-	uint32_t chunk;   /* prefill tokens per sequence per step; 0: ENGINE_DEFAULT_CHUNK */
-	uint32_t threads; /* CPU threads; 0: one per core */
-	bool kv_f32;      /* KV cache in F32 (default F16) */
-	bool no_graphs;   /* cuda: no CUDA graphs */
+	uint32_t chunk; /* prefill tokens per sequence per step; 0: ENGINE_DEFAULT_CHUNK */
+	enum sched_policy policy; /* how a step is filled (scheduler.h); 0: decodes first */
+	uint32_t threads;         /* CPU threads; 0: one per core */
+	bool kv_f32;              /* KV cache in F32 (default F16) */
+	bool no_graphs;           /* cuda: no CUDA graphs */
 	/* paged KV (a backend with be_ops.paged): tokens per block; 0: KVB_DEFAULT_BLOCK_TOKENS */
 	uint32_t kv_block_tokens;
 	/* the pool: a budget in bytes, or this share (0, 1] of the device's total

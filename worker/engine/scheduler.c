@@ -379,13 +379,31 @@ admit(struct sched *s)
 	}
 }
 
-/* The batch: every decoding job's token, then prompt chunks up to cfg.chunk tokens. */
+/* Whether a job is feeding its prompt (prefill_first's steps are then prompts only). */
+static bool
+any_prefill(const struct sched *s)
+{
+	for (uint32_t i = 0; i < s->cfg.slots; i++)
+		if (s->slots[i] != NULL && s->slots[i]->state == J_PREFILL)
+			return true;
+	return false;
+}
+
+/*
+ * The batch: every decoding job's token, then prompt chunks up to cfg.chunk
+ * tokens; with SCHED_PREFILL_FIRST while a prompt is fed, prompt chunks only,
+ * up to cfg.chunk + cfg.slots tokens (the step's rows the decodes would take).
+ */
 static uint32_t
 build_batch(struct sched *s)
 {
-	uint32_t n = 0, budget = s->cfg.chunk, spare = sched_spare_rows(s);
+	uint32_t n = 0, budget = s->cfg.chunk, spare = sched_spare_rows(s), first = 0;
 
-	for (uint32_t pass = 0; pass < 2; pass++) {
+	if (s->cfg.policy == SCHED_PREFILL_FIRST && any_prefill(s)) {
+		first = 1;
+		budget += s->cfg.slots;
+	}
+	for (uint32_t pass = first; pass < 2; pass++) {
 		for (uint32_t i = 0; i < s->cfg.slots; i++) {
 			struct sched_job *j = s->slots[i];
 			if (j == NULL || j->state != (pass == 0 ? J_DECODE : J_PREFILL))

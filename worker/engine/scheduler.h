@@ -112,9 +112,20 @@ const struct harmony_tag *sched_job_tag(const struct sched_job *j);
 
 struct sched;
 
+/*
+ * How a step is filled (docs/configuration.md, scheduler): SCHED_DECODE_FIRST,
+ * every decoding job's token and then prompt chunks up to `chunk` tokens (a
+ * long prompt never stalls the jobs already streaming); SCHED_PREFILL_FIRST,
+ * while a prompt is being fed a step feeds prompts only, up to `chunk` +
+ * `slots` tokens, and decoding jobs wait (the first token sooner, the streams
+ * pausing meanwhile).
+ */
+enum sched_policy { SCHED_DECODE_FIRST, SCHED_PREFILL_FIRST };
+
 struct sched_config {
 	uint32_t slots, n_ctx,
 	        chunk; /* chunk: prompt tokens per step (all prefilling jobs together) */
+	enum sched_policy policy;
 	/* the backend's be_config.logit_rows: rows beyond one per slot carry prompt_logits
 	 * jobs' positions, many a step (0: one position a step) */
 	uint32_t logit_rows;

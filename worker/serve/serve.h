@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "engine/scheduler.h"
 #include "text/model_text.h"
 
 #ifdef __cplusplus
@@ -20,6 +21,7 @@ struct serve_opts {
 	uint32_t slots, n_ctx, threads, heartbeat_ms;
 	uint32_t supervisor_timeout_ms; /* exit when nothing arrives for this long; 0: never */
 	uint32_t chunk;                 /* prompt tokens per step */
+	enum sched_policy policy;       /* how a step is filled (--scheduler) */
 	uint32_t residency_s;           /* seconds between residency checks (cuda) */
 	bool no_graphs;                 /* cuda: no CUDA graphs */
 	enum text_source tokenizer;     /* gguf, or hf-json beside the model */

@@ -131,6 +131,7 @@ serve_load(struct serve *sv, struct orch_errinfo *e)
 	                            .slots = sv->o->slots,
 	                            .n_ctx = sv->o->n_ctx,
 	                            .chunk = sv->o->chunk,
+	                            .policy = sv->o->policy,
 	                            .threads = sv->o->threads,
 	                            .no_graphs = sv->o->no_graphs,
 	                            .kv_cache_bytes = (uint64_t)sv->o->kv_cache_mib << 20,
