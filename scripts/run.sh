@@ -36,6 +36,13 @@ if [[ -e $run/orchd.lock ]] && ! flock -n "$run/orchd.lock" true 2>/dev/null; th
 	echo "make run: an orchd already runs from $run (it holds $run/orchd.lock): stop it first, or give this one another directory with ORCH_RUN_DIR=DIR" >&2
 	exit 1
 fi
+# something already answers on the port: say what to change before announcing anything
+host=${listen%:*}
+[[ $host == 0.0.0.0 || -z $host ]] && host=127.0.0.1
+if (exec 3<>"/dev/tcp/$host/${listen##*:}") 2>/dev/null; then
+	echo "make run: $listen is in use (something answers there): pick another port with make run PORT=N (or LISTEN=HOST:PORT)" >&2
+	exit 1
+fi
 cat >"$run/orchd.conf" <<CONF
 # written by scripts/run.sh (make run)
 [server]
@@ -51,5 +58,5 @@ preload = yes
 CONF
 echo "make run: orchd on $url (a chat page at $url/), model on $device, admin socket $run/orchd.sock"
 echo "make run: try  curl -N $url/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
-echo "make run: and  $build/bin/orchctl status   (it finds this orchd; its admin socket is $run/orchd.sock)"
+echo "make run: and  $build/bin/orchctl status   (it finds your newest orchd; this one's admin socket is $run/orchd.sock, for --socket)"
 exec "$build/bin/orchd" --config "$run/orchd.conf"

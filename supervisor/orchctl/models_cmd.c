@@ -321,15 +321,16 @@ file_ok(const char *name, const char *path)
 	return true;
 }
 
-/* The warnings of a 202 (a context beyond the training context...) on stderr. */
+/* The warnings of a 202 to @verb (a context beyond the training context, a state file
+ * that could not be written...) on stderr. */
 static void
-print_warnings(const char *name, const char *body)
+print_warnings(const char *verb, const char *name, const char *body)
 {
 	cJSON *j = cJSON_Parse(body);
 	const cJSON *w;
 
 	cJSON_ArrayForEach(w, cJSON_GetObjectItem(j, "warnings"))
-	        fprintf(stderr, "orchctl: warning: load %s: %s\n", name,
+	        fprintf(stderr, "orchctl: warning: %s %s: %s\n", verb, name,
 	                cJSON_IsString(w) ? w->valuestring : "?");
 	cJSON_Delete(j);
 }
@@ -403,7 +404,7 @@ orchctl_load(int argc, char **argv)
 		free(resp);
 		return rv;
 	}
-	print_warnings(name, resp);
+	print_warnings("load", name, resp);
 	if (!wait && arg_json)
 		printf("%s\n", resp);
 	else if (!wait)
@@ -440,6 +441,8 @@ model_verb(int argc, char **argv, const char *method, const char *suffix, const 
 		printf("%s\n", resp);
 	else
 		printf("%s: %s\n", argv[optind], done);
+	if (status == 202)
+		print_warnings(argv[0], argv[optind], resp);
 	free(resp);
 	return rc;
 usage:

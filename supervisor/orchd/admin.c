@@ -347,19 +347,29 @@ add_context_warning(cJSON *o, const struct cfg_model *cm, uint32_t n_ctx_train)
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(o, "warnings"), cJSON_CreateString(msg));
 }
 
-/* A load the state file could not keep (a full disk): a warning in its 202 (@o), which
- * orchctl prints, instead of a silent "ready" that a restart forgets. */
+/* What the state file could not keep: what a restart then does. */
+enum unsaved { UNSAVED_LOAD, UNSAVED_UNLOAD, UNSAVED_FORGET };
+
+/* A change the state file could not keep (a full disk, a read-only mount): a warning in
+ * its 202 (@o), which orchctl prints, instead of a silent success a restart undoes. */
 static void
-warn_unsaved(cJSON *o, orch_err saved)
+warn_unsaved(cJSON *o, orch_err saved, enum unsaved what)
 {
+	static const char *const msgs[] = {
+	        [UNSAVED_LOAD] = "the model is loaded, but orchd could not save it in its state "
+	                         "file (its log says why): it will not come back after a restart",
+	        [UNSAVED_UNLOAD] = "the model is unloading, but orchd could not save that in its "
+	                           "state file (its log says why): a restart loads it again",
+	        [UNSAVED_FORGET] = "the model is removed, but orchd could not save that in its "
+	                           "state file (its log says why): a restart brings it back",
+	};
+
 	if (saved == ORCH_OK)
 		return;
 	cJSON *w = cJSON_GetObjectItem(o, "warnings");
 	if (w == NULL)
 		w = cJSON_AddArrayToObject(o, "warnings");
-	cJSON_AddItemToArray(w, cJSON_CreateString("the model is loaded, but orchd could not save "
-	                                           "it in its state file (its log says why): it "
-	                                           "will not come back after a restart"));
+	cJSON_AddItemToArray(w, cJSON_CreateString(msgs[what]));
 }
 
 /* @cm added as a run-time model, kept in the state file and started: the 202 (a context
@@ -381,7 +391,7 @@ add_started(struct orchd *d, struct evhttp_request *req, const struct cfg_model 
 	models_start(d, m);
 	cJSON *o = model_json(m);
 	add_context_warning(o, &m->cfg, n_ctx_train);
-	warn_unsaved(o, saved);
+	warn_unsaved(o, saved, UNSAVED_LOAD);
 	http_json(req, 202, o);
 }
 
@@ -517,7 +527,7 @@ on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 		models_start(d, m); /* first: a failed model saved now would be saved not loaded */
 		orch_err saved = m->runtime ? admin_state_save(d) : ORCH_OK;
 		cJSON *o = model_json(m);
-		warn_unsaved(o, saved);
+		warn_unsaved(o, saved, UNSAVED_LOAD);
 		http_json(req, 202, o);
 	} else if (m != NULL)
 		http_error(req, ORCH_EINVAL, "name",
@@ -651,7 +661,7 @@ on_unload(struct orchd *d, struct evhttp_request *req, const char *name)
 	bool runtime = m->runtime;
 	models_unload(d, m, false);
 	if (runtime)
-		admin_state_save(d);
+		warn_unsaved(o, admin_state_save(d), UNSAVED_UNLOAD);
 	http_json(req, 202, o);
 }
 
@@ -671,7 +681,7 @@ on_forget(struct orchd *d, struct evhttp_request *req, const char *name)
 	cJSON *o = model_json(m);
 	orch_log(ORCH_LOG_INFO, "model_forget", "model=%s", name);
 	models_unload(d, m, true); /* may free it */
-	admin_state_save(d);
+	warn_unsaved(o, admin_state_save(d), UNSAVED_FORGET);
 	http_json(req, 202, o);
 }
 

@@ -65,6 +65,12 @@ const struct api_key *api_caller(struct orchd *d, struct evhttp_request *req);
 /* api_owner - who @req is, as a job's owner (jobs.h): its key's, or nobody without keys. */
 void api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *ret);
 
+/*
+ * api_no_model - answer 404 MODEL_NOT_FOUND for @name, naming the models the
+ * caller's key may use (at most a few) and one whose name differs only in case.
+ */
+void api_no_model(struct orchd *d, struct evhttp_request *req, const char *name);
+
 /* api_room - room for one more stream; else answers 503 OVERLOADED with Retry-After. */
 bool api_room(struct orchd *d, struct evhttp_request *req);
 

@@ -408,7 +408,6 @@ api_openai_model(struct orchd *d, struct evhttp_request *req, const char *id)
 
 	/* a model the key may not use is one that does not exist, as far as its caller can tell */
 	if (m == NULL || !keys_model_ok(api_caller(d, req), id))
-		return http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
-		                  "model '%s' is not configured", id);
+		return api_no_model(d, req, id);
 	http_json(req, 200, model_object(d, m));
 }

@@ -6,6 +6,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include <cjson/cJSON.h>
 #include <event2/http.h>
@@ -208,6 +209,44 @@ fits(struct evhttp_request *req, const struct model_entry *m, const struct job_r
 	return false;
 }
 
+void
+api_no_model(struct orchd *d, struct evhttp_request *req, const char *name)
+{
+	const struct api_key *key = api_caller(d, req);
+	const char *near = NULL;
+	char list[256] = "";
+	size_t n = 0;
+	uint32_t k = 0, more = 0;
+
+	for (struct model_entry *m = d->models; m; m = m->next) {
+		if (!keys_model_ok(key, m->cfg.name))
+			continue;
+		if (strcasecmp(m->cfg.name, name) == 0)
+			near = m->cfg.name;
+		int w = k < 4 ? snprintf(list + n, sizeof(list) - n, "%s'%s'", k ? ", " : "",
+		                         m->cfg.name)
+		              : -1;
+		if (w < 0 || (size_t)w >= sizeof(list) - n) {
+			list[n] = '\0';
+			more++;
+			continue;
+		}
+		n += (size_t)w;
+		k++;
+	}
+	if (near != NULL)
+		return http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
+		                  "model '%.128s' is not configured: names are case-sensitive; "
+		                  "did you mean '%s'?",
+		                  name, near);
+	if (k == 0)
+		return http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
+		                  "model '%.128s' is not configured (none is)", name);
+	http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
+	           "model '%.128s' is not configured; served: %s%s (GET /v1/models)", name, list,
+	           more ? " and more" : "");
+}
+
 /* Checks against the registry; a refusal is answered. */
 static struct model_entry *
 admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
@@ -224,8 +263,7 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
 	/* a model the key may not use is one that does not exist, as far as its caller can tell */
 	if (!keys_model_ok(api_caller(d, req), r->model) ||
 	    (m = models_find(d, r->model)) == NULL) {
-		http_error(req, ORCH_EMODEL_NOT_FOUND, "model", "model '%s' is not configured",
-		           r->model);
+		api_no_model(d, req, r->model);
 		return NULL;
 	}
 	if (!fits(req, m, r))

@@ -187,8 +187,7 @@ find_model(struct orchd *d, struct evhttp_request *req, const char *name)
 	if (name != NULL) {
 		if ((m = models_find(d, name)) != NULL && keys_model_ok(key, name))
 			return m;
-		http_error(req, ORCH_EMODEL_NOT_FOUND, "model", "model '%s' is not configured",
-		           name);
+		api_no_model(d, req, name);
 		return NULL;
 	}
 	for (m = d->models; m; m = m->next)

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/log.h"
 
@@ -48,27 +49,74 @@ id_hash(const char *p, size_t n)
 	return (uint32_t)h;
 }
 
+/* Whether @p (@n bytes) holds a run of 16 or more hex digits: a job's uid, maybe encoded. */
+static bool
+has_hex_run(const char *p, size_t n)
+{
+	size_t run = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		bool hex = (p[i] >= '0' && p[i] <= '9') ||
+		           ((p[i] | 0x20) >= 'a' && (p[i] | 0x20) <= 'f');
+		run = hex ? run + 1 : 0;
+		if (run >= 16)
+			return true;
+	}
+	return false;
+}
+
+/* Whether segment @p (@n bytes) names a place whose next segment is a job's id. */
+static bool
+before_id(const char *p, size_t n)
+{
+	return (n == 4 && strncasecmp(p, "jobs", 4) == 0) ||
+	       (n == 6 && strncasecmp(p, "cancel", 6) == 0);
+}
+
+/*
+ * @path (@n bytes) into @out with every segment that may be a job's id as a hash of
+ * it: the one after "jobs" or "cancel" (any case, however the path is written:
+ * "//jobs/ID", "/./jobs/ID", an absolute form), and any holding a run of 16 hex
+ * digits ("/jobs%2FID"). The id is a capability (whoever has it follows the job),
+ * also in a request refused before its route, or one no route takes.
+ */
+static void
+hide_ids(const char *path, size_t n, char *out, size_t cap)
+{
+	size_t o = 0, i = 0;
+	bool after = false;
+
+	out[0] = '\0';
+	while (i <= n && o + 1 < cap) {
+		size_t j = i;
+		while (j < n && path[j] != '/')
+			j++;
+		int w;
+		if (j > i && (after || has_hex_run(path + i, j - i)))
+			w = snprintf(out + o, cap - o, "{id:%08x}", id_hash(path + i, j - i));
+		else
+			w = snprintf(out + o, cap - o, "%.*s", (int)(j - i), path + i);
+		if (w < 0 || (size_t)w >= cap - o)
+			return;
+		o += (size_t)w;
+		after = before_id(path + i, j - i);
+		if (j < n && o + 1 < cap)
+			out[o++] = '/', out[o] = '\0';
+		i = j + 1;
+	}
+}
+
 void
 http_access_head(struct http_access *a, const char *head, size_t n)
 {
-	static const char jobs[] = "/jobs/";
 	size_t m = span(head, n, " ", 0x21, sizeof(a->method) - 1), t, k;
 
 	if (m > 0 && m < n && head[m] == ' ') {
 		snprintf(a->method, sizeof(a->method), "%.*s", (int)m, head);
 		t = m + 1;
 		k = span(head + t, n - t, " ?#", 0x21, HTTP_ACCESS_PATH_MAX);
-		if (k > sizeof(jobs) - 1 && memcmp(head + t, jobs, sizeof(jobs) - 1) == 0) {
-			/* /jobs/ID/...: the id is a capability (whoever has it follows the
-			 * job), also in a request refused before its route: a hash of it */
-			size_t i0 = t + sizeof(jobs) - 1;
-			size_t id = span(head + i0, n - i0, "/ ?#", 0x21, n);
-			size_t rest = k - (sizeof(jobs) - 1) < id ? 0 : k - (sizeof(jobs) - 1) - id;
-			snprintf(a->path, sizeof(a->path), "%s{id:%08x}%.*s", jobs,
-			         id_hash(head + i0, id), (int)rest, head + i0 + id);
-		} else if (k > 0) {
-			snprintf(a->path, sizeof(a->path), "%.*s", (int)k, head + t);
-		}
+		if (k > 0)
+			hide_ids(head + t, k, a->path, sizeof(a->path));
 	}
 }
 

@@ -158,7 +158,7 @@ usage(FILE *out)
 	fprintf(out,
 	        "usage: orchd [--config FILE] [--check-config] [--listen HOST:PORT] [--port N]\n"
 	        "             [--admin-socket PATH] [--runtime-dir DIR] [--worker-bin PATH]\n"
-	        "             [--log-level err|warning|info|debug] [--version]\n"
+	        "             [--log-level err|warning|notice|info|debug] [--version]\n"
 	        "       orchd --model FILE [--name NAME] [--device cpu|cuda:N] [--context N]\n"
 	        "             [--slots N] [other options as above]\n"
 	        "Without --config, orchd reads /etc/orchd/orchd.conf when it exists and no\n"

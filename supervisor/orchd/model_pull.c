@@ -43,6 +43,7 @@ struct model_pull {
 	struct model_pull_state st;
 	char dir[PATH_MAX];
 	char *token;
+	char token_file[CFG_PATH_MAX]; /* read on the thread when no token was given; "": none */
 	struct hf_ref ref;
 	/* the outcome, the thread's until it writes the pipe */
 	orch_err rv;
@@ -114,6 +115,30 @@ on_progress(void *ctx, const struct hf_progress *p)
 	pthread_mutex_unlock(&q->lock);
 }
 
+/*
+ * The token for gated repositories: [server] hf_token_file (@file), else
+ * $HF_TOKEN; NULL: none. On the pull's thread: a FIFO or a hung mount named as
+ * the file holds that pull only (a regular file only, opened without blocking).
+ */
+static char *
+token(const char *file)
+{
+	const char *env = getenv("HF_TOKEN");
+	char *text = NULL;
+	size_t n = 0;
+
+	struct orch_errinfo e = {0};
+	if (file[0] && orch_read_regular(file, 4096, &text, &n, &e) == ORCH_OK) {
+		while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
+			text[--n] = '\0';
+		return text;
+	}
+	if (file[0]) /* read at each pull: fixing the file fixes the next one */
+		orch_log(ORCH_LOG_WARNING, "hf_token_file_unreadable", "file=%s msg=\"%s\"", file,
+		         e.msg);
+	return env && env[0] ? orch_strndup(env, strlen(env)) : NULL;
+}
+
 static void *
 run(void *arg)
 {
@@ -121,6 +146,9 @@ run(void *arg)
 	struct store *s = NULL;
 	struct store_entry en = {0};
 	const char *off = getenv("HF_HUB_OFFLINE");
+
+	if (q->token == NULL)
+		q->token = token(q->token_file);
 	struct hf_opts o = {.token = q->token,
 	                    .offline =
 	                            off && (strcmp(off, "1") == 0 || strcasecmp(off, "true") == 0),
@@ -169,27 +197,6 @@ on_done(evutil_socket_t fd, short what, void *arg)
 	pull_free(q);
 }
 
-/* The token for gated repositories: [server] hf_token_file, else $HF_TOKEN; NULL: none. */
-static char *
-token(const struct orchd *d)
-{
-	const char *env = getenv("HF_TOKEN");
-	char *text = NULL;
-	size_t n = 0;
-
-	struct orch_errinfo e = {0};
-	if (d->cfg.hf_token_file[0] &&
-	    orch_read_file(d->cfg.hf_token_file, 4096, &text, &n, &e) == ORCH_OK) {
-		while (n > 0 && (text[n - 1] == '\n' || text[n - 1] == '\r' || text[n - 1] == ' '))
-			text[--n] = '\0';
-		return text;
-	}
-	if (d->cfg.hf_token_file[0]) /* read at each pull: fixing the file fixes the next one */
-		orch_log(ORCH_LOG_WARNING, "hf_token_file_unreadable", "file=%s msg=\"%s\"",
-		         d->cfg.hf_token_file, e.msg);
-	return env && env[0] ? orch_strndup(env, strlen(env)) : NULL;
-}
-
 orch_err
 model_pull_start(struct orchd *d, const char *ref, const char *tok, model_pull_fn fn, void *arg,
                  struct model_pull **ret, struct orch_errinfo *reterr)
@@ -206,7 +213,10 @@ model_pull_start(struct orchd *d, const char *ref, const char *tok, model_pull_f
 		pull_free(q);
 		return rv;
 	}
-	q->token = tok != NULL ? orch_strndup(tok, strlen(tok)) : token(d);
+	if (tok != NULL)
+		q->token = orch_strndup(tok, strlen(tok));
+	else
+		snprintf(q->token_file, sizeof(q->token_file), "%s", d->cfg.hf_token_file);
 	if (pipe2(q->fd, O_CLOEXEC) != 0 ||
 	    (q->ev = event_new(d->base, q->fd[0], EV_READ | EV_PERSIST, on_done, q)) == NULL) {
 		pull_free(q);

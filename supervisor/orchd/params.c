@@ -161,6 +161,34 @@ unique_keys(const cJSON *v, const char *top, int depth, struct params_err *pe)
 	return dup == NULL;
 }
 
+/*
+ * The deepest nesting of objects and arrays in @p (@n bytes), strings skipped: why
+ * cJSON refused a body (it stops at 1000 levels), to say so rather than "not valid".
+ */
+static size_t
+nesting(const char *p, size_t n)
+{
+	size_t depth = 0, most = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '[' || c == '{') {
+			most = ++depth > most ? depth : most;
+		} else if ((c == ']' || c == '}') && depth > 0) {
+			depth--;
+		}
+	}
+	return most;
+}
+
 orch_err
 params_body(const char *body, size_t n, cJSON **ret, struct params_err *pe)
 {
@@ -175,8 +203,13 @@ params_body(const char *body, size_t n, cJSON **ret, struct params_err *pe)
 		params_fail(pe, ORCH_EINVAL, NULL, "the body is not valid UTF-8");
 	else if (memchr(body, '\0', n) != NULL)
 		params_fail(pe, ORCH_EINVAL, NULL, "the body holds a NUL byte");
-	else if ((root = cJSON_ParseWithLengthOpts(body, n, &end, false)) == NULL ||
-	         !blank(end, n - (size_t)(end - body)))
+	else if ((root = cJSON_ParseWithLengthOpts(body, n, &end, false)) == NULL &&
+	         nesting(body, n) > PARAMS_MAX_DEPTH)
+		params_fail(pe, ORCH_EINVAL, NULL,
+		            "the body's objects and arrays nest deeper than %d levels, the most "
+		            "orch takes",
+		            PARAMS_MAX_DEPTH);
+	else if (root == NULL || !blank(end, n - (size_t)(end - body)))
 		params_fail(pe, ORCH_EINVAL, NULL, "the body is not valid JSON");
 	else if (!cJSON_IsObject(root))
 		params_fail(pe, ORCH_EINVAL, NULL, "the body is not a JSON object");

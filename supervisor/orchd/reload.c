@@ -22,6 +22,8 @@
 struct reload_job {
 	char config_path[CFG_PATH_MAX], keys_path[CFG_PATH_MAX]; /* "": none */
 	struct orchd_config c;
+	bool keys_moved;   /* the config names another api_keys_file (or one, where none was) */
+	bool keys_dropped; /* the config names none any more: the keys in force stay */
 	orch_err cfg_rv, keys_rv;
 	struct orch_errinfo cfg_e, keys_e;
 	struct api_keys keys;
@@ -47,6 +49,14 @@ work(void *arg)
 		j->cfg_rv = orch_errf(&j->cfg_e, ORCH_EINVAL, "orchd was started without --config");
 	else if ((j->cfg_rv = cfg_load(&j->c, j->config_path, &j->cfg_e)) == ORCH_OK)
 		j->cfg_rv = cfg_check(&j->c, &j->cfg_e);
+	if (j->cfg_rv == ORCH_OK && j->c.api_keys_file[0] != '\0' &&
+	    strcmp(j->c.api_keys_file, j->keys_path) != 0) {
+		snprintf(j->keys_path, sizeof(j->keys_path), "%s", j->c.api_keys_file);
+		j->keys_moved = true;
+	} else if (j->cfg_rv == ORCH_OK && j->c.api_keys_file[0] == '\0' &&
+	           j->keys_path[0] != '\0') {
+		j->keys_dropped = true;
+	}
 	if (j->keys_path[0] != '\0')
 		j->keys_rv = keys_load(j->keys_path, &j->keys, &j->keys_e);
 }
@@ -73,9 +83,17 @@ same_model(const struct cfg_model *a, const struct cfg_model *b)
 static void
 apply_keys(struct orchd *d, struct reload_job *j)
 {
+	if (j->keys_dropped)
+		orch_log(ORCH_LOG_WARNING, "api_keys_file_removed",
+		         "file=%s note=\"the config names no api_keys_file now: the keys in force "
+		         "stay until a restart (a reload never turns keys off)\"",
+		         j->keys_path);
 	if (j->keys_path[0] == '\0')
 		return;
-	keys_apply(&d->keys, j->keys_path, j->keys_rv, &j->keys, &j->keys_e);
+	/* another file (or keys where there were none: only ever stricter) once it reads */
+	if (keys_apply(&d->keys, j->keys_path, j->keys_rv, &j->keys, &j->keys_e) == ORCH_OK &&
+	    j->keys_moved)
+		snprintf(d->cfg.api_keys_file, sizeof(d->cfg.api_keys_file), "%s", j->keys_path);
 }
 
 /* The models of the config read: added ones start, removed or changed ones drain. */

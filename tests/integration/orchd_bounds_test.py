@@ -195,6 +195,39 @@ end = time.time() + 10
 while time.time() < end and "event=reloaded" not in o.log_text():
     time.sleep(0.05)
 check("event=reloaded" in o.log_text(), "the next SIGHUP reloads")
+
+# api_keys_file on SIGHUP (the attack run: a new path was ignored, the old keys stayed):
+# keys where there were none, another file, then none named (the keys in force stay)
+def reload_with(keys_line):
+    text = open(conf + ".base").read().replace("\nruntime_dir", "\n%sruntime_dir" % keys_line, 1)
+    open(conf, "w").write(text)
+    before = o.log_text().count("event=reloaded")
+    o.proc.send_signal(signal.SIGHUP)
+    end = time.time() + 10
+    while time.time() < end and o.log_text().count("event=reloaded") == before:
+        time.sleep(0.05)
+
+
+def models_status(key):
+    return orchd_lib.get("/v1/models", {"Authorization": "Bearer " + key} if key else None)[0]
+
+
+open(conf + ".base", "w").write(open(conf).read())
+k1, k2 = os.path.join(o.tmp, "k1.keys"), os.path.join(o.tmp, "k2.keys")
+for path, key in ((k1, "reload-key-one-0123456789"), (k2, "reload-key-two-0123456789")):
+    open(path, "w").write(key + "\n")
+    os.chmod(path, 0o600)
+check(models_status(None) == 200, "no keys at first")
+reload_with("api_keys_file = %s\n" % k1)
+check(models_status(None) == 401 and models_status("reload-key-one-0123456789") == 200,
+      "a SIGHUP that names a keys file turns keys on")
+reload_with("api_keys_file = %s\n" % k2)
+check(models_status("reload-key-one-0123456789") == 401 and models_status("reload-key-two-0123456789") == 200,
+      "a SIGHUP that names another keys file takes its keys")
+reload_with("")
+check(models_status(None) == 401 and models_status("reload-key-two-0123456789") == 200
+      and "event=api_keys_file_removed" in o.log_text(),
+      "a SIGHUP that names none keeps the keys in force, and says so")
 o.stop()
 print("orchd_bounds_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)

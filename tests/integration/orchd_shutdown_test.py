@@ -12,7 +12,9 @@ runs it):
   its workers' 4 × slots and max_queue) is a 400 naming "n" or "prompt", not a
   retriable 429;
 - a job's capability id in a refused request's path (405, OPTIONS) is logged as a
-  hash, never as sent."""
+  hash, never as sent;
+- Ctrl-C at a terminal (SIGINT to the process group) drains, as SIGINT to orchd
+  does: the workers are not in orchd's process group."""
 import json
 import os
 import signal
@@ -157,8 +159,40 @@ def stop_idle(how, seed):
     p.stop()
 
 
+def ctrl_c():
+    """Ctrl-C at a terminal (SIGINT to orchd's whole process group, as `make run` has it):
+    the workers are in groups of their own, so only orchd gets it and drains: the job
+    running ends as it would (before, each worker got the SIGINT too and cancelled its
+    jobs: CANCELLED)."""
+    p = orchd_lib.OrchdProc(BIN, "", seed=57, preexec=os.setsid,
+                            more=lambda tmp: '[model "m"]\npath = %s\nslots = 2\ncontext = 128\nthreads = 1\n' % MODEL)
+    orchd_lib.ADMIN = os.path.join(p.tmp, "orchd.sock")
+    pid = worker_pid("m")
+    check(pid > 0 and os.getpgid(pid) != os.getpgid(p.proc.pid), "the worker has a process group of its own")
+    os.kill(pid, signal.SIGSTOP)  # frozen: the job is still running when Ctrl-C comes
+    out = {}
+    t = threading.Thread(target=stream, args=("/execute", {"job_id": "c1", "model": "m", "prompt": "Once",
+                                                           "max_tokens": 32}, out, "c"), daemon=True)
+    t.start()
+    end = time.time() + 10
+    while time.time() < end and orchd_lib.metric("orch_running_jobs", {"model": "m"}) < 1:
+        time.sleep(0.02)
+    os.killpg(p.proc.pid, signal.SIGINT)
+    time.sleep(0.3)
+    os.kill(pid, signal.SIGCONT)
+    t.join(30)
+    rc = p.proc.wait(30)
+    st, text = out.get("c", (0, ""))
+    evs = sse_events(text)
+    check(st == 200 and evs and evs[-1]["event"] == "end",
+          "Ctrl-C: the running job drains and ends: %s" % text[-300:])
+    check(rc == 0, "Ctrl-C: orchd exits 0 after draining: %s" % rc)
+    p.stop()
+
+
 for k, how in enumerate(("POST /admin/shutdown", "orchctl shutdown", "SIGTERM")):
     stop_idle(how, 50 + k)
+ctrl_c()
 
 o = orchd_lib.OrchdProc(BIN, "max_queue = 4\nshutdown_timeout_s = 1\naccess_log = yes\n", seed=23,
                         more=lambda tmp: '[model "m"]\npath = %s\nslots = 2\ncontext = 128\nthreads = 1\n' % MODEL)

@@ -8,7 +8,8 @@ the repository's own model (a clone alone runs it):
 - one that fails and is then fixed and loaded again by name is saved loaded and
   comes back after a restart;
 - a load whose state file cannot be written (state_dir names a file) is served,
-  and orchctl says it will not come back after a restart instead of a plain
+  and orchctl says it will not come back after a restart (an unload or rm, that a restart
+  undoes them) instead of a plain
   "ready"."""
 import json
 import os
@@ -87,6 +88,14 @@ sock = os.path.join(o.tmp, "orchd.sock")
 r = orchctl(sock, "load", "extra", MODEL, "--slots", "1", "--context", "128")
 check(r.returncode == 0 and "will not come back after a restart" in r.stderr,
       "a load the state file cannot keep says so: %d %r" % (r.returncode, r.stderr[-300:]))
+# ... and so do an unload and a removal (the attack run: both said nothing, and a restart
+# undid them)
+r = orchctl(sock, "unload", "extra")
+check(r.returncode == 0 and "a restart loads it again" in r.stderr,
+      "an unload the state file cannot keep says so: %d %r" % (r.returncode, r.stderr[-300:]))
+r = orchctl(sock, "rm", "extra")
+check(r.returncode == 0 and "a restart brings it back" in r.stderr,
+      "a removal the state file cannot keep says so: %d %r" % (r.returncode, r.stderr[-300:]))
 o.stop()
 print("orchd_state_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)

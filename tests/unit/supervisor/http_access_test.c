@@ -74,6 +74,23 @@ test_heads(void)
 	/* the same id, the same hash */
 	T_TRUE(strncmp(strstr(line_of("GET /jobs/abc HTTP/1.1", 405, NULL), "path="), h1, 23) == 0);
 	T_TRUE(strstr(line_of("GET /jobs/ HTTP/1.1", 404, NULL), "path=/jobs/ ") != NULL);
+	/* however the path is written (issue 52 A6, the attack run): no route takes these,
+	 * and the id is hidden all the same */
+	static const char *const forms[] = {
+	        "GET //jobs/0123456789abcdef0123456789abcdef/events HTTP/1.1",
+	        "GET /./jobs/0123456789abcdef0123456789abcdef/events HTTP/1.1",
+	        "GET /x/../jobs/0123456789abcdef0123456789abcdef/events HTTP/1.1",
+	        "GET /JOBS/0123456789abcdef0123456789abcdef/events HTTP/1.1",
+	        "GET /jobs%2F0123456789abcdef0123456789abcdef/events HTTP/1.1",
+	        "GET /cancel/0123456789abcdef0123456789abcdef HTTP/1.1",
+	        "GET http://127.0.0.1:8080/jobs/0123456789abcdef0123456789abcdef/events HTTP/1.1",
+	        "GET /Jobs/my-secret-id/events HTTP/1.1",
+	};
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		l = line_of(forms[i], 404, NULL);
+		T_TRUE(strstr(l, "0123456789abcdef") == NULL && strstr(l, "my-secret-id") == NULL);
+		T_TRUE(strstr(l, "{id:") != NULL);
+	}
 	T_STREQ(line_of("GET /a\x01"
 	                "b HTTP/1.1",
 	                400, NULL),
@@ -86,7 +103,10 @@ test_long_path(void)
 	char head[600];
 	struct http_access a;
 
-	snprintf(head, sizeof(head), "GET /%0500d HTTP/1.1\r\n", 7);
+	memset(head, 0, sizeof(head));
+	memcpy(head, "GET /", 5);
+	memset(head + 5, 'p', 500); /* no hex digits: not taken for an id */
+	memcpy(head + 505, " HTTP/1.1\r\n", 11);
 	http_access_begin(&a, 0);
 	http_access_head(&a, head, strlen(head));
 	T_EQ(strlen(a.path), HTTP_ACCESS_PATH_MAX);

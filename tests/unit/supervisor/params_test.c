@@ -302,6 +302,17 @@ test_body_many_keys(void)
 		cJSON_Delete(root);
 		root = NULL;
 	}
+	/* past cJSON's own 1000 levels: refused naming the limit, not "not valid JSON" */
+	sbuf_clear(&b);
+	sbuf_puts(&b, "{\"x\":\"[[[\",\"y\":");
+	for (int i = 0; i < 1500; i++)
+		sbuf_puts(&b, "[");
+	for (int i = 0; i < 1500; i++)
+		sbuf_puts(&b, "]");
+	sbuf_puts(&b, "}");
+	T_ERR(params_body(b.p, b.n, &root, &pe), ORCH_EINVAL);
+	T_TRUE(strstr(pe.msg, "deeper than 128 levels") != NULL);
+	T_TRUE(root == NULL);
 	sbuf_fini(&b);
 }
 
