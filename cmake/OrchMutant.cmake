@@ -75,5 +75,5 @@ function(orch_mutant name)
 	add_test(NAME mutant_${name} COMMAND ${CMAKE_SOURCE_DIR}/tests/sim/mutant_run.sh
 		"${M_EXPECT}" ${run} $<TARGET_FILE:mutant_${name}>)
 	set_tests_properties(mutant_${name} PROPERTIES LABELS "gpu;mutant" TIMEOUT ${timeout}
-		ENVIRONMENT "T_ONLY=${M_T_ONLY};ORCH_TESTDATA=${ORCH_TESTDATA};ORCH_BIN=${CMAKE_BINARY_DIR}/bin")
+		ENVIRONMENT "T_ONLY=${M_T_ONLY};ORCH_TESTDATA=${ORCH_TESTDATA};ORCH_BIN=${CMAKE_BINARY_DIR}/bin;ORCH_SRC=${CMAKE_SOURCE_DIR}")
 endfunction()

@@ -12,7 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 import orchd_lib  # noqa: E402
 
-DATA = orchd_lib.testdata()
+DATA = orchd_lib.testdata("models/stories260K.gguf")
 BIN = os.environ["ORCH_BIN"]
 MODEL = os.path.join(DATA, "models", "stories260K.gguf")
 

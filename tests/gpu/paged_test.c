@@ -133,7 +133,7 @@ test_window(void)
 	static const uint32_t bts[] = {0, 16, 7}, sim_bts[] = {0, 7};
 	const uint32_t N = GPU_SIM ? 160 : 250, n_g = GPU_SIM ? 2 : 3;
 	const int32_t *p0 = real_p0;
-	const char *path = t_path(OSS);
+	const char *path = GPU_SIM ? NULL : t_path_opt(OSS); /* the simulated device synthesizes */
 	char synth[256] = "";
 	struct out *o = calloc(3, sizeof(*o));
 	struct orch_errinfo err = {0};
@@ -145,6 +145,9 @@ test_window(void)
 		T_OK(synth_tmp("tiny-gpt-oss", "F32", 0, "oss-window", synth, sizeof(synth)));
 		path = synth;
 		p0 = synth_p0;
+	} else if (path == NULL) { /* a clone alone: t_path_opt said what is left out */
+		free(o);
+		return;
 	} else if (getenv("ORCH_GPU_SUBSET") != NULL && access(path, R_OK) != 0) {
 		printf("%s: not carried in this run (ORCH_GPU_SUBSET), not checked\n", OSS);
 		free(o);
