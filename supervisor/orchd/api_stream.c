@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include <cjson/cJSON.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -34,15 +35,44 @@ struct follow {
 	struct evhttp_request *req; /* not streaming: answered at the end */
 	struct sse_stream *sse;     /* streaming */
 	bool busy, dead;            /* inside sse_write; cut meanwhile */
+	bool held;                  /* an OpenAI stream whose head waits (api_follow) */
+	struct event *ev_hold;      /* then: the most it waits */
 	struct sbuf out; /* the events being written; reused, not reallocated per token */
 };
+
+/* How long an OpenAI stream's head waits for the job's first event (api_follow). */
+#define HOLD_HEAD_MS 1000
 
 static void
 follow_free(struct follow *f)
 {
 	f->d->n_conns--;
+	if (f->ev_hold)
+		event_free(f->ev_hold);
 	sbuf_fini(&f->out);
 	orch_free(f);
+}
+
+static void on_sse_gone(struct sse_stream *s, void *arg, const char *why);
+
+/* A held stream's head goes out now; false (answered 500) when out of memory. */
+static bool
+release_head(struct follow *f, const struct job *j)
+{
+	struct evhttp_connection *c = evhttp_request_get_connection(f->req);
+
+	f->held = false;
+	if (f->ev_hold)
+		evtimer_del(f->ev_hold);
+	if (c)
+		http_conn_set_closecb(f->d, c, NULL, NULL);
+	if (sse_start(f->d, f->req, on_sse_gone, f, &f->sse) != ORCH_OK) {
+		http_error(f->req, ORCH_ENOMEM, NULL, "out of memory");
+		return false;
+	}
+	if (j->sink->cut != NULL)
+		sse_set_cut(f->sse, j->sink->cut);
+	return true;
 }
 
 /* The one answer of a request that does not stream. */
@@ -68,6 +98,23 @@ on_events(struct job_watch *w)
 	struct job *j = w->job;
 	struct sbuf *b = &f->out;
 
+	/* a held stream: a job refused before its first token answers as without stream
+	 * (a 4xx the client's library raises, as vLLM's); else the stream starts */
+	if (f->held && j->state == JOB_DONE && j->n_events > 0 &&
+	    j->events[j->n_events - 1].type == EV_ERROR && j->tokens_out == 0) {
+		evtimer_del(f->ev_hold);
+		f->held = false;
+		f->sse = NULL;
+		answer(f, j);
+		jobs_unwatch(f->d, w, false);
+		return follow_free(f);
+	}
+	if (f->held && j->n_events > 0 && !release_head(f, j)) {
+		jobs_unwatch(f->d, w, true);
+		return follow_free(f);
+	}
+	if (f->held)
+		return;
 	if (f->sse == NULL) {
 		if (j->state == JOB_DONE) {
 			answer(f, j);
@@ -120,6 +167,24 @@ on_sse_gone(struct sse_stream *s, void *arg, const char *why)
 		follow_free(f);
 }
 
+/* A held stream's head waited HOLD_HEAD_MS (a queued job): it goes out now. */
+static void
+on_hold(evutil_socket_t fd, short what, void *arg)
+{
+	struct follow *f = arg;
+	struct job *j = f->watch.job;
+
+	(void)fd;
+	(void)what;
+	if (!f->held || j == NULL)
+		return;
+	if (!release_head(f, j)) {
+		jobs_unwatch(f->d, &f->watch, true);
+		return follow_free(f);
+	}
+	on_events(&f->watch);
+}
+
 static void
 on_req_close(struct evhttp_connection *conn, void *arg)
 {
@@ -144,13 +209,23 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 	f->req = req;
 	f->watch.notify = on_events;
 	f->watch.release = on_release;
-	if (streaming && sse_start(d, req, on_sse_gone, f, &f->sse) != ORCH_OK) {
+	/* an OpenAI stream of a new job: its head waits for the job's first event, at most
+	 * HOLD_HEAD_MS, so that a refusal by the worker (a prompt past the context, a grammar
+	 * it cannot take) is a 4xx as without stream, not a 200 and an error chunk */
+	struct timeval hold = {0, HOLD_HEAD_MS * 1000};
+	f->held = streaming && j->kind != JOB_NATIVE && after == 0 && j->state != JOB_DONE;
+	if (f->held && ((f->ev_hold = evtimer_new(d->base, on_hold, f)) == NULL ||
+	                evtimer_add(f->ev_hold, &hold) != 0))
+		f->held = false;
+	if (streaming && !f->held && sse_start(d, req, on_sse_gone, f, &f->sse) != ORCH_OK) {
+		if (f->ev_hold)
+			event_free(f->ev_hold);
 		orch_free(f);
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
-	if (streaming && j->sink->cut != NULL)
+	if (streaming && !f->held && j->sink->cut != NULL)
 		sse_set_cut(f->sse, j->sink->cut);
-	if (!streaming) { /* a client that goes away cancels the job (docs/http-api.md) */
+	if (!streaming || f->held) { /* a client that goes away cancels the job */
 		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, f);
 		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
 	}

@@ -9,9 +9,10 @@ left behind) and serves; a SIGKILL of its worker that orchd did not send is
 reported as a possible OOM kill (issue 16, item 12).
 
 The runtime directory belongs to one orchd (a second one on it stops at
-start); a worker that does not die with its orchd (here: stopped with
-SIGSTOP, so its parent-death signal waits) is killed by the next orchd
-through its pidfile, and a debug endpoint some other process holds makes
+start); a worker stopped with SIGSTOP dies with its orchd all the same (its
+own process group is orphaned: SIGHUP, SIGCONT, then its parent-death signal);
+one that survives somehow (a stand-in) is killed by the next orchd through its
+pidfile, and a debug endpoint some other process holds makes
 the worker's start fail and be retried, not the model fail for good.
 Jobs a lost worker had taken but not started are queued again and complete
 on its successor; the one it was running ends with WORKER_LOST (item 12)."""
@@ -235,13 +236,35 @@ while time.time() < deadline:
     except (OSError, ValueError, KeyError, IndexError):
         pass
     time.sleep(0.05)
+# a stopped worker dies with its orchd all the same: its process group (its own, so that a
+# terminal's Ctrl-C reaches orchd alone) is orphaned, and the kernel sends it SIGHUP and
+# SIGCONT, after which its parent-death signal ends it
 os.kill(worker, signal.SIGSTOP)
 orchd.send_signal(signal.SIGKILL)
 orchd.wait()
+deadline = time.time() + 5
+while time.time() < deadline and alive(worker):
+    time.sleep(0.05)
+check(not alive(worker), "a stopped worker dies with its orchd (an orphaned process group)")
+# a left-over worker (one that survived all that) is killed by the next orchd through its
+# pidfile: a stand-in, an orch-worker blocked opening a FIFO, named by the model's pidfile
+fifo = os.path.join(tmp, "never-written")
+os.mkfifo(fifo)
+stand_in = subprocess.Popen([BIN + "/orch-worker", "run", "--model", MODEL, "--prompt-file", fifo,
+                             "-n", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 time.sleep(0.3)
-check(alive(worker), "a stopped worker outlives its orchd")
+with open("/proc/%d/stat" % stand_in.pid) as f:
+    start_time = f.read().rsplit(") ", 1)[1].split()[19]
+with open(os.path.join(tmp, "worker-m-0.pid"), "w") as f:
+    f.write("%d %s\n" % (stand_in.pid, start_time))
 orchd, fresh = start()
-check(not alive(worker), "the next orchd killed the left-over worker %d" % worker)
+try:
+    stand_in.wait(5)
+except subprocess.TimeoutExpired:
+    pass
+check(stand_in.poll() is not None, "the next orchd killed the left-over worker %d" % stand_in.pid)
+if stand_in.poll() is None:
+    stand_in.kill()
 check(fresh > 0 and fresh != worker, "and serves with a worker of its own")
 log_text = open(os.path.join(tmp, "orchd.log")).read()
 check("left_over_worker_killed" in log_text and "runtime_dir_swept" in log_text,
