@@ -93,6 +93,13 @@ rundir_worker_reaped(struct orchd *d, const char *id)
 
 	pidfile_path(d, id, path, sizeof(path));
 	unlink(path);
+	if (!d->stopping) /* a successor takes the same names; a sweep clears what is left */
+		return;
+	static const char *const sockets[] = {".debug", ".debug.ctl"};
+	for (size_t i = 0; i < sizeof(sockets) / sizeof(sockets[0]); i++) {
+		snprintf(path, sizeof(path), "%s/worker-%s%s", d->cfg.runtime_dir, id, sockets[i]);
+		unlink(path);
+	}
 }
 
 /*

@@ -35,7 +35,7 @@ void rundir_release(struct orchd *d);
 /* rundir_worker_started - write @id's pidfile for @pid (a failure is logged, not fatal). */
 void rundir_worker_started(struct orchd *d, const char *id, pid_t pid);
 
-/* rundir_worker_reaped - remove @id's pidfile. */
+/* rundir_worker_reaped - remove @id's pidfile; when orchd stops, its debug sockets too. */
 void rundir_worker_reaped(struct orchd *d, const char *id);
 
 /*

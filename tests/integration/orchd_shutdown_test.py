@@ -156,6 +156,8 @@ def stop_idle(how, seed):
     took = time.time() - t0
     print("%s: exit %d after %.2f s" % (how, rc, took))
     check(rc == 0 and took < 5, "%s: orchd exits 0 within 5 s when idle (%.2f s)" % (how, took))
+    left = [n for n in os.listdir(p.tmp) if n.startswith("worker-")]
+    check(not left, "%s: no worker's pidfile or socket left behind: %r" % (how, left))
     p.stop()
 
 
