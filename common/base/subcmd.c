@@ -13,6 +13,16 @@ usage(FILE *out, const char *prog, const struct subcmd *cmds, size_t n)
 		fprintf(out, "  %s %s\n", prog, cmds[i].help);
 }
 
+/* The command named @name, or NULL. */
+static const struct subcmd *
+find(const struct subcmd *cmds, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(name, cmds[i].name) == 0)
+			return &cmds[i];
+	return NULL;
+}
+
 int
 subcmd_main(const char *prog, const struct subcmd *cmds, size_t n, int argc, char **argv)
 {
@@ -20,7 +30,18 @@ subcmd_main(const char *prog, const struct subcmd *cmds, size_t n, int argc, cha
 		usage(argc < 2 ? stderr : stdout, prog, cmds, n);
 		return argc < 2 ? 2 : 0;
 	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+	/* "help [COMMAND]" and "version" as git and docker take them, unless a command has
+	 * the name */
+	if (strcmp(argv[1], "help") == 0 && find(cmds, n, "help") == NULL) {
+		const struct subcmd *c = argc == 3 ? find(cmds, n, argv[2]) : NULL;
+		if (c != NULL)
+			printf("usage: %s %s\n", prog, c->help);
+		else
+			usage(stdout, prog, cmds, n);
+		return argc == 3 && c == NULL ? 2 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0 ||
+	    (strcmp(argv[1], "version") == 0 && find(cmds, n, "version") == NULL)) {
 		printf("%s %s\n", prog, orch_build_id());
 		return 0;
 	}

@@ -160,6 +160,12 @@ for p in orchd orchctl orch-worker; do # the same build id, each program's name 
 	out=$("$bin/$p" --version)
 	[[ $out == "$p orch-"* ]] && ok || bad "$p --version: $out"
 done
+for p in orchctl orch-worker; do # "version" and "help [COMMAND]" as git takes them
+	out=$("$bin/$p" version) && [[ $out == "$p orch-"* ]] && ok || bad "$p version: $out"
+	out=$("$bin/$p" help) && [[ $out == "usage: $p COMMAND"* ]] && ok || bad "$p help: $out"
+done
+out=$("$bin/orch-worker" help run) && [[ $out == "usage: orch-worker run --model"* ]] && ok ||
+	bad "orch-worker help run: $out"
 out=$("$bin/orchd" --device cpu 2>&1)
 [[ $? -eq 2 && $out == *"without --model"* ]] && ok || bad "--device alone: $out"
 out=$("$bin/orchd" --port 0 --model "$model" 2>&1)
