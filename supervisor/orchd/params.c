@@ -270,7 +270,7 @@ params_int(const cJSON *root, const char *name, double lo, double hi, int64_t *o
 	if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble))
 		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be an integer", name);
 	if (!(v->valuedouble >= lo && v->valuedouble <= hi))
-		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be in [%.0f, %.0f], got %.0f",
+		return params_fail(pe, ORCH_EINVAL, name, "'%s' must be in [%.0f, %.0f], got %.15g",
 		                   name, lo, hi, v->valuedouble);
 	*out = (int64_t)v->valuedouble;
 	return true;
