@@ -84,6 +84,22 @@ if not devs or devs[0].get("memory_total_bytes", 0) <= 0 or devs[0].get("memory_
     fail(f"admin status devices: {st.get('devices')}")
 print("admin devices:", json.dumps(devs[0]))
 
+# /metrics (issue 62, item 6): the worker's memory by part, adding up to what it uses, and
+# the GPU's sensors where NVML answers them (a real GPU, or the stand-in library)
+_, _, mtext = L.get("/metrics")
+parts = {l.split('kind="')[1].split('"')[0]: float(l.split()[-1]) for l in mtext.splitlines()
+         if l.startswith('orch_worker_memory_bytes{model="stories"')}
+used = [float(l.split()[-1]) for l in mtext.splitlines()
+        if l.startswith('orch_worker_memory_used_bytes{model="stories"')]
+sensors = [l for l in mtext.splitlines() if l.startswith("orch_gpu_") and 'device="cuda:0"' in l]
+print("metrics: memory parts %s of %s used; sensors %s" % (parts, used, sensors))
+if sorted(parts) != ["kv_cache", "scratch", "weights"] or parts["weights"] <= 0 or parts["kv_cache"] <= 0:
+    fail(f"orch_worker_memory_bytes: {parts}")
+if not used or sum(parts.values()) != used[0]:
+    fail(f"the memory parts {parts} do not add up to memory_used {used}")
+if not sensors:
+    print("note: NVML answers none of the sensors for cuda:0 (no orch_gpu_* gauge)")
+
 text, chunks, secs = stream("Once upon a time", 64)
 print(f"stream: {chunks} chunks in {secs * 1000:.1f} ms: {text[:80]!r}")
 if chunks < 8:
