@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -147,6 +148,9 @@ offload_stop(struct orchd *d)
 		return;
 	event_free(o->ev);
 	d->offload = NULL;
+	/* work nearly done (a header read, a parse) finishes: 100 ms at most, then it is left */
+	for (int i = 0; i < 100 && atomic_load(&o->running) > 0; i++)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
 	uint32_t running = atomic_load(&o->running); /* before the reads: 0, all is written */
 	while (read(o->fd[0], &it, sizeof(it)) == (ssize_t)sizeof(it)) {
 		it->done(d, it->arg, false);

@@ -42,8 +42,8 @@ orch_err offload_start(struct orchd *d, offload_work_fn work, offload_done_fn do
 uint32_t offload_pending(const struct orchd *d);
 
 /*
- * offload_stop - at exit: work handed back but not applied gets its done
- * (!live); work whose thread still runs (stuck in a read?) is left to the
- * process's exit, with its pipe.
+ * offload_stop - at exit: work still running gets 100 ms to finish; work
+ * handed back but not applied gets its done (!live); work whose thread still
+ * runs then (stuck in a read?) is left to the process's exit, with its pipe.
  */
 void offload_stop(struct orchd *d);

@@ -20,6 +20,7 @@
 #include "ipc/ipc.h"
 #include "metrics.h"
 #include "models.h"
+#include "offload.h"
 #include "orchd.h"
 #include "t.h"
 #include "wire.h"
@@ -246,5 +247,6 @@ main(void)
 	T_RUN(test_refused_build);
 	T_RUN(test_health_and_residency);
 	T_RUN(test_gpu_facts);
+	offload_stop(&d); /* the model files' reads (inspect.h) their models started */
 	return t_done();
 }

@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "ipc/ipc.h"
 #include "models.h"
+#include "offload.h"
 #include "orchd.h"
 #include "t.h"
 #include "workers.h"
@@ -114,6 +115,7 @@ main(void)
 		d.models = m->next;
 		models_free(&d, m);
 	}
+	offload_stop(&d); /* the model file's read (inspect.h) models_add started */
 	event_base_free(d.base);
 	return t_done();
 }
