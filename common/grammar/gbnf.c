@@ -547,6 +547,7 @@ parser_fini(struct gbnf *p)
 	free(p->names);
 	free(p->sets);
 	free(p->set_ix);
+	free(p->reps);
 	gram_toks_free(p->toks, p->n_toks);
 }
 

@@ -23,6 +23,19 @@ struct gbnf_rule {
 	                       - 1 */
 };
 
+/*
+ * A repetition x{m,n} counting 2 or more (n, or m when unbounded), for the
+ * expansion check (gbnf_finish): in rule @rule, whose elements from @at on
+ * it became. When x{m,n} is itself repeated, it moves with its elements into
+ * the rule that holds them (gbnf_repeat).
+ */
+struct gbnf_rep {
+	struct gram_elem x;
+	uint32_t rule, at;
+	uint32_t min, max, count;
+	uint32_t line, col; /* where it ends in the text */
+};
+
 struct gbnf {
 	const char *s, *end, *line_start;
 	uint32_t line;
@@ -38,6 +51,8 @@ struct gbnf {
 	struct gram_tok *toks; /* the token terminals, each once */
 	uint32_t n_toks, cap_toks;
 	uint64_t n_el; /* elements in every body */
+	struct gbnf_rep *reps;
+	uint32_t n_reps, cap_reps;
 	struct gram_err *err;
 	bool failed;
 };
@@ -67,7 +82,8 @@ bool gbnf_class(struct gbnf *p, uint32_t r, const uint32_t *lo, const uint32_t *
 
 /*
  * gbnf_repeat - replace rule @r's elements from @start on (one item) by
- * @min to @max (UINT32_MAX: no limit) of it.
+ * @min to @max (UINT32_MAX: no limit) of it, and note it for the expansion
+ * check.
  */
 bool gbnf_repeat(struct gbnf *p, uint32_t r, uint32_t start, uint32_t min, uint32_t max);
 
@@ -80,5 +96,16 @@ bool gbnf_token(struct gbnf *p, uint32_t r);
 /* gram_toks_free - free the @n terminals @t and their texts. */
 void gram_toks_free(struct gram_tok *t, uint32_t n);
 
-/* gbnf_finish - check the rules (all defined, no left recursion) and build *@ret. */
+/*
+ * gbnf_expansion - what @p's repetitions expand to from rule @root
+ * (GRAM_EXPANSION_MAX says how it is counted), with @nullable the rules that
+ * match the empty string, into *@ret (gbnf_expansion.c). ORCH_EINVAL past
+ * GRAM_EXPANSION_MAX, with where and why in p->err; ORCH_ENOMEM.
+ */
+orch_err gbnf_expansion(struct gbnf *p, const bool *nullable, uint32_t root, uint64_t *ret);
+
+/*
+ * gbnf_finish - check the rules (all defined, no left recursion, repetitions
+ * that expand to GRAM_EXPANSION_MAX at most) and build *@ret.
+ */
 orch_err gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret);

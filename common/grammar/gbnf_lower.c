@@ -10,7 +10,8 @@
  *   of n - m optional ones. The recursion is at the tail, where the matcher
  *   does not grow its stacks (gram_match.c).
  * - gbnf_finish refuses an undefined rule and left recursion (which would
- *   expand forever), then lays every rule out in one array.
+ *   expand forever), and repetitions nested past GRAM_EXPANSION_MAX
+ *   (gbnf_expansion.c), then lays every rule out in one array.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,7 +192,25 @@ gbnf_class(struct gbnf *p, uint32_t r, const uint32_t *lo, const uint32_t *hi, u
 	return gbnf_push(p, c, GE_END, 0) && gbnf_push(p, r, GE_REF, c);
 }
 
-/* The item at @start of @r's body as one element: moved into a rule of its own when longer. */
+/*
+ * The repetitions noted in rule @r from element @start on (the last noted)
+ * moved to rule @to, whose elements from @at on they now are.
+ */
+static void
+move_reps(struct gbnf *p, uint32_t r, uint32_t start, uint32_t to, uint32_t at)
+{
+	for (uint32_t i = p->n_reps;
+	     i > 0 && p->reps[i - 1].rule == r && p->reps[i - 1].at >= start; i--) {
+		p->reps[i - 1].rule = to;
+		p->reps[i - 1].at = p->reps[i - 1].at - start + at;
+	}
+}
+
+/*
+ * The item at @start of @r's body as one element: moved into a rule of its
+ * own when longer. Its repetitions noted go with it: into that rule, or the
+ * one its element refers to (a repetition's chain, its rule R ::= x R |).
+ */
 static bool
 one_element(struct gbnf *p, uint32_t r, uint32_t start, struct gram_elem *ret)
 {
@@ -200,10 +219,13 @@ one_element(struct gbnf *p, uint32_t r, uint32_t start, struct gram_elem *ret)
 	if (n == 1) {
 		*ret = p->rules[r].body.v[start];
 		p->rules[r].body.n = start;
+		if (ret->kind == GE_REF)
+			move_reps(p, r, start, ret->arg, 0);
 		return true;
 	}
 	if (!gbnf_new_rule(p, &sub))
 		return false;
+	move_reps(p, r, start, sub, 0);
 	for (uint32_t i = 0; i < n; i++) {
 		struct gram_elem e = p->rules[r].body.v[start + i];
 		if (!gbnf_push(p, sub, e.kind, e.arg))
@@ -214,6 +236,29 @@ one_element(struct gbnf *p, uint32_t r, uint32_t start, struct gram_elem *ret)
 	return gbnf_push(p, sub, GE_END, 0);
 }
 
+/* Note x{@min,@max} at element @at of rule @r for the expansion check, when it counts 2 or more. */
+static bool
+note_rep(struct gbnf *p, uint32_t r, uint32_t at, struct gram_elem x, uint32_t min, uint32_t max)
+{
+	uint32_t count = max == UINT32_MAX ? min : max;
+
+	if (count < 2)
+		return true;
+	if (!gram_grow((void **)&p->reps, &p->cap_reps, p->n_reps, sizeof(*p->reps), 16))
+		return gbnf_oom(p);
+	p->reps[p->n_reps++] = (struct gbnf_rep){
+	        .x = x,
+	        .rule = r,
+	        .at = at,
+	        .min = min,
+	        .max = max,
+	        .count = count,
+	        .line = p->line,
+	        .col = (uint32_t)(p->s - p->line_start) + 1,
+	};
+	return true;
+}
+
 bool
 gbnf_repeat(struct gbnf *p, uint32_t r, uint32_t start, uint32_t min, uint32_t max)
 {
@@ -222,7 +267,7 @@ gbnf_repeat(struct gbnf *p, uint32_t r, uint32_t start, uint32_t min, uint32_t m
 
 	if (p->rules[r].body.n == start)
 		return gbnf_fail(p, "a repetition with nothing to repeat");
-	if (!one_element(p, r, start, &x))
+	if (!one_element(p, r, start, &x) || !note_rep(p, r, start, x, min, max))
 		return false;
 	for (uint32_t i = 0; i < min; i++)
 		if (!gbnf_push(p, r, x.kind, x.arg))
@@ -447,6 +492,8 @@ gbnf_finish(struct gbnf *p, uint32_t root, struct gram **ret)
 		rv = fail_at(p, &p->rules[lr], "left recursion through rule");
 		goto out;
 	}
+	if ((rv = gbnf_expansion(p, nullable, root, &g->expansion)) != ORCH_OK)
+		goto out;
 	for (uint32_t r = 0; r < p->n_rules; r++) /* stack's room, done with: the chains */
 		stack[r] = p->rules[r].chain_len;
 	if ((rv = gram_chains_init(g, stack, nullable)) != ORCH_OK)
@@ -467,6 +514,12 @@ out:
 	free(color);
 	free(stack);
 	return rv;
+}
+
+uint64_t
+gram_expansion(const struct gram *g)
+{
+	return g->expansion;
 }
 
 void

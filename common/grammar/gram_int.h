@@ -52,6 +52,7 @@ struct gram {
 	uint32_t n_chains;
 	uint32_t *rule_chain; /* [n_rules]: the chain rule r is a copy of x in, or GRAM_NONE */
 	uint32_t *el_rule;    /* [n_el]: the rule element i is in */
+	uint64_t expansion;   /* what its repetitions expand to (gram_expansion) */
 };
 
 /*
@@ -86,21 +87,31 @@ struct gram_node {
 	uint64_t h;
 };
 
+/* A work item gram_expand has done in this step: (position, parent) as key, with an ann. */
+struct gram_seen {
+	uint64_t key;
+	uint32_t ann, gen; /* current when gen is gram_stacks.gen */
+};
+
 /* The nodes every stack of a matcher is made of, and a cache to hash-cons them. */
 struct gram_stacks {
 	struct gram_node *v;
 	uint32_t n, cap;
-	uint32_t *cons; /* [cons_mask + 1]: a node index or GRAM_NONE */
+	/* [cons_mask + 1]: a node index or GRAM_NONE (direct-mapped, lossy: a miss only makes
+	 * a duplicate node); grown to twice the nodes, so that few are missed */
+	uint32_t *cons;
 	uint32_t cons_mask;
 	uint32_t (*work)[3]; /* gram_expand's: positions to expand, under a parent, with an ann */
 	uint32_t n_work, cap_work;
-	/* gram_expand's: the work items one expansion has done (direct-mapped, lossy:
-	 * a miss only repeats work; an empty match reached two ways is expanded once) */
-	uint64_t seen_key[1024];
-	uint32_t seen_ann[1024];
-	uint32_t seen_gen[1024];
+	/* gram_expand's: the work items this step has done, [seen_mask + 1] (direct-mapped,
+	 * lossy: a miss only repeats work; an empty match reached two ways is expanded once);
+	 * grown to twice the items a step does, so that few are missed */
+	struct gram_seen *seen;
+	uint32_t seen_mask;
+	uint32_t seen_n, seen_peak; /* items done this step; the most in a step since compaction */
 	uint32_t gen;
 	uint32_t chain; /* the chain whose copies tops' ann count; GRAM_NONE: none (ann stays 0) */
+	uint32_t work_left; /* the step's work items left to push (gram_step_begin) */
 };
 
 /*
@@ -153,10 +164,20 @@ orch_err gram_stacks_init(struct gram_stacks *s);
 void gram_stacks_fini(struct gram_stacks *s);
 
 /*
+ * gram_step_begin - start a step of @s: one byte's advance, a matcher's start
+ * or a token's take, whose expansions all go into one state. The step's
+ * expansions share a budget of GRAM_WORK_MAX work items, and expand each
+ * (position, parent) once between them (the same continuation adds the same
+ * stacks to the same state).
+ */
+void gram_step_begin(struct gram_stacks *s);
+
+/*
  * gram_expand - every stack that starts at element @pos under @parent (a
  * rule's alternative, or where one goes on), with GE_SET or GE_TOK tops, added to @out
- * (once each); @out->accept set when one ends. ORCH_ENOMEM; ORCH_ERANGE
- * past GRAM_STACKS_MAX stacks.
+ * (once each); @out->accept set when one ends. Within a step (gram_step_begin),
+ * every call's @out is the same state. ORCH_ENOMEM; ORCH_ERANGE past
+ * GRAM_STACKS_MAX stacks, the step's GRAM_WORK_MAX work items, or GRAM_NODES_MAX nodes.
  */
 orch_err gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t parent,
                      uint32_t ann, struct gram_state *out);
@@ -192,8 +213,8 @@ bool gram_chain_canon(const struct gram *g, struct gram_stacks *s, const struct 
                       struct gram_state *out, uint32_t *chain, uint32_t *left, orch_err *rv);
 
 /*
- * gram_advance - @in advanced by byte @b into @out (cleared first); as
- * gram_expand. A GE_TOK top takes no byte.
+ * gram_advance - @in advanced by byte @b into @out (cleared first): one
+ * step (gram_step_begin); as gram_expand. A GE_TOK top takes no byte.
  */
 orch_err gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_state *in,
                       uint8_t b, struct gram_state *out);

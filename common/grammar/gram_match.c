@@ -13,9 +13,17 @@
  * - Nodes are hash-consed through a direct-mapped cache, so paths that meet
  *   again usually share one node and one top; a miss only costs a
  *   duplicate stack, never a wrong answer (stacks are also compared by content).
- * - One expansion expands each (position, parent) once: a grammar whose parts
- *   match the empty string in several ways would otherwise expand the same
- *   continuation once per way, exponentially often.
+ * - One step (a byte's advance, the start, a token's take: gram_step_begin)
+ *   expands each (position, parent) once: a grammar whose parts match the
+ *   empty string in several ways would otherwise expand the same continuation
+ *   once per way, exponentially often.
+ * - A step's work is bounded whatever the grammar: GRAM_WORK_MAX work items
+ *   pushed, GRAM_NODES_MAX nodes held, then ORCH_ERANGE (too ambiguous). The
+ *   dedup above is a lossy cache, and nested repetitions of what may be empty
+ *   reach more (position, parent) pairs than it holds (("a"{0,100}){0,100}
+ *   {0,100}: a million), each then reached many ways: without the bound, one
+ *   byte's step grew without end. The compiler refuses such grammars first
+ *   (GRAM_EXPANSION_MAX); this bound is the net under it.
  * - The matcher compacts its nodes after each feed: only those its stacks use survive.
  */
 #include <stdlib.h>
@@ -26,6 +34,12 @@
 
 /* Tops a state scans for a duplicate before it indexes them. */
 #define GRAM_INDEX_FROM 64
+
+/* The hash-consing and dedup tables' slots: at first, and at most (lossier past it). */
+#define CONS_MIN 4096u
+#define CONS_MAX (2 * GRAM_NODES_MAX)
+#define SEEN_MIN 1024u
+#define SEEN_MAX GRAM_WORK_MAX
 
 bool
 gram_grow(void **v, uint32_t *cap, uint32_t n, size_t elem, uint32_t first)
@@ -43,17 +57,95 @@ gram_grow(void **v, uint32_t *cap, uint32_t n, size_t elem, uint32_t first)
 	return true;
 }
 
+/* The least power of two that is @n or more, and @min or more. */
+static uint32_t
+pow2_at_least(uint32_t n, uint32_t min)
+{
+	uint32_t p = min;
+
+	while (p < n && p <= UINT32_MAX / 2)
+		p *= 2;
+	return p;
+}
+
+static uint32_t
+cons_slot(const struct gram_stacks *s, uint64_t h, uint32_t parent)
+{
+	return (uint32_t)(h ^ parent) & s->cons_mask;
+}
+
+/*
+ * s->cons made @size slots (a power of two) and filled with every node, the
+ * newest winning a slot; when out of memory, it keeps its size (only lossier).
+ */
+static void
+cons_rebuild(struct gram_stacks *s, uint32_t size)
+{
+	uint32_t *c;
+
+	if (size != s->cons_mask + 1 && (c = orch_reallocarray(NULL, size, sizeof(*c))) != NULL) {
+		free(s->cons);
+		s->cons = c;
+		s->cons_mask = size - 1;
+	}
+	memset(s->cons, 0xff, ((size_t)s->cons_mask + 1) * sizeof(*s->cons));
+	for (uint32_t i = 0; i < s->n; i++)
+		s->cons[cons_slot(s, s->v[i].h, s->v[i].parent)] = i;
+}
+
+/* s->seen made @size slots, none current (this step's items are forgotten: only repeated). */
+static void
+seen_resize(struct gram_stacks *s, uint32_t size)
+{
+	struct gram_seen *v = orch_calloc(size, sizeof(*v));
+
+	if (v == NULL)
+		return; /* as it was: only lossier */
+	free(s->seen);
+	s->seen = v;
+	s->seen_mask = size - 1;
+}
+
 orch_err
 gram_stacks_init(struct gram_stacks *s)
 {
 	*s = (struct gram_stacks){0};
-	s->cons = orch_reallocarray(NULL, 4096, sizeof(*s->cons));
-	if (s->cons == NULL)
+	s->cons = orch_reallocarray(NULL, CONS_MIN, sizeof(*s->cons));
+	s->seen = orch_calloc(SEEN_MIN, sizeof(*s->seen));
+	if (s->cons == NULL || s->seen == NULL) {
+		gram_stacks_fini(s);
 		return ORCH_ENOMEM;
-	memset(s->cons, 0xff, 4096 * sizeof(*s->cons));
-	s->cons_mask = 4095;
+	}
+	memset(s->cons, 0xff, CONS_MIN * sizeof(*s->cons));
+	s->cons_mask = CONS_MIN - 1;
+	s->seen_mask = SEEN_MIN - 1;
 	s->chain = GRAM_NONE;
+	s->work_left = GRAM_WORK_MAX;
 	return ORCH_OK;
+}
+
+void
+gram_step_begin(struct gram_stacks *s)
+{
+	s->work_left = GRAM_WORK_MAX;
+	s->seen_n = 0;
+	if (++s->gen == 0) { /* wrapped: no stamp may look current */
+		for (uint32_t k = 0; k <= s->seen_mask; k++)
+			s->seen[k].gen = 0;
+		s->gen = 1;
+	}
+}
+
+/* After a compaction: the tables sized to what the stacks now hold and a step lately did. */
+static void
+stacks_fit(struct gram_stacks *s)
+{
+	uint32_t seen = pow2_at_least(2 * s->seen_peak, SEEN_MIN);
+
+	cons_rebuild(s, pow2_at_least(2 * s->n, CONS_MIN));
+	if (seen * 8 <= s->seen_mask + 1)
+		seen_resize(s, seen);
+	s->seen_peak = 0;
 }
 
 void
@@ -62,6 +154,7 @@ gram_stacks_fini(struct gram_stacks *s)
 	free(s->v);
 	free(s->cons);
 	free(s->work);
+	free(s->seen);
 	*s = (struct gram_stacks){0};
 }
 
@@ -102,8 +195,10 @@ gram_node(struct gram_stacks *s, uint32_t pos, uint32_t parent)
 {
 	uint64_t ph = parent == GRAM_NONE ? 0x9e3779b97f4a7c15ull : s->v[parent].h;
 	uint64_t h = mix(ph ^ ((uint64_t)pos * 0x100000001b3ull + 1));
-	uint32_t *slot = &s->cons[(uint32_t)(h ^ parent) & s->cons_mask];
 
+	if (s->n >= (s->cons_mask + 1) / 2 && s->cons_mask + 1 < CONS_MAX)
+		cons_rebuild(s, (s->cons_mask + 1) * 2);
+	uint32_t *slot = &s->cons[cons_slot(s, h, parent)];
 	if (*slot < s->n && s->v[*slot].pos == pos && s->v[*slot].parent == parent)
 		return *slot;
 	if (!gram_grow((void **)&s->v, &s->cap, s->n, sizeof(*s->v), 1024))
@@ -230,9 +325,13 @@ gram_add_top(const struct gram_stacks *s, struct gram_state *out, uint32_t pos, 
 	return ORCH_OK;
 }
 
+/* Push a work item: ORCH_ERANGE past the step's budget (gram_step_begin), ORCH_ENOMEM. */
 static orch_err
 push_work(struct gram_stacks *s, uint32_t pos, uint32_t parent, uint32_t ann)
 {
+	if (s->work_left == 0)
+		return ORCH_ERANGE;
+	s->work_left--;
 	if (!gram_grow((void **)&s->work, &s->cap_work, s->n_work, sizeof(*s->work), 64))
 		return ORCH_ENOMEM;
 	s->work[s->n_work][0] = pos;
@@ -267,8 +366,9 @@ enter(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t r, uin
 	}
 	for (uint32_t a = g->alt_first[r]; a < g->alt_first[r + 1]; a++) {
 		uint32_t more = step && g->el[g->alt[a]].kind >= GE_REF;
-		if (push_work(s, g->alt[a], cont, ann + more) != ORCH_OK)
-			return ORCH_ENOMEM;
+		orch_err rv = push_work(s, g->alt[a], cont, ann + more);
+		if (rv != ORCH_OK)
+			return rv;
 	}
 	return ORCH_OK;
 }
@@ -286,6 +386,8 @@ expand_one(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t p
 		return gram_add_top(s, out, pos, parent, ann);
 	case GE_REF: {
 		uint32_t k = e[1].kind, cont = parent;
+		if (k != GE_ALT && k != GE_END && s->n >= GRAM_NODES_MAX)
+			return ORCH_ERANGE;
 		if (k != GE_ALT && k != GE_END &&
 		    (cont = gram_node(s, pos + 1, parent)) == GRAM_NONE)
 			return ORCH_ENOMEM;
@@ -310,23 +412,20 @@ gram_expand(const struct gram *g, struct gram_stacks *s, uint32_t pos, uint32_t 
 {
 	orch_err rv = push_work(s, pos, parent, ann);
 
-	if (++s->gen == 0) { /* wrapped: no stamp may look current */
-		memset(s->seen_gen, 0, sizeof(s->seen_gen));
-		s->gen = 1;
-	}
 	while (rv == ORCH_OK && s->n_work > 0) {
 		s->n_work--;
 		uint32_t p = s->work[s->n_work][0], up = s->work[s->n_work][1];
 		uint32_t a = s->work[s->n_work][2];
 		uint64_t key = (uint64_t)p << 32 | up;
-		uint32_t k = (uint32_t)(mix(key ^ (a & GRAM_ANN_OUT)) & 1023);
-		if (s->seen_gen[k] == s->gen && s->seen_key[k] == key &&
-		    (s->seen_ann[k] & GRAM_ANN_OUT) == (a & GRAM_ANN_OUT) && s->seen_ann[k] <= a)
-			continue; /* expanded already in this expansion, with as few copies counted
-			           */
-		s->seen_gen[k] = s->gen;
-		s->seen_key[k] = key;
-		s->seen_ann[k] = a;
+		struct gram_seen *e = &s->seen[mix(key ^ (a & GRAM_ANN_OUT)) & s->seen_mask];
+		if (e->gen == s->gen && e->key == key &&
+		    (e->ann & GRAM_ANN_OUT) == (a & GRAM_ANN_OUT) && e->ann <= a)
+			continue; /* expanded already in this step, with as few copies counted */
+		*e = (struct gram_seen){key, a, s->gen};
+		if (++s->seen_n > s->seen_peak)
+			s->seen_peak = s->seen_n;
+		if (s->seen_n > (s->seen_mask + 1) / 2 && s->seen_mask + 1 < SEEN_MAX)
+			seen_resize(s, (s->seen_mask + 1) * 2);
 		rv = expand_one(g, s, p, up, a, out);
 	}
 	s->n_work = 0;
@@ -338,6 +437,7 @@ gram_advance(const struct gram *g, struct gram_stacks *s, const struct gram_stat
              struct gram_state *out)
 {
 	gram_state_reset(out);
+	gram_step_begin(s);
 	for (uint32_t i = 0; i < in->n; i++) {
 		struct gram_top t = in->tops[i];
 		orch_err rv;
@@ -367,9 +467,32 @@ gram_state_copy(struct gram_state *dst, const struct gram_state *src)
 	return ORCH_OK;
 }
 
-/* Keep only the nodes @m's stacks use (a parent is always older than its child). */
+/* Mark in m->map the nodes under @st's tops. */
+static void
+mark(struct gram_match *m, const struct gram_state *st)
+{
+	for (uint32_t i = 0; i < st->n; i++)
+		for (uint32_t k = st->tops[i].parent; k != GRAM_NONE && !m->map[k];
+		     k = m->s.v[k].parent)
+			m->map[k] = 1;
+}
+
+/* @st's tops' nodes renumbered through m->map. */
+static void
+remap(struct gram_match *m, struct gram_state *st)
+{
+	for (uint32_t i = 0; i < st->n; i++)
+		if (st->tops[i].parent != GRAM_NONE)
+			st->tops[i].parent = m->map[st->tops[i].parent];
+}
+
+/*
+ * Keep only the nodes @m's stacks use (a parent is always older than its
+ * child): m->cur's, and with @feeding, those of m->saved and m->tok as well
+ * (in the middle of a feed, which may yet go back to m->saved).
+ */
 static orch_err
-compact(struct gram_match *m)
+compact(struct gram_match *m, bool feeding)
 {
 	struct gram_stacks *s = &m->s;
 	uint32_t n = 0;
@@ -381,13 +504,13 @@ compact(struct gram_match *m)
 		m->map = v;
 		m->cap_map = s->n;
 	}
-	if (s->n == 0)
-		return ORCH_OK;
-	memset(m->map, 0, (size_t)s->n * sizeof(*m->map));
-	for (uint32_t i = 0; i < m->cur.n; i++)
-		for (uint32_t k = m->cur.tops[i].parent; k != GRAM_NONE && !m->map[k];
-		     k = s->v[k].parent)
-			m->map[k] = 1;
+	if (s->n > 0)
+		memset(m->map, 0, (size_t)s->n * sizeof(*m->map));
+	mark(m, &m->cur);
+	if (feeding) {
+		mark(m, &m->saved);
+		mark(m, &m->tok);
+	}
 	for (uint32_t k = 0; k < s->n; k++) {
 		if (!m->map[k])
 			continue;
@@ -396,11 +519,13 @@ compact(struct gram_match *m)
 		s->v[n] = x;
 		m->map[k] = n++;
 	}
-	for (uint32_t i = 0; i < m->cur.n; i++)
-		if (m->cur.tops[i].parent != GRAM_NONE)
-			m->cur.tops[i].parent = m->map[m->cur.tops[i].parent];
+	remap(m, &m->cur);
+	if (feeding) {
+		remap(m, &m->saved);
+		remap(m, &m->tok);
+	}
 	s->n = n;
-	memset(s->cons, 0xff, ((size_t)s->cons_mask + 1) * sizeof(*s->cons));
+	stacks_fit(s);
 	return ORCH_OK;
 }
 
@@ -416,6 +541,7 @@ gram_match_new(const struct gram *g, struct gram_match **ret)
 	m->g = g;
 	if (gram_stacks_init(&m->s) != ORCH_OK)
 		goto fail;
+	gram_step_begin(&m->s);
 	for (uint32_t a = g->alt_first[g->root]; a < g->alt_first[g->root + 1]; a++)
 		if ((rv = gram_expand(g, &m->s, g->alt[a], GRAM_NONE, 0, &m->cur)) != ORCH_OK)
 			goto fail;
@@ -457,6 +583,7 @@ take_token(struct gram_match *m, int32_t id)
 	orch_err rv = ORCH_OK;
 
 	gram_state_reset(&m->tok);
+	gram_step_begin(&m->s);
 	for (uint32_t i = 0; i < m->saved.n && rv == ORCH_OK; i++) {
 		struct gram_top t = m->saved.tops[i];
 		const struct gram_elem *e = &g->el[t.pos];
@@ -490,6 +617,7 @@ feed(struct gram_match *m, int32_t id, const uint8_t *b, size_t n, orch_err *why
 	bool token = id >= 0 && m->g->n_toks > 0;
 	orch_err rv = gram_state_copy(&m->saved, &m->cur);
 
+	gram_state_reset(&m->tok); /* a compaction reads it */
 	if (rv == ORCH_OK && token)
 		rv = take_token(m, id);
 	if (id >= 0 && n == 0) /* a token without text: no byte parse takes it */
@@ -503,13 +631,18 @@ feed(struct gram_match *m, int32_t id, const uint8_t *b, size_t n, orch_err *why
 			m->cur.accept &= i + 1 == n;
 			break;
 		}
+		if (m->s.n > GRAM_NODES_MAX / 2 && i + 1 < n) { /* the bytes' nodes, let go */
+			if ((rv = compact(m, true)) != ORCH_OK)
+				break;
+			n0 = m->s.n; /* m->saved's are below it still */
+		}
 	}
 	if (rv == ORCH_OK && token)
 		rv = join_token(m);
 	if (rv == ORCH_OK && m->cur.n == 0 && !m->cur.accept && (n > 0 || id >= 0))
 		rv = ORCH_EINVAL;
 	if (rv == ORCH_OK && (n > 0 || id >= 0))
-		rv = compact(m);
+		rv = compact(m, false);
 	if (why)
 		*why = rv;
 	if (rv == ORCH_OK)

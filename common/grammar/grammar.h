@@ -29,7 +29,8 @@ struct gram;
  * gram_compile - the GBNF @text (@n bytes) with start rule @root (NULL:
  * "root") into *@ret. ORCH_EINVAL with where and why in @err (a syntax
  * error, an undefined or twice-defined rule, left recursion, a repetition
- * count over GRAM_REPEAT_MAX, more than GRAM_ELEMS_MAX elements), ORCH_ENOMEM.
+ * count over GRAM_REPEAT_MAX, more than GRAM_ELEMS_MAX elements,
+ * repetitions that expand past GRAM_EXPANSION_MAX), ORCH_ENOMEM.
  */
 orch_err gram_compile(const char *text, size_t n, const char *root, struct gram **ret,
                       struct gram_err *err);
@@ -38,8 +39,40 @@ orch_err gram_compile(const char *text, size_t n, const char *root, struct gram 
 #define GRAM_REPEAT_MAX 10000
 #define GRAM_ELEMS_MAX  (1u << 20)
 
+/*
+ * The most a grammar's repetitions may expand to (gram_expansion). A
+ * repetition x{m,n} counts n (m when unbounded); when x can match the empty
+ * string, times what x's own repetitions expand to, since a matcher then
+ * enters every copy of x and every copy of their copies at once, without a
+ * byte between them: ("a"{0,100}){0,100} is 10^4 parse positions each
+ * step, and the same once more inside {0,100}, 10^6, is refused. Other
+ * repetitions inside x (a string's maxLength inside an array's maxItems) do
+ * not multiply: a byte separates their copies, so a matcher is in one at a
+ * time. Real grammars stay far below: a JSON schema's expand to
+ * GRAM_REPEAT_MAX at most (its longest string or array).
+ */
+#define GRAM_EXPANSION_MAX 100000
+
+/*
+ * gram_expansion - what @g's repetitions expand to, as GRAM_EXPANSION_MAX
+ * counts it, from its start rule: the largest product of the counts along a
+ * nesting of repetitions each of which (but the innermost) repeats what can
+ * match the empty string; 1 when it has none.
+ */
+uint64_t gram_expansion(const struct gram *g);
+
 /* The most parses a matcher keeps alive at once (ORCH_ERANGE beyond: too ambiguous). */
 #define GRAM_STACKS_MAX 65536
+
+/*
+ * The most work one step of a matcher may do (ORCH_ERANGE beyond, as too
+ * ambiguous): the positions it expands to advance by one byte (or to start,
+ * or to take a token), and the stack nodes it holds. A safety net under
+ * GRAM_EXPANSION_MAX: however a grammar is made, a step ends, in bounded
+ * memory (about 150 MB at most).
+ */
+#define GRAM_WORK_MAX  (1u << 21)
+#define GRAM_NODES_MAX (1u << 21)
 
 /*
  * Token terminals: as in llama.cpp's GBNF, <[ID]> matches the one token
@@ -91,7 +124,8 @@ void gram_match_free(struct gram_match *m);
  * not, and then @m is left as it was; *@why (when @why is not NULL) says
  * why: ORCH_EINVAL, some prefix of the bytes is no prefix of a sentence;
  * ORCH_ERANGE, the grammar is too ambiguous (more than GRAM_STACKS_MAX
- * parses alive at once); ORCH_ENOMEM. ORCH_OK when it could.
+ * parses alive at once, or a byte's step past GRAM_WORK_MAX or
+ * GRAM_NODES_MAX); ORCH_ENOMEM. ORCH_OK when it could.
  */
 bool gram_match_feed(struct gram_match *m, const void *s, size_t n, orch_err *why);
 

@@ -36,6 +36,7 @@
 #include "base/alloc.h"
 #include "base/sbuf.h"
 #include "base/utf8.h"
+#include "grammar.h"
 
 #define JS_DEPTH_MAX  64
 #define JS_OUT_MAX    ((size_t)1 << 20)

@@ -9,7 +9,11 @@
  * allows is emitted escaped (one form each: \" \\ \b \f \n \r \t, else
  * \u00xx). An unanchored start (no ^) allows up to 32 characters before the
  * match, an unanchored end (no $) any after it.
- * Backreferences, lookarounds, \b and \p{} are refused.
+ * Backreferences, lookarounds, \b and \p{} are refused, and so are repeats
+ * nested past GRAM_EXPANSION_MAX, counted as the grammar compiler counts them
+ * (grammar.h), so that a pattern orch takes always compiles: a repeat counts
+ * n (m when unbounded), times what the repeated item's repeats count when
+ * the item can match nothing ((a{0,100}){0,100}: 10^4).
  */
 
 /*
@@ -29,9 +33,13 @@ struct cpset {
 	bool oom;
 };
 
-/* A length range in code points; hi == JS_INF: unbounded. */
+/*
+ * A length range in code points (hi == JS_INF: unbounded), and what the
+ * repeats inside expand to (GRAM_EXPANSION_MAX; 1: none).
+ */
 struct lr {
 	uint64_t lo, hi;
+	uint64_t x;
 };
 
 /* A pattern being translated. */
@@ -474,7 +482,7 @@ rx_atom(struct rx *rx, struct lr *l)
 	uint32_t c = 0;
 	size_t len;
 
-	*l = (struct lr){1, 1};
+	*l = (struct lr){1, 1, 1};
 	switch (*rx->p) {
 	case '(':
 		return rx_group(rx, l);
@@ -564,6 +572,19 @@ rx_quant(struct rx *rx, uint64_t *m, uint64_t *n)
 }
 
 /*
+ * rx_expansion - what @a repeated @count times expands to, as the grammar
+ * compiler counts it (gbnf_expansion.c): its own expansion, and the count
+ * (2 or more), times its own when @a can match nothing.
+ */
+static uint64_t
+rx_expansion(const struct lr *a, uint64_t count)
+{
+	uint64_t x = count < 2 ? 1 : a->lo == 0 ? sat_mul(count, a->x) : count;
+
+	return x > a->x ? x : a->x;
+}
+
+/*
  * rx_term - an atom and its quantifier. With @clamp, a one-character atom's
  * count is cut to [clamp->lo, clamp->hi] (minLength/maxLength); clamp->lo
  * is set to JS_INF when it could not be.
@@ -593,7 +614,13 @@ rx_term(struct rx *rx, struct lr *l, struct lr *clamp)
 		return rx_fail(rx, "an unbounded repeat of something that can match nothing");
 	if (m > JS_REPEAT_MAX || (n != JS_INF && n > JS_REPEAT_MAX))
 		return rx_fail(rx, "a repeat count over %d", JS_REPEAT_MAX);
-	*l = (struct lr){sat_mul(a.lo, m), sat_mul(a.hi, n)};
+	uint64_t x = rx_expansion(&a, n == JS_INF ? m : n);
+	if (x > GRAM_EXPANSION_MAX)
+		return rx_fail(rx,
+		               "its repeats expand to %" PRIu64 " parse positions, at most %d (a "
+		               "repeat of what can match nothing multiplies what it repeats)",
+		               x, GRAM_EXPANSION_MAX);
+	*l = (struct lr){sat_mul(a.lo, m), sat_mul(a.hi, n), x};
 	if (n == 0) {
 		cut(rx->o, start); /* x{0}: nothing */
 	} else if (n == JS_INF) {
@@ -608,10 +635,10 @@ rx_term(struct rx *rx, struct lr *l, struct lr *clamp)
 static orch_err
 rx_seq(struct rx *rx, struct lr *l, bool top, bool *dollar)
 {
-	struct lr t = {0, 0};
+	struct lr t = {0, 0, 1};
 	orch_err rv;
 
-	*l = (struct lr){0, 0};
+	*l = (struct lr){0, 0, 1};
 	while (rx->p < rx->end && *rx->p != '|' && *rx->p != ')') {
 		if (top && *rx->p == '$' && (rx->p + 1 == rx->end || rx->p[1] == '|')) {
 			rx->p++;
@@ -620,7 +647,8 @@ rx_seq(struct rx *rx, struct lr *l, bool top, bool *dollar)
 		}
 		if ((rv = rx_term(rx, &t, NULL)) != ORCH_OK)
 			return rv;
-		*l = (struct lr){sat_add(l->lo, t.lo), sat_add(l->hi, t.hi)};
+		*l = (struct lr){sat_add(l->lo, t.lo), sat_add(l->hi, t.hi),
+		                 t.x > l->x ? t.x : l->x};
 		sbuf_putc(rx->o, ' ');
 	}
 	return ORCH_OK;
@@ -638,6 +666,7 @@ rx_alts(struct rx *rx, struct lr *l)
 			return rv;
 		l->lo = first || a.lo < l->lo ? a.lo : l->lo;
 		l->hi = first || a.hi > l->hi ? a.hi : l->hi;
+		l->x = first || a.x > l->x ? a.x : l->x;
 		if (rx->p >= rx->end || *rx->p != '|')
 			return ORCH_OK;
 		rx->p++;
@@ -670,6 +699,7 @@ rx_pattern(struct js *js, const char *pat, struct sbuf *o, struct lr *l)
 		a.hi = a0 && a1 ? a.hi : JS_INF;
 		l->lo = first || a.lo < l->lo ? a.lo : l->lo;
 		l->hi = first || a.hi > l->hi ? a.hi : l->hi;
+		l->x = first || a.x > l->x ? a.x : l->x;
 		if (rx.p >= rx.end)
 			break;
 		if (*rx.p != '|')
@@ -689,7 +719,7 @@ static orch_err
 rx_clamped(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf *o, bool *done)
 {
 	size_t n = strlen(pat), bs = 0, start = o->n;
-	struct lr clamp = {lo, hi}, l;
+	struct lr clamp = {lo, hi, 1}, l;
 	struct rx rx = {js, pat + 1, pat + n - 1, o, 0};
 	orch_err rv;
 

@@ -165,6 +165,20 @@ st, _, text = orchd_lib.post("/detokenize", {"model": "nope", "tokens": [30] * 2
 check(st == 404 and error_of(text).get("code") == "MODEL_NOT_FOUND",
       "/detokenize of a large body for an unknown model: 404: %d %s" % (st, text[:200]))
 
+# nested repetitions of what may be empty (the attack run: the worker's matcher grew 200 MB/s
+# until it was killed, and two requests failed the model): refused at compile, naming why
+for field, value in (("grammar", 'root ::= (("a"{0,100}){0,100}){0,100}'),
+                     ("response_format", {"type": "regex", "pattern": "((a{0,100}){0,100}){0,100}"}),
+                     ("response_format", {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+                         "type": "string", "pattern": "^((a{0,100}){0,100}){0,100}$"}}})):
+    t0 = time.time()
+    st, _, text = orchd_lib.post("/v1/completions", {"model": "m", "prompt": "hi", "max_tokens": 4, field: value})
+    e = error_of(text)
+    check(st == 400 and "100000" in e.get("message", "") and time.time() - t0 < 10,
+          "%s of nested repetitions: 400 naming the limit: %d %s" % (field, st, text[:300]))
+st, _, text = orchd_lib.post("/v1/completions", {"model": "m", "prompt": "hi", "max_tokens": 4})
+check(st == 200, "the model serves on: %d" % st)
+
 # a client that closes while its body is parsed: let go, nothing else touched
 for _ in range(4):
     c = orchd_lib.conn(timeout=10)

@@ -224,9 +224,11 @@ ambiguous_or_oom(orch_err rv, const char *what, struct orch_errinfo *reterr)
 {
 	if (rv == ORCH_ERANGE)
 		return orch_errf(reterr, ORCH_EINVAL,
-		                 "the grammar is too ambiguous: more than %u parses alive at once "
-		                 "%s (make its alternatives exclusive)",
-		                 GRAM_STACKS_MAX, what);
+		                 "the grammar is too ambiguous: more than %u parses alive at once, "
+		                 "or more than %u steps of work for one byte, %s (make its "
+		                 "alternatives exclusive, its repetitions of what may be empty "
+		                 "fewer)",
+		                 GRAM_STACKS_MAX, GRAM_WORK_MAX, what);
 	return orch_errf(reterr, ORCH_ENOMEM, "out of memory %s", what);
 }
 

@@ -5,6 +5,7 @@
  */
 #include "base/clock.h"
 #include "base/rng.h"
+#include "base/sbuf.h"
 #include "gram_brute.h"
 #include "grammar/gram_mask.h"
 #include "grammar/grammar.h"
@@ -185,6 +186,199 @@ test_refused(void)
 	refused("root ::= \"\xff\"", 1, 11, "ill-formed UTF-8");
 }
 
+/* A JSON-like grammar with UTF-8 strings, nesting and bounded numbers. */
+static const char json_gr[] = "root ::= value\n"
+                              "value ::= obj | arr | str | num | \"true\" | \"null\"\n"
+                              "obj ::= \"{\" ( str \":\" value (\",\" str \":\" value)* )? \"}\"\n"
+                              "arr ::= \"[\" ( value (\",\" value)* )? \"]\"\n"
+                              "str ::= \"\\\"\" [^\"\\\\]{0,6} \"\\\"\"\n"
+                              "num ::= \"-\"? [1-9] [0-9]{0,3}\n";
+
+/* @text compiled, expanding to @want (gram_expansion); NULL after a failed check. */
+static struct gram *
+expands(const char *text, uint64_t want)
+{
+	struct gram *g = NULL;
+	struct gram_err e;
+	orch_err rv = gram_compile(text, strlen(text), NULL, &g, &e);
+
+	if (rv != ORCH_OK || gram_expansion(g) != want)
+		fprintf(stderr, "%s\n  -> %s %u:%u %s, expands to %" PRIu64 " (want %" PRIu64 ")\n",
+		        text, orch_err_name(rv), e.line, e.col, e.msg, g ? gram_expansion(g) : 0,
+		        want);
+	if (rv == ORCH_OK && gram_expansion(g) == want)
+		return g;
+	gram_free(g);
+	t_failed_checks++;
+	return NULL;
+}
+
+/*
+ * Repetitions nested in repetitions of what can be empty multiply (a
+ * matcher enters all their copies at once): ((x{0,100}){0,100}){0,100} once
+ * made a worker's matcher grow ~200 MB/s until it was killed. Refused at
+ * compile time past GRAM_EXPANSION_MAX, however they are nested (groups,
+ * named rules, repetitions of repetitions); 10^5 exactly is taken, and a
+ * matcher of it works. A byte between the copies (a string's length inside
+ * an array's) does not multiply.
+ */
+static void
+test_expansion(void)
+{
+	static const char *const many[] = {
+	        "root ::= ((\"a\"{0,100}){0,100}){0,100}",
+	        "root ::= x{0,100}\nx ::= y{0,100}\ny ::= \"a\"{0,100}",
+	        "root ::= \"a\"{0,100}{0,100}{0,100}",
+	        "root ::= (\"b\" | ((\"\" | \"a\"){2,100}){0,100}){0,100} \"c\"",
+	};
+	struct gram *g;
+	struct gram_match *m;
+	orch_err why;
+
+	refused(many[0], 1, 38,
+	        "the grammar's repetitions expand to 1000000 parse positions (x{0,100} inside "
+	        "x{0,100} inside x{0,100}); at most 100000");
+	refused(many[1], 1, 18, "expand to 1000000 parse positions");
+	refused(many[2], 1, 34, "expand to 1000000 parse positions");
+	refused(many[3], 1, 51, "expand to 1000000 parse positions");
+	refused("root ::= \"a\"{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}"
+	        "{0,2}{0,2}{0,2}{0,2}{0,2}{0,2}",
+	        1, 113, "expand to 1048576 parse positions (... inside x{0,2} inside");
+	refused("root ::= (\"a\"{0,10000}){0,10000}", 1, 33,
+	        "expand to 100000000 parse positions (x{0,10000} inside x{0,10000})");
+	/* GRAM_EXPANSION_MAX exactly, from the start and from its middle */
+	T_TRUE((g = expands("root ::= (\"a\"{0,100}){0,1000}", 100000)) != NULL);
+	T_OK(gram_match_new(g, &m));
+	T_TRUE(gram_match_feed(m, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 50, &why));
+	T_TRUE(gram_match_accepting(m));
+	gram_match_free(m);
+	gram_free(g);
+	T_TRUE((g = expands("root ::= \"x\" (\"a\" | \"\"{0,10}){0,100}{0,100} \"y\"", 100000)) !=
+	       NULL);
+	T_TRUE(gram_accepts(g, "xaaay", 5));
+	gram_free(g);
+	/* a byte between the copies: the counts do not multiply */
+	T_TRUE((g = expands("root ::= (\"[\" [a-z]{0,10000} \"]\"){0,10000}", 10000)) != NULL);
+	T_TRUE(gram_accepts(g, "[ab][][c]", 9));
+	gram_free(g);
+	T_TRUE((g = expands("root ::= ((\"a\"{1,100}){1,100}){1,100}", 100)) != NULL);
+	gram_free(g);
+	T_TRUE((g = expands("root ::= \"a\"* \"b\"? (\"c\"{2,})+", 2)) != NULL);
+	gram_free(g);
+	T_TRUE((g = expands(json_gr, 6)) != NULL);
+	gram_free(g);
+}
+
+/*
+ * The matcher's own bound, under the compiler's: a grammar whose
+ * expansion is small but whose sum is not (2,000 nullable {0,1000} in a
+ * row: 2 million (position, parent) pairs before the first byte) ends its
+ * step at GRAM_WORK_MAX work items or GRAM_NODES_MAX nodes, ORCH_ERANGE
+ * as too ambiguous, in bounded memory: starting, feeding and masking.
+ */
+static void
+test_work_bound(void)
+{
+	struct sbuf b = {0};
+	struct gram *g;
+	struct gram_err e;
+	struct gram_match *m = NULL;
+	struct gram_vocab *v;
+	struct gram_masks *c;
+	const uint8_t *tok[1] = {(const uint8_t *)"x"};
+	const uint32_t *bits;
+	uint32_t len[1] = {1};
+	orch_err why = ORCH_OK;
+
+	for (int head = 0; head < 2; head++) {
+		sbuf_puts(&b, head ? "root ::= \"x\"" : "root ::=");
+		for (int i = 0; i < 2000; i++)
+			sbuf_puts(&b, " e");
+		sbuf_puts(&b, " \"z\"\ne ::= \"\"{0,1000}\n");
+		T_OK(gram_compile(b.p, b.n, NULL, &g, &e));
+		T_EQ(gram_expansion(g), 1000);
+		if (!head) {
+			T_ERR(gram_match_new(g, &m), ORCH_ERANGE);
+			T_TRUE(m == NULL);
+			gram_free(g);
+			sbuf_clear(&b);
+			continue;
+		}
+		T_OK(gram_match_new(g, &m));
+		T_TRUE(!gram_match_feed(m, "x", 1, &why));
+		T_EQ(why, ORCH_ERANGE);
+		T_OK(gram_vocab_new(tok, len, 1, &v));
+		T_OK(gram_masks_new(g, v, 0, &c));
+		T_ERR(gram_match_mask(m, c, &bits), ORCH_ERANGE);
+		gram_masks_free(c);
+		gram_vocab_free(v);
+		T_TRUE(!gram_match_feed(m, "z", 1, &why)); /* left as it was: at the start */
+		T_EQ(why, ORCH_EINVAL);
+		gram_match_free(m);
+		gram_free(g);
+	}
+	sbuf_fini(&b);
+}
+
+/*
+ * One feed whose bytes leave more dead nodes than GRAM_NODES_MAX (each "x"
+ * enters 1,000 rules under a new node, dead at the next byte: 2.5 million
+ * in all) is compacted in its middle rather than refused, and a feed
+ * refused after such a compaction still leaves the matcher as it was.
+ */
+static void
+test_long_feed(void)
+{
+	enum { N = 2500 };
+	struct sbuf b = {0};
+	struct gram *g;
+	struct gram_err e;
+	struct gram_match *m;
+	char *in = malloc(N + 1);
+	orch_err why = ORCH_OK;
+
+	T_TRUE(in != NULL);
+	sbuf_puts(&b, "root ::= \"x\" f root \"y\" | \"\"\nf ::=");
+	for (int i = 0; i < 1000; i++)
+		sbuf_puts(&b, " h");
+	sbuf_puts(&b, "\nh ::= \"\" | \"z\"\n");
+	T_OK(gram_compile(b.p, b.n, NULL, &g, &e));
+	sbuf_fini(&b);
+	T_OK(gram_match_new(g, &m));
+	memset(in, 'x', N);
+	T_TRUE(gram_match_feed(m, in, N, &why));
+	in[N] = 'q';
+	T_TRUE(!gram_match_feed(m, in, N + 1, &why));
+	T_EQ(why, ORCH_EINVAL);
+	memset(in, 'y', N);
+	T_TRUE(gram_match_feed(m, in, N, &why));
+	T_TRUE(gram_match_accepting(m));
+	gram_match_free(m);
+	gram_free(g);
+	free(in);
+}
+
+static orch_err
+compile_once(void *ctx)
+{
+	struct gram *g = NULL;
+	struct gram_err e;
+	orch_err rv = gram_compile(ctx, strlen(ctx), NULL, &g, &e);
+
+	gram_free(g);
+	return rv;
+}
+
+/* Compiling runs out of memory cleanly anywhere: ORCH_ENOMEM, nothing leaked. */
+static void
+test_compile_oom(void)
+{
+	static const char gr[] = "root ::= ( x{0,5} | \"b\"+ ){0,5} [\\u00e0-\\u00ff]{2,} <[7]>\n"
+	                         "x ::= \"\" | \"a\" (\"c\"? \"d\"){2,3}\n";
+
+	T_TRUE(t_oom_loop(compile_once, (void *)gr, 100000) > 0);
+}
+
 /*
  * Compiling stays linear where it once was quadratic: 150,000 alternatives
  * of a non-ASCII class (55 s before, on this machine; 0.07 s now; so many
@@ -225,14 +419,6 @@ test_large(void)
 	gram_free(g);
 	free(s);
 }
-
-/* A JSON-like grammar with UTF-8 strings, nesting and bounded numbers. */
-static const char json_gr[] = "root ::= value\n"
-                              "value ::= obj | arr | str | num | \"true\" | \"null\"\n"
-                              "obj ::= \"{\" ( str \":\" value (\",\" str \":\" value)* )? \"}\"\n"
-                              "arr ::= \"[\" ( value (\",\" value)* )? \"]\"\n"
-                              "str ::= \"\\\"\" [^\"\\\\]{0,6} \"\\\"\"\n"
-                              "num ::= \"-\"? [1-9] [0-9]{0,3}\n";
 
 /* Tokens: every byte, pieces of JSON, random strings of JSON bytes and UTF-8, duplicates. */
 static uint32_t
@@ -327,6 +513,10 @@ main(void)
 	T_RUN(test_large);
 	T_RUN(test_feed);
 	T_RUN(test_refused);
+	T_RUN(test_expansion);
+	T_RUN(test_work_bound);
+	T_RUN(test_long_feed);
+	T_RUN(test_compile_oom);
 	T_RUN(test_mask);
 	return t_done();
 }

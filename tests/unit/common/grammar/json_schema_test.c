@@ -24,6 +24,20 @@
 		NULL          \
 	}
 
+/* The largest expansion (gram_expansion) of a grammar compiled here, and its schema. */
+static uint64_t max_expansion;
+static char max_expansion_schema[96];
+
+/* Note @g's expansion, made of @schema, when the largest yet. */
+static void
+note_expansion(const struct gram *g, const char *schema)
+{
+	if (g == NULL || gram_expansion(g) <= max_expansion)
+		return;
+	max_expansion = gram_expansion(g);
+	snprintf(max_expansion_schema, sizeof(max_expansion_schema), "%s", schema);
+}
+
 /* compile - the grammar of @schema (JSON text), compiled; NULL after a failed check. */
 static struct gram *
 compile(const char *schema)
@@ -51,6 +65,7 @@ compile(const char *schema)
 		        e.col, e.msg);
 		t_failed_checks++;
 	}
+	note_expansion(g, schema);
 	free(text);
 	return g;
 }
@@ -528,6 +543,7 @@ regex_check(const char *pattern, const char *const *yes, const char *const *no)
 
 	T_OK(json_regex_gbnf(pattern, &text, msg, sizeof(msg)));
 	T_OK(gram_compile(text, strlen(text), NULL, &g, &e));
+	note_expansion(g, pattern);
 	free(text);
 	for (; *yes; yes++) {
 		if (!gram_accepts(g, *yes, strlen(*yes)))
@@ -567,6 +583,50 @@ test_regex(void)
 	T_ERR(json_regex_gbnf(NULL, &text, msg, sizeof(msg)), ORCH_EINVAL);
 }
 
+/*
+ * A pattern whose repeats nest in repeats of what can match nothing,
+ * ((a{0,100}){0,100}){0,100}: refused by the schema (orch's grammar would
+ * not compile: a 500) and by a regex response_format, as the compiler
+ * counts it (GRAM_EXPANSION_MAX); 10^5 exactly is taken and compiles. A
+ * string's length inside an array's does not multiply.
+ */
+static void
+test_expansion(void)
+{
+	char *text = NULL, msg[256];
+	uint64_t others = max_expansion; /* the other tests' largest, printed at the end */
+	char others_schema[sizeof(max_expansion_schema)];
+
+	memcpy(others_schema, max_expansion_schema, sizeof(others_schema));
+
+	refused("{\"type\":\"string\",\"pattern\":\"^((a{0,100}){0,100}){0,100}$\"}",
+	        "unsupported 'pattern': its repeats expand to 1000000 parse positions, at most "
+	        "100000",
+	        "the root");
+	refused("{\"items\":{\"type\":\"string\",\"pattern\":\"x((a|){0,100}){0,1001}\"}}",
+	        "expand to 100100 parse positions", "/items");
+	T_ERR(json_regex_gbnf("((a{0,100}){0,100}){0,100}", &text, msg, sizeof(msg)), ORCH_EINVAL);
+	T_TRUE(strstr(msg, "its repeats expand to 1000000 parse positions, at most 100000") !=
+	       NULL);
+	T_TRUE(text == NULL);
+	T_ERR(json_regex_gbnf("(a{0,10}(b?){0,100}){0,10000}", &text, msg, sizeof(msg)),
+	      ORCH_EINVAL);
+	T_TRUE(strstr(msg, "expand to 1000000 parse") != NULL);
+	check("{\"type\":\"string\",\"pattern\":\"^(a{0,100}){0,1000}$\"}", L("\"\"", "\"aaa\""),
+	      L("\"b\""));
+	T_EQ(max_expansion, 100000);
+	max_expansion = 0;
+	regex_check("x(a{0,100}|b{0,10}){0,1000}", L("x", "xaab"), L("", "xc"));
+	T_EQ(max_expansion, 100000);
+	max_expansion = 0;
+	check("{\"type\":\"array\",\"maxItems\":10000,\"items\":{\"type\":\"string\","
+	      "\"maxLength\":10000}}",
+	      L("[]", "[\"ab\",\"\"]"), L("[1]"));
+	T_EQ(max_expansion, 10000);
+	max_expansion = others;
+	memcpy(max_expansion_schema, others_schema, sizeof(others_schema));
+}
+
 int
 main(void)
 {
@@ -584,6 +644,10 @@ main(void)
 	T_RUN(test_limits);
 	T_RUN(test_json_object);
 	T_RUN(test_regex);
+	T_RUN(test_expansion);
 	T_RUN(test_oom);
+	/* real grammars stay far below GRAM_EXPANSION_MAX: their longest string or array */
+	printf("largest expansion of the other grammars: %" PRIu64 " (at most %d), of %s\n",
+	       max_expansion, GRAM_EXPANSION_MAX, max_expansion_schema);
 	return t_done();
 }
