@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/rng.h"
+#include "eng_util.h"
 #include "engine/backend.h"
 #include "engine/cpu/cpu.h"
 #include "engine/engine.h"
@@ -27,143 +28,6 @@
 #include "synth.h"
 #include "t.h"
 #include "text/tokenizer.h"
-
-/* An engine (engine_open) and short names for what the tests use of it. */
-struct eng {
-	struct engine *x;
-	const struct model *m;
-	struct tok *t;
-	struct be_model *b;
-	struct sched *s;
-};
-
-/* The KV geometry of an engine: block tokens (0: the default 16), or slots. */
-struct kv_geom {
-	uint32_t block_tokens;
-	bool slots;
-};
-
-/* The scheduler's policy of the next eng_open_kv (test_policies). */
-static enum sched_policy next_policy;
-
-static int
-eng_open_kv(struct eng *e, const char *path, uint32_t slots, uint32_t n_ctx, uint32_t chunk,
-            bool kv_f32, struct kv_geom kv)
-{
-	struct orch_errinfo err = {0};
-	struct engine_config cfg = {.model_path = path,
-	                            .ops = &be_cpu_ops,
-	                            .slots = slots,
-	                            .n_ctx = n_ctx,
-	                            .chunk = chunk,
-	                            .policy = next_policy,
-	                            .threads = 2,
-	                            .kv_f32 = kv_f32,
-	                            .kv_block_tokens = kv.block_tokens,
-	                            .kv_slots = kv.slots};
-
-	memset(e, 0, sizeof(*e));
-	if (engine_open(&cfg, &e->x, &err) != ORCH_OK) {
-		fprintf(stderr, "%s: %s\n", path, err.msg);
-		return 0;
-	}
-	*e = (struct eng){e->x, &e->x->m, e->x->mt.tok, e->x->b, e->x->s};
-	return 1;
-}
-
-static int
-eng_open(struct eng *e, const char *path, uint32_t slots, uint32_t n_ctx, uint32_t chunk,
-         bool kv_f32)
-{
-	return eng_open_kv(e, path, slots, n_ctx, chunk, kv_f32, (struct kv_geom){0});
-}
-
-static void
-eng_close(struct eng *e)
-{
-	engine_close(e->x);
-}
-
-/* A job's outputs, collected by the callbacks. */
-struct out {
-	int32_t ids[4096];
-	uint32_t n;
-	char text[16384];
-	size_t text_n;
-	float logits[2][4096]; /* steps 0 and 1; the models here have ≤ 4096 tokens */
-	bool have_logits[2];
-	uint32_t n_vocab;
-	enum orch_finish why;
-	orch_err err;
-	bool done;
-};
-
-static void
-on_token(void *ctx, struct sched_job *j, uint32_t index, int32_t id, const char *text, size_t n)
-{
-	struct out *o = ctx;
-
-	(void)j;
-	(void)index;
-	if (id >= 0 && o->n < 4096)
-		o->ids[o->n++] = id;
-	if (o->text_n + n < sizeof(o->text)) {
-		memcpy(o->text + o->text_n, text, n);
-		o->text_n += n;
-		o->text[o->text_n] = '\0';
-	}
-}
-
-static void
-on_logits(void *ctx, struct sched_job *j, uint32_t index, const float *lg, uint32_t n_vocab)
-{
-	struct out *o = ctx;
-
-	(void)j;
-	if (index < 2 && n_vocab <= 4096) {
-		memcpy(o->logits[index], lg, n_vocab * sizeof(float));
-		o->have_logits[index] = true;
-	}
-	o->n_vocab = n_vocab;
-}
-
-static void
-on_end(void *ctx, struct sched_job *j, enum orch_finish why, orch_err err, const char *msg)
-{
-	struct out *o = ctx;
-
-	(void)j;
-	(void)msg;
-	o->why = why;
-	o->err = err;
-	o->done = true;
-}
-
-static const struct sched_job_ops ops = {
-        .on_token = on_token, .on_logits = on_logits, .on_end = on_end};
-
-static struct sched_job
-job(uint64_t id, const struct tok_ids *p, uint32_t max_tokens, struct out *o)
-{
-	struct sched_job j = {.id = id,
-	                      .prompt = p->v,
-	                      .n_prompt = (uint32_t)p->n,
-	                      .max_tokens = max_tokens,
-	                      .ops = &ops,
-	                      .ctx = o};
-
-	j.sp = samp_defaults();
-	j.sp.temperature = 0.0f;
-	memset(o, 0, sizeof(*o));
-	return j;
-}
-
-static void
-run_all(struct eng *e)
-{
-	while (!sched_idle(e->s))
-		sched_step(e->s);
-}
 
 /* Greedy 64 tokens and step-0/1 logits against llama.cpp's golden file. */
 static void
@@ -309,75 +173,6 @@ test_batch_independence(void)
 	eng_close(&e1);
 	eng_close(&e3);
 	eng_close(&ec);
-}
-
-/*
- * The scheduler's policies (issue 62, item 8): a job decoding when a long
- * prompt arrives (chunk 4, 2 slots). Decodes first: every step while the
- * prompt is fed also carries the decoding job's token, and at most 4 prompt
- * tokens. Prefill first: those steps feed the prompt alone, up to 4 + 2
- * tokens, the decoding job waiting. Either way the tokens are those of each
- * job alone.
- */
-static void
-test_policies(void)
-{
-	static const char *prompts[] = {
-	        "Once", "Lily and Ben went to the park to play with the big red ball"};
-	struct out *alone = calloc(2, sizeof(*alone)), *both = calloc(2, sizeof(*both));
-	struct tok_ids ids[2] = {{0}};
-	struct eng e1;
-
-	T_TRUE(alone && both);
-	T_TRUE(eng_open(&e1, t_path("models/stories260K-Q8_0.gguf"), 1, 128, 4, false));
-	for (int k = 0; k < 2; k++) {
-		T_OK(tok_encode(e1.t, prompts[k], strlen(prompts[k]), TOK_ADD_SPECIAL, &ids[k]));
-		struct sched_job j = job((uint64_t)k, &ids[k], 24, &alone[k]);
-		T_OK(sched_submit(e1.s, &j, NULL));
-		run_all(&e1);
-	}
-	eng_close(&e1);
-	T_TRUE(ids[1].n > 12);
-	for (int policy = 0; policy < 2; policy++) {
-		struct eng e;
-		struct sched_job jobs[2];
-		struct sched_step_info si;
-		uint32_t mixed = 0, prompt_only = 0, most = 0;
-		next_policy = policy ? SCHED_PREFILL_FIRST : SCHED_DECODE_FIRST;
-		T_TRUE(eng_open(&e, t_path("models/stories260K-Q8_0.gguf"), 2, 128, 4, false));
-		next_policy = SCHED_DECODE_FIRST;
-		jobs[0] = job(0, &ids[0], 24, &both[0]);
-		T_OK(sched_submit(e.s, &jobs[0], NULL));
-		for (int i = 0; i < 4; i++) /* job 0 fed and decoding */
-			sched_step(e.s);
-		jobs[1] = job(1, &ids[1], 24, &both[1]);
-		T_OK(sched_submit(e.s, &jobs[1], NULL));
-		while (!sched_idle(e.s)) {
-			sched_step(e.s);
-			sched_last_step(e.s, &si);
-			if (si.prefill_tokens == 0)
-				continue;
-			mixed += si.decode_seqs > 0;
-			prompt_only += si.decode_seqs == 0;
-			most = si.prefill_tokens > most ? si.prefill_tokens : most;
-		}
-		if (policy == 0) {
-			T_TRUE(mixed > 0 && most <= 4);
-		} else {
-			T_EQ(mixed, 0);
-			T_TRUE(prompt_only > 0 && most == 6);
-		}
-		for (int k = 0; k < 2; k++) {
-			T_EQ(both[k].n, alone[k].n);
-			T_TRUE(memcmp(both[k].ids, alone[k].ids, alone[k].n * sizeof(int32_t)) ==
-			       0);
-		}
-		eng_close(&e);
-	}
-	for (int k = 0; k < 2; k++)
-		tok_ids_fini(&ids[k]);
-	free(alone);
-	free(both);
 }
 
 /*
@@ -832,7 +627,6 @@ main(void)
 	T_RUN(test_golden_q4_0);
 	T_RUN(test_prompt_lengths);
 	T_RUN(test_batch_independence);
-	T_RUN(test_policies);
 	T_RUN(test_paged_geometries);
 	T_RUN(test_paged_copy);
 	T_RUN(test_paged_pool_full);
