@@ -2,6 +2,8 @@
 # testdata_fetch.sh [DEST] - the test data a clone can fetch (tests/data/SOURCE.md):
 # llama.cpp's vocabulary files with their tokenizer test vectors, and chat templates,
 # from the llama.cpp source in the npm package node-llama-cpp (the peer harness's),
+# and gpt-oss's vocabulary made from the o200k_base ranks of the npm package
+# js-tiktoken (installed with the interop tests) by scripts/vocab_gpt_oss.py,
 # into DEST (default tests/data), each checked against tests/data/fetched.sha256.
 # Nothing to do when every file is there and right, or when ../shared/testdata is
 # beside the clone (the tests read that instead). 'make deps' (test) runs it.
@@ -15,7 +17,30 @@ say() { printf 'deps: %s\n' "$*"; }
 if [[ -d ${ORCH_TESTDATA:-$root/../shared/testdata} && -z ${1:-} ]]; then
 	exit 0 # the shared test data is here: the tests read it
 fi
-if (cd "$dest" && sha256sum --quiet --check "$sums" >/dev/null 2>&1); then
+oss=vocab/ggml-vocab-gpt-oss.gguf
+ranks=$root/tests/interop/node_modules/js-tiktoken/dist/ranks/o200k_base.js
+right() { (cd "$dest" && grep " $1\$" "$sums" | sha256sum --quiet --check >/dev/null 2>&1); }
+llama_right() { (cd "$dest" && grep -v " $oss\$" "$sums" | sha256sum --quiet --check >/dev/null 2>&1); }
+
+# gpt-oss's vocabulary: the same bytes llama.cpp's converter wrote for the shared data
+make_oss() {
+	right "$oss" && return 0
+	if [[ ! -f $ranks || ! -f $dest/templates/openai-gpt-oss-120b.jinja ]]; then
+		say "no o200k_base ranks (js-tiktoken in tests/interop) or gpt-oss template: the tests that need gpt-oss's vocabulary will skip"
+		return 0
+	fi
+	mkdir -p "$dest/vocab"
+	if ! python3 "$root/scripts/vocab_gpt_oss.py" "$ranks" "$dest/templates/openai-gpt-oss-120b.jinja" "$dest/$oss" ||
+		! right "$oss"; then
+		say "gpt-oss's vocabulary made from $ranks differs from tests/data/fetched.sha256: removed (the tests that need it will skip)"
+		rm -f "$dest/$oss"
+		return 0
+	fi
+	say "made $dest/$oss from the o200k_base ranks"
+}
+
+if llama_right; then
+	make_oss
 	exit 0
 fi
 command -v npm >/dev/null || { say "no npm: the tests that need llama.cpp's vocabularies will skip"; exit 0; }
@@ -31,6 +56,7 @@ git clone -q --no-checkout "$work/package/llama/gitRelease.bundle" "$work/llama.
 mkdir -p "$dest/vocab" "$dest/templates"
 while read -r _ rel; do
 	case $rel in
+	"$oss") continue ;; # made from the ranks, below
 	vocab/*) src=models/${rel#vocab/} ;;
 	templates/ggml-vocab-*) continue ;; # from the vocabulary files, below
 	templates/*) src=models/$rel ;;
@@ -70,9 +96,10 @@ for _ in range(rd("Q")):
 sys.exit("no tokenizer.chat_template")
 PY
 done
-if ! (cd "$dest" && sha256sum --quiet --check "$sums"); then
+if ! llama_right; then
 	say "the fetched test data differs from tests/data/fetched.sha256: removed (the tests that need it will skip)"
-	while read -r _ rel; do rm -f "$dest/$rel"; done <"$sums"
+	while read -r _ rel; do [[ $rel == "$oss" ]] || rm -f "$dest/$rel"; done <"$sums"
 	exit 0
 fi
-say "test data fetched into $dest ($(wc -l <"$sums") files)"
+say "test data fetched into $dest ($(grep -vc " $oss\$" "$sums") files)"
+make_oss

@@ -41,10 +41,10 @@ then ok; else bad "stories260K facts"; fi
 "$bin/orchctl" inspect --json --context 512 --slots 4 "$data/models/stories260K.gguf" >"$tmp/s2.json"
 if python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["kv_bytes"]==2*5*512*4*4*8*2, m' "$tmp/s2.json"; then ok; else bad "--context/--slots"; fi
 
-if [[ -e $data/models/gpt-oss-tiny-mxfp4.gguf ]]; then # the shared test data's only
+if gpt_oss_tiny; then # the shared data's, or orch-synth's on gpt-oss's vocabulary
 # gpt-oss: the sliding-window layer's KV is a ring of 128 + 512 + slots cells, and the text
 # output splits the KV cache (1 full and 1 sliding layer, 2 KV heads of 64, F16).
-"$bin/orchctl" inspect --json --context 4096 "$data/models/gpt-oss-tiny-mxfp4.gguf" >"$tmp/g.json"
+"$bin/orchctl" inspect --json --context 4096 "$oss" >"$tmp/g.json"
 if python3 - "$tmp/g.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -56,15 +56,15 @@ assert m["kv_full_bytes"] == 4096 * cell and m["kv_sliding_bytes"] == 641 * cell
 assert m["kv_bytes"] == m["kv_full_bytes"] + m["kv_sliding_bytes"], m
 PY
 then ok; else bad "gpt-oss sliding-window KV"; fi
-"$bin/orchctl" inspect --context 4096 --slots 3 "$data/models/gpt-oss-tiny-mxfp4.gguf" >"$tmp/out"
+"$bin/orchctl" inspect --context 4096 --slots 3 "$oss" >"$tmp/out"
 grep -q '^kv cache        full attention: 1 layer x 4096 cells/slot = 6.00 MiB; sliding window 128: 1 layer x 643 cells/slot = ' "$tmp/out" && ok || bad "kv cache line: $(grep '^kv' "$tmp/out")"
 else
-	echo "cli_test: no gpt-oss-tiny in $data (the shared test data's): its KV checks are left out"
+	echo "cli_test: no gpt-oss-tiny nor gpt-oss's vocabulary in $data (make deps makes it): its KV checks are left out"
 fi
 "$bin/orchctl" inspect "$data/models/stories260K.gguf" | grep -q '^kv cache' && bad "kv cache line without sliding layers" || ok
-if [[ -e $data/models/gpt-oss-tiny-mxfp4.gguf ]]; then
+if [[ -n $oss ]]; then
 # paged, the window has a pool of its own: ceil((128 + 513 - 2) / 16) + 1 = 41 blocks a slot
-"$bin/orchctl" inspect --context 4096 --kv-cache-mib 64 "$data/models/gpt-oss-tiny-mxfp4.gguf" >"$tmp/out"
+"$bin/orchctl" inspect --context 4096 --kv-cache-mib 64 "$oss" >"$tmp/out"
 grep -q 'sliding window 128: 1 layer x 656 cells/slot (41 blocks a slot, in a pool of their own) = 328.00 KiB$' "$tmp/out" && ok || bad "paged kv cache line: $(grep '^kv cache' "$tmp/out")"
 fi
 python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["memory"]; assert m["kv_sliding_bytes"]==0 and m["kv_full_bytes"]==m["kv_bytes"], m' "$tmp/s.json" && ok || bad "stories260K KV split"

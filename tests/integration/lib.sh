@@ -22,6 +22,21 @@ need_testdata() {
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+
+# gpt_oss_tiny - $oss, a tiny gpt-oss model for checks that do not depend on its
+# weights (tokens, harmony, KV sizes): the shared data's gpt-oss-tiny-mxfp4.gguf; in
+# a clone alone, orch-synth's tiny-gpt-oss-narrow (the same shape) on gpt-oss's real
+# vocabulary, which make deps makes in tests/data. Status 1, $oss empty, when neither.
+gpt_oss_tiny() {
+	oss=$data/models/gpt-oss-tiny-mxfp4.gguf
+	[[ -e $oss ]] && return 0
+	oss=$tmp/gpt-oss-tiny.gguf
+	[[ -e $data/vocab/ggml-vocab-gpt-oss.gguf ]] &&
+		"$bin/orch-synth" --preset tiny-gpt-oss-narrow --vocab "$data/vocab/ggml-vocab-gpt-oss.gguf" \
+			--seed 5 -o "$oss" >/dev/null 2>&1 && return 0
+	oss=
+	return 1
+}
 pass=0
 fail=0
 

@@ -19,13 +19,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 INTEROP = os.path.join(HERE, "..", "interop")
 BIN = os.environ["ORCH_BIN"]
 MODEL = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
-OSS = os.path.join(os.environ.get("ORCH_TESTDATA", "/nonexistent"), "models", "gpt-oss-tiny-mxfp4.gguf")
 CHROMIUM = os.environ.get("ORCH_CHROMIUM", "/usr/bin/chromium")
 SCRIPT = {"Say hello": "<|channel|>analysis<|message|>The user wants a greeting. 👋<|end|>"
                        "<|start|>assistant<|channel|>final<|message|>Hello, world!<|return|>"}
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import check  # noqa: E402
+OSS = orchd_lib.gpt_oss_tiny() or "gpt-oss-tiny-mxfp4.gguf (or gpt-oss's vocabulary)"
 
 if not os.access(CHROMIUM, os.X_OK):
     print("SKIP: no chromium at %s (Debian's chromium package; ORCH_CHROMIUM names another)" % CHROMIUM)

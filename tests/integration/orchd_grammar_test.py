@@ -34,13 +34,13 @@ BIN = os.environ["ORCH_BIN"]
 DATA = os.environ.get("ORCH_TESTDATA", "/nonexistent")
 HERE = os.path.dirname(os.path.abspath(__file__))
 INTEROP = os.path.join(HERE, "..", "interop")
-OSS = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
 QWEN_VOCAB = os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf")
 GENS = int(os.environ.get("ORCH_GRAMMAR_GENS", "200"))
 FUZZ = int(os.environ.get("ORCH_SCHEMA_FUZZ", "120"))  # random schemas (an eighth as many on qv)
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import OrchdProc, check, post, sse_events  # noqa: E402
+OSS = orchd_lib.gpt_oss_tiny() or "gpt-oss-tiny-mxfp4.gguf (or gpt-oss's vocabulary)"
 
 
 def models(tmp):

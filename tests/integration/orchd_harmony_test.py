@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """orchd_harmony_test - gpt-oss's harmony format through orchd (issue 17).
 
-The tiny gpt-oss model has random weights, so what it generates is set by
+The tiny gpt-oss model (the shared data's; in a clone alone, orch-synth's
+tiny-gpt-oss with gpt-oss's vocabulary, which make deps makes) has random
+weights, so what it generates is set by
 the worker's test hook ORCH_FAULT_SCRIPT (worker/serve/serve_script.c): a
 job whose rendered prompt contains a trigger generates the trigger's text.
 Everything else is the real path: the model's own chat template, the
@@ -30,8 +32,7 @@ BIN = os.environ["ORCH_BIN"]
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import check, post, sse_events  # noqa: E402
-DATA = orchd_lib.testdata("models/gpt-oss-tiny-mxfp4.gguf")
-MODEL = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
+DATA = orchd_lib.testdata("vocab/ggml-vocab-gpt-oss.gguf")
 
 ROUND_TRIP = ('<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>'
               '{"city": "Paris"}<|call|><|start|>functions.get_weather to=assistant<|channel|>'
@@ -58,6 +59,7 @@ SYSTEM = {"role": "system", "content": "You are a terse assistant."}
 tmp = tempfile.mkdtemp()
 orchd_lib.PORT = orchd_lib.free_port(os.getpid() + 17)
 orchd_lib.ADMIN = os.path.join(tmp, "orchd.sock")
+MODEL = orchd_lib.gpt_oss_tiny(tmp)
 
 
 def chat(messages, **kw):

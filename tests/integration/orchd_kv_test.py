@@ -31,10 +31,10 @@ import time
 BIN = os.environ["ORCH_BIN"]
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 MODEL = os.path.join(ROOT, "models", "stories260K.gguf")
-OSS = os.path.join(os.environ.get("ORCH_TESTDATA", "/nonexistent"), "models", "gpt-oss-tiny-mxfp4.gguf")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import orchd_lib  # noqa: E402
 from orchd_lib import OrchdProc, admin, check, get, metric, post, sse_events  # noqa: E402
+OSS = orchd_lib.gpt_oss_tiny() or "gpt-oss-tiny-mxfp4.gguf (or gpt-oss's vocabulary)"
 
 CTX = 256
 SYSTEM = ("Once upon a time there was a little girl named Lily who lived in a small house "

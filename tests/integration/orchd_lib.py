@@ -1,11 +1,15 @@
 """orchd_lib - what the orchd integration tests share: pass/fail counting,
 plain HTTP to the public API on 127.0.0.1:PORT, SSE parsing, and the admin
 API on the unix socket ADMIN. A test sets PORT and ADMIN first."""
+import atexit
 import http.client
 import json
 import os
 import socket
+import shutil
+import subprocess
 import sys
+import tempfile
 
 PORT = 0
 ADMIN = ""
@@ -35,6 +39,31 @@ def testdata(*need):
               flush=True)
         sys.exit(SKIP)
     return os.path.abspath(LOCAL_DATA)
+
+
+def gpt_oss_tiny(tmp=None):
+    """A tiny gpt-oss model for checks that do not depend on its weights (harmony,
+    tokens, KV sizes, grammars, scripted output): the shared data's
+    gpt-oss-tiny-mxfp4.gguf; in a clone alone, orch-synth's tiny-gpt-oss-narrow (the
+    same shape) on gpt-oss's real vocabulary, which make deps makes in tests/data,
+    written into @tmp (a directory removed at exit when None); None when neither
+    is there."""
+    root = os.environ.get("ORCH_TESTDATA", "/nonexistent")
+    if not os.path.isdir(root):
+        root = LOCAL_DATA
+    shared = os.path.join(root, "models", "gpt-oss-tiny-mxfp4.gguf")
+    if os.path.isfile(shared):
+        return shared
+    vocab = os.path.join(root, "vocab", "ggml-vocab-gpt-oss.gguf")
+    if not os.path.isfile(vocab):
+        return None
+    if tmp is None:
+        tmp = tempfile.mkdtemp()
+        atexit.register(shutil.rmtree, tmp, True)
+    out = os.path.join(tmp, "gpt-oss-tiny.gguf")
+    subprocess.run([os.environ["ORCH_BIN"] + "/orch-synth", "--preset", "tiny-gpt-oss-narrow", "--vocab",
+                    vocab, "--seed", "5", "-o", out], check=True, capture_output=True)
+    return out
 
 
 def free_port(seed):

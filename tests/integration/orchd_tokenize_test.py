@@ -42,10 +42,11 @@ DATA = orchd_lib.testdata("templates/Qwen-Qwen2.5-7B-Instruct.jinja", "templates
 VOCAB = os.path.join(DATA, "vocab")
 STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
 OSS = os.path.join(DATA, "models", "gpt-oss-tiny-f32.gguf")
-HAVE_OSS = os.path.exists(OSS) and os.path.exists(os.path.join(VOCAB, "ggml-vocab-gpt-oss.gguf"))
-if not HAVE_OSS:  # a clone alone: the shared data's only
-    print("left out: the gpt-oss cases (models/gpt-oss-tiny-f32.gguf, vocab/ggml-vocab-gpt-oss.gguf "
-          "are the shared test data's only)", flush=True)
+OSS_VOCAB = os.path.join(VOCAB, "ggml-vocab-gpt-oss.gguf")
+HAVE_OSS = os.path.exists(OSS_VOCAB)  # without the tiny model, orch-synth's on its vocabulary
+if not HAVE_OSS:
+    print("left out: the gpt-oss cases (vocab/ggml-vocab-gpt-oss.gguf: the shared test data's, or "
+          "what make deps makes in tests/data from the npm package js-tiktoken)", flush=True)
 QWEN_TEMPLATE = os.path.join(DATA, "templates", "Qwen-Qwen2.5-7B-Instruct")
 SEP = b"\n__ggml_vocab_test__\n"
 
@@ -212,7 +213,8 @@ def more(tmp):
             'tokenizer = hf-json\n' % os.path.join(d, "m.gguf"))
     conf += '[model "s"]\npath = %s\ndevice = cpu\nslots = 1\nthreads = 1\ncontext = 256\n' % STORIES
     if HAVE_OSS:
-        conf += '[model "oss"]\npath = %s\ndevice = cpu\nslots = 1\nthreads = 1\ncontext = 256\n' % OSS
+        oss = OSS if os.path.exists(OSS) else orchd_lib.gpt_oss_tiny(tmp)  # a clone alone: orch-synth's
+        conf += '[model "oss"]\npath = %s\ndevice = cpu\nslots = 1\nthreads = 1\ncontext = 256\n' % oss
     return conf
 
 

@@ -47,7 +47,7 @@ DATA = orchd_lib.testdata("vocab/ggml-vocab-qwen2.gguf", "templates/Qwen-Qwen2.5
                           "templates/meta-llama-Llama-3.2-3B-Instruct.jinja")
 GENS = int(os.environ.get("ORCH_TOOLS_GENS", "8"))
 VOCAB = os.path.join(DATA, "vocab", "ggml-vocab-qwen2.gguf")
-OSS = os.path.join(DATA, "models", "gpt-oss-tiny-mxfp4.gguf")
+OSS = orchd_lib.gpt_oss_tiny() or "gpt-oss-tiny-mxfp4.gguf (or gpt-oss's vocabulary)"
 STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
 TEMPLATES = {"q": "Qwen-Qwen2.5-7B-Instruct.jinja", "l": "meta-llama-Llama-3.2-3B-Instruct.jinja"}
 

@@ -89,10 +89,10 @@ e=$("$W" run --model "$tmp/tl.gguf" --prompt "Once" -n 512 --temperature 2 --see
 python3 -c "import json,sys; l=[json.loads(x) for x in open(sys.argv[1])]; assert l[-1]['prompt_tokens'] > 5, l[-1]" \
 	"$tmp/chat.jsonl" && ok || bad "--chat prompt not templated"
 
-if [[ -e $data/models/gpt-oss-tiny-mxfp4.gguf ]]; then # the shared test data's only
+if gpt_oss_tiny; then # the shared data's, or orch-synth's on gpt-oss's vocabulary
 # A hand-written harmony turn: its special-token text becomes gpt-oss's special tokens (6 ids:
 # <|start|> user <|message|> Hi <|end|> ...), unless --no-parse-special keeps it text.
-G="$data/models/gpt-oss-tiny-mxfp4.gguf"
+G="$oss"
 h='<|start|>user<|message|>Hi<|end|><|start|>assistant'
 p1=$("$W" run --model "$G" --prompt "$h" -n 1 --temperature 0 --format jsonl 2>/dev/null | tail -n1)
 p2=$("$W" run --model "$G" --prompt "$h" -n 1 --temperature 0 --format jsonl --no-parse-special 2>/dev/null | tail -n1)
@@ -103,7 +103,7 @@ p3=$("$W" run --model "$G" --prompt "$h<|channel|>final<|message|>" -n 2 --tempe
 [[ $p3 == *'"message":0,"channel":"final"}' ]] && ok || bad "harmony channel in jsonl: $p3"
 
 else
-	echo "run_test: no gpt-oss-tiny in $data (the shared test data's): the harmony checks are left out"
+	echo "run_test: no gpt-oss-tiny nor gpt-oss's vocabulary in $data (make deps makes it): the harmony checks are left out"
 fi
 
 # A prompt file: the same tokens as --prompt.

@@ -305,7 +305,7 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 	if (s->p == NULL)
 		return orch_errf(
 		        reterr, ORCH_EINVAL,
-		        "unknown preset '%s' (presets: qwen2.5-0.5b, phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-phi3, tiny-gpt-oss)",
+		        "unknown preset '%s' (presets: qwen2.5-0.5b, phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-phi3, tiny-gpt-oss, tiny-gpt-oss-narrow)",
 		        o->preset ? o->preset : "");
 	if (synth_mix_parse(quant, &s->mix) != ORCH_OK)
 		return orch_errf(

@@ -114,7 +114,7 @@ test_conformance_gpt2(void)
 static void
 test_conformance_gpt_oss(void)
 {
-	if (t_path_opt("vocab/ggml-vocab-gpt-oss.gguf") != NULL) /* the shared data's only */
+	if (t_path_opt("vocab/ggml-vocab-gpt-oss.gguf") != NULL) /* make deps makes it in a clone */
 		conformance("vocab/ggml-vocab-gpt-oss.gguf", 72);
 }
 
