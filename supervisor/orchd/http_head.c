@@ -355,7 +355,8 @@ http_head_check(const char *p, size_t n, const struct http_head_rules *r, struct
 		return refuse(pe, ORCH_EEXPECTATION, "Expect takes only 100-continue");
 	if (h.post && (!f.count[F_TYPE] || !json_type(f.value[F_TYPE], f.len[F_TYPE])))
 		return refuse(pe, ORCH_EMEDIA_TYPE,
-		              "a POST body must be Content-Type: application/json");
+		              "a POST body must be Content-Type: application/json (curl: add -H "
+		              "'Content-Type: application/json'; -d alone sends a form)");
 	*ret = h;
 	return ORCH_OK;
 }

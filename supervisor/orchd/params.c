@@ -28,9 +28,12 @@ params_err_json(orch_err code, const char *param, const char *msg)
 		cJSON_AddStringToObject(e, "param", param);
 	else
 		cJSON_AddNullToObject(e, "param");
-	/* the field OpenAI clients read */
-	cJSON_AddStringToObject(
-	        e, "type", orch_err_http(code) < 500 ? "invalid_request_error" : "server_error");
+	/* the field OpenAI clients read: a 429 (queue full, rate) is not the request's fault */
+	int http = orch_err_http(code);
+	cJSON_AddStringToObject(e, "type",
+	                        http == 429  ? "rate_limit_error"
+	                        : http < 500 ? "invalid_request_error"
+	                                     : "server_error");
 	cJSON_AddBoolToObject(e, "retriable", orch_err_retriable(code));
 	return e ? root : NULL;
 }

@@ -87,7 +87,7 @@ def error_ok(body, code):
     except (ValueError, KeyError, TypeError):
         return False
     return e.get("code") == code and all(k in e for k in ERROR_MEMBERS) and \
-        isinstance(e["message"], str) and e["type"] in ("invalid_request_error", "server_error") \
+        isinstance(e["message"], str) and e["type"] in ("invalid_request_error", "rate_limit_error", "server_error") \
         and isinstance(e["retriable"], bool)
 
 

@@ -132,8 +132,10 @@ def smuggling(o):
 def browsers(o):
     for ct in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
                "application/jsonx"):
-        one(o, request("POST", "/execute", b'{"job_id":"b","model":"m","prompt":"hi"}', {"Content-Type": ct}),
-            "Content-Type %s" % ct, 415, "UNSUPPORTED_MEDIA_TYPE")
+        r = one(o, request("POST", "/execute", b'{"job_id":"b","model":"m","prompt":"hi"}', {"Content-Type": ct}),
+                "Content-Type %s" % ct, 415, "UNSUPPORTED_MEDIA_TYPE")
+        check(len(r) == 1 and b"-H 'Content-Type: application/json'" in r[0][2],
+              "415 says how to send JSON with curl: %r" % r)
     for ct in ("application/json", "Application/JSON; charset=utf-8"):
         one(o, request("POST", "/execute", b'{"job_id":"b","model":"m","prompt":"hi"}', {"Content-Type": ct,
                                                                                            "Connection": "close"}),

@@ -88,7 +88,8 @@ def refused_before_admission():
         held.append((c, c.getresponse()))
     st, hdr, _, text = execute({"job_id": "q-over", "model": "a", "prompt": "Once", "max_tokens": 2})
     check(st == 429 and hdr.get("Content-Type") == "application/json" and "event:" not in text
-          and json.loads(text)["error"]["code"] == "QUEUE_FULL", "queue full: %s %s" % (st, text[:120]))
+          and json.loads(text)["error"]["code"] == "QUEUE_FULL"
+          and json.loads(text)["error"]["type"] == "rate_limit_error", "queue full: %s %s" % (st, text[:120]))
     os.kill(pid, signal.SIGCONT)
     for c, r in held:
         r.read()
