@@ -217,15 +217,53 @@ sweep(struct orchd *d, int dirfd)
 		         removed);
 }
 
+/*
+ * Whether @dir's parent lets others replace @dir: writable by everyone and not
+ * sticky (/tmp is sticky: only a file's owner may rename or remove it there).
+ */
+static bool
+parent_unsafe(const char *dir, char *parent, size_t n)
+{
+	struct stat st;
+
+	snprintf(parent, n, "%s", dir);
+	size_t len = strlen(parent);
+	while (len > 1 && parent[len - 1] == '/') /* "a/b/" is a/b */
+		parent[--len] = '\0';
+	char *slash = strrchr(parent, '/');
+	if (slash == NULL)
+		snprintf(parent, n, ".");
+	else if (slash == parent)
+		parent[1] = '\0'; /* "/run" -> "/" */
+	else
+		*slash = '\0';
+	return stat(parent, &st) == 0 && (st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX);
+}
+
 orch_err
 rundir_claim(struct orchd *d, struct orch_errinfo *reterr)
 {
 	const char *dir = d->cfg.runtime_dir;
+	char parent[PATH_MAX];
+	struct stat lst;
 	int dirfd, fd;
 
+	if (parent_unsafe(dir, parent, sizeof(parent)))
+		return orch_errf(reterr, ORCH_EIO,
+		                 "runtime directory %s: its parent %s is writable by everyone "
+		                 "and not sticky, so anyone could replace it: choose a directory "
+		                 "under one only you can write",
+		                 dir, parent);
 	if ((mkdir(dir, 0750) != 0 && errno != EEXIST) ||
 	    (dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
 		int err = errno;
+		if ((err == ELOOP || err == ENOTDIR) && lstat(dir, &lst) == 0 &&
+		    S_ISLNK(lst.st_mode))
+			return orch_errf(reterr, ORCH_EIO,
+			                 "runtime directory %s is a symbolic link: give the "
+			                 "directory's own path (orchd follows no link there, so "
+			                 "none can send its pidfiles and sockets elsewhere)",
+			                 dir);
 		return orch_errf(reterr, ORCH_EIO, "runtime directory %s: %s%s", dir, strerror(err),
 		                 err == EACCES || err == EPERM || err == EROFS
 		                         ? " (run orchd as root, or give it a directory of yours "

@@ -175,6 +175,17 @@ out=$("$bin/orchd" --port 0 --model "$model" 2>&1)
 mkdir -p "$tmp/ww" && chmod 777 "$tmp/ww"
 out=$("$bin/orchd" --model "$model" --port "$(pick_port 4)" --runtime-dir "$tmp/ww" 2>&1)
 [[ $? -ne 0 && $out == *"is not orchd's own"* ]] && ok || bad "a world-writable runtime dir: $out"
+# ... and one whose parent everyone can write, unless sticky (/tmp): anyone could replace it
+out=$("$bin/orchd" --model "$model" --port "$(pick_port 4)" --runtime-dir "$tmp/ww/run/" 2>&1)
+[[ $? -ne 0 && $out == *"its parent $tmp/ww is writable by everyone and not sticky"* && ! -e $tmp/ww/run ]] &&
+	ok || bad "a runtime dir under a world-writable parent: $out"
+chmod 1777 "$tmp/ww"
+out=$(timeout 3 "$bin/orchd" --model "$model" --port "$(pick_port 4)" --runtime-dir "$tmp/ww/run" 2>&1)
+[[ $out != *"not sticky"* && -e $tmp/ww/run/orchd.lock ]] && ok || bad "a sticky world-writable parent is refused: $out"
+# a symbolic link is not followed, and the message says so
+mkdir -m 700 "$tmp/real-run" && ln -s "$tmp/real-run" "$tmp/link-run"
+out=$("$bin/orchd" --model "$model" --port "$(pick_port 4)" --runtime-dir "$tmp/link-run" 2>&1)
+[[ $? -ne 0 && $out == *"is a symbolic link"* ]] && ok || bad "a symlinked runtime dir: $out"
 out=$("$bin/orchd" --name x 2>&1)
 [[ $? -eq 2 && $out == *"without --model"* ]] && ok || bad "--name alone: $out"
 

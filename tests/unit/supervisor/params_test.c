@@ -256,6 +256,14 @@ test_strict_body(void)
 	           "{\"role\":\"assistant\",\"content\":\"y\"}]}",
 	           &r, &pe));
 	job_request_fini(&r);
+	/* one UTF-8 byte order mark is skipped (RFC 8259 8.1; DECISIONS), a second is not JSON */
+	T_OK(parse(REQUEST_EXECUTE,
+	           "\xef\xbb\xbf{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"x\"}", &r, &pe));
+	T_STREQ(r.prompt, "x");
+	job_request_fini(&r);
+	refused(REQUEST_EXECUTE,
+	        "\xef\xbb\xbf\xef\xbb\xbf{\"job_id\":\"j\",\"model\":\"m\",\"prompt\":\"x\"}",
+	        SIZE_MAX, "", "not valid JSON");
 }
 
 /* params_body directly: the object comes back; a body of many keys is checked in n log n;
