@@ -363,7 +363,8 @@ new_job(struct orchd *d, struct evhttp_request *req, int api, struct model_entry
         struct job_request *r, const struct job_owner *owner)
 {
 	const struct job_sink *sink = api == REQUEST_EXECUTE ? &api_native_sink : &api_openai_sink;
-	struct job *j = jobs_new(d, job_kinds[api], sink, m, r, owner);
+	struct job_model jm = {m, m->cfg.name, &m->met};
+	struct job *j = jobs_new(d, job_kinds[api], sink, &jm, r, owner);
 
 	if (j != NULL && j->req.echo && j->req.prompt != NULL &&
 	    (j->echo = orch_strndup(j->req.prompt, strlen(j->req.prompt))) == NULL) {

@@ -20,12 +20,10 @@
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "counters.h"
 #include "job_logprobs.h"
-#include "models.h"
 #include "orchd.h"
 #include "toolparse.h"
-#include "wire.h"
-#include "workers.h"
 
 static void job_timer(evutil_socket_t fd, short what, void *arg);
 static void job_deadline(evutil_socket_t fd, short what, void *arg);
@@ -198,7 +196,7 @@ job_request_copy(const struct job_request *src, struct job_request *dst)
 }
 
 struct job *
-jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struct model_entry *m,
+jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, const struct job_model *m,
          struct job_request *r, const struct job_owner *owner)
 {
 	struct job *j = orch_calloc(1, sizeof(*j));
@@ -222,8 +220,9 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink, struc
 	if (owner != NULL)
 		j->owner = *owner;
 	j->sink = sink;
-	j->model = m;
-	snprintf(j->model_name, sizeof(j->model_name), "%s", m->cfg.name);
+	j->model = m->entry;
+	j->met = m->met;
+	snprintf(j->model_name, sizeof(j->model_name), "%s", m->name);
 	j->req = *r;
 	memset(r, 0, sizeof(*r));
 	j->created_ms = orch_mono_ms();
@@ -338,8 +337,8 @@ jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone)
 		evtimer_add(j->ev_timer, &tv);
 		return;
 	}
-	if (j->model)
-		j->model->met.cancelled_by_client++;
+	if (j->met)
+		j->met->cancelled_by_client++;
 	jobs_cancel(d, j, "the client went away");
 }
 
@@ -362,23 +361,15 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 	j->state = JOB_DONE;
 	j->ended_ms = now;
 	unlink_live(d, j);
-	if (j->model) {
-		struct model_metrics *mm = &j->model->met;
+	if (j->met) {
+		struct model_metrics *mm = j->met;
 		mm->requests[outcome(ev)]++;
 		mm->prompt_tokens += j->prompt_tokens;
 		mm->generation_tokens += j->tokens_out;
 		histo_observe(&mm->e2e, (double)(now - j->created_ms) / 1e3);
-		models_unqueue(j); /* when it ended while queued */
 	}
-	if (j->worker) {
-		struct worker *w = j->worker;
-		uint64_t mt = j->req.max_tokens;
-		w->jobs--;
-		w->outstanding -= w->outstanding >= mt ? mt : w->outstanding;
-		j->worker = NULL;
-		if (w->model)
-			models_dispatch(d, w->model);
-	}
+	if (j->host) /* off its queue (when it ended while queued) and its worker */
+		j->host->ended(d, j);
 	char key[9] = "-"; /* the key's fingerprint: its digest's first 4 bytes */
 	if (j->owner.keyed)
 		to_hex(j->owner.id, 4, key);
@@ -405,10 +396,10 @@ on_token(struct job *j, const struct job_event *ev)
 	if (j->first_token_ms == 0) {
 		j->first_token_ms = now;
 		j->first_token_ns = orch_mono_ns();
-		if (j->model)
-			histo_observe(&j->model->met.ttft, (double)(now - j->created_ms) / 1e3);
-	} else if (j->model) {
-		histo_observe(&j->model->met.itl, (double)(now - j->last_token_ms) / 1e3);
+		if (j->met)
+			histo_observe(&j->met->ttft, (double)(now - j->created_ms) / 1e3);
+	} else if (j->met) {
+		histo_observe(&j->met->itl, (double)(now - j->last_token_ms) / 1e3);
 	}
 	j->last_token_ms = now;
 	for (const char *p = ev->text; p && *p; p++) /* code points: lead bytes */
@@ -620,85 +611,15 @@ jobs_cancel(struct orchd *d, struct job *j, const char *why)
 	if (j->state == JOB_DONE)
 		return;
 	orch_log(ORCH_LOG_INFO, "job_cancel", "job=%s why=\"%s\"", j->correlation, why);
-	if (j->state == JOB_QUEUED || j->worker == NULL) {
+	if (j->state == JOB_QUEUED || j->worker == NULL || j->host == NULL) {
 		jobs_fail(d, j, ORCH_ECANCELLED, why);
 		return;
 	}
 	if (!j->cancel_sent) {
 		j->cancel_sent = true;
-		if (wire_cancel(j->worker, j->id) != ORCH_OK)
+		if (!j->host->cancel(d, j))
 			jobs_fail(d, j, ORCH_ECANCELLED, why);
 	}
-}
-
-/*
- * Whether @j, on lost worker @w, goes back to its model's queue: no token of
- * it was generated (at most its started event went out: the worker admits
- * up to 4 × slots jobs and waits with most of them), nobody cancelled it,
- * its model stays, orchd is not stopping, and it was not requeued
- * JOBS_REQUEUE_MAX times already.
- */
-static bool
-requeue_ok(const struct orchd *d, const struct job *j, const struct worker *w)
-{
-	bool fresh = j->n_events == 0 || (j->n_events == 1 && j->events[0].type == EV_STARTED);
-
-	return fresh && j->tokens_out == 0 && !j->cancel_sent && !d->stopping &&
-	       j->state == JOB_RUNNING && j->model != NULL && j->model == w->model &&
-	       j->model->state != MODEL_UNLOADING && j->model->state != MODEL_FAILED &&
-	       j->requeues < JOBS_REQUEUE_MAX;
-}
-
-void
-jobs_worker_lost(struct orchd *d, struct worker *w, const char *why)
-{
-	struct job *lost = NULL, *j;
-
-	/* first take w's jobs out of its hands: failing one may dispatch (and end) others */
-	for (j = d->live; j; j = j->live_next) /* newest first */
-		if (j->worker == w) {
-			uint64_t mt = j->req.max_tokens;
-			w->jobs--;
-			w->outstanding -= w->outstanding >= mt ? mt : w->outstanding;
-			j->worker = NULL;
-			j->next_queue = lost; /* free while running: a private list, oldest first */
-			lost = j;
-		}
-	/* then, from the newest back, each requeued job goes in front of the one after it */
-	struct job *newest_first = NULL;
-	while (lost) {
-		j = lost;
-		lost = j->next_queue;
-		j->next_queue = newest_first;
-		newest_first = j;
-	}
-	struct job *fail = NULL;
-	while ((j = newest_first) != NULL) {
-		newest_first = j->next_queue;
-		j->next_queue = NULL;
-		if (!requeue_ok(d, j, w)) {
-			j->next_queue = fail;
-			fail = j;
-			continue;
-		}
-		j->requeues++;
-		if (j->n_events ==
-		    1) { /* the seed its started event reported holds for the rerun */
-			j->req.sp.has_seed = true;
-			j->req.sp.seed = j->events[0].seed;
-		}
-		models_requeue(j);
-		d->metrics.jobs_requeued++;
-		orch_log(ORCH_LOG_INFO, "job_requeued", "job=%s model=%s worker=%s why=\"%s\"",
-		         j->correlation, j->model_name, w->id, why);
-	}
-	while ((j = fail) != NULL) {
-		fail = j->next_queue;
-		j->next_queue = NULL;
-		jobs_fail(d, j, ORCH_EWORKER_LOST, why);
-	}
-	if (w->model) /* another worker of the model may take them now */
-		models_dispatch(d, w->model);
 }
 
 /* The detach grace; expiry once done. */
@@ -740,10 +661,9 @@ job_deadline(evutil_socket_t fd, short what, void *arg)
 		return;
 	orch_log(ORCH_LOG_INFO, "job_deadline", "job=%s state=%s tokens=%u", j->correlation,
 	         j->state == JOB_QUEUED ? "queued" : "running", j->tokens_out);
-	if (j->worker != NULL && !j->cancel_sent) {
+	if (j->worker != NULL && j->host != NULL && !j->cancel_sent) {
 		j->cancel_sent = true;
-		(void)wire_cancel(j->worker,
-		                  j->id); /* a worker gone is the job's end all the same */
+		(void)j->host->cancel(d, j); /* a worker gone is the job's end all the same */
 	}
 	jobs_fail(d, j, ORCH_EDEADLINE, deadline_msg);
 }
@@ -764,8 +684,8 @@ jobs_free(struct orchd *d, struct job *j)
 		w->job = NULL;
 		w->release(w);
 	}
-	if (j->model)
-		models_unqueue(j);
+	if (j->host)
+		j->host->freed(d, j);
 	jobs_keep_drop(d, j);
 	if (j->packed == NULL)
 		for (uint32_t i = 0; i < j->n_events; i++)

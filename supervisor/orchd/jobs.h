@@ -21,6 +21,7 @@ struct event;
 struct job;
 struct job_lp;
 struct model_entry;
+struct model_metrics;
 struct orchd;
 struct toolparse;
 struct worker;
@@ -161,8 +162,30 @@ struct job_owner {
 	bool keyed;
 };
 
+/*
+ * What the holder of a job (the registry: models_jobs.c) does when the job
+ * ends, is cancelled or is freed: jobs.c never calls into the models, the
+ * workers or the wire. models_submit gives a job its holder.
+ */
+struct job_host {
+	/* @j ended: off its model's queue and its worker; what waits may go */
+	void (*ended)(struct orchd *d, struct job *j);
+	/* tell @j's worker to stop @j; false when that could not be sent */
+	bool (*cancel)(struct orchd *d, struct job *j);
+	/* @j is about to be freed: off its model's queue */
+	void (*freed)(struct orchd *d, struct job *j);
+};
+
+/* The model a job is for, as jobs_new takes it. */
+struct job_model {
+	struct model_entry *entry;
+	const char *name;
+	struct model_metrics *met;
+};
+
 struct job {
 	struct orchd *d;
+	const struct job_host *host; /* who holds it (models_submit); NULL: nobody yet */
 	uint64_t id;                /* on the wire to the worker; never shown to a client */
 	char uid[JOBS_UID_HEX + 1]; /* unguessable: resume and cancel (native), the OpenAI id */
 	char ext_id[128];           /* native: the client's job_id; OpenAI: "cmpl-UID" */
@@ -170,6 +193,7 @@ struct job {
 	enum job_kind kind;
 	const struct job_sink *sink;
 	struct model_entry *model; /* NULL once the model is removed */
+	struct model_metrics *met; /* its model's counters; NULL once the model is removed */
 	char model_name[CFG_NAME_MAX];
 	struct worker *worker;
 	enum job_state state;
@@ -227,13 +251,14 @@ void job_request_fini(struct job_request *r);
 orch_err job_request_copy(const struct job_request *src, struct job_request *dst);
 
 /*
- * jobs_new - a job of @kind for @m, owned by @owner (NULL: nobody, no keys),
+ * jobs_new - a job of @kind for model @m, owned by @owner (NULL: nobody, no keys),
  * taking over @r's contents (left empty), with a fresh uid and correlation
  * id from getrandom(2); NULL when out of memory or without randomness (@r
  * is left as it was; the reason is logged).
  */
 struct job *jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink,
-                     struct model_entry *m, struct job_request *r, const struct job_owner *owner);
+                     const struct job_model *m, struct job_request *r,
+                     const struct job_owner *owner);
 
 /*
  * jobs_lookup - the native job (live or kept) that @owner may follow or
@@ -291,13 +316,6 @@ const char *jobs_error_param(const struct job *j, orch_err code, const char *msg
 /* jobs_cancel - the client is gone or asked: cancel in the worker, or drop from the queue. */
 void jobs_cancel(struct orchd *d, struct job *j, const char *why);
 
-/*
- * jobs_worker_lost - @w is gone: a job with no token generated yet goes
- * back to the front of its model's queue (in order; at most
- * JOBS_REQUEUE_MAX times; its reported seed kept, its one started event
- * not repeated), every other one ends with WORKER_LOST.
- */
-void jobs_worker_lost(struct orchd *d, struct worker *w, const char *why);
 
 /*
  * jobs_watch - @w follows @j from event @after on (clamped); its notify runs

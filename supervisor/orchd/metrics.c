@@ -14,21 +14,6 @@
 #include "orchd.h"
 #include "workers.h"
 
-static const double bounds[MET_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                           0.5,   1,      2.5,   5,    10,    30,   120, 600};
-
-void
-histo_observe(struct histo *h, double seconds)
-{
-	for (int i = 0; i < MET_BUCKETS; i++)
-		if (seconds <= bounds[i]) {
-			h->counts[i]++;
-			break;
-		}
-	h->count++;
-	h->sum += seconds;
-}
-
 static void
 family(struct sbuf *o, const char *name, const char *type, const char *help)
 {
@@ -42,7 +27,7 @@ histo(struct sbuf *o, const char *name, const char *model, const struct histo *h
 
 	for (int i = 0; i < MET_BUCKETS; i++) {
 		cum += h->counts[i];
-		sbuf_printf(o, "%s_bucket{model=\"%s\",le=\"%g\"} %llu\n", name, model, bounds[i],
+		sbuf_printf(o, "%s_bucket{model=\"%s\",le=\"%g\"} %llu\n", name, model, histo_bounds[i],
 		            (unsigned long long)cum);
 	}
 	sbuf_printf(o, "%s_bucket{model=\"%s\",le=\"+Inf\"} %llu\n", name, model,

@@ -643,6 +643,8 @@ models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 	struct worker *w;
 	orch_err rv = models_usable(d, m, reterr);
 
+	j->host = &models_job_host; /* from here its end and cancel go through the registry */
+
 	if (rv != ORCH_OK)
 		return rv;
 	if (j->affinity == 0 && m->n_workers > 1)
@@ -735,8 +737,10 @@ void
 models_free(struct orchd *d, struct model_entry *m)
 {
 	for (struct job *j = d->jobs; j; j = j->next_all)
-		if (j->model == m)
+		if (j->model == m) {
 			j->model = NULL;
+			j->met = NULL;
+		}
 	tokenize_fail(d, m, NULL, ORCH_EMODEL_NOT_FOUND, "the model was removed");
 	for (uint32_t i = 0; i < m->n_workers; i++)
 		workers_free(m->workers[i]);

@@ -11,8 +11,8 @@
 #include "base/err.h"
 #include "config.h"
 #include "inspect.h"
+#include "counters.h"
 #include "jobs.h"
-#include "metrics.h"
 
 struct event;
 struct sse_stream;
@@ -128,6 +128,17 @@ void models_requeue(struct job *j);
 
 /* models_unqueue - take @j out of its model's queue (nothing when not queued). */
 void models_unqueue(struct job *j);
+
+/* What the registry does for the jobs it holds (models_jobs.c; jobs.h). */
+extern const struct job_host models_job_host;
+
+/*
+ * models_jobs_lost - @w is gone: a job with no token generated yet goes
+ * back to the front of its model's queue (in order; at most
+ * JOBS_REQUEUE_MAX times; its reported seed kept, its one started event
+ * not repeated), every other one ends with WORKER_LOST.
+ */
+void models_jobs_lost(struct orchd *d, struct worker *w, const char *why);
 
 /* models_fail_queued - end every queued job of @m with @code and @msg, in order. */
 void models_fail_queued(struct orchd *d, struct model_entry *m, orch_err code, const char *msg);

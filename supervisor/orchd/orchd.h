@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "counters.h"
 #include "devices.h"
 #include "http_cors.h"
 #include "keys.h"
-#include "metrics.h"
 
 struct event;
 struct event_base;
@@ -22,6 +22,7 @@ struct http_edge;
 struct offloader;
 struct job;
 struct model_entry;
+struct orchd;
 struct tok_req;
 
 /*

@@ -321,7 +321,7 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 	snprintf(why, sizeof(why), "worker %s %s", w->id, how);
 	close_process(w);
 	tokenize_fail(d, NULL, w, ORCH_EWORKER_LOST, why);
-	jobs_worker_lost(d, w, why);
+	models_jobs_lost(d, w, why);
 	w->last_exit = m->last_exit = code;
 	if (w->restart_now && !d->stopping) {
 		struct orch_errinfo e = {0};

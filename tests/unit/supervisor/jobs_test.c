@@ -4,8 +4,8 @@
  */
 #include <event2/event.h>
 
+#include "counters.h"
 #include "jobs.h"
-#include "models.h"
 #include "orchd.h"
 #include "t.h"
 
@@ -33,10 +33,10 @@ on_release(struct job_watch *w)
 static struct job *
 new_job(void)
 {
-	static struct model_entry m;
+	static struct model_metrics met;
+	struct job_model m = {NULL, "m", &met};
 	struct job_request r = {0};
 
-	snprintf(m.cfg.name, sizeof(m.cfg.name), "m");
 	return jobs_new(&d, JOB_NATIVE, NULL, &m, &r, NULL);
 }
 
@@ -66,7 +66,7 @@ test_events(void)
 	jobs_event(&d, j, &tok);
 	T_EQ(j->n_events, 102);
 	T_EQ(j->events[101].type, EV_END);
-	T_EQ(j->model->met.requests[ORCH_FINISH_LENGTH], 1);
+	T_EQ(j->met->requests[ORCH_FINISH_LENGTH], 1);
 	/* resume: a second watcher from event 100 on */
 	struct seen b = {.w = {.notify = on_notify, .release = on_release}};
 	jobs_watch(&d, j, &b.w, 100);
@@ -88,7 +88,7 @@ test_client_gone(void)
 	T_EQ(j->state, JOB_DONE);
 	T_EQ(j->events[j->n_events - 1].type, EV_ERROR);
 	T_EQ(j->events[j->n_events - 1].code, ORCH_ECANCELLED);
-	T_EQ(j->model->met.cancelled_by_client, 1);
+	T_EQ(j->met->cancelled_by_client, 1);
 	jobs_free(&d, j);
 	j = new_job();
 	j->req.resume_grace_s = 5;
@@ -162,11 +162,11 @@ test_metrics_events(void)
 static struct job *
 new_owned(enum job_kind kind, const struct job_owner *o, const char *ext)
 {
-	static struct model_entry m;
+	static struct model_metrics met;
+	struct job_model m = {NULL, "m", &met};
 	struct job_request r = {0};
 	struct job *j;
 
-	snprintf(m.cfg.name, sizeof(m.cfg.name), "m");
 	if ((j = jobs_new(&d, kind, NULL, &m, &r, o)) != NULL)
 		snprintf(j->ext_id, sizeof(j->ext_id), "%s", ext);
 	return j;

@@ -17,7 +17,10 @@ static struct job *
 job(struct model_entry *m)
 {
 	struct job_request r = {0};
-	struct job *j = jobs_new(&d, JOB_NATIVE, NULL, m, &r, NULL);
+	struct job_model jm = {m, m->cfg.name, &m->met};
+	struct job *j = jobs_new(&d, JOB_NATIVE, NULL, &jm, &r, NULL);
+	if (j != NULL)
+		j->host = &models_job_host; /* held by the registry, as models_submit does */
 	return j;
 }
 
@@ -80,7 +83,7 @@ test_requeue(void)
 	s->started_ms = 1;
 	s->tokens_out = 1;
 	w1->state = WORKER_LOADING;
-	jobs_worker_lost(&d, w0, "w0 exited");
+	models_jobs_lost(&d, w0, "w0 exited");
 	T_EQ(s->state, JOB_DONE);
 	T_EQ(s->events[s->n_events - 1].code, ORCH_EWORKER_LOST);
 	T_TRUE(m->queue_head == a && a->next_queue == b && m->queue_tail == b); /* in order */
@@ -96,7 +99,7 @@ test_requeue(void)
 	on_worker(b, w0);
 	w1->state = WORKER_READY;
 	w1->pid = 1; /* a process: only a live worker is picked (never signalled here) */
-	jobs_worker_lost(&d, w0, "w0 exited again");
+	models_jobs_lost(&d, w0, "w0 exited again");
 	w1->pid = 0;
 	T_TRUE(m->queue_head == NULL);
 	T_TRUE(a->state == JOB_DONE && b->state == JOB_DONE);
@@ -107,7 +110,7 @@ test_requeue(void)
 	c->requeues = JOBS_REQUEUE_MAX;
 	on_worker(c, w0);
 	w1->state = WORKER_LOADING;
-	jobs_worker_lost(&d, w0, "w0 exited a third time");
+	models_jobs_lost(&d, w0, "w0 exited a third time");
 	T_TRUE(c->state == JOB_DONE && m->queue_head == NULL);
 }
 
