@@ -13,9 +13,7 @@
 #include "base/log.h"
 #include "grammar/tool_call.h"
 #include "jobs.h"
-#include "models.h"
 #include "toolparse.h"
-#include "workers.h"
 
 /* A call's wire index, apart from any harmony message's (the worker's small numbers). */
 #define CALL_WIRE 0x40000000u
@@ -81,9 +79,8 @@ job_tools_refusal(const char *model, enum tool_syntax s, char *buf, size_t n)
 }
 
 bool
-job_tools_dispatch(struct orchd *d, struct worker *w, struct job *j)
+job_tools_dispatch(struct orchd *d, enum tool_syntax s, struct job *j)
 {
-	enum tool_syntax s = w->tool_syntax;
 	char msg[400], *g = NULL;
 
 	toolparse_free(j->tp); /* a job sent again after its worker was lost starts afresh */

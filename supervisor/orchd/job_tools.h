@@ -17,7 +17,6 @@
 
 struct job;
 struct orchd;
-struct worker;
 
 /*
  * job_tools_refusal - why a call cannot be forced on model @model whose
@@ -26,12 +25,13 @@ struct worker;
 const char *job_tools_refusal(const char *model, enum tool_syntax s, char *buf, size_t n);
 
 /*
- * job_tools_dispatch - @j is being handed to @w: set its forcing grammar
+ * job_tools_dispatch - @j is being handed to a worker whose model writes calls in
+ * syntax @s: set its forcing grammar
  * and its parser (none on harmony, whose calls the worker reports as
  * messages). False when the job cannot run there and was failed (a forced
  * call on a model with no call syntax orch knows; out of memory).
  */
-bool job_tools_dispatch(struct orchd *d, struct worker *w, struct job *j);
+bool job_tools_dispatch(struct orchd *d, enum tool_syntax s, struct job *j);
 
 /* job_tools_text - token @index's @text (not harmony's) through @j's parser into events. */
 void job_tools_text(struct orchd *d, struct job *j, uint32_t index, const char *text);

@@ -14,7 +14,7 @@
 #include "base/limits.h"
 #include "base/sbuf.h"
 #include "config.h"
-#include "proto/orch.pb-c.h"
+#include "job_request.h"
 
 struct cJSON;
 struct event;
@@ -99,48 +99,6 @@ struct job_watch {
 	struct job_watch *next;
 };
 
-/* tool_choice "required" or a named function: the answer must be a call (request_tools.c). */
-enum tool_force { TOOL_FORCE_NO, TOOL_FORCE_ANY, TOOL_FORCE_NAMED };
-
-/* A parsed request: what the APIs read from a body (request.c), moved into a job. */
-struct job_request {
-	char job_id[128]; /* native: the client's; "" for OpenAI */
-	char model[CFG_NAME_MAX];
-	char *prompt;
-	int32_t *prompt_ids; /* completions: the prompt as token ids (then prompt is NULL) */
-	uint32_t n_prompt_ids;
-	struct cJSON *prompt_list; /* completions: several prompts, a job per prompt and choice */
-	uint32_t n_choices;        /* "n": choices per prompt (1 when absent) */
-	bool echo;                 /* completions: the prompt leads the text */
-	bool prompt_only;          /* completions' echo with max_tokens 0: nothing generated */
-	struct cJSON *messages;    /* chat: [{role, content[, extra]}] (request_chat.c) */
-	char *template_vars;       /* chat: NULL or a JSON object of more template variables */
-	Orch__SamplingParams sp;
-	char *stops[ORCH_API_MAX_STOPS];
-	uint32_t n_stops, max_tokens;
-	bool max_tokens_given; /* the client's: over the context is refused, not cut (worker) */
-	bool stream, include_usage;
-	bool literal_prompt; /* "parse_special": false: special-token text in the prompt stays text
-	                      */
-	uint32_t resume_grace_s;
-	uint32_t metrics_every; /* native: a metrics event every N tokens; 0: none */
-	char *cache_salt;     /* NULL or the client's: the prefix cache is shared only within it */
-	uint32_t deadline_ms; /* "deadline_ms": from when orchd took the request; 0: none */
-	uint64_t deadline_unix_ms; /* the job's deadline (X-Deadline, deadline_ms); 0: none */
-	char *grammar;       /* NULL or GBNF the output must match (grammar, response_format) */
-	struct cJSON *tools; /* chat: the tools the template is told of; NULL: none */
-	enum tool_force tool_force; /* tool_choice */
-	char *tool_fn;              /* TOOL_FORCE_NAMED: the function to call */
-	bool single_tool;           /* parallel_tool_calls false: at most one call */
-	bool grammar_call;          /* the grammar is a forced harmony call (Submit.grammar_call) */
-	const char *grammar_param;  /* the field the grammar came from (static; kept past
-	                               job_request_fini, for the error a worker's refusal makes) */
-	bool logprobs;              /* each token's log-probability (request_logprobs.c) */
-	uint32_t top_logprobs;      /* with logprobs: the likeliest alternatives, 0-20 */
-	uint64_t ignored; /* OpenAI: the fields accepted and ignored, bits of request_openai.c's
-	                     table */
-};
-
 /* A job's id: 128 random bits (getrandom) as lowercase hex. */
 #define JOBS_UID_HEX 32
 
@@ -186,9 +144,9 @@ struct job_model {
 struct job {
 	struct orchd *d;
 	const struct job_host *host; /* who holds it (models_submit); NULL: nobody yet */
-	uint64_t id;                /* on the wire to the worker; never shown to a client */
-	char uid[JOBS_UID_HEX + 1]; /* unguessable: resume and cancel (native), the OpenAI id */
-	char ext_id[128];           /* native: the client's job_id; OpenAI: "cmpl-UID" */
+	uint64_t id;                 /* on the wire to the worker; never shown to a client */
+	char uid[JOBS_UID_HEX + 1];  /* unguessable: resume and cancel (native), the OpenAI id */
+	char ext_id[128];            /* native: the client's job_id; OpenAI: "cmpl-UID" */
 	struct job_owner owner;
 	enum job_kind kind;
 	const struct job_sink *sink;
@@ -239,16 +197,6 @@ struct job {
 	char *packed;                      /* the event texts, in one block, once kept */
 	size_t packed_bytes;
 };
-
-/* job_request_fini - free what @r holds (NULL-safe fields); @r may be reused after. */
-void job_request_fini(struct job_request *r);
-
-/*
- * job_request_copy - @dst as a deep copy of @src (each choice of a request its own,
- * without parsing the body and compiling its grammar again). ORCH_ENOMEM: @dst
- * holds nothing then.
- */
-orch_err job_request_copy(const struct job_request *src, struct job_request *dst);
 
 /*
  * jobs_new - a job of @kind for model @m, owned by @owner (NULL: nobody, no keys),
@@ -315,7 +263,6 @@ const char *jobs_error_param(const struct job *j, orch_err code, const char *msg
 
 /* jobs_cancel - the client is gone or asked: cancel in the worker, or drop from the queue. */
 void jobs_cancel(struct orchd *d, struct job *j, const char *why);
-
 
 /*
  * jobs_watch - @w follows @j from event @after on (clamped); its notify runs

@@ -147,7 +147,9 @@ begin_stop(struct orchd *d, const char *why)
 	struct timeval tick = {0, 100000};
 	d->ev_shutdown = event_new(d->base, -1, EV_PERSIST, on_shutdown_tick, d);
 	event_add(d->ev_shutdown, &tick);
-	notify_stopping(d);
+	struct notify_status s;
+	models_status(d, &s);
+	notify_stopping(d, &s);
 }
 
 /* ---- main ---- */
@@ -313,8 +315,10 @@ run(struct orchd *d)
 	int rc = 1;
 
 	if (prepare(d) && start(d)) {
+		struct notify_status s;
 		notify_watchdog_start(d);
-		notify_state(d);
+		models_status(d, &s);
+		notify_state(d, &s);
 		event_base_dispatch(d->base);
 		rc = d->exit_code;
 	}

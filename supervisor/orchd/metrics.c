@@ -27,8 +27,8 @@ histo(struct sbuf *o, const char *name, const char *model, const struct histo *h
 
 	for (int i = 0; i < MET_BUCKETS; i++) {
 		cum += h->counts[i];
-		sbuf_printf(o, "%s_bucket{model=\"%s\",le=\"%g\"} %llu\n", name, model, histo_bounds[i],
-		            (unsigned long long)cum);
+		sbuf_printf(o, "%s_bucket{model=\"%s\",le=\"%g\"} %llu\n", name, model,
+		            histo_bounds[i], (unsigned long long)cum);
 	}
 	sbuf_printf(o, "%s_bucket{model=\"%s\",le=\"+Inf\"} %llu\n", name, model,
 	            (unsigned long long)h->count);

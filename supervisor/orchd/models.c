@@ -488,7 +488,7 @@ place(struct orchd *d, struct worker *w, struct job *j)
 		              (double)(orch_mono_ms() - j->created_ms) / 1e3);
 	w->jobs++;
 	w->outstanding += j->req.max_tokens;
-	if (!job_tools_dispatch(d, w, j))
+	if (!job_tools_dispatch(d, w->tool_syntax, j))
 		return false; /* failed, saying why */
 	orch_err rv = wire_submit(d, w, j);
 	if (rv == ORCH_EQUEUE_FULL) {
@@ -712,7 +712,9 @@ models_worker_state(struct orchd *d, struct model_entry *m)
 		orch_log(ORCH_LOG_INFO, "model_state", "model=%s state=%s", m->cfg.name,
 		         models_state_name(m->state));
 		models_changed(d, m, "state");
-		notify_state(d);
+		struct notify_status s;
+		models_status(d, &s);
+		notify_state(d, &s);
 	}
 	if (m->state == MODEL_STOPPED && m->remove_when_stopped) {
 		struct model_entry **p = &d->models;
@@ -721,6 +723,19 @@ models_worker_state(struct orchd *d, struct model_entry *m)
 		if (*p)
 			*p = m->next;
 		models_free(d, m);
+	}
+}
+
+void
+models_status(const struct orchd *d, struct notify_status *s)
+{
+	*s = (struct notify_status){.all_ready = models_all_ready(d)};
+	for (const struct model_entry *m = d->models; m; m = m->next) {
+		s->total++;
+		s->ready += m->state == MODEL_READY;
+		s->queued += m->queued;
+		for (uint32_t i = 0; i < m->n_workers; i++)
+			s->running += m->workers[i]->jobs;
 	}
 }
 

@@ -10,8 +10,8 @@
 
 #include "base/err.h"
 #include "config.h"
-#include "inspect.h"
 #include "counters.h"
+#include "inspect.h"
 #include "jobs.h"
 
 struct event;
@@ -148,6 +148,10 @@ const char *models_state_name(enum model_state s);
 
 /* models_all_ready - every wanted model (preload or loaded, not unloaded since) is READY. */
 bool models_all_ready(const struct orchd *d);
+
+/* models_status - what systemd's status line says of the models and their jobs (notify.h). */
+struct notify_status;
+void models_status(const struct orchd *d, struct notify_status *s);
 
 /* models_free - free @m and its workers (not in the registry any more); its jobs forget it. */
 void models_free(struct orchd *d, struct model_entry *m);

@@ -9,29 +9,18 @@
 #include <systemd/sd-daemon.h>
 
 #include "base/log.h"
-#include "models.h"
 #include "orchd.h"
-#include "workers.h"
 
 void
-notify_state(struct orchd *d)
+notify_state(struct orchd *d, const struct notify_status *s)
 {
-	uint32_t ready = 0, total = 0, running = 0, queued = 0;
-
-	for (struct model_entry *m = d->models; m; m = m->next) {
-		total++;
-		ready += m->state == MODEL_READY;
-		queued += m->queued;
-		for (uint32_t i = 0; i < m->n_workers; i++)
-			running += m->workers[i]->jobs;
-	}
-	if (!d->ready_sent && !d->stopping && d->http && models_all_ready(d)) {
+	if (!d->ready_sent && !d->stopping && d->http && s->all_ready) {
 		d->ready_sent = true;
-		orch_log(ORCH_LOG_INFO, "ready", "models=%u", total);
+		orch_log(ORCH_LOG_INFO, "ready", "models=%u", s->total);
 		sd_notify(0, "READY=1");
 	}
-	sd_notifyf(0, "STATUS=%u/%u models ready, %u jobs running, %u queued%s", ready, total,
-	           running, queued, d->stopping ? ", stopping" : "");
+	sd_notifyf(0, "STATUS=%u/%u models ready, %u jobs running, %u queued%s", s->ready, s->total,
+	           s->running, s->queued, d->stopping ? ", stopping" : "");
 }
 
 static void
@@ -69,18 +58,18 @@ notify_reloading(void)
 }
 
 void
-notify_reloaded(struct orchd *d)
+notify_reloaded(struct orchd *d, const struct notify_status *s)
 {
 	if (d->ready_sent)
 		sd_notify(0, "READY=1");
-	notify_state(d);
+	notify_state(d, s);
 }
 
 void
-notify_stopping(struct orchd *d)
+notify_stopping(struct orchd *d, const struct notify_status *s)
 {
 	sd_notify(0, "STOPPING=1");
-	notify_state(d);
+	notify_state(d, s);
 }
 
 void

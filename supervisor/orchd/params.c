@@ -15,7 +15,7 @@
 #include "base/alloc.h"
 #include "base/limits.h"
 #include "base/utf8.h"
-#include "jobs.h"
+#include "job_request.h"
 
 cJSON *
 params_err_json(orch_err code, const char *param, const char *msg)

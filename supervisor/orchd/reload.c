@@ -29,6 +29,16 @@ struct reload_job {
 	struct api_keys keys;
 };
 
+/* READY=1 again, with the status line as the registry counts it now. */
+static void
+reloaded(struct orchd *d)
+{
+	struct notify_status s;
+
+	models_status(d, &s);
+	notify_reloaded(d, &s);
+}
+
 static void
 job_free(struct reload_job *j)
 {
@@ -147,7 +157,7 @@ done(struct orchd *d, void *arg, bool live)
 		orch_log(ORCH_LOG_INFO, "reloaded", "config=%s", j->config_path);
 	}
 	job_free(j);
-	notify_reloaded(d);
+	reloaded(d);
 	if (d->reload_again) {
 		d->reload_again = false;
 		reload_start(d);
@@ -167,7 +177,7 @@ reload_start(struct orchd *d)
 	notify_reloading();
 	if ((j = orch_calloc(1, sizeof(*j))) == NULL) {
 		orch_log(ORCH_LOG_ERR, "reload_failed", "why=\"out of memory\"");
-		notify_reloaded(d);
+		reloaded(d);
 		return;
 	}
 	snprintf(j->config_path, sizeof(j->config_path), "%s",
@@ -177,7 +187,7 @@ reload_start(struct orchd *d)
 		orch_free(j);
 		orch_log_err(e.code, &e, "reload_failed", "config=%s",
 		             d->config_path ? d->config_path : "(none)");
-		notify_reloaded(d);
+		reloaded(d);
 		return;
 	}
 	d->reload_busy = true;
