@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""arch_check.py SRC BUILD - the module graph's circles, held to a ratchet (issue 53).
+
+Two graphs, each split into strongly connected components (a component of more
+than one file is an import circle):
+
+- includes: a module is a folder's NAME.c with its NAME.h; A -> B when A's .c or
+  .h includes B's header (by its name in the same folder);
+- symbols: a module is one object file of a library (nm); A -> B when A uses a
+  function or variable B defines. This one sees calls that go through one shared
+  internal header (cuda/cuda_int.h), which the include graph cannot.
+
+Issue 53's goal is no circle longer than two files anywhere, and libevent's
+headers only under orchd's HTTP edge and main.c. Until then LIMITS holds each
+graph at its size today: a change may shrink a circle (lower the limit then, in
+the same commit), never grow one, and no file may start including libevent.
+Prints every circle over two files with its edges; exit 1 when a limit is passed.
+"""
+import os
+import re
+import subprocess
+import sys
+
+# (graph, what) -> the largest circle allowed today; the goal is 2 everywhere
+LIMITS = {
+    ("include", "supervisor/orchd"): 5,
+    ("include", "cuda"): 2,
+    ("include", "common/grammar"): 2,
+    ("symbol", "orchd_core+orchd_http"): 8,
+    ("symbol", "orch-cuda"): 6,
+    ("symbol", "orch_grammar"): 3,
+}
+# orchd's files that include libevent today; the goal: the HTTP edge and main.c only
+LIBEVENT = {
+    "admin.c", "admin_load.c", "admin_pull.c", "api_choices.c", "api_native.c", "api_parse.c",
+    "api_stream.c", "api_tokenize.c", "http.c", "http_accept.c", "http_conn.c", "http_static.c",
+    "jobs.c", "jobs_keep.c", "main.c", "model_pull.c", "models.c", "notify.c", "offload.c",
+    "sse.c", "workers.c", "workers_io.c",
+}
+INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
+
+
+def components(graph):
+    """Tarjan's strongly connected components of {node: set(node)}."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            out.append(sorted(comp))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def include_graph(folder):
+    files = [f for f in os.listdir(folder) if f.endswith((".c", ".h"))]
+    mods = {f.rsplit(".", 1)[0] for f in files}
+    graph = {m: set() for m in mods}
+    for f in files:
+        m = f.rsplit(".", 1)[0]
+        with open(os.path.join(folder, f), encoding="utf-8") as fh:
+            for line in fh:
+                r = INCLUDE.match(line)
+                if r and "/" not in r.group(1):
+                    t = r.group(1).rsplit(".", 1)[0]
+                    if t in mods and t != m:
+                        graph[m].add(t)
+    return graph
+
+
+def symbol_graph(objects):
+    defs, uses = {}, {}
+    for o in objects:
+        name = os.path.basename(o).split(".")[0]
+        out = subprocess.run(["nm", "-P", o], capture_output=True, text=True, check=True).stdout
+        d, u = set(), set()
+        for line in out.splitlines():
+            p = line.split()
+            if len(p) >= 2:
+                if p[1] in "TDBRC":
+                    d.add(p[0])
+                elif p[1] == "U":
+                    u.add(p[0])
+        defs[name], uses[name] = d, u
+    owner = {s: n for n, d in defs.items() for s in d}
+    return {n: {owner[s] for s in u if s in owner and owner[s] != n} for n, u in uses.items()}
+
+
+def objects_of(build, targets):
+    out = []
+    for t in targets:
+        for top, _, names in os.walk(build):
+            if top.endswith("/" + t + ".dir") or ("/" + t + ".dir/") in top + "/":
+                out += [os.path.join(top, n) for n in names if n.endswith((".c.o", ".cu.o"))]
+    return sorted(set(out))
+
+
+def report(graph_name, what, graph):
+    worst = 1
+    for comp in components(graph):
+        worst = max(worst, len(comp))
+        if len(comp) > 2:
+            print("%s circle in %s (%d): %s" % (graph_name, what, len(comp), " ".join(comp)))
+            for v in comp:
+                print("    %s -> %s" % (v, " ".join(sorted(w for w in graph[v] if w in comp))))
+    limit = LIMITS[(graph_name, what)]
+    print("%s graph of %s: largest circle %d (limit %d, goal 2)" % (graph_name, what, worst, limit))
+    if worst > limit:
+        print("FAIL: %s's %s circle grew past %d" % (what, graph_name, limit))
+        return False
+    if worst < limit and limit > 2:
+        print("note: %s's %s circle is down to %d: lower LIMITS to hold it there" % (what, graph_name, worst))
+    return True
+
+
+def main():
+    src, build = sys.argv[1], sys.argv[2]
+    ok = True
+    for what in ("supervisor/orchd", "cuda", "common/grammar"):
+        ok &= report("include", what, include_graph(os.path.join(src, what)))
+    for what, targets in (("orchd_core+orchd_http", ["orchd_core", "orchd_http"]),
+                          ("orch-cuda", ["orch-cuda"]), ("orch_grammar", ["orch_grammar"])):
+        objs = objects_of(build, targets)
+        if not objs:
+            print("symbol graph of %s: not built here (%s): left out" % (what, ", ".join(targets)))
+            continue
+        ok &= report("symbol", what, symbol_graph(objs))
+    orchd = os.path.join(src, "supervisor/orchd")
+    now = set()
+    for f in os.listdir(orchd):
+        if f.endswith((".c", ".h")):
+            with open(os.path.join(orchd, f), encoding="utf-8") as fh:
+                if re.search(r'#\s*include\s+<event2/', fh.read()):
+                    now.add(f)
+    print("libevent in orchd: %d files (the goal: the HTTP edge and main.c)" % len(now))
+    for f in sorted(now - LIBEVENT):
+        print("FAIL: %s includes libevent, which orchd's core and API layers are to shed" % f)
+        ok = False
+    for f in sorted(LIBEVENT - now):
+        print("note: %s no longer includes libevent: take it out of LIBEVENT" % f)
+    print("arch_check: %s" % ("ok" if ok else "FAILED"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
