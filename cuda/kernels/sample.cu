@@ -148,8 +148,8 @@ __launch_bounds__(THREADS)
 			}
 			__syncthreads();
 		}
-		if (tid == 0)
-			ids[blockIdx.x] = (int32_t)best_j[0];
+		if (tid == 0) /* no candidate above -inf: no token (samp_sample's SAMP_NONE) */
+			ids[blockIdx.x] = best_v[0] == -INFINITY ? -1 : (int32_t)best_j[0];
 	}
 	for (uint32_t j = tid; j < n_vocab; j += THREADS) {
 		float k = p.temperature > 0.0f ? __fdiv_rn(lg[j], p.temperature) : lg[j];
@@ -201,6 +201,11 @@ __launch_bounds__(THREADS) filter_kernel(uint32_t n_vocab, const cuk_samp *sp, c
 
 	if (p.temperature <= 0.0f)
 		return;
+	if (k[0] == -INFINITY) { /* sorted: nothing above -inf, no token (SAMP_NONE) */
+		if (tid == 0)
+			ids[blockIdx.x] = -1;
+		return;
+	}
 	if (p.top_k > 0 && (uint32_t)p.top_k < n)
 		n = (uint32_t)p.top_k;
 	for (uint32_t j = tid; j < n; j += THREADS)
@@ -330,8 +335,8 @@ __global__ void __launch_bounds__(32)
 			bj = oj;
 		}
 	}
-	if (threadIdx.x == 0)
-		ids[blockIdx.x] = (int32_t)bj;
+	if (threadIdx.x == 0) /* every logit NaN or -inf: no token (samp_sample's SAMP_NONE) */
+		ids[blockIdx.x] = bv == -INFINITY ? -1 : (int32_t)bj;
 }
 
 __global__ void
@@ -342,7 +347,7 @@ advance_kernel(uint32_t n, const int32_t *ids, int32_t *tok, uint32_t *pos, cuk_
 
 	if (i >= n)
 		return;
-	tok[i] = ids[i];
+	tok[i] = ids[i] < 0 ? 0 : ids[i]; /* no token: its job ends; never an index below 0 */
 	pos[i] += 1;
 	sp[i].index += 1;
 	uint32_t nh = sp[i].n_hist;

@@ -688,6 +688,60 @@ test_sampling(void)
 	free(lg), free(lgm), free(mask), free(work);
 }
 
+/*
+ * A row with no candidate above -inf (every logit NaN or -inf) gets id -1 on the
+ * device, as samp_sample gives SAMP_NONE: greedy on the argmax path and on the
+ * prep path (a penalty), and at random; the other rows keep their tokens.
+ */
+static void
+test_sampling_none(void)
+{
+	enum { V = 1000, N = 4, cap = 8 };
+	float *lg = malloc((uint64_t)N * V * 4), *dlg = dev((uint64_t)N * V * 4);
+	float *keys = dev(2ull * N * V * 4), *probs = dev((uint64_t)N * V * 4);
+	int32_t *vals = dev(2ull * N * V * 4), *dhist = dev((uint64_t)N * cap * 4), ids[N];
+	int32_t *dids = dev(N * 4);
+	struct cuk_samp sp[N], *dsp = dev(sizeof(sp));
+	uint32_t seg[N + 1], *dseg = dev(sizeof(seg));
+	size_t tmp_bytes = 0;
+
+	CK(cuk_sample_tmp_bytes(N, V, &tmp_bytes));
+	void *tmp = dev(tmp_bytes);
+	for (uint32_t i = 0; i <= N; i++)
+		seg[i] = i * V;
+	CK(cudaMemcpy(dseg, seg, sizeof(seg), cudaMemcpyHostToDevice));
+	CK(cudaMemset(dhist, 0, (uint64_t)N * cap * 4));
+	for (int mode = 0; mode < 3; mode++) { /* greedy argmax, greedy + penalty, random */
+		float temp = mode == 2 ? 0.8f : 0.0f, pen = mode == 1 ? 1.3f : 1.0f;
+		struct cuk_sample_pre pre = {NULL, NULL, 0, mode == 1};
+		fill(lg, (uint64_t)N * V, 3.0f);
+		for (uint32_t i = 0; i < V; i++) { /* rows 1 and 3: nothing above -inf */
+			lg[1 * V + i] = NAN;
+			lg[3 * V + i] = i % 2 ? -INFINITY : NAN;
+		}
+		CK(cudaMemcpy(dlg, lg, (uint64_t)N * V * 4, cudaMemcpyHostToDevice));
+		for (uint32_t r = 0; r < N; r++)
+			sp[r] = (struct cuk_samp){.temperature = temp,
+			                          .top_p = 1,
+			                          .repeat_penalty = pen,
+			                          .repeat_last_n = 8,
+			                          .seed = 7 + r,
+			                          .slot = r,
+			                          .mask = CUK_NO_MASK};
+		CK(cudaMemcpy(dsp, sp, sizeof(sp), cudaMemcpyHostToDevice));
+		CK(cudaMemset(dids, 0x7f, N * 4));
+		CK(cuk_sample(dlg, N, V, dsp, dhist, cap, temp > 0, &pre, tmp, tmp_bytes, keys,
+		              vals, probs, dseg, dids, 0));
+		CK(cudaMemcpy(ids, dids, N * 4, cudaMemcpyDeviceToHost));
+		T_EQ(ids[1], -1);
+		T_EQ(ids[3], -1);
+		T_TRUE(ids[0] >= 0 && ids[0] < V && ids[2] >= 0 && ids[2] < V);
+	}
+	cudaFree(dlg), cudaFree(keys), cudaFree(probs), cudaFree(vals), cudaFree(dhist),
+	        cudaFree(dids), cudaFree(dsp), cudaFree(dseg), cudaFree(tmp);
+	free(lg);
+}
+
 int
 main(void)
 {
@@ -697,6 +751,7 @@ main(void)
 		return rc;
 	T_RUN(test_dequant_mmv);
 	T_RUN(test_norm_rope_swiglu);
+	T_RUN(test_sampling_none);
 	T_RUN(test_rope_yarn);
 	T_RUN(test_swiglu_oai);
 	T_RUN(test_attention);

@@ -3,7 +3,7 @@
 # and logits through the CLI (jsonl, --dump-logits), stop strings, seeds,
 # --chat on a synthesized qwen2 with the real Qwen2 vocabulary, and every bad
 # input: bad options (exit 2), missing files, unknown devices, a prompt
-# longer than the context, an unsupported architecture (exit 1).
+# longer than the context, an unsupported architecture (exit 1), NaN weights.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 need_testdata models/stories260K.gguf models/golden-stories260K.json models/golden-stories260K-Q8_0.json models/golden-stories260K-Q4_0.json models/stories260K-Q8_0.gguf models/stories260K-Q4_0.gguf vocab/ggml-vocab-gpt-2.gguf vocab/ggml-vocab-qwen2.gguf
@@ -142,5 +142,21 @@ expect 1 "device" --model "$M" --device tpu --prompt x
 expect 1 "architecture 'gpt2' is not supported" --model "$data/vocab/ggml-vocab-gpt-2.gguf" --prompt x
 head -c 1000 "$M" >"$tmp/cut.gguf"
 expect 1 "cut.gguf" --model "$tmp/cut.gguf" --prompt x
+
+# A model whose weights are NaN: no token can be sampled; an error that says so, exit 1,
+# not token 0 over and over (greedy and at random)
+python3 - "$M" "$tmp/nan.gguf" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], "rb").read())
+for off in range(len(d) - 200000, len(d) - 4, 4):  # the last tensors (F32): NaN
+    d[off:off + 4] = struct.pack("<f", float("nan"))
+open(sys.argv[2], "wb").write(d)
+PY
+for t in 0 0.7; do
+	"$W" run --model "$tmp/nan.gguf" --prompt 'Once upon a time' -n 4 --temperature $t --format jsonl >"$tmp/nan.out" 2>"$tmp/nan.err"
+	rc=$?
+	[[ $rc -eq 1 && ! -s $tmp/nan.out ]] && grep -q 'every logit was NaN or -inf' "$tmp/nan.err" && ok ||
+		bad "NaN weights at temperature $t: rc $rc, $(head -c 300 "$tmp/nan.out") $(grep -v loading "$tmp/nan.err")"
+done
 
 finish run_test

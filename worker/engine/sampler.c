@@ -272,6 +272,8 @@ draw(const struct samp_params *p, struct samp_cand *c, uint32_t n, uint64_t inde
 			first = i;
 	}
 	float top = c[first].logit;
+	if (top == -INFINITY)
+		return SAMP_NONE;
 	if (p->top_k > 0 && (uint32_t)p->top_k < n) {
 		select_first(c, n, (uint32_t)p->top_k);
 		n = (uint32_t)p->top_k;
@@ -321,7 +323,7 @@ samp_sample(const struct samp_params *p, const float *logits, uint32_t n_vocab, 
 		for (uint32_t i = 1; i < n_vocab; i++)
 			if (c[i].logit > c[best].logit)
 				best = i;
-		return c[best].id;
+		return c[best].logit == -INFINITY ? SAMP_NONE : c[best].id;
 	}
 	return draw(p, c, n, index);
 }

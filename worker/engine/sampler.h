@@ -51,8 +51,11 @@ struct samp_cand {
  * previous tokens @hist (@n_hist, prompt and generated, for the penalties:
  * the last @index of them are the generated ones) and the index of the
  * token being generated (@index, the Philox counter).
- * @work holds n_vocab candidates. Never fails; NaN logits are ignored.
+ * @work holds n_vocab candidates. NaN logits are ignored; SAMP_NONE when no
+ * candidate is left above -inf (every logit NaN or -inf: a model whose numbers
+ * broke, or a logit_bias that banned every token): no token to give.
  */
+#define SAMP_NONE (-1)
 int32_t samp_sample(const struct samp_params *p, const float *logits, uint32_t n_vocab,
                     const int32_t *hist, size_t n_hist, uint64_t index, struct samp_cand *work);
 

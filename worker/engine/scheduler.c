@@ -268,6 +268,12 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 
 	if (index < j->n_script)
 		id = j->script[index];
+	if (id == SAMP_NONE) { /* the sampler had no candidate above -inf */
+		sched_finish(s, j, ORCH_FINISH_ERROR, ORCH_EINTERNAL,
+		             "no token could be sampled: every logit was NaN or -inf (the model's "
+		             "weights or numerics are broken, or logit_bias banned every token)");
+		return;
+	}
 	if (j->t_first == 0)
 		j->t_first = (double)orch_mono_ns() / 1e6;
 	if (tok_is_eog(s->t, id)) {

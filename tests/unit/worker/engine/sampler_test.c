@@ -170,10 +170,36 @@ test_sampler_openai(void)
 	T_EQ(samp_sample(&p, lg, 8, h4, 3, 3, work), 7); /* the marks were cleared */
 }
 
+/* No candidate above -inf (a model whose numbers broke, or every token banned): no token. */
+static void
+test_sampler_none(void)
+{
+	struct samp_cand work[8];
+	float nan8[8], lg[8] = {1, 5, 3, 5, -2, 0, 2, 4};
+	struct samp_params p = samp_defaults();
+	struct samp_bias all[8];
+
+	for (int i = 0; i < 8; i++) {
+		nan8[i] = i == 3 ? -INFINITY : NAN;
+		all[i] = (struct samp_bias){i, -100};
+	}
+	p.temperature = 0;
+	T_EQ(samp_sample(&p, nan8, 8, NULL, 0, 0, work), SAMP_NONE);
+	p.temperature = 0.8f;
+	T_EQ(samp_sample(&p, nan8, 8, NULL, 0, 0, work), SAMP_NONE);
+	p.bias = all, p.n_bias = 8;
+	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), SAMP_NONE);
+	p.temperature = 0;
+	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), SAMP_NONE);
+	p.n_bias = 7; /* one left: that one */
+	T_EQ(samp_sample(&p, lg, 8, NULL, 0, 0, work), 7);
+}
+
 int
 main(void)
 {
 	T_RUN(test_same_tokens);
 	T_RUN(test_sampler_openai);
+	T_RUN(test_sampler_none);
 	return t_done();
 }
