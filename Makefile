@@ -23,6 +23,7 @@ all: build
 # PORT=N or LISTEN=HOST:PORT: where orchd listens (default 127.0.0.1:8080). Builds only
 # what running needs, quietly (scripts/build_run.sh); 'make build' builds everything.
 run: deps-run
+	@PORT="$(PORT)" LISTEN="$(LISTEN)" scripts/run.sh --check "$(BUILD)"
 	@WERROR="$(WERROR)" JOBS="$(JOBS)" CMAKE_ARGS="$(CMAKE_ARGS)" scripts/build_run.sh "$(BUILD)"
 	@PORT="$(PORT)" LISTEN="$(LISTEN)" scripts/run.sh "$(BUILD)"
 

@@ -5,9 +5,20 @@
 # repository: models/, see NOTICE), on the best device present: cuda:0 when
 # nvidia-smi lists a GPU and the CUDA module was built, else the cpu
 # (ORCH_DEVICE=cpu|cuda:N chooses). Runtime files go in BUILD/run.
-# ORCH_MODEL=FILE serves another GGUF instead.
+# ORCH_MODEL=FILE serves another GGUF instead. run.sh --check BUILD: only the checks
+# (PORT, the model, an orchd already running there, a busy port), which make run does
+# before it builds anything.
+# orchd runs in a session of its own and run.sh passes it the terminal's signals:
+# Ctrl-C (SIGINT) drains, a second one stops at once; a closed terminal (SIGHUP,
+# which to orchd means reload) stops it as SIGTERM does.
 set -euo pipefail
+check_only=false
+if [[ ${1:-} == --check ]]; then
+	check_only=true
+	shift
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "${1:-build}"
 build=$(cd "${1:-build}" && pwd)
 run=${ORCH_RUN_DIR:-$build/run}
 model=${ORCH_MODEL:-$root/models/stories260K.gguf}
@@ -26,7 +37,6 @@ if [[ -z $device ]]; then
 		device=cuda:0
 	fi
 fi
-mkdir -p "$run"
 if [[ ! -f $model ]]; then
 	echo "make run: $model is missing (the default model is models/stories260K.gguf in the repository)" >&2
 	exit 1
@@ -43,6 +53,8 @@ if (exec 3<>"/dev/tcp/$host/${listen##*:}") 2>/dev/null; then
 	echo "make run: $listen is in use (something answers there): pick another port with make run PORT=N (or LISTEN=HOST:PORT)" >&2
 	exit 1
 fi
+$check_only && exit 0
+mkdir -p "$run"
 cat >"$run/orchd.conf" <<CONF
 # written by scripts/run.sh (make run)
 [server]
@@ -58,5 +70,12 @@ preload = yes
 CONF
 echo "make run: orchd on $url (a chat page at $url/), model on $device, admin socket $run/orchd.sock"
 echo "make run: try  curl -N $url/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
-echo "make run: and  $build/bin/orchctl status   (it finds your newest orchd; this one's admin socket is $run/orchd.sock, for --socket)"
-exec "$build/bin/orchd" --config "$run/orchd.conf"
+echo "make run: and  $build/bin/orchctl status   (it finds this one, make run's of this build; its admin socket is $run/orchd.sock)"
+setsid "$build/bin/orchd" --config "$run/orchd.conf" &
+pid=$!
+trap 'kill -INT "$pid" 2>/dev/null || true' INT
+trap 'kill -TERM "$pid" 2>/dev/null || true' TERM HUP
+while kill -0 "$pid" 2>/dev/null; do
+	wait "$pid" 2>/dev/null || true # a trapped signal ends a wait early
+done
+wait "$pid" 2>/dev/null

@@ -1,12 +1,13 @@
 /*
  * admin_client.c - orchctl's side of the admin API: one HTTP/1.1 request
  * over orchd's unix socket (--socket PATH, else $ORCHD_SOCKET, else
- * /run/orchd/orchd.sock, or a user orchd's, else the newest orchd of the
- * user's discovery directory, base/discover.h: make run's), JSON helpers, and the read commands
- * status and ps.
+ * /run/orchd/orchd.sock, or a user orchd's, else make run's of this build, else the
+ * newest orchd of the user's discovery directory, base/discover.h), JSON helpers, and the read
+ * commands status and ps.
  */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,10 +45,32 @@ user_socket(void)
 	return stat(path, &st) == 0 && st.st_uid == geteuid() ? path : DEFAULT_SOCKET;
 }
 
+/* Whether @sock is make run's admin socket of this orchctl's own build: BUILD/run/orchd.sock
+ * beside BUILD/bin/orchctl. */
+static bool
+own_build(const char *sock)
+{
+	char exe[PATH_MAX], want[PATH_MAX + 32];
+	ssize_t k = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (k <= 0)
+		return false;
+	exe[k] = '\0';
+	for (int up = 0; up < 2; up++) { /* BUILD/bin/orchctl -> BUILD */
+		if ((slash = strrchr(exe, '/')) == NULL)
+			return false;
+		*slash = '\0';
+	}
+	snprintf(want, sizeof(want), "%s/run/orchd.sock", exe);
+	return strcmp(sock, want) == 0;
+}
+
 const char *
 orchctl_socket(const char *flag)
 {
-	static char found[4][ORCH_DISCOVER_PATH_MAX];
+	static char found[16][ORCH_DISCOVER_PATH_MAX];
+	static bool warned;
 	const char *env = getenv("ORCHD_SOCKET"), *def;
 
 	if (flag == NULL)
@@ -57,14 +80,23 @@ orchctl_socket(const char *flag)
 	def = user_socket();
 	if (orch_discover_answers(def))
 		return def;
-	/* none at the default place: the orchds this user started elsewhere (make run's) */
-	size_t n = orch_discover_list(found, 4);
-	if (n > 1)
+	/* none at the default place: the orchds this user started elsewhere (make run's):
+	 * the one make run started from this build, else the newest */
+	size_t n = orch_discover_list(found, 16), pick = 0;
+	for (size_t i = 0; i < n; i++)
+		if (own_build(found[i])) {
+			pick = i;
+			break;
+		}
+	if (n > 1 && !warned) {
+		warned = true;
 		fprintf(stderr,
-		        "orchctl: %zu orchds of yours run; this is the newest's, at %s (--socket "
+		        "orchctl: %zu orchds of yours run; this is %s, at %s (--socket "
 		        "chooses another: %s%s)\n",
-		        n, found[0], found[1], n > 2 ? ", …" : "");
-	return n > 0 ? found[0] : def;
+		        n, own_build(found[pick]) ? "make run's of this build" : "the newest's",
+		        found[pick], found[pick == 0 ? 1 : 0], n > 2 ? ", …" : "");
+	}
+	return n > 0 ? found[pick] : def;
 }
 
 /* Where orchctl looked for an orchd, for the error of one it cannot reach. */

@@ -509,7 +509,8 @@ orchctl_models(int argc, char **argv)
 		if (arg_json)
 			puts("[]");
 		else
-			printf("no model store yet (orchctl pull puts one there)\n");
+			printf("no model store yet (orchctl pull puts one there); the models orchd "
+			       "serves now: orchctl status\n");
 		return 0;
 	}
 	if (s == NULL)

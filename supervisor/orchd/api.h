@@ -71,6 +71,13 @@ void api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *re
  */
 void api_no_model(struct orchd *d, struct evhttp_request *req, const char *name);
 
+/*
+ * api_only_model - for a request that names no model: the one model @req's caller
+ * may use, when there is exactly one (as llama-server does); else NULL, answered
+ * 400 "'model' is required".
+ */
+struct model_entry *api_only_model(struct orchd *d, struct evhttp_request *req);
+
 /* api_room - room for one more stream; else answers 503 OVERLOADED with Retry-After. */
 bool api_room(struct orchd *d, struct evhttp_request *req);
 

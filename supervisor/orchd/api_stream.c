@@ -322,6 +322,25 @@ api_no_model(struct orchd *d, struct evhttp_request *req, const char *name)
 	           more ? " and more" : "");
 }
 
+struct model_entry *
+api_only_model(struct orchd *d, struct evhttp_request *req)
+{
+	const struct api_key *key = api_caller(d, req);
+	struct model_entry *m, *only = NULL;
+	uint32_t n = 0;
+
+	for (m = d->models; m; m = m->next)
+		if (keys_model_ok(key, m->cfg.name)) {
+			only = m;
+			n++;
+		}
+	if (n == 1)
+		return only;
+	http_error(req, ORCH_EINVAL, "model",
+	           "'model' is required: %u models are served (GET /v1/models lists them)", n);
+	return NULL;
+}
+
 /* Checks against the registry; a refusal is answered. */
 static struct model_entry *
 admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
@@ -558,6 +577,11 @@ start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r,
 	struct job *j;
 
 	api_owner(d, req, &owner);
+	if (r->model[0] == '\0') { /* OpenAI's without "model": the one served, if one is */
+		if ((m = api_only_model(d, req)) == NULL)
+			goto out;
+		snprintf(r->model, sizeof(r->model), "%s", m->cfg.name);
+	}
 	if (!deadline(req, r, received) || (m = admit(d, req, r, &owner)) == NULL)
 		goto out;
 	if (r->n_choices > 1 || r->prompt_list != NULL)

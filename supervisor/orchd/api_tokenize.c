@@ -180,25 +180,13 @@ on_close(struct evhttp_connection *conn, void *arg)
 static struct model_entry *
 find_model(struct orchd *d, struct evhttp_request *req, const char *name)
 {
-	const struct api_key *key = api_caller(d, req);
-	struct model_entry *m, *only = NULL;
-	uint32_t n = 0;
+	struct model_entry *m;
 
-	if (name != NULL) {
-		if ((m = models_find(d, name)) != NULL && keys_model_ok(key, name))
-			return m;
-		api_no_model(d, req, name);
-		return NULL;
-	}
-	for (m = d->models; m; m = m->next)
-		if (keys_model_ok(key, m->cfg.name)) {
-			only = m;
-			n++;
-		}
-	if (n == 1)
-		return only;
-	http_error(req, ORCH_EINVAL, "model",
-	           "'model' is required: %u models are served (GET /v1/models lists them)", n);
+	if (name == NULL)
+		return api_only_model(d, req);
+	if ((m = models_find(d, name)) != NULL && keys_model_ok(api_caller(d, req), name))
+		return m;
+	api_no_model(d, req, name);
 	return NULL;
 }
 

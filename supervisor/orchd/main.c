@@ -92,7 +92,7 @@ on_shutdown_tick(evutil_socket_t fd, short what, void *arg)
 	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			live |= m->workers[i]->pid > 0;
-	bool over = !live || now - d->stop_ms > d->cfg.shutdown_timeout_s * 1000ull;
+	bool over = !live || d->stop_now || now - d->stop_ms > d->cfg.shutdown_timeout_s * 1000ull;
 	if (over && d->cut_ms == 0 && d->live != NULL) {
 		/* out of time, or the workers gone with jobs left (a worker lost while draining:
 		 * its jobs have nowhere to run): each ends in its API's form, then orchd exits */
@@ -121,6 +121,12 @@ on_signal(evutil_socket_t sig, short what, void *arg)
 		reload_start(d); /* read off the loop, applied on it (reload.h) */
 		return;
 	}
+	if (d->stopping) { /* a second SIGINT or SIGTERM: do not wait for the running jobs */
+		if (!d->stop_now)
+			orch_log(ORCH_LOG_WARNING, "stopping_now", "signal=%d", (int)sig);
+		d->stop_now = true;
+		return;
+	}
 	char why[32];
 	snprintf(why, sizeof(why), "signal %d", (int)sig);
 	begin_stop(d, why);
@@ -136,9 +142,17 @@ begin_stop(struct orchd *d, const char *why)
 {
 	if (d->stopping)
 		return;
+	uint32_t running = 0;
+	for (const struct job *j = d->live; j; j = j->live_next)
+		running += j->state == JOB_RUNNING;
 	d->stopping = true;
 	d->stop_ms = orch_mono_ms();
-	orch_log(ORCH_LOG_INFO, "stopping", "why=\"%s\"", why);
+	/* on a terminal, what Ctrl-C now waits for and how not to */
+	orch_log(ORCH_LOG_INFO, "stopping", "why=\"%s\" running_jobs=%u wait_s=%u hint=\"%s\"", why,
+	         running, d->cfg.shutdown_timeout_s,
+	         running ? "running jobs may finish first: a second SIGINT (Ctrl-C) or SIGTERM "
+	                   "ends them now"
+	                 : "");
 	for (struct model_entry *m = d->models; m; m = m->next) {
 		models_fail_queued(d, m, ORCH_EOVERLOADED, "orchd is shutting down");
 		for (uint32_t i = 0; i < m->n_workers; i++)

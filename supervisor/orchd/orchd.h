@@ -68,6 +68,7 @@ struct orchd {
 	int rundir_lock; /* 1 + the descriptor holding runtime_dir's lock (rundir.h); 0: none */
 	uint64_t started_ms, started_unix, stop_ms;
 	uint64_t cut_ms; /* when shutdown_timeout_s ended the running jobs (main.c); 0: not */
+	bool stop_now;   /* a second SIGINT or SIGTERM while stopping: end them without waiting */
 	struct metrics metrics;
 	orchd_model_event_fn on_model_event;
 	/* drain and exit, as SIGTERM (main.c): the admin API's POST /admin/shutdown calls it */

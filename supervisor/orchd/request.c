@@ -142,15 +142,16 @@ parse_openai(const struct orchd_config *cfg, const cJSON *root, bool chat, struc
 	const char *model = NULL;
 
 	if (!request_openai_fields(root, chat, r, pe) ||
-	    !params_string(root, "model", true, &model, pe) ||
+	    !params_string(root, "model", false, &model, pe) ||
 	    !params_bool(root, "stream", &r->stream, pe) || !parse_cache_salt(root, r, pe) ||
 	    !parse_deadline(root, r, pe) || !request_grammar(root, r, pe) ||
 	    !request_logprobs(root, chat ? REQUEST_CHAT : REQUEST_COMPLETION, r, pe))
 		return false;
-	if (strlen(model) >= sizeof(r->model))
+	if (model != NULL && strlen(model) >= sizeof(r->model))
 		return params_fail(pe, ORCH_EMODEL_NOT_FOUND, "model",
 		                   "model '%.64s...' is not configured", model);
-	snprintf(r->model, sizeof(r->model), "%s", model);
+	/* none: the one model served (api_only_model), as llama-server takes it */
+	snprintf(r->model, sizeof(r->model), "%s", model ? model : "");
 	/* completions' echo with max_tokens 0: the prompt alone (its log-probabilities) */
 	const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "max_tokens");
 	r->prompt_only = !chat && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "echo")) &&

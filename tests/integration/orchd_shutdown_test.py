@@ -14,7 +14,8 @@ runs it):
 - a job's capability id in a refused request's path (405, OPTIONS) is logged as a
   hash, never as sent;
 - Ctrl-C at a terminal (SIGINT to the process group) drains, as SIGINT to orchd
-  does: the workers are not in orchd's process group."""
+  does: the workers are not in orchd's process group; a second Ctrl-C ends the
+  running jobs at once (their API's terminal form) and orchd exits."""
 import json
 import os
 import signal
@@ -192,9 +193,50 @@ def ctrl_c():
     p.stop()
 
 
+def ctrl_c_twice():
+    """A second Ctrl-C does not wait for the running jobs (shutdown_timeout_s is 30 s here):
+    the first one's log line says what it waits for and how not to; after the second the
+    running job ends at once in its API's form (WORKER_LOST) and orchd exits 0."""
+    p = orchd_lib.OrchdProc(BIN, "", seed=61, preexec=os.setsid,
+                            more=lambda tmp: '[model "m"]\npath = %s\nslots = 2\ncontext = 128\nthreads = 1\n' % MODEL)
+    orchd_lib.ADMIN = os.path.join(p.tmp, "orchd.sock")
+    pid = worker_pid("m")
+    os.kill(pid, signal.SIGSTOP)  # frozen: the job would never finish
+    out = {}
+    t = threading.Thread(target=stream, args=("/execute", {"job_id": "c2", "model": "m", "prompt": "Once",
+                                                           "max_tokens": 32}, out, "c"), daemon=True)
+    t.start()
+    end = time.time() + 10
+    while time.time() < end and orchd_lib.metric("orch_running_jobs", {"model": "m"}) < 1:
+        time.sleep(0.02)
+    t0 = time.time()
+    os.killpg(p.proc.pid, signal.SIGINT)
+    time.sleep(0.5)
+    check(p.proc.poll() is None, "the first Ctrl-C waits for the running job")
+    os.killpg(p.proc.pid, signal.SIGINT)
+    t.join(30)
+    rc = p.proc.wait(30)
+    took = time.time() - t0
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
+    st, text = out.get("c", (0, ""))
+    evs = sse_events(text)
+    last = json.loads(evs[-1]["data"]) if evs else {}
+    check(st == 200 and evs and evs[-1]["event"] == "error" and last.get("code") == "WORKER_LOST",
+          "a second Ctrl-C: the running job ends now, WORKER_LOST: %s" % text[-300:])
+    check(rc == 0 and took < 6, "a second Ctrl-C: orchd exits 0 at once (%.1f s, rc %s)" % (took, rc))
+    log = p.log_text()
+    check("running_jobs=1" in log and "a second SIGINT (Ctrl-C)" in log and "event=stopping_now" in log,
+          "the log says what the first Ctrl-C waits for, and the second: %s" % log[-600:])
+    p.stop()
+
+
 for k, how in enumerate(("POST /admin/shutdown", "orchctl shutdown", "SIGTERM")):
     stop_idle(how, 50 + k)
 ctrl_c()
+ctrl_c_twice()
 
 o = orchd_lib.OrchdProc(BIN, "max_queue = 4\nshutdown_timeout_s = 1\naccess_log = yes\n", seed=23,
                         more=lambda tmp: '[model "m"]\npath = %s\nslots = 2\ncontext = 128\nthreads = 1\n' % MODEL)

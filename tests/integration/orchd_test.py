@@ -297,6 +297,10 @@ try:
     st, _, t = post("/v1/completions", {"model": "a", "prompt": "", "max_tokens": 3})
     check(st == 200 and json.loads(t)["usage"]["prompt_tokens"] == 1,
           "an empty OpenAI prompt runs from BOS alone: %s %s" % (st, t[:300]))
+    # no "model": with several served, OpenAI's APIs say it is required (one served: taken)
+    st, _, t = post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]})
+    check(st == 400 and json.loads(t)["error"]["param"] == "model"
+          and "'model' is required: 4 models are served" in t, "no model of 4: %s %s" % (st, t[:200]))
     st, _, t = post("/execute", "{not json")
     check(st == 400 and json.loads(t)["error"]["code"] == "INVALID_REQUEST", "bad json")
     st, _, t = post("/execute", "[1,2]")

@@ -79,6 +79,29 @@ if wait_ready "$port"; then
 	out=$(env -u ORCHD_SOCKET "$bin/orchctl" status 2>&1)
 	[[ $? -eq 0 && ($out == *stories260k* || $out == *"$tmp/run/orchd.sock"*) ]] && ok ||
 		bad "orchctl status without ORCHD_SOCKET: $out"
+	# ... and prefers make run's orchd of its own build (BUILD/run beside BUILD/bin/orchctl) to a
+	# newer one started elsewhere
+	mkdir -p "$tmp/bin" && cp "$bin/orchctl" "$tmp/bin/orchctl"
+	"$bin/orchd" --model "$model" --port "$(pick_port 8)" --runtime-dir "$tmp/newer" >"$tmp/newer.out" 2>&1 &
+	pids+=($!)
+	for _ in $(seq 100); do [[ -S $tmp/newer/orchd.sock ]] && break; sleep 0.1; done
+	out=$(env -u ORCHD_SOCKET "$tmp/bin/orchctl" status 2>&1 >/dev/null)
+	[[ $out == *"this is make run's of this build, at $tmp/run/orchd.sock"* ]] && ok ||
+		bad "orchctl of a build prefers its make run's orchd: $out"
+	kill "${pids[-1]}" 2>/dev/null
+	unset 'pids[-1]'
+	# make run checks before it builds: run.sh --check says the same and writes nothing
+	out=$(PORT=$(pick_port 5) ORCH_RUN_DIR=$tmp/run "$src/scripts/run.sh" --check "$bin/.." 2>&1)
+	[[ $? -ne 0 && $out == *"already runs from $tmp/run"* ]] && ok || bad "run.sh --check: $out"
+	# a closed terminal (SIGHUP to make run) stops orchd, where SIGHUP to orchd reloads
+	kill -HUP "${pids[-1]}"
+	for _ in $(seq 100); do
+		curl -s -o /dev/null "http://127.0.0.1:$port/health" || break
+		sleep 0.1
+	done
+	curl -s -o /dev/null "http://127.0.0.1:$port/health" && bad "make run after SIGHUP: orchd still serves" || ok
+	wait "${pids[-1]}" 2>/dev/null
+	grep -q 'event=stopping why="signal 15"' "$tmp/run.out" && ok || bad "SIGHUP to make run: $(tail -3 "$tmp/run.out")"
 else
 	bad "make run on PORT=$port never ready: $(tail -5 "$tmp/run.out")"
 fi
@@ -92,6 +115,10 @@ port=$(pick_port 2)
 pids+=($!)
 if wait_ready "$port"; then
 	ok
+	# OpenAI's APIs without "model" take the one model served, as llama-server does
+	body=$(curl -s "http://127.0.0.1:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+		-d '{"messages":[{"role":"user","content":"hi"}],"max_tokens":2}')
+	[[ $body == *'"model":"stories260k"'* && $body == *'"finish_reason":"length"'* ]] && ok || bad "chat without model: $body"
 	body=$(curl -s "http://127.0.0.1:$port/v1/models/stories260k") # the name in lower case, as make run's
 	[[ $body == *'"context_length":256'* ]] && ok || bad "--model --context: $body"
 	[[ -S $tmp/rt/orchd.sock ]] && ok || bad "admin socket not in --runtime-dir"
