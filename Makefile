@@ -1,4 +1,4 @@
-# Thin wrapper over CMake (DESIGN.md §6). The first two targets are the README's.
+# Thin wrapper over CMake. The first two targets are the README's.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz

@@ -54,7 +54,11 @@ flag_model_failed(struct orchd *d, const struct model_entry *m)
 {
 	orch_log(ORCH_LOG_ERR, "start_failed", "part=model value=%s msg=\"%s\"", m->cfg.path,
 	         m->error);
-	if (isatty(STDERR_FILENO))
+	size_t n = strlen(m->cfg.path); /* an error that names the file already: once is enough */
+	bool named = strncmp(m->error, m->cfg.path, n) == 0 && m->error[n] == ':';
+	if (isatty(STDERR_FILENO) && named)
+		fprintf(stderr, "orchd: --model %s\n", m->error);
+	else if (isatty(STDERR_FILENO))
 		fprintf(stderr, "orchd: --model %s: %s\n", m->cfg.path, m->error);
 	d->exit_code = 1;
 	if (d->stop != NULL) /* the config's other models may be serving: drain, as SIGTERM */
