@@ -116,7 +116,12 @@ admin_model_json(const struct model_entry *m)
 	for (uint32_t i = 0; i < m->cfg.n_devices; i++)
 		cJSON_AddItemToArray(devs, cJSON_CreateString(m->cfg.devices[i]));
 	cJSON_AddNumberToObject(o, "slots", m->cfg.slots);
-	cJSON_AddNumberToObject(o, "context", m->cfg.context);
+	cJSON_AddNumberToObject(o, "context", m->cfg.context); /* as configured; 0: the model's */
+	for (uint32_t i = 0; i < m->n_workers; i++) /* what a worker took, once one loaded */
+		if (m->workers[i]->ident.context_length) {
+			cJSON_AddNumberToObject(o, "context_length", m->workers[i]->ident.context_length);
+			break;
+		}
 	cJSON_AddNumberToObject(o, "replicas", m->cfg.replicas);
 	cJSON_AddBoolToObject(o, "preload", m->cfg.preload);
 	cJSON_AddStringToObject(o, "tokenizer", m->cfg.hf_tokenizer ? "hf-json" : "gguf");

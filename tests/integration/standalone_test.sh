@@ -131,6 +131,8 @@ if wait_ready "$port"; then
 		bad "a second orchd on the admin socket: $out"
 	out=$(ORCHD_SOCKET=$tmp/rt/orchd.sock "$bin/orchctl" status 2>&1)
 	[[ $? -eq 0 && $out == *stories260k* ]] && ok || bad "the first orchd's admin socket after two refused starts: $out"
+	out=$(ORCHD_SOCKET=$tmp/rt/orchd.sock "$bin/orchctl" status --json 2>&1)
+	[[ $out == *'"context_length":256'* ]] && ok || bad "status --json: the context the worker took: $out"
 	# a second orchd on the same port: a sentence that says what to do, no API error code
 	out=$("$bin/orchd" --model "$model" --port "$port" --runtime-dir "$tmp/rt2" 2>&1)
 	[[ $? -ne 0 && $out == *"port is in use"*"--port"* && $out != *MODEL_LOAD_FAILED* ]] && ok ||
