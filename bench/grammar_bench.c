@@ -193,12 +193,13 @@ bench_schema(const struct vocab *vc, const char *name, const char *schema_text)
 	gram_masks_stats(c, &st);
 	printf("  %-7s grammar %6zu bytes: %5.1f us/token mean over %lu tokens (%d/%d complete); "
 	       "cold %7.1f, warm %5.1f us/token; %lu hits, %lu misses at %.2f ms each "
-	       "(%lu from %lu shared walks)\n",
+	       "(%lu from %lu shared walks); a walk's work at most %llu\n",
 	       name, strlen(text), all / (double)steps, (unsigned long)steps, complete, GENS,
 	       first / (double)first_steps, warm / (double)warm_steps, (unsigned long)st.hits,
 	       (unsigned long)st.misses,
 	       st.misses ? (double)st.walk_ns / 1e6 / (double)st.misses : 0.0,
-	       (unsigned long)st.derived, (unsigned long)st.shared_walks);
+	       (unsigned long)st.derived, (unsigned long)st.shared_walks,
+	       (unsigned long long)st.work_max);
 	gram_masks_free(c);
 	gram_masks_free(plain);
 	gram_free(g);

@@ -421,6 +421,7 @@ walk(struct gram_masks *c, struct gram_stacks *s, const struct gram_state *from,
 {
 	const struct gram_vocab *v = c->v;
 	uint32_t i = 0, visited = 0;
+	uint64_t spent = 0; /* GRAM_MASK_WORK_MAX's count */
 	orch_err rv = gram_state_copy(&c->st[0], from);
 
 	if (e != NULL) {
@@ -438,6 +439,11 @@ walk(struct gram_masks *c, struct gram_stacks *s, const struct gram_state *from,
 		visited++;
 		if ((rv = gram_advance(c->g, s, &c->st[d - 1], v->byte[i], st)) != ORCH_OK)
 			break;
+		spent += c->st[d - 1].n + (GRAM_WORK_MAX - s->work_left);
+		if (spent > GRAM_MASK_WORK_MAX) {
+			rv = ORCH_ERANGE;
+			break;
+		}
 		if (st->n == 0 && !st->accept) {
 			i = v->skip[i];
 			continue;
@@ -451,6 +457,8 @@ walk(struct gram_masks *c, struct gram_stacks *s, const struct gram_state *from,
 	s->n = c->end[0];
 	s->chain = GRAM_NONE;
 	c->stats.nodes += visited;
+	if (spent > c->stats.work_max)
+		c->stats.work_max = spent;
 	for (uint32_t k = 0; k < from->n; k++) { /* the tokens terminals take whole */
 		const struct gram_elem *el = &c->g->el[from->tops[k].pos];
 		int32_t t = el->kind == GE_TOK ? c->g->toks[el->arg].id : -1;

@@ -68,6 +68,7 @@ struct gram_masks_stats {
 	uint64_t shared_walks; /* such walks */
 	uint64_t walk_ns;      /* time computing */
 	uint64_t nodes;        /* trie nodes visited computing */
+	uint64_t work_max;     /* the most work one walk took (GRAM_MASK_WORK_MAX's count) */
 	uint32_t cached;       /* masks held now */
 };
 

@@ -75,6 +75,18 @@ uint64_t gram_expansion(const struct gram *g);
 #define GRAM_NODES_MAX (1u << 21)
 
 /*
+ * The most work one mask may take (ORCH_ERANGE beyond, as too ambiguous): the
+ * walk over the vocabulary's trie advances the matcher once a node, so its cost
+ * is the positions each advance looks at and the work it pushes, summed. The
+ * JSON schemas of bench/grammar_bench cost at most 7.1 million over Qwen2's
+ * 151,936 tokens and 8.9 million over gpt-oss's 201,088; this is 7.5 times that
+ * (about 1 s of one core). A step's own bound alone let one mask spin for
+ * minutes, past the worker's heartbeat (issue 52's attack: (.{0,10000}){0,10}
+ * on Qwen2's vocabulary; now refused after 1.4 s on a loaded 2-core VM).
+ */
+#define GRAM_MASK_WORK_MAX (1ull << 26)
+
+/*
  * Token terminals: as in llama.cpp's GBNF, <[ID]> matches the one token
  * with id ID and <TEXT> the one token whose text is TEXT, angle brackets
  * included (<|channel|>, <think>): how a grammar names control tokens, which

@@ -225,10 +225,11 @@ ambiguous_or_oom(orch_err rv, const char *what, struct orch_errinfo *reterr)
 	if (rv == ORCH_ERANGE)
 		return orch_errf(reterr, ORCH_EINVAL,
 		                 "the grammar is too ambiguous: more than %u parses alive at once, "
-		                 "or more than %u steps of work for one byte, %s (make its "
-		                 "alternatives exclusive, its repetitions of what may be empty "
-		                 "fewer)",
-		                 GRAM_STACKS_MAX, GRAM_WORK_MAX, what);
+		                 "more than %u steps of work for one byte, or more than %llu for "
+		                 "one step's mask over the vocabulary, %s (make its alternatives "
+		                 "exclusive, its repetitions of what may be empty fewer)",
+		                 GRAM_STACKS_MAX, GRAM_WORK_MAX,
+		                 (unsigned long long)GRAM_MASK_WORK_MAX, what);
 	return orch_errf(reterr, ORCH_ENOMEM, "out of memory %s", what);
 }
 

@@ -18,7 +18,9 @@
 #include "engine/grammars.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "base/clock.h"
 #include "grammar/grammar.h"
+#include "grammar/json_schema.h"
 #include "synth.h"
 #include "t.h"
 #include "text/tokenizer.h"
@@ -296,6 +298,22 @@ test_qwen2_vocab(void)
 	T_TRUE(e != NULL);
 	T_TRUE(run_jobs(e, json_gr, "Write JSON:", 6, 1.0f, 160, o) > 0);
 	check_outputs(json_gr, o, 6);
+	/* a regex within the compile-time bound whose masks over 151,936 tokens would take
+	 * minutes (issue 52's attack: the worker spun past its heartbeat and was killed):
+	 * the job ends, too ambiguous, in bounded time, and the engine goes on */
+	char *rx = NULL, msg[256];
+	T_OK(json_regex_gbnf("(.{0,10000}){0,10}", &rx, msg, sizeof(msg)));
+	uint64_t t0 = orch_mono_ms();
+	T_EQ(run_jobs(e, rx, "x", 1, 1.0f, 8, o), 0);
+	uint64_t ms = orch_mono_ms() - t0;
+	printf("(.{0,10000}){0,10} on qwen2's vocabulary: %s after %llu ms\n",
+	       o[0].why == ORCH_FINISH_ERROR ? "refused" : "ran", (unsigned long long)ms);
+	T_EQ(o[0].why, ORCH_FINISH_ERROR);
+	T_ERR(o[0].err, ORCH_EINVAL);
+	T_TRUE(strstr(o[0].msg, "too ambiguous") != NULL);
+	free(rx);
+	run_jobs(e, json_gr, "Write JSON:", 1, 1.0f, 40, o); /* the engine still serves */
+	T_TRUE(o[0].why != ORCH_FINISH_ERROR && o[0].n > 0);
 	engine_close(e);
 	free(o);
 }
