@@ -106,7 +106,8 @@ void api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t
 /*
  * api_start - parse @req's body for @api, make the job and submit it
  * (placed or queued), then follow it; every refusal is answered here. A
- * body of API_PARSE_OFF_LOOP_BYTES or more is parsed off the loop first.
+ * body of API_PARSE_OFF_LOOP_BYTES or more, or one that may compile a
+ * grammar, is parsed off the loop first (api_parse_then).
  */
 void api_start(struct orchd *d, struct evhttp_request *req, int api);
 
@@ -126,7 +127,9 @@ typedef void (*api_drop_fn)(void *arg);
 
 /*
  * api_parse_then - @parse(@arg), then @cont(@req, @arg): on the loop for a
- * body of @n < API_PARSE_OFF_LOOP_BYTES; else the parse runs on a helper
+ * body of @n < API_PARSE_OFF_LOOP_BYTES that names nothing which compiles a
+ * grammar (response_format, grammar, guided_*, regex, tools, json_schema:
+ * a small schema can expand past 1 MiB); else the parse runs on a helper
  * thread (offload.h) while evhttp holds the body, and a client that closes
  * meanwhile is let go, with @drop(@arg), once the parse is back. When no
  * thread can take it: 503 OVERLOADED (retriable) or 500, and @drop(@arg).

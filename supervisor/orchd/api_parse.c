@@ -1,12 +1,15 @@
 /*
  * api_parse.c - a request's body checked on the loop when small, off it
- * when large (api.h, issue 52 A1).
+ * when large or when it may compile a grammar (api.h, issue 52 A1).
  *
  * A large body's parse is a work of offload.h on its own thread: it reads
  * the body where evhttp holds it, and a copy of the limits. The client may
  * close meanwhile: evhttp then detaches the request (http_conn.h), which is
  * let go, freeing the body, only once the parse is back.
  */
+#include <string.h> /* memmem: _GNU_SOURCE, the build's */
+
+#include <event2/buffer.h>
 #include <event2/http.h>
 
 #include "api.h"
@@ -60,6 +63,25 @@ done(struct orchd *d, void *arg, bool live)
 	orch_free(o);
 }
 
+/*
+ * Whether @req's body (@n bytes) may compile a grammar: its cost is not its size's (a
+ * 1.8 KB schema of nested $refs expands past 1 MiB; issue 52's attack). A name in a
+ * string matches too: such a body is only parsed off the loop for nothing.
+ */
+static bool
+may_compile(struct evhttp_request *req, size_t n)
+{
+	static const char *const keys[] = {"\"response_format\"", "\"grammar\"", "\"guided_",
+	                                   "\"regex\"", "\"tools\"", "\"json_schema\""};
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	const unsigned char *body = n > 0 ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
+
+	for (size_t k = 0; body != NULL && k < sizeof(keys) / sizeof(keys[0]); k++)
+		if (memmem(body, n, keys[k], strlen(keys[k])) != NULL)
+			return true;
+	return false;
+}
+
 void
 api_parse_then(struct orchd *d, struct evhttp_request *req, size_t n, api_parse_fn parse,
                api_cont_fn cont, api_drop_fn drop, void *arg)
@@ -67,7 +89,7 @@ api_parse_then(struct orchd *d, struct evhttp_request *req, size_t n, api_parse_
 	struct orch_errinfo e = {0};
 	struct off *o;
 
-	if (n < API_PARSE_OFF_LOOP_BYTES) {
+	if (n < API_PARSE_OFF_LOOP_BYTES && !may_compile(req, n)) {
 		parse(&d->cfg, arg);
 		return cont(d, req, arg);
 	}

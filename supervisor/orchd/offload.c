@@ -16,6 +16,8 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,6 +50,9 @@ run(void *p)
 	struct item *it = p;
 	struct offloader *o = it->o; /* @it is the loop's once written */
 
+	/* below the loop: on a machine of few cores, many of these must not starve it (Linux:
+	 * a thread's nice value is its own) */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), OFFLOAD_NICE);
 	it->work(it->arg);
 	while (write(o->fd[1], &it, sizeof(it)) < 0 && errno == EINTR)
 		;

@@ -19,6 +19,9 @@ struct orchd;
 
 /* The most pieces of work started and not yet handed back; more are refused. */
 #define OFFLOAD_MAX 64
+/* Their threads' nice value: the loop, at its own, keeps about ten times their share of a
+ * busy core (issue 52's attack: 30 clients' schemas froze /health for 3.5 s on 2 cores). */
+#define OFFLOAD_NICE 10
 
 /* offload_work_fn - on the work's own thread: reads and writes only @arg. */
 typedef void (*offload_work_fn)(void *arg);

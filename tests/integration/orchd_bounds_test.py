@@ -110,6 +110,43 @@ for what, body in cases:
     check(st in (200, 400), "%s: answered: %d %s" % (what, st, text[:200]))
     check(worst < STALL_S, "%s: the loop held %.3f s (at most %.1f)" % (what, worst, STALL_S))
 
+# small bodies whose schema's grammar is not small (issue 52's repeated attack: 17 $defs,
+# each two $refs to the next, 1.8 KB, compile past 1 MiB: 150-300 ms each; 40 at once held
+# the loop 6.3 s): whatever may compile a grammar is parsed off the loop, its threads below
+# the loop's priority
+defs = {"d%d" % i: {"anyOf": [{"$ref": "#/$defs/d%d" % (i + 1)},
+                              {"allOf": [{"$ref": "#/$defs/d%d" % (i + 1)}, {"type": "integer"}]}]}
+        for i in range(17)}
+defs["d17"] = {"type": "integer"}
+small = chat({"$defs": defs, "$ref": "#/$defs/d0"})
+check(len(small) < 4096, "the schema's body is small: %d bytes" % len(small))
+got_s = [None] * 40
+
+
+def one_small(k):
+    c = orchd_lib.conn(timeout=120)
+    c.request("POST", "/v1/chat/completions", small, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    got_s[k] = (r.status, r.read().decode())
+    c.close()
+
+
+ts = [threading.Thread(target=one_small, args=(k,)) for k in range(40)]
+hc = http.client.HTTPConnection("127.0.0.1", orchd_lib.PORT, timeout=120)
+worst = 0.0
+for t in ts:
+    t.start()
+while any(t.is_alive() for t in ts):
+    a = time.time()
+    hc.request("GET", "/health")
+    hc.getresponse().read()
+    worst = max(worst, time.time() - a)
+hc.close()
+print("40 small schemas that compile past 1 MiB, at once: the loop held at most %.3f s" % worst)
+check(all(g is not None and g[0] in (400, 503) for g in got_s),
+      "each answered (400: the grammar is too large; 503: busy): %r" % sorted({g[0] for g in got_s if g}))
+check(worst < 1.0, "40 small costly schemas: the loop held %.3f s (at most 1.0; 6.3 before)" % worst)
+
 # large bodies, several at once: parsed off the loop, each answered as on it
 big = "once upon a time " * 200000  # 3.4 MB of prompt
 bodies = [chat(), chat(messages=[{"role": "user", "content": big}]),
