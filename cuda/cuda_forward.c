@@ -67,6 +67,12 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 		TRY(cu_matmul(b, &L->wv, 0, b->kv_dim, &xn, b->qkv + b->q_dim + b->kv_dim,
 		              b->qkv_dim, L->bv));
 	}
+	if (L->q_norm != NULL) { /* qwen3: each query and key head's RMSNorm, before RoPE */
+		TRY(cuk_head_rmsnorm(b->qkv, b->qkv_dim, T, hp->n_head, hp->head_dim, L->q_norm,
+		                     hp->rms_eps, b->st));
+		TRY(cuk_head_rmsnorm(b->qkv + b->q_dim, b->qkv_dim, T, hp->n_head_kv, hp->head_dim,
+		                     L->k_norm, hp->rms_eps, b->st));
+	}
 	TRY(cuk_rope(b->qkv, b->qkv_dim, T, b->d.pos, hp->n_head, hp->n_head_kv, hp->head_dim,
 	             hp->n_rot, b->theta_scale, b->rope_freqs, b->has_yarn ? &b->yarn : NULL,
 	             hp->rope_neox, b->st));

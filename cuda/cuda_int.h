@@ -36,6 +36,7 @@ struct cu_layer {
 	const float *attn_norm, *ffn_norm;
 	struct cuk_mat wq, wk, wv, wqkv, wo, w_gate, w_up, w_gate_up, w_down;
 	const float *bq, *bk, *bv, *bo; /* [width] or NULL */
+	const float *q_norm, *k_norm;   /* [head_dim] or NULL: each head's RMSNorm (qwen3) */
 	bool fused_qkv, fused_gate_up;
 	/* gpt-oss */
 	const float *sinks;    /* [n_head] or NULL */

@@ -88,6 +88,14 @@ cudaError_t cuk_embed(const struct cuk_mat *emb, const int32_t *tok, uint32_t T,
 cudaError_t cuk_rmsnorm(float *x, const float *delta, const float *w, uint32_t n, float eps,
                         uint32_t T, const uint32_t *rows_idx, float *out, cudaStream_t st);
 
+/*
+ * cuk_head_rmsnorm - in place, cuk_rmsnorm of each of @n_heads heads of @head_dim
+ * floats at the start of each of @T rows of @x (@ld floats apart), with one
+ * weight @w [head_dim] for every head: qwen3's query and key norms.
+ */
+cudaError_t cuk_head_rmsnorm(float *x, uint32_t ld, uint32_t T, uint32_t n_heads, uint32_t head_dim,
+                             const float *w, float eps, cudaStream_t st);
+
 /* cuk_add - x[i] += d[i] for @n floats. */
 cudaError_t cuk_add(float *x, const float *d, uint64_t n, cudaStream_t st);
 

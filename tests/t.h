@@ -143,6 +143,27 @@ t_path(const char *rel)
 	exit(77);
 }
 
+/*
+ * t_repo - @rel of the repository's own test data, "$ORCH_SRC/tests/data/@rel": files
+ * the shared data does not have (tests/data/SOURCE.md), read with or without it. In
+ * a static buffer (2 in turn); fails the run when ORCH_SRC is unset.
+ */
+static inline const char *
+t_repo(const char *rel)
+{
+	static char buf[2][1024];
+	static int k;
+	const char *src = getenv("ORCH_SRC");
+
+	if (src == NULL) {
+		fprintf(stderr, "ORCH_SRC is not set (ctest sets it to the source tree)\n");
+		exit(1);
+	}
+	k = (k + 1) % 2;
+	snprintf(buf[k], sizeof(buf[k]), "%s/tests/data/%s", src, rel);
+	return buf[k];
+}
+
 /* t_shared - whether the shared test data ($ORCH_TESTDATA) is here (else tests/data serves). */
 static inline bool
 t_shared(void)

@@ -689,6 +689,44 @@ test_sampling(void)
 }
 
 /*
+ * qwen3's per-head RMSNorm in place, on the query heads (from the row's start) and
+ * the key heads (from q_dim) of rows qkv_dim apart, as cpu_forward.c norms them:
+ * the same floats.
+ */
+static void
+test_head_rmsnorm(void)
+{
+	const uint32_t T = 3, hd = 128, nh = 16, nkv = 8, qd = nh * hd, ld = (nh + 2 * nkv) * hd;
+	float *x = malloc((uint64_t)T * ld * 4), *out = malloc((uint64_t)T * ld * 4);
+	float *wq = malloc(hd * 4), *wk = malloc(hd * 4);
+	float *dx = dev((uint64_t)T * ld * 4), *dwq = dev(hd * 4), *dwk = dev(hd * 4);
+
+	fill(x, (uint64_t)T * ld, 3.0f);
+	fill(wq, hd, 1.0f);
+	fill(wk, hd, 2.0f);
+	CK(cudaMemcpy(dx, x, (uint64_t)T * ld * 4, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(dwq, wq, hd * 4, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(dwk, wk, hd * 4, cudaMemcpyHostToDevice));
+	CK(cuk_head_rmsnorm(dx, ld, T, nh, hd, dwq, 1e-6f, 0));
+	CK(cuk_head_rmsnorm(dx + qd, ld, T, nkv, hd, dwk, 1e-6f, 0));
+	CK(cudaMemcpy(out, dx, (uint64_t)T * ld * 4, cudaMemcpyDeviceToHost));
+	uint32_t differ = 0;
+	for (uint32_t t = 0; t < T; t++) {
+		float *r = x + (uint64_t)t * ld;
+		for (uint32_t h = 0; h < nh; h++)
+			cpu_rmsnorm(r + h * hd, wq, hd, 1e-6f, r + h * hd);
+		for (uint32_t h = 0; h < nkv; h++)
+			cpu_rmsnorm(r + qd + h * hd, wk, hd, 1e-6f, r + qd + h * hd);
+	}
+	for (uint64_t i = 0; i < (uint64_t)T * ld; i++) /* the values (V) are left as they were */
+		differ += memcmp(&out[i], &x[i], 4) != 0;
+	printf("head rmsnorm: %u of %u floats differ from the CPU's\n", differ, T * ld);
+	T_EQ(differ, 0);
+	cudaFree(dx), cudaFree(dwq), cudaFree(dwk);
+	free(x), free(out), free(wq), free(wk);
+}
+
+/*
  * A row with no candidate above -inf (every logit NaN or -inf) gets id -1 on the
  * device, as samp_sample gives SAMP_NONE: greedy on the argmax path and on the
  * prep path (a penalty), and at random; the other rows keep their tokens.
@@ -752,6 +790,7 @@ main(void)
 	T_RUN(test_dequant_mmv);
 	T_RUN(test_norm_rope_swiglu);
 	T_RUN(test_sampling_none);
+	T_RUN(test_head_rmsnorm);
 	T_RUN(test_rope_yarn);
 	T_RUN(test_swiglu_oai);
 	T_RUN(test_attention);

@@ -26,7 +26,7 @@
  * (sampled on the host, in the run that gives the logits), the device
  * sampler 24 a job,
  * and the synthesized models are orch-synth's tiny presets of the same
- * architectures (tiny-qwen2, tiny-phi3, tiny-gpt-oss with MXFP4 experts);
+ * architectures (tiny-qwen2, tiny-phi3, tiny-qwen3, tiny-gpt-oss with MXFP4 experts);
  * the real shapes run there in realmeta_test's goldens. Exits 77 where no
  * CUDA device exists.
  */
@@ -405,7 +405,8 @@ vs_cpu(struct eng *g, const char *what, const float *lc, const struct out *oc, u
 /*
  * The synthesized models: GPU vs CPU logits for 32 steps, tokens; graphs, reruns,
  * batching. On the simulated device the tiny presets of the same architectures
- * (qwen2's biases and tied output, phi3's fused QKV and gate/up; Q4_K_M's
+ * (qwen2's biases and tied output, phi3's fused QKV and gate/up, qwen3's per-head
+ * q/k norms and queries wider than the model; Q4_K_M's
  * K-quant mix, 256 wide): the real shapes run there in realmeta_test's
  * goldens on cuda:0.
  */
@@ -413,10 +414,11 @@ static void
 test_synth(void)
 {
 	static const char *presets[] = {GPU_SIM ? "tiny-qwen2" : "qwen2.5-0.5b",
-	                                GPU_SIM ? "tiny-phi3" : "phi3-mini-4k"};
+	                                GPU_SIM ? "tiny-phi3" : "phi3-mini-4k",
+	                                GPU_SIM ? "tiny-qwen3" : "qwen3-0.6b"};
 	char path[256];
 
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		T_OK(synth_tmp(presets[k], "Q4_K_M", 0, presets[k], path, sizeof(path)));
 		struct eng cpu, gpu, nog, bat;
 		struct orch_errinfo err = {0};

@@ -124,7 +124,8 @@ static orch_err
 add_layer(struct synth *s, uint32_t l)
 {
 	const struct synth_preset *p = s->p;
-	uint64_t hd = p->n_embd / p->n_head, q = hd * p->n_head, kv = hd * p->n_head_kv;
+	uint64_t hd = p->head_dim ? p->head_dim : p->n_embd / p->n_head;
+	uint64_t q = hd * p->n_head, kv = hd * p->n_head_kv;
 	char n[64];
 	orch_err rv = ORCH_OK;
 
@@ -146,6 +147,10 @@ add_layer(struct synth *s, uint32_t l)
 		ADD("attn_q.bias", K_BIAS, q, 0);
 		ADD("attn_k.bias", K_BIAS, kv, 0);
 		ADD("attn_v.bias", K_BIAS, kv, 0);
+	}
+	if (p->qk_norm) {
+		ADD("attn_q_norm.weight", K_NORM, hd, 0);
+		ADD("attn_k_norm.weight", K_NORM, hd, 0);
 	}
 	ADD("attn_output.weight", K_WEIGHT, q, p->n_embd);
 	ADD("ffn_norm.weight", K_NORM, p->n_embd, 0);
@@ -199,6 +204,10 @@ set_hparams(struct gguf_writer *w, const struct synth *s)
 	if (p->n_ctx_orig)
 		rv = gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
 		                         p->n_ctx_orig);
+	if (rv == ORCH_OK && p->head_dim && !p->gpt_oss && /* qwen3: its own head size */
+	    ((rv = gguf_writer_set_u32(w, KEY("attention.key_length"), p->head_dim)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("attention.value_length"), p->head_dim))))
+		return rv;
 	if (rv == ORCH_OK && p->gpt_oss &&
 	    ((rv = gguf_writer_set_u32(w, KEY("attention.key_length"), p->head_dim)) ||
 	     (rv = gguf_writer_set_u32(w, KEY("attention.value_length"), p->head_dim)) ||
@@ -305,7 +314,9 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 	if (s->p == NULL)
 		return orch_errf(
 		        reterr, ORCH_EINVAL,
-		        "unknown preset '%s' (presets: qwen2.5-0.5b, phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-phi3, tiny-gpt-oss, tiny-gpt-oss-narrow)",
+		        "unknown preset '%s' (presets: qwen2.5-0.5b, qwen3-0.6b, phi3-mini-4k, llama-3.2-1b, "
+		        "gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-gpt-oss, "
+		        "tiny-gpt-oss-narrow)",
 		        o->preset ? o->preset : "");
 	if (synth_mix_parse(quant, &s->mix) != ORCH_OK)
 		return orch_errf(

@@ -23,10 +23,11 @@ struct synth_preset {
 	bool tied;           /* no output.weight: the embedding is reused */
 	bool fused;          /* attn_qkv and gate+up in ffn_up (phi3) */
 	bool llama3_rope;    /* rope_freqs.weight with Llama 3 scaling */
+	bool qk_norm;        /* attn_{q,k}_norm.weight [head_dim] (qwen3) */
 	uint32_t n_ctx_orig; /* phi3.rope.scaling.original_context_length; 0: absent */
 	/* gpt-oss: biases on Q/K/V/O, sinks, experts (MXFP4), a sliding window, YaRN */
 	bool gpt_oss;
-	uint32_t head_dim; /* attention.key_length; 0: n_embd / n_head */
+	uint32_t head_dim; /* attention.key_length (gpt-oss, qwen3); 0: n_embd / n_head */
 	uint32_t n_expert, n_expert_used, n_swa, yarn_orig_ctx;
 	float yarn_factor;
 };

@@ -230,7 +230,7 @@ struct tok_job {
 	const float *w; /* TOK_NORM's weights */
 };
 
-/* Token @t's RoPE on its q and k, then its K and V stored (layer @il). */
+/* Token @t's q and k normed per head (qwen3) and RoPE'd, then its K and V stored (layer @il). */
 static void
 rope_store(struct be_model *b, const struct be_seq *seqs, uint32_t il, uint32_t t)
 {
@@ -238,7 +238,17 @@ rope_store(struct be_model *b, const struct be_seq *seqs, uint32_t il, uint32_t 
 	const struct model_hparams *hp = &m->hp;
 	const float *factors = m->rope_freqs ? m->rope_freqs->data : NULL;
 	float *q = b->qkv + (uint64_t)t * b->qkv_dim;
+	const struct model_layer *L = &m->layers[il];
 
+	if (L->q_norm != NULL) { /* qwen3: an RMSNorm of each query and key head first */
+		for (uint32_t h = 0; h < hp->n_head; h++)
+			cpu_rmsnorm(q + (uint64_t)h * hp->head_dim, L->q_norm->data, hp->head_dim,
+			            hp->rms_eps, q + (uint64_t)h * hp->head_dim);
+		for (uint32_t h = 0; h < hp->n_head_kv; h++)
+			cpu_rmsnorm(q + b->q_dim + (uint64_t)h * hp->head_dim, L->k_norm->data,
+			            hp->head_dim, hp->rms_eps,
+			            q + b->q_dim + (uint64_t)h * hp->head_dim);
+	}
 	if (hp->yarn_factor > 0) {
 		cpu_rope_yarn(q, hp->n_head + hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
 		              hp->rope_base, hp->rope_neox, &b->yarn);

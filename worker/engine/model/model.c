@@ -34,6 +34,8 @@ model_arch_name(enum model_arch a)
 		return "phi3";
 	case MODEL_GPT_OSS:
 		return "gpt-oss";
+	case MODEL_QWEN3:
+		return "qwen3";
 	}
 	return "?";
 }
@@ -239,7 +241,8 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	} archs[] = {{"llama", MODEL_LLAMA, model_llama_load, {0}},
 	             {"qwen2", MODEL_QWEN2, model_qwen2_load, {0}},
 	             {"phi3", MODEL_PHI3, model_phi3_load, {0}},
-	             {"gpt-oss", MODEL_GPT_OSS, model_gpt_oss_load, {.moe = true, .yarn = true}}};
+	             {"gpt-oss", MODEL_GPT_OSS, model_gpt_oss_load, {.moe = true, .yarn = true}},
+	             {"qwen3", MODEL_QWEN3, model_qwen3_load, {0}}};
 	struct gguf_str a;
 	char arch[64];
 	orch_err rv;
@@ -264,7 +267,8 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	}
 	return orch_errf(
 	        reterr, ORCH_EUNSUPPORTED,
-	        "%s: architecture '%s' is not supported (supported: llama, qwen2, phi3, gpt-oss)",
+	        "%s: architecture '%s' is not supported (supported: llama, qwen2, qwen3, phi3, "
+	        "gpt-oss)",
 	        gguf_name(f), arch);
 }
 

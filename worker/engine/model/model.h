@@ -14,7 +14,7 @@
 struct gguf_file;
 struct gguf_tensor;
 
-enum model_arch { MODEL_LLAMA, MODEL_QWEN2, MODEL_PHI3, MODEL_GPT_OSS };
+enum model_arch { MODEL_LLAMA, MODEL_QWEN2, MODEL_PHI3, MODEL_GPT_OSS, MODEL_QWEN3 };
 
 struct model_hparams {
 	enum model_arch arch;
@@ -58,15 +58,16 @@ void model_yarn_params(uint32_t n_rot, float base, float factor, uint32_t orig_c
 
 /* One layer's tensors; absent ones are NULL (fused or not in this architecture). */
 struct model_layer {
-	const struct gguf_tensor *attn_norm;     /* [n_embd] */
-	const struct gguf_tensor *wq, *wk, *wv;  /* [n_embd, q/kv width] */
-	const struct gguf_tensor *wqkv;          /* [n_embd, q + 2 kv] (phi3) */
-	const struct gguf_tensor *bq, *bk, *bv;  /* [width] (qwen2) */
-	const struct gguf_tensor *wo;            /* [q width, n_embd] */
-	const struct gguf_tensor *ffn_norm;      /* [n_embd] */
-	const struct gguf_tensor *w_gate, *w_up; /* [n_embd, n_ff] */
-	const struct gguf_tensor *w_gate_up;     /* [n_embd, 2 n_ff] (phi3: gate first) */
-	const struct gguf_tensor *w_down;        /* [n_ff, n_embd] */
+	const struct gguf_tensor *attn_norm;       /* [n_embd] */
+	const struct gguf_tensor *wq, *wk, *wv;    /* [n_embd, q/kv width] */
+	const struct gguf_tensor *wqkv;            /* [n_embd, q + 2 kv] (phi3) */
+	const struct gguf_tensor *bq, *bk, *bv;    /* [width] (qwen2) */
+	const struct gguf_tensor *q_norm, *k_norm; /* [head_dim]: RMSNorm of each head (qwen3) */
+	const struct gguf_tensor *wo;              /* [q width, n_embd] */
+	const struct gguf_tensor *ffn_norm;        /* [n_embd] */
+	const struct gguf_tensor *w_gate, *w_up;   /* [n_embd, n_ff] */
+	const struct gguf_tensor *w_gate_up;       /* [n_embd, 2 n_ff] (phi3: gate first) */
+	const struct gguf_tensor *w_down;          /* [n_ff, n_embd] */
 	/* gpt-oss */
 	const struct gguf_tensor *bo;       /* [n_embd] attn_output.bias */
 	const struct gguf_tensor *sinks;    /* [n_head] a logit in every softmax's denominator */
@@ -106,7 +107,7 @@ void model_free(struct model *m);
 void model_for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *),
                            void *ctx);
 
-/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss". */
+/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss", "qwen3". */
 const char *model_arch_name(enum model_arch a);
 
 /* ---- for the per-architecture files ---- */
@@ -142,6 +143,7 @@ const struct gguf_tensor *model_tensor3(const struct gguf_file *f, const char *n
 
 orch_err model_llama_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_qwen2_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
+orch_err model_qwen3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_phi3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_gpt_oss_load(const struct gguf_file *f, struct model *m,
                             struct orch_errinfo *reterr);

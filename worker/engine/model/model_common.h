@@ -6,6 +6,7 @@ struct model_layout {
 	bool qkv_bias;  /* attn_{q,k,v}.bias */
 	bool fused_qkv; /* attn_qkv */
 	bool fused_ffn; /* ffn_up holds gate then up */
+	bool qk_norm;   /* attn_{q,k}_norm: RMSNorm of each query and key head before RoPE */
 };
 
 /* model_map - embeddings, output, and every layer's tensors per @lay; shapes checked. */

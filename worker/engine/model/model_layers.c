@@ -32,6 +32,10 @@ map_layer(const struct gguf_file *f, const struct model_hparams *hp, uint32_t il
 		l->bk = T("attn_k.bias", kv, 0, true);
 		l->bv = T("attn_v.bias", kv, 0, true);
 	}
+	if (lay->qk_norm) {
+		l->q_norm = T("attn_q_norm.weight", hp->head_dim, 0, true);
+		l->k_norm = T("attn_k_norm.weight", hp->head_dim, 0, true);
+	}
 	l->wo = T("attn_output.weight", q, e, true);
 	l->ffn_norm = T("ffn_norm.weight", e, 0, true);
 	if (lay->fused_ffn) {
