@@ -326,6 +326,7 @@ fieldsf(struct buf *b, const char *fmt, ...)
 struct log_err {
 	orch_err code;
 	const struct orch_errinfo *info;
+	bool wire; /* err=<the wire code> too */
 };
 
 static void log_emit(enum orch_log_level level, const char *event, const struct log_err *le,
@@ -349,7 +350,9 @@ log_emit(enum orch_log_level level, const char *event, const struct log_err *le,
 	put(&line, head, skip);
 	fieldsf(&line, "event=%s", event);
 	if (le != NULL) {
-		fieldsf(&line, " err=%s code=%s", orch_err_wire(le->code), orch_err_name(le->code));
+		if (le->wire)
+			fieldsf(&line, " err=%s", orch_err_wire(le->code));
+		fieldsf(&line, " code=%s", orch_err_name(le->code));
 		if (le->info != NULL)
 			fieldsf(&line, " msg=\"%s\"", le->info->msg);
 	}
@@ -385,7 +388,22 @@ orch_err
 orch_log_err(orch_err code, const struct orch_errinfo *info, const char *event, const char *fmt,
              ...)
 {
-	struct log_err le = {code, info};
+	struct log_err le = {code, info, true};
+	va_list ap;
+
+	if (!orch_log_enabled(ORCH_LOG_ERR))
+		return code;
+	va_start(ap, fmt);
+	log_emit(ORCH_LOG_ERR, event, &le, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+orch_err
+orch_log_fail(orch_err code, const struct orch_errinfo *info, const char *event, const char *fmt,
+              ...)
+{
+	struct log_err le = {code, info, false};
 	va_list ap;
 
 	if (!orch_log_enabled(ORCH_LOG_ERR))

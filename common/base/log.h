@@ -65,6 +65,14 @@ void orch_log(enum orch_log_level level, const char *event, const char *fmt, ...
 orch_err orch_log_err(orch_err code, const struct orch_errinfo *info, const char *event,
                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/*
+ * orch_log_fail - orch_log_err for a failure no client is answered with (a file of
+ * the server's own: the keys, the config, the state): code=<NAME> and the message,
+ * without the wire code a client would have seen (ORCH_EIO's is MODEL_LOAD_FAILED).
+ */
+orch_err orch_log_fail(orch_err code, const struct orch_errinfo *info, const char *event,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 #ifdef __cplusplus
 }
 #endif

@@ -119,7 +119,8 @@ admin_model_json(const struct model_entry *m)
 	cJSON_AddNumberToObject(o, "context", m->cfg.context); /* as configured; 0: the model's */
 	for (uint32_t i = 0; i < m->n_workers; i++) /* what a worker took, once one loaded */
 		if (m->workers[i]->ident.context_length) {
-			cJSON_AddNumberToObject(o, "context_length", m->workers[i]->ident.context_length);
+			cJSON_AddNumberToObject(o, "context_length",
+			                        m->workers[i]->ident.context_length);
 			break;
 		}
 	cJSON_AddNumberToObject(o, "replicas", m->cfg.replicas);

@@ -152,7 +152,7 @@ admin_state_save(struct orchd *d)
 		rv = write_atomic(dir, tmp, path, text, strlen(text), &e);
 	free(text);
 	if (rv != ORCH_OK)
-		orch_log_err(rv, &e, "state_save_failed", "file=%s: continuing", path);
+		orch_log_fail(rv, &e, "state_save_failed", "file=%s: continuing", path);
 	return rv;
 }
 
@@ -271,9 +271,10 @@ admin_state_restore(struct orchd *d)
 	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FILE);
 	if (access(path, F_OK) != 0)
 		return; /* nothing was added at run time yet */
-	if (orch_read_file(path, STATE_MAX_BYTES, &text, &n, &e) != ORCH_OK) {
-		orch_log_err(e.code, &e, "state_read_failed", "file=%s: continuing without it",
-		             path);
+	if (orch_read_regular(path, STATE_MAX_BYTES, &text, &n, &e) !=
+	    ORCH_OK) { /* a FIFO: refused */
+		orch_log_fail(e.code, &e, "state_read_failed", "file=%s: continuing without it",
+		              path);
 		return;
 	}
 	cJSON *root = cJSON_ParseWithLength(text, n);

@@ -72,7 +72,7 @@ static bool
 may_compile(struct evhttp_request *req, size_t n)
 {
 	static const char *const keys[] = {"\"response_format\"", "\"grammar\"", "\"guided_",
-	                                   "\"regex\"", "\"tools\"", "\"json_schema\""};
+	                                   "\"regex\"",           "\"tools\"",   "\"json_schema\""};
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	const unsigned char *body = n > 0 ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
 

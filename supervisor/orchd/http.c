@@ -44,6 +44,29 @@ static const char oom_body[] = "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"
                                "\"param\":null,\"type\":\"server_error\",\"retriable\":false}}\n";
 
 /* @na bytes at @a and @nb at @b as the body of @status (http_send's rules). */
+/* The reason phrases of the statuses orchd sends that libevent's table lacks (its
+ * default says "Client Error"); NULL: libevent's own. */
+static const char *
+reason_of(int status)
+{
+	switch (status) {
+	case 421:
+		return "Misdirected Request";
+	case 422:
+		return "Unprocessable Content";
+	case 429:
+		return "Too Many Requests";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 499:
+		return "Client Closed Request";
+	case 504:
+		return "Gateway Timeout";
+	default:
+		return NULL;
+	}
+}
+
 static void
 send2(struct evhttp_request *req, int status, const char *type, const char *a, size_t na,
       const char *b, size_t nb)
@@ -68,8 +91,8 @@ send2(struct evhttp_request *req, int status, const char *type, const char *a, s
 		status = 500;
 		evbuffer_add(out, oom_body, sizeof(oom_body) - 1);
 	}
-	/* NULL: libevent's reason phrase for the status */
-	evhttp_send_reply(req, status, status == 499 ? "Client Closed Request" : NULL, NULL);
+	/* NULL: libevent's reason phrase for the status, where its table has one */
+	evhttp_send_reply(req, status, reason_of(status), NULL);
 }
 
 void

@@ -16,7 +16,7 @@
 #include "params.h"
 
 /* The fields a head may carry once at most, and what they said. */
-enum { F_LENGTH, F_HOST, F_TYPE, F_AUTH, F_TE, F_EXPECT, F_COUNT };
+enum { F_LENGTH, F_HOST, F_TYPE, F_AUTH, F_TE, F_EXPECT, F_DEADLINE, F_COUNT };
 
 struct fields {
 	uint32_t count[F_COUNT];
@@ -24,8 +24,10 @@ struct fields {
 	size_t len[F_COUNT];
 };
 
+/* X-Deadline twice: which is meant? A proxy's tighter one must not be lost. */
 static const char *const field_names[F_COUNT] = {
-        "Content-Length", "Host", "Content-Type", "Authorization", "Transfer-Encoding", "Expect"};
+        "Content-Length",    "Host",   "Content-Type", "Authorization",
+        "Transfer-Encoding", "Expect", "X-Deadline"};
 
 /* The methods evhttp knows (the routes answer them: 404, 405, OPTIONS, HEAD). */
 static const char *const methods[] = {"GET",     "HEAD",  "POST",    "PUT",  "DELETE",

@@ -208,8 +208,8 @@ keys_apply(struct api_keys *k, const char *path, orch_err rv, struct api_keys *f
            const struct orch_errinfo *e)
 {
 	if (rv != ORCH_OK)
-		return orch_log_err(rv, e, "api_keys_reload_failed",
-		                    "file=%s kept=%u note=\"the keys in force stay\"", path, k->n);
+		return orch_log_fail(rv, e, "api_keys_reload_failed",
+		                     "file=%s kept=%u note=\"the keys in force stay\"", path, k->n);
 	keys_free(k);
 	*k = *fresh;
 	*fresh = (struct api_keys){0};

@@ -150,8 +150,8 @@ done(struct orchd *d, void *arg, bool live)
 	}
 	apply_keys(d, j); /* revoked keys stop working at once; a bad file changes nothing */
 	if (j->cfg_rv != ORCH_OK) {
-		orch_log_err(ORCH_EINVAL, &j->cfg_e, "reload_failed", "config=%s",
-		             j->config_path[0] ? j->config_path : "(none)");
+		orch_log_fail(ORCH_EINVAL, &j->cfg_e, "reload_failed", "config=%s",
+		              j->config_path[0] ? j->config_path : "(none)");
 	} else if (!d->stopping) {
 		apply_models(d, &j->c);
 		orch_log(ORCH_LOG_INFO, "reloaded", "config=%s", j->config_path);
@@ -185,8 +185,8 @@ reload_start(struct orchd *d)
 	snprintf(j->keys_path, sizeof(j->keys_path), "%s", d->cfg.api_keys_file);
 	if (offload_start(d, work, done, j, &e) != ORCH_OK) {
 		orch_free(j);
-		orch_log_err(e.code, &e, "reload_failed", "config=%s",
-		             d->config_path ? d->config_path : "(none)");
+		orch_log_fail(e.code, &e, "reload_failed", "config=%s",
+		              d->config_path ? d->config_path : "(none)");
 		reloaded(d);
 		return;
 	}

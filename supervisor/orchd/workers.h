@@ -162,7 +162,10 @@ struct worker *workers_find(struct orchd *d, const char *id);
 /* workers_keep_line - keep one output line (or our note when @ours) in @w's ring. */
 void workers_keep_line(struct worker *w, bool ours, const char *line, size_t n);
 
-/* workers_tail - the last lines of this process's output, joined by " | ", less load progress. */
+/*
+ * workers_tail - the last lines of this process's output, joined by " | ": its warnings,
+ * errors and unprefixed lines (a crash's), without their "<N>" prefixes; "(none: ...)".
+ */
 void workers_tail(const struct worker *w, char *out, size_t n);
 
 /* workers_on_log - the loop's handler of @arg's output pipe. */

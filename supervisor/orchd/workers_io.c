@@ -93,11 +93,19 @@ workers_tail(const struct worker *w, char *out, size_t n)
 	out[0] = '\0';
 	for (uint64_t i = first; i < w->log_next && used + 1 < n; i++) {
 		const struct worker_line *l = &w->log[i % WORKER_LOG_LINES];
-		if (l->ours || strstr(l->text, "event=model_load_progress") != NULL)
-			continue; /* orchd's own notes and load progress say nothing of why */
-		int k = snprintf(out + used, n - used, "%s%s", used ? " | " : "", l->text);
+		const char *text = l->text;
+		if (l->ours)
+			continue; /* orchd's own notes */
+		if (text[0] == '<' && text[1] >= '0' && text[1] <= '7' && text[2] == '>') {
+			if (text[1] >= '5')
+				continue; /* notice, info, debug (the load's steps): nothing of why */
+			text += 3;  /* the level's prefix is the journal's, not the reader's */
+		}
+		int k = snprintf(out + used, n - used, "%s%s", used ? " | " : "", text);
 		used += k > 0 ? (size_t)k : 0;
 	}
+	if (used == 0)
+		snprintf(out, n, "(none: it wrote no warning or error)");
 }
 
 /* ---- messages in ---- */

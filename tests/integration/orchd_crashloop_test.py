@@ -64,6 +64,8 @@ check(model.get("state") == "failed", "the fifth crash fails the model: %r" % mo
 check("killed by SIGABRT (Aborted)" in err, "the error names the signal: %r" % err)
 check("status 134" not in err, "no 'status 134': %r" % err)
 check("model_load_progress" not in err, "no load progress in the error: %r" % err)
+check("<6>" not in err and "model_load_start" not in err and "model_load_complete" not in err,
+      "no info lines of the load, no <N> prefixes, in the error: %r" % err)
 check(not err.endswith("…") or err[-2] == " ", "cut at a word: %r" % err[-40:])
 o.stop()
 print("orchd_crashloop_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))

@@ -90,6 +90,13 @@ def refused_before_admission():
     check(st == 429 and hdr.get("Content-Type") == "application/json" and "event:" not in text
           and json.loads(text)["error"]["code"] == "QUEUE_FULL"
           and json.loads(text)["error"]["type"] == "rate_limit_error", "queue full: %s %s" % (st, text[:120]))
+    c = conn()  # its status line's reason phrase is the standard one, not evhttp's "Client Error"
+    c.request("POST", "/execute", json.dumps({"job_id": "q-over2", "model": "a", "prompt": "Once",
+                                              "max_tokens": 2}), orchd_lib.JSON_CT)
+    r = c.getresponse()
+    r.read()
+    check(r.status == 429 and r.reason == "Too Many Requests", "429's reason: %d %r" % (r.status, r.reason))
+    c.close()
     os.kill(pid, signal.SIGCONT)
     for c, r in held:
         r.read()

@@ -97,5 +97,15 @@ r = orchctl(sock, "rm", "extra")
 check(r.returncode == 0 and "a restart brings it back" in r.stderr,
       "a removal the state file cannot keep says so: %d %r" % (r.returncode, r.stderr[-300:]))
 o.stop()
+
+# a state file that is a FIFO (the attack run: orchd blocked on its open for ever, deaf to
+# SIGTERM): refused as not a regular file, and orchd serves
+fifo_dir = os.path.join(tmp, "fifo-state")
+os.mkdir(fifo_dir)
+os.mkfifo(os.path.join(fifo_dir, "models.json"))
+o = orchd_lib.OrchdProc(BIN, "state_dir = %s\n" % fifo_dir, seed=47, more=lambda t: MODEL_SECTION)
+check("event=state_read_failed" in o.log_text() and "not a regular file" in o.log_text(),
+      "a FIFO for the state file: refused, said: %s" % o.log_text()[-400:])
+o.stop()
 print("orchd_state_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
 sys.exit(1 if orchd_lib.failed else 0)

@@ -76,6 +76,11 @@ static const struct {
         {"GET /health HTTP/1.1\r\nHost: localhost\r\nHost: rebind.invalid\r\n\r\n", ORCH_EINVAL},
         {"GET /health HTTP/1.1\r\n\r\n", ORCH_EINVAL},
         {"GET /health HTTP/1.1\r\nHost: a b\r\n\r\n", ORCH_EINVAL},
+        /* X-Deadline twice: which one is meant (a proxy's tighter one must not be lost) */
+        {"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Deadline: 9999999999\r\n"
+         "x-deadline: 1\r\n\r\n",
+         ORCH_EINVAL},
+        {"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Deadline: 9999999999\r\n\r\n", ORCH_OK},
         {"GET /health HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer a\r\n"
          "Authorization: Bearer b\r\n\r\n",
          ORCH_EINVAL},

@@ -75,6 +75,11 @@ test_err(void)
 	T_ERR(orch_log_err(ORCH_EINVAL, &e, "load_failed", "path=%s", "/a b"), ORCH_EINVAL);
 	T_STREQ(got, "event=load_failed err=INVALID_REQUEST code=ORCH_EINVAL "
 	             "msg=\"bad \\\"file\\\"\\nx\" path=\"/a b\"");
+	/* a failure no client sees: no wire code (ORCH_EIO's would say MODEL_LOAD_FAILED) */
+	orch_errf(&e, ORCH_EIO, "not a regular file");
+	T_ERR(orch_log_fail(ORCH_EIO, &e, "api_keys_reload_failed", "file=%s", "k"), ORCH_EIO);
+	T_STREQ(got,
+	        "event=api_keys_reload_failed code=ORCH_EIO msg=\"not a regular file\" file=k");
 }
 
 /* A value past the line's length is cut, its quote closed, the line ended once. */
