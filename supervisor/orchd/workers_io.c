@@ -98,8 +98,9 @@ workers_tail(const struct worker *w, char *out, size_t n)
 			continue; /* orchd's own notes */
 		if (text[0] == '<' && text[1] >= '0' && text[1] <= '7' && text[2] == '>') {
 			if (text[1] >= '5')
-				continue; /* notice, info, debug (the load's steps): nothing of why */
-			text += 3;  /* the level's prefix is the journal's, not the reader's */
+				continue; /* notice, info, debug (the load's steps): nothing of why
+				           */
+			text += 3; /* the level's prefix is the journal's, not the reader's */
 		}
 		int k = snprintf(out + used, n - used, "%s%s", used ? " | " : "", text);
 		used += k > 0 ? (size_t)k : 0;

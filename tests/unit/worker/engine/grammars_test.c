@@ -12,13 +12,13 @@
  */
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "engine/backend.h"
 #include "engine/cpu/cpu.h"
 #include "engine/engine.h"
 #include "engine/grammars.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
-#include "base/clock.h"
 #include "grammar/grammar.h"
 #include "grammar/json_schema.h"
 #include "synth.h"

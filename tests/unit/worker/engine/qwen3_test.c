@@ -55,8 +55,8 @@ golden(const char *model, const char *gold, double tol_short, double tol_long)
 		for (uint32_t i = 0; same && i < ids.n; i++)
 			same = ids.v[i] == cJSON_GetArrayItem(want_p, (int)i)->valueint;
 		if (!same)
-			T_FAIL_("%s case %d: the prompt's %zu tokens are not llama.cpp's %d", model, k,
-			        ids.n, cJSON_GetArraySize(want_p));
+			T_FAIL_("%s case %d: the prompt's %zu tokens are not llama.cpp's %d", model,
+			        k, ids.n, cJSON_GetArraySize(want_p));
 		struct sched_job j = job(1, &ids, 16, o);
 		T_OK(sched_submit(e.s, &j, NULL));
 		run_all(&e);
@@ -64,7 +64,8 @@ golden(const char *model, const char *gold, double tol_short, double tol_long)
 		double tol = ids.n > 64 ? tol_long : tol_short;
 		uint32_t equal = 0;
 		for (; equal < o->n; equal++) {
-			const cJSON *st = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), (int)equal);
+			const cJSON *st =
+			        cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), (int)equal);
 			if (o->ids[equal] == cJSON_GetArrayItem(want, (int)equal)->valueint)
 				continue;
 			/* a different token is allowed only where llama.cpp's top two are closer
@@ -81,7 +82,8 @@ golden(const char *model, const char *gold, double tol_short, double tol_long)
 		double worst = 0;
 		for (int step = 0; step < 2; step++) {
 			const cJSON *lg = cJSON_GetObjectItem(
-			        cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), step), "logits");
+			        cJSON_GetArrayItem(cJSON_GetObjectItem(c, "steps"), step),
+			        "logits");
 			double scale = 0, diff = 0;
 			T_EQ(cJSON_GetArraySize(lg), o->n_vocab);
 			for (uint32_t i = 0; i < o->n_vocab; i++) {
