@@ -382,7 +382,9 @@ on_tokens(struct orchd *d, const Orch__TokenBatch *b)
 			ev.lp = job_lp_add(j, t);
 		if (t->in_message)
 			ev.msg = jobs_msg(j, t->message, t->channel, t->recipient);
-		if (j->tp != NULL && !t->in_message) {
+		/* a thinking model's answer (channel final) is content: its tool calls are read too
+		 */
+		if (j->tp != NULL && (!t->in_message || strcmp(t->channel, "final") == 0)) {
 			job_tools_text(d, j, t->index, t->text); /* content and calls, split */
 			if (ev.lp) { /* the token's log-probability rides alone */
 				static char none[] = "";

@@ -44,6 +44,7 @@
  *   pool's last window (kvb_match_len).
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "base/alloc.h"
@@ -99,6 +100,22 @@ sched_free(struct sched *s)
 	orch_free(s);
 }
 
+/*
+ * Where a thinking model's output is: before anything (a <think> may open it), in the
+ * block, after it (its answer), or never in one. The whitespace that follows a tag is
+ * dropped as templates write it ("<think>\n", "</think>\n\n").
+ */
+enum { THINK_START, THINK_IN, THINK_OUT, THINK_NONE };
+
+static void
+think_enter(struct sched_job *j, uint8_t where)
+{
+	j->think = where;
+	j->tag = (struct harmony_tag){.message = where == THINK_IN ? 0 : 1};
+	snprintf(j->tag.channel, sizeof(j->tag.channel), "%s",
+	         where == THINK_IN ? "analysis" : "final");
+}
+
 orch_err
 sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 {
@@ -125,6 +142,9 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 	j->tag = (struct harmony_tag){.message = HARMONY_NO_MESSAGE};
 	if (j->hm)
 		harmony_prime(j->hm, j->prompt, j->n_prompt);
+	j->think = THINK_START;
+	if (j->tv && think_prompt_open(j->tv, j->prompt, j->n_prompt)) /* the template opened it */
+		think_enter(j, THINK_IN);
 	j->t_start = (double)orch_mono_ns() / 1e6;
 	j->t_first = 0;
 	j->next = NULL;
@@ -139,7 +159,7 @@ sched_submit(struct sched *s, struct sched_job *j, struct orch_errinfo *reterr)
 const struct harmony_tag *
 sched_job_tag(const struct sched_job *j)
 {
-	return j->hm && j->tag.message != HARMONY_NO_MESSAGE ? &j->tag : NULL;
+	return (j->hm || j->tv) && j->tag.message != HARMONY_NO_MESSAGE ? &j->tag : NULL;
 }
 
 /* Release all the text held back (an incomplete character becomes U+FFFD) as token @index's. */
@@ -258,6 +278,35 @@ harmony_token(struct sched_job *j, uint32_t index, int32_t id)
 	return content || j->hm_raw;
 }
 
+/* A thinking model's token: a tag moves the job, without text; false: no text. */
+static bool
+think_token(struct sched_job *j, uint32_t index, int32_t id)
+{
+	bool tag = (id == j->tv->open && j->think == THINK_START) ||
+	           (id == j->tv->close && j->think == THINK_IN);
+	if (tag) {
+		release(j, index); /* the text so far keeps the message it was in */
+		think_enter(j, id == j->tv->open ? THINK_IN : THINK_OUT);
+		j->think_skip = true;
+	} else if (j->think == THINK_START) {
+		j->think = THINK_NONE; /* an answer without thinking: plain text */
+	}
+	if (!tag && j->think_skip) { /* the newlines a template writes after a tag */
+		char piece[32];
+		size_t n = tok_piece(j->dt.t, id, 0, piece, sizeof(piece));
+		size_t k = 0;
+		while (k < n && (piece[k] == '\n' || piece[k] == ' ' || piece[k] == '\r'))
+			k++;
+		if (n > 0 && k == n)
+			tag = true; /* all whitespace: dropped */
+		else
+			j->think_skip = false;
+	}
+	if (tag && j->ops->on_token)
+		j->ops->on_token(j->ctx, j, index, id, "", 0);
+	return !tag;
+}
+
 /* A token sampled for @j: emit it and decide whether the job goes on. */
 static void
 accept_token(struct sched *s, struct sched_job *j, int32_t id)
@@ -287,7 +336,9 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 	}
 	j->tokens_out++;
 	j->hist[j->n_hist++] = id;
-	bool text = j->hm == NULL || harmony_token(j, index, id); /* else a header: no text */
+	bool text = j->hm   ? harmony_token(j, index, id) /* else a header: no text */
+	            : j->tv ? think_token(j, index, id)   /* else a tag: no text */
+	                    : true;
 	if (text && detok_push(&j->dt, id, &j->pending) != ORCH_OK) {
 		sched_finish(s, j, ORCH_FINISH_ERROR, ORCH_ENOMEM, "out of memory");
 		return;

@@ -24,6 +24,7 @@
 #include "sampler.h"
 #include "text/detok.h"
 #include "text/harmony.h"
+#include "text/think.h"
 
 struct kvb_stats;
 struct sched_job;
@@ -66,6 +67,10 @@ struct sched_job {
 	void *ctx;
 	struct harmony *hm; /* harmony_init'ed: split the output by message; NULL: plain text */
 	bool hm_raw;        /* with hm: headers and control tokens stay in the text, rendered */
+	/* a thinking model's chat (think.h), without hm: what lies between <think> and
+	 * </think> is tagged message 0, channel "analysis", what follows message 1, "final";
+	 * NULL: plain text */
+	const struct think_vocab *tv;
 	/* the output continues a raw prompt's text: the space an SPM model's first token starts
 	 * with is kept (else it is the dummy prefix, dropped, as a chat's answer has it) */
 	bool keep_space;
@@ -98,15 +103,17 @@ struct sched_job {
 	uint32_t prompt_next; /* prompt_logits: the next position on_prompt is due for */
 	struct detok dt;
 	struct sbuf pending;
-	struct harmony_tag tag; /* with hm: the message the pending text belongs to */
+	struct harmony_tag tag; /* with hm or tv: the message the pending text belongs to */
+	uint8_t think;          /* with tv: where the output is (scheduler.c) */
+	bool think_skip;        /* with tv: the whitespace after a tag is being dropped */
 	double t_start, t_first;
 	bool cancel;
 	struct sched_job *next;
 };
 
 /*
- * sched_job_tag - in on_token: the harmony message the text belongs to;
- * NULL for a job without a parser and text outside any message.
+ * sched_job_tag - in on_token: the harmony message (or think block) the text belongs
+ * to; NULL for a job without a parser and text outside any message.
  */
 const struct harmony_tag *sched_job_tag(const struct sched_job *j);
 

@@ -353,6 +353,8 @@ admit(struct serve *sv, const Orch__Submit *m, struct serve_job **ret, struct or
 		harmony_init(&j->hm, sv->eng->mt.tok, &sv->eng->mt.hv);
 		j->sj.hm = &j->hm;
 		j->sj.hm_raw = !m->chat && m->n_messages == 0;
+	} else if (sv->eng->mt.think && (m->chat || m->n_messages > 0)) {
+		j->sj.tv = &sv->eng->mt.tv; /* a chat's reasoning, tagged apart from its answer */
 	}
 	j->sj.keep_space = !m->chat && m->n_messages == 0; /* a completion follows its prompt */
 	serve_script(sv, j);

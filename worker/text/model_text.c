@@ -106,6 +106,7 @@ compile(struct model_text *mt, const char *name, const char *src, size_t len)
 	orch_err rv = jinja_compile(name, src, len, &mt->tmpl, &mt->tmpl_err);
 
 	mt->tools = tool_syntax_detect(src, len);
+	mt->think = mt->tok != NULL && think_vocab_find(mt->tok, src, len, &mt->tv);
 	return rv == ORCH_ENOMEM ? rv : ORCH_OK;
 }
 
@@ -117,8 +118,11 @@ gguf_template(const struct gguf_file *f, struct model_text *mt)
 	orch_err rv = chat_template_from_gguf(f, &mt->tmpl, &fallback, &mt->tmpl_err);
 	struct gguf_str s;
 
-	if (!fallback && gguf_get_str(f, "tokenizer.chat_template", &s) == ORCH_OK)
+	if (!fallback && gguf_get_str(f, "tokenizer.chat_template", &s) == ORCH_OK) {
 		mt->tools = tool_syntax_detect(s.ptr, (size_t)s.len);
+		mt->think =
+		        mt->tok != NULL && think_vocab_find(mt->tok, s.ptr, (size_t)s.len, &mt->tv);
+	}
 	mt->origin = fallback ? CHAT_FALLBACK : CHAT_FROM_MODEL;
 	return rv == ORCH_ENOMEM ? rv : ORCH_OK; /* a template that does not compile: tmpl_err */
 }
@@ -191,7 +195,7 @@ model_text_load(const char *model_path, const struct gguf_file *f, enum text_sou
 	if (rv != ORCH_OK)
 		model_text_fini(mt);
 	else if ((mt->harmony = harmony_vocab_find(mt->tok, &mt->hv)))
-		mt->tools = TOOL_SYNTAX_HARMONY;
+		mt->tools = TOOL_SYNTAX_HARMONY, mt->think = false;
 	return rv;
 }
 

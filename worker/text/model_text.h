@@ -20,6 +20,7 @@
 #include "base/err.h"
 #include "grammar/tool_call.h"
 #include "harmony.h"
+#include "think.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,6 +43,8 @@ struct model_text {
 	enum chat_origin origin;
 	bool harmony; /* the model speaks harmony (gpt-oss): its output is split by message */
 	struct harmony_vocab hv;
+	bool think; /* the template has the model think between <think> and </think> */
+	struct think_vocab tv;
 	enum tool_syntax tools; /* how the template has the model call tools (harmony: always) */
 };
 
