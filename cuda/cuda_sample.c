@@ -170,7 +170,7 @@ cu_forward_sample(struct be_model *b, const struct be_seq *seqs, uint32_t n,
 	}
 	if (decode && b->mir_T >= n) {
 		for (uint32_t o = 0; o < n; o++) {
-			b->mir.tok[o] = b->h_ids[o];
+			b->mir.tok[o] = b->h_ids[o] < 0 ? 0 : b->h_ids[o]; /* as cuk_advance */
 			b->mir.pos[o]++;
 		}
 	} else {

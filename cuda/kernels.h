@@ -420,7 +420,8 @@ struct cuk_sample_pre {
  * place) into ids[i], exactly as samp_sample() picks it from the row with the
  * tokens its mask leaves out at -inf: NaN → -inf, the mask, logit_bias in
  * list order, the repetition penalty, presence and frequency penalties, then
- * greedy or the filters and the draw. @hist holds the per-slot histories
+ * greedy or the filters and the draw; -1 for a row with nothing above -inf
+ * (samp_sample's SAMP_NONE). @hist holds the per-slot histories
  * (prompt and generated tokens, @hist_cap each). @pre: what comes before the
  * choice (@pre->any false: nothing, and greedy rows take a faster argmax).
  * @any_random: some row has temperature > 0 (then the rows are sorted):
@@ -438,7 +439,8 @@ cudaError_t cuk_sample(float *logits, uint32_t n, uint32_t n_vocab, const struct
 cudaError_t cuk_sample_tmp_bytes(uint32_t n, uint32_t n_vocab, size_t *ret);
 
 /*
- * cuk_advance - after sampling: for i < @n, tok[i] = ids[i], pos[i] += 1,
+ * cuk_advance - after sampling: for i < @n, tok[i] = ids[i] (0 for an id of -1: no
+ * token, its job ends), pos[i] += 1,
  * ids[i] appended to the history of sp[i].slot, sp[i].index and
  * sp[i].n_hist += 1 — the next decode step's inputs, made on the device.
  */

@@ -18,8 +18,9 @@ if [[ ${1:-} == --check ]]; then
 	shift
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "${1:-build}"
-build=$(cd "${1:-build}" && pwd)
+$check_only || mkdir -p "${1:-build}"
+# the physical path: orchctl finds make run's orchd of its build by /proc/self/exe's
+build=$(cd "${1:-build}" 2>/dev/null && pwd -P || echo "${1:-build}")
 run=${ORCH_RUN_DIR:-$build/run}
 model=${ORCH_MODEL:-$root/models/stories260K.gguf}
 port=${PORT:-8080}
@@ -71,6 +72,7 @@ CONF
 echo "make run: orchd on $url (a chat page at $url/), model on $device, admin socket $run/orchd.sock"
 echo "make run: try  curl -N $url/v1/completions -H 'Content-Type: application/json' -d '{\"model\":\"stories260k\",\"prompt\":\"Once upon a time\",\"max_tokens\":32}'"
 echo "make run: and  $build/bin/orchctl status   (it finds this one, make run's of this build; its admin socket is $run/orchd.sock)"
+# without job control setsid does not fork (orchd is no group leader here), so $! is orchd
 setsid "$build/bin/orchd" --config "$run/orchd.conf" &
 pid=$!
 trap 'kill -INT "$pid" 2>/dev/null || true' INT

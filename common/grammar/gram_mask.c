@@ -199,6 +199,7 @@ struct gram_masks {
 	struct gram_state canon;        /* the state with its count taken out */
 	struct shared shared[SHARED_MAX];
 	uint32_t n_shared, shared_next; /* slots used (0: counts are not taken out), the next */
+	bool over_budget;               /* a walk passed GRAM_MASK_WORK_MAX */
 	struct gram_masks_stats stats;
 };
 
@@ -277,6 +278,12 @@ gram_masks_share(struct gram_masks *c, bool on)
 {
 	if (!on)
 		c->n_shared = 0;
+}
+
+bool
+gram_masks_over_budget(const struct gram_masks *c)
+{
+	return c->over_budget;
 }
 
 void
@@ -441,6 +448,7 @@ walk(struct gram_masks *c, struct gram_stacks *s, const struct gram_state *from,
 			break;
 		spent += c->st[d - 1].n + (GRAM_WORK_MAX - s->work_left);
 		if (spent > GRAM_MASK_WORK_MAX) {
+			c->over_budget = true;
 			rv = ORCH_ERANGE;
 			break;
 		}
@@ -538,6 +546,8 @@ from_shared(struct gram_masks *c, struct gram_match *m, bool *done)
 	    (rv = make_key(&c->ckey, s, &c->canon, chain, &h)) == ORCH_OK)
 		e = shared_get(c, s, chain, h, &rv);
 	s->n = n0;
+	if (rv == ORCH_ERANGE && c->over_budget) /* too costly: not a reason to stop sharing */
+		return rv;
 	if (rv == ORCH_ERANGE) { /* too many stacks with the count out: this grammar walks */
 		c->n_shared = 0;
 		return ORCH_OK;

@@ -61,6 +61,12 @@ void gram_masks_free(struct gram_masks *c);
  */
 void gram_masks_share(struct gram_masks *c, bool on);
 
+/*
+ * gram_masks_over_budget - whether a mask of @c passed GRAM_MASK_WORK_MAX (grammar.h):
+ * its grammar is too costly to mask this vocabulary with.
+ */
+bool gram_masks_over_budget(const struct gram_masks *c);
+
 /* What gram_masks has done: for benchmarks and the debug log. */
 struct gram_masks_stats {
 	uint64_t hits, misses; /* masks from the cache, masks computed */

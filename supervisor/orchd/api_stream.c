@@ -577,7 +577,7 @@ start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r,
 	struct job *j;
 
 	api_owner(d, req, &owner);
-	if (r->model[0] == '\0') { /* OpenAI's without "model": the one served, if one is */
+	if (r->model[0] == '\0' && api != REQUEST_EXECUTE) { /* OpenAI's: the one served */
 		if ((m = api_only_model(d, req)) == NULL)
 			goto out;
 		snprintf(r->model, sizeof(r->model), "%s", m->cfg.name);

@@ -43,7 +43,6 @@ http_count(struct orchd *d, int status)
 static const char oom_body[] = "{\"error\":{\"code\":\"INTERNAL\",\"message\":\"out of memory\","
                                "\"param\":null,\"type\":\"server_error\",\"retriable\":false}}\n";
 
-/* @na bytes at @a and @nb at @b as the body of @status (http_send's rules). */
 /* The reason phrases of the statuses orchd sends that libevent's table lacks (its
  * default says "Client Error"); NULL: libevent's own. */
 static const char *
@@ -67,6 +66,7 @@ reason_of(int status)
 	}
 }
 
+/* @na bytes at @a and @nb at @b as the body of @status (http_send's rules). */
 static void
 send2(struct evhttp_request *req, int status, const char *type, const char *a, size_t na,
       const char *b, size_t nb)

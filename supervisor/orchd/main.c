@@ -148,11 +148,14 @@ begin_stop(struct orchd *d, const char *why)
 	d->stopping = true;
 	d->stop_ms = orch_mono_ms();
 	/* on a terminal, what Ctrl-C now waits for and how not to */
-	orch_log(ORCH_LOG_INFO, "stopping", "why=\"%s\" running_jobs=%u wait_s=%u hint=\"%s\"", why,
-	         running, d->cfg.shutdown_timeout_s,
-	         running ? "running jobs may finish first: a second SIGINT (Ctrl-C) or SIGTERM "
-	                   "ends them now"
-	                 : "");
+	if (running > 0)
+		orch_log(
+		        ORCH_LOG_INFO, "stopping",
+		        "why=\"%s\" running_jobs=%u wait_s=%u hint=\"running jobs may finish first: "
+		        "a second SIGINT (Ctrl-C) or SIGTERM ends them now\"",
+		        why, running, d->cfg.shutdown_timeout_s);
+	else
+		orch_log(ORCH_LOG_INFO, "stopping", "why=\"%s\" running_jobs=0", why);
 	for (struct model_entry *m = d->models; m; m = m->next) {
 		models_fail_queued(d, m, ORCH_EOVERLOADED, "orchd is shutting down");
 		for (uint32_t i = 0; i < m->n_workers; i++)

@@ -15,6 +15,7 @@
 #include "jobs.h"
 
 struct event;
+struct notify_status;
 struct sse_stream;
 struct job;
 struct orchd;
@@ -150,7 +151,6 @@ const char *models_state_name(enum model_state s);
 bool models_all_ready(const struct orchd *d);
 
 /* models_status - what systemd's status line says of the models and their jobs (notify.h). */
-struct notify_status;
 void models_status(const struct orchd *d, struct notify_status *s);
 
 /* models_free - free @m and its workers (not in the registry any more); its jobs forget it. */

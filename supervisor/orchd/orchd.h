@@ -22,7 +22,7 @@ struct http_edge;
 struct offloader;
 struct job;
 struct model_entry;
-struct orchd;
+struct orchd; /* the callbacks below take it before its definition */
 struct tok_req;
 
 /*

@@ -247,6 +247,10 @@ grammars_start(struct grammars *gs, const char *text, size_t n, const char *root
 		return orch_errf(reterr, ORCH_EINVAL, "grammar: the start rule's name is too long");
 	if ((rv = entry_get(gs, text, n, root, &e, reterr)) != ORCH_OK)
 		return rv;
+	if (e->masks != NULL && gram_masks_over_budget(e->masks)) { /* once is enough (1-2 s) */
+		trim(gs);
+		return ambiguous_or_oom(ORCH_ERANGE, "as an earlier request with it found", reterr);
+	}
 	if ((rv = gram_match_new(e->g, &ret->m)) != ORCH_OK) {
 		trim(gs);
 		return ambiguous_or_oom(rv, "starting the grammar", reterr);

@@ -102,8 +102,8 @@ sched_free(struct sched *s)
 
 /*
  * Where a thinking model's output is: before anything (a <think> may open it), in the
- * block, after it (its answer), or never in one. The whitespace that follows a tag is
- * dropped as templates write it ("<think>\n", "</think>\n\n").
+ * block, after it (its answer), or never in one. The newlines that follow a tag are
+ * dropped as templates write them ("<think>\n", "</think>\n\n").
  */
 enum { THINK_START, THINK_IN, THINK_OUT, THINK_NONE };
 
@@ -293,12 +293,13 @@ think_token(struct sched_job *j, uint32_t index, int32_t id)
 	}
 	if (!tag && j->think_skip) { /* the newlines a template writes after a tag */
 		char piece[32];
-		size_t n = tok_piece(j->dt.t, id, 0, piece, sizeof(piece));
-		size_t k = 0;
-		while (k < n && (piece[k] == '\n' || piece[k] == ' ' || piece[k] == '\r'))
+		size_t n = tok_piece(j->dt.t, id, 0, piece, sizeof(piece)), k = 0;
+		/* newlines only (an indentation is the answer's): tok_piece says the whole
+		 * length, of which @piece holds at most its size */
+		while (n <= sizeof(piece) && k < n && (piece[k] == '\n' || piece[k] == '\r'))
 			k++;
 		if (n > 0 && k == n)
-			tag = true; /* all whitespace: dropped */
+			tag = true; /* all newlines: dropped */
 		else
 			j->think_skip = false;
 	}
@@ -317,10 +318,17 @@ accept_token(struct sched *s, struct sched_job *j, int32_t id)
 
 	if (index < j->n_script)
 		id = j->script[index];
-	if (id == SAMP_NONE) { /* the sampler had no candidate above -inf */
+	if (id == SAMP_NONE && (j->sp.n_bias > 0 || j->gj != NULL)) { /* no candidate left */
+		sched_finish(
+		        s, j, ORCH_FINISH_ERROR, ORCH_EINVAL,
+		        "no token could be sampled: logit_bias and the grammar left none above "
+		        "-inf (or the model's logits are NaN)");
+		return;
+	}
+	if (id == SAMP_NONE) {
 		sched_finish(s, j, ORCH_FINISH_ERROR, ORCH_EINTERNAL,
 		             "no token could be sampled: every logit was NaN or -inf (the model's "
-		             "weights or numerics are broken, or logit_bias banned every token)");
+		             "weights or numerics are broken)");
 		return;
 	}
 	if (j->t_first == 0)

@@ -311,6 +311,15 @@ test_qwen2_vocab(void)
 	T_EQ(o[0].why, ORCH_FINISH_ERROR);
 	T_ERR(o[0].err, ORCH_EINVAL);
 	T_TRUE(strstr(o[0].msg, "too ambiguous") != NULL);
+	/* the same grammar again: refused at once, the cost paid once */
+	struct orch_errinfo err = {0};
+	struct gram_job gj;
+	t0 = orch_mono_ms();
+	T_ERR(grammars_start(e->grammars, rx, strlen(rx), "root", &gj, &err), ORCH_EINVAL);
+	ms = orch_mono_ms() - t0;
+	printf("the same again: refused after %llu ms\n", (unsigned long long)ms);
+	T_TRUE(strstr(err.msg, "as an earlier request") != NULL);
+	grammars_end(&gj);
 	free(rx);
 	run_jobs(e, json_gr, "Write JSON:", 1, 1.0f, 40, o); /* the engine still serves */
 	T_TRUE(o[0].why != ORCH_FINISH_ERROR && o[0].n > 0);
