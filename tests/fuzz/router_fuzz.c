@@ -37,6 +37,7 @@
 #include "jobs.h"
 #include "keys.h"
 #include "models.h"
+#include "offload.h"
 #include "orchd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -192,8 +193,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		event_base_loop(D.base, EVLOOP_ONCE);
 	event_free(c.ev);
 	close(c.fd);
-	/* orchd's side goes too, on the same loop */
-	while (D.metrics.http_connections > 0)
+	/* orchd's side goes too, on the same loop, and a body parsed off the loop comes back
+	 * (api_parse.c: it holds its request until then) */
+	while (D.metrics.http_connections > 0 || offload_pending(&D) > 0)
 		event_base_loop(D.base, EVLOOP_ONCE);
 	event_free(late);
 	/* what finished jobs leave (kept for resuming) is bounded, and freed here */
