@@ -1,7 +1,7 @@
 #pragma once
 /*
- * http.h - the HTTP side of orchd (evhttp): the public listener, route
- * tables as data, JSON answers and errors, bearer-token checks. Thread: the loop.
+ * http.h - answers over evhttp: JSON answers and errors, bearer-token checks,
+ * route tables as data (http_listen.h is the public listener). Thread: the loop.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,11 +41,18 @@ bool http_dispatch(struct orchd *d, struct evhttp_request *req, const struct htt
 /* http_bearer_ok - whether @req carries "Authorization: Bearer K" for one of @keys. */
 bool http_bearer_ok(struct evhttp_request *req, const char *const *keys, size_t n);
 
-/* http_start - listen on cfg.listen; ORCH_EIO (in use), ORCH_EINVAL, ORCH_ENOMEM. */
-orch_err http_start(struct orchd *d, struct orch_errinfo *reterr);
+/* http_req_path - @req's path (the URI before any '?') into @out, cut to @n - 1 bytes. */
+void http_req_path(struct evhttp_request *req, char *out, size_t n);
 
-/* http_stop - close the listener. */
-void http_stop(struct orchd *d);
+/* http_methods_at - the EVHTTP_REQ_* methods @table's rows take at @path (with HEAD and
+ * OPTIONS); 0: none. */
+unsigned http_methods_at(const struct http_route *table, size_t n, const char *path);
+
+/* http_method_name - "GET", "POST", ... for an EVHTTP_REQ_* @cmd; "?" for another. */
+const char *http_method_name(int cmd);
+
+/* http_allow_value - an Allow header's value for @methods into @out (@n bytes). */
+void http_allow_value(unsigned methods, char *out, size_t n);
 
 /* http_error - a JSON error body {error:{code,message,param}} with the code's HTTP status. */
 void http_error(struct evhttp_request *req, orch_err code, const char *param, const char *fmt, ...)

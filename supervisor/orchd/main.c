@@ -28,6 +28,7 @@
 #include "base/parse.h"
 #include "check.h"
 #include "http.h"
+#include "http_listen.h"
 #include "inspect.h"
 #include "jobs.h"
 #include "models.h"

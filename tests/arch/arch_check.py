@@ -26,14 +26,15 @@ LIMITS = {
     ("include", "supervisor/orchd"): 5,
     ("include", "cuda"): 2,
     ("include", "common/grammar"): 2,
-    ("symbol", "orchd_core+orchd_http"): 8,
+    ("symbol", "orchd_core+orchd_http"): 7,
     ("symbol", "orch-cuda"): 6,
     ("symbol", "orch_grammar"): 3,
 }
 # orchd's files that include libevent today; the goal: the HTTP edge and main.c only
 LIBEVENT = {
     "admin.c", "admin_load.c", "admin_pull.c", "api_choices.c", "api_native.c", "api_parse.c",
-    "api_stream.c", "api_tokenize.c", "http.c", "http_accept.c", "http_conn.c", "http_static.c",
+    "api_stream.c", "api_tokenize.c", "http.c", "http_accept.c", "http_conn.c", "http_listen.c",
+    "http_static.c",
     "jobs.c", "jobs_keep.c", "main.c", "model_pull.c", "models.c", "notify.c", "offload.c",
     "sse.c", "workers.c", "workers_io.c",
 }

@@ -33,6 +33,7 @@
 #include "base/log.h"
 #include "config.h"
 #include "http.h"
+#include "http_listen.h"
 #include "inspect.h"
 #include "jobs.h"
 #include "keys.h"
