@@ -103,13 +103,28 @@ void api_openai_usage_chunk(const struct job *j, uint32_t prompt, uint32_t compl
 void api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t per_prompt,
                         struct evhttp_request *req, bool streaming);
 
+/* api_follow_many_fn - follow the @n jobs of one request on @req (api_choices_follow's form). */
+typedef void (*api_follow_many_fn)(struct orchd *d, struct job **jobs, uint32_t n,
+                                   uint32_t per_prompt, struct evhttp_request *req, bool streaming);
+
 /*
- * api_start - parse @req's body for @api, make the job and submit it
+ * What an API gives api_start: which request it is (enum request_api), the sink
+ * its jobs answer through, and how it follows a request of several jobs (NULL:
+ * it takes none). The API above names them; api_stream.c calls no API back.
+ */
+struct api_kind {
+	int api;
+	const struct job_sink *sink;
+	api_follow_many_fn follow_many;
+};
+
+/*
+ * api_start - parse @req's body for @k's API, make the job and submit it
  * (placed or queued), then follow it; every refusal is answered here. A
  * body of API_PARSE_OFF_LOOP_BYTES or more, or one that may compile a
  * grammar, is parsed off the loop first (api_parse_then).
  */
-void api_start(struct orchd *d, struct evhttp_request *req, int api);
+void api_start(struct orchd *d, struct evhttp_request *req, const struct api_kind *k);
 
 /*
  * The body size from which parsing it, and compiling its grammar, leaves

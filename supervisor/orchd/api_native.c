@@ -25,8 +25,10 @@
 void
 api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
+	static const struct api_kind native = {REQUEST_EXECUTE, &api_native_sink, NULL};
+
 	(void)arg;
-	api_start(d, req, REQUEST_EXECUTE);
+	api_start(d, req, &native);
 }
 
 static bool

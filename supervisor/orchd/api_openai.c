@@ -322,15 +322,19 @@ const struct job_sink api_openai_sink = {openai_format, openai_body, openai_done
 void
 api_openai_completions(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
+	static const struct api_kind k = {REQUEST_COMPLETION, &api_openai_sink, api_choices_follow};
+
 	(void)arg;
-	api_start(d, req, REQUEST_COMPLETION);
+	api_start(d, req, &k);
 }
 
 void
 api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *arg)
 {
+	static const struct api_kind k = {REQUEST_CHAT, &api_openai_sink, api_choices_follow};
+
 	(void)arg;
-	api_start(d, req, REQUEST_CHAT);
+	api_start(d, req, &k);
 }
 
 /* The first of @m's workers that said Ready (its facts), or NULL. */

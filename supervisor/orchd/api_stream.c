@@ -378,12 +378,12 @@ static const enum job_kind job_kinds[] = {JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OA
 
 /* A job of @r (taken over) for @req; its ids set. NULL (answered 500) when out of memory. */
 static struct job *
-new_job(struct orchd *d, struct evhttp_request *req, int api, struct model_entry *m,
-        struct job_request *r, const struct job_owner *owner)
+new_job(struct orchd *d, struct evhttp_request *req, const struct api_kind *k,
+        struct model_entry *m, struct job_request *r, const struct job_owner *owner)
 {
-	const struct job_sink *sink = api == REQUEST_EXECUTE ? &api_native_sink : &api_openai_sink;
+	int api = k->api;
 	struct job_model jm = {m, m->cfg.name, &m->met};
-	struct job *j = jobs_new(d, job_kinds[api], sink, &jm, r, owner);
+	struct job *j = jobs_new(d, job_kinds[api], k->sink, &jm, r, owner);
 
 	if (j != NULL && j->req.echo && j->req.prompt != NULL &&
 	    (j->echo = orch_strndup(j->req.prompt, strlen(j->req.prompt))) == NULL) {
@@ -424,8 +424,8 @@ submit(struct orchd *d, struct evhttp_request *req, struct job *j)
  * A refusal of any cancels those submitted and answers it.
  */
 static void
-start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_entry *m,
-           struct job_request *r, const struct job_owner *owner)
+start_many(struct orchd *d, struct evhttp_request *req, const struct api_kind *kind,
+           struct model_entry *m, struct job_request *r, const struct job_owner *owner)
 {
 	uint32_t per = r->n_choices ? r->n_choices : 1;
 	uint32_t total = per * (r->prompt_list ? (uint32_t)cJSON_GetArraySize(r->prompt_list) : 1);
@@ -468,7 +468,7 @@ start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_en
 		}
 		if (src->sp.has_seed)
 			src->sp.seed += k;
-		if ((jobs[k] = new_job(d, req, api, m, src, owner)) == NULL) {
+		if ((jobs[k] = new_job(d, req, kind, m, src, owner)) == NULL) {
 			job_request_fini(src);
 			goto fail;
 		}
@@ -490,7 +490,7 @@ start_many(struct orchd *d, struct evhttp_request *req, int api, struct model_en
 		if (!submit(d, req, jobs[k]))
 			break;
 	if (k == total) {
-		api_choices_follow(d, jobs, total, per, req, jobs[0]->req.stream);
+		kind->follow_many(d, jobs, total, per, req, jobs[0]->req.stream);
 		orch_free(jobs);
 		return;
 	}
@@ -512,7 +512,7 @@ fail:
 
 /* A request being started: its body, and what its parse made. */
 struct start {
-	int api;
+	const struct api_kind *k;
 	uint64_t received; /* when orchd took it (Unix ms): deadline_ms counts from here */
 	const char *body;  /* evhttp's */
 	size_t n;
@@ -526,7 +526,7 @@ start_parse(const struct orchd_config *cfg, void *arg)
 {
 	struct start *s = arg;
 
-	s->rv = request_parse((enum request_api)s->api, cfg, s->body, s->n, &s->r, &s->pe);
+	s->rv = request_parse((enum request_api)s->k->api, cfg, s->body, s->n, &s->r, &s->pe);
 }
 
 static void
@@ -569,9 +569,10 @@ deadline(struct evhttp_request *req, struct job_request *r, uint64_t received)
 
 /* The body parsed into @r: the job made, submitted and followed, or the refusal answered. */
 static void
-start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r, int api,
-             uint64_t received)
+start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r,
+             const struct api_kind *k, uint64_t received)
 {
+	int api = k->api;
 	struct job_owner owner;
 	struct model_entry *m;
 	struct job *j;
@@ -584,9 +585,9 @@ start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r,
 	}
 	if (!deadline(req, r, received) || (m = admit(d, req, r, &owner)) == NULL)
 		goto out;
-	if (r->n_choices > 1 || r->prompt_list != NULL)
-		return start_many(d, req, api, m, r, &owner);
-	if ((j = new_job(d, req, api, m, r, &owner)) == NULL)
+	if ((r->n_choices > 1 || r->prompt_list != NULL) && k->follow_many != NULL)
+		return start_many(d, req, k, m, r, &owner);
+	if ((j = new_job(d, req, k, m, r, &owner)) == NULL)
 		goto out;
 	http_conn_note(d, req, NULL, j->correlation);
 	if (j->req.ignored != 0 && orch_log_enabled(ORCH_LOG_DEBUG)) {
@@ -615,18 +616,18 @@ start_cont(struct orchd *d, struct evhttp_request *req, void *arg)
 	if (s->rv != ORCH_OK)
 		http_params_error(req, &s->pe);
 	else
-		start_parsed(d, req, &s->r, s->api, s->received); /* takes s->r */
+		start_parsed(d, req, &s->r, s->k, s->received); /* takes s->r */
 	start_drop(s);
 }
 
 void
-api_start(struct orchd *d, struct evhttp_request *req, int api)
+api_start(struct orchd *d, struct evhttp_request *req, const struct api_kind *k)
 {
 	struct start *s = orch_calloc(1, sizeof(*s));
 
 	if (s == NULL)
 		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
-	s->api = api;
+	s->k = k;
 	s->received = orch_unix_ms();
 	s->n = http_body(req, &s->body);
 	api_parse_then(d, req, s->n, start_parse, start_cont, start_drop, s);
