@@ -21,30 +21,6 @@
 #define CLASS_MAX 1024
 #define DEPTH_MAX 256
 
-bool
-gbnf_fail(struct gbnf *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (p->failed)
-		return false;
-	p->failed = true;
-	p->err->line = p->line;
-	p->err->col = (uint32_t)(p->s - p->line_start) + 1;
-	va_start(ap, fmt);
-	vsnprintf(p->err->msg, sizeof(p->err->msg), fmt, ap);
-	va_end(ap);
-	return false;
-}
-
-bool
-gbnf_oom(struct gbnf *p)
-{
-	gbnf_fail(p, "out of memory");
-	p->err->line = p->err->col = 0;
-	return false;
-}
-
 static uint64_t
 name_hash(const char *s, uint32_t n)
 {
@@ -53,31 +29,6 @@ name_hash(const char *s, uint32_t n)
 	for (uint32_t i = 0; i < n; i++)
 		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
 	return h;
-}
-
-/* A new rule (named @name, @len bytes, or NULL) first named at @at in the text. */
-static bool
-add_rule(struct gbnf *p, const char *name, uint32_t len, const char *at, uint32_t *ret)
-{
-	if (!gram_grow((void **)&p->rules, &p->cap_rules, p->n_rules, sizeof(*p->rules), 64))
-		return gbnf_oom(p);
-	p->rules[p->n_rules] = (struct gbnf_rule){
-	        .name = name,
-	        .name_len = len,
-	        .line = p->line,
-	        .col = (uint32_t)(at - p->line_start) + 1,
-	};
-	*ret = p->n_rules++;
-	return true;
-}
-
-bool
-gbnf_new_rule(struct gbnf *p, uint32_t *ret)
-{
-	if (!add_rule(p, NULL, 0, p->s, ret))
-		return false;
-	p->rules[*ret].defined = true;
-	return true;
 }
 
 static bool
@@ -118,23 +69,10 @@ named_rule(struct gbnf *p, const char *name, uint32_t len, const char *at, uint3
 			return true;
 		}
 	}
-	if (!add_rule(p, name, len, at, ret))
+	if (!gbnf_add_rule(p, name, len, at, ret))
 		return false;
 	p->names[k] = *ret;
 	return (p->n_rules * 2 <= p->names_mask) || grow_names(p);
-}
-
-bool
-gbnf_push(struct gbnf *p, uint32_t r, uint32_t kind, uint32_t arg)
-{
-	struct gbnf_elems *e = &p->rules[r].body;
-
-	if (++p->n_el > GRAM_ELEMS_MAX)
-		return gbnf_fail(p, "the grammar is too large (over %u elements)", GRAM_ELEMS_MAX);
-	if (!gram_grow((void **)&e->v, &e->cap, e->n, sizeof(*e->v), 8))
-		return gbnf_oom(p);
-	e->v[e->n++] = (struct gram_elem){kind, arg};
-	return true;
 }
 
 /* Skip blanks and comments; newlines too when @nl. */

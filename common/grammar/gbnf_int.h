@@ -63,6 +63,10 @@ bool gbnf_fail(struct gbnf *p, const char *fmt, ...) __attribute__((format(print
 /* gbnf_oom - record an allocation failure and return false. */
 bool gbnf_oom(struct gbnf *p);
 
+/* gbnf_add_rule - a new rule (named @name, @len bytes, or NULL) first named at @at in
+ * the text, into *@ret. */
+bool gbnf_add_rule(struct gbnf *p, const char *name, uint32_t len, const char *at, uint32_t *ret);
+
 /* gbnf_new_rule - a rule the compiler makes (no name) into *@ret. */
 bool gbnf_new_rule(struct gbnf *p, uint32_t *ret);
 
