@@ -384,6 +384,18 @@ orch_log(enum orch_log_level level, const char *event, const char *fmt, ...)
 	va_end(ap);
 }
 
+static orch_err log_failure(const struct log_err *le, const char *event, const char *fmt,
+                            va_list ap) __attribute__((format(printf, 3, 0)));
+
+/* orch_log_err and orch_log_fail: @event at error level with @le's code and message. */
+static orch_err
+log_failure(const struct log_err *le, const char *event, const char *fmt, va_list ap)
+{
+	if (orch_log_enabled(ORCH_LOG_ERR))
+		log_emit(ORCH_LOG_ERR, event, le, fmt, ap);
+	return le->code;
+}
+
 orch_err
 orch_log_err(orch_err code, const struct orch_errinfo *info, const char *event, const char *fmt,
              ...)
@@ -391,10 +403,8 @@ orch_log_err(orch_err code, const struct orch_errinfo *info, const char *event, 
 	struct log_err le = {code, info, true};
 	va_list ap;
 
-	if (!orch_log_enabled(ORCH_LOG_ERR))
-		return code;
 	va_start(ap, fmt);
-	log_emit(ORCH_LOG_ERR, event, &le, fmt, ap);
+	log_failure(&le, event, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -406,10 +416,8 @@ orch_log_fail(orch_err code, const struct orch_errinfo *info, const char *event,
 	struct log_err le = {code, info, false};
 	va_list ap;
 
-	if (!orch_log_enabled(ORCH_LOG_ERR))
-		return code;
 	va_start(ap, fmt);
-	log_emit(ORCH_LOG_ERR, event, &le, fmt, ap);
+	log_failure(&le, event, fmt, ap);
 	va_end(ap);
 	return code;
 }
