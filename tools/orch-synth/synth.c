@@ -25,7 +25,7 @@ enum kind { K_WEIGHT, K_NORM, K_BIAS, K_ROPE };
 struct stensor {
 	char name[64];
 	uint32_t type, n_dims;
-	uint64_t ne[3]; /* ne[2]: experts (gpt-oss), else 1 */
+	uint64_t ne[3]; /* ne[2]: experts (gpt-oss, qwen3moe), else 1 */
 	enum kind kind;
 };
 
@@ -38,13 +38,16 @@ struct synth {
 	size_t n, cap;
 };
 
-/* The type of matrix @name: gpt-oss keeps its experts MXFP4 and its router F32, as its files. */
+/*
+ * The type of matrix @name: gpt-oss keeps its experts MXFP4, as its files; a router
+ * (ffn_gate_inp) stays F32, as llama.cpp's converter and quantizer keep it.
+ */
 static uint32_t
 weight_type(const struct synth *s, const char *name, uint64_t ne0, uint32_t layer)
 {
 	if (s->p->gpt_oss && strstr(name, "_exps.") != NULL)
 		return GGML_TYPE_MXFP4;
-	if (s->p->gpt_oss && strstr(name, "ffn_gate_inp.") != NULL)
+	if (strstr(name, "ffn_gate_inp.") != NULL)
 		return GGML_TYPE_F32;
 	return synth_mix_type(&s->mix, name, ne0, layer, s->n_layer, !s->p->tied);
 }
@@ -154,6 +157,28 @@ add_layer(struct synth *s, uint32_t l)
 	}
 	ADD("attn_output.weight", K_WEIGHT, q, p->n_embd);
 	ADD("ffn_norm.weight", K_NORM, p->n_embd, 0);
+#undef ADD
+	if (p->n_expert > 0) { /* qwen3moe: the router and the experts, stacked */
+		uint64_t e = p->n_embd, ff = p->n_ff_exp, ne = p->n_expert;
+#define ADD3(suffix, a, b, c)                                  \
+	do {                                                   \
+		snprintf(n, sizeof(n), "blk.%u." suffix, l);   \
+		if (rv == ORCH_OK)                             \
+			rv = add3(s, n, K_WEIGHT, a, b, c, l); \
+	} while (0)
+		ADD3("ffn_gate_inp.weight", e, ne, 0);
+		ADD3("ffn_gate_exps.weight", e, ff, ne);
+		ADD3("ffn_up_exps.weight", e, ff, ne);
+		ADD3("ffn_down_exps.weight", ff, e, ne);
+#undef ADD3
+		return rv;
+	}
+#define ADD(suffix, kind, a, b)                              \
+	do {                                                 \
+		snprintf(n, sizeof(n), "blk.%u." suffix, l); \
+		if (rv == ORCH_OK)                           \
+			rv = add(s, n, kind, a, b, l);       \
+	} while (0)
 	if (p->fused) {
 		ADD("ffn_up.weight", K_WEIGHT, p->n_embd, 2ull * p->n_ff);
 	} else {
@@ -207,6 +232,11 @@ set_hparams(struct gguf_writer *w, const struct synth *s)
 	if (rv == ORCH_OK && p->head_dim && !p->gpt_oss && /* qwen3: its own head size */
 	    ((rv = gguf_writer_set_u32(w, KEY("attention.key_length"), p->head_dim)) ||
 	     (rv = gguf_writer_set_u32(w, KEY("attention.value_length"), p->head_dim))))
+		return rv;
+	if (rv == ORCH_OK && p->n_expert > 0 && !p->gpt_oss && /* qwen3moe */
+	    ((rv = gguf_writer_set_u32(w, KEY("expert_count"), p->n_expert)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("expert_used_count"), p->n_expert_used)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), p->n_ff_exp))))
 		return rv;
 	if (rv == ORCH_OK && p->gpt_oss &&
 	    ((rv = gguf_writer_set_u32(w, KEY("attention.key_length"), p->head_dim)) ||
@@ -314,9 +344,9 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 	if (s->p == NULL)
 		return orch_errf(
 		        reterr, ORCH_EINVAL,
-		        "unknown preset '%s' (presets: qwen2.5-0.5b, qwen3-0.6b, phi3-mini-4k, llama-3.2-1b, "
-		        "gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-qwen3, tiny-phi3, tiny-gpt-oss, "
-		        "tiny-gpt-oss-narrow)",
+		        "unknown preset '%s' (presets: qwen2.5-0.5b, qwen3-0.6b, qwen3-30b-a3b, "
+		        "phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-qwen3, "
+		        "tiny-qwen3moe, tiny-phi3, tiny-gpt-oss, tiny-gpt-oss-narrow)",
 		        o->preset ? o->preset : "");
 	if (synth_mix_parse(quant, &s->mix) != ORCH_OK)
 		return orch_errf(

@@ -28,8 +28,11 @@ struct synth_preset {
 	/* gpt-oss: biases on Q/K/V/O, sinks, experts (MXFP4), a sliding window, YaRN */
 	bool gpt_oss;
 	uint32_t head_dim; /* attention.key_length (gpt-oss, qwen3); 0: n_embd / n_head */
+	/* experts (gpt-oss; qwen3moe: a router and SwiGLU experts without biases instead of
+	 * the dense FFN, n_ff_exp wide) */
 	uint32_t n_expert, n_expert_used, n_swa, yarn_orig_ctx;
 	float yarn_factor;
+	uint32_t n_ff_exp; /* qwen3moe's expert_feed_forward_length */
 };
 
 /* synth_preset_find - the preset called @name, or NULL. */

@@ -6,7 +6,8 @@
  * rope_freqs) stay F32. Q4_K_M: Q4_K, except
  *   - output.weight (or the tied token_embd.weight): Q6_K, or Q8_0 when
  *     its rows are not whole 256-blocks;
- *   - attn_v.weight and ffn_down.weight: Q6_K in the layers use_more_bits()
+ *   - attn_v.weight and ffn_down.weight (and the experts' ffn_down_exps, which
+ *     llama.cpp's name match takes too): Q6_K in the layers use_more_bits()
  *     picks (the first and last eighth, and every third between);
  *   - attn_qkv.weight (fused, phi3): Q5_K.
  * A type whose block does not divide a row falls back as llama.cpp does:
@@ -104,7 +105,8 @@ synth_mix_type(const struct synth_mix *m, const char *name, uint64_t ne0, uint32
 		return fallback(type, ne0);
 	if (is_output)
 		return ne0 % QK_K != 0 ? GGML_TYPE_Q8_0 : GGML_TYPE_Q6_K;
-	if ((ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight")) &&
+	if ((ends_with(name, "attn_v.weight") || ends_with(name, "ffn_down.weight") ||
+	     ends_with(name, "ffn_down_exps.weight")) &&
 	    use_more_bits(layer, n_layer))
 		type = GGML_TYPE_Q6_K;
 	else if (ends_with(name, "attn_qkv.weight"))

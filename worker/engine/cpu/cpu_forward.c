@@ -20,7 +20,7 @@
  *   older than the window of the step's first token. With an F16 cache
  *   it mirrors ggml: Q is rounded to F16 before Q·K, and the softmax weights
  *   to F16 before they weight V; a layer's sinks join each softmax.
- * - A mixture-of-experts layer (gpt-oss) routes each token to its top
+ * - A mixture-of-experts layer (gpt-oss, qwen3moe) routes each token to its top
  *   n_expert_used experts; the tokens are grouped by expert, so each chosen
  *   expert's weights are read once per step for all its tokens, and an
  *   expert nobody chose is not read at all.
@@ -356,9 +356,50 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 }
 
 /*
- * Each token's n_expert_used experts by router logit, best first (the lower
- * index on a tie), and their weights: a softmax over those logits alone
- * (llama.cpp's SOFTMAX_WEIGHT gating, its sum in double as ggml_soft_max).
+ * Each of @K experts of one token's @score (best first, the lower index on a tie) into @sel
+ * and its score into @w.
+ */
+static void
+top_k(const float *score, uint32_t n_expert, uint32_t K, uint32_t *sel, float *w)
+{
+	for (uint32_t k = 0; k < K; k++) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t e = 0; e < n_expert; e++) {
+			bool taken = false;
+			for (uint32_t i = 0; i < k; i++)
+				taken |= sel[i] == e;
+			if (!taken && (best == UINT32_MAX || score[e] > score[best]))
+				best = e;
+		}
+		sel[k] = best;
+		w[k] = score[best];
+	}
+}
+
+/* ggml_soft_max of @n floats in place: exp(x - max) in float, the sum in double, one reciprocal. */
+static void
+softmax_inplace(float *x, uint32_t n)
+{
+	float max = -INFINITY;
+	double sum = 0.0;
+
+	for (uint32_t i = 0; i < n; i++)
+		max = x[i] > max ? x[i] : max;
+	for (uint32_t i = 0; i < n; i++) {
+		x[i] = expf(x[i] - max);
+		sum += (double)x[i];
+	}
+	float inv = (float)(1.0 / sum);
+	for (uint32_t i = 0; i < n; i++)
+		x[i] *= inv;
+}
+
+/*
+ * Each token's n_expert_used experts and their weights, as llama.cpp's build_moe_ffn:
+ * MODEL_MOE_SOFTMAX_CHOSEN (gpt-oss) takes the top logits and a softmax over those alone;
+ * MODEL_MOE_SOFTMAX_ALL (qwen3moe) a softmax over all (in place in b->router), the top
+ * probabilities and, with moe_norm_w, each divided by their float sum (at least 2^-14,
+ * ggml's clamp).
  */
 static void
 route_tokens(struct be_model *b, uint32_t T)
@@ -367,30 +408,24 @@ route_tokens(struct be_model *b, uint32_t T)
 	uint32_t K = hp->n_expert_used;
 
 	for (uint32_t t = 0; t < T; t++) {
-		const float *lg = b->router + (uint64_t)t * hp->n_expert;
+		float *lg = b->router + (uint64_t)t * hp->n_expert;
 		uint32_t *sel = b->sel + (uint64_t)t * K;
-		float *w = b->sel_w + (uint64_t)t * K, max = -INFINITY;
-		for (uint32_t k = 0; k < K; k++) {
-			uint32_t best = UINT32_MAX;
-			for (uint32_t e = 0; e < hp->n_expert; e++) {
-				bool taken = false;
-				for (uint32_t i = 0; i < k; i++)
-					taken |= sel[i] == e;
-				if (!taken && (best == UINT32_MAX || lg[e] > lg[best]))
-					best = e;
-			}
-			sel[k] = best;
-			w[k] = lg[best];
-			max = w[k] > max ? w[k] : max;
+		float *w = b->sel_w + (uint64_t)t * K;
+		if (hp->moe_gating == MODEL_MOE_SOFTMAX_CHOSEN) {
+			top_k(lg, hp->n_expert, K, sel, w);
+			softmax_inplace(w, K);
+			continue;
 		}
+		softmax_inplace(lg, hp->n_expert);
+		top_k(lg, hp->n_expert, K, sel, w);
+		if (!hp->moe_norm_w)
+			continue;
 		double sum = 0.0;
-		for (uint32_t k = 0; k < K; k++) {
-			w[k] = expf(w[k] - max);
-			sum += (double)w[k];
-		}
-		float inv = (float)(1.0 / sum);
 		for (uint32_t k = 0; k < K; k++)
-			w[k] *= inv;
+			sum += (double)w[k];
+		float s = (float)sum < 6.103515625e-5f ? 6.103515625e-5f : (float)sum;
+		for (uint32_t k = 0; k < K; k++)
+			w[k] /= s;
 	}
 }
 
@@ -398,7 +433,10 @@ route_tokens(struct be_model *b, uint32_t T)
 #define OAI_ALPHA 1.702f
 #define OAI_LIMIT 7.0f
 
-/* The experts' FFN: per expert, the rows of the tokens that chose it, in one product each. */
+/*
+ * The experts' FFN: per expert, the rows of the tokens that chose it, in one product each
+ * (gpt-oss: with biases, its clamped SwiGLU; qwen3moe: neither).
+ */
 static void
 moe_block(struct be_model *b, uint32_t T, uint32_t il)
 {
@@ -421,7 +459,10 @@ moe_block(struct be_model *b, uint32_t T, uint32_t il)
 			       E * sizeof(float));
 		mm(b, L->gate_exps, (uint64_t)e * F, F, b->moe_x, n, b->gate, F, L->gate_exps_b);
 		mm(b, L->up_exps, (uint64_t)e * F, F, b->moe_x, n, b->up, F, L->up_exps_b);
-		cpu_swiglu_oai(b->gate, b->up, n * F, OAI_ALPHA, OAI_LIMIT);
+		if (hp->moe_swiglu_oai)
+			cpu_swiglu_oai(b->gate, b->up, n * F, OAI_ALPHA, OAI_LIMIT);
+		else
+			cpu_swiglu(b->gate, b->up, n * F);
 		mm(b, L->down_exps, (uint64_t)e * E, E, b->gate, n, b->tmp, E, L->down_exps_b);
 		for (uint32_t i = 0; i < n;
 		     i++) { /* (down + bias) · weight, into its (t, k) place */

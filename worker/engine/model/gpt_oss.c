@@ -55,6 +55,8 @@ read_keys(const struct gguf_file *f, struct model_hparams *hp, struct orch_errin
 			                 gguf_name(f));
 	}
 	hp->rope_neox = true;
+	hp->moe_gating = MODEL_MOE_SOFTMAX_CHOSEN;
+	hp->moe_swiglu_oai = true;
 	return ORCH_OK;
 }
 

@@ -36,6 +36,8 @@ model_arch_name(enum model_arch a)
 		return "gpt-oss";
 	case MODEL_QWEN3:
 		return "qwen3";
+	case MODEL_QWEN3MOE:
+		return "qwen3moe";
 	}
 	return "?";
 }
@@ -242,7 +244,8 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	             {"qwen2", MODEL_QWEN2, model_qwen2_load, {0}},
 	             {"phi3", MODEL_PHI3, model_phi3_load, {0}},
 	             {"gpt-oss", MODEL_GPT_OSS, model_gpt_oss_load, {.moe = true, .yarn = true}},
-	             {"qwen3", MODEL_QWEN3, model_qwen3_load, {0}}};
+	             {"qwen3", MODEL_QWEN3, model_qwen3_load, {0}},
+	             {"qwen3moe", MODEL_QWEN3MOE, model_qwen3moe_load, {.moe = true}}};
 	struct gguf_str a;
 	char arch[64];
 	orch_err rv;
@@ -267,8 +270,8 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	}
 	return orch_errf(
 	        reterr, ORCH_EUNSUPPORTED,
-	        "%s: architecture '%s' is not supported (supported: llama, qwen2, qwen3, phi3, "
-	        "gpt-oss)",
+	        "%s: architecture '%s' is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
+	        "phi3, gpt-oss)",
 	        gguf_name(f), arch);
 }
 

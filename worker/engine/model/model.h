@@ -3,8 +3,8 @@
  * model.h - a model as the engine sees it: hyper-parameters from GGUF
  * metadata and, per layer, the weight tensors of the architecture, mapped
  * from GGUF tensor names with their shapes checked. One file per
- * architecture (llama.c, qwen2.c, phi3.c, gpt_oss.c) fills it; nothing above this
- * layer knows the tensor names.
+ * architecture (llama.c, qwen2.c, qwen3.c, qwen3moe.c, phi3.c, gpt_oss.c)
+ * fills it; nothing above this layer knows the tensor names.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,7 +14,24 @@
 struct gguf_file;
 struct gguf_tensor;
 
-enum model_arch { MODEL_LLAMA, MODEL_QWEN2, MODEL_PHI3, MODEL_GPT_OSS, MODEL_QWEN3 };
+enum model_arch {
+	MODEL_LLAMA,
+	MODEL_QWEN2,
+	MODEL_PHI3,
+	MODEL_GPT_OSS,
+	MODEL_QWEN3,
+	MODEL_QWEN3MOE
+};
+
+/*
+ * How a token's router logits become its experts and their weights:
+ * - MODEL_MOE_SOFTMAX_CHOSEN (gpt-oss; llama.cpp's SOFTMAX_WEIGHT gating): the top
+ *   n_expert_used logits, weighted by a softmax over those logits alone;
+ * - MODEL_MOE_SOFTMAX_ALL (qwen3moe; llama.cpp's SOFTMAX gating): a softmax over every
+ *   expert's logit, the top n_expert_used probabilities, divided by their sum when
+ *   moe_norm_w (Qwen's norm_topk_prob).
+ */
+enum model_moe_gating { MODEL_MOE_SOFTMAX_CHOSEN, MODEL_MOE_SOFTMAX_ALL };
 
 struct model_hparams {
 	enum model_arch arch;
@@ -27,6 +44,9 @@ struct model_hparams {
 	uint32_t yarn_orig_ctx;
 	/* mixture of experts (n_expert 0: a dense FFN of n_ff) */
 	uint32_t n_expert, n_expert_used, n_ff_exp;
+	enum model_moe_gating moe_gating;
+	bool moe_norm_w;     /* MODEL_MOE_SOFTMAX_ALL: the chosen weights renormalized to sum 1 */
+	bool moe_swiglu_oai; /* gpt-oss's clamped SwiGLU in the experts, else silu(gate) · up */
 	/* sliding-window attention: a layer il with il % swa_pattern < swa_pattern - 1 sees
 	 * only its last n_swa positions, the query's own included (0: none) */
 	uint32_t n_swa, swa_pattern;
@@ -69,12 +89,13 @@ struct model_layer {
 	const struct gguf_tensor *w_gate_up;       /* [n_embd, 2 n_ff] (phi3: gate first) */
 	const struct gguf_tensor *w_down;          /* [n_ff, n_embd] */
 	/* gpt-oss */
-	const struct gguf_tensor *bo;       /* [n_embd] attn_output.bias */
-	const struct gguf_tensor *sinks;    /* [n_head] a logit in every softmax's denominator */
-	const struct gguf_tensor *router;   /* [n_embd, n_expert] ffn_gate_inp (F32) */
-	const struct gguf_tensor *router_b; /* [n_expert] */
+	const struct gguf_tensor *bo;    /* [n_embd] attn_output.bias */
+	const struct gguf_tensor *sinks; /* [n_head] a logit in every softmax's denominator */
+	/* mixture of experts (gpt-oss, qwen3moe) */
+	const struct gguf_tensor *router;   /* [n_embd, n_expert] ffn_gate_inp (gpt-oss: F32) */
+	const struct gguf_tensor *router_b; /* [n_expert] (gpt-oss) */
 	/* [n_embd, n_ff_exp, n_expert] gate and up, [n_ff_exp, n_embd, n_expert] down: expert
-	 * e's matrix is rows e·ne1 .. (e+1)·ne1 - 1; biases [ne1, n_expert] */
+	 * e's matrix is rows e·ne1 .. (e+1)·ne1 - 1; biases [ne1, n_expert] (gpt-oss) */
 	const struct gguf_tensor *gate_exps, *up_exps, *down_exps;
 	const struct gguf_tensor *gate_exps_b, *up_exps_b, *down_exps_b;
 };
@@ -107,7 +128,7 @@ void model_free(struct model *m);
 void model_for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *),
                            void *ctx);
 
-/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss", "qwen3". */
+/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss", "qwen3", "qwen3moe". */
 const char *model_arch_name(enum model_arch a);
 
 /* ---- for the per-architecture files ---- */
@@ -144,6 +165,8 @@ const struct gguf_tensor *model_tensor3(const struct gguf_file *f, const char *n
 orch_err model_llama_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_qwen2_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_qwen3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
+orch_err model_qwen3moe_load(const struct gguf_file *f, struct model *m,
+                             struct orch_errinfo *reterr);
 orch_err model_phi3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_gpt_oss_load(const struct gguf_file *f, struct model *m,
                             struct orch_errinfo *reterr);

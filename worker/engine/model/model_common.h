@@ -7,6 +7,7 @@ struct model_layout {
 	bool fused_qkv; /* attn_qkv */
 	bool fused_ffn; /* ffn_up holds gate then up */
 	bool qk_norm;   /* attn_{q,k}_norm: RMSNorm of each query and key head before RoPE */
+	bool moe;       /* ffn_gate_inp and ffn_{gate,up,down}_exps instead of a dense FFN */
 };
 
 /* model_map - embeddings, output, and every layer's tensors per @lay; shapes checked. */

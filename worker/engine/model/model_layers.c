@@ -38,6 +38,16 @@ map_layer(const struct gguf_file *f, const struct model_hparams *hp, uint32_t il
 	}
 	l->wo = T("attn_output.weight", q, e, true);
 	l->ffn_norm = T("ffn_norm.weight", e, 0, true);
+	if (lay->moe) {
+		l->router = T("ffn_gate_inp.weight", e, hp->n_expert, true);
+#define T3(suffix, a, b, c) \
+	(snprintf(n, sizeof(n), "blk.%u." suffix, il), model_tensor3(f, n, a, b, c, &rv, reterr))
+		l->gate_exps = T3("ffn_gate_exps.weight", e, hp->n_ff_exp, hp->n_expert);
+		l->up_exps = T3("ffn_up_exps.weight", e, hp->n_ff_exp, hp->n_expert);
+		l->down_exps = T3("ffn_down_exps.weight", hp->n_ff_exp, e, hp->n_expert);
+#undef T3
+		return rv;
+	}
 	if (lay->fused_ffn) {
 		l->w_gate_up = T("ffn_up.weight", e, 2 * ff, true);
 	} else {

@@ -2,8 +2,8 @@
  * model_test - what model_load refuses, and how it says so: an unsupported
  * architecture (by name), a missing hyper-parameter key (by name), a tensor
  * of an unsupported type (name and type), a wrongly shaped tensor, phi3
- * long-rope scaling, rope scaling in general; and the optional keys'
- * defaults. Each case is a synthesized tiny model rewritten with one change.
+ * long-rope scaling, rope scaling in general, qwen3moe's routing variants;
+ * and the optional keys' defaults. Each case is a synthesized tiny model rewritten with one change.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +27,9 @@ struct change {
 	uint32_t tensor_type; /* its new type (data zeroed), or 0 */
 	uint64_t tensor_ne0;  /* its new ne[0] (data zeroed), or 0 */
 	const char *add_tensor;
+	const char *bool_key, *f32_key; /* set to @bool_val, @f32_val */
+	bool bool_val;
+	float f32_val;
 };
 
 static char src[64];
@@ -73,6 +76,10 @@ load_changed(const struct change *c, orch_err *rv, char *msg, size_t msg_size)
 		T_OK(gguf_writer_set_u32(w, c->u32_key, c->u32_val));
 	if (c->u32_key2)
 		T_OK(gguf_writer_set_u32(w, c->u32_key2, c->u32_val2));
+	if (c->bool_key)
+		T_OK(gguf_writer_set_bool(w, c->bool_key, c->bool_val));
+	if (c->f32_key)
+		T_OK(gguf_writer_set_f32(w, c->f32_key, c->f32_val));
 	zero = calloc(1, 1 << 24);
 	for (size_t i = 0; i < gguf_tensor_count(f); i++) {
 		const struct gguf_tensor *t = gguf_tensor_at(f, i);
@@ -228,6 +235,49 @@ test_phi3_long_rope(void)
 	unlink(src);
 }
 
+/*
+ * qwen3moe: the routing keys' defaults (renormalized, llama.cpp's for the architecture;
+ * expert_feed_forward_length's absence: feed_forward_length / expert_used_count), an
+ * explicit expert_weights_norm, and the other MoE families' keys refused by name.
+ */
+static void
+test_qwen3moe_keys(void)
+{
+	make_source("tiny-qwen3moe"); /* 8 experts of 256, 2 used; feed_forward_length 512 */
+	memset(&loaded, 0, sizeof(loaded));
+	expect(&(struct change){0}, ORCH_OK, NULL);
+	T_TRUE(loaded.arch == MODEL_QWEN3MOE && loaded.moe_norm_w && !loaded.moe_swiglu_oai);
+	T_TRUE(loaded.moe_gating == MODEL_MOE_SOFTMAX_ALL && loaded.rope_neox);
+	T_EQ(loaded.n_expert, 8);
+	T_EQ(loaded.n_expert_used, 2);
+	T_EQ(loaded.n_ff_exp, 256);
+	expect(&(struct change){.drop_key = "qwen3moe.expert_feed_forward_length"}, ORCH_OK, NULL);
+	T_EQ(loaded.n_ff_exp, 256); /* 512 / 2 */
+	expect(&(struct change){.bool_key = "qwen3moe.expert_weights_norm", .bool_val = false},
+	       ORCH_OK, NULL);
+	T_TRUE(!loaded.moe_norm_w);
+	expect(&(struct change){.drop_key = "qwen3moe.expert_used_count"}, ORCH_ENOTFOUND,
+	       "qwen3moe.expert_used_count");
+	expect(&(struct change){.u32_key = "qwen3moe.expert_used_count", .u32_val = 9}, ORCH_EINVAL,
+	       "9 experts used of 8");
+	expect(&(struct change){.u32_key = "qwen3moe.expert_shared_feed_forward_length",
+	                        .u32_val = 256},
+	       ORCH_EUNSUPPORTED, "expert_shared_feed_forward_length: a shared expert");
+	expect(&(struct change){.u32_key = "qwen3moe.expert_group_count", .u32_val = 4},
+	       ORCH_EUNSUPPORTED, "expert_group_count: routing by expert groups");
+	expect(&(struct change){.u32_key = "qwen3moe.expert_gating_func", .u32_val = 2},
+	       ORCH_EUNSUPPORTED, "expert_gating_func: a gating function other than softmax");
+	expect(&(struct change){.u32_key = "qwen3moe.expert_gating_func", .u32_val = 1}, ORCH_OK,
+	       NULL);
+	expect(&(struct change){.f32_key = "qwen3moe.expert_weights_scale", .f32_val = 2.5f},
+	       ORCH_EUNSUPPORTED, "expert_weights_scale: scaling the expert weights");
+	expect(&(struct change){.str_key = "qwen3moe.rope.scaling.type", .str_val = "yarn"},
+	       ORCH_EUNSUPPORTED, "rope scaling 'yarn' is not supported");
+	expect(&(struct change){.tensor = "blk.0.ffn_up_exps.weight", .tensor_ne0 = 128},
+	       ORCH_EGGUF_SHAPE, "tensor blk.0.ffn_up_exps.weight is [128, 256, 8]");
+	unlink(src);
+}
+
 int
 main(void)
 {
@@ -237,5 +287,6 @@ main(void)
 	T_RUN(test_converter_defaults);
 	T_RUN(test_bad_tensors);
 	T_RUN(test_phi3_long_rope);
+	T_RUN(test_qwen3moe_keys);
 	return t_done();
 }
