@@ -34,16 +34,18 @@
 #include <cjson/cJSON.h>
 
 #include "base/alloc.h"
+#include "base/clock.h"
 #include "base/sbuf.h"
 #include "base/utf8.h"
 #include "grammar.h"
 
-#define JS_DEPTH_MAX  64
-#define JS_OUT_MAX    ((size_t)1 << 20)
-#define JS_NAME_MAX   48
-#define JS_PATH_MAX   256
-#define JS_REPEAT_MAX 10000      /* GRAM_REPEAT_MAX */
-#define JS_INF        UINT64_MAX /* an unbounded count */
+#define JS_DEPTH_MAX   64
+#define JS_OUT_MAX     ((size_t)1 << 20)
+#define JS_NAME_MAX    48
+#define JS_PATH_MAX    256
+#define JS_REPEAT_MAX  10000      /* GRAM_REPEAT_MAX */
+#define JS_INF         UINT64_MAX /* an unbounded count */
+#define JS_TIME_MAX_MS 50 /* the bounded compile: a schema takes at most this, or is refused */
 
 /* JSON types as a bit set; "number" is T_INT | T_FRAC. */
 enum {
@@ -55,6 +57,15 @@ enum {
 	T_INT = 1 << 5,  /* integral numbers */
 	T_FRAC = 1 << 6, /* other numbers */
 	T_ALL = (1 << 7) - 1,
+};
+
+/* The drafts told apart by $schema. */
+enum {
+	D4 = 4,
+	D6 = 6,
+	D7 = 7,
+	D2019 = 2019,
+	D2020 = 2020,
 };
 
 /* Shared rules, emitted once at the end when some rule uses them. */
@@ -122,7 +133,12 @@ struct js {
 	cJSON *owned; /* merged schemas, freed at the end */
 	char *msg;
 	size_t msg_n;
-	bool failed;
+	struct sbuf fails; /* each place that cannot be enforced, "<what> at <pointer>\n" */
+	unsigned nfail;
+	bool fatal;           /* a limit was hit: stop at once, list nothing more */
+	int draft;            /* 4, 6, 7, 2019 or 2020: what $schema names (2020 when absent) */
+	const cJSON *res;     /* the schema resource '#' refs resolve in ($id, draft-4 id) */
+	uint64_t deadline_ns; /* the bounded compile: JS_TIME_MAX_NS after the start */
 	unsigned next_rule, used;
 	unsigned epoch, epochs; /* input consumed since a def started? */
 	int depth;
@@ -131,50 +147,28 @@ struct js {
 	char path[JS_PATH_MAX]; /* JSON pointer of the schema being made */
 	size_t path_n;
 	bool raw; /* a pattern is the whole output, as it is (json_regex_gbnf), not a JSON string */
-};
-
-/* Annotations: accepted and ignored. */
-static const char *const kw_annotations[] = {
-        "title",      "description", "$schema",   "$id",    "$comment", "default",     "examples",
-        "deprecated", "readOnly",    "writeOnly", "strict", "$defs",    "definitions", NULL,
-};
-
-/* Keywords this file takes (some only with certain values). */
-static const char *const kw_taken[] = {
-        "type",
-        "enum",
-        "const",
-        "$ref",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "properties",
-        "required",
-        "additionalProperties",
-        "minProperties",
-        "maxProperties",
-        "items",
-        "prefixItems",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "format",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        NULL,
+	bool search; /* a pattern without ^ may have anything before its match (pattern_matches) */
 };
 
 static orch_err gen(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+static bool ignorable(const struct js *js, const char *k);
+static orch_err check_keywords(struct js *js, const cJSON *s);
+static orch_err gen_ref(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+static const cJSON *deref(const struct js *js, const cJSON *s);
+static bool ref_alone(const struct js *js, const cJSON *s);
+static bool is_resource(const struct js *js, const cJSON *s);
+static int draft_of(const cJSON *root);
+static orch_err lower(struct js *js, const cJSON *s, const cJSON **ret);
 static orch_err gen_str(struct js *js, const cJSON *s, struct sbuf *b);
 static orch_err gen_num(struct js *js, const cJSON *s, struct sbuf *b, bool integer);
 static orch_err gen_obj(struct js *js, const cJSON *s, struct sbuf *b);
 static orch_err gen_arr(struct js *js, const cJSON *s, struct sbuf *b);
+static void json_quote(struct sbuf *b, const char *s);
+static bool str_format(const cJSON *fmt);
+static int int_format(const cJSON *fmt);
+static orch_err gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi,
+                            struct sbuf *b);
+static orch_err pattern_matches(struct js *js, const char *pat, const char *name, bool *ret);
 static orch_err gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err gen_anyof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
@@ -194,21 +188,81 @@ kw(const cJSON *s, const char *k)
 	return cJSON_GetObjectItemCaseSensitive(s, k);
 }
 
-/* js_fail - the first error's message, "<what> at <pointer>"; ORCH_EINVAL. */
+/* js_vfail - note "<what> at <pointer>" once (a place may be reached twice); ORCH_EINVAL. */
+static orch_err
+js_vfail(struct js *js, const char *fmt, va_list ap)
+{
+	char what[384], line[JS_PATH_MAX + 400];
+
+	vsnprintf(what, sizeof(what), fmt, ap);
+	snprintf(line, sizeof(line), "%s at %s\n", what, js->path_n ? js->path : "the root");
+	if (js->fatal)
+		return ORCH_EINVAL;
+	if (js->fails.p == NULL || strstr(js->fails.p, line) == NULL) {
+		sbuf_puts(&js->fails, line);
+		js->nfail++;
+	}
+	return ORCH_EINVAL;
+}
+
+/*
+ * js_fail - a place that cannot be enforced: noted, and the conversion goes on
+ * (gen() puts any value in its place) so that one refusal lists every such place.
+ */
 __attribute__((format(printf, 2, 3))) static orch_err
 js_fail(struct js *js, const char *fmt, ...)
 {
-	char what[384];
 	va_list ap;
+	orch_err rv;
 
-	if (!js->failed && js->msg_n > 0) {
-		va_start(ap, fmt);
-		vsnprintf(what, sizeof(what), fmt, ap);
-		va_end(ap);
-		snprintf(js->msg, js->msg_n, "%s at %s", what, js->path_n ? js->path : "the root");
+	va_start(ap, fmt);
+	rv = js_vfail(js, fmt, ap);
+	va_end(ap);
+	return rv;
+}
+
+/* js_limit - a limit was hit: noted, and the conversion stops at once. */
+__attribute__((format(printf, 2, 3))) static orch_err
+js_limit(struct js *js, const char *fmt, ...)
+{
+	va_list ap;
+	orch_err rv;
+
+	va_start(ap, fmt);
+	rv = js_vfail(js, fmt, ap);
+	va_end(ap);
+	js->fatal = true;
+	return rv;
+}
+
+/*
+ * js_message - the places noted, "A at /x; B at /y", into msg: as many as fit, then
+ * "; and N more".
+ */
+static void
+js_message(struct js *js)
+{
+	const char *p = js->fails.p ? js->fails.p : "";
+	size_t at = 0, len;
+	unsigned done = 0;
+
+	if (js->msg_n == 0)
+		return;
+	js->msg[0] = '\0';
+	for (; *p; p += len + 1, done++) {
+		char more[48];
+		len = strcspn(p, "\n");
+		snprintf(more, sizeof(more), "; and %u more", js->nfail - done);
+		if (at + len + 2 + (done + 1 < js->nfail ? strlen(more) : 0) >= js->msg_n &&
+		    done > 0) {
+			snprintf(js->msg + at, js->msg_n - at, "%s", more);
+			return;
+		}
+		at += (size_t)snprintf(js->msg + at, js->msg_n - at, "%s%.*s", done ? "; " : "",
+		                       (int)len, p);
+		if (at >= js->msg_n)
+			return;
 	}
-	js->failed = true;
-	return ORCH_EINVAL;
 }
 
 /* path_push - append "/@seg" (escaped as a JSON pointer token); returns the old length. */
@@ -277,7 +331,7 @@ put_rule(struct js *js, const char *name, const struct sbuf *body)
 		return rv;
 	sbuf_printf(&js->out, "%s ::= %s\n", name, body->p ? body->p : "");
 	if (js->out.n > JS_OUT_MAX)
-		return js_fail(js, "the grammar would be over 1 MiB");
+		return js_limit(js, "the grammar would be over 1 MiB (limit: grammar size)");
 	return sbuf_err(&js->out);
 }
 
@@ -371,6 +425,28 @@ type_kw(struct js *js, const cJSON *s, unsigned *ret)
 	return ORCH_OK;
 }
 
+/* The types keyword @k is about (T_ALL: any, or not a type-specific keyword). */
+static unsigned
+kw_family(const char *k)
+{
+	static const char *const obj[] = {
+	        "properties",        "required",          "additionalProperties",  "minProperties",
+	        "maxProperties",     "patternProperties", "propertyNames",         "dependencies",
+	        "dependentRequired", "dependentSchemas",  "unevaluatedProperties", NULL};
+	static const char *const arr[] = {"items",    "prefixItems",      "additionalItems",
+	                                  "minItems", "maxItems",         "uniqueItems",
+	                                  "contains", "unevaluatedItems", NULL};
+	static const char *const str[] = {"minLength", "maxLength", "pattern", "format", NULL};
+	static const char *const num[] = {"minimum",          "maximum",    "exclusiveMinimum",
+	                                  "exclusiveMaximum", "multipleOf", NULL};
+
+	return in_list(obj, k)   ? T_OBJ
+	       : in_list(arr, k) ? T_ARR
+	       : in_list(str, k) ? T_STR
+	       : in_list(num, k) ? T_INT | T_FRAC
+	                         : T_ALL;
+}
+
 /* The types a schema's type-specific keywords are about (0: none present). */
 static unsigned
 families(const cJSON *s)
@@ -404,6 +480,8 @@ families(const cJSON *s)
 	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
 		if (kw(s, fam[i].k))
 			m |= fam[i].bits;
+	if (kw(s, "format") && !str_format(kw(s, "format")))
+		m &= ~(unsigned)T_STR, m |= int_format(kw(s, "format")) >= 0 ? T_INT | T_FRAC : 0;
 	return m;
 }
 
@@ -437,166 +515,6 @@ get_count(struct js *js, const cJSON *s, const char *k, uint64_t *v)
 		return js_fail(js, "'%s' must be a non-negative integer", k);
 	*v = it->valuedouble >= 1e18 ? (uint64_t)1e18 : (uint64_t)it->valuedouble;
 	return ORCH_OK;
-}
-
-/* check_keywords - refuse any keyword that is neither taken nor an annotation. */
-static orch_err
-check_keywords(struct js *js, const cJSON *s)
-{
-	const cJSON *it;
-
-	cJSON_ArrayForEach(it, s)
-	{
-		if (in_list(kw_taken, it->string))
-			continue;
-		if (!in_list(kw_annotations, it->string))
-			return js_fail(js, "unsupported keyword '%s'", it->string);
-		if (strcmp(it->string, "$id") == 0 && s != js->root)
-			return js_fail(js,
-			               "unsupported keyword '$id' below the root (it would change "
-			               "what '$ref' resolves to)");
-	}
-	return ORCH_OK;
-}
-
-/* resolve - the schema a local $ref ("#" or "#/a/b") points at, or NULL. */
-static const cJSON *
-resolve(const cJSON *root, const char *ref)
-{
-	const cJSON *at = root;
-	char tok[256];
-	size_t n;
-
-	if (ref[0] != '#')
-		return NULL;
-	for (ref++; *ref == '/' && at;) {
-		for (ref++, n = 0; *ref && *ref != '/' && n + 1 < sizeof(tok); ref++) {
-			if (*ref == '~' && (ref[1] == '0' || ref[1] == '1'))
-				tok[n++] = *++ref == '0' ? '~' : '/';
-			else
-				tok[n++] = *ref;
-		}
-		tok[n] = '\0';
-		if (cJSON_IsObject(at))
-			at = kw(at, tok);
-		else if (cJSON_IsArray(at) && n > 0 && strspn(tok, "0123456789") == n)
-			at = cJSON_GetArrayItem(at, atoi(tok));
-		else
-			at = NULL;
-	}
-	return *ref == '\0' ? at : NULL;
-}
-
-/* is_pure_ref - @s is a $ref beside annotations only. */
-static bool
-is_pure_ref(const cJSON *s)
-{
-	const cJSON *it;
-
-	if (!cJSON_IsObject(s) || !cJSON_IsString(kw(s, "$ref")))
-		return false;
-	cJSON_ArrayForEach(it, s)
-	{
-		if (strcmp(it->string, "$ref") != 0 && !in_list(kw_annotations, it->string))
-			return false;
-	}
-	return true;
-}
-
-/* deref - @s with any chain of pure $ref schemas followed (NULL: a bad $ref or a loop). */
-static const cJSON *
-deref(const struct js *js, const cJSON *s)
-{
-	for (int i = 0; i < 32; i++) {
-		if (!is_pure_ref(s))
-			return s;
-		s = resolve(js->root, kw(s, "$ref")->valuestring);
-	}
-	return NULL;
-}
-
-/* A readable rule name for a $ref target: def-N-<last pointer token>. */
-static void
-def_name(struct js *js, const char *ref, char name[JS_NAME_MAX])
-{
-	const char *last = strrchr(ref, '/');
-	size_t n = (size_t)snprintf(name, JS_NAME_MAX, "def-%zu", js->ndefs);
-
-	if (last == NULL || n + 2 >= JS_NAME_MAX)
-		return;
-	name[n++] = '-';
-	for (last++; *last && n + 1 < 32; last++)
-		name[n++] = (*last >= 'a' && *last <= 'z') || (*last >= '0' && *last <= '9') ? *last
-		            : (*last >= 'A' && *last <= 'Z') ? (char)(*last - 'A' + 'a')
-		                                             : '-';
-	name[n] = '\0';
-}
-
-/* gen_def - the rule of a $ref target, made on first use. */
-static orch_err
-gen_def(struct js *js, const char *ref, const cJSON *target, char name[JS_NAME_MAX])
-{
-	char inner[JS_NAME_MAX], saved[JS_PATH_MAX];
-	struct sbuf b = {0};
-	struct js_def *d;
-	size_t i, saved_n = js->path_n;
-	orch_err rv;
-
-	for (i = 0; i < js->ndefs && js->defs[i].target != target; i++)
-		;
-	if (i < js->ndefs) {
-		if (js->defs[i].busy && js->defs[i].epoch == js->epoch)
-			return js_fail(js, "'$ref' '%s' recurses before any input is consumed",
-			               ref);
-		memcpy(name, js->defs[i].name, JS_NAME_MAX);
-		return ORCH_OK;
-	}
-	d = orch_reallocarray(js->defs, js->ndefs + 1, sizeof(*d));
-	if (d == NULL)
-		return ORCH_ENOMEM;
-	js->defs = d;
-	d = &js->defs[js->ndefs++];
-	def_name(js, ref, d->name);
-	d->target = target;
-	d->epoch = js->epoch;
-	d->busy = true;
-	memcpy(name, d->name, JS_NAME_MAX);
-	memcpy(saved, js->path, sizeof(saved));
-	snprintf(js->path, JS_PATH_MAX, "%s", ref + 1); /* errors inside name the target */
-	js->path_n = strlen(js->path);
-	rv = gen(js, target, inner);
-	memcpy(js->path, saved, sizeof(saved));
-	js->path_n = saved_n;
-	js->defs[i].busy = false;
-	if (rv != ORCH_OK)
-		return rv;
-	sbuf_puts(&b, inner);
-	rv = put_rule(js, name, &b);
-	sbuf_fini(&b);
-	return rv;
-}
-
-/* gen_ref - a schema that is a $ref (beside annotations only). */
-static orch_err
-gen_ref(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
-{
-	const cJSON *r = kw(s, "$ref"), *it, *target;
-
-	cJSON_ArrayForEach(it, s)
-	{
-		if (it != r && !in_list(kw_annotations, it->string))
-			return js_fail(js, "'%s' beside '$ref' is not supported", it->string);
-	}
-	if (!cJSON_IsString(r))
-		return js_fail(js, "'$ref' must be a string");
-	if (r->valuestring[0] != '#')
-		return js_fail(js,
-		               "unsupported keyword '$ref' to '%s' (only references within the "
-		               "schema, '#...', are taken)",
-		               r->valuestring);
-	if ((target = resolve(js->root, r->valuestring)) == NULL)
-		return js_fail(js, "'$ref' '%s' points at nothing", r->valuestring);
-	return gen_def(js, r->valuestring, target, name);
 }
 
 /* gen_typed - a schema by its types: one alternative per type it allows. */
@@ -640,37 +558,68 @@ gen_typed(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 	return rv;
 }
 
-/* gen - the rule for schema @s into @name (a new rule, a def or a shared one). */
+/* gen_dispatch - the rule of object schema @s by the keywords that shape it. */
+static orch_err
+gen_dispatch(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
+{
+	const cJSON *ref = kw(s, "$ref");
+
+	if (ref && (js->draft <= 7 || ref_alone(js, s)))
+		return gen_ref(js, s, name); /* up to draft 7, '$ref' hides its siblings */
+	if (ref || kw(s, "allOf"))
+		return gen_allof(js, s, name);
+	if (kw(s, "anyOf") || kw(s, "oneOf"))
+		return gen_anyof(js, s, name);
+	if (kw(s, "enum") || kw(s, "const"))
+		return gen_enum(js, s, name);
+	return gen_typed(js, s, name);
+}
+
+/*
+ * gen - the rule for schema @s into @name (a new rule, a def or a shared one). A
+ * place that cannot be enforced is noted (js_fail) and stands as any value, so
+ * that the conversion goes on and the refusal lists every place; a limit
+ * (js_limit) stops it.
+ */
 static orch_err
 gen(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 {
-	orch_err rv;
+	const cJSON *res = js->res, *low = NULL;
+	orch_err rv = ORCH_OK, rk;
+	bool ref7;
 
 	if (cJSON_IsTrue(s)) {
 		js->used |= U_VALUE;
 		snprintf(name, JS_NAME_MAX, "value");
 		return ORCH_OK;
 	}
-	if (cJSON_IsFalse(s))
-		return js_fail(js, "schema false: no value can match");
-	if (!cJSON_IsObject(s))
-		return js_fail(js, "a schema must be an object or a boolean");
-	if (js->depth >= JS_DEPTH_MAX)
-		return js_fail(js, "schema nested deeper than %d", JS_DEPTH_MAX);
-	if ((rv = check_keywords(js, s)) != ORCH_OK)
-		return rv;
-	js->depth++;
-	if (kw(s, "$ref"))
-		rv = gen_ref(js, s, name);
-	else if (kw(s, "allOf"))
-		rv = gen_allof(js, s, name);
-	else if (kw(s, "anyOf") || kw(s, "oneOf"))
-		rv = gen_anyof(js, s, name);
-	else if (kw(s, "enum") || kw(s, "const"))
-		rv = gen_enum(js, s, name);
-	else
-		rv = gen_typed(js, s, name);
-	js->depth--;
+	if (js->fatal)
+		return ORCH_EINVAL;
+	if (orch_mono_ns() > js->deadline_ns)
+		return js_limit(js, "the schema takes over %d ms to compile (limit: compile time)",
+		                JS_TIME_MAX_MS);
+	if (cJSON_IsFalse(s)) {
+		rv = js_fail(js, "schema false: no value can match");
+	} else if (!cJSON_IsObject(s)) {
+		rv = js_fail(js, "a schema must be an object or a boolean");
+	} else if (js->depth >= JS_DEPTH_MAX) {
+		rv = js_limit(js, "schema nested deeper than %d (limit: depth)", JS_DEPTH_MAX);
+	} else {
+		js->res = is_resource(js, s) ? s : res;
+		ref7 = js->draft <= D7 && kw(s, "$ref") != NULL; /* its siblings are ignored */
+		rk = ref7 ? ORCH_OK : check_keywords(js, s);
+		js->depth++;
+		if ((rv = ref7 ? ORCH_OK : lower(js, s, &low)) == ORCH_OK)
+			rv = gen_dispatch(js, low ? low : s, name);
+		js->depth--;
+		js->res = res;
+		rv = rv != ORCH_OK ? rv : rk;
+	}
+	if (rv == ORCH_EINVAL && !js->fatal) {
+		js->used |= U_VALUE; /* a stand-in: the schema is refused at the end */
+		snprintf(name, JS_NAME_MAX, "value");
+		rv = ORCH_OK;
+	}
 	return rv;
 }
 
@@ -707,11 +656,16 @@ convert(const cJSON *const *schemas, size_t n, const char *top, char **ret, size
 		return ORCH_ENOMEM;
 	if (top != NULL)
 		sbuf_puts(&all, top);
+	js.deadline_ns = orch_mono_ns() + (uint64_t)JS_TIME_MAX_MS * 1000000;
 	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
-		js.root = schemas[i];
+		js.root = js.res = schemas[i];
+		js.draft = draft_of(schemas[i]);
 		js.path_n = 0;
 		js.path[0] = '\0';
-		if ((rv = gen(&js, schemas[i], name)) != ORCH_OK) {
+		rv = gen(&js, schemas[i], name);
+		if (rv == ORCH_OK && js.nfail > 0)
+			rv = ORCH_EINVAL;
+		if (rv != ORCH_OK) {
 			if (ret_failed != NULL)
 				*ret_failed = i;
 			break;
@@ -729,14 +683,17 @@ convert(const cJSON *const *schemas, size_t n, const char *top, char **ret, size
 	if ((rv = sbuf_err(&all)) != ORCH_OK)
 		goto out;
 	if (all.n > JS_OUT_MAX) {
-		rv = js_fail(&js, "the grammar would be over 1 MiB");
+		rv = js_limit(&js, "the grammar would be over 1 MiB (limit: grammar size)");
 		goto out;
 	}
 	*ret = sbuf_take(&all, NULL);
 out:
+	if (rv == ORCH_EINVAL)
+		js_message(&js);
 	if (rv == ORCH_ENOMEM && msg_n > 0)
 		snprintf(msg, msg_n, "out of memory");
 	sbuf_fini(&all);
+	sbuf_fini(&js.fails);
 	sbuf_fini(&js.out);
 	cJSON_Delete(js.owned);
 	orch_free(js.defs);
@@ -776,8 +733,11 @@ json_object_gbnf(void)
 }
 
 /* clang-format off */
+#include "json_schema_kw.c"
+#include "json_schema_ref.c"
 #include "json_schema_pattern.c"
 #include "json_schema_scalar.c"
 #include "json_schema_compound.c"
+#include "json_schema_keys.c"
 #include "json_schema_combine.c"
 /* clang-format on */

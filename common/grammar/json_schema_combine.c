@@ -61,9 +61,10 @@ value_ok(struct js *js, const cJSON *s, const cJSON *v, bool *ok)
 
 	cJSON_ArrayForEach(it, s)
 	{
-		if (!in_list(sib, it->string) && !in_list(kw_annotations, it->string))
-			return js_fail(js, "'%s' beside 'enum' or 'const' is not supported",
-			               it->string);
+		if (in_list(sib, it->string) || ignorable(js, it->string) ||
+		    (kw_family(it->string) & value_bits(v)) == 0)
+			continue; /* about another type than @v's: it holds */
+		return js_fail(js, "'%s' beside 'enum' or 'const' is not supported", it->string);
 	}
 	if ((rv = type_kw(js, s, &m)) || (rv = get_count(js, s, "minLength", &lo)) ||
 	    (rv = get_count(js, s, "maxLength", &hi)) ||
@@ -128,7 +129,7 @@ out:
 static orch_err
 collect(struct js *js, const cJSON *s, const char *skip, struct part *parts, size_t *n, int depth)
 {
-	const cJSON *all, *it;
+	const cJSON *all, *it, *ref;
 	orch_err rv;
 
 	if ((s = deref(js, s)) == NULL)
@@ -140,13 +141,21 @@ collect(struct js *js, const cJSON *s, const char *skip, struct part *parts, siz
 	if (!cJSON_IsObject(s))
 		return js_fail(js, "a schema must be an object or a boolean");
 	if (depth > JS_MERGE_DEPTH || *n == JS_PARTS_MAX)
-		return js_fail(js, "'allOf' over %d schemas or %d deep", JS_PARTS_MAX,
-		               JS_MERGE_DEPTH);
+		return js_limit(js, "'allOf' over %d schemas or %d deep (limit: merge)",
+		                JS_PARTS_MAX, JS_MERGE_DEPTH);
 	if ((rv = check_keywords(js, s)) != ORCH_OK)
 		return rv;
-	if (kw(s, "$ref"))
-		return js_fail(js, "'$ref' beside other keywords inside 'allOf' is not supported");
+	for (size_t i = 0; i < *n; i++)
+		if (parts[i].s == s && parts[i].skip == skip)
+			return ORCH_OK; /* met again through a $ref: allOf of it twice is it */
 	parts[(*n)++] = (struct part){s, skip};
+	if (kw(s, "$ref")) { /* 2019-09 on: the target and the siblings, both */
+		if (!cJSON_IsString(kw(s, "$ref")) ||
+		    (ref = resolve(js, kw(s, "$ref")->valuestring)) == NULL)
+			return js_fail(js, "'$ref' points at nothing in the schema");
+		if ((rv = collect(js, ref, NULL, parts, n, depth + 1)) != ORCH_OK)
+			return rv;
+	}
 	if ((all = kw(s, "allOf")) != NULL && !cJSON_IsArray(all))
 		return js_fail(js, "'allOf' must be an array of schemas");
 	cJSON_ArrayForEach(it, all)
@@ -250,7 +259,7 @@ merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
 		const char *k = it->string;
 		cJSON *req;
 
-		if (in_list(kw_annotations, k) || strcmp(k, "allOf") == 0 ||
+		if (ignorable(js, k) || strcmp(k, "allOf") == 0 || strcmp(k, "$ref") == 0 ||
 		    strcmp(k, "additionalProperties") == 0 ||
 		    (pt->skip && strcmp(k, pt->skip) == 0))
 			continue;
@@ -374,7 +383,7 @@ gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 	size_t n = 0;
 	orch_err rv;
 
-	if (!cJSON_IsArray(all) || cJSON_GetArraySize(all) == 0)
+	if (all && (!cJSON_IsArray(all) || cJSON_GetArraySize(all) == 0))
 		return js_fail(js, "'allOf' must be a non-empty array of schemas");
 	if ((rv = collect(js, s, NULL, parts, &n, 0)) != ORCH_OK ||
 	    (rv = merge(js, parts, n, &m)) != ORCH_OK)
@@ -503,7 +512,7 @@ anyof_branches(struct js *js, const cJSON *s, const char *k, const cJSON **br)
 	orch_err rv = ORCH_OK;
 
 	cJSON_ArrayForEach(it, s) sib =
-	        sib || (!in_list(kw_annotations, it->string) && strcmp(it->string, k) != 0);
+	        sib || (!ignorable(js, it->string) && strcmp(it->string, k) != 0);
 	cJSON_ArrayForEach(it, kw(s, k))
 	{
 		old = path_push2(js, k, NULL, (int)i);

@@ -13,6 +13,12 @@
 
 #define JS_KEY_MAX 1024 /* the longest property name beside extra keys */
 
+struct prop;
+static orch_err obj_keys(struct js *js, const cJSON *s, struct prop *p, size_t n, size_t *n_live);
+static orch_err obj_extra(struct js *js, const cJSON *s, const char *id, const struct prop *p,
+                          size_t n, bool *extras);
+static const cJSON *extra_schema(const struct js *js, const cJSON *s);
+
 /* One property of an object rule; schema NULL: any value. */
 struct prop {
 	const char *key;
@@ -226,63 +232,42 @@ out:
 	return rv;
 }
 
-/* obj_counts - refuse minProperties/maxProperties unless the rule meets them anyway. */
+/*
+ * obj_counts - minProperties met by making optional properties required, in schema
+ * order; maxProperties by no extra keys and the optional properties past it left out.
+ */
 static orch_err
-obj_counts(struct js *js, const cJSON *s, const struct prop *p, size_t n, bool extras)
+obj_counts(struct js *js, const cJSON *s, struct prop *p, size_t *n, bool *extras)
 {
-	uint64_t lo = 0, hi = JS_INF, nreq = 0;
+	uint64_t lo = 0, hi = JS_INF, nreq = 0, kept = 0;
+	size_t k = 0;
 	orch_err rv;
 
 	if ((rv = get_count(js, s, "minProperties", &lo)) != ORCH_OK ||
 	    (rv = get_count(js, s, "maxProperties", &hi)) != ORCH_OK)
 		return rv;
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < *n; i++)
 		nreq += p[i].required;
+	for (size_t i = 0; i < *n && nreq < lo; i++)
+		if (!p[i].required)
+			p[i].required = true, nreq++;
 	if (lo > nreq)
-		return js_fail(js, "unsupported keyword 'minProperties' (taken only when the "
-		                   "required properties meet it)");
-	if (hi != JS_INF && (extras || hi < n))
-		return js_fail(js, "unsupported keyword 'maxProperties' (taken only when the "
-		                   "declared properties, and no others, fit in it)");
+		return js_fail(js, "unsupported keyword 'minProperties' (taken when the declared "
+		                   "properties can meet it)");
+	if (hi == JS_INF)
+		return ORCH_OK;
+	if (nreq > hi)
+		return js_fail(js, "'maxProperties' is under the required properties: no object "
+		                   "can match");
+	*extras = false;
+	for (size_t i = 0; i < *n; i++) {
+		if (!p[i].required && nreq + kept >= hi)
+			continue;
+		kept += !p[i].required;
+		p[k++] = p[i];
+	}
+	*n = k;
 	return ORCH_OK;
-}
-
-/* obj_extra - rules @id-k (a key never declared) and @id-x (key: value) for extra keys. */
-static orch_err
-obj_extra(struct js *js, const cJSON *s, const char *id, const struct prop *p, size_t n)
-{
-	const cJSON *addl = kw(s, "additionalProperties");
-	const char **names = orch_calloc(n + 1, sizeof(*names));
-	struct sbuf b = {0};
-	char val[JS_NAME_MAX], rule[JS_NAME_MAX + 4];
-	size_t old = path_push(js, "additionalProperties");
-	orch_err rv = names ? ORCH_OK : ORCH_ENOMEM;
-
-	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
-		names[i] = p[i].key;
-		if (strlen(p[i].key) > JS_KEY_MAX)
-			rv = js_fail(js, "a property name over %d bytes beside extra keys",
-			             JS_KEY_MAX);
-	}
-	if (rv == ORCH_OK)
-		rv = gen(js, addl, val);
-	if (rv == ORCH_OK) {
-		qsort(names, n, sizeof(*names), str_cmp);
-		sbuf_puts(&b, "\"\\\"\" ");
-		rv = put_notin(js, &b, names, n, 0);
-		sbuf_puts(&b, " \"\\\"\"");
-		snprintf(rule, sizeof(rule), "%s-k", id);
-	}
-	if (rv == ORCH_OK && (rv = put_rule(js, rule, &b)) == ORCH_OK) {
-		sbuf_clear(&b);
-		sbuf_printf(&b, "%s-k ws \":\" ws %s", id, val);
-		snprintf(rule, sizeof(rule), "%s-x", id);
-		rv = put_rule(js, rule, &b);
-	}
-	path_pop(js, old);
-	orch_free(names);
-	sbuf_fini(&b);
-	return rv;
 }
 
 /* obj_tails - rule @id-tJ: what may follow property J-1 (J = 1..n; n: extra keys). */
@@ -349,20 +334,22 @@ obj_body(struct js *js, struct sbuf *b, const char *id, const struct prop *p,
 static orch_err
 gen_obj(struct js *js, const cJSON *s, struct sbuf *b)
 {
-	const cJSON *addl = kw(s, "additionalProperties");
-	bool extras = cJSON_IsTrue(addl) || cJSON_IsObject(addl);
+	const cJSON *addl = extra_schema(js, s), *pp = kw(s, "patternProperties");
+	bool plain = !pp && !kw(s, "propertyNames");
+	bool extras = cJSON_IsTrue(addl) || cJSON_IsObject(addl) || cJSON_GetArraySize(pp) > 0;
 	char(*val)[JS_NAME_MAX] = NULL, id[JS_NAME_MAX];
 	unsigned epoch = js->epoch;
 	struct prop *p = NULL;
-	size_t n = 0, old;
+	size_t n = 0, nall = 0, old;
 	orch_err rv;
 
-	if (!kw(s, "properties") && !kw(s, "required") && (!addl || cJSON_IsTrue(addl)))
+	if (!kw(s, "properties") && !kw(s, "required") && !addl && plain)
 		extras = true; /* any object */
-	if ((rv = obj_props(js, s, &p, &n)) != ORCH_OK ||
-	    (rv = obj_counts(js, s, p, n, extras)) != ORCH_OK)
+	if ((rv = obj_props(js, s, &p, &nall)) != ORCH_OK ||
+	    (rv = obj_keys(js, s, p, nall, &n)) != ORCH_OK ||
+	    (rv = obj_counts(js, s, p, &n, &extras)) != ORCH_OK)
 		goto out;
-	if (n == 0 && extras && !cJSON_IsObject(addl)) {
+	if (nall == 0 && extras && plain && !cJSON_IsObject(addl)) {
 		js->used |= U_OBJECT;
 		sbuf_puts(b, "object");
 		goto out;
@@ -383,7 +370,7 @@ gen_obj(struct js *js, const cJSON *s, struct sbuf *b)
 		path_pop(js, old);
 	}
 	if (rv == ORCH_OK && extras)
-		rv = obj_extra(js, s, id, p, n);
+		rv = obj_extra(js, s, id, p, nall, &extras);
 	if (rv == ORCH_OK)
 		rv = obj_tails(js, id, p, val, n, extras);
 	if (rv == ORCH_OK)
@@ -481,11 +468,14 @@ gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
 		return rv;
 	if (lo > hi)
 		return js_fail(js, "'minItems' is over 'maxItems': no array can match");
-	if ((uniq = kw(s, "uniqueItems")) &&
-	    (!cJSON_IsBool(uniq) || (cJSON_IsTrue(uniq) && hi > 1)))
-		return js_fail(js, "unsupported keyword 'uniqueItems' (true is taken only with "
-		                   "'maxItems' up to 1)");
-	if (cJSON_IsArray(items)) { /* draft 7 tuple: any items after it */
+	if ((uniq = kw(s, "uniqueItems")) && !cJSON_IsBool(uniq))
+		return js_fail(js, "'uniqueItems' must be a boolean");
+	if (cJSON_IsTrue(uniq) && lo > 1)
+		return js_fail(js, "unsupported keyword 'uniqueItems' (true is taken with "
+		                   "'minItems' up to 1)");
+	if (cJSON_IsTrue(uniq))
+		hi = hi < 1 ? hi : 1; /* stricter: at most one item, always unique */
+	if (cJSON_IsArray(items)) {   /* draft 7 tuple: any items after it */
 		if (prefix)
 			return js_fail(js, "'items' as an array beside 'prefixItems'");
 		prefix = items, pkw = "items", items = NULL;

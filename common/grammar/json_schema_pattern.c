@@ -690,7 +690,7 @@ rx_pattern(struct js *js, const char *pat, struct sbuf *o, struct lr *l)
 		rx.p += a0;
 		/* raw (json_regex_gbnf): the output is matched whole, anchored or not */
 		a0 |= js->raw;
-		sbuf_puts(o, a0 ? "" : "char{0," RX_PREFIX_MAX "} ");
+		sbuf_puts(o, a0 ? "" : js->search ? "char* " : "char{0," RX_PREFIX_MAX "} ");
 		if ((rv = rx_seq(&rx, &a, true, &a1)) != ORCH_OK)
 			return rv;
 		a1 |= js->raw;
@@ -758,6 +758,46 @@ gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbu
 	return ORCH_OK;
 }
 
+/*
+ * pattern_matches - whether @pat finds a match in the string @name (*@ret), as a
+ * validator reads 'pattern' (a search, anchored only by ^ and $): the pattern as
+ * an exact grammar of JSON strings, compiled, given @name JSON-quoted.
+ */
+static orch_err
+pattern_matches(struct js *js, const char *pat, const char *name, bool *ret)
+{
+	struct js sub = {.msg = NULL, .msg_n = 0, .search = true, .draft = js->draft};
+	struct sbuf g = {0}, q = {0};
+	struct gram *gr = NULL;
+	struct gram_err ge;
+	struct lr l;
+	orch_err rv;
+
+	*ret = false;
+	sbuf_puts(&g, "root ::= \"\\\"\" ");
+	if ((rv = rx_pattern(&sub, pat, &g, &l)) != ORCH_OK) {
+		rv = sub.fatal ? js_limit(js, "%s", sub.fails.p ? sub.fails.p : "a pattern")
+		               : js_fail(js, "unsupported 'pattern' '%s' in 'patternProperties'",
+		                         pat);
+		goto out;
+	}
+	sbuf_puts(&g, " \"\\\"\"\n");
+	put_shared(&sub, &g);
+	json_quote(&q, name);
+	if ((rv = sbuf_err(&g)) == ORCH_OK && (rv = sbuf_err(&q)) == ORCH_OK &&
+	    (rv = gram_compile(g.p, g.n, NULL, &gr, &ge)) == ORCH_OK)
+		*ret = gram_accepts(gr, q.p, q.n);
+	else if (rv == ORCH_EINVAL)
+		rv = js_fail(js, "pattern '%s' does not compile: %s", pat, ge.msg);
+out:
+	gram_free(gr);
+	sbuf_fini(&g);
+	sbuf_fini(&q);
+	sbuf_fini(&sub.fails);
+	sbuf_fini(&sub.out);
+	return rv;
+}
+
 orch_err
 json_regex_gbnf(const char *pattern, char **ret, char *msg, size_t msg_n)
 {
@@ -780,12 +820,15 @@ json_regex_gbnf(const char *pattern, char **ret, char *msg, size_t msg_n)
 		rv = sbuf_err(&all);
 	}
 	if (rv == ORCH_OK && all.n > JS_OUT_MAX)
-		rv = js_fail(&js, "the grammar would be over 1 MiB");
+		rv = js_limit(&js, "the grammar would be over 1 MiB (limit: grammar size)");
 	if (rv == ORCH_OK)
 		*ret = sbuf_take(&all, NULL);
+	if (rv == ORCH_EINVAL)
+		js_message(&js);
 	if (rv == ORCH_ENOMEM && msg_n > 0)
 		snprintf(msg, msg_n, "out of memory");
 	sbuf_fini(&all);
+	sbuf_fini(&js.fails);
 	sbuf_fini(&js.out);
 	return rv;
 }

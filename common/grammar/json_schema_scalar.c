@@ -23,15 +23,29 @@
 	"( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] \":\" [0-5] [0-9] ( \".\" [0-9]{1,6} )? ( " \
 	"\"Z\" | ( \"+\" | \"-\" ) ( [01] [0-9] | \"2\" [0-3] ) \":\" [0-5] [0-9] )"
 #define G_LABEL "[a-zA-Z0-9] ( [a-zA-Z0-9\\-]{0,14} [a-zA-Z0-9] )?"
+/* hostname labels start with a letter (some checkers refuse an all-digit last label) */
+#define G_HOST \
+	"[a-z] ( [a-z0-9\\-]{0,14} [a-z0-9] )? ( \".\" [a-z] ( [a-z0-9\\-]{0,14} [a-z0-9] )? ){0,3}"
+#define G_SEG "[A-Za-z0-9._~\\-]{1,16}"
+#define G_URI                                                                           \
+	"( \"https\" | \"http\" ) \"://\" " G_HOST " ( \"/\" " G_SEG " ){0,4} ( \"?\" " \
+	"[A-Za-z0-9._~=&\\-]{1,24} )? ( \"#\" " G_SEG " )?"
+#define G_OCTET "( \"25\" [0-5] | \"2\" [0-4] [0-9] | \"1\" [0-9] [0-9] | [1-9]? [0-9] )"
+#define G_JPTR  "( \"/\" ( [A-Za-z0-9_.\\-] | \"~0\" | \"~1\" ){0,16} ){0,8}"
 
-/* The formats taken: each a conservative grammar ajv-formats accepts, and its lengths. */
+/*
+ * The formats taken: each a conservative grammar that ajv-formats (full mode) and
+ * python-jsonschema accept, and its lengths in code points.
+ */
 static const struct {
 	const char *name, *gbnf;
 	uint64_t lo, hi;
 } formats[] = {
         {"date", G_DATE, 10, 10},
         {"time", G_TIME, 9, 21},
+        {"iso-time", G_TIME, 9, 21},
         {"date-time", G_DATE " \"T\" " G_TIME, 20, 32},
+        {"iso-date-time", G_DATE " \"T\" " G_TIME, 20, 32},
         {"uuid",
          "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}", 36,
          36},
@@ -39,7 +53,56 @@ static const struct {
          "[a-zA-Z0-9_+\\-]{1,16} ( \".\" [a-zA-Z0-9_+\\-]{1,16} )? \"@\" " G_LABEL
          " ( \".\" " G_LABEL " )? \".\" [a-z]{2,6}",
          6, 74},
+        {"idn-email",
+         "[a-zA-Z0-9_+\\-]{1,16} ( \".\" [a-zA-Z0-9_+\\-]{1,16} )? \"@\" " G_LABEL
+         " ( \".\" " G_LABEL " )? \".\" [a-z]{2,6}",
+         6, 74},
+        {"hostname", G_HOST, 1, 67},
+        {"idn-hostname", G_HOST, 1, 67},
+        {"uri", G_URI, 9, 185},
+        {"url", G_URI, 9, 185},
+        {"iri", G_URI, 9, 185},
+        {"uri-template", G_URI, 9, 185},
+        {"uri-reference", G_URI " | ( \"/\" " G_SEG " ){1,4} | \"#\" " G_SEG, 2, 185},
+        {"iri-reference", G_URI " | ( \"/\" " G_SEG " ){1,4} | \"#\" " G_SEG, 2, 185},
+        {"ipv4", G_OCTET " \".\" " G_OCTET " \".\" " G_OCTET " \".\" " G_OCTET, 7, 15},
+        {"ipv6", "[0-9a-f]{1,4} ( \":\" [0-9a-f]{1,4} ){7}", 15, 39},
+        {"byte", "( [A-Za-z0-9+/]{4} ){0,64} ( [A-Za-z0-9+/]{2} \"==\" | [A-Za-z0-9+/]{3} \"=\" )?",
+         0, 260},
+        {"regex", "[a-zA-Z0-9_ \\-]{0,32}", 0, 32},
+        {"json-pointer", G_JPTR, 0, 264},
+        {"relative-json-pointer", "( \"0\" | [1-9] [0-9]{0,3} ) ( \"#\" | " G_JPTR " )", 1, 268},
+        {"json-pointer-uri-fragment", "\"#\" ( \"/\" [A-Za-z0-9_.\\-]{0,16} ){0,8}", 1, 137},
+        {"duration",
+         "\"P\" ( [0-9]{1,4} \"D\" ( \"T\" [0-9]{1,2} \"H\" )? | \"T\" [0-9]{1,2} \"H\" )", 3, 13},
+        {"color", "\"#\" [0-9a-f]{6}", 7, 7},
 };
+
+/* Formats of numbers: each an integer range (float and double allow any number). */
+static const struct {
+	const char *name;
+	double lo, hi;
+} int_formats[] = {
+        {"int8", -128.0, 127.0},
+        {"int16", -32768.0, 32767.0},
+        {"int32", -2147483648.0, 2147483647.0},
+        {"int64", -9223372036854775808.0, 9223372036854775807.0},
+        {"uint8", 0.0, 255.0},
+        {"uint16", 0.0, 65535.0},
+        {"uint32", 0.0, 4294967295.0},
+        {"uint64", 0.0, 18446744073709551615.0},
+};
+
+/* int_format - the index of integer format @fmt in int_formats, or -1. */
+static int
+int_format(const cJSON *fmt)
+{
+	for (size_t i = 0; cJSON_IsString(fmt) && i < sizeof(int_formats) / sizeof(int_formats[0]);
+	     i++)
+		if (strcmp(int_formats[i].name, fmt->valuestring) == 0)
+			return (int)i;
+	return -1;
+}
 
 /* gen_format - a string of a known format (lengths only if the format implies them). */
 static orch_err
@@ -47,16 +110,9 @@ gen_format(struct js *js, const cJSON *fmt, bool pattern, uint64_t lo, uint64_t 
 {
 	size_t i;
 
-	if (!cJSON_IsString(fmt))
-		return js_fail(js, "'format' must be a string");
 	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
 		if (strcmp(formats[i].name, fmt->valuestring) == 0)
 			break;
-	if (i == sizeof(formats) / sizeof(formats[0]))
-		return js_fail(js,
-		               "unsupported format '%s' (orch takes date, date-time, time, uuid, "
-		               "email)",
-		               fmt->valuestring);
 	if (pattern)
 		return js_fail(js, "'pattern' beside 'format' is not supported");
 	if (lo > formats[i].lo || hi < formats[i].hi)
@@ -64,8 +120,22 @@ gen_format(struct js *js, const cJSON *fmt, bool pattern, uint64_t lo, uint64_t 
 		               "'minLength'/'maxLength' beside format '%s' are taken only when "
 		               "they allow %" PRIu64 " to %" PRIu64 " code points",
 		               fmt->valuestring, formats[i].lo, formats[i].hi);
-	sbuf_printf(b, "\"\\\"\" %s \"\\\"\"", formats[i].gbnf);
+	sbuf_printf(b, "\"\\\"\" ( %s ) \"\\\"\"", formats[i].gbnf);
 	return ORCH_OK;
+}
+
+/*
+ * str_format - a format gen_format takes. Any other is ignored on strings: those
+ * about numbers (int32, float...) constrain no string, and one no validator checks
+ * is an annotation.
+ */
+static bool
+str_format(const cJSON *fmt)
+{
+	for (size_t i = 0; cJSON_IsString(fmt) && i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (strcmp(formats[i].name, fmt->valuestring) == 0)
+			return true;
+	return false;
 }
 
 static orch_err
@@ -82,7 +152,9 @@ gen_str(struct js *js, const cJSON *s, struct sbuf *b)
 		return js_fail(js, "'minLength' is over 'maxLength': no string can match");
 	if (pat && !cJSON_IsString(pat))
 		return js_fail(js, "'pattern' must be a string");
-	if (fmt)
+	if (fmt && !cJSON_IsString(fmt))
+		return js_fail(js, "'format' must be a string");
+	if (str_format(fmt))
 		return gen_format(js, fmt, pat != NULL, lo, hi, b);
 	if (pat)
 		return gen_pattern(js, pat->valuestring, lo, hi, b);
@@ -256,7 +328,7 @@ gen_num(struct js *js, const cJSON *s, struct sbuf *b, bool integer)
 	bool ax, zx;
 	size_t at, neg;
 	orch_err rv;
-	int n;
+	int n, f;
 
 	if (mul && (!cJSON_IsNumber(mul) || mul->valuedouble != 1))
 		return js_fail(js, "unsupported keyword 'multipleOf' (only 1 is taken)");
@@ -264,6 +336,13 @@ gen_num(struct js *js, const cJSON *s, struct sbuf *b, bool integer)
 	if ((rv = num_bound(js, s, "minimum", "exclusiveMinimum", false, &l)) != ORCH_OK ||
 	    (rv = num_bound(js, s, "maximum", "exclusiveMaximum", true, &h)) != ORCH_OK)
 		return rv;
+	if ((f = int_format(kw(s, "format"))) >= 0) { /* int32...: an integer in its range */
+		integer = true;
+		if (!l.set || l.v < int_formats[f].lo)
+			l = (struct bound){int_formats[f].lo, false, true};
+		if (!h.set || h.v > int_formats[f].hi)
+			h = (struct bound){int_formats[f].hi, false, true};
+	}
 	if (!l.set && !h.set) {
 		js->used |= integer ? U_INTEGER : U_NUMBER;
 		sbuf_puts(b, integer ? "integer" : "number");

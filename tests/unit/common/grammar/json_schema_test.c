@@ -409,20 +409,97 @@ test_composition(void)
 	      L("{\"a\":1}", "{\"b\":\"x\"}", "{\"a\":1,\"b\":\"x\"}"), L("{}", "{\"c\":1}"));
 }
 
+/* Issue 56: what validators ignore is ignored; keywords taken by rewriting; drafts. */
+static void
+test_validator_semantics(void)
+{
+	check("{\"type\":\"string\",\"x-foo\":1,\"example\":\"a\",\"nullable\":true,"
+	      "\"minLenght\":3,\"readonly\":true,\"version\":2,\"links\":[]}",
+	      L("\"\"", "\"ab\""), L("1", "null"));
+	check("{\"type\":\"integer\",\"format\":\"int32\"}", L("2147483647", "-2147483648", "0"),
+	      L("2147483648", "500000000000000", "1.5"));
+	check("{\"type\":\"integer\",\"format\":\"uint8\",\"minimum\":-5}", L("0", "255"),
+	      L("-1", "256"));
+	check("{\"type\":\"number\",\"format\":\"double\"}", L("1.5"), L("\"x\""));
+	check("{\"type\":\"string\",\"format\":\"int64\"}", L("\"x\""), L("1"));
+	check("{\"type\":\"string\",\"format\":\"no-such-format\"}", L("\"x\""), L("1"));
+	check("{\"not\":{\"type\":\"string\"}}", L("1", "null", "{}"), L("\"x\""));
+	check("{\"if\":{\"type\":\"string\"},\"then\":{\"maxLength\":2}}", L("\"ab\""),
+	      L("\"abc\""));
+	check("{\"type\":\"array\",\"uniqueItems\":true}", L("[]", "[1]"), L("[1,1]", "[1,2]"));
+	check("{\"properties\":{\"a\":{}},\"maxProperties\":1,\"additionalProperties\":true}",
+	      L("{}", "{\"a\":1}"), L("{\"a\":1,\"b\":2}", "{\"b\":2}"));
+	check("{\"properties\":{\"a\":{},\"b\":{}},\"minProperties\":1}", L("{\"a\":1}"), L("{}"));
+	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentRequired\":{"
+	      "\"a\":[\"b\"]}}",
+	      L("{\"b\":1}", "{\"a\":1,\"b\":2}"), L("{\"a\":1}"));
+	check("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"id\":\"http://e.com/s\","
+	      "\"type\":\"integer\",\"minimum\":0,\"exclusiveMinimum\":true,\"dependencies\":{"
+	      "\"a\":[\"b\"]}}",
+	      L("1"), L("0"));
+	/* up to draft 7 '$ref' hides its siblings; from 2019-09 on they apply too */
+	check("{\"$schema\":\"http://json-schema.org/draft-07/schema#\",\"definitions\":{\"s\":{"
+	      "\"type\":\"string\"}},\"properties\":{\"a\":{\"$ref\":\"#/definitions/s\",\"type\":"
+	      "\"integer\"}}}",
+	      L("{\"a\":\"x\"}"), L("{\"a\":1}"));
+	check("{\"$defs\":{\"s\":{\"type\":\"string\"}},\"properties\":{\"a\":{\"$ref\":\"#/$defs/"
+	      "s\",\"maxLength\":2}}}",
+	      L("{\"a\":\"xy\"}"), L("{\"a\":\"xyz\"}", "{\"a\":1}"));
+	check("{\"$ref\":\"#\",\"type\":\"string\"}", L("\"x\""), L("1"));
+	/* an $id below the root: '#' refs inside resolve in it */
+	check("{\"$defs\":{\"t\":{\"type\":\"string\"}},\"properties\":{\"a\":{\"$id\":\"http://"
+	      "e.com/a\",\"$defs\":{\"t\":{\"type\":\"integer\"}},\"$ref\":\"#/$defs/t\"}}}",
+	      L("{\"a\":1}"), L("{\"a\":\"x\"}"));
+	check("{\"$defs\":{\"t\":{\"$id\":\"t.json\",\"type\":\"boolean\"}},\"properties\":{\"a\":"
+	      "{\"$ref\":\"t.json\"}}}",
+	      L("{\"a\":true}"), L("{\"a\":1}"));
+}
+
+/* Issue 56: patternProperties, propertyNames, formats as grammars. */
+static void
+test_keys_and_formats(void)
+{
+	check("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+	      "\"patternProperties\":{\"^x-\":{\"type\":\"string\"}},\"additionalProperties\":false}",
+	      L("{\"a\":1}", "{\"a\":1,\"x-k\":\"v\"}", "{\"x-\":\"v\"}"),
+	      L("{\"a\":1,\"b\":2}", "{\"x-k\":1}"));
+	/* a declared name a pattern finds takes both schemas */
+	check("{\"type\":\"object\",\"properties\":{\"ab\":{\"type\":\"string\"}},"
+	      "\"patternProperties\":{\"b\":{\"maxLength\":1}}}",
+	      L("{\"ab\":\"x\"}"), L("{\"ab\":\"xy\"}"));
+	/* extra keys: valued by additionalProperties and every pattern schema */
+	check("{\"type\":\"object\",\"patternProperties\":{\"^n\":{\"type\":\"integer\"}},"
+	      "\"additionalProperties\":{\"type\":\"number\"}}",
+	      L("{\"n1\":1}", "{\"z\":2}"), L("{\"z\":1.5}", "{\"n\":\"x\"}"));
+	check("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"},"
+	      "\"additionalProperties\":{\"type\":\"integer\"}}",
+	      L("{}", "{\"ab\":1}"), L("{\"A\":1}", "{\"\":1}"));
+	check("{\"properties\":{\"Ab\":{},\"c\":{}},\"propertyNames\":{\"maxLength\":1}}",
+	      L("{\"c\":1}"), L("{\"Ab\":1}"));
+	check("{\"properties\":{\"a\":false,\"b\":{}}}", L("{\"b\":1}"), L("{\"a\":1}"));
+	check("{\"type\":\"string\",\"format\":\"uri\"}",
+	      L("\"https://example.com/a/b?q=1#f\"", "\"http://a\""), L("\"x\"", "\"https://\""));
+	check("{\"type\":\"string\",\"format\":\"uri-reference\"}", L("\"/a/b\"", "\"#x\""),
+	      L("\"\""));
+	check("{\"type\":\"string\",\"format\":\"hostname\"}", L("\"a.example\""),
+	      L("\"-a\"", "\"a..b\""));
+	check("{\"type\":\"string\",\"format\":\"ipv4\"}", L("\"192.168.0.255\""),
+	      L("\"256.1.1.1\"", "\"01.1.1.1\""));
+	check("{\"type\":\"string\",\"format\":\"ipv6\"}", L("\"fe80:0:0:0:0:0:0:1\""),
+	      L("\"fe80::1:\""));
+	check("{\"type\":\"string\",\"format\":\"byte\"}", L("\"\"", "\"QUJD\"", "\"QQ==\""),
+	      L("\"QUJ\"", "\"Q===\""));
+}
+
 static void
 test_refused(void)
 {
-	refused("{\"type\":\"object\",\"properties\":{\"a\":{\"patternProperties\":{}}}}",
-	        "unsupported keyword 'patternProperties'", "at /properties/a");
-	refused("{\"not\":{}}", "unsupported keyword 'not'", "the root");
-	refused("{\"items\":{\"if\":{},\"then\":{}}}", "'if'", "at /items");
-	refused("{\"uniqueItems\":true}", "'uniqueItems'", "root");
+	refused("{\"not\":{}}", "'not' refuses every type", "the root");
+	refused("{\"not\":{\"minLength\":2}}", "unsupported keyword 'not'", "the root");
+	refused("{\"uniqueItems\":true,\"minItems\":2}", "'uniqueItems'", "root");
 	refused("{\"type\":\"number\",\"multipleOf\":0.5}", "'multipleOf'", "root");
 	refused("{\"contains\":{}}", "'contains'", "root");
 	refused("{\"minProperties\":1}", "'minProperties'", "root");
-	refused("{\"properties\":{\"a\":{}},\"maxProperties\":1,\"additionalProperties\":true}",
-	        "'maxProperties'", "root");
-	refused("{\"dependentRequired\":{}}", "'dependentRequired'", "root");
 	refused("{\"properties\":{\"x\":{\"$ref\":\"https://e.com/s.json\"}}}", "'$ref'",
 	        "/properties/x");
 	refused("{\"$ref\":\"#/$defs/none\"}", "points at nothing", "root");
@@ -443,7 +520,8 @@ test_refused(void)
 	refused("{\"type\":\"string\",\"pattern\":\"[z-a]\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":4}", "'maxLength'",
 	        "root");
-	refused("{\"type\":\"string\",\"format\":\"uri\"}", "unsupported format 'uri'", "root");
+	refused("{\"type\":\"string\",\"format\":\"uri\",\"pattern\":\"a\"}", "beside 'format'",
+	        "root");
 	refused("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern'", "root");
 	refused("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "no type", "root");
 	refused("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{"
@@ -453,9 +531,13 @@ test_refused(void)
 	        "no integer", "root");
 	refused("{\"type\":\"integer\",\"minimum\":1e16}", "15 digits", "root");
 	refused("{\"enum\":[1,2],\"type\":\"string\"}", "no value of 'enum'", "root");
-	refused("{\"enum\":[1],\"pattern\":\"x\"}", "'pattern' beside 'enum'", "root");
-	refused("{\"properties\":{\"a\":{\"$id\":\"x\"}}}", "'$id'", "/properties/a");
-	refused("{\"$ref\":\"#\",\"type\":\"string\"}", "beside '$ref'", "root");
+	refused("{\"enum\":[\"a\"],\"pattern\":\"x\"}", "'pattern' beside 'enum'", "root");
+	/* every place that cannot be enforced, at once */
+	refused("{\"properties\":{\"a\":{\"contains\":{}},\"b\":{\"type\":\"string\",\"pattern\":"
+	        "\"(?=x)\"}}}",
+	        "'contains' at /properties/a",
+	        "'pattern': lookarounds and other (?...) groups cannot be "
+	        "expressed at /properties/b");
 	refused("{\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":-1}}}", "'minLength'",
 	        "/properties/a");
 	refused("{\"required\":[\"x\"],\"additionalProperties\":false}", "'x'", "root");
@@ -645,6 +727,8 @@ main(void)
 	T_RUN(test_json_object);
 	T_RUN(test_regex);
 	T_RUN(test_expansion);
+	T_RUN(test_validator_semantics);
+	T_RUN(test_keys_and_formats);
 	T_RUN(test_oom);
 	/* real grammars stay far below GRAM_EXPANSION_MAX: their longest string or array */
 	printf("largest expansion of the other grammars: %" PRIu64 " (at most %d), of %s\n",

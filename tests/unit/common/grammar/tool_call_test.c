@@ -244,9 +244,8 @@ test_refused(void)
 	        ORCH_EINVAL, "tools[0]: a function name");
 	refused(TOOL_SYNTAX_HERMES,
 	        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
-	        "{\"type\": \"object\", \"patternProperties\": {}}}}]",
-	        NULL, ORCH_EINVAL,
-	        "tools[0].function.parameters: unsupported keyword 'patternProperties'");
+	        "{\"type\": \"object\", \"contains\": {}}}}]",
+	        NULL, ORCH_EINVAL, "tools[0].function.parameters: unsupported keyword 'contains'");
 	/* arguments are an object: a schema of another type cannot be forced */
 	refused(TOOL_SYNTAX_HERMES,
 	        "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": "
