@@ -740,4 +740,5 @@ json_object_gbnf(void)
 #include "json_schema_compound.c"
 #include "json_schema_keys.c"
 #include "json_schema_combine.c"
+#include "json_schema_alt.c"
 /* clang-format on */

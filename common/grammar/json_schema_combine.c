@@ -179,7 +179,15 @@ merge_props(struct js *js, cJSON *out, const cJSON *props)
 		return ORCH_ENOMEM;
 	cJSON_ArrayForEach(it, props)
 	{
-		if ((ex = kw(op, it->string)) == NULL) {
+		if (cJSON_IsFalse(ex = kw(op, it->string)))
+			continue; /* allOf of false and anything is false */
+		if (ex != NULL && cJSON_IsFalse(it)) {
+			if (!cJSON_ReplaceItemInObjectCaseSensitive(op, it->string,
+			                                            cJSON_CreateFalse()))
+				return ORCH_ENOMEM;
+			continue;
+		}
+		if (ex == NULL) {
 			if (!cJSON_AddItemToObject(op, it->string, cJSON_Duplicate(it, true)))
 				return ORCH_ENOMEM;
 			continue;
@@ -335,9 +343,13 @@ merge_addl(struct js *js, cJSON *out, const struct part *parts, size_t n)
 	return ORCH_OK;
 }
 
-/* merge - @parts as one schema (owned by js->owned). */
+/*
+ * merge_q - @parts as one schema (owned by js->owned); when @quiet, parts that no
+ * value can match together (no type or enum value in common) give *@ret NULL
+ * instead of a refusal (an anyOf/oneOf branch that can never match).
+ */
 static orch_err
-merge(struct js *js, const struct part *parts, size_t n, const cJSON **ret)
+merge_q(struct js *js, const struct part *parts, size_t n, bool quiet, const cJSON **ret)
 {
 	static const char *const names[] = {"null", "boolean", "object", "array", "string"};
 	cJSON *out = cJSON_CreateObject(), *t;
@@ -355,6 +367,9 @@ merge(struct js *js, const struct part *parts, size_t n, const cJSON **ret)
 		rv = merge_addl(js, out, parts, n);
 	if (rv != ORCH_OK)
 		return rv;
+	*ret = NULL;
+	if (quiet && (types == 0 || ((e = kw(out, "enum")) && cJSON_GetArraySize(e) == 0)))
+		return ORCH_OK;
 	if (types == 0)
 		return js_fail(js, "merged schemas share no type: no value can match");
 	if (types != T_ALL) {
@@ -376,6 +391,12 @@ merge(struct js *js, const struct part *parts, size_t n, const cJSON **ret)
 }
 
 static orch_err
+merge(struct js *js, const struct part *parts, size_t n, const cJSON **ret)
+{
+	return merge_q(js, parts, n, false, ret);
+}
+
+static orch_err
 gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 {
 	const cJSON *all = kw(s, "allOf"), *m;
@@ -389,177 +410,4 @@ gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 	    (rv = merge(js, parts, n, &m)) != ORCH_OK)
 		return rv;
 	return gen(js, m, name);
-}
-
-/* The types of "type" alone (T_ALL when absent or malformed). */
-static unsigned
-type_quiet(const cJSON *s)
-{
-	const cJSON *t = kw(s, "type"), *it;
-	unsigned m = 0;
-
-	if (cJSON_IsString(t))
-		return type_bits(t->valuestring) ? type_bits(t->valuestring) : T_ALL;
-	if (!cJSON_IsArray(t))
-		return T_ALL;
-	cJSON_ArrayForEach(it, t)
-	{
-		if (!cJSON_IsString(it) || type_bits(it->valuestring) == 0)
-			return T_ALL;
-		m |= type_bits(it->valuestring);
-	}
-	return m;
-}
-
-/* vmask - the types of all values @s validates (a superset). */
-static unsigned
-vmask(const struct js *js, const cJSON *s, int depth)
-{
-	static const char *const alts[] = {"anyOf", "oneOf"};
-	const cJSON *e, *it;
-	unsigned m, u;
-
-	if ((s = deref(js, s)) == NULL || depth > 8 || !cJSON_IsObject(s))
-		return cJSON_IsFalse(s) ? 0 : T_ALL;
-	m = type_quiet(s);
-	if ((e = kw(s, "const")) != NULL)
-		m &= value_bits(e);
-	if (cJSON_IsArray(e = kw(s, "enum"))) {
-		u = 0;
-		cJSON_ArrayForEach(it, e) u |= value_bits(it);
-		m &= u;
-	}
-	for (size_t i = 0; i < 2; i++) {
-		if (!cJSON_IsArray(e = kw(s, alts[i])))
-			continue;
-		u = 0;
-		cJSON_ArrayForEach(it, e) u |= vmask(js, it, depth + 1);
-		m &= u;
-	}
-	if (cJSON_IsArray(e = kw(s, "allOf")))
-		cJSON_ArrayForEach(it, e) m &= vmask(js, it, depth + 1);
-	return m;
-}
-
-/* values_apart - @a and @b both have const/enum, and no value in common. */
-static bool
-values_apart(const cJSON *a, const cJSON *b)
-{
-	const cJSON *ca = kw(a, "const"), *ea = kw(a, "enum"), *cb = kw(b, "const"),
-	            *eb = kw(b, "enum");
-
-	if ((!ca && !cJSON_IsArray(ea)) || (!cb && !cJSON_IsArray(eb)))
-		return false;
-	for (const cJSON *x = ca ? ca : ea->child; x; x = ca ? NULL : x->next)
-		for (const cJSON *y = cb ? cb : eb->child; y; y = cb ? NULL : y->next)
-			if (cJSON_Compare(x, y, true))
-				return false;
-	return true;
-}
-
-/* tagged_apart - objects only, with a property required by both whose values differ. */
-static bool
-tagged_apart(const struct js *js, const cJSON *a, const cJSON *b)
-{
-	const cJSON *it, *x, *y;
-
-	if (vmask(js, a, 0) != T_OBJ || vmask(js, b, 0) != T_OBJ)
-		return false;
-	cJSON_ArrayForEach(it, kw(a, "properties"))
-	{
-		if (!is_required(kw(a, "required"), it->string) ||
-		    !is_required(kw(b, "required"), it->string))
-			continue;
-		x = deref(js, it);
-		y = deref(js, kw(kw(b, "properties"), it->string));
-		if (cJSON_IsObject(x) && cJSON_IsObject(y) && values_apart(x, y))
-			return true;
-	}
-	return false;
-}
-
-/* check_apart - refuse a oneOf whose branches some value could match twice. */
-static orch_err
-check_apart(struct js *js, const cJSON **br, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		for (size_t j = i + 1; j < n; j++) {
-			const cJSON *a = deref(js, br[i]), *b = deref(js, br[j]);
-			if (a && b &&
-			    ((vmask(js, a, 0) & vmask(js, b, 0)) == 0 ||
-			     (cJSON_IsObject(a) && cJSON_IsObject(b) &&
-			      (values_apart(a, b) || tagged_apart(js, a, b)))))
-				continue;
-			return js_fail(js,
-			               "unsupported keyword 'oneOf': branches %zu and %zu may both "
-			               "match one value (orch takes oneOf only when its branches "
-			               "differ by type, by const/enum values, or by a required "
-			               "const/enum property)",
-			               i, j);
-		}
-	}
-	return ORCH_OK;
-}
-
-/* anyof_branches - the branches, each merged with the siblings of anyOf/oneOf if any. */
-static orch_err
-anyof_branches(struct js *js, const cJSON *s, const char *k, const cJSON **br)
-{
-	struct part parts[JS_PARTS_MAX];
-	const cJSON *it;
-	bool sib = false;
-	size_t i = 0, n, old;
-	orch_err rv = ORCH_OK;
-
-	cJSON_ArrayForEach(it, s) sib =
-	        sib || (!ignorable(js, it->string) && strcmp(it->string, k) != 0);
-	cJSON_ArrayForEach(it, kw(s, k))
-	{
-		old = path_push2(js, k, NULL, (int)i);
-		n = 0;
-		if (!sib)
-			br[i] = it;
-		else if ((rv = collect(js, s, k, parts, &n, 0)) == ORCH_OK &&
-		         (rv = collect(js, it, NULL, parts, &n, 0)) == ORCH_OK)
-			rv = merge(js, parts, n, &br[i]);
-		path_pop(js, old);
-		if (rv != ORCH_OK)
-			return rv;
-		i++;
-	}
-	return ORCH_OK;
-}
-
-static orch_err
-gen_anyof(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
-{
-	const char *k = kw(s, "anyOf") ? "anyOf" : "oneOf";
-	const cJSON **br = NULL;
-	char nm[JS_NAME_MAX];
-	struct sbuf b = {0};
-	size_t n, old;
-	orch_err rv;
-
-	if (kw(s, "anyOf") && kw(s, "oneOf"))
-		return js_fail(js, "'anyOf' beside 'oneOf' is not supported");
-	if (!cJSON_IsArray(kw(s, k)) || (n = (size_t)cJSON_GetArraySize(kw(s, k))) == 0)
-		return js_fail(js, "'%s' must be a non-empty array of schemas", k);
-	if ((br = orch_calloc(n, sizeof(*br))) == NULL)
-		return ORCH_ENOMEM;
-	rv = anyof_branches(js, s, k, br);
-	if (rv == ORCH_OK && k[0] == 'o')
-		rv = check_apart(js, br, n);
-	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
-		old = path_push2(js, k, NULL, (int)i);
-		if ((rv = gen(js, br[i], nm)) == ORCH_OK)
-			sbuf_printf(&b, "%s%s", i ? " | " : "", nm);
-		path_pop(js, old);
-	}
-	if (rv == ORCH_OK) {
-		new_name(js, name);
-		rv = put_rule(js, name, &b);
-	}
-	sbuf_fini(&b);
-	orch_free(br);
-	return rv;
 }
