@@ -369,16 +369,19 @@ set_shapes(struct be_model *b)
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
 	b->step_bytes = B * 20 + (uint64_t)b->slots_pad * 4;
 	b->xq_bytes = b->xqk_bytes = 0;
-	/* dense rows of up to max_ne0, or MXFP4 expert rows (MXFP4 is always integer dots) */
+	/* dense rows of up to max_ne0, or the experts' down rows, n_expert_used a token
+	 * (MXFP4 is always integer dots) */
+	uint64_t K = hp->n_expert > 0 ? hp->n_expert_used : 0;
 	if (has_act(b->m, CUK_ACT_Q8) && (b->int_dots || has_type(b->m, GGML_TYPE_MXFP4))) {
-		uint64_t dense = cuk_q8_row_bytes(b->max_ne0);
-		uint64_t moe = has_type(b->m, GGML_TYPE_MXFP4)
-		                       ? hp->n_expert_used * cuk_q8_row_bytes(hp->n_ff_exp)
-		                       : 0;
+		uint64_t dense = cuk_q8_row_bytes(b->max_ne0),
+		         moe = K * cuk_q8_row_bytes(hp->n_ff_exp);
 		b->xq_bytes = B * (dense > moe ? dense : moe);
 	}
-	if (b->int_dots && has_act(b->m, CUK_ACT_Q8K))
-		b->xqk_bytes = B * cuk_q8k_row_bytes(b->max_ne0);
+	if (b->int_dots && has_act(b->m, CUK_ACT_Q8K)) {
+		uint64_t dense = cuk_q8k_row_bytes(b->max_ne0);
+		uint64_t moe = K * cuk_q8k_row_bytes(hp->n_ff_exp);
+		b->xqk_bytes = B * (dense > moe ? dense : moe);
+	}
 }
 
 /* Carve the step-input arrays out of @base (device, host staging or mirror). */

@@ -235,6 +235,12 @@ cudaError_t cu_matmul_rows(struct be_model *b, const struct cuk_mat *w, const st
  */
 cudaError_t cu_moe_block(struct be_model *b, uint32_t l, uint32_t T);
 
+/*
+ * cu_moe_act - the activation format the experts of @w take: Q8 for MXFP4, the
+ * type's own where integer dots are on and cuk_mmvq_ok, else CUK_ACT_FLOAT.
+ */
+enum cuk_act cu_moe_act(const struct be_model *b, const struct cuk_mat *w);
+
 /* ---- cuda_forward.c ---- */
 
 /* cu_forward - the backend's forward op: logits come back to the host. */

@@ -342,13 +342,16 @@ cudaError_t cuk_mmv_q8(const struct cuk_mat *w, uint32_t row0, uint32_t rows, co
 #define CUK_MOE_MAX_EXPERTS 256
 
 /*
- * cuk_moe_route - for each of @T tokens, its @K best experts by router logit
- * (@logits [T][n_expert]; best first, the lower index on a tie) into
- * sel[t·K + k] and their weights, a softmax over the chosen logits alone
- * (its sum in double), into sel_w[t·K + k]: cpu_forward's route_tokens.
+ * cuk_moe_route - for each of @T tokens its @K experts (best first, the lower
+ * index on a tie) into sel[t·K + k] and their weights into sel_w[t·K + k],
+ * cpu_forward's route_tokens: without @softmax_all (gpt-oss) the best router
+ * logits of @logits [T][n_expert], weighted by a softmax over those alone;
+ * with it (qwen3moe) a softmax over all of a token's logits, written over
+ * them, the best probabilities and, with @norm, each divided by their sum
+ * (at least 2^-14). Each softmax's sum in double.
  */
-cudaError_t cuk_moe_route(const float *logits, uint32_t n_expert, uint32_t T, uint32_t K,
-                          int32_t *sel, float *sel_w, cudaStream_t st);
+cudaError_t cuk_moe_route(float *logits, uint32_t n_expert, uint32_t T, uint32_t K,
+                          bool softmax_all, bool norm, int32_t *sel, float *sel_w, cudaStream_t st);
 
 /* The products of cuk_moe_mmv: for p < @n, y[p] = W_sel[p] · x[p / x_div] (+ bias). */
 struct cuk_moe_mmv_args {
@@ -356,9 +359,11 @@ struct cuk_moe_mmv_args {
 	uint32_t rows_e;         /* rows of one expert's matrix */
 	const int32_t *sel;      /* [n] the expert of each product */
 	uint32_t n, x_div;       /* products; product p reads activation row p / x_div */
-	const float *x;          /* [..][x_ld] floats, for weights other than MXFP4 */
+	const float *x;          /* [..][x_ld] floats: float products (xq NULL, not MXFP4) */
 	uint64_t x_ld;
-	const void *xq; /* MXFP4: the same rows quantized by cuk_quant_q8, xq_ld bytes a row */
+	/* the same rows quantized by cuk_quant_act in cuk_act_of(w->type)'s format, xq_ld
+	 * bytes a row: integer dots; MXFP4 needs them, other types (cuk_mmvq_ok) take them */
+	const void *xq;
 	uint64_t xq_ld;
 	float *y; /* [n][y_ld] */
 	uint64_t y_ld;
@@ -367,8 +372,8 @@ struct cuk_moe_mmv_args {
 
 /*
  * cuk_moe_mmv - the products of @a, one warp a row as cuk_mmv (MXFP4 as
- * cuk_mmv_q8); only the chosen experts' rows are read. A product's result
- * does not depend on the others.
+ * cuk_mmv_q8, other types with @a->xq as cuk_mmvq); only the chosen experts'
+ * rows are read. A product's result does not depend on the others.
  */
 cudaError_t cuk_moe_mmv(const struct cuk_moe_mmv_args *a, cudaStream_t st);
 

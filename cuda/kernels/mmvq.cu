@@ -60,37 +60,6 @@ mmvq_launch(uint32_t B, const mmvq_args &a)
 	});
 }
 
-/* The type switch of cuk_mmvq's launcher and check: the types of qdot.cuh. */
-#define MMVQ_TYPE_SWITCH(type, F, ...)          \
-	switch (type) {                         \
-	case GGML_TYPE_Q4_0:                    \
-		F<GGML_TYPE_Q4_0>(__VA_ARGS__); \
-		break;                          \
-	case GGML_TYPE_Q4_1:                    \
-		F<GGML_TYPE_Q4_1>(__VA_ARGS__); \
-		break;                          \
-	case GGML_TYPE_Q5_0:                    \
-		F<GGML_TYPE_Q5_0>(__VA_ARGS__); \
-		break;                          \
-	case GGML_TYPE_Q5_1:                    \
-		F<GGML_TYPE_Q5_1>(__VA_ARGS__); \
-		break;                          \
-	case GGML_TYPE_Q8_0:                    \
-		F<GGML_TYPE_Q8_0>(__VA_ARGS__); \
-		break;                          \
-	case GGML_TYPE_Q4_K:                    \
-		F<GGML_TYPE_Q4_K>(__VA_ARGS__); \
-		break;                          \
-	case GGML_TYPE_Q5_K:                    \
-		F<GGML_TYPE_Q5_K>(__VA_ARGS__); \
-		break;                          \
-	case GGML_TYPE_Q6_K:                    \
-		F<GGML_TYPE_Q6_K>(__VA_ARGS__); \
-		break;                          \
-	default:                                \
-		return cudaErrorInvalidValue;   \
-	}
-
 template <int T>
 void
 mmvq_fits(cudaError_t *e, char *why, size_t why_len)
@@ -107,7 +76,7 @@ mmvq_check_type(uint32_t type, char *why, size_t why_len)
 
 	if (cuk_act_of(type) == CUK_ACT_FLOAT || type == GGML_TYPE_MXFP4)
 		return cudaSuccess;
-	MMVQ_TYPE_SWITCH(type, mmvq_fits, &e, why, why_len)
+	CUK_QDOT_TYPE_SWITCH(type, mmvq_fits, &e, why, why_len)
 	return e;
 }
 
@@ -142,7 +111,7 @@ cuk_mmvq(const struct cuk_mat *w, uint32_t row0, uint32_t rows, const void *xq, 
 	               y_ld,
 	               bias ? bias + row0 : nullptr,
 	               st};
-	MMVQ_TYPE_SWITCH(w->type, mmvq_launch, B, a)
+	CUK_QDOT_TYPE_SWITCH(w->type, mmvq_launch, B, a)
 	return cuk::launched();
 }
 

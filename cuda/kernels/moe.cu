@@ -1,12 +1,14 @@
 /*
- * moe.cu - the mixture-of-experts steps of a gpt-oss layer on the device:
- * routing, the chosen experts' mat-vecs, and their weighted sum.
+ * moe.cu - the mixture-of-experts steps of a gpt-oss or qwen3moe layer on the
+ * device: routing, the chosen experts' mat-vecs, and their weighted sum.
  *
  * Design notes
  * - cuk_moe_route is cpu_forward's route_tokens line for line, one thread
- *   per token: K passes of an argmax over the router logits that skips
- *   experts already taken (the lower index on a tie), then a softmax over
- *   the chosen logits (exp in float, sum in double, one reciprocal).
+ *   per token: K passes of an argmax that skips experts already taken (the
+ *   lower index on a tie), over the router logits and then a softmax over
+ *   the chosen ones (gpt-oss), or over a softmax of all the logits, written
+ *   over them, then the chosen probabilities divided by their sum (qwen3moe);
+ *   each softmax's exp in float, its sum in double, one reciprocal.
  * - cuk_moe_mmv reads the expert ids from device memory, so a decode step
  *   with experts is still one captured graph. One warp per (product,
  *   row), products fastest in the grid: the blocks running at once share
@@ -16,8 +18,10 @@
  *   token and choice from the kernel's point of view; only L2 reuse saves
  *   memory traffic there.
  * - MXFP4 experts are integer dots against Q8_0 activations (q8.cuh), as
- *   the CPU backend computes them; other types dequantize 32 weights in
- *   registers (deq.cuh) and dot them with float activations.
+ *   the CPU backend computes them; so are Q4_0 ... Q8_0 and Q4_K, Q5_K, Q6_K
+ *   experts when the caller gives quantized rows (qdot.cuh, as cuk_mmvq);
+ *   other types dequantize 32 weights in registers (deq.cuh) and dot them
+ *   with float activations.
  */
 #include <math.h>
 
@@ -26,44 +30,74 @@
 #include "common.cuh"
 #include "deq.cuh"
 #include "q8.cuh"
+#include "qdot.cuh"
 
 namespace
 {
 
 constexpr int WARPS = 4;
 
-__global__ void
-moe_route_kernel(const float *logits, uint32_t n_expert, uint32_t T, uint32_t K, int32_t *sel,
-                 float *sel_w)
+/* Each of @K experts of @score, best first (the lower index on a tie), into @s, its score to @w. */
+__device__ void
+top_k(const float *score, uint32_t n_expert, uint32_t K, int32_t *s, float *w)
 {
-	uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-
-	if (t >= T)
-		return;
-	const float *lg = logits + (uint64_t)t * n_expert;
-	int32_t *s = sel + (uint64_t)t * K;
-	float *w = sel_w + (uint64_t)t * K, mx = -INFINITY;
 	for (uint32_t k = 0; k < K; k++) {
 		uint32_t best = UINT32_MAX;
 		for (uint32_t e = 0; e < n_expert; e++) {
 			bool taken = false;
 			for (uint32_t i = 0; i < k; i++)
 				taken |= (uint32_t)s[i] == e;
-			if (!taken && (best == UINT32_MAX || lg[e] > lg[best]))
+			if (!taken && (best == UINT32_MAX || score[e] > score[best]))
 				best = e;
 		}
 		s[k] = (int32_t)best;
-		w[k] = lg[best];
-		mx = w[k] > mx ? w[k] : mx;
+		w[k] = score[best];
 	}
+}
+
+/* cpu_forward's softmax_inplace: exp(x - max) in float, the sum in double, one reciprocal. */
+__device__ void
+softmax_inplace(float *x, uint32_t n)
+{
+	float mx = -INFINITY;
 	double sum = 0.0;
-	for (uint32_t k = 0; k < K; k++) {
-		w[k] = expf(w[k] - mx);
-		sum += (double)w[k];
+
+	for (uint32_t i = 0; i < n; i++)
+		mx = x[i] > mx ? x[i] : mx;
+	for (uint32_t i = 0; i < n; i++) {
+		x[i] = expf(x[i] - mx);
+		sum += (double)x[i];
 	}
 	float inv = (float)(1.0 / sum);
+	for (uint32_t i = 0; i < n; i++)
+		x[i] = __fmul_rn(x[i], inv);
+}
+
+__global__ void
+moe_route_kernel(float *logits, uint32_t n_expert, uint32_t T, uint32_t K, bool softmax_all,
+                 bool norm, int32_t *sel, float *sel_w)
+{
+	uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (t >= T)
+		return;
+	float *lg = logits + (uint64_t)t * n_expert, *w = sel_w + (uint64_t)t * K;
+	int32_t *s = sel + (uint64_t)t * K;
+	if (!softmax_all) {
+		top_k(lg, n_expert, K, s, w);
+		softmax_inplace(w, K);
+		return;
+	}
+	softmax_inplace(lg, n_expert);
+	top_k(lg, n_expert, K, s, w);
+	if (!norm)
+		return;
+	double sum = 0.0;
 	for (uint32_t k = 0; k < K; k++)
-		w[k] = __fmul_rn(w[k], inv);
+		sum += (double)w[k];
+	float d = (float)sum < 6.103515625e-5f ? 6.103515625e-5f : (float)sum;
+	for (uint32_t k = 0; k < K; k++)
+		w[k] = __fdiv_rn(w[k], d);
 }
 
 /* One warp per (product, row) of a chosen expert, weights of type T against float activations. */
@@ -122,11 +156,37 @@ __launch_bounds__(WARPS * 32) moe_mmv_q8_kernel(cuk_moe_mmv_args a, cuk_mat w)
 		a.y[(uint64_t)p * a.y_ld + r] = a.bias ? acc + a.bias[er] : acc;
 }
 
+/* The same for weights of a qdot.cuh type against activations quantized by cuk_quant_act. */
+template <int T>
+__global__ void
+__launch_bounds__(WARPS * 32) moe_mmvq_kernel(cuk_moe_mmv_args a, cuk_mat w)
+{
+	uint32_t p = blockIdx.x, r = blockIdx.y * WARPS + threadIdx.x / 32, lane = threadIdx.x % 32;
+	float acc;
+
+	if (r >= a.rows_e || (uint32_t)a.sel[p] >= w.rows / a.rows_e)
+		return;
+	uint64_t er = (uint64_t)a.sel[p] * a.rows_e + r;
+	const uint8_t *xr = (const uint8_t *)a.xq + (uint64_t)(p / a.x_div) * a.xq_ld;
+	cuk::qd::lane_sums<T, 1>((const uint8_t *)w.data + er * w.row_bytes, w.ne0, xr, 0, lane, 32,
+	                         &acc);
+	acc = cuk::warp_sum(acc);
+	if (lane == 0)
+		a.y[(uint64_t)p * a.y_ld + r] = a.bias ? acc + a.bias[er] : acc;
+}
+
 template <int T>
 void
 moe_mmv_launch(const cuk_moe_mmv_args &a, dim3 grid, cudaStream_t st)
 {
 	moe_mmv_kernel<T><<<grid, WARPS * 32, 0, st>>>(a, *a.w);
+}
+
+template <int T>
+void
+moe_mmvq_launch(const cuk_moe_mmv_args &a, dim3 grid, cudaStream_t st)
+{
+	moe_mmvq_kernel<T><<<grid, WARPS * 32, 0, st>>>(a, *a.w);
 }
 
 __global__ void
@@ -148,14 +208,15 @@ moe_combine_kernel(const float *y, uint64_t y_ld, const float *sel_w, uint32_t K
 } // namespace
 
 extern "C" cudaError_t
-cuk_moe_route(const float *logits, uint32_t n_expert, uint32_t T, uint32_t K, int32_t *sel,
-              float *sel_w, cudaStream_t st)
+cuk_moe_route(float *logits, uint32_t n_expert, uint32_t T, uint32_t K, bool softmax_all, bool norm,
+              int32_t *sel, float *sel_w, cudaStream_t st)
 {
 	if (K == 0 || K > n_expert || n_expert > CUK_MOE_MAX_EXPERTS)
 		return cudaErrorInvalidValue;
 	if (T == 0)
 		return cudaSuccess;
-	moe_route_kernel<<<cuk::div_up(T, 64), 64, 0, st>>>(logits, n_expert, T, K, sel, sel_w);
+	moe_route_kernel<<<cuk::div_up(T, 64), 64, 0, st>>>(logits, n_expert, T, K, softmax_all,
+	                                                    norm, sel, sel_w);
 	return cuk::launched();
 }
 
@@ -163,19 +224,24 @@ extern "C" cudaError_t
 cuk_moe_mmv(const struct cuk_moe_mmv_args *a, cudaStream_t st)
 {
 	const struct cuk_mat *w = a->w;
-	bool q8 = w->type == GGML_TYPE_MXFP4;
+	bool q8 = w->type == GGML_TYPE_MXFP4, qd = !q8 && a->xq != nullptr;
 
 	if (a->rows_e == 0 || w->rows % a->rows_e != 0 || a->x_div == 0 ||
 	    cuk::div_up(a->rows_e, WARPS) > 65535u || a->n > 0x7fffffffu ||
-	    (q8 ? a->xq == nullptr || w->ne0 % 32 != 0 || a->xq_ld % 16 != 0 ||
-	                     ((uintptr_t)a->xq & 15) != 0
-	        : a->x == nullptr))
+	    (q8 || qd ? a->xq == nullptr || a->xq_ld % 16 != 0 || ((uintptr_t)a->xq & 15) != 0 ||
+	                        a->xq_ld < cuk_act_row_bytes(cuk_act_of(w->type), w->ne0)
+	              : a->x == nullptr) ||
+	    (q8 && w->ne0 % 32 != 0) || (qd && !cuk_mmvq_ok(w)))
 		return cudaErrorInvalidValue;
 	if (a->n == 0)
 		return cudaSuccess;
 	dim3 grid(a->n, cuk::div_up(a->rows_e, WARPS));
 	if (q8) {
 		moe_mmv_q8_kernel<<<grid, WARPS * 32, 0, st>>>(*a, *w);
+		return cuk::launched();
+	}
+	if (qd) {
+		CUK_QDOT_TYPE_SWITCH(w->type, moe_mmvq_launch, *a, grid, st)
 		return cuk::launched();
 	}
 	CUK_TYPE_SWITCH(w->type, moe_mmv_launch, *a, grid, st)
@@ -207,12 +273,22 @@ moe_fits(cudaError_t *e, char *why, size_t why_len)
 	*e = cuk::fits(moe_mmv_kernel<T>, WARPS * 32, "moe_mmv", why, why_len);
 }
 
+template <int T>
+void
+moe_q_fits(cudaError_t *e, char *why, size_t why_len)
+{
+	*e = cuk::fits(moe_mmvq_kernel<T>, WARPS * 32, "moe_mmvq", why, why_len);
+}
+
 cudaError_t
 moe_check_type(uint32_t type, char *why, size_t why_len)
 {
 	cudaError_t e = cudaSuccess;
 
 	CUK_TYPE_SWITCH(type, moe_fits, &e, why, why_len)
+	if (e != cudaSuccess || cuk_act_of(type) == CUK_ACT_FLOAT || type == GGML_TYPE_MXFP4)
+		return e;
+	CUK_QDOT_TYPE_SWITCH(type, moe_q_fits, &e, why, why_len)
 	return e;
 }
 

@@ -443,3 +443,34 @@ q8k_codes8(const float *x, float id, uint32_t w[2])
 
 } // namespace qd
 } // namespace cuk
+
+/* The type switch of the integer-dot launchers and checks (mmvq.cu, moe.cu): the types above. */
+#define CUK_QDOT_TYPE_SWITCH(type, F, ...)      \
+	switch (type) {                         \
+	case GGML_TYPE_Q4_0:                    \
+		F<GGML_TYPE_Q4_0>(__VA_ARGS__); \
+		break;                          \
+	case GGML_TYPE_Q4_1:                    \
+		F<GGML_TYPE_Q4_1>(__VA_ARGS__); \
+		break;                          \
+	case GGML_TYPE_Q5_0:                    \
+		F<GGML_TYPE_Q5_0>(__VA_ARGS__); \
+		break;                          \
+	case GGML_TYPE_Q5_1:                    \
+		F<GGML_TYPE_Q5_1>(__VA_ARGS__); \
+		break;                          \
+	case GGML_TYPE_Q8_0:                    \
+		F<GGML_TYPE_Q8_0>(__VA_ARGS__); \
+		break;                          \
+	case GGML_TYPE_Q4_K:                    \
+		F<GGML_TYPE_Q4_K>(__VA_ARGS__); \
+		break;                          \
+	case GGML_TYPE_Q5_K:                    \
+		F<GGML_TYPE_Q5_K>(__VA_ARGS__); \
+		break;                          \
+	case GGML_TYPE_Q6_K:                    \
+		F<GGML_TYPE_Q6_K>(__VA_ARGS__); \
+		break;                          \
+	default:                                \
+		return cudaErrorInvalidValue;   \
+	}

@@ -1,10 +1,12 @@
 /*
- * kernels_moe_test.c - gpt-oss's expert kernels against their CPU twins on
- * fresh random inputs, outputs poisoned (NaN) before each run:
+ * kernels_moe_test.c - the expert kernels (gpt-oss, qwen3moe) against their CPU twins
+ * on fresh random inputs, outputs poisoned (NaN) before each run:
  * - MXFP4 integer dots: activation quantization bit-identical to
  *   cpu_quant_q8b, mat-vecs vs cpu_qdot_scalar;
- * - mixture of experts: routing vs route_tokens, the chosen experts'
- *   products (MXFP4, F32) with biases, the weighted sum.
+ * - mixture of experts: routing vs route_tokens (gpt-oss's softmax over the
+ *   chosen logits; qwen3moe's over all, renormalized or not), the chosen
+ *   experts' products (MXFP4, F32; Q8_0, Q4_K, Q6_K integer dots) with biases,
+ *   the weighted sum.
  * The test exits 77 where no CUDA device exists.
  */
 #include <math.h>
@@ -161,7 +163,7 @@ test_moe_route(void)
 	fill(&lg[0][0], T * NE, 1.0f);
 	lg[3][5] = lg[3][2] = 4.0f;
 	CK(cudaMemcpy(dlg, lg, sizeof(lg), cudaMemcpyHostToDevice));
-	CK(cuk_moe_route(dlg, NE, T, K, dsel, dw, 0));
+	CK(cuk_moe_route(dlg, NE, T, K, false, false, dsel, dw, 0));
 	CK(cudaMemcpy(gsel, dsel, sizeof(gsel), cudaMemcpyDeviceToHost));
 	CK(cudaMemcpy(gw, dw, sizeof(gw), cudaMemcpyDeviceToHost));
 	for (uint32_t t = 0; t < T; t++)
@@ -271,6 +273,185 @@ test_moe_mmv(void)
 	free(x), free(bias), free(deq), free(y), free(ref), free(hq);
 }
 
+/*
+ * qwen3moe's routing (route_tokens with MODEL_MOE_SOFTMAX_ALL) for one token: a softmax over
+ * all of @lg in place, the top @K probabilities, with @norm divided by their sum.
+ */
+static void
+route_all_ref(float *lg, uint32_t n_expert, uint32_t K, bool norm, int32_t *sel, float *w)
+{
+	float max = -INFINITY;
+	double sum = 0.0;
+
+	for (uint32_t e = 0; e < n_expert; e++)
+		max = lg[e] > max ? lg[e] : max;
+	for (uint32_t e = 0; e < n_expert; e++) {
+		lg[e] = expf(lg[e] - max);
+		sum += (double)lg[e];
+	}
+	for (uint32_t e = 0; e < n_expert; e++)
+		lg[e] *= (float)(1.0 / sum);
+	for (uint32_t k = 0; k < K; k++) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t e = 0; e < n_expert; e++) {
+			bool taken = false;
+			for (uint32_t i = 0; i < k; i++)
+				taken |= (uint32_t)sel[i] == e;
+			if (!taken && (best == UINT32_MAX || lg[e] > lg[best]))
+				best = e;
+		}
+		sel[k] = (int32_t)best;
+		w[k] = lg[best];
+	}
+	sum = 0.0;
+	for (uint32_t k = 0; norm && k < K; k++)
+		sum += (double)w[k];
+	for (uint32_t k = 0; norm && k < K; k++)
+		w[k] /= (float)sum;
+}
+
+/*
+ * qwen3moe's routing at Qwen3-30B-A3B's width (128 experts, 8 used) and the tiny one's (8,
+ * 2), 37 tokens, renormalized or not: the experts equal route_all_ref's (a tie included:
+ * the lower index first), the weights and the probabilities written over the logits
+ * within expf's last bits (bound 1e-6).
+ */
+static void
+test_moe_route_all(void)
+{
+	static const uint32_t shapes[][2] = {{128, 8}, {8, 2}};
+	enum { T = 37 };
+
+	for (int si = 0; si < 2; si++)
+		for (int norm = 0; norm < 2; norm++) {
+			uint32_t NE = shapes[si][0], K = shapes[si][1];
+			float *lg = malloc(T * NE * 4), *pr = malloc(T * NE * 4),
+			      *gpr = malloc(T * NE * 4), *w = malloc(T * K * 4),
+			      *gw = malloc(T * K * 4);
+			int32_t *sel = malloc(T * K * 4), *gsel = malloc(T * K * 4);
+			float *dlg = dev(T * NE * 4), *dw = dev(T * K * 4);
+			int32_t *dsel = dev(T * K * 4);
+			double we = 0;
+
+			fill(lg, T * NE, 2.0f);
+			lg[3 * NE + 5] = lg[3 * NE + 2] = 9.0f; /* a tie at the top */
+			memcpy(pr, lg, T * NE * 4);
+			CK(cudaMemcpy(dlg, lg, T * NE * 4, cudaMemcpyHostToDevice));
+			CK(cuk_moe_route(dlg, NE, T, K, true, norm, dsel, dw, 0));
+			CK(cudaMemcpy(gsel, dsel, T * K * 4, cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(gw, dw, T * K * 4, cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(gpr, dlg, T * NE * 4, cudaMemcpyDeviceToHost));
+			for (uint32_t t = 0; t < T; t++)
+				route_all_ref(pr + t * NE, NE, K, norm, sel + t * K, w + t * K);
+			for (uint32_t i = 0; i < T * K; i++)
+				we = fmax(we, fabs((double)gw[i] - (double)w[i]));
+			for (uint32_t i = 0; i < T * NE; i++)
+				we = fmax(we, fabs((double)gpr[i] - (double)pr[i]));
+			T_TRUE(memcmp(gsel, sel, T * K * 4) == 0 && sel[3 * K] == 2 &&
+			       sel[3 * K + 1] == 5);
+			printf("moe route, softmax over %u experts, %u used, %s: experts equal, "
+			       "weights and probabilities within %.1e (bound 1e-6)\n",
+			       NE, K, norm ? "renormalized" : "as they are", we);
+			T_TRUE(we <= 1e-6);
+			cudaFree(dlg), cudaFree(dw), cudaFree(dsel);
+			free(lg), free(pr), free(gpr), free(w), free(gw), free(sel), free(gsel);
+		}
+}
+
+/*
+ * Integer-dot experts (qwen3moe's Q8_0 and Q4_K_M files): gate/up-shaped products (96
+ * rows of 256 per expert, 8 experts, each of 37 tokens' 4 choices at random) of Q8_0,
+ * Q4_K and Q6_K weights against the rows cuk_quant_act quantized, with a bias: within
+ * 1e-5 of cpu_qdot_scalar on cpu_quant_q8b / cpu_quant_q8k's rows, and each product
+ * bit for bit cuk_mmvq's result for its expert's row and its token (the same lane sums).
+ */
+static void
+test_moe_mmvq(void)
+{
+	static const uint32_t qtypes[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+	enum { NE = MOE_NE, K = MOE_K, E = 256, F = MOE_F, T = MOE_T, N = MOE_N };
+	int32_t sel[N], *dsel = dev(sizeof(sel));
+	float *x = malloc(T * E * 4), *bias = malloc(NE * F * 4), *deq = malloc(NE * F * E * 4);
+	float *y = malloc(N * F * 4), *ym = malloc((uint64_t)T * NE * F * 4);
+	float *dx = dev(T * E * 4), *db = dev(NE * F * 4), *dy = dev(N * F * 4);
+	float *dym = dev((uint64_t)T * NE * F * 4);
+	double *ref = malloc(N * F * 8);
+	uint8_t *cq = malloc((uint64_t)T * E * 2);
+
+	for (uint32_t i = 0; i < N; i++)
+		sel[i] = (int32_t)(rng_next(&kt_rng) % NE);
+	fill(x, T * E, 1.0f);
+	fill(bias, NE * F, 0.5f);
+	CK(cudaMemcpy(dsel, sel, sizeof(sel), cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(dx, x, T * E * 4, cudaMemcpyHostToDevice));
+	CK(cudaMemcpy(db, bias, NE * F * 4, cudaMemcpyHostToDevice));
+	for (size_t ti = 0; ti < sizeof(qtypes) / sizeof(qtypes[0]); ti++) {
+		uint32_t type = qtypes[ti];
+		enum cuk_act fmt = cuk_act_of(type);
+		uint64_t xq_ld = cuk_act_row_bytes(fmt, E), rb = 0;
+		uint64_t crow = fmt == CUK_ACT_Q8K ? E / 256 * sizeof(struct cpu_q8k)
+		                                   : E / 32 * sizeof(struct cpu_q8b);
+		struct cuk_mat wm;
+		void *d = make_mat(type, NE * F, E, &wm, deq), *dxq = dev(T * xq_ld);
+		uint8_t *hw = malloc((uint64_t)NE * F * wm.row_bytes);
+
+		ggml_row_bytes(type, E, &rb);
+		CK(cudaMemcpy(hw, wm.data, (uint64_t)NE * F * wm.row_bytes,
+		              cudaMemcpyDeviceToHost));
+		CK(cuk_quant_act(fmt, dx, E, E, T, dxq, xq_ld, 0));
+		for (uint32_t t = 0; t < T; t++) {
+			if (fmt == CUK_ACT_Q8K)
+				cpu_quant_q8k(x + t * E, (struct cpu_q8k *)(void *)(cq + t * crow),
+				              E);
+			else
+				cpu_quant_q8b(x + t * E, (struct cpu_q8b *)(void *)(cq + t * crow),
+				              E);
+			CK(cuk_mmvq(&wm, 0, NE * F, (const uint8_t *)dxq + t * xq_ld, xq_ld, 1,
+			            dym + (uint64_t)t * NE * F, NE * F, db, 0));
+		}
+		for (uint32_t p = 0; p < N; p++)
+			for (uint32_t i = 0; i < F; i++) {
+				uint64_t er = (uint64_t)sel[p] * F + i;
+				ref[p * F + i] = (double)(cpu_qdot_scalar(type, hw + er * rb,
+				                                          cq + (p / K) * crow, E) +
+				                          bias[er]);
+			}
+		struct cuk_moe_mmv_args a = {.w = &wm,
+		                             .rows_e = F,
+		                             .sel = dsel,
+		                             .n = N,
+		                             .x_div = K,
+		                             .x = NULL,
+		                             .x_ld = E,
+		                             .xq = dxq,
+		                             .xq_ld = xq_ld,
+		                             .y = dy,
+		                             .y_ld = F,
+		                             .bias = db};
+		CK(cudaMemset(dy, 0xff, N * F * 4));
+		CK(cuk_moe_mmv(&a, 0));
+		CK(cudaMemcpy(y, dy, N * F * 4, cudaMemcpyDeviceToHost));
+		CK(cudaMemcpy(ym, dym, (uint64_t)T * NE * F * 4, cudaMemcpyDeviceToHost));
+		uint32_t differ = 0;
+		for (uint32_t p = 0; p < N; p++)
+			for (uint32_t i = 0; i < F; i++)
+				differ += memcmp(&y[p * F + i],
+				                 &ym[(uint64_t)(p / K) * NE * F +
+				                     (uint64_t)sel[p] * F + i],
+				                 4) != 0;
+		double e = rel_err(y, ref, N * F);
+		printf("moe mmvq %s: rel err %.2e (bound 1e-5), %u of %u differ from cuk_mmvq's "
+		       "bits\n",
+		       ggml_type_get(type)->name, e, differ, N * F);
+		T_TRUE(e <= 1e-5);
+		T_EQ(differ, 0);
+		cudaFree(d), cudaFree(dxq);
+		free(hw);
+	}
+	cudaFree(dsel), cudaFree(dx), cudaFree(db), cudaFree(dy), cudaFree(dym);
+	free(x), free(bias), free(deq), free(y), free(ym), free(ref), free(cq);
+}
+
 int
 main(void)
 {
@@ -281,5 +462,7 @@ main(void)
 	T_RUN(test_mxfp4_q8);
 	T_RUN(test_moe_route);
 	T_RUN(test_moe_mmv);
+	T_RUN(test_moe_route_all);
+	T_RUN(test_moe_mmvq);
 	return t_done();
 }
