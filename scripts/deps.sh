@@ -22,6 +22,7 @@ test_pkgs=(
 	curl prometheus                      # orchd tests: HTTP client, promtool check metrics
 	systemd                              # systemd-analyze, -sysusers, -tmpfiles: unit checks
 	python3                              # JSON checks in tests/integration
+	python3-jsonschema                   # a second validator of structured output (issue 56)
 	gdb                                  # stacks of a hung test child
 	chromium                             # the chat page's browser test (playwright-core drives it)
 )

@@ -126,6 +126,16 @@ struct js_def {
 	char name[JS_NAME_MAX];
 };
 
+/* One allOf merge made into a rule: the schemas merged (sorted), the resource. */
+struct js_mrg {
+	const cJSON **key;
+	size_t n;
+	const cJSON *res;
+	unsigned epoch;
+	bool busy;
+	char name[JS_NAME_MAX];
+};
+
 /* The conversion's state. */
 struct js {
 	struct sbuf out; /* the rules so far */
@@ -144,6 +154,8 @@ struct js {
 	int depth;
 	struct js_def *defs;
 	size_t ndefs;
+	struct js_mrg *mrgs; /* allOf merges made (merge_memo) */
+	size_t nmrgs;
 	char path[JS_PATH_MAX]; /* JSON pointer of the schema being made */
 	size_t path_n;
 	bool raw; /* a pattern is the whole output, as it is (json_regex_gbnf), not a JSON string */
@@ -697,6 +709,9 @@ out:
 	sbuf_fini(&js.out);
 	cJSON_Delete(js.owned);
 	orch_free(js.defs);
+	for (size_t i = 0; i < js.nmrgs; i++)
+		orch_free(js.mrgs[i].key);
+	orch_free(js.mrgs);
 	return rv;
 }
 
@@ -737,6 +752,7 @@ json_object_gbnf(void)
 #include "json_schema_ref.c"
 #include "json_schema_pattern.c"
 #include "json_schema_scalar.c"
+#include "json_schema_fmtval.c"
 #include "json_schema_compound.c"
 #include "json_schema_keys.c"
 #include "json_schema_combine.c"

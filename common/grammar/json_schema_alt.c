@@ -23,8 +23,6 @@
  * branch is left.
  */
 
-#define JS_ALT_MAX 64 /* oneOf branches told apart pairwise */
-
 /* The types of "type" alone (T_ALL when absent or malformed). */
 static unsigned
 type_quiet(const cJSON *s)
@@ -237,6 +235,27 @@ excl_key(const struct js *js, const cJSON *a, const cJSON *b)
 	return NULL;
 }
 
+/*
+ * tag_key - a property both declare with const/enum values apart, when @a is about
+ * objects only: @a made with it required is apart from @b; NULL when none.
+ */
+static const char *
+tag_key(const struct js *js, const cJSON *a, const cJSON *b)
+{
+	const cJSON *it, *x, *y;
+
+	if (vmask(js, a, 0) != T_OBJ)
+		return NULL;
+	cJSON_ArrayForEach(it, kw(a, "properties"))
+	{
+		x = deref(js, it);
+		y = deref(js, kw(kw(b, "properties"), it->string));
+		if (cJSON_IsObject(x) && cJSON_IsObject(y) && values_apart(x, y))
+			return it->string;
+	}
+	return NULL;
+}
+
 /* told_apart - what branch @a's grammar makes fails branch @b (both dereferenced). */
 static bool
 told_apart(struct js *js, const cJSON *a, const cJSON *b)
@@ -250,10 +269,11 @@ told_apart(struct js *js, const cJSON *a, const cJSON *b)
 
 /*
  * forbid_keys - branch @br with the properties named in @keys (a JSON array)
- * forbidden: merged with {"properties": {k: false...}} (owned), into *@ret.
+ * forbidden and those in @tags required: merged with {"properties": {k: false...},
+ * "required": [tags]} (owned), into *@ret; NULL when that leaves nothing.
  */
 static orch_err
-forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON **ret)
+forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON *tags, const cJSON **ret)
 {
 	struct part parts[JS_PARTS_MAX];
 	cJSON *o = cJSON_CreateObject(), *props;
@@ -266,7 +286,8 @@ forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON **ret
 		return ORCH_ENOMEM;
 	}
 	if ((props = cJSON_AddObjectToObject(o, "properties")) == NULL ||
-	    !cJSON_AddTrueToObject(o, "additionalProperties"))
+	    !cJSON_AddTrueToObject(o, "additionalProperties") ||
+	    !cJSON_AddItemReferenceToObject(o, "required", (cJSON *)tags))
 		return ORCH_ENOMEM;
 	cJSON_ArrayForEach(it, keys)
 	{
@@ -279,7 +300,14 @@ forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON **ret
 		return js_limit(js, "'allOf' over %d schemas or %d deep (limit: merge)",
 		                JS_PARTS_MAX, JS_MERGE_DEPTH);
 	parts[n++] = (struct part){o, NULL};
-	return merge(js, parts, n, ret);
+	if ((rv = merge(js, parts, n, ret)) != ORCH_OK)
+		return rv;
+	cJSON_ArrayForEach(it, keys)
+	{
+		if (*ret && is_required(kw(*ret, "required"), it->valuestring))
+			*ret = NULL; /* it needs a key it must not have: left out */
+	}
+	return ORCH_OK;
 }
 
 /*
@@ -292,7 +320,7 @@ one_of(struct js *js, const cJSON **br, size_t n)
 {
 	const cJSON *a, *b, *out[JS_ALT_MAX];
 	const char *k;
-	cJSON *keys = NULL;
+	cJSON *keys = NULL, *tags = NULL;
 	size_t kept = 0;
 	orch_err rv = ORCH_OK;
 
@@ -303,24 +331,33 @@ one_of(struct js *js, const cJSON **br, size_t n)
 		if (br[i] == NULL || (a = deref(js, br[i])) == NULL)
 			continue;
 		cJSON_Delete(keys);
-		if ((keys = cJSON_CreateArray()) == NULL)
-			return ORCH_ENOMEM;
+		cJSON_Delete(tags);
+		if ((keys = cJSON_CreateArray()) == NULL || (tags = cJSON_CreateArray()) == NULL)
+			return cJSON_Delete(keys), ORCH_ENOMEM;
 		for (size_t j = 0; j < n && a != NULL; j++) {
 			if (j == i || br[j] == NULL || (b = deref(js, br[j])) == NULL ||
 			    told_apart(js, a, b))
 				continue;
-			if ((k = excl_key(js, a, b)) == NULL)
+			if ((k = excl_key(js, a, b)) != NULL) {
+				if (!cJSON_AddItemToArray(keys, cJSON_CreateString(k)))
+					rv = ORCH_ENOMEM;
+			} else if ((k = tag_key(js, a, b)) != NULL) {
+				if (!cJSON_AddItemToArray(tags, cJSON_CreateString(k)))
+					rv = ORCH_ENOMEM;
+			} else {
 				a = NULL; /* left out: it may make a value branch j matches */
-			else if (!cJSON_AddItemToArray(keys, cJSON_CreateString(k)))
-				rv = ORCH_ENOMEM;
+			}
 		}
-		if (a != NULL && rv == ORCH_OK)
-			out[i] = cJSON_GetArraySize(keys) == 0 ? br[i] : NULL;
-		if (a != NULL && rv == ORCH_OK && cJSON_GetArraySize(keys) > 0)
-			rv = forbid_keys(js, br[i], keys, &out[i]);
+		if (a == NULL || rv != ORCH_OK)
+			continue;
+		if (cJSON_GetArraySize(keys) == 0 && cJSON_GetArraySize(tags) == 0)
+			out[i] = br[i];
+		else
+			rv = forbid_keys(js, br[i], keys, tags, &out[i]);
 		kept += out[i] != NULL;
 	}
 	cJSON_Delete(keys);
+	cJSON_Delete(tags);
 	for (size_t i = 0; i < n && rv == ORCH_OK; i++)
 		br[i] = out[i];
 	if (rv == ORCH_OK && kept == 0)

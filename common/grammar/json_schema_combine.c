@@ -13,6 +13,7 @@
 
 #define JS_PARTS_MAX   64 /* schemas merged into one */
 #define JS_MERGE_DEPTH 16 /* allOf inside allOf */
+#define JS_ALT_MAX     64 /* oneOf branches told apart pairwise; anyOf pairs made by a merge */
 
 /* One schema being merged, and a keyword of it left out (besides allOf). */
 struct part {
@@ -50,6 +51,7 @@ value_ok(struct js *js, const cJSON *s, const cJSON *v, bool *ok)
 	        "maxLength",
 	        "minItems",
 	        "maxItems",
+	        "format",
 	        NULL,
 	};
 	const cJSON *it, *e = kw(s, "enum");
@@ -75,6 +77,8 @@ value_ok(struct js *js, const cJSON *s, const cJSON *v, bool *ok)
 		return rv;
 	if (e && !cJSON_IsArray(e))
 		return js_fail(js, "'enum' must be a non-empty array");
+	if ((rv = value_format_ok(s, v, ok)) != ORCH_OK || !*ok)
+		return rv;
 	*ok = (value_bits(v) & m) != 0;
 	if (cJSON_IsNumber(v) &&
 	    ((l.set && (l.x ? x <= l.v : x < l.v)) || (h.set && (h.x ? x >= h.v : x > h.v))))
@@ -166,12 +170,36 @@ collect(struct js *js, const cJSON *s, const char *skip, struct part *parts, siz
 	return ORCH_OK;
 }
 
+/*
+ * join_ref - @out's subschema @ex (by reference, or an allOf of ours) joined with
+ * @it into an allOf, into @out as @k: references only, so that the schemas merged
+ * later are the document's own (merge_memo knows them again).
+ */
+static orch_err
+join_ref(cJSON *out, const char *k, cJSON *ex, const cJSON *it)
+{
+	cJSON *w, *a;
+
+	if (!(ex->type & cJSON_IsReference) && (a = cJSON_GetObjectItemCaseSensitive(ex, "allOf")))
+		return cJSON_AddItemReferenceToArray(a, (cJSON *)it) ? ORCH_OK : ORCH_ENOMEM;
+	if ((w = cJSON_CreateObject()) == NULL ||
+	    (a = cJSON_AddArrayToObject(w, "allOf")) == NULL ||
+	    !cJSON_AddItemReferenceToArray(a, ex) ||
+	    !cJSON_AddItemReferenceToArray(a, (cJSON *)it) ||
+	    !cJSON_ReplaceItemInObjectCaseSensitive(out, k, w)) {
+		cJSON_Delete(w);
+		return ORCH_ENOMEM;
+	}
+	return ORCH_OK;
+}
+
 /* merge_props - the properties of @props into @out's, allOf-joined where both name one. */
 static orch_err
 merge_props(struct js *js, cJSON *out, const cJSON *props)
 {
-	cJSON *op = cJSON_GetObjectItemCaseSensitive(out, "properties"), *w, *a;
-	const cJSON *it, *ex;
+	cJSON *op = cJSON_GetObjectItemCaseSensitive(out, "properties"), *ex;
+	const cJSON *it;
+	orch_err rv;
 
 	if (!cJSON_IsObject(props))
 		return js_fail(js, "'properties' must be an object");
@@ -179,7 +207,7 @@ merge_props(struct js *js, cJSON *out, const cJSON *props)
 		return ORCH_ENOMEM;
 	cJSON_ArrayForEach(it, props)
 	{
-		if (cJSON_IsFalse(ex = kw(op, it->string)))
+		if (cJSON_IsFalse(ex = cJSON_GetObjectItemCaseSensitive(op, it->string)))
 			continue; /* allOf of false and anything is false */
 		if (ex != NULL && cJSON_IsFalse(it)) {
 			if (!cJSON_ReplaceItemInObjectCaseSensitive(op, it->string,
@@ -188,18 +216,12 @@ merge_props(struct js *js, cJSON *out, const cJSON *props)
 			continue;
 		}
 		if (ex == NULL) {
-			if (!cJSON_AddItemToObject(op, it->string, cJSON_Duplicate(it, true)))
+			if (!cJSON_AddItemReferenceToObject(op, it->string, (cJSON *)it))
 				return ORCH_ENOMEM;
 			continue;
 		}
-		if ((w = cJSON_CreateObject()) == NULL ||
-		    (a = cJSON_AddArrayToObject(w, "allOf")) == NULL ||
-		    !cJSON_AddItemToArray(a, cJSON_Duplicate(ex, true)) ||
-		    !cJSON_AddItemToArray(a, cJSON_Duplicate(it, true)) ||
-		    !cJSON_ReplaceItemInObjectCaseSensitive(op, it->string, w)) {
-			cJSON_Delete(w);
-			return ORCH_ENOMEM;
-		}
+		if ((rv = join_ref(op, it->string, ex, it)) != ORCH_OK)
+			return rv;
 	}
 	return ORCH_OK;
 }
@@ -250,6 +272,41 @@ merge_bound(struct js *js, cJSON *out, const cJSON *it, bool is_min)
 	return ORCH_OK;
 }
 
+/*
+ * merge_alts - @out's anyOf (or oneOf) @ex and another part's @it as one: every
+ * pair of a branch of each (allOf of the two). A value matches (exactly) one of
+ * each list when it matches (exactly) one pair.
+ */
+static orch_err
+merge_alts(struct js *js, cJSON *out, const char *k, const cJSON *ex, const cJSON *it)
+{
+	const cJSON *x, *y;
+	cJSON *arr, *o, *a;
+
+	if (!cJSON_IsArray(ex) || !cJSON_IsArray(it))
+		return js_fail(js, "'%s' must be a non-empty array of schemas", k);
+	if ((size_t)cJSON_GetArraySize(ex) * (size_t)cJSON_GetArraySize(it) > JS_ALT_MAX)
+		return js_fail(js, "'%s' in schemas that must be merged makes over %d combinations",
+		               k, JS_ALT_MAX);
+	if ((arr = cJSON_CreateArray()) == NULL)
+		return ORCH_ENOMEM;
+	cJSON_ArrayForEach(x, ex) cJSON_ArrayForEach(y, it)
+	{
+		if ((o = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(arr, o) ||
+		    (a = cJSON_AddArrayToObject(o, "allOf")) == NULL ||
+		    !cJSON_AddItemToArray(a, cJSON_Duplicate(x, true)) ||
+		    !cJSON_AddItemReferenceToArray(a, (cJSON *)y)) {
+			cJSON_Delete(arr);
+			return ORCH_ENOMEM;
+		}
+	}
+	if (!cJSON_ReplaceItemInObjectCaseSensitive(out, k, arr)) {
+		cJSON_Delete(arr);
+		return ORCH_ENOMEM;
+	}
+	return ORCH_OK;
+}
+
 /* merge_one - the keywords of one part into @out; its types cut *@types. */
 static orch_err
 merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
@@ -258,6 +315,8 @@ merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
 	                                   "minItems", "minProperties",    NULL};
 	static const char *const maxs[] = {"maximum",  "exclusiveMaximum", "maxLength",
 	                                   "maxItems", "maxProperties",    NULL};
+	static const char *const subs[] = {"items",         "additionalItems",  "contains",
+	                                   "propertyNames", "unevaluatedItems", NULL};
 	const cJSON *it, *ex, *r;
 	orch_err rv = ORCH_OK;
 	unsigned m;
@@ -292,13 +351,19 @@ merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
 			rv = merge_bound(js, out, it, in_list(mins, k));
 		} else if (strcmp(k, "enum") == 0 || strcmp(k, "const") == 0) {
 			rv = merge_values(js, out, it);
+		} else if (in_list(subs, k) && (ex = kw(out, k)) != NULL &&
+		           !cJSON_Compare(ex, it, true) && !cJSON_IsArray(ex) &&
+		           !cJSON_IsArray(it)) {
+			rv = join_ref(out, k, (cJSON *)ex, it);
+		} else if ((strcmp(k, "anyOf") == 0 || strcmp(k, "oneOf") == 0) &&
+		           (ex = kw(out, k)) != NULL && !cJSON_Compare(ex, it, true)) {
+			rv = merge_alts(js, out, k, ex, it);
 		} else if ((ex = kw(out, k)) != NULL && !cJSON_Compare(ex, it, true)) {
 			return js_fail(js,
 			               "'%s' differs between schemas that must be merged ('allOf', "
 			               "or a branch of 'anyOf'/'oneOf' and its siblings)",
 			               k);
-		} else if (ex == NULL &&
-		           !cJSON_AddItemToObject(out, k, cJSON_Duplicate(it, true))) {
+		} else if (ex == NULL && !cJSON_AddItemReferenceToObject(out, k, (cJSON *)it)) {
 			return ORCH_ENOMEM;
 		}
 		if (rv != ORCH_OK)
@@ -307,40 +372,80 @@ merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
 	return ORCH_OK;
 }
 
-/*
- * merge_addl - additionalProperties of the merge: false if a part says so
- * (and declares every merged property), true if every part that declares
- * properties allows others, else absent (no others: stricter).
- */
+/* merge_addl_parts - merge_addl's look at each part: schemas into @addl, counts. */
 static orch_err
-merge_addl(struct js *js, cJSON *out, const struct part *parts, size_t n)
+merge_addl_parts(struct js *js, const cJSON *out, const struct part *parts, size_t n, cJSON *addl,
+                 size_t *ret_open, bool *ret_closed)
 {
 	const cJSON *props = kw(out, "properties"), *a, *it;
-	size_t open = 0;
-	bool closed = false;
 
 	for (size_t i = 0; i < n; i++) {
 		a = kw(parts[i].s, "additionalProperties");
-		open += cJSON_IsTrue(a) || (a == NULL && kw(parts[i].s, "properties") == NULL);
+		*ret_open += cJSON_IsTrue(a) || (a == NULL && kw(parts[i].s, "properties") == NULL);
 		if (a == NULL || cJSON_IsTrue(a))
 			continue;
+		if (cJSON_IsObject(a) && props == NULL && !kw(out, "patternProperties")) {
+			if (!cJSON_AddItemReferenceToArray(addl, (cJSON *)a))
+				return ORCH_ENOMEM;
+			continue; /* every key is extra to every part: all their schemas at once */
+		}
 		if (!cJSON_IsFalse(a))
 			return js_fail(js,
-			               "'additionalProperties' other than true or false in schemas "
-			               "that must be merged is not supported");
-		closed = true;
+			               "'additionalProperties' a schema in schemas that must be "
+			               "merged is taken only when none declares properties");
+		*ret_closed = true;
 		cJSON_ArrayForEach(it, props)
 		{
-			if (!kw(kw(parts[i].s, "properties"), it->string))
+			if (!cJSON_IsFalse(it) && !kw(kw(parts[i].s, "properties"), it->string))
 				return js_fail(js,
 				               "'additionalProperties' false in one merged schema "
 				               "refuses property '%s' of another",
 				               it->string);
 		}
 	}
+	return ORCH_OK;
+}
+
+/*
+ * merge_addl - additionalProperties of the merge: false if a part says so
+ * (and declares every merged property), the allOf of the parts' schemas when
+ * no part declares properties, true if every part that declares properties
+ * allows others, else absent (no others: stricter).
+ */
+static orch_err
+merge_addl(struct js *js, cJSON *out, const struct part *parts, size_t n)
+{
+	cJSON *w = cJSON_CreateObject(), *addl = w ? cJSON_AddArrayToObject(w, "allOf") : NULL;
+	size_t open = 0;
+	bool closed = false;
+	orch_err rv;
+
+	if (addl == NULL || !cJSON_AddItemToArray(js->owned, w)) {
+		cJSON_Delete(w);
+		return ORCH_ENOMEM;
+	}
+	if ((rv = merge_addl_parts(js, out, parts, n, addl, &open, &closed)) != ORCH_OK)
+		return rv;
+	if (!closed && cJSON_GetArraySize(addl) > 0)
+		return cJSON_AddItemReferenceToObject(out, "additionalProperties", w) ? ORCH_OK
+		                                                                      : ORCH_ENOMEM;
 	if ((closed || open == n) && !cJSON_AddBoolToObject(out, "additionalProperties", !closed))
 		return ORCH_ENOMEM;
 	return ORCH_OK;
+}
+
+/* Whether some value of @e has one of @types. */
+static bool
+enum_fits(const cJSON *e, unsigned types)
+{
+	const cJSON *v;
+
+	cJSON_ArrayForEach(v, e)
+	{
+		if (value_bits(v) & types)
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -368,7 +473,7 @@ merge_q(struct js *js, const struct part *parts, size_t n, bool quiet, const cJS
 	if (rv != ORCH_OK)
 		return rv;
 	*ret = NULL;
-	if (quiet && (types == 0 || ((e = kw(out, "enum")) && cJSON_GetArraySize(e) == 0)))
+	if (quiet && (types == 0 || ((e = kw(out, "enum")) && !enum_fits(e, types))))
 		return ORCH_OK;
 	if (types == 0)
 		return js_fail(js, "merged schemas share no type: no value can match");
@@ -396,18 +501,105 @@ merge(struct js *js, const struct part *parts, size_t n, const cJSON **ret)
 	return merge_q(js, parts, n, false, ret);
 }
 
+/* Whether part @pt gives the merge anything (a keyword besides allOf, $ref, annotations). */
+static bool
+contentful(const struct js *js, const struct part *pt)
+{
+	const cJSON *it;
+
+	cJSON_ArrayForEach(it, pt->s)
+	{
+		if (!ignorable(js, it->string) && strcmp(it->string, "allOf") != 0 &&
+		    strcmp(it->string, "$ref") != 0 && (!pt->skip || strcmp(it->string, pt->skip)))
+			return true;
+	}
+	return false;
+}
+
+static int
+cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (const cJSON *const *)a,
+	          y = (uintptr_t) * (const cJSON *const *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * merge_memo - the merge of @parts as a rule made once per set of schemas with
+ * content (in the resource being made), like a $ref target, so that an allOf met
+ * again inside its own merge (a property of the merge that is the same allOf)
+ * is a rule naming itself, not an unrolling until the depth limit. *@ret the
+ * entry, *@made whether it was there already.
+ */
+static orch_err
+merge_memo(struct js *js, const struct part *parts, size_t n, struct js_mrg **ret, bool *made)
+{
+	const cJSON *key[JS_PARTS_MAX];
+	struct js_mrg *m;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (contentful(js, &parts[i]))
+			key[k++] = parts[i].s->child; /* the same for a reference to it */
+	qsort(key, k, sizeof(key[0]), cmp_ptr);
+	for (size_t i = 0; i < js->nmrgs; i++) {
+		m = &js->mrgs[i];
+		if (m->n == k && m->res == js->res &&
+		    memcmp(m->key, key, k * sizeof(key[0])) == 0) {
+			*ret = m;
+			*made = true;
+			return ORCH_OK;
+		}
+	}
+	if ((m = orch_reallocarray(js->mrgs, js->nmrgs + 1, sizeof(*m))) == NULL)
+		return ORCH_ENOMEM;
+	js->mrgs = m;
+	m = &js->mrgs[js->nmrgs];
+	if ((m->key = orch_calloc(k ? k : 1, sizeof(key[0]))) == NULL)
+		return ORCH_ENOMEM;
+	js->nmrgs++;
+	memcpy(m->key, key, k * sizeof(key[0]));
+	m->n = k;
+	m->res = js->res;
+	m->epoch = js->epoch;
+	m->busy = true;
+	snprintf(m->name, JS_NAME_MAX, "all-%zu", js->nmrgs - 1);
+	*ret = m;
+	*made = false;
+	return ORCH_OK;
+}
+
 static orch_err
 gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 {
 	const cJSON *all = kw(s, "allOf"), *m;
 	struct part parts[JS_PARTS_MAX];
-	size_t n = 0;
+	char inner[JS_NAME_MAX];
+	struct sbuf b = {0};
+	struct js_mrg *mr;
+	size_t n = 0, at;
+	bool made;
 	orch_err rv;
 
 	if (all && (!cJSON_IsArray(all) || cJSON_GetArraySize(all) == 0))
 		return js_fail(js, "'allOf' must be a non-empty array of schemas");
 	if ((rv = collect(js, s, NULL, parts, &n, 0)) != ORCH_OK ||
-	    (rv = merge(js, parts, n, &m)) != ORCH_OK)
+	    (rv = merge_memo(js, parts, n, &mr, &made)) != ORCH_OK)
 		return rv;
-	return gen(js, m, name);
+	if (made && mr->busy && mr->epoch == js->epoch)
+		return js_fail(js, "'allOf' recurses into itself before any input is consumed");
+	memcpy(name, mr->name, JS_NAME_MAX);
+	if (made)
+		return ORCH_OK;
+	at = (size_t)(mr - js->mrgs);
+	if ((rv = merge(js, parts, n, &m)) == ORCH_OK)
+		rv = gen(js, m, inner);
+	js->mrgs[at].busy = false; /* gen may have moved js->mrgs */
+	if (rv != ORCH_OK)
+		return rv;
+	sbuf_puts(&b, inner);
+	rv = put_rule(js, name, &b);
+	sbuf_fini(&b);
+	return rv;
 }

@@ -29,7 +29,7 @@ static orch_err
 key_ok(struct js *js, const cJSON *pn, const char *k, bool *ok)
 {
 	static const char *const taken[] = {"type", "minLength", "maxLength", "pattern",
-	                                    "enum", "const",     NULL};
+	                                    "enum", "const",     "format",    NULL};
 	const cJSON *it, *e;
 	uint64_t lo = 0, hi = JS_INF, n = key_cps(k);
 	unsigned m;
@@ -43,7 +43,7 @@ key_ok(struct js *js, const cJSON *pn, const char *k, bool *ok)
 	{
 		if (!in_list(taken, it->string) && !ignorable(js, it->string))
 			return js_fail(js, "unsupported keyword 'propertyNames' (taken with type, "
-			                   "lengths, pattern, enum and const only)");
+			                   "lengths, pattern, format, enum and const only)");
 	}
 	if ((rv = type_kw(js, pn, &m)) || (rv = get_count(js, pn, "minLength", &lo)) ||
 	    (rv = get_count(js, pn, "maxLength", &hi)))
@@ -51,6 +51,9 @@ key_ok(struct js *js, const cJSON *pn, const char *k, bool *ok)
 	*ok = (m & T_STR) && n >= lo && n <= hi;
 	if (*ok && cJSON_IsString(it = kw(pn, "pattern")) &&
 	    (rv = pattern_matches(js, it->valuestring, k, ok)) != ORCH_OK)
+		return rv;
+	if (*ok && cJSON_IsString(it = kw(pn, "format")) && str_format(it) &&
+	    (rv = fmt_value_ok(it->valuestring, k, ok)) != ORCH_OK)
 		return rv;
 	if (*ok && (e = kw(pn, "const")) != NULL)
 		*ok = cJSON_IsString(e) && strcmp(e->valuestring, k) == 0;

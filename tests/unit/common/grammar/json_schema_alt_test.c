@@ -62,7 +62,47 @@ test_oneof_made_apart(void)
 	      "\"string\"}},\"additionalProperties\":true}]}",
 	      L("{\"title\":\"x\"}", "{}"),
 	      L("{\"$ref\":\"x\"}", "{\"$ref\":\"x\",\"title\":\"y\"}"));
+	/* a property both declare with other values: made required */
+	check("{\"oneOf\":[{\"type\":\"object\",\"properties\":{\"k\":{\"const\":1}}},{\"type\":"
+	      "\"object\",\"properties\":{\"k\":{\"const\":2}}}]}",
+	      L("{\"k\":1}", "{\"k\":2}"), L("{}", "{\"k\":3}"));
 	refused("{\"oneOf\":[{\"type\":\"string\"},{\"maxLength\":3}]}", "told apart", "root");
+}
+
+/* format beside enum/const: the values of the format kept; propertyNames with a format. */
+static void
+test_formats(void)
+{
+	check("{\"type\":\"string\",\"format\":\"uri\",\"enum\":[\"https://x.io/a?v=4\","
+	      "\"not a uri\"]}",
+	      L("\"https://x.io/a?v=4\""), L("\"not a uri\""));
+	check("{\"type\":\"string\",\"format\":\"uri-template\",\"const\":"
+	      "\"https://x.io/u{/who}\"}",
+	      L("\"https://x.io/u{/who}\""), NONE);
+	check("{\"type\":\"integer\",\"format\":\"int32\",\"enum\":[1,5000000000]}", L("1"),
+	      L("5000000000"));
+	refused("{\"format\":\"date\",\"const\":\"2024-13-01\"}", "no value", "root");
+	check("{\"type\":\"object\",\"propertyNames\":{\"format\":\"ipv4\"},"
+	      "\"additionalProperties\":{\"type\":\"null\"}}",
+	      L("{\"1.2.3.4\":null}", "{}"), L("{\"x\":null}"));
+}
+
+/* allOf of parts with differing anyOf; a merge met again inside itself; extra-key schemas. */
+static void
+test_merges(void)
+{
+	check("{\"allOf\":[{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\"}]},{"
+	      "\"anyOf\":[{\"type\":\"number\",\"minimum\":3},{\"type\":\"string\","
+	      "\"maxLength\":1}]}]}",
+	      L("3", "\"a\""), L("2", "\"ab\"", "null"));
+	check("{\"$defs\":{\"a\":{\"type\":\"object\",\"properties\":{\"k\":{\"$ref\":"
+	      "\"#/$defs/n\"}}},\"b\":{\"properties\":{\"k\":{\"$ref\":\"#/$defs/n\"},"
+	      "\"v\":{\"type\":\"integer\"}}},\"n\":{\"allOf\":[{\"$ref\":\"#/$defs/a\"},{"
+	      "\"$ref\":\"#/$defs/b\"}]}},\"$ref\":\"#/$defs/n\"}",
+	      L("{}", "{\"k\":{\"k\":{\"v\":1}}}"), L("{\"k\":{\"v\":\"x\"}}"));
+	check("{\"allOf\":[{\"type\":\"object\",\"additionalProperties\":{\"type\":"
+	      "\"integer\"}},{\"additionalProperties\":{\"minimum\":0}}]}",
+	      L("{\"a\":1}", "{}"), L("{\"a\":-1}", "{\"a\":\"x\"}"));
 }
 
 int
@@ -71,5 +111,7 @@ main(void)
 	T_RUN(test_empty_branch);
 	T_RUN(test_oneof_apart);
 	T_RUN(test_oneof_made_apart);
+	T_RUN(test_formats);
+	T_RUN(test_merges);
 	return t_done();
 }
