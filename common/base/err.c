@@ -175,6 +175,15 @@ orch_err_proto(orch_err code)
 	return (int)wire_of(code);
 }
 
+orch_err
+orch_err_of_proto(int proto)
+{
+	for (int c = 1; c < ORCH_ERR_COUNT; c++)
+		if (orch_err_proto((orch_err)c) == proto)
+			return (orch_err)c;
+	return ORCH_EINTERNAL;
+}
+
 bool
 orch_err_retriable(orch_err code)
 {

@@ -106,6 +106,12 @@ int orch_err_http(orch_err code);
 /* orch_err_proto - the protobuf ErrorCode value of @code's wire name (0 for OK). */
 int orch_err_proto(orch_err code);
 
+/*
+ * orch_err_of_proto - the orch_err a protobuf ErrorCode value stands for: the first
+ * whose wire name it is (ORCH_EINTERNAL for a value not known).
+ */
+orch_err orch_err_of_proto(int proto);
+
 /* orch_err_retriable - whether retrying the same request elsewhere or later can succeed. */
 bool orch_err_retriable(orch_err code);
 

@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "base/parse.h"
 #include "check.h"
+#include "core.h"
 #include "http.h"
 #include "http_listen.h"
 #include "inspect.h"
@@ -259,6 +260,7 @@ prepare(struct orchd *d)
 	hash_dir(d);
 	if ((d->base = event_base_new()) == NULL)
 		return false;
+	core_init(d);
 	/* cuda:N is NVML's index N (PCI bus order); make the workers' CUDA agree */
 	setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
 	devices_open(&d->devices, d->cfg.nvml_library);

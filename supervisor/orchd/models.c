@@ -23,8 +23,7 @@
 #include "notify.h"
 #include "orchd.h"
 #include "placement.h"
-#include "tokenize.h"
-#include "wire.h"
+#include "wire_send.h"
 #include "workers.h"
 
 const char *
@@ -314,10 +313,13 @@ start_workers(struct orchd *d, struct model_entry *m)
 	for (uint32_t i = 0; i < m->n_workers; i++) {
 		struct worker *w = m->workers[i];
 		struct orch_errinfo e = {0};
+		struct place_evict ev = {.n = 0};
 		if (w->pid > 0 || w->state == WORKER_BACKOFF || workers_settling(w))
 			continue;
-		switch (placement_check(d, w, &e)) {
+		switch (placement_check(d, w, &ev, &e)) {
 		case PLACE_WAIT:
+			for (uint32_t k = 0; k < ev.n; k++)
+				models_unload(d, ev.v[k], false);
 			w->state = WORKER_WAITING;
 			waiting = true;
 			continue;
@@ -393,7 +395,7 @@ models_fail_queued(struct orchd *d, struct model_entry *m, orch_err code, const 
 		models_unqueue(j);
 		jobs_fail(d, j, code, msg);
 	}
-	tokenize_fail(d, m, NULL, code, msg);
+	d->model_hooks->fail(d, m, code, msg);
 }
 
 void
@@ -603,7 +605,7 @@ models_dispatch(struct orchd *d, struct model_entry *m)
 	}
 	orch_free(o.who);
 	orch_free(o.n);
-	tokenize_dispatch(d, m);
+	d->model_hooks->dispatch(d, m);
 }
 
 orch_err
@@ -647,7 +649,8 @@ models_submit(struct orchd *d, struct job *j, struct orch_errinfo *reterr)
 	struct worker *w;
 	orch_err rv = models_usable(d, m, reterr);
 
-	j->host = &models_job_host; /* from here its end and cancel go through the registry */
+	/* from here its end and cancel go through the registry */
+	j->host = d->model_hooks->job_host;
 
 	if (rv != ORCH_OK)
 		return rv;
@@ -760,7 +763,7 @@ models_free(struct orchd *d, struct model_entry *m)
 			j->model = NULL;
 			j->met = NULL;
 		}
-	tokenize_fail(d, m, NULL, ORCH_EMODEL_NOT_FOUND, "the model was removed");
+	d->model_hooks->fail(d, m, ORCH_EMODEL_NOT_FOUND, "the model was removed");
 	for (uint32_t i = 0; i < m->n_workers; i++)
 		workers_free(m->workers[i]);
 	orch_free(m->workers);

@@ -10,7 +10,7 @@
 #include "jobs.h"
 #include "models.h"
 #include "orchd.h"
-#include "wire.h"
+#include "wire_send.h"
 #include "workers.h"
 
 /* Give @j's slot on its worker back (the job keeps no worker). */

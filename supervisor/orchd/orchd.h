@@ -22,6 +22,8 @@ struct http_edge;
 struct offloader;
 struct job;
 struct model_entry;
+struct model_hooks;
+struct worker_hooks;
 struct orchd; /* the callbacks below take it before its definition */
 struct tok_req;
 
@@ -71,6 +73,9 @@ struct orchd {
 	bool stop_now;   /* a second SIGINT or SIGTERM while stopping: end them without waiting */
 	struct metrics metrics;
 	orchd_model_event_fn on_model_event;
+	/* how the core's lower modules report up (core.c's core_init sets both) */
+	const struct worker_hooks *worker_hooks;
+	const struct model_hooks *model_hooks;
 	/* drain and exit, as SIGTERM (main.c): the admin API's POST /admin/shutdown calls it */
 	void (*stop)(struct orchd *d, const char *why);
 };

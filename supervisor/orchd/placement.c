@@ -11,10 +11,11 @@
  *
  * Short of memory, with evict = lru, the idle models on that device (READY,
  * nothing running or queued) are unloaded least recently used first, just
- * enough of them, and the start waits (up to evict_wait_s) for their memory
- * to come back; while any model there is unloading anyway, the start waits
- * for it rather than evicting more. Otherwise the start is refused with
- * INSUFFICIENT_VRAM naming the bytes needed and free.
+ * enough of them (chosen here, unloaded by the registry), and the start
+ * waits (up to evict_wait_s) for their memory to come back; while any model
+ * there is unloading anyway, the start waits for it rather than evicting
+ * more. Otherwise the start is refused with INSUFFICIENT_VRAM naming the
+ * bytes needed and free.
  */
 #include "placement.h"
 
@@ -23,7 +24,7 @@
 
 #include "base/log.h"
 #include "gguf/model_info.h"
-#include "models.h"
+#include "model.h"
 #include "orchd.h"
 #include "workers.h"
 
@@ -95,17 +96,19 @@ frees_on(struct model_entry *v, const char *dev)
 }
 
 /*
- * Unloads the least recently used idle models on @dev until @short_by bytes
- * are freed; false, unloading none, when all of them would not do.
+ * Chooses the least recently used idle models on @dev, into @ev, until
+ * @short_by bytes would be freed; false, choosing none, when all of them would
+ * not do.
  */
 static bool
-evict(struct orchd *d, struct model_entry *m, const char *dev, uint64_t short_by)
+evict(struct orchd *d, struct model_entry *m, const char *dev, uint64_t short_by,
+      struct place_evict *ev)
 {
-	struct model_entry *order[64];
+	struct model_entry *order[PLACE_EVICT_MAX];
 	uint32_t n = 0;
 	uint64_t can = 0;
 
-	for (struct model_entry *v = d->models; v && n < 64; v = v->next)
+	for (struct model_entry *v = d->models; v && n < PLACE_EVICT_MAX; v = v->next)
 		if (v != m && idle_on(v, dev))
 			order[n++] = v;
 	for (uint32_t i = 1; i < n; i++) /* by last use, oldest first; never used first of all */
@@ -124,14 +127,15 @@ evict(struct orchd *d, struct model_entry *m, const char *dev, uint64_t short_by
 		orch_log(ORCH_LOG_NOTICE, "evict", "model=%s device=%s frees=%llu for=%s",
 		         order[i]->cfg.name, dev, (unsigned long long)f, m->cfg.name);
 		order[i]->met.evictions++;
-		models_unload(d, order[i], false);
+		ev->v[ev->n++] = order[i];
 		short_by = f >= short_by ? 0 : short_by - f;
 	}
 	return true;
 }
 
 enum place_result
-placement_check(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
+placement_check(struct orchd *d, struct worker *w, struct place_evict *ev,
+                struct orch_errinfo *reterr)
 {
 	struct model_entry *m = w->model;
 	struct device_info *dev = devices_find(&d->devices, w->device);
@@ -162,7 +166,7 @@ placement_check(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 		return PLACE_FIT;
 	if (unloading)
 		return PLACE_WAIT; /* memory is on its way back */
-	if (d->cfg.evict == CFG_EVICT_LRU && evict(d, m, w->device, need - avail))
+	if (d->cfg.evict == CFG_EVICT_LRU && evict(d, m, w->device, need - avail, ev))
 		return PLACE_WAIT;
 	orch_errf(reterr, ORCH_EINSUFFICIENT_VRAM,
 	          "model '%s' needs %llu bytes (%.1f MiB) on %s; %llu bytes (%.1f MiB) are free "

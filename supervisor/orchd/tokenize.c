@@ -8,7 +8,7 @@
 
 #include "models.h"
 #include "orchd.h"
-#include "wire.h"
+#include "wire_send.h"
 #include "workers.h"
 
 static void
@@ -126,7 +126,7 @@ tokenize_on_result(struct orchd *d, struct worker *w, const Orch__TokenizeResult
 		return; /* its client left, or it timed out */
 	unlink_req(d, t);
 	if (r->code != ORCH__ERROR_CODE__ERROR_CODE_UNSPECIFIED)
-		t->answer(t, NULL, NULL, wire_err((int)r->code), r->message);
+		t->answer(t, NULL, NULL, orch_err_of_proto((int)r->code), r->message);
 	else
 		t->answer(t, w, r, ORCH_OK, NULL);
 }

@@ -1,6 +1,5 @@
 /*
- * wire.c - the envelopes orchd sends and the one dispatch of those it
- * receives (wire.h). Sends are encoded here and queued on the worker.
+ * wire.c - the one dispatch of the envelopes a worker sends (wire.h).
  */
 #include "wire.h"
 
@@ -22,151 +21,6 @@
 #include "orchd.h"
 #include "tokenize.h"
 #include "workers.h"
-
-/* Encode @env and queue it on @w; the failure is logged once here. */
-static orch_err
-send_env(struct worker *w, const Orch__Envelope *env, uint64_t job_id)
-{
-	struct orch_errinfo e = {0};
-	uint8_t *buf = NULL;
-	size_t n = 0;
-	orch_err rv;
-
-	if (w->ch == NULL)
-		rv = orch_errf(&e, ORCH_ECLOSED, "no channel");
-	else if ((rv = ipc_encode(env, &buf, &n, &e)) == ORCH_OK &&
-	         (rv = workers_send(w, buf, n, job_id)) != ORCH_OK)
-		orch_errf(&e, rv, "%u messages wait already", (unsigned)w->sendq_n);
-	if (rv != ORCH_OK)
-		orch_log(ORCH_LOG_WARNING, "worker_send_failed",
-		         "worker=%s body=%s err=%s msg=\"%s\"", w->id,
-		         ipc_body_name(env->body_case), orch_err_wire(rv), e.msg);
-	return rv;
-}
-
-/*
- * @messages (request_chat.c's) as Submit's: *@ret_ptrs, one allocation
- * (orch_free it), pointing into @messages.
- */
-static orch_err
-chat_messages(const cJSON *messages, Orch__ChatMessage ***ret_ptrs, size_t *ret_n)
-{
-	size_t n = (size_t)cJSON_GetArraySize(messages), k = 0;
-	Orch__ChatMessage **mp;
-	const cJSON *it;
-
-	/* one block: the pointers, then the messages */
-	mp = orch_calloc(n ? n : 1, sizeof(*mp) + sizeof(Orch__ChatMessage));
-	if (mp == NULL)
-		return ORCH_ENOMEM;
-	Orch__ChatMessage *msgs = (Orch__ChatMessage *)(void *)(mp + n);
-	cJSON_ArrayForEach(it, messages)
-	{
-		orch__chat_message__init(&msgs[k]);
-		msgs[k].role = cJSON_GetObjectItem(it, "role")->valuestring;
-		msgs[k].content = cJSON_GetObjectItem(it, "content")->valuestring;
-		const cJSON *extra = cJSON_GetObjectItem(it, "extra");
-		if (extra != NULL)
-			msgs[k].extra_json = extra->valuestring;
-		mp[k] = &msgs[k];
-		k++;
-	}
-	*ret_ptrs = mp;
-	*ret_n = k;
-	return ORCH_OK;
-}
-
-orch_err
-wire_submit(struct orchd *d, struct worker *w, const struct job *j)
-{
-	Orch__Envelope env = ORCH__ENVELOPE__INIT;
-	Orch__Submit s = ORCH__SUBMIT__INIT;
-	Orch__ChatMessage **mp = NULL;
-	Orch__SamplingParams sp = j->req.sp;
-	char empty[] = "";
-	orch_err rv;
-
-	s.job_id = j->id;
-	s.prompt = j->req.prompt ? j->req.prompt : empty;
-	s.sampling = &sp;
-	s.max_tokens = j->req.max_tokens;
-	s.max_tokens_strict = j->req.max_tokens_given;
-	s.stop = (char **)(uintptr_t)j->req.stops;
-	s.n_stop = j->req.n_stops;
-	s.correlation_id = (char *)(uintptr_t)j->correlation;
-	s.deadline_unix_ms = j->created_unix + d->cfg.request_timeout_s * 1000ull;
-	if (j->req.deadline_unix_ms != 0 && j->req.deadline_unix_ms < s.deadline_unix_ms)
-		s.deadline_unix_ms = j->req.deadline_unix_ms; /* the client's, when sooner */
-	s.literal_prompt = j->req.literal_prompt;
-	s.cache_salt = j->req.cache_salt ? j->req.cache_salt : empty;
-	s.grammar = j->req.grammar ? j->req.grammar : empty;
-	s.grammar_call = j->req.grammar_call;
-	s.prompt_tokens = j->req.prompt_ids;
-	s.n_prompt_tokens = j->req.n_prompt_ids;
-	s.logprobs = j->req.logprobs;
-	s.top_logprobs = j->req.top_logprobs;
-	/* the prompt back: its log-probabilities, or the text of token ids (a text prompt's
-	 * echo is the text as sent) */
-	s.echo = j->req.echo && (j->req.logprobs || j->req.prompt_ids != NULL);
-	s.prompt_only = j->req.prompt_only;
-	if (j->req.messages != NULL) {
-		if ((rv = chat_messages(j->req.messages, &mp, &s.n_messages)) != ORCH_OK)
-			return rv;
-		s.messages = mp;
-		s.chat = true;
-		if (j->req.template_vars != NULL)
-			s.template_vars_json = j->req.template_vars;
-	}
-	env.body_case = ORCH__ENVELOPE__BODY_SUBMIT;
-	env.submit = &s;
-	rv = send_env(w, &env, j->id);
-	orch_free(mp);
-	return rv;
-}
-
-orch_err
-wire_tokenize(struct worker *w, Orch__Tokenize *t, const cJSON *messages)
-{
-	Orch__Envelope env = ORCH__ENVELOPE__INIT;
-	Orch__ChatMessage **mp = NULL;
-	orch_err rv;
-
-	if (messages != NULL) {
-		if ((rv = chat_messages(messages, &mp, &t->n_messages)) != ORCH_OK)
-			return rv;
-		t->messages = mp;
-	}
-	env.body_case = ORCH__ENVELOPE__BODY_TOKENIZE;
-	env.tokenize = t;
-	rv = send_env(w, &env, 0);
-	t->messages = NULL;
-	t->n_messages = 0;
-	orch_free(mp);
-	return rv;
-}
-
-orch_err
-wire_cancel(struct worker *w, uint64_t job_id)
-{
-	Orch__Envelope env = ORCH__ENVELOPE__INIT;
-	Orch__Cancel c = ORCH__CANCEL__INIT;
-
-	c.job_id = job_id;
-	env.body_case = ORCH__ENVELOPE__BODY_CANCEL;
-	env.cancel = &c;
-	return send_env(w, &env, 0);
-}
-
-orch_err
-wire_drain(struct worker *w)
-{
-	Orch__Envelope env = ORCH__ENVELOPE__INIT;
-	Orch__Drain drain = ORCH__DRAIN__INIT;
-
-	env.body_case = ORCH__ENVELOPE__BODY_DRAIN;
-	env.drain = &drain;
-	return send_env(w, &env, 0);
-}
 
 /* ---- from a worker: its life ---- */
 
@@ -333,15 +187,6 @@ on_worker_error(struct worker *w, const Orch__Error *er)
 
 /* ---- from a worker: its jobs ---- */
 
-orch_err
-wire_err(int code)
-{
-	for (int c = 1; c < ORCH_ERR_COUNT; c++)
-		if (orch_err_proto((orch_err)c) == code)
-			return (orch_err)c;
-	return ORCH_EINTERNAL;
-}
-
 static void
 on_started(struct orchd *d, const Orch__Started *s)
 {
@@ -431,7 +276,7 @@ on_error(struct orchd *d, struct worker *w, const Orch__Error *er)
 	if (er->job_id == 0)
 		on_worker_error(w, er);
 	else if ((j = jobs_find(d, er->job_id)) != NULL)
-		jobs_fail(d, j, wire_err((int)er->code), er->message);
+		jobs_fail(d, j, orch_err_of_proto((int)er->code), er->message);
 }
 
 void

@@ -24,11 +24,9 @@
 #include "base/log.h"
 #include "ipc/ipc.h"
 #include "jobs.h"
-#include "models.h"
+#include "model.h"
 #include "orchd.h"
 #include "rundir.h"
-#include "tokenize.h"
-#include "wire.h"
 
 extern char **environ;
 
@@ -39,6 +37,18 @@ extern char **environ;
 /* A worker ready this long before it dies was healthy: earlier failures no longer count. */
 #define HEALTHY_RESET_MS (60u * 1000u)
 #define EXIT_GRACE_MS    100u /* a dead worker's last messages are read this long */
+
+/* Ask @w to finish its jobs and exit. */
+static void
+send_drain(struct worker *w)
+{
+	Orch__Envelope env = ORCH__ENVELOPE__INIT;
+	Orch__Drain drain = ORCH__DRAIN__INIT;
+
+	env.body_case = ORCH__ENVELOPE__BODY_DRAIN;
+	env.drain = &drain;
+	(void)workers_send_env(w, &env, 0);
+}
 
 const char *
 workers_state_name(enum worker_state s)
@@ -208,7 +218,7 @@ give_up(struct orchd *d, struct worker *w, const char *why, int code)
 	w->state = WORKER_STOPPED;
 	m->met.load_failures++;
 	orch_log(ORCH_LOG_ERR, "model_failed", "model=%s msg=\"%s\"", m->cfg.name, m->error);
-	models_worker_state(d, m);
+	d->worker_hooks->changed(d, w);
 }
 
 /*
@@ -231,7 +241,7 @@ schedule_restart(struct orchd *d, struct worker *w)
 	         (unsigned long long)delay);
 	struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
 	evtimer_add(w->ev_timer, &tv); /* a one-shot add over the periodic one */
-	models_worker_state(d, w->model);
+	d->worker_hooks->changed(d, w);
 }
 
 /* Why @w's process (exit status @code) ended when nobody asked it to, into @out. */
@@ -320,8 +330,7 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 	exit_text(code, how, sizeof(how));
 	snprintf(why, sizeof(why), "worker %s %s", w->id, how);
 	close_process(w);
-	tokenize_fail(d, NULL, w, ORCH_EWORKER_LOST, why);
-	models_jobs_lost(d, w, why);
+	d->worker_hooks->lost(d, w, why);
 	w->last_exit = m->last_exit = code;
 	if (w->restart_now && !d->stopping) {
 		struct orch_errinfo e = {0};
@@ -329,14 +338,14 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 		w->restarts++;
 		if (workers_spawn(d, w, &e) != ORCH_OK)
 			orch_log_err(e.code, &e, "worker_spawn_failed", "worker=%s", w->id);
-		models_worker_state(d, m);
+		d->worker_hooks->changed(d, w);
 		return;
 	}
 	if (intended || d->stopping) {
 		w->state = WORKER_STOPPED;
 		if (w->ev_timer)
 			event_del(w->ev_timer);
-		models_worker_state(d, m);
+		d->worker_hooks->changed(d, w);
 		return;
 	}
 	if (permanent || too_many_failures(m, w, orch_mono_ms())) {
@@ -576,7 +585,7 @@ workers_drain(struct orchd *d, struct worker *w)
 		return;
 	}
 	w->state = WORKER_DRAINING;
-	wire_drain(w);
+	send_drain(w);
 	w->spawned_ms = orch_mono_ms(); /* shutdown_timeout_s counts from here */
 }
 
@@ -604,8 +613,8 @@ workers_unhealthy(struct orchd *d, struct worker *w, const char *why)
 	int k = snprintf(note, sizeof(note), "orchd: unhealthy (%s): draining, then a restart",
 	                 why);
 	workers_keep_line(w, true, note, k < (int)sizeof(note) ? (size_t)k : sizeof(note) - 1);
-	wire_drain(w);
-	models_worker_state(d, w->model);
+	send_drain(w);
+	d->worker_hooks->changed(d, w);
 }
 
 void

@@ -13,6 +13,7 @@
 #include "base/sbuf.h"
 #include "config.h"
 #include "grammar/tool_call.h"
+#include "proto/orch.pb-c.h"
 
 struct event;
 struct ipc_chan;
@@ -117,6 +118,20 @@ struct worker {
 	int last_exit;
 };
 
+/*
+ * What a worker's life tells the modules above it; core.c installs them as
+ * orchd.worker_hooks (every member set). Each runs on the loop, inside the
+ * worker's own handler: it may send to the worker, not free it.
+ */
+struct worker_hooks {
+	/* one envelope @w sent (wire_dispatch); @env stays the caller's */
+	void (*message)(struct orchd *d, struct worker *w, const Orch__Envelope *env);
+	/* @w's state changed: its model's state follows from its workers' */
+	void (*changed)(struct orchd *d, struct worker *w);
+	/* @w's process is gone (@why): what it held ends or goes back to a queue */
+	void (*lost)(struct orchd *d, struct worker *w, const char *why);
+};
+
 /* workers_new - a stopped worker for replica @replica of @m; NULL when out of memory. */
 struct worker *workers_new(struct orchd *d, struct model_entry *m, uint32_t replica);
 
@@ -130,7 +145,14 @@ orch_err workers_spawn(struct orchd *d, struct worker *w, struct orch_errinfo *r
  */
 orch_err workers_send(struct worker *w, uint8_t *buf, size_t n, uint64_t job_id);
 
-/* workers_drain - finish its active jobs, then exit. */
+/*
+ * workers_send_env - encode @env and workers_send it to @w (about job
+ * @job_id, 0: none); a failure is logged here. Errors as workers_send, and
+ * ORCH_EPROTO when it does not encode.
+ */
+orch_err workers_send_env(struct worker *w, const Orch__Envelope *env, uint64_t job_id);
+
+/* workers_drain - send Drain: finish its active jobs, then exit. */
 void workers_drain(struct orchd *d, struct worker *w);
 
 /*
@@ -171,7 +193,7 @@ void workers_tail(const struct worker *w, char *out, size_t n);
 /* workers_on_log - the loop's handler of @arg's output pipe. */
 void workers_on_log(int fd, short what, void *arg);
 
-/* workers_on_message - the loop's handler of @arg's receive fd: wire_dispatch each. */
+/* workers_on_message - the loop's handler of @arg's receive fd: each envelope to its hook. */
 void workers_on_message(int fd, short what, void *arg);
 
 /*
@@ -181,7 +203,7 @@ void workers_on_message(int fd, short what, void *arg);
  */
 bool workers_settling(const struct worker *w);
 
-/* workers_read_pending - wire_dispatch what @w's channel holds now (at most 256); how many. */
+/* workers_read_pending - hand what @w's channel holds now (at most 256) to its hook; how many. */
 unsigned workers_read_pending(struct worker *w);
 
 /* workers_flush - send what the socket takes of @w's queue now. */

@@ -1,7 +1,7 @@
 /*
  * workers_io.c - what goes in and out of a worker process: its output,
  * kept line by line for 'orchctl logs' and failure messages; its messages,
- * handed to wire_dispatch; and the bounded queue of encoded messages the
+ * handed to orchd.worker_hooks; and the bounded queue of encoded messages the
  * socket did not take yet, flushed when its send fd polls writable (or on
  * the worker's second timer), so the loop never waits on a send.
  */
@@ -16,9 +16,8 @@
 #include "base/log.h"
 #include "ipc/ipc.h"
 #include "jobs.h"
-#include "models.h"
+#include "model.h"
 #include "orchd.h"
-#include "wire.h"
 #include "workers.h"
 
 /* ---- the process's output ---- */
@@ -128,7 +127,7 @@ workers_read_pending(struct worker *w)
 			         w->id, e.msg);
 			continue;
 		}
-		wire_dispatch(d, w, env);
+		d->worker_hooks->message(d, w, env);
 		ipc_envelope_free(env);
 		n++;
 	}
@@ -235,4 +234,24 @@ workers_sendq_clear(struct worker *w)
 	if (w->ev_send)
 		event_free(w->ev_send);
 	w->ev_send = NULL;
+}
+
+orch_err
+workers_send_env(struct worker *w, const Orch__Envelope *env, uint64_t job_id)
+{
+	struct orch_errinfo e = {0};
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	orch_err rv;
+
+	if (w->ch == NULL)
+		rv = orch_errf(&e, ORCH_ECLOSED, "no channel");
+	else if ((rv = ipc_encode(env, &buf, &n, &e)) == ORCH_OK &&
+	         (rv = workers_send(w, buf, n, job_id)) != ORCH_OK)
+		orch_errf(&e, rv, "%u messages wait already", (unsigned)w->sendq_n);
+	if (rv != ORCH_OK)
+		orch_log(ORCH_LOG_WARNING, "worker_send_failed",
+		         "worker=%s body=%s err=%s msg=\"%s\"", w->id,
+		         ipc_body_name(env->body_case), orch_err_wire(rv), e.msg);
+	return rv;
 }

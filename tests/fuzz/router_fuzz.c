@@ -32,6 +32,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "config.h"
+#include "core.h"
 #include "http.h"
 #include "http_listen.h"
 #include "inspect.h"
@@ -94,6 +95,7 @@ setup(void)
 	D.started_ms = orch_mono_ms();
 	D.started_unix = orch_unix_ms();
 	cfg_defaults(&D.cfg);
+	core_init(&D);
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
 	if (cfg_set(&D.cfg, "server", "listen", listen, &e) != ORCH_OK)
 		abort();

@@ -16,6 +16,7 @@
 
 #include "base/build_id.h"
 #include "base/clock.h"
+#include "core.h"
 #include "health.h"
 #include "ipc/ipc.h"
 #include "metrics.h"
@@ -244,6 +245,7 @@ main(void)
 {
 	d.started_ms = orch_mono_ms();
 	cfg_defaults(&d.cfg);
+	core_init(&d);
 	T_RUN(test_refused_build);
 	T_RUN(test_health_and_residency);
 	T_RUN(test_gpu_facts);

@@ -4,6 +4,7 @@
  */
 #include <event2/event.h>
 
+#include "core.h"
 #include "counters.h"
 #include "jobs.h"
 #include "orchd.h"
@@ -320,6 +321,7 @@ test_retention(void)
 	T_EQ(d.n_kept, 0);
 	T_EQ(d.kept_bytes, 0);
 	cfg_defaults(&d.cfg);
+	core_init(&d);
 }
 
 /*
@@ -366,6 +368,7 @@ int
 main(void)
 {
 	cfg_defaults(&d.cfg);
+	core_init(&d);
 	d.base = event_base_new();
 	T_RUN(test_events);
 	T_RUN(test_client_gone);

@@ -3,6 +3,7 @@
 
 #include <event2/event.h>
 
+#include "core.h"
 #include "inspect.h"
 #include "jobs.h"
 #include "models.h"
@@ -181,6 +182,7 @@ int
 main(void)
 {
 	cfg_defaults(&d.cfg);
+	core_init(&d);
 	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "/tmp");
 	d.base = event_base_new();
 	T_RUN(test_queue);

@@ -13,6 +13,7 @@
 
 #include "base/alloc.h"
 #include "base/clock.h"
+#include "core.h"
 #include "ipc/ipc.h"
 #include "models.h"
 #include "offload.h"
@@ -107,6 +108,7 @@ int
 main(void)
 {
 	cfg_defaults(&d.cfg);
+	core_init(&d);
 	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "/tmp");
 	d.base = event_base_new();
 	T_RUN(test_send_never_blocks);

@@ -26,6 +26,9 @@ test_table_complete(void)
 	T_EQ(orch_err_http(ORCH_EHEADERS_TOO_LARGE), 431);
 	T_STREQ(orch_err_wire(ORCH_EMEDIA_TYPE), "UNSUPPORTED_MEDIA_TYPE");
 	T_EQ(orch_err_proto(ORCH_EHEADERS_TOO_LARGE), 21);
+	T_EQ(orch_err_of_proto(21), ORCH_EHEADERS_TOO_LARGE);
+	T_EQ(orch_err_of_proto(orch_err_proto(ORCH_EWORKER_LOST)), ORCH_EWORKER_LOST);
+	T_EQ(orch_err_of_proto(-1), ORCH_EINTERNAL);
 	T_EQ(orch_err_http(ORCH_EMETHOD), 405);
 	T_EQ(orch_err_http(ORCH_ENOT_IMPLEMENTED), 501);
 	T_EQ(orch_err_http(ORCH_EEXPECTATION), 417);
