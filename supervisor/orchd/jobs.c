@@ -15,18 +15,18 @@
 #include <sys/random.h>
 
 #include <cjson/cJSON.h>
-#include <event2/event.h>
 
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "counters.h"
 #include "job_logprobs.h"
+#include "loop.h"
 #include "orchd.h"
 #include "toolparse.h"
 
-static void job_timer(evutil_socket_t fd, short what, void *arg);
-static void job_deadline(evutil_socket_t fd, short what, void *arg);
+static void job_timer(int fd, short what, void *arg);
+static void job_deadline(int fd, short what, void *arg);
 
 /* What a client is told when its job's own deadline passed. */
 static const char deadline_msg[] = "the request's deadline passed (X-Deadline or deadline_ms)";
@@ -95,12 +95,12 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink,
 
 	if (j == NULL)
 		return NULL;
-	j->ev_timer = event_new(d->base, -1, 0, job_timer, j);
+	j->ev_timer = loop_timer(d->base, job_timer, j);
 	/* room for the events of a short job; growth never finds the array empty */
 	j->events = orch_calloc(64, sizeof(*j->events));
 	if (j->ev_timer == NULL || j->events == NULL || !new_ids(j)) {
 		if (j->ev_timer)
-			event_free(j->ev_timer);
+			loop_free(j->ev_timer);
 		orch_free(j->events);
 		orch_free(j);
 		return NULL;
@@ -123,15 +123,14 @@ jobs_new(struct orchd *d, enum job_kind kind, const struct job_sink *sink,
 		uint64_t left = j->req.deadline_unix_ms > j->created_unix
 		                        ? j->req.deadline_unix_ms - j->created_unix
 		                        : 0;
-		struct timeval tv = {(time_t)(left / 1000), (suseconds_t)(left % 1000) * 1000};
-		if ((j->ev_deadline = event_new(d->base, -1, 0, job_deadline, j)) == NULL) {
+		if ((j->ev_deadline = loop_timer(d->base, job_deadline, j)) == NULL) {
 			*r = j->req; /* as it was: the caller frees it */
-			event_free(j->ev_timer);
+			loop_free(j->ev_timer);
 			orch_free(j->events);
 			orch_free(j);
 			return NULL;
 		}
-		evtimer_add(j->ev_deadline, &tv);
+		loop_after(j->ev_deadline, left);
 	}
 	link_job(d, j);
 	return j;
@@ -199,7 +198,7 @@ jobs_watch(struct orchd *d, struct job *j, struct job_watch *w, uint32_t after)
 	j->watches = w;
 	if (j->detached) {
 		j->detached = false;
-		evtimer_del(j->ev_timer);
+		loop_stop(j->ev_timer);
 	}
 	w->notify(w);
 }
@@ -217,16 +216,14 @@ jobs_unwatch(struct orchd *d, struct job_watch *w, bool client_gone)
 	w->job = NULL;
 	if (j->state == JOB_DONE && j->watches == NULL) {
 		/* the timer frees it, or (kept) applies the caps it may have held past */
-		struct timeval now = {0, 0};
-		evtimer_add(j->ev_timer, &now);
+		loop_after(j->ev_timer, 0);
 		return;
 	}
 	if (!client_gone || j->state == JOB_DONE || j->watches != NULL)
 		return;
 	if (j->req.resume_grace_s > 0) { /* the client may come back with Last-Event-ID */
-		struct timeval tv = {(time_t)j->req.resume_grace_s, 0};
 		j->detached = true;
-		evtimer_add(j->ev_timer, &tv);
+		loop_after(j->ev_timer, j->req.resume_grace_s * 1000ull);
 		return;
 	}
 	if (j->met)
@@ -272,11 +269,10 @@ finish(struct orchd *d, struct job *j, const struct job_event *ev)
 	         j->tokens_out, (unsigned long long)(now - j->created_ms));
 	job_request_fini(&j->req); /* the prompt and the messages: no longer needed */
 	if (j->ev_deadline)
-		evtimer_del(j->ev_deadline);
-	evtimer_del(j->ev_timer);
-	struct timeval keep = {(time_t)d->cfg.events_keep_s, 0}, now0 = {0, 0};
+		loop_stop(j->ev_deadline);
+	loop_stop(j->ev_timer);
 	/* kept events_keep_s for a resume; else freed once nobody follows it */
-	evtimer_add(j->ev_timer, jobs_keep(d, j) ? &keep : &now0);
+	loop_after(j->ev_timer, jobs_keep(d, j) ? d->cfg.events_keep_s * 1000ull : 0);
 }
 
 /* Time to first token and between tokens, and the text so far. */
@@ -516,7 +512,7 @@ jobs_cancel(struct orchd *d, struct job *j, const char *why)
 
 /* The detach grace; expiry once done. */
 static void
-job_timer(evutil_socket_t fd, short what, void *arg)
+job_timer(int fd, short what, void *arg)
 {
 	struct job *j = arg;
 	struct orchd *d = j->d;
@@ -525,8 +521,7 @@ job_timer(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (j->state == JOB_DONE) {
 		if (j->watches != NULL) {
-			struct timeval again = {1, 0};
-			evtimer_add(j->ev_timer, &again);
+			loop_after(j->ev_timer, 1000);
 		} else if (!jobs_keep_tick(d, j)) {
 			jobs_free(d, j); /* expired, or never kept */
 		}
@@ -542,7 +537,7 @@ job_timer(evutil_socket_t fd, short what, void *arg)
  * for a job that has ended, and dropped).
  */
 static void
-job_deadline(evutil_socket_t fd, short what, void *arg)
+job_deadline(int fd, short what, void *arg)
 {
 	struct job *j = arg;
 	struct orchd *d = j->d;
@@ -594,8 +589,8 @@ jobs_free(struct orchd *d, struct job *j)
 	toolparse_free(j->tp);
 	job_request_fini(&j->req);
 	sbuf_fini(&j->text);
-	event_free(j->ev_timer);
+	loop_free(j->ev_timer);
 	if (j->ev_deadline)
-		event_free(j->ev_deadline);
+		loop_free(j->ev_deadline);
 	orch_free(j);
 }

@@ -14,12 +14,11 @@
  */
 #include <string.h>
 
-#include <event2/event.h>
-
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "job_logprobs.h"
 #include "jobs.h"
+#include "loop.h"
 #include "orchd.h"
 
 /* What malloc adds to each block, roughly (glibc: 8-16 bytes and 16-byte rounding). */
@@ -146,9 +145,7 @@ jobs_keep_tick(struct orchd *d, struct job *j)
 
 	if (!j->kept || now >= until)
 		return false;
-	struct timeval left = {(time_t)((until - now) / 1000),
-	                       (suseconds_t)((until - now) % 1000) * 1000};
-	evtimer_add(j->ev_timer, &left);
+	loop_after(j->ev_timer, until - now);
 	jobs_keep_evict(d, NULL); /* may free @j */
 	return true;
 }

@@ -21,11 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "base/alloc.h"
 #include "base/log.h"
 #include "base/readfile.h"
+#include "loop.h"
 #include "orchd.h"
 #include "store/hf.h"
 #include "store/store.h"
@@ -173,7 +172,7 @@ static void
 pull_free(struct model_pull *q)
 {
 	if (q->ev)
-		event_free(q->ev);
+		loop_free(q->ev);
 	close(q->fd[0]);
 	close(q->fd[1]);
 	pthread_mutex_destroy(&q->lock);
@@ -183,7 +182,7 @@ pull_free(struct model_pull *q)
 
 /* The thread is done: the callback (unless cancelled), then nothing of the pull is left. */
 static void
-on_done(evutil_socket_t fd, short what, void *arg)
+on_done(int fd, short what, void *arg)
 {
 	struct model_pull *q = arg;
 	char byte;
@@ -218,11 +217,11 @@ model_pull_start(struct orchd *d, const char *ref, const char *tok, model_pull_f
 	else
 		snprintf(q->token_file, sizeof(q->token_file), "%s", d->cfg.hf_token_file);
 	if (pipe2(q->fd, O_CLOEXEC) != 0 ||
-	    (q->ev = event_new(d->base, q->fd[0], EV_READ | EV_PERSIST, on_done, q)) == NULL) {
+	    (q->ev = loop_watch(d->base, q->fd[0], LOOP_READ | LOOP_PERSIST, on_done, q)) == NULL) {
 		pull_free(q);
 		return orch_errf(reterr, ORCH_EIO, "cannot start a pull: %s", strerror(errno));
 	}
-	event_add(q->ev, NULL);
+	loop_start(q->ev);
 	sigset_t all, old; /* process signals stay the loop's */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "affinity.h"
 #include "base/alloc.h"
 #include "base/clock.h"
@@ -19,6 +17,7 @@
 #include "inspect.h"
 #include "job_tools.h"
 #include "jobs.h"
+#include "loop.h"
 #include "model_pull.h"
 #include "notify.h"
 #include "orchd.h"
@@ -63,7 +62,7 @@ flag_model_failed(struct orchd *d, const struct model_entry *m)
 	if (d->stop != NULL) /* the config's other models may be serving: drain, as SIGTERM */
 		d->stop(d, "the --model model failed to load");
 	else
-		event_base_loopexit(d->base, NULL);
+		loop_exit(d->base);
 }
 
 /* A start that found the file unusable: the model fails without a worker. */
@@ -111,7 +110,7 @@ read_done(struct model_entry *m, orch_err rv, const char *msg)
 {
 	m->inspecting = NULL;
 	if (m->ev_read)
-		evtimer_del(m->ev_read);
+		loop_stop(m->ev_read);
 	m->read_rv = rv;
 	snprintf(m->read_msg, sizeof(m->read_msg), "%.*s", (int)sizeof(m->read_msg) - 1,
 	         rv == ORCH_OK ? "" : msg);
@@ -141,7 +140,7 @@ on_inspected(struct orchd *d, void *arg, const struct inspect_facts *f)
 
 /* A read longer than load_timeout_s (a hung mount): the start fails; a later one reads afresh. */
 static void
-on_read_timeout(evutil_socket_t fd, short what, void *arg)
+on_read_timeout(int fd, short what, void *arg)
 {
 	struct model_entry *m = arg;
 	char msg[CFG_PATH_MAX + 96];
@@ -213,7 +212,6 @@ static void
 inspect(struct orchd *d, struct model_entry *m)
 {
 	struct orch_errinfo e = {0};
-	struct timeval limit = {(time_t)d->cfg.load_timeout_s, 0};
 	/* both backends page their KV; kv_cache_fraction is of the first device's memory */
 	struct inspect_shape shape = {.context = m->cfg.context,
 	                              .slots = m->cfg.slots,
@@ -227,11 +225,11 @@ inspect(struct orchd *d, struct model_entry *m)
 	shape.mem_total = dev ? dev->total : 0;
 	if (m->inspecting != NULL || resolve(d, m))
 		return;
-	if (m->ev_read == NULL && (m->ev_read = evtimer_new(d->base, on_read_timeout, m)) == NULL) {
+	if (m->ev_read == NULL && (m->ev_read = loop_timer(d->base, on_read_timeout, m)) == NULL) {
 		orch_errf(&e, ORCH_ENOMEM, "out of memory");
 	} else if (inspect_start(d, m->cfg.path, &shape, on_inspected, m, &m->inspecting, &e) ==
 	           ORCH_OK) {
-		evtimer_add(m->ev_read, &limit);
+		loop_after(m->ev_read, d->cfg.load_timeout_s * 1000ull);
 		return;
 	}
 	orch_log_err(e.code, &e, "inspect_failed", "model=%s", m->cfg.name);
@@ -280,7 +278,7 @@ models_add(struct orchd *d, const struct cfg_model *cfg, struct model_entry **re
 
 /* A start waiting for memory: try again, or give up after evict_wait_s. */
 static void
-on_wait(evutil_socket_t fd, short what, void *arg)
+on_wait(int fd, short what, void *arg)
 {
 	struct model_entry *m = arg;
 	struct orchd *d = m->d;
@@ -340,12 +338,11 @@ start_workers(struct orchd *d, struct model_entry *m)
 		}
 	}
 	if (waiting && m->ev_wait == NULL)
-		m->ev_wait = evtimer_new(d->base, on_wait, m);
+		m->ev_wait = loop_timer(d->base, on_wait, m);
 	if (waiting && m->ev_wait) {
-		struct timeval tv = {0, WAIT_POLL_MS * 1000};
 		if (m->wait_since_ms == 0)
 			m->wait_since_ms = orch_mono_ms();
-		evtimer_add(m->ev_wait, &tv);
+		loop_after(m->ev_wait, WAIT_POLL_MS);
 	} else if (!waiting) {
 		m->wait_since_ms = 0;
 	}
@@ -772,8 +769,8 @@ models_free(struct orchd *d, struct model_entry *m)
 	model_pull_cancel(m->pulling);
 	orch_free(m->pull_token);
 	if (m->ev_read)
-		event_free(m->ev_read);
+		loop_free(m->ev_read);
 	if (m->ev_wait)
-		event_free(m->ev_wait);
+		loop_free(m->ev_wait);
 	orch_free(m);
 }

@@ -5,10 +5,10 @@
 
 #include <time.h>
 
-#include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
 #include "base/log.h"
+#include "loop.h"
 #include "orchd.h"
 
 void
@@ -24,7 +24,7 @@ notify_state(struct orchd *d, const struct notify_status *s)
 }
 
 static void
-on_watchdog(evutil_socket_t fd, short what, void *arg)
+on_watchdog(int fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
@@ -39,10 +39,11 @@ notify_watchdog_start(struct orchd *d)
 
 	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
 		return;
-	struct timeval half = {(time_t)(usec / 2000000), (suseconds_t)(usec / 2 % 1000000)};
-	d->ev_watchdog = event_new(d->base, -1, EV_PERSIST, on_watchdog, d);
+	d->ev_watchdog = loop_watch(d->base, -1, LOOP_PERSIST, on_watchdog, d);
 	if (d->ev_watchdog)
-		event_add(d->ev_watchdog, &half);
+		loop_after(d->ev_watchdog, usec >= 4000
+		                                   ? usec / 2000
+		                                   : 1); /* half of it (sd_watchdog_enabled(3)) */
 	sd_notify(0, "WATCHDOG=1");
 }
 
@@ -76,6 +77,6 @@ void
 notify_stop(struct orchd *d)
 {
 	if (d->ev_watchdog)
-		event_free(d->ev_watchdog);
+		loop_free(d->ev_watchdog);
 	d->ev_watchdog = NULL;
 }

@@ -21,10 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "base/alloc.h"
 #include "base/log.h"
+#include "loop.h"
 #include "orchd.h"
 
 /* A work's thread's stack: a parse's recursion is bounded (PARAMS_MAX_DEPTH, cJSON's own). */
@@ -61,7 +60,7 @@ run(void *p)
 }
 
 static void
-on_done(evutil_socket_t fd, short what, void *arg)
+on_done(int fd, short what, void *arg)
 {
 	struct orchd *d = arg;
 	struct item *it;
@@ -88,13 +87,13 @@ offloader(struct orchd *d, struct orch_errinfo *reterr)
 		return orch_errf(reterr, ORCH_EIO, "pipe: %s", strerror(errno));
 	}
 	fcntl(o->fd[0], F_SETFL, O_NONBLOCK);
-	if ((o->ev = event_new(d->base, o->fd[0], EV_READ | EV_PERSIST, on_done, d)) == NULL) {
+	if ((o->ev = loop_watch(d->base, o->fd[0], LOOP_READ | LOOP_PERSIST, on_done, d)) == NULL) {
 		close(o->fd[0]);
 		close(o->fd[1]);
 		orch_free(o);
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	}
-	event_add(o->ev, NULL);
+	loop_start(o->ev);
 	d->offload = o;
 	return ORCH_OK;
 }
@@ -151,7 +150,7 @@ offload_stop(struct orchd *d)
 
 	if (o == NULL)
 		return;
-	event_free(o->ev);
+	loop_free(o->ev);
 	d->offload = NULL;
 	/* work nearly done (a header read, a parse) finishes: 100 ms at most, then it is left */
 	for (int i = 0; i < 100 && atomic_load(&o->running) > 0; i++)

@@ -17,13 +17,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "ipc/ipc.h"
 #include "jobs.h"
+#include "loop.h"
 #include "model.h"
 #include "orchd.h"
 #include "rundir.h"
@@ -90,10 +89,10 @@ workers_new(struct orchd *d, struct model_entry *m, uint32_t replica)
 
 /* ---- life and death ---- */
 
-static void on_exit_fd(evutil_socket_t fd, short what, void *arg);
+static void on_exit_fd(int fd, short what, void *arg);
 
 static void
-on_timer(evutil_socket_t fd, short what, void *arg)
+on_timer(int fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct orchd *d = w->model->d;
@@ -102,7 +101,7 @@ on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (w->reap_retry && w->pid > 0) { /* an exit the pidfd reported before it was reapable */
-		on_exit_fd(w->pidfd, EV_READ, w);
+		on_exit_fd(w->pidfd, LOOP_READ, w);
 		if (w->pid <= 0)
 			return;
 	}
@@ -164,7 +163,7 @@ close_process(struct worker *w)
 
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
 		if (*evs[i])
-			event_free(*evs[i]);
+			loop_free(*evs[i]);
 		*evs[i] = NULL;
 	}
 	workers_sendq_clear(w);
@@ -239,8 +238,7 @@ schedule_restart(struct orchd *d, struct worker *w)
 	w->state = WORKER_BACKOFF;
 	orch_log(ORCH_LOG_INFO, "worker_restart_scheduled", "worker=%s in_ms=%llu", w->id,
 	         (unsigned long long)delay);
-	struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
-	evtimer_add(w->ev_timer, &tv); /* a one-shot add over the periodic one */
+	loop_after(w->ev_timer, delay); /* a one-shot add over the periodic one */
 	d->worker_hooks->changed(d, w);
 }
 
@@ -287,7 +285,7 @@ note_exit(struct worker *w, int code)
 bool
 workers_settling(const struct worker *w)
 {
-	return w->pid <= 0 && w->ev_reap != NULL && evtimer_pending(w->ev_reap, NULL);
+	return w->pid <= 0 && w->ev_reap != NULL && loop_armed(w->ev_reap);
 }
 
 /* A dead worker's memory went with it: ps, status and /metrics say so. */
@@ -302,7 +300,7 @@ forget_figures(struct worker *w)
 
 /* The rest of a worker's exit, EXIT_GRACE_MS after it was reaped: its jobs, its restart. */
 static void
-on_reaped(evutil_socket_t fd, short what, void *arg)
+on_reaped(int fd, short what, void *arg)
 {
 	struct worker *w = arg;
 	struct orchd *d = w->model->d;
@@ -344,7 +342,7 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
 	if (intended || d->stopping) {
 		w->state = WORKER_STOPPED;
 		if (w->ev_timer)
-			event_del(w->ev_timer);
+			loop_stop(w->ev_timer);
 		d->worker_hooks->changed(d, w);
 		return;
 	}
@@ -365,10 +363,9 @@ on_reaped(evutil_socket_t fd, short what, void *arg)
  * the grace, a job that finished would be reported WORKER_LOST.
  */
 static void
-on_exit_fd(evutil_socket_t fd, short what, void *arg)
+on_exit_fd(int fd, short what, void *arg)
 {
 	struct worker *w = arg;
-	struct timeval grace = {0, EXIT_GRACE_MS * 1000};
 	int st = 0;
 
 	(void)fd;
@@ -386,11 +383,11 @@ on_exit_fd(evutil_socket_t fd, short what, void *arg)
 	w->pid = 0;
 	forget_figures(w);
 	if (w->ev_reap == NULL &&
-	    (w->ev_reap = evtimer_new(w->model->d->base, on_reaped, w)) == NULL) {
+	    (w->ev_reap = loop_timer(w->model->d->base, on_reaped, w)) == NULL) {
 		on_reaped(-1, 0, w); /* out of memory: settle it now */
 		return;
 	}
-	evtimer_add(w->ev_reap, &grace);
+	loop_after(w->ev_reap, EXIT_GRACE_MS);
 }
 
 /* ---- spawning ---- */
@@ -518,22 +515,20 @@ start_process(struct orchd *d, struct worker *w, const char **argv, struct orch_
 static orch_err
 watch(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 {
-	struct timeval second = {1, 0};
-
-	w->ev_recv =
-	        event_new(d->base, ipc_recv_fd(w->ch), EV_READ | EV_PERSIST, workers_on_message, w);
-	w->ev_pid = event_new(d->base, w->pidfd, EV_READ, on_exit_fd, w);
-	w->ev_log = event_new(d->base, w->log_fd, EV_READ | EV_PERSIST, workers_on_log, w);
+	w->ev_recv = loop_watch(d->base, ipc_recv_fd(w->ch), LOOP_READ | LOOP_PERSIST,
+	                        workers_on_message, w);
+	w->ev_pid = loop_watch(d->base, w->pidfd, LOOP_READ, on_exit_fd, w);
+	w->ev_log = loop_watch(d->base, w->log_fd, LOOP_READ | LOOP_PERSIST, workers_on_log, w);
 	if (w->ev_timer == NULL)
-		w->ev_timer = event_new(d->base, -1, EV_PERSIST, on_timer, w);
+		w->ev_timer = loop_watch(d->base, -1, LOOP_PERSIST, on_timer, w);
 	if (!w->ev_recv || !w->ev_pid || !w->ev_log || !w->ev_timer) {
 		kill(w->pid, SIGKILL);
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
 	}
-	event_add(w->ev_recv, NULL);
-	event_add(w->ev_pid, NULL);
-	event_add(w->ev_log, NULL);
-	event_add(w->ev_timer, &second);
+	loop_start(w->ev_recv);
+	loop_start(w->ev_pid);
+	loop_start(w->ev_log);
+	loop_after(w->ev_timer, 1000);
 	return ORCH_OK;
 }
 
@@ -581,7 +576,7 @@ workers_drain(struct orchd *d, struct worker *w)
 	if (w->pid <= 0) {
 		w->state = WORKER_STOPPED;
 		if (w->ev_timer)
-			event_del(w->ev_timer);
+			loop_stop(w->ev_timer);
 		return;
 	}
 	w->state = WORKER_DRAINING;
@@ -645,9 +640,9 @@ workers_free(struct worker *w)
 	}
 	close_process(w);
 	if (w->ev_timer)
-		event_free(w->ev_timer);
+		loop_free(w->ev_timer);
 	if (w->ev_reap)
-		event_free(w->ev_reap);
+		loop_free(w->ev_reap);
 	sbuf_fini(&w->log_partial);
 	orch_free(w);
 }

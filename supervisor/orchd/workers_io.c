@@ -9,13 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "ipc/ipc.h"
 #include "jobs.h"
+#include "loop.h"
 #include "model.h"
 #include "orchd.h"
 #include "workers.h"
@@ -61,7 +60,7 @@ workers_on_log(int fd, short what, void *arg)
 		if (w->log_partial.n)
 			log_line(w, w->log_partial.p, w->log_partial.n);
 		sbuf_clear(&w->log_partial);
-		event_del(w->ev_log);
+		loop_stop(w->ev_log);
 		return;
 	}
 	size_t start = 0;
@@ -145,7 +144,7 @@ workers_on_message(int fd, short what, void *arg)
 /* ---- messages out ---- */
 
 static void
-on_sendable(evutil_socket_t fd, short what, void *arg)
+on_sendable(int fd, short what, void *arg)
 {
 	(void)fd;
 	(void)what;
@@ -191,9 +190,9 @@ workers_flush(struct worker *w)
 	if (w->ev_send == NULL)
 		return;
 	if (w->sendq_n > 0)
-		event_add(w->ev_send, NULL);
+		loop_start(w->ev_send);
 	else
-		event_del(w->ev_send);
+		loop_stop(w->ev_send);
 }
 
 orch_err
@@ -210,8 +209,8 @@ workers_send(struct worker *w, uint8_t *buf, size_t n, uint64_t job_id)
 		return ORCH_EQUEUE_FULL;
 	}
 	if (w->ev_send == NULL && w->model->d->base != NULL && ipc_send_fd(w->ch) >= 0)
-		w->ev_send = event_new(w->model->d->base, ipc_send_fd(w->ch), EV_READ | EV_PERSIST,
-		                       on_sendable, w);
+		w->ev_send = loop_watch(w->model->d->base, ipc_send_fd(w->ch),
+		                        LOOP_READ | LOOP_PERSIST, on_sendable, w);
 	struct worker_msg *m = &w->sendq[(w->sendq_head + w->sendq_n) % WORKER_SENDQ];
 	m->buf = buf;
 	m->n = n;
@@ -232,7 +231,7 @@ workers_sendq_clear(struct worker *w)
 		w->sendq_n--;
 	}
 	if (w->ev_send)
-		event_free(w->ev_send);
+		loop_free(w->ev_send);
 	w->ev_send = NULL;
 }
 
