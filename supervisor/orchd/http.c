@@ -109,7 +109,7 @@ http_json(struct evhttp_request *req, int status, cJSON *body)
 void
 http_error(struct evhttp_request *req, orch_err code, const char *param, const char *fmt, ...)
 {
-	char msg[1024];
+	char msg[2048];
 	va_list ap;
 
 	va_start(ap, fmt);

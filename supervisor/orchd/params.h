@@ -18,7 +18,7 @@ struct job_request;
 struct params_err {
 	orch_err code;
 	char param[256];
-	char msg[512];
+	char msg[2048]; /* a schema's refusal lists every place it cannot enforce */
 };
 
 /*

@@ -113,7 +113,7 @@ take(struct job_request *r, char *text, bool mine, const char *param, struct par
 static bool
 regex(const char *pattern, struct job_request *r, const char *param, struct params_err *pe)
 {
-	char msg[400], *text = NULL;
+	char msg[1800], *text = NULL;
 
 	if (pattern == NULL || pattern[0] == '\0' || strlen(pattern) > REQUEST_GRAMMAR_MAX)
 		return params_fail(pe, ORCH_EINVAL, param, "the regex must be 1-%d bytes",
@@ -146,7 +146,7 @@ json_schema(const cJSON *js, struct job_request *r, struct params_err *pe)
 	static const char *const keys[] = {"name", "schema", "strict", "description", NULL};
 	const cJSON *schema = cJSON_GetObjectItemCaseSensitive(js, "schema");
 	const char *name = NULL, *desc = NULL;
-	char msg[400], *text = NULL;
+	char msg[1800], *text = NULL;
 	bool strict = false;
 
 	if (!cJSON_IsObject(js))
