@@ -4,8 +4,8 @@
 Two graphs, each split into strongly connected components (a component of more
 than one file is an import circle):
 
-- includes: a module is a folder's NAME.c with its NAME.h; A -> B when A's .c or
-  .h includes B's header (by its name in the same folder);
+- includes: a module is NAME.c with its NAME.h anywhere under a folder (orchd's
+  layers are its subfolders); A -> B when A's .c or .h includes B's header by name;
 - symbols: a module is one object file of a library (nm); A -> B when A uses a
   function or variable B defines. This one sees calls that go through one shared
   internal header (cuda/cuda_int.h), which the include graph cannot.
@@ -15,6 +15,8 @@ headers only under orchd's HTTP edge and main.c. Until then LIMITS holds each
 graph at its size today: a change may shrink a circle (lower the limit then, in
 the same commit), never grow one, and no file may start including libevent.
 Prints every circle over two files with its edges; exit 1 when a limit is passed.
+Also: orchd's folders are layers (ORCHD_LAYERS, lowest first), and no file
+includes a header of a higher one.
 """
 import os
 import re
@@ -26,7 +28,7 @@ LIMITS = {
     ("include", "supervisor/orchd"): 2,
     ("include", "cuda"): 2,
     ("include", "common/grammar"): 2,
-    ("symbol", "orchd_core+orchd_http"): 2,
+    ("symbol", "orchd"): 2,
     ("symbol", "orch-cuda"): 6,
     ("symbol", "orch_grammar"): 2,
 }
@@ -37,6 +39,8 @@ LIBEVENT = {
     "api_stream.c", "api_tokenize.c", "http.c", "http_accept.c", "http_conn.c", "http_listen.c",
     "http_static.c", "loop.c", "main.c", "sse.c",
 }
+# orchd's folders, lowest first ("": supervisor/orchd itself, the HTTP edge and main.c)
+ORCHD_LAYERS = ["leaf", "core", "api", ""]
 INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
 
 
@@ -73,20 +77,49 @@ def components(graph):
     return out
 
 
+def sources(folder):
+    """{module: [paths]} of the .c and .h files under @folder (its subfolders too)."""
+    out = {}
+    for top, _, names in os.walk(folder):
+        for f in names:
+            if f.endswith((".c", ".h")):
+                out.setdefault(f.rsplit(".", 1)[0], []).append(os.path.join(top, f))
+    return out
+
+
 def include_graph(folder):
-    files = [f for f in os.listdir(folder) if f.endswith((".c", ".h"))]
-    mods = {f.rsplit(".", 1)[0] for f in files}
-    graph = {m: set() for m in mods}
-    for f in files:
-        m = f.rsplit(".", 1)[0]
-        with open(os.path.join(folder, f), encoding="utf-8") as fh:
-            for line in fh:
-                r = INCLUDE.match(line)
-                if r and "/" not in r.group(1):
-                    t = r.group(1).rsplit(".", 1)[0]
-                    if t in mods and t != m:
-                        graph[m].add(t)
+    files = sources(folder)
+    graph = {m: set() for m in files}
+    for m, paths in files.items():
+        for path in paths:
+            with open(path, encoding="utf-8") as fh:
+                for line in fh:
+                    r = INCLUDE.match(line)
+                    if r and "/" not in r.group(1):
+                        t = r.group(1).rsplit(".", 1)[0]
+                        if t in files and t != m:
+                            graph[m].add(t)
     return graph
+
+
+def layers_ok(src):
+    """orchd's folders are its layers: a file includes headers of its own layer or lower."""
+    orchd = os.path.join(src, "supervisor/orchd")
+    files = sources(orchd)
+    rank = {}
+    for m, paths in files.items():
+        rel = os.path.relpath(os.path.dirname(paths[0]), orchd)
+        rank[m] = ORCHD_LAYERS.index(rel if rel != "." else "")
+    graph, ok = include_graph(orchd), True
+    for m in sorted(graph):
+        for t in sorted(graph[m]):
+            if rank[t] > rank[m]:
+                print("FAIL: %s (%s/) includes %s.h of a higher layer (%s/)" %
+                      (m, ORCHD_LAYERS[rank[m]] or "orchd", t, ORCHD_LAYERS[rank[t]] or "orchd"))
+                ok = False
+    print("orchd's layers (%s): %s" % (" < ".join(x or "orchd/" for x in ORCHD_LAYERS),
+                                        "each includes only its own or lower" if ok else "FAILED"))
+    return ok
 
 
 def symbol_graph(objects):
@@ -139,20 +172,20 @@ def main():
     ok = True
     for what in ("supervisor/orchd", "cuda", "common/grammar"):
         ok &= report("include", what, include_graph(os.path.join(src, what)))
-    for what, targets in (("orchd_core+orchd_http", ["orchd_core", "orchd_http"]),
+    ok &= layers_ok(src)
+    for what, targets in (("orchd", ["orchd_leaf", "orchd_core", "orchd_api", "orchd_http"]),
                           ("orch-cuda", ["orch-cuda"]), ("orch_grammar", ["orch_grammar"])):
         objs = objects_of(build, targets)
         if not objs:
             print("symbol graph of %s: not built here (%s): left out" % (what, ", ".join(targets)))
             continue
         ok &= report("symbol", what, symbol_graph(objs))
-    orchd = os.path.join(src, "supervisor/orchd")
     now = set()
-    for f in os.listdir(orchd):
-        if f.endswith((".c", ".h")):
-            with open(os.path.join(orchd, f), encoding="utf-8") as fh:
+    for paths in sources(os.path.join(src, "supervisor/orchd")).values():
+        for path in paths:
+            with open(path, encoding="utf-8") as fh:
                 if re.search(r'#\s*include\s+<event2/', fh.read()):
-                    now.add(f)
+                    now.add(os.path.basename(path))
     print("libevent in orchd: %d files (the goal: the HTTP edge and main.c)" % len(now))
     for f in sorted(now - LIBEVENT):
         print("FAIL: %s includes libevent, which orchd's core and API layers are to shed" % f)
