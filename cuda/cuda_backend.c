@@ -1,6 +1,7 @@
 /*
  * cuda_backend.c - the CUDA backend: the device and its context, the exact
- * footprint and the VRAM check, the arena, load, memory, free.
+ * footprint and the VRAM check, the arena (its allocator: cuda_base.c), load,
+ * memory, free.
  *
  * Design notes
  * - Everything a step touches lives in device memory from plain
@@ -39,34 +40,6 @@
 #include "gguf/model_info.h"
 
 #define MIB(x) ((unsigned long long)((x) >> 20))
-
-orch_err
-cu_fail(struct be_model *b, cudaError_t ce, const char *what, struct orch_errinfo *reterr)
-{
-	if (ce == cudaErrorMemoryAllocation) {
-		(void)cudaGetLastError();
-		return orch_errf(reterr, ORCH_EVRAM, "%s: out of device memory", what);
-	}
-	/* a sticky error survives a clear and fails the next synchronization too */
-	(void)cudaGetLastError();
-	if (b != NULL && cudaDeviceSynchronize() != cudaSuccess)
-		b->dead = true;
-	return orch_errf(reterr, ORCH_ECUDA, "%s: %s (%s)%s", what, cudaGetErrorString(ce),
-	                 cudaGetErrorName(ce),
-	                 b != NULL && b->dead ? "; the CUDA context is unusable" : "");
-}
-
-void *
-cu_arena_take(struct be_model *b, uint64_t bytes)
-{
-	uint64_t n = (bytes + CU_ALIGN - 1) / CU_ALIGN * CU_ALIGN;
-
-	if (b->arena_used + n > b->arena_bytes)
-		return NULL;
-	void *p = b->arena + b->arena_used;
-	b->arena_used += n;
-	return p;
-}
 
 static uint64_t
 al(uint64_t bytes)

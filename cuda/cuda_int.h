@@ -1,8 +1,10 @@
 #pragma once
 /*
  * cuda_int.h - the CUDA backend's model state, shared by its files
- * (cuda_backend.c, cuda_load.c, cuda_matmul.c, cuda_forward.c, cuda_moe.c,
- * cuda_sample.c, cuda_paged.c, cuda_check.c). Not for use outside cuda/.
+ * (cuda_backend.c, cuda_base.c, cuda_load.c, cuda_matmul.c, cuda_forward.c,
+ * cuda_moe.c, cuda_sample.c, cuda_paged.c, cuda_check.c). Not for use outside
+ * cuda/. They call downward only: cuda_backend.c (the ops) over
+ * cuda_sample.c over cuda_forward.c over the rest, and cuda_base.c under all.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -195,7 +197,7 @@ cu_act_new(struct be_model *b, const float *x, uint64_t ld)
 	return (struct cu_act){x, ld, ++b->act_seq};
 }
 
-/* ---- cuda_backend.c ---- */
+/* ---- cuda_base.c ---- */
 
 /* cu_fail - turn CUDA error @ce from @what into ORCH_ECUDA (ORCH_EVRAM for an allocation). */
 orch_err cu_fail(struct be_model *b, cudaError_t ce, const char *what, struct orch_errinfo *reterr);
