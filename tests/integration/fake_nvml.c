@@ -3,7 +3,7 @@
  * the nvml_library key: the GPUs of $FAKE_NVML, "NAME:TOTAL_MIB:FREE_MIB"
  * separated by commas (unset or empty: NVML finds no GPU; "fail": init
  * fails). Only the entry points orchd's inventory uses (supervisor/orchd/
- * devices.c), with NVML's documented signatures. GPU i's sensors read
+ * leaf/devices.c), with NVML's documented signatures. GPU i's sensors read
  * 1500 + i MHz (SM clock), 40 + i degrees C, 250000 + i mW and 30 + i %
  * busy; with $FAKE_NVML_NO_SENSORS set they are not supported.
  */

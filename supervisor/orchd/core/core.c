@@ -31,8 +31,16 @@ model_fail(struct orchd *d, struct model_entry *m, orch_err code, const char *ms
 	tokenize_fail(d, m, NULL, code, msg);
 }
 
-static const struct worker_hooks worker_hooks = {wire_dispatch, worker_changed, worker_lost};
-static const struct model_hooks model_hooks = {&models_job_host, tokenize_dispatch, model_fail};
+static const struct worker_hooks worker_hooks = {
+        .message = wire_dispatch,
+        .changed = worker_changed,
+        .lost = worker_lost,
+};
+static const struct model_hooks model_hooks = {
+        .job_host = &models_job_host,
+        .dispatch = tokenize_dispatch,
+        .fail = model_fail,
+};
 
 void
 core_init(struct orchd *d)

@@ -493,7 +493,7 @@ place(struct orchd *d, struct worker *w, struct job *j)
 	w->outstanding += j->req.max_tokens;
 	if (!job_tools_dispatch(d, w->tool_syntax, j))
 		return false; /* failed, saying why */
-	orch_err rv = wire_submit(d, w, j);
+	orch_err rv = wire_send_submit(d, w, j);
 	if (rv == ORCH_EQUEUE_FULL) {
 		jobs_fail(d, j, ORCH_EQUEUE_FULL,
 		          "the worker's send queue is full: it does not take messages");

@@ -42,7 +42,7 @@ static bool
 job_cancel(struct orchd *d, struct job *j)
 {
 	(void)d;
-	return j->worker != NULL && wire_cancel(j->worker, j->id) == ORCH_OK;
+	return j->worker != NULL && wire_send_cancel(j->worker, j->id) == ORCH_OK;
 }
 
 static void

@@ -39,12 +39,10 @@ notify_watchdog_start(struct orchd *d)
 
 	if (sd_watchdog_enabled(0, &usec) <= 0 || usec == 0)
 		return;
-	d->ev_watchdog = loop_watch(d->base, -1, LOOP_PERSIST, on_watchdog, d);
+	uint64_t half_ms = usec / 2000 ? usec / 2000 : 1; /* sd_watchdog_enabled(3): half of it */
+	d->ev_watchdog = loop_every(d->base, on_watchdog, d);
 	if (d->ev_watchdog)
-		loop_after(d->ev_watchdog, usec >= 4000
-		                                   ? usec / 2000
-		                                   : 1); /* half of it (sd_watchdog_enabled(3)) */
-	sd_notify(0, "WATCHDOG=1");
+		loop_after(d->ev_watchdog, half_ms);
 }
 
 void

@@ -53,7 +53,7 @@ static void
 send_to(struct tok_req *t, struct worker *w)
 {
 	t->w = w;
-	if (wire_tokenize(w, &t->msg, t->messages) != ORCH_OK) {
+	if (wire_send_tokenize(w, &t->msg, t->messages) != ORCH_OK) {
 		t->w = NULL;
 		end(t, ORCH_EOVERLOADED,
 		    "the model's worker cannot take the request now; try again");

@@ -47,7 +47,7 @@ chat_messages(const cJSON *messages, Orch__ChatMessage ***ret_ptrs, size_t *ret_
 }
 
 orch_err
-wire_submit(struct orchd *d, struct worker *w, const struct job *j)
+wire_send_submit(struct orchd *d, struct worker *w, const struct job *j)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Submit s = ORCH__SUBMIT__INIT;
@@ -95,7 +95,7 @@ wire_submit(struct orchd *d, struct worker *w, const struct job *j)
 }
 
 orch_err
-wire_tokenize(struct worker *w, Orch__Tokenize *t, const cJSON *messages)
+wire_send_tokenize(struct worker *w, Orch__Tokenize *t, const cJSON *messages)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__ChatMessage **mp = NULL;
@@ -116,7 +116,7 @@ wire_tokenize(struct worker *w, Orch__Tokenize *t, const cJSON *messages)
 }
 
 orch_err
-wire_cancel(struct worker *w, uint64_t job_id)
+wire_send_cancel(struct worker *w, uint64_t job_id)
 {
 	Orch__Envelope env = ORCH__ENVELOPE__INIT;
 	Orch__Cancel c = ORCH__CANCEL__INIT;

@@ -15,14 +15,14 @@ struct job;
 struct orchd;
 struct worker;
 
-/* wire_submit - send @j's Submit to @w. ORCH_EQUEUE_FULL, ORCH_ECLOSED, ORCH_EPROTO. */
-orch_err wire_submit(struct orchd *d, struct worker *w, const struct job *j);
+/* wire_send_submit - send @j's Submit to @w. ORCH_EQUEUE_FULL, ORCH_ECLOSED, ORCH_EPROTO. */
+orch_err wire_send_submit(struct orchd *d, struct worker *w, const struct job *j);
 
 /*
- * wire_tokenize - send @t to @w, with @messages (NULL: none; request_chat.c's
- * array) as its chat; errors as wire_submit.
+ * wire_send_tokenize - send @t to @w, with @messages (NULL: none; request_chat.c's
+ * array) as its chat; errors as wire_send_submit.
  */
-orch_err wire_tokenize(struct worker *w, Orch__Tokenize *t, const struct cJSON *messages);
+orch_err wire_send_tokenize(struct worker *w, Orch__Tokenize *t, const struct cJSON *messages);
 
-/* wire_cancel - send Cancel for job @job_id to @w; errors as wire_submit. */
-orch_err wire_cancel(struct worker *w, uint64_t job_id);
+/* wire_send_cancel - send Cancel for job @job_id to @w; errors as wire_send_submit. */
+orch_err wire_send_cancel(struct worker *w, uint64_t job_id);

@@ -520,7 +520,7 @@ watch(struct orchd *d, struct worker *w, struct orch_errinfo *reterr)
 	w->ev_pid = loop_watch(d->base, w->pidfd, LOOP_READ, on_exit_fd, w);
 	w->ev_log = loop_watch(d->base, w->log_fd, LOOP_READ | LOOP_PERSIST, workers_on_log, w);
 	if (w->ev_timer == NULL)
-		w->ev_timer = loop_watch(d->base, -1, LOOP_PERSIST, on_timer, w);
+		w->ev_timer = loop_every(d->base, on_timer, w);
 	if (!w->ev_recv || !w->ev_pid || !w->ev_log || !w->ev_timer) {
 		kill(w->pid, SIGKILL);
 		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");

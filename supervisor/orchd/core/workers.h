@@ -121,7 +121,8 @@ struct worker {
 /*
  * What a worker's life tells the modules above it; core.c installs them as
  * orchd.worker_hooks (every member set). Each runs on the loop, inside the
- * worker's own handler: it may send to the worker, not free it.
+ * worker's own handler. `changed` may free @w and its model (an unloaded
+ * model's last worker stopped): its caller touches neither after it.
  */
 struct worker_hooks {
 	/* one envelope @w sent (wire_dispatch); @env stays the caller's */

@@ -8,11 +8,19 @@
 _Static_assert(LOOP_TIMEOUT == EV_TIMEOUT && LOOP_READ == EV_READ && LOOP_WRITE == EV_WRITE &&
                        LOOP_PERSIST == EV_PERSIST,
                "loop.h's flags are libevent's");
+_Static_assert(_Generic((evutil_socket_t)0, int : 1, default : 0),
+               "loop_fn takes the descriptor as libevent's callbacks do");
 
 struct event *
 loop_timer(struct event_base *base, loop_fn fn, void *arg)
 {
 	return event_new(base, -1, 0, fn, arg);
+}
+
+struct event *
+loop_every(struct event_base *base, loop_fn fn, void *arg)
+{
+	return event_new(base, -1, EV_PERSIST, fn, arg);
 }
 
 struct event *
@@ -38,7 +46,8 @@ loop_start(struct event *ev)
 void
 loop_stop(struct event *ev)
 {
-	event_del(ev);
+	if (ev != NULL)
+		event_del(ev);
 }
 
 void

@@ -24,6 +24,13 @@ enum {
 /* loop_timer - a one-shot timer on @base calling @fn(-1, LOOP_TIMEOUT, @arg); NULL: no memory. */
 struct event *loop_timer(struct event_base *base, loop_fn fn, void *arg);
 
+/*
+ * loop_every - a periodic timer on @base calling @fn(-1, LOOP_TIMEOUT, @arg) each
+ * period loop_after sets (a later loop_after fires once more, after its own
+ * delay, then keeps that period); NULL: no memory.
+ */
+struct event *loop_every(struct event_base *base, loop_fn fn, void *arg);
+
 /* loop_watch - a watch of @fd for @what (LOOP_READ, LOOP_WRITE, LOOP_PERSIST); NULL: no memory. */
 struct event *loop_watch(struct event_base *base, int fd, short what, loop_fn fn, void *arg);
 
@@ -33,7 +40,7 @@ void loop_after(struct event *ev, uint64_t ms);
 /* loop_start - arm watch @ev with no timeout. */
 void loop_start(struct event *ev);
 
-/* loop_stop - disarm @ev (nothing when it is not armed). */
+/* loop_stop - disarm @ev (nothing when it is not armed, or NULL). */
 void loop_stop(struct event *ev);
 
 /* loop_free - disarm and free @ev (NULL is fine). */

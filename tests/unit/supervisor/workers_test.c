@@ -1,6 +1,6 @@
 /*
  * workers_test - orchd's sends to a worker never block the loop
- * (supervisor/orchd/workers_io.c): against a real NNG peer that stops
+ * (supervisor/orchd/core/workers_io.c): against a real NNG peer that stops
  * reading, sends queue up to WORKER_SENDQ and then answer QUEUE_FULL at
  * once; when the peer reads again, the loop's send-fd event drains the
  * queue in order.
