@@ -750,6 +750,7 @@ json_object_gbnf(void)
 /* clang-format off */
 #include "json_schema_kw.c"
 #include "json_schema_ref.c"
+#include "json_schema_cpset.c"
 #include "json_schema_pattern.c"
 #include "json_schema_scalar.c"
 #include "json_schema_fmtval.c"
