@@ -183,18 +183,20 @@ extra_pattern_keys(struct js *js, const cJSON *pp, const char **names, size_t n,
 		goto out;
 	cJSON_ArrayForEach(it, pp)
 	{
+		size_t at = path_push(js, it->string); /* a refusal names the pattern */
 		clash = false;
 		for (size_t i = 0; i < n && !clash && rv == ORCH_OK; i++)
 			rv = pattern_matches(js, it->string, names[i], &clash);
+		if (rv == ORCH_OK && !clash) { /* a clash: its keys could repeat a declared one */
+			sbuf_puts(alt, alt->n ? " | " : "");
+			if ((rv = gen_pattern(js, it->string, 0, JS_INF, alt)) == ORCH_OK) {
+				sbuf_printf(alt, " ws \":\" ws %s", val);
+				js->used |= U_WS;
+			}
+		}
+		path_pop(js, at);
 		if (rv != ORCH_OK)
 			break;
-		if (clash)
-			continue; /* its keys could repeat a declared one: left out */
-		sbuf_puts(alt, alt->n ? " | " : "");
-		if ((rv = gen_pattern(js, it->string, 0, JS_INF, alt)) != ORCH_OK)
-			break;
-		sbuf_printf(alt, " ws \":\" ws %s", val);
-		js->used |= U_WS;
 	}
 out:
 	path_pop(js, old);

@@ -564,6 +564,11 @@ test_regex(void)
 	T_ERR(json_regex_gbnf("(?=a)b", &text, msg, sizeof(msg)), ORCH_EINVAL);
 	T_ERR(json_regex_gbnf("a(b", &text, msg, sizeof(msg)), ORCH_EINVAL);
 	T_ERR(json_regex_gbnf(NULL, &text, msg, sizeof(msg)), ORCH_EINVAL);
+	/* a refused pattern of patternProperties is named in the pointer */
+	cJSON *pp = cJSON_Parse("{\"type\":\"object\",\"patternProperties\":{\"(?=a)b\":{}}}");
+	T_ERR(json_schema_gbnf(pp, &text, msg, sizeof(msg)), ORCH_EINVAL);
+	T_TRUE(strstr(msg, "/patternProperties/(?=a)b") != NULL);
+	cJSON_Delete(pp);
 }
 
 /*
