@@ -260,6 +260,8 @@ test_qwen3moe_keys(void)
 	       "qwen3moe.expert_used_count");
 	expect(&(struct change){.u32_key = "qwen3moe.expert_used_count", .u32_val = 9}, ORCH_EINVAL,
 	       "9 experts used of 8");
+	expect(&(struct change){.u32_key = "qwen3moe.expert_used_count", .u32_val = 0}, ORCH_ETYPE,
+	       "expert_used_count must be an integer 1.."); /* never a division by zero */
 	expect(&(struct change){.u32_key = "qwen3moe.expert_shared_feed_forward_length",
 	                        .u32_val = 256},
 	       ORCH_EUNSUPPORTED, "expert_shared_feed_forward_length: a shared expert");
