@@ -199,6 +199,11 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 				        reterr, ORCH_EUNSUPPORTED,
 				        "cuda backend: a paged KV cache keeps sliding-window "
 				        "layers in a pool of their own (kv_swa_blocks > 0)");
+	if (hp->arch == MODEL_GEMMA3)
+		return orch_errf(
+		        reterr, ORCH_EUNSUPPORTED,
+		        "cuda backend: gemma3 is not supported on CUDA devices yet (GeGLU, "
+		        "post-norms, per-layer RoPE bases); serve it with device = cpu");
 	if (hp->head_dim > CUK_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
 		                 hp->head_dim, CUK_ATTN_MAX_D);

@@ -355,6 +355,7 @@ struct cpu_attn {
 	bool simd;              /* AVX2/F16C kernels (the caller checked the CPU) */
 	bool has_sink; /* @sink joins the softmax's denominator (gpt-oss), as ggml's sinks */
 	float sink;
+	float scale; /* multiplies each q·k; 0: 1/√d (gemma3 scales its queries instead: 1) */
 };
 
 /*
@@ -432,6 +433,21 @@ void cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *o
  */
 void cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
               float base, bool neox, const float *factors);
+
+/* cpu_gelu_tanh - GELU's tanh approximation, as ggml_gelu_f32 computes it. */
+float cpu_gelu_tanh(float x);
+
+/*
+ * cpu_gelu_table - @tab[h] (65536 floats) = cpu_gelu_tanh of F16 bits h, rounded to F16:
+ * ggml's CPU table (GGML_GELU_FP16).
+ */
+void cpu_gelu_table(float *tab);
+
+/*
+ * cpu_geglu - g[i] = gelu(g[i]) · u[i] as ggml's CPU geglu: 0 at or below -10, g at or
+ * above 10, between them @tab (cpu_gelu_table) at g rounded to F16.
+ */
+void cpu_geglu(float *g, const float *u, uint32_t n, const float *tab);
 
 /* cpu_swiglu - g[i] = silu(g[i]) · u[i]. */
 void cpu_swiglu(float *g, const float *u, uint32_t n);

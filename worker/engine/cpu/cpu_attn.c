@@ -208,7 +208,7 @@ cpu_attn_head(const struct cpu_attn *a, const float *qs, uint32_t n_pos, float *
 {
 	bool simd = a->simd && a->d % 8 == 0;
 	size_t elem = a->f16 ? 2 : 4;
-	float q[CPU_ATTN_MAX_D], scale = 1.0f / sqrtf((float)a->d);
+	float q[CPU_ATTN_MAX_D], scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->d);
 
 	for (uint32_t i = 0; i < a->d; i++)
 		q[i] = a->f16 ? fp16_to_f32(fp16_from_f32(qs[i])) : qs[i];

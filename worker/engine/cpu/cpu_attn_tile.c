@@ -186,7 +186,7 @@ cpu_attn_tile(const struct cpu_attn *a, const struct cpu_attn_query *qs, uint32_
               uint32_t max_pos, float *scratch)
 {
 	float *kf = scratch, *st = kf + 2ull * CPU_ATTN_BLOCK * a->d;
-	float scale = 1.0f / sqrtf((float)a->d);
+	float scale = a->scale != 0.0f ? a->scale : 1.0f / sqrtf((float)a->d);
 	uint64_t qf = query_floats(a->d, max_pos);
 	uint32_t lo = UINT32_MAX, hi = 0, b0, first;
 

@@ -126,7 +126,7 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	            : th * b->cfg.n_ctx * f;
 	b->bytes_needed =
 	        b->weight_bytes + 2 * kv + hp->n_layer * (sizeof(uint32_t) + sizeof(uint64_t)) +
-	        65536 * f +
+	        65536 * f * (hp->ffn_gelu ? 2 : 1) +
 	        f * (B * (3ull * hp->n_embd + b->qkv_dim + b->q_dim + 2ull * ff) +
 	             (hp->n_expert ? B * (hp->n_expert + 3 * K + (1 + K) * hp->n_embd) : 0) +
 	             S * ((uint64_t)hp->n_embd + hp->n_vocab) + th * b->max_ne0) +
@@ -168,6 +168,8 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	                         (b->moe_out = balloc(b, B * K * hp->n_embd * f)) == NULL))
 		return orch_errf(reterr, ORCH_ENOMEM,
 		                 "cpu backend: cannot allocate the experts' scratch");
+	if (hp->ffn_gelu && (b->gelu = balloc(b, 65536 * f)) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "cpu backend: cannot allocate GELU's table");
 	if (tiles ? (b->attn_q = balloc(b, th * qmax * sizeof(*b->attn_q))) == NULL ||
 	                    (b->attn_scratch = balloc(b, th * sf * f)) == NULL ||
 	                    (b->tile0 = balloc(b, (B + 1) * sizeof(uint32_t))) == NULL
@@ -176,6 +178,8 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 		                 "cpu backend: cannot allocate the attention's scratch");
 	for (uint32_t h = 0; h < 65536; h++)
 		b->f16[h] = fp16_to_f32((uint16_t)h);
+	if (b->gelu != NULL)
+		cpu_gelu_table(b->gelu);
 	b->bytes_used += b->weight_bytes;
 	return ORCH_OK;
 }
@@ -293,7 +297,7 @@ cpu_free(struct be_model *b)
 	                b->xn,      b->tmp,     b->qkv,          b->att,     b->gate,   b->up,
 	                b->last,    b->logits,  b->mm_scratch,   b->xq,      b->scores, b->tok_seq,
 	                b->tok_pos, b->router,  b->sel,          b->sel_w,   b->route,  b->moe_x,
-	                b->moe_out, b->attn_q,  b->attn_scratch, b->tile0};
+	                b->moe_out, b->attn_q,  b->attn_scratch, b->tile0,   b->gelu};
 	for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
 		orch_free(bufs[i]);
 	orch_free(b);

@@ -23,6 +23,7 @@ struct be_model {
 	uint32_t *kv_cells; /* [n_layer] */
 	uint64_t *kv_base;  /* [n_layer] */
 	float *f16;         /* [65536] F16 bits → float */
+	float *gelu;        /* [65536] F16 bits → GELU, ggml's table (ffn_gelu; else NULL) */
 	/* scratch for max_batch_tokens (B) tokens */
 	float *x, *xn, *tmp; /* [B][n_embd] */
 	float *qkv;          /* [B][q + 2 kv] */

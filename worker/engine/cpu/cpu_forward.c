@@ -24,6 +24,10 @@
  *   n_expert_used experts; the tokens are grouped by expert, so each chosen
  *   expert's weights are read once per step for all its tokens, and an
  *   expert nobody chose is not read at all.
+ * - gemma3: embeddings scaled, a sliding-window layer's own RoPE base, the
+ *   queries scaled after RoPE (the scores then not by 1/√d), RMSNorms of the
+ *   attention's and the FFN's outputs before each residual add, GeGLU, and
+ *   the logits soft-capped when the file says.
  */
 #include <math.h>
 #include <string.h>
@@ -115,7 +119,8 @@ head_cache(const struct be_model *b, uint32_t il, const struct be_seq *q, uint32
 	                         .block_tokens = b->cfg.kv_block_tokens,
 	                         .d = b->m->hp.head_dim,
 	                         .f16 = !b->cfg.kv_f32,
-	                         .simd = b->dot != cpu_dot_scalar};
+	                         .simd = b->dot != cpu_dot_scalar,
+	                         .scale = b->m->hp.attn_scale > 0 ? 1.0f : 0.0f};
 }
 
 /* Head @h's sink on layer @il, if the layer has sinks. */
@@ -219,7 +224,8 @@ enum tok_op {
 	TOK_NORM,   /* xn = rmsnorm(x) · w */
 	TOK_ROPE,   /* RoPE on the token's q and k, and its K/V into the cache */
 	TOK_ADD,    /* x += tmp */
-	TOK_SWIGLU, /* gate = silu(gate) · up */
+	TOK_SWIGLU, /* gate = silu(gate) · up, or gelu(gate) · up (ffn_gelu) */
+	TOK_POST,   /* tmp = rmsnorm(tmp) · w (gemma3's post-norms) */
 };
 
 struct tok_job {
@@ -249,15 +255,24 @@ rope_store(struct be_model *b, const struct be_seq *seqs, uint32_t il, uint32_t 
 			            hp->head_dim, hp->rms_eps,
 			            q + b->q_dim + (uint64_t)h * hp->head_dim);
 	}
+	bool swa = model_layer_swa(hp, il);
+	float base = swa && hp->rope_base_swa > 0 ? hp->rope_base_swa : hp->rope_base;
 	if (hp->yarn_factor > 0) {
 		cpu_rope_yarn(q, hp->n_head + hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
-		              hp->rope_base, hp->rope_neox, &b->yarn);
+		              base, hp->rope_neox, &b->yarn);
+	} else if (hp->rope_freq_scale > 0 && !swa) { /* linear: a window's layers never */
+		struct model_yarn lin = {.freq_scale = hp->rope_freq_scale, .attn_factor = 1.0f};
+		cpu_rope_yarn(q, hp->n_head + hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
+		              base, hp->rope_neox, &lin);
 	} else {
-		cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t], hp->rope_base,
+		cpu_rope(q, hp->n_head, hp->head_dim, hp->n_rot, b->tok_pos[t], base, hp->rope_neox,
+		         factors);
+		cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t], base,
 		         hp->rope_neox, factors);
-		cpu_rope(q + b->q_dim, hp->n_head_kv, hp->head_dim, hp->n_rot, b->tok_pos[t],
-		         hp->rope_base, hp->rope_neox, factors);
 	}
+	if (hp->attn_scale > 0) /* gemma3: the query scaled, as ggml_scale before the attention */
+		for (uint32_t i = 0; i < b->q_dim; i++)
+			q[i] *= hp->attn_scale;
 	kv_store(b, il, &seqs[b->tok_seq[t]], b->tok_pos[t], q + b->q_dim,
 	         q + b->q_dim + b->kv_dim);
 }
@@ -284,7 +299,14 @@ tok_work(void *ctx, uint32_t thread, uint64_t begin, uint64_t end)
 				b->x[i] += b->tmp[i];
 			break;
 		case TOK_SWIGLU:
-			cpu_swiglu(b->gate + t * hp->n_ff, b->up + t * hp->n_ff, hp->n_ff);
+			if (b->gelu != NULL)
+				cpu_geglu(b->gate + t * hp->n_ff, b->up + t * hp->n_ff, hp->n_ff,
+				          b->gelu);
+			else
+				cpu_swiglu(b->gate + t * hp->n_ff, b->up + t * hp->n_ff, hp->n_ff);
+			break;
+		case TOK_POST:
+			cpu_rmsnorm(b->tmp + t * E, j->w, hp->n_embd, hp->rms_eps, b->tmp + t * E);
 			break;
 		}
 	}
@@ -333,6 +355,8 @@ attention_block(struct be_model *b, const struct be_seq *seqs, uint32_t T, uint3
 		             (uint64_t)hp->head_dim * 2 * (b->tok_pos[T - 1] + 1), attend, &aj);
 	}
 	mm(b, L->wo, 0, hp->n_embd, b->att, T, b->tmp, hp->n_embd, L->bo);
+	if (L->attn_post_norm != NULL)
+		per_token(b, seqs, il, TOK_POST, L->attn_post_norm->data, T);
 	per_token(b, seqs, il, TOK_ADD, NULL, T);
 }
 
@@ -352,6 +376,8 @@ ffn_block(struct be_model *b, uint32_t T, uint32_t il)
 	}
 	per_token(b, NULL, il, TOK_SWIGLU, NULL, T);
 	mm(b, L->w_down, 0, hp->n_embd, b->gate, T, b->tmp, hp->n_embd, NULL);
+	if (L->ffn_post_norm != NULL)
+		per_token(b, NULL, il, TOK_POST, L->ffn_post_norm->data, T);
 	per_token(b, NULL, il, TOK_ADD, NULL, T);
 }
 
@@ -514,6 +540,8 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 				dequant_row(m->tok_embd->type,
 				            (const uint8_t *)m->tok_embd->data + id * row_bytes, xt,
 				            hp->n_embd);
+			for (uint32_t i = 0; hp->embd_scale > 0 && i < hp->n_embd; i++)
+				xt[i] *= hp->embd_scale; /* gemma3: √n_embd */
 		}
 	}
 	for (uint32_t il = 0; il < hp->n_layer; il++) {
@@ -534,6 +562,10 @@ cpu_forward(struct be_model *b, const struct be_seq *seqs, uint32_t n, const flo
 			            b->last + (uint64_t)n_out++ * hp->n_embd);
 	}
 	mm(b, m->output, 0, hp->n_vocab, b->last, n_out, b->logits, hp->n_vocab, NULL);
+	if (hp->final_softcap > 0) /* c · tanh(x / c), as ggml: x · (1/c), tanh, · c */
+		for (uint64_t i = 0; i < (uint64_t)n_out * hp->n_vocab; i++)
+			b->logits[i] = tanhf(b->logits[i] * (1.0f / hp->final_softcap)) *
+			               hp->final_softcap;
 	*ret_logits = b->logits;
 	return ORCH_OK;
 }

@@ -2,12 +2,13 @@
  * cpu_ops.c - element-wise ops of the forward step, with ggml's arithmetic
  * where it matters for matching llama.cpp's logits: RMSNorm sums squares in
  * double, RoPE advances theta by repeated multiplication in float, SiLU is
- * x / (1 + e^-x).
+ * x / (1 + e^-x), GELU is tanh's approximation looked up for x rounded to F16.
  */
 #include <math.h>
 
 #include "cpu.h"
 #include "engine/model/model.h"
+#include "gguf/fp16.h"
 
 void
 cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *out)
@@ -97,4 +98,31 @@ cpu_swiglu(float *g, const float *u, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
 		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+float
+cpu_gelu_tanh(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
+}
+
+void
+cpu_gelu_table(float *tab)
+{
+	for (uint32_t h = 0; h < 65536; h++)
+		tab[h] = fp16_to_f32(fp16_from_f32(cpu_gelu_tanh(fp16_to_f32((uint16_t)h))));
+}
+
+void
+cpu_geglu(float *g, const float *u, uint32_t n, const float *tab)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		float x = g[i];
+		if (x <= -10.0f)
+			g[i] = 0.0f;
+		else if (x >= 10.0f)
+			g[i] = x * u[i];
+		else
+			g[i] = tab[fp16_from_f32(x)] * u[i];
+	}
 }

@@ -38,6 +38,8 @@ model_arch_name(enum model_arch a)
 		return "qwen3";
 	case MODEL_QWEN3MOE:
 		return "qwen3moe";
+	case MODEL_GEMMA3:
+		return "gemma3";
 	}
 	return "?";
 }
@@ -113,8 +115,9 @@ read_head_dim(const struct gguf_file *f, const char *arch, struct model_hparams 
 
 /* What an architecture's file may hold beyond a dense llama-like model. */
 struct arch_caps {
-	bool moe;  /* {arch}.expert_count > 0 (its loader reads the expert keys) */
-	bool yarn; /* rope.scaling.type = yarn (its loader reads the YaRN keys) */
+	bool moe;    /* {arch}.expert_count > 0 (its loader reads the expert keys) */
+	bool yarn;   /* rope.scaling.type = yarn (its loader reads the YaRN keys) */
+	bool linear; /* rope.scaling.type = linear (its loader reads the factor) */
 };
 
 static orch_err
@@ -160,7 +163,8 @@ read_hparams(const struct gguf_file *f, const char *arch, const struct arch_caps
 	snprintf(key, sizeof(key), "%s.rope.scaling.type", arch);
 	if (gguf_get_str(f, key, &st) == ORCH_OK &&
 	    !(st.len == 4 && memcmp(st.ptr, "none", 4) == 0) &&
-	    !(caps->yarn && st.len == 4 && memcmp(st.ptr, "yarn", 4) == 0))
+	    !(caps->yarn && st.len == 4 && memcmp(st.ptr, "yarn", 4) == 0) &&
+	    !(caps->linear && st.len == 6 && memcmp(st.ptr, "linear", 6) == 0))
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
 		                 "%s: rope scaling '%.*s' is not supported", gguf_name(f),
 		                 (int)(st.len > 32 ? 32 : st.len), st.ptr);
@@ -245,7 +249,8 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	             {"phi3", MODEL_PHI3, model_phi3_load, {0}},
 	             {"gpt-oss", MODEL_GPT_OSS, model_gpt_oss_load, {.moe = true, .yarn = true}},
 	             {"qwen3", MODEL_QWEN3, model_qwen3_load, {0}},
-	             {"qwen3moe", MODEL_QWEN3MOE, model_qwen3moe_load, {.moe = true}}};
+	             {"qwen3moe", MODEL_QWEN3MOE, model_qwen3moe_load, {.moe = true}},
+	             {"gemma3", MODEL_GEMMA3, model_gemma3_load, {.linear = true}}};
 	struct gguf_str a;
 	char arch[64];
 	orch_err rv;
@@ -271,7 +276,7 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	return orch_errf(
 	        reterr, ORCH_EUNSUPPORTED,
 	        "%s: architecture '%s' is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
-	        "phi3, gpt-oss)",
+	        "gemma3, phi3, gpt-oss)",
 	        gguf_name(f), arch);
 }
 

@@ -3,7 +3,7 @@
  * model.h - a model as the engine sees it: hyper-parameters from GGUF
  * metadata and, per layer, the weight tensors of the architecture, mapped
  * from GGUF tensor names with their shapes checked. One file per
- * architecture (llama.c, qwen2.c, qwen3.c, qwen3moe.c, phi3.c, gpt_oss.c)
+ * architecture (llama.c, qwen2.c, qwen3.c, qwen3moe.c, phi3.c, gpt_oss.c, gemma3.c)
  * fills it; nothing above this layer knows the tensor names.
  */
 #include <stdbool.h>
@@ -20,7 +20,8 @@ enum model_arch {
 	MODEL_PHI3,
 	MODEL_GPT_OSS,
 	MODEL_QWEN3,
-	MODEL_QWEN3MOE
+	MODEL_QWEN3MOE,
+	MODEL_GEMMA3
 };
 
 /*
@@ -50,6 +51,14 @@ struct model_hparams {
 	/* sliding-window attention: a layer il with il % swa_pattern < swa_pattern - 1 sees
 	 * only its last n_swa positions, the query's own included (0: none) */
 	uint32_t n_swa, swa_pattern;
+	/* gemma3 (0 / false: as the other architectures) */
+	float rope_base_swa;   /* a sliding-window layer's RoPE base (0: rope_base) */
+	float rope_freq_scale; /* linear RoPE scaling of the other layers' positions (0: none) */
+	float embd_scale;      /* the token embeddings multiplied by it (√n_embd) */
+	float attn_scale;      /* each query multiplied by it after RoPE, the scores then not by
+	                          1/√head_dim */
+	float final_softcap;   /* logits = c · tanh(logits / c) */
+	bool ffn_gelu;         /* GeGLU: gelu_tanh(gate) · up instead of silu(gate) · up */
 };
 
 /*
@@ -88,6 +97,8 @@ struct model_layer {
 	const struct gguf_tensor *w_gate, *w_up;   /* [n_embd, n_ff] */
 	const struct gguf_tensor *w_gate_up;       /* [n_embd, 2 n_ff] (phi3: gate first) */
 	const struct gguf_tensor *w_down;          /* [n_ff, n_embd] */
+	/* gemma3: RMSNorms of the attention's and the FFN's outputs before each residual add */
+	const struct gguf_tensor *attn_post_norm, *ffn_post_norm; /* [n_embd] */
 	/* gpt-oss */
 	const struct gguf_tensor *bo;    /* [n_embd] attn_output.bias */
 	const struct gguf_tensor *sinks; /* [n_head] a logit in every softmax's denominator */
@@ -128,7 +139,7 @@ void model_free(struct model *m);
 void model_for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *),
                            void *ctx);
 
-/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss", "qwen3", "qwen3moe". */
+/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss", "qwen3", "qwen3moe", "gemma3". */
 const char *model_arch_name(enum model_arch a);
 
 /* ---- for the per-architecture files ---- */
@@ -170,3 +181,4 @@ orch_err model_qwen3moe_load(const struct gguf_file *f, struct model *m,
 orch_err model_phi3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
 orch_err model_gpt_oss_load(const struct gguf_file *f, struct model *m,
                             struct orch_errinfo *reterr);
+orch_err model_gemma3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);

@@ -55,6 +55,10 @@ map_layer(const struct gguf_file *f, const struct model_hparams *hp, uint32_t il
 		l->w_up = T("ffn_up.weight", e, ff, true);
 	}
 	l->w_down = T("ffn_down.weight", ff, e, true);
+	if (lay->post_norms) {
+		l->attn_post_norm = T("post_attention_norm.weight", e, 0, true);
+		l->ffn_post_norm = T("post_ffw_norm.weight", e, 0, true);
+	}
 #undef T
 	return rv;
 }
