@@ -156,6 +156,8 @@ add_layer(struct synth *s, uint32_t l)
 		ADD("attn_k_norm.weight", K_NORM, hd, 0);
 	}
 	ADD("attn_output.weight", K_WEIGHT, q, p->n_embd);
+	if (p->gemma3)
+		ADD("post_attention_norm.weight", K_NORM, p->n_embd, 0);
 	ADD("ffn_norm.weight", K_NORM, p->n_embd, 0);
 #undef ADD
 	if (p->n_expert > 0) { /* qwen3moe: the router and the experts, stacked */
@@ -186,6 +188,8 @@ add_layer(struct synth *s, uint32_t l)
 		ADD("ffn_up.weight", K_WEIGHT, p->n_embd, p->n_ff);
 	}
 	ADD("ffn_down.weight", K_WEIGHT, p->n_ff, p->n_embd);
+	if (p->gemma3)
+		ADD("post_ffw_norm.weight", K_NORM, p->n_embd, 0);
 #undef ADD
 	return rv;
 }
@@ -237,6 +241,14 @@ set_hparams(struct gguf_writer *w, const struct synth *s)
 	    ((rv = gguf_writer_set_u32(w, KEY("expert_count"), p->n_expert)) ||
 	     (rv = gguf_writer_set_u32(w, KEY("expert_used_count"), p->n_expert_used)) ||
 	     (rv = gguf_writer_set_u32(w, KEY("expert_feed_forward_length"), p->n_ff_exp))))
+		return rv;
+	if (rv == ORCH_OK && p->gemma3 &&
+	    ((rv = gguf_writer_set_f32(w, KEY("rope.freq_base_swa"), 10000.0f)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("attention.sliding_window"), p->n_swa))))
+		return rv;
+	if (rv == ORCH_OK && p->rope_linear > 0 &&
+	    ((rv = gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear")) ||
+	     (rv = gguf_writer_set_f32(w, KEY("rope.scaling.factor"), p->rope_linear))))
 		return rv;
 	if (rv == ORCH_OK && p->gpt_oss &&
 	    ((rv = gguf_writer_set_u32(w, KEY("attention.key_length"), p->head_dim)) ||
@@ -345,8 +357,9 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 		return orch_errf(
 		        reterr, ORCH_EINVAL,
 		        "unknown preset '%s' (presets: qwen2.5-0.5b, qwen3-0.6b, qwen3-30b-a3b, "
-		        "phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-qwen3, "
-		        "tiny-qwen3moe, tiny-phi3, tiny-gpt-oss, tiny-gpt-oss-narrow)",
+		        "gemma3-1b, gemma3-12b, phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, "
+		        "tiny-qwen2, tiny-qwen3, tiny-qwen3moe, tiny-gemma3, tiny-phi3, tiny-gpt-oss, "
+		        "tiny-gpt-oss-narrow)",
 		        o->preset ? o->preset : "");
 	if (synth_mix_parse(quant, &s->mix) != ORCH_OK)
 		return orch_errf(

@@ -33,6 +33,10 @@ struct synth_preset {
 	uint32_t n_expert, n_expert_used, n_swa, yarn_orig_ctx;
 	float yarn_factor;
 	uint32_t n_ff_exp; /* qwen3moe's expert_feed_forward_length */
+	/* gemma3: post_attention_norm and post_ffw_norm, a window of n_swa (pattern 6), a local
+	 * RoPE base of 10000, and rope_linear > 0: linear RoPE scaling of the global layers */
+	bool gemma3;
+	float rope_linear;
 };
 
 /* synth_preset_find - the preset called @name, or NULL. */

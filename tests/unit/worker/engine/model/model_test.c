@@ -122,7 +122,7 @@ expect(const struct change *c, orch_err code, const char *needle)
 
 	load_changed(c, &rv, msg, sizeof(msg));
 	if (rv != code)
-		printf("message: %s\n", msg);
+		printf("message: %s (expected '%s')\n", msg, needle ? needle : "");
 	T_EQ(rv, code);
 	if (needle != NULL && strstr(msg, needle) == NULL)
 		T_FAIL_("message '%s' does not contain '%s'", msg, needle);
@@ -280,6 +280,63 @@ test_qwen3moe_keys(void)
 	unlink(src);
 }
 
+/* gemma3: the converter's keys and llama.cpp's defaults; what it cannot do refused by name */
+static void
+test_gemma3_keys(void)
+{
+	make_source("tiny-gemma3"); /* window 64, head_dim 128 on 256 wide, 4 heads */
+	memset(&loaded, 0, sizeof(loaded));
+	expect(&(struct change){0}, ORCH_OK, NULL);
+	T_TRUE(loaded.arch == MODEL_GEMMA3 && loaded.rope_neox && loaded.ffn_gelu);
+	T_EQ(loaded.n_swa, 64);
+	T_EQ(loaded.swa_pattern, 6); /* llama.cpp's default: the converter writes none */
+	T_TRUE(model_layer_swa(&loaded, 4) && !model_layer_swa(&loaded, 5));
+	T_NEAR(loaded.rope_base_swa, 10000.0, 0);
+	T_NEAR(loaded.rope_freq_scale, 0.0, 0);         /* no scaling */
+	T_NEAR(loaded.embd_scale, 16.0, 0);             /* sqrt(256) */
+	T_NEAR(loaded.attn_scale, 0.08838834764, 1e-8); /* 1/sqrt(128) in float */
+	T_NEAR(loaded.final_softcap, 0.0, 0);
+	expect(&(struct change){.drop_key = "gemma3.rope.freq_base_swa"}, ORCH_OK, NULL);
+	T_NEAR(loaded.rope_base_swa, 10000.0, 0);
+	expect(&(struct change){.f32_key = "gemma3.rope.freq_base_swa", .f32_val = 5000.0f},
+	       ORCH_OK, NULL);
+	T_NEAR(loaded.rope_base_swa, 5000.0, 0);
+	expect(&(struct change){.drop_key = "gemma3.attention.sliding_window"}, ORCH_OK, NULL);
+	T_TRUE(!model_layer_swa(&loaded, 0)); /* every layer global */
+	expect(&(struct change){.u32_key = "gemma3.attention.sliding_window_pattern", .u32_val = 2},
+	       ORCH_OK, NULL);
+	T_TRUE(model_layer_swa(&loaded, 0) && !model_layer_swa(&loaded, 1));
+	expect(&(struct change){.str_key = "gemma3.rope.scaling.type",
+	                        .str_val = "linear",
+	                        .f32_key = "gemma3.rope.scaling.factor",
+	                        .f32_val = 8.0f},
+	       ORCH_OK, NULL);
+	T_NEAR(loaded.rope_freq_scale, 0.125, 0);
+	expect(&(struct change){.f32_key = "gemma3.rope.scaling.factor", .f32_val = 8.0f}, ORCH_OK,
+	       NULL); /* no type: llama.cpp's default, linear */
+	T_NEAR(loaded.rope_freq_scale, 0.125, 0);
+	expect(&(struct change){.str_key = "gemma3.rope.scaling.type",
+	                        .str_val = "none",
+	                        .f32_key = "gemma3.rope.scaling.factor",
+	                        .f32_val = 8.0f},
+	       ORCH_OK, NULL);
+	T_NEAR(loaded.rope_freq_scale, 0.0, 0);
+	expect(&(struct change){.f32_key = "gemma3.final_logit_softcapping", .f32_val = 30.0f},
+	       ORCH_OK, NULL);
+	T_NEAR(loaded.final_softcap, 30.0, 0);
+	expect(&(struct change){.str_key = "gemma3.rope.scaling.type", .str_val = "yarn"},
+	       ORCH_EUNSUPPORTED, "rope scaling 'yarn' is not supported");
+	expect(&(struct change){.f32_key = "gemma3.rope.scaling.attn_factor", .f32_val = 2.0f},
+	       ORCH_EUNSUPPORTED, "rope.scaling.attn_factor");
+	expect(&(struct change){.f32_key = "gemma3.attn_logit_softcapping", .f32_val = 50.0f},
+	       ORCH_EUNSUPPORTED, "attn_logit_softcapping");
+	expect(&(struct change){.add_tensor = "v.patch_embd.weight"}, ORCH_EUNSUPPORTED,
+	       "tensor v.patch_embd.weight");
+	expect(&(struct change){.tensor = "blk.0.post_ffw_norm.weight", .tensor_ne0 = 128},
+	       ORCH_EGGUF_SHAPE, "tensor blk.0.post_ffw_norm.weight is [128, 1]");
+	unlink(src);
+}
+
 int
 main(void)
 {
@@ -290,5 +347,6 @@ main(void)
 	T_RUN(test_bad_tensors);
 	T_RUN(test_phi3_long_rope);
 	T_RUN(test_qwen3moe_keys);
+	T_RUN(test_gemma3_keys);
 	return t_done();
 }
