@@ -184,6 +184,9 @@ static orch_err pattern_matches(struct js *js, const char *pat, const char *name
 static orch_err gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err gen_anyof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+struct part;
+static orch_err complement(struct js *js, const cJSON *s, const cJSON **ret);
+static orch_err resolve_ifs(struct js *js, struct part *parts, size_t *n);
 
 static bool
 in_list(const char *const *list, const char *k)
@@ -758,4 +761,5 @@ json_object_gbnf(void)
 #include "json_schema_keys.c"
 #include "json_schema_combine.c"
 #include "json_schema_alt.c"
+#include "json_schema_not.c"
 /* clang-format on */

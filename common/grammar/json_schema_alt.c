@@ -256,15 +256,54 @@ tag_key(const struct js *js, const cJSON *a, const cJSON *b)
 	return NULL;
 }
 
-/* told_apart - what branch @a's grammar makes fails branch @b (both dereferenced). */
-static bool
-told_apart(struct js *js, const cJSON *a, const cJSON *b)
+/*
+ * alts_of - @s's anyOf or oneOf (not both): every value of @s matches one of
+ * its branches (the other keywords only take values away).
+ */
+static const cJSON *
+alts_of(const cJSON *s)
 {
+	const cJSON *x = kw(s, "anyOf"), *y = kw(s, "oneOf");
+
+	if ((x != NULL) == (y != NULL))
+		return NULL;
+	x = x ? x : y;
+	return cJSON_IsArray(x) && x->child ? x : NULL;
+}
+
+/*
+ * told_apart_d - what branch @a's grammar makes fails branch @b (both
+ * dereferenced); a branch with an anyOf/oneOf is apart from the other when
+ * each of its branches is (to @depth 4).
+ */
+static bool
+told_apart_d(struct js *js, const cJSON *a, const cJSON *b, int depth)
+{
+	const cJSON *alts, *it, *x;
+
 	if (!cJSON_IsObject(a) || !cJSON_IsObject(b))
 		return !cJSON_IsObject(b) && cJSON_IsFalse(b);
+	if (depth < 4 && ((alts = alts_of(a)) != NULL || (alts = alts_of(b)) != NULL)) {
+		bool in_a = alts == alts_of(a);
+		cJSON_ArrayForEach(it, alts)
+		{
+			if ((x = deref(js, it)) == NULL ||
+			    !(in_a ? told_apart_d(js, x, b, depth + 1)
+			           : told_apart_d(js, a, x, depth + 1)))
+				return false;
+		}
+		return true;
+	}
 	return (vmask(js, a, 0) & vmask(js, b, 0)) == 0 || values_apart(a, b) ||
 	       tagged_apart(js, a, b) || lengths_apart(js, a, b) || items_apart(js, a, b) ||
 	       req_forbid(js, a, b) || req_forbid(js, b, a) || unmakeable(js, a, b);
+}
+
+/* told_apart - told_apart_d from the top. */
+static bool
+told_apart(struct js *js, const cJSON *a, const cJSON *b)
+{
+	return told_apart_d(js, a, b, 0);
 }
 
 /*
@@ -299,7 +338,7 @@ forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON *tags
 	if (n == JS_PARTS_MAX)
 		return js_limit(js, "'allOf' over %d schemas or %d deep (limit: merge)",
 		                JS_PARTS_MAX, JS_MERGE_DEPTH);
-	parts[n++] = (struct part){o, NULL};
+	parts[n++] = (struct part){o, NULL, 0};
 	if ((rv = merge(js, parts, n, ret)) != ORCH_OK)
 		return rv;
 	cJSON_ArrayForEach(it, keys)

@@ -15,10 +15,14 @@
 #define JS_MERGE_DEPTH 16 /* allOf inside allOf */
 #define JS_ALT_MAX     64 /* oneOf branches told apart pairwise; anyOf pairs made by a merge */
 
-/* One schema being merged, and a keyword of it left out (besides allOf). */
+#define LOW_NOT 1u /* the part's 'not' is merged as its complement, a part of its own */
+#define LOW_IF  2u /* its if/then/else as the parts of a branch (resolve_ifs) */
+
+/* One schema being merged, a keyword of it left out (besides allOf), LOW_* bits. */
 struct part {
 	const cJSON *s;
 	const char *skip;
+	unsigned low;
 };
 
 /* Code points in a string (what JSON Schema's lengths count). */
@@ -133,7 +137,8 @@ out:
 static orch_err
 collect(struct js *js, const cJSON *s, const char *skip, struct part *parts, size_t *n, int depth)
 {
-	const cJSON *all, *it, *ref;
+	const cJSON *all, *it, *ref, *c;
+	size_t at;
 	orch_err rv;
 
 	if ((s = deref(js, s)) == NULL)
@@ -152,7 +157,17 @@ collect(struct js *js, const cJSON *s, const char *skip, struct part *parts, siz
 	for (size_t i = 0; i < *n; i++)
 		if (parts[i].s == s && parts[i].skip == skip)
 			return ORCH_OK; /* met again through a $ref: allOf of it twice is it */
-	parts[(*n)++] = (struct part){s, skip};
+	at = (*n)++;
+	parts[at] = (struct part){s, skip, 0};
+	if (kw(s, "not") && !ignorable(js, "not")) { /* as its complement, when there is one */
+		if ((rv = complement(js, kw(s, "not"), &c)) != ORCH_OK)
+			return rv;
+		if (c != NULL) {
+			parts[at].low |= LOW_NOT;
+			if ((rv = collect(js, c, NULL, parts, n, depth + 1)) != ORCH_OK)
+				return rv;
+		}
+	}
 	if (kw(s, "$ref")) { /* 2019-09 on: the target and the siblings, both */
 		if (!cJSON_IsString(kw(s, "$ref")) ||
 		    (ref = resolve(js, kw(s, "$ref")->valuestring)) == NULL)
@@ -328,7 +343,10 @@ merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
 
 		if (ignorable(js, k) || strcmp(k, "allOf") == 0 || strcmp(k, "$ref") == 0 ||
 		    strcmp(k, "additionalProperties") == 0 ||
-		    (pt->skip && strcmp(k, pt->skip) == 0))
+		    (pt->skip && strcmp(k, pt->skip) == 0) ||
+		    ((pt->low & LOW_NOT) && strcmp(k, "not") == 0) ||
+		    ((pt->low & LOW_IF) &&
+		     (strcmp(k, "if") == 0 || strcmp(k, "then") == 0 || strcmp(k, "else") == 0)))
 			continue;
 		if (strcmp(k, "type") == 0) {
 			rv = type_kw(js, pt->s, &m);
@@ -448,13 +466,28 @@ enum_fits(const cJSON *e, unsigned types)
 	return false;
 }
 
+/* Whether @out requires a property its 'properties' makes false. */
+static bool
+req_false(const cJSON *out)
+{
+	const cJSON *r;
+
+	cJSON_ArrayForEach(r, kw(out, "required"))
+	{
+		if (cJSON_IsString(r) && cJSON_IsFalse(kw(kw(out, "properties"), r->valuestring)))
+			return true;
+	}
+	return false;
+}
+
 /*
- * merge_q - @parts as one schema (owned by js->owned); when @quiet, parts that no
- * value can match together (no type or enum value in common) give *@ret NULL
- * instead of a refusal (an anyOf/oneOf branch that can never match).
+ * merge_parts - @parts as one schema (owned by js->owned); when @quiet, parts
+ * that no value can match together (no type or enum value in common, a required
+ * property made false) give *@ret NULL instead of a refusal (an anyOf/oneOf
+ * branch that can never match, an if branch that cannot be taken).
  */
 static orch_err
-merge_q(struct js *js, const struct part *parts, size_t n, bool quiet, const cJSON **ret)
+merge_parts(struct js *js, const struct part *parts, size_t n, bool quiet, const cJSON **ret)
 {
 	static const char *const names[] = {"null", "boolean", "object", "array", "string"};
 	cJSON *out = cJSON_CreateObject(), *t;
@@ -473,7 +506,8 @@ merge_q(struct js *js, const struct part *parts, size_t n, bool quiet, const cJS
 	if (rv != ORCH_OK)
 		return rv;
 	*ret = NULL;
-	if (quiet && (types == 0 || ((e = kw(out, "enum")) && !enum_fits(e, types))))
+	if (quiet && (types == 0 || ((e = kw(out, "enum")) && !enum_fits(e, types)) ||
+	              ((types & T_OBJ) == types && req_false(out))))
 		return ORCH_OK;
 	if (types == 0)
 		return js_fail(js, "merged schemas share no type: no value can match");
@@ -493,6 +527,19 @@ merge_q(struct js *js, const struct part *parts, size_t n, bool quiet, const cJS
 		return js_fail(js, "merged 'enum'/'const' share no value: no value can match");
 	*ret = out;
 	return ORCH_OK;
+}
+
+/* merge_q - merge_parts after each part's if/then/else is made parts (resolve_ifs). */
+static orch_err
+merge_q(struct js *js, const struct part *parts, size_t n, bool quiet, const cJSON **ret)
+{
+	struct part all[JS_PARTS_MAX];
+	orch_err rv;
+
+	memcpy(all, parts, n * sizeof(parts[0]));
+	if ((rv = resolve_ifs(js, all, &n)) != ORCH_OK)
+		return rv;
+	return merge_parts(js, all, n, quiet, ret);
 }
 
 static orch_err

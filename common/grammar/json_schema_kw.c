@@ -129,29 +129,40 @@ add_ref(cJSON *obj, const char *k, const cJSON *item)
 	return cJSON_AddItemReferenceToObject(obj, k, (cJSON *)item) ? ORCH_OK : ORCH_ENOMEM;
 }
 
-/* lower_not - 'not' of types only (beside annotations): the other types, into @parts. */
+/*
+ * lower_not - 'not' as its complement (json_schema_not.c) into @parts: of types
+ * (beside annotations) exactly the other types; else complement()'s schema.
+ */
 static orch_err
 lower_not(struct js *js, const cJSON *n, cJSON *parts)
 {
 	static const char *const names[] = {"null", "boolean", "object", "array", "string"};
-	const cJSON *it;
+	const cJSON *it, *c;
 	cJSON *t, *o;
 	unsigned m;
 	orch_err rv = ORCH_OK;
 
 	cJSON_ArrayForEach(it, n)
 	{
-		if (strcmp(it->string, "type") != 0 && !ignorable(js, it->string))
-			return js_fail(js, "unsupported keyword 'not' (taken when it names only "
-			                   "types)");
+		if (strcmp(it->string, "type") != 0 && !ignorable(js, it->string)) {
+			if ((rv = complement(js, n, &c)) != ORCH_OK)
+				return rv;
+			if (c == NULL)
+				return js_fail(js,
+				               "unsupported keyword 'not' (taken when orch has its "
+				               "complement: of types, required names, "
+				               "enum/const values, not, anyOf of these)");
+			return cJSON_AddItemReferenceToArray(parts, (cJSON *)c) ? ORCH_OK
+			                                                        : ORCH_ENOMEM;
+		}
 	}
 	if (!cJSON_IsObject(n) || (rv = type_kw(js, n, &m)) != ORCH_OK)
 		return cJSON_IsObject(n) ? rv
 		                         : js_fail(js, "unsupported keyword 'not' (taken when it "
 		                                       "names only types)");
 	m = T_ALL & ~m;
-	if ((m & T_INT) && !(m & T_FRAC))
-		m &= ~(unsigned)T_INT; /* not number but integer: no number grammar is that exact */
+	if ((m & T_FRAC) && !(m & T_INT))
+		m &= ~(unsigned)T_FRAC; /* not integer: no grammar makes only non-integers */
 	if (m == 0)
 		return js_fail(js, "'not' refuses every type: no value can match");
 	if ((o = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(parts, o) ||
@@ -160,7 +171,8 @@ lower_not(struct js *js, const cJSON *n, cJSON *parts)
 	for (unsigned i = 0; i < 5; i++)
 		if ((m & (1u << i)) && !cJSON_AddItemToArray(t, cJSON_CreateString(names[i])))
 			return ORCH_ENOMEM;
-	if ((m & T_FRAC) && !cJSON_AddItemToArray(t, cJSON_CreateString("number")))
+	if ((m & T_INT) &&
+	    !cJSON_AddItemToArray(t, cJSON_CreateString(m & T_FRAC ? "number" : "integer")))
 		return ORCH_ENOMEM;
 	return ORCH_OK;
 }

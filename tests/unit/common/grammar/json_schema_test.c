@@ -328,6 +328,25 @@ test_validator_semantics(void)
 	check("{\"type\":\"string\",\"format\":\"int64\"}", L("\"x\""), L("1"));
 	check("{\"type\":\"string\",\"format\":\"no-such-format\"}", L("\"x\""), L("1"));
 	check("{\"not\":{\"type\":\"string\"}}", L("1", "null", "{}"), L("\"x\""));
+	/* complements (json_schema_not.c): not integer makes no number at all */
+	check("{\"not\":{\"type\":\"integer\"}}", L("null", "\"x\""), L("5", "1.5"));
+	check("{\"type\":\"object\",\"not\":{\"required\":[\"a\"]}}", L("{}", "{\"b\":1}"),
+	      L("{\"a\":1}"));
+	check("{\"type\":\"string\",\"not\":{\"enum\":[\"bearer\",\"be\"]}}",
+	      L("\"\"", "\"b\"", "\"bea\"", "\"bearers\"", "\"x\"", "\"bE\""),
+	      L("\"bearer\"", "\"be\"", "1"));
+	check("{\"not\":{\"const\":true}}", L("false", "null", "\"x\"", "1"), L("true"));
+	check("{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\"}},"
+	      "\"required\":[\"s\"],\"not\":{\"properties\":{\"s\":{\"const\":\"x\"}}}}",
+	      L("{\"s\":\"y\"}"), L("{\"s\":\"x\"}"));
+	/* if/then of merged parts: the if branch where it merges, else the else branch */
+	check("{\"type\":\"object\",\"properties\":{\"f\":{\"type\":\"string\"},\"p\":{}},"
+	      "\"additionalProperties\":false,\"allOf\":["
+	      "{\"if\":{\"not\":{\"required\":[\"f\"]}},\"then\":{\"properties\":{\"p\":"
+	      "{\"type\":\"integer\"}}}},"
+	      "{\"if\":{\"required\":[\"f\"]},\"then\":{\"properties\":{\"p\":"
+	      "{\"type\":\"string\"}}}}]}",
+	      L("{}", "{\"p\":1}"), L("{\"f\":\"a\"}", "{\"p\":\"x\"}"));
 	check("{\"if\":{\"type\":\"string\"},\"then\":{\"maxLength\":2}}", L("\"ab\""),
 	      L("\"abc\""));
 	check("{\"type\":\"array\",\"uniqueItems\":true}", L("[]", "[1]"), L("[1,1]", "[1,2]"));
