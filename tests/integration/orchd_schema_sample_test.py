@@ -12,6 +12,8 @@ two validators that are not orch's:
 - ajv with ajv-formats (tests/interop/schema_validate.mjs), its class by the schema's
   $schema, strict mode on; a schema that is not strict-clean (keywords ajv does not
   know, as real schemas have) is validated with strict off, and the test prints which;
+  a schema ajv cannot compile at all for a reason of its own (AJV_CANNOT, named with it)
+  is left to python-jsonschema;
 - python-jsonschema (Debian's python3-jsonschema), the validator class by $schema, with
   its format checker.
 
@@ -110,6 +112,15 @@ def generate(chosen):
     return got
 
 
+# Schemas of the sample that ajv 8 cannot compile at all, whatever the output: each
+# reason is ajv's, not orch's (python-jsonschema still checks their outputs).
+AJV_CANNOT = {
+    # a draft-07 document that embeds the draft-04 meta-schema ("id", boolean
+    # exclusiveMinimum): ajv compiles one draft a document
+    "api/asyncapi-schemas-2.0.0-rc1-without--id.json": "draft-04 parts in a draft-07 document",
+}
+
+
 def py_invalid(schema, out):
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     v = cls(schema, format_checker=cls.FORMAT_CHECKER)
@@ -144,6 +155,10 @@ def main():
     lax = []
     for line in r.stdout.splitlines():
         res = json.loads(line)
+        if "error" in res and res["name"] in AJV_CANNOT:
+            print("ajv cannot compile %s (%s): python-jsonschema alone checks its outputs"
+                  % (res["name"], AJV_CANNOT[res["name"]]))
+            continue
         check("error" not in res, "ajv compiles %s: %s" % (res["name"], res.get("error")))
         if not res.get("strict", True):
             lax.append(res["name"])
