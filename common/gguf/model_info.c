@@ -40,9 +40,10 @@ hparam(const struct gguf_file *f, const struct model_info *mi, const char *suffi
 }
 
 /*
- * gpt-oss's sliding window, read as worker/engine/model/gpt_oss.c reads it (pattern 2 unless
- * the file says): the layers il with il % pattern < pattern - 1 slide. Other architectures
- * have none in the worker (phi3 files carry a sliding_window key it does not use).
+ * The sliding window of gpt-oss and gemma3, read as worker/engine/model/gpt_oss.c and
+ * gemma3.c read it (pattern 2 and 6 unless the file says): the layers il with
+ * il % pattern < pattern - 1 slide. Other architectures have none in the worker (phi3
+ * files carry a sliding_window key it does not use).
  */
 static orch_err
 get_swa(const struct gguf_file *f, struct model_info *mi, struct orch_errinfo *reterr)
@@ -51,9 +52,12 @@ get_swa(const struct gguf_file *f, struct model_info *mi, struct orch_errinfo *r
 	const char *unused;
 	orch_err rv;
 
-	if (strcmp(mi->arch, "gpt-oss") != 0)
+	if (strcmp(mi->arch, "gpt-oss") == 0)
+		mi->swa_pattern = 2;
+	else if (strcmp(mi->arch, "gemma3") == 0)
+		mi->swa_pattern = 6;
+	else
 		return ORCH_OK;
-	mi->swa_pattern = 2;
 	if ((rv = hparam(f, mi, "attention.sliding_window", &mi->n_swa, &opt, &unused, reterr)) ||
 	    (rv = hparam(f, mi, "attention.sliding_window_pattern", &mi->swa_pattern, &opt, &unused,
 	                 reterr)))

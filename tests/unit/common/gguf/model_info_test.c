@@ -137,6 +137,17 @@ test_patterns(void)
 	info_of(&none, &mi); /* no window key: every layer full */
 	T_EQ(mi.n_layer_swa, 0);
 	T_TRUE(mi.has_hparams);
+	/* gemma3: five local layers, then a global one, unless the file says (26 layers: 22) */
+	const struct shape g = {"gemma3", 26, 512, 0}, g2 = {"gemma3", 26, 512, 2};
+	info_of(&g, &mi);
+	T_EQ(mi.n_swa, 512);
+	T_EQ(mi.n_layer_swa, 22);
+	T_OK(model_mem_estimate(&mi, 4096, 1, 2, &e));
+	T_EQ(e.kv_token_bytes, 4ull * 2 * 8 * 64 * 2); /* the 4 global layers' K and V */
+	T_EQ(e.kv_full, e.kv_token_bytes * 4096);
+	T_TRUE(e.kv_swa > 0 && e.kv < 26ull * 2 * 8 * 64 * 2 * 4096); /* less than all global */
+	info_of(&g2, &mi);
+	T_EQ(mi.n_layer_swa, 13);
 }
 
 /* Overflow is ORCH_ERANGE and leaves the result alone; a non-integer window key is an error. */
