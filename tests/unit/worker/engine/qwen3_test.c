@@ -158,7 +158,7 @@ moe_variant(bool norm, uint32_t K, double *ret)
 	cJSON *root = g ? cJSON_ParseWithLength(g, n) : NULL;
 	const cJSON *cases = cJSON_GetObjectItem(root, "cases");
 	struct out *o = calloc(1, sizeof(*o));
-	double best = INFINITY;
+	double best = (double)INFINITY;
 
 	free(g);
 	T_TRUE(cases != NULL && o != NULL);
