@@ -160,6 +160,7 @@ struct js {
 	size_t path_n;
 	bool raw; /* a pattern is the whole output, as it is (json_regex_gbnf), not a JSON string */
 	bool search; /* a pattern without ^ may have anything before its match (pattern_matches) */
+	bool fmt_holds; /* value_ok takes every 'format' as holding (oneOf apartness, enum_apart) */
 };
 
 static orch_err gen(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
@@ -204,7 +205,7 @@ kw(const cJSON *s, const char *k)
 }
 
 /* js_vfail - note "<what> at <pointer>" once (a place may be reached twice); ORCH_EINVAL. */
-static orch_err
+__attribute__((format(printf, 2, 0))) static orch_err
 js_vfail(struct js *js, const char *fmt, va_list ap)
 {
 	char what[384], line[JS_PATH_MAX + 400];
@@ -759,6 +760,7 @@ json_object_gbnf(void)
 #include "json_schema_fmtval.c"
 #include "json_schema_compound.c"
 #include "json_schema_keys.c"
+#include "json_schema_value.c"
 #include "json_schema_combine.c"
 #include "json_schema_alt.c"
 #include "json_schema_not.c"

@@ -14,10 +14,16 @@
  *   an item, or one requires a property the other forbids (additionalProperties
  *   false, or a false property schema);
  * - the other is a const/enum none of whose values this grammar can make (a
- *   value of another type or length; the format grammars have a least length);
+ *   value of another type or length; the format grammars have a least length),
+ *   or one of the two is a const/enum whose every value fails the other
+ *   (json_schema_value.c, with 'format' taken as holding);
  * - the other is about objects only and requires a property this one does not:
  *   this branch is made with that property forbidden (a false property schema),
- *   stricter than the schema.
+ *   stricter than the schema; a branch whose enum values all need a key so
+ *   forbidden is left out;
+ * - on objects one requires a property the other forbids: this branch is made
+ *   an object (stricter: a branch without 'type' matches every other type too).
+ * A oneOf branch that is an allOf is merged first, so that it can be compared.
  * A branch that cannot be told apart from some other this way is left out
  * (stricter: its values are never made); the oneOf is refused only when no
  * branch is left.
@@ -168,20 +174,25 @@ forbids(struct js *js, const cJSON *s, const char *k)
 	return true;
 }
 
-/* req_forbid - every value of @a is an object with a key @b forbids. */
+/* req_forbid_obj - every object value of @a has a key @b forbids. */
 static bool
-req_forbid(struct js *js, const cJSON *a, const cJSON *b)
+req_forbid_obj(struct js *js, const cJSON *a, const cJSON *b)
 {
 	const cJSON *it;
 
-	if (vmask(js, a, 0) != T_OBJ)
-		return false;
 	cJSON_ArrayForEach(it, kw(a, "required"))
 	{
 		if (cJSON_IsString(it) && forbids(js, b, it->valuestring))
 			return true;
 	}
 	return false;
+}
+
+/* req_forbid - every value of @a is an object with a key @b forbids. */
+static bool
+req_forbid(struct js *js, const cJSON *a, const cJSON *b)
+{
+	return vmask(js, a, 0) == T_OBJ && req_forbid_obj(js, a, b);
 }
 
 /* The least code points of a string @s's grammar makes (its format's, or minLength). */
@@ -296,7 +307,8 @@ told_apart_d(struct js *js, const cJSON *a, const cJSON *b, int depth)
 	}
 	return (vmask(js, a, 0) & vmask(js, b, 0)) == 0 || values_apart(a, b) ||
 	       tagged_apart(js, a, b) || lengths_apart(js, a, b) || items_apart(js, a, b) ||
-	       req_forbid(js, a, b) || req_forbid(js, b, a) || unmakeable(js, a, b);
+	       req_forbid(js, a, b) || req_forbid(js, b, a) || unmakeable(js, a, b) ||
+	       enum_apart(js, a, b) || enum_apart(js, b, a);
 }
 
 /* told_apart - told_apart_d from the top. */
@@ -312,7 +324,8 @@ told_apart(struct js *js, const cJSON *a, const cJSON *b)
  * "required": [tags]} (owned), into *@ret; NULL when that leaves nothing.
  */
 static orch_err
-forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON *tags, const cJSON **ret)
+forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON *tags, bool obj,
+            const cJSON **ret)
 {
 	struct part parts[JS_PARTS_MAX];
 	cJSON *o = cJSON_CreateObject(), *props;
@@ -326,7 +339,8 @@ forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON *tags
 	}
 	if ((props = cJSON_AddObjectToObject(o, "properties")) == NULL ||
 	    !cJSON_AddTrueToObject(o, "additionalProperties") ||
-	    !cJSON_AddItemReferenceToObject(o, "required", (cJSON *)tags))
+	    !cJSON_AddItemReferenceToObject(o, "required", (cJSON *)tags) ||
+	    (obj && !cJSON_AddStringToObject(o, "type", "object")))
 		return ORCH_ENOMEM;
 	cJSON_ArrayForEach(it, keys)
 	{
@@ -346,6 +360,8 @@ forbid_keys(struct js *js, const cJSON *br, const cJSON *keys, const cJSON *tags
 		if (*ret && is_required(kw(*ret, "required"), it->valuestring))
 			*ret = NULL; /* it needs a key it must not have: left out */
 	}
+	if (*ret && enum_dead(js, *ret))
+		*ret = NULL; /* no enum value has none of the keys: left out */
 	return ORCH_OK;
 }
 
@@ -362,6 +378,7 @@ one_of(struct js *js, const cJSON **br, size_t n)
 	cJSON *keys = NULL, *tags = NULL;
 	size_t kept = 0;
 	orch_err rv = ORCH_OK;
+	bool obj = false;
 
 	if (n > JS_ALT_MAX)
 		return js_fail(js, "'oneOf' of over %d branches is not supported", JS_ALT_MAX);
@@ -371,6 +388,7 @@ one_of(struct js *js, const cJSON **br, size_t n)
 			continue;
 		cJSON_Delete(keys);
 		cJSON_Delete(tags);
+		obj = false;
 		if ((keys = cJSON_CreateArray()) == NULL || (tags = cJSON_CreateArray()) == NULL)
 			return cJSON_Delete(keys), ORCH_ENOMEM;
 		for (size_t j = 0; j < n && a != NULL; j++) {
@@ -383,16 +401,18 @@ one_of(struct js *js, const cJSON **br, size_t n)
 			} else if ((k = tag_key(js, a, b)) != NULL) {
 				if (!cJSON_AddItemToArray(tags, cJSON_CreateString(k)))
 					rv = ORCH_ENOMEM;
+			} else if (req_forbid_obj(js, a, b) || req_forbid_obj(js, b, a)) {
+				obj = true; /* apart on objects: made an object */
 			} else {
 				a = NULL; /* left out: it may make a value branch j matches */
 			}
 		}
 		if (a == NULL || rv != ORCH_OK)
 			continue;
-		if (cJSON_GetArraySize(keys) == 0 && cJSON_GetArraySize(tags) == 0)
+		if (cJSON_GetArraySize(keys) == 0 && cJSON_GetArraySize(tags) == 0 && !obj)
 			out[i] = br[i];
 		else
-			rv = forbid_keys(js, br[i], keys, tags, &out[i]);
+			rv = forbid_keys(js, br[i], keys, tags, obj, &out[i]);
 		kept += out[i] != NULL;
 	}
 	cJSON_Delete(keys);
@@ -409,7 +429,8 @@ one_of(struct js *js, const cJSON **br, size_t n)
 
 /*
  * anyof_branches - the branches into @br, each merged with the siblings of
- * anyOf/oneOf if any; one that no value can match is NULL.
+ * anyOf/oneOf if any (a oneOf branch's allOf merged, so that it can be told
+ * apart); one that no value can match is NULL.
  */
 static orch_err
 anyof_branches(struct js *js, const cJSON *s, const char *k, const cJSON **br)
@@ -426,7 +447,7 @@ anyof_branches(struct js *js, const cJSON *s, const char *k, const cJSON **br)
 	{
 		old = path_push2(js, k, NULL, (int)i);
 		n = 0;
-		if (!sib)
+		if (!sib && (k[0] == 'a' || !kw(deref(js, it), "allOf")))
 			br[i] = cJSON_IsFalse(it) ? NULL : it;
 		else if ((rv = collect(js, s, k, parts, &n, 0)) == ORCH_OK &&
 		         (rv = collect(js, it, NULL, parts, &n, 0)) == ORCH_OK)

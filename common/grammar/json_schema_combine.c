@@ -3,7 +3,7 @@
  * json_schema.c, which #includes this file; it is not built on its own.
  *
  * enum/const emit the compact serialization of each value that validates
- * against the keywords beside it. allOf is merged into one schema (types
+ * against the keywords beside it (json_schema_value.c). allOf is merged into one schema (types
  * intersected, properties joined, the tighter of each bound, enum/const
  * intersected, any other keyword only if the schemas agree); anyOf/oneOf
  * with sibling keywords merge each branch with the siblings. oneOf is taken
@@ -25,80 +25,6 @@ struct part {
 	unsigned low;
 };
 
-/* Code points in a string (what JSON Schema's lengths count). */
-static uint64_t
-cp_count(const char *s)
-{
-	uint64_t n = 0;
-
-	for (; *s; s++)
-		n += ((uint8_t)*s & 0xc0) != 0x80;
-	return n;
-}
-
-/*
- * value_ok - whether @v validates against the keywords beside an enum/const
- * in @s (*@ok); a sibling this check does not understand is refused.
- */
-static orch_err
-value_ok(struct js *js, const cJSON *s, const cJSON *v, bool *ok)
-{
-	static const char *const sib[] = {
-	        "type",
-	        "enum",
-	        "const",
-	        "minimum",
-	        "maximum",
-	        "exclusiveMinimum",
-	        "exclusiveMaximum",
-	        "minLength",
-	        "maxLength",
-	        "minItems",
-	        "maxItems",
-	        "format",
-	        NULL,
-	};
-	const cJSON *it, *e = kw(s, "enum");
-	uint64_t lo = 0, hi = JS_INF, ilo = 0, ihi = JS_INF, n;
-	struct bound l, h;
-	double x = cJSON_IsNumber(v) ? v->valuedouble : 0;
-	unsigned m;
-	orch_err rv;
-
-	cJSON_ArrayForEach(it, s)
-	{
-		if (in_list(sib, it->string) || ignorable(js, it->string) ||
-		    (kw_family(it->string) & value_bits(v)) == 0)
-			continue; /* about another type than @v's: it holds */
-		return js_fail(js, "'%s' beside 'enum' or 'const' is not supported", it->string);
-	}
-	if ((rv = type_kw(js, s, &m)) || (rv = get_count(js, s, "minLength", &lo)) ||
-	    (rv = get_count(js, s, "maxLength", &hi)) ||
-	    (rv = get_count(js, s, "minItems", &ilo)) ||
-	    (rv = get_count(js, s, "maxItems", &ihi)) ||
-	    (rv = num_bound(js, s, "minimum", "exclusiveMinimum", false, &l)) ||
-	    (rv = num_bound(js, s, "maximum", "exclusiveMaximum", true, &h)))
-		return rv;
-	if (e && !cJSON_IsArray(e))
-		return js_fail(js, "'enum' must be a non-empty array");
-	if ((rv = value_format_ok(s, v, ok)) != ORCH_OK || !*ok)
-		return rv;
-	*ok = (value_bits(v) & m) != 0;
-	if (cJSON_IsNumber(v) &&
-	    ((l.set && (l.x ? x <= l.v : x < l.v)) || (h.set && (h.x ? x >= h.v : x > h.v))))
-		*ok = false;
-	n = cJSON_IsString(v) ? cp_count(v->valuestring) : lo;
-	*ok = *ok && n >= lo && n <= hi;
-	n = cJSON_IsArray(v) ? (uint64_t)cJSON_GetArraySize(v) : ilo;
-	*ok = *ok && n >= ilo && n <= ihi;
-	if (kw(s, "const") && e) {
-		bool found = false;
-		cJSON_ArrayForEach(it, e) found = found || cJSON_Compare(it, v, true);
-		*ok = *ok && found;
-	}
-	return ORCH_OK;
-}
-
 /* gen_enum - the values of enum/const that validate against their siblings. */
 static orch_err
 gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
@@ -112,7 +38,7 @@ gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 	if (c == NULL && (!cJSON_IsArray(e) || cJSON_GetArraySize(e) == 0))
 		return js_fail(js, "'enum' must be a non-empty array");
 	for (v = c ? c : e->child; v; v = c ? NULL : v->next) {
-		if ((rv = value_ok(js, s, v, &ok)) != ORCH_OK)
+		if ((rv = value_ok(js, s, v, 0, &ok)) != ORCH_OK)
 			goto out;
 		if (!ok)
 			continue;
@@ -392,10 +318,11 @@ merge_one(struct js *js, cJSON *out, const struct part *pt, unsigned *types)
 
 /* merge_addl_parts - merge_addl's look at each part: schemas into @addl, counts. */
 static orch_err
-merge_addl_parts(struct js *js, const cJSON *out, const struct part *parts, size_t n, cJSON *addl,
+merge_addl_parts(struct js *js, cJSON *out, const struct part *parts, size_t n, cJSON *addl,
                  size_t *ret_open, bool *ret_closed)
 {
-	const cJSON *props = kw(out, "properties"), *a, *it;
+	cJSON *props = cJSON_GetObjectItemCaseSensitive(out, "properties"), *it, *next;
+	const cJSON *a;
 
 	for (size_t i = 0; i < n; i++) {
 		a = kw(parts[i].s, "additionalProperties");
@@ -412,13 +339,20 @@ merge_addl_parts(struct js *js, const cJSON *out, const struct part *parts, size
 			               "'additionalProperties' a schema in schemas that must be "
 			               "merged is taken only when none declares properties");
 		*ret_closed = true;
-		cJSON_ArrayForEach(it, props)
-		{
-			if (!cJSON_IsFalse(it) && !kw(kw(parts[i].s, "properties"), it->string))
+		for (it = props ? props->child : NULL; it; it = next) {
+			next = it->next;
+			if (cJSON_IsFalse(it) || kw(kw(parts[i].s, "properties"), it->string))
+				continue;
+			if (kw(parts[i].s, "patternProperties") ||
+			    is_required(kw(out, "required"), it->string))
 				return js_fail(js,
 				               "'additionalProperties' false in one merged schema "
 				               "refuses property '%s' of another",
 				               it->string);
+			/* absent in every value the merge validates: exactly false */
+			if (!cJSON_ReplaceItemInObjectCaseSensitive(props, it->string,
+			                                            cJSON_CreateFalse()))
+				return ORCH_ENOMEM;
 		}
 	}
 	return ORCH_OK;
@@ -483,8 +417,9 @@ req_false(const cJSON *out)
 /*
  * merge_parts - @parts as one schema (owned by js->owned); when @quiet, parts
  * that no value can match together (no type or enum value in common, a required
- * property made false) give *@ret NULL instead of a refusal (an anyOf/oneOf
- * branch that can never match, an if branch that cannot be taken).
+ * property made false, no enum value passing the rest) give *@ret NULL instead
+ * of a refusal (an anyOf/oneOf branch that can never match, an if branch that
+ * cannot be taken).
  */
 static orch_err
 merge_parts(struct js *js, const struct part *parts, size_t n, bool quiet, const cJSON **ret)
@@ -507,7 +442,7 @@ merge_parts(struct js *js, const struct part *parts, size_t n, bool quiet, const
 		return rv;
 	*ret = NULL;
 	if (quiet && (types == 0 || ((e = kw(out, "enum")) && !enum_fits(e, types)) ||
-	              ((types & T_OBJ) == types && req_false(out))))
+	              ((types & T_OBJ) == types && req_false(out)) || enum_dead(js, out)))
 		return ORCH_OK;
 	if (types == 0)
 		return js_fail(js, "merged schemas share no type: no value can match");

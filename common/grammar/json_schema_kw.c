@@ -177,10 +177,14 @@ lower_not(struct js *js, const cJSON *n, cJSON *parts)
 	return ORCH_OK;
 }
 
+static bool is_required(const cJSON *req, const char *k);
+
 /*
- * lower_deps - dependentRequired, dependentSchemas, draft-4..7 dependencies: each
- * name's dependency holds always (stricter: the names it needs are required, the
- * schema it needs is merged), so that it holds whenever the name is present.
+ * lower_deps - dependentRequired, dependentSchemas, draft-4..7 dependencies, each
+ * stricter than the schema: a list of names holds always (the names required); a
+ * schema is merged when its name is required, else the name is made absent (a
+ * false property schema), so that the schema never applies (merging it always
+ * would make an object whose dependencies contradict each other impossible).
  */
 static orch_err
 lower_deps(struct js *js, const cJSON *s, cJSON *out, cJSON *parts)
@@ -203,6 +207,14 @@ lower_deps(struct js *js, const cJSON *s, cJSON *out, cJSON *parts)
 				cJSON_ArrayForEach(r, it) if (
 				        !cJSON_AddItemReferenceToArray(
 				                req, (cJSON *)r)) return ORCH_ENOMEM;
+			} else if ((cJSON_IsObject(it) || cJSON_IsFalse(it)) && i != 1 &&
+			           !is_required(kw(s, "required"), it->string)) {
+				if ((o = cJSON_CreateObject()) == NULL ||
+				    !cJSON_AddItemToArray(parts, o))
+					return cJSON_Delete(o), ORCH_ENOMEM;
+				if ((o = cJSON_AddObjectToObject(o, "properties")) == NULL ||
+				    !cJSON_AddFalseToObject(o, it->string))
+					return ORCH_ENOMEM; /* the name absent: it never applies */
 			} else if ((cJSON_IsObject(it) || cJSON_IsBool(it)) && i != 1) {
 				if ((o = cJSON_CreateObjectReference(it->child)) == NULL)
 					return ORCH_ENOMEM;

@@ -445,7 +445,7 @@ test_refused(void)
 	refused("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern'", "root");
 	refused("{\"allOf\":[{\"type\":\"string\"},{\"type\":\"null\"}]}", "no type", "root");
 	refused("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{"
-	        "\"properties\":{\"b\":{}}}]}",
+	        "\"properties\":{\"b\":{}},\"required\":[\"b\"]}]}",
 	        "'additionalProperties'", "root");
 	refused("{\"type\":\"integer\",\"exclusiveMinimum\":0,\"exclusiveMaximum\":1}",
 	        "no integer", "root");
@@ -634,6 +634,53 @@ test_expansion(void)
 	memcpy(max_expansion_schema, others_schema, sizeof(others_schema));
 }
 
+/* Issue 56: enum/const values that fail the keywords beside them, and what rests on it. */
+static void
+test_enum_beside(void)
+{
+	/* an object enum beside object keywords keeps the values that pass them */
+	check("{\"enum\":[{\"a\":1},{\"b\":2},{\"a\":\"x\"}],\"properties\":{\"a\":{\"type\":"
+	      "\"integer\"}},\"required\":[\"a\"]}",
+	      L("{\"a\":1}"), L("{\"b\":2}", "{\"a\":\"x\"}"));
+	check("{\"enum\":[{\"a\":1},{\"a\":1,\"c\":2}],\"properties\":{\"a\":{}},"
+	      "\"additionalProperties\":false}",
+	      L("{\"a\":1}"), L("{\"a\":1,\"c\":2}"));
+	check("{\"enum\":[[1,2],[1,\"x\"]],\"items\":{\"type\":\"integer\"}}", L("[1,2]"),
+	      L("[1,\"x\"]"));
+	check("{\"enum\":[{\"a\":1},{\"a\":1,\"b\":2}],\"dependentRequired\":{\"a\":[\"b\"]}}",
+	      L("{\"a\":1,\"b\":2}"), L("{\"a\":1}"));
+	refused("{\"enum\":[{\"a\":1}],\"propertyNames\":{\"maxLength\":1}}",
+	        "'propertyNames' beside 'enum'", "root");
+	/* a oneOf enum branch whose values fail every other branch is apart from them */
+	check("{\"type\":\"object\",\"oneOf\":[{\"required\":[\"r\"],\"properties\":{\"r\":{\"type\":"
+	      "\"string\"}},\"additionalProperties\":false},{\"enum\":[{\"t\":\"v\"}]},{\"required\":"
+	      "[\"t\"],\"properties\":{\"t\":{\"enum\":[\"a\",\"b\"]}},\"additionalProperties\":false}]}",
+	      L("{\"r\":\"x\"}", "{\"t\":\"v\"}", "{\"t\":\"a\"}"), L("{\"t\":\"c\"}", "{}"));
+	/* ... and left out, quietly, when forbidding the others' keys leaves it no value; the
+	 * branch that shares its value is left out too */
+	check("{\"type\":\"object\",\"oneOf\":[{\"required\":[\"r\"],\"properties\":{\"r\":{\"type\":"
+	      "\"string\"}},\"additionalProperties\":false},{\"enum\":[{\"t\":\"v\"}]},{\"required\":"
+	      "[\"t\"],\"properties\":{\"t\":{\"type\":\"string\"}},\"additionalProperties\":false}]}",
+	      L("{\"r\":\"x\"}"), L("{\"t\":\"v\"}", "{\"t\":\"a\"}"));
+	/* oneOf branches apart on objects only are made objects; an allOf branch is merged */
+	check("{\"oneOf\":[{\"required\":[\"r\"],\"properties\":{\"r\":{}},\"additionalProperties\":"
+	      "false},{\"allOf\":[{\"required\":[\"t\"],\"properties\":{\"t\":{\"type\":\"integer\"}}},{"
+	      "\"additionalProperties\":false,\"properties\":{\"t\":{}}}]}]}",
+	      L("{\"r\":1}", "{\"t\":1}"), L("\"x\"", "1", "{\"r\":1,\"t\":1}", "{}"));
+	/* additionalProperties false in one merged part: another's optional property absent */
+	check("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{"
+	      "\"properties\":{\"b\":{}}}]}",
+	      L("{\"a\":1}", "{}"), L("{\"b\":1}", "{\"a\":1,\"b\":1}"));
+	/* a schema dependency: merged when its name is required, else the name absent */
+	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"}},"
+	      "\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"minimum\":5}}}}}",
+	      L("{\"b\":1}", "{}"), L("{\"a\":1}", "{\"a\":1,\"b\":6}"));
+	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"}},"
+	      "\"required\":[\"a\"],\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"minimum\":"
+	      "5}}}}}",
+	      L("{\"a\":1,\"b\":6}", "{\"a\":1}"), L("{\"a\":1,\"b\":1}"));
+}
+
 int
 main(void)
 {
@@ -648,6 +695,7 @@ main(void)
 	T_RUN(test_refs);
 	T_RUN(test_composition);
 	T_RUN(test_refused);
+	T_RUN(test_enum_beside);
 	T_RUN(test_limits);
 	T_RUN(test_json_object);
 	T_RUN(test_regex);
