@@ -169,7 +169,7 @@ variant(const char *model, const char *gold, tweak_fn tweak, int only, double *r
 	struct out *o = calloc(1, sizeof(*o));
 	size_t n_prompt = 0;
 
-	*ret = INFINITY;
+	*ret = (double)INFINITY;
 	load_golden(gold, &root);
 	const cJSON *cases = cJSON_GetObjectItem(root, "cases");
 	T_TRUE(o != NULL);
