@@ -85,7 +85,8 @@ scratch_bytes(struct be_model *b, uint64_t sort_tmp)
 	       al(s1 * b->hist_cap * 4) + 2 * al(2 * S * V * 4) + al(S * V * 4) + al(S * 4) +
 	       al((S + 1) * 4) + al(sort_tmp) + 2 * al(s1 * sizeof(void *)) + moe_bytes(hp, B) +
 	       al(b->xq_bytes) + al(b->xqk_bytes) + al((uint64_t)b->tab_cap * 4) +
-	       al(S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias)) + al(S * b->mask_words * 4);
+	       al(S * BE_SAMPLE_MAX_BIAS * sizeof(struct cuk_bias)) + al(S * b->mask_words * 4) +
+	       (hp->ffn_gelu ? al(65536 * f) : 0);
 }
 
 static orch_err
@@ -199,11 +200,6 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 				        reterr, ORCH_EUNSUPPORTED,
 				        "cuda backend: a paged KV cache keeps sliding-window "
 				        "layers in a pool of their own (kv_swa_blocks > 0)");
-	if (hp->arch == MODEL_GEMMA3)
-		return orch_errf(
-		        reterr, ORCH_EUNSUPPORTED,
-		        "cuda backend: gemma3 is not supported on CUDA devices yet (GeGLU, "
-		        "post-norms, per-layer RoPE bases); serve it with device = cpu");
 	if (hp->head_dim > CUK_ATTN_MAX_D)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED, "head dimension %u exceeds %u",
 		                 hp->head_dim, CUK_ATTN_MAX_D);
@@ -267,6 +263,25 @@ kv_layout(struct be_model *b)
 	b->kv_pool_bytes = b->paged ? off * b->kv_dim * es : 0;
 }
 
+/*
+ * Each layer's RoPE as cpu_forward's rope_store: a sliding-window layer's own
+ * base (rope_base_swa, when set), and linear scaling (rope_freq_scale) of the
+ * other layers' positions, as YaRN with no ramp and magnitude 1.
+ */
+static void
+rope_layers(struct be_model *b)
+{
+	const struct model_hparams *hp = &b->m->hp;
+
+	b->rope_lin = (struct cuk_yarn){hp->rope_freq_scale, 0.0f, 1.0f, {0.0f, 0.0f}};
+	for (uint32_t l = 0; l < hp->n_layer; l++) {
+		bool swa = model_layer_swa(hp, l);
+		float base = swa && hp->rope_base_swa > 0 ? hp->rope_base_swa : hp->rope_base;
+		b->layers[l].theta_scale = powf(base, -2.0f / (float)hp->n_rot);
+		b->layers[l].rope_lin = hp->yarn_factor <= 0 && hp->rope_freq_scale > 0 && !swa;
+	}
+}
+
 static void
 count_type(const struct gguf_tensor *t, void *ctx)
 {
@@ -323,7 +338,7 @@ set_shapes(struct be_model *b)
 	        b->cfg.max_batch_tokens > b->slots_pad ? b->cfg.max_batch_tokens : b->slots_pad;
 	b->attn_tokens = b->slots_pad > CU_ATTN_TOKENS ? b->slots_pad : CU_ATTN_TOKENS;
 	b->attn_tokens = b->attn_tokens < most ? b->attn_tokens : most;
-	b->theta_scale = powf(hp->rope_base, -2.0f / (float)hp->n_rot);
+	rope_layers(b);
 	b->has_yarn = hp->yarn_factor > 0;
 	if (b->has_yarn) {
 		struct model_yarn y;
@@ -428,8 +443,27 @@ carve_arena(struct be_model *b)
 	            NULL ||
 	    (b->d_mask = cu_arena_take(b, S * b->mask_words * 4)) == NULL)
 		return ORCH_EINTERNAL;
+	if (hp->ffn_gelu && (b->gelu = cu_arena_take(b, 65536 * f)) == NULL)
+		return ORCH_EINTERNAL;
 	carve_step(b, b->d_step, &b->d);
 	return ORCH_OK;
+}
+
+/* gemma3: GELU's table (model_gelu_table, the CPU's) to the device, once at load. */
+static orch_err
+upload_gelu(struct be_model *b, struct orch_errinfo *reterr)
+{
+	float *tab;
+	cudaError_t ce;
+
+	if (b->gelu == NULL)
+		return ORCH_OK;
+	if ((tab = orch_calloc(65536, sizeof(float))) == NULL)
+		return orch_errf(reterr, ORCH_ENOMEM, "out of host memory");
+	model_gelu_table(tab);
+	ce = cudaMemcpy(b->gelu, tab, 65536 * sizeof(float), cudaMemcpyHostToDevice);
+	free(tab);
+	return ce == cudaSuccess ? ORCH_OK : cu_fail(b, ce, "uploading GELU's table", reterr);
 }
 
 static orch_err
@@ -575,6 +609,7 @@ cuda_load(const struct model *m, const struct be_config *cfg, be_progress_fn pro
 		goto fail;
 	}
 	if ((rv = host_buffers(b, reterr)) != ORCH_OK || (rv = init_state(b, reterr)) != ORCH_OK ||
+	    (rv = upload_gelu(b, reterr)) != ORCH_OK ||
 	    (!b->paged && (rv = cu_reserve(b, b->cfg.slots, reterr)) != ORCH_OK) ||
 	    (rv = cu_graphs_build(b, reterr)) != ORCH_OK)
 		goto fail;

@@ -29,6 +29,17 @@
 			return ce;                \
 	} while (0)
 
+/* gemma3: b->tmp (a block's output) = rmsnorm(b->tmp) · @w before the residual add. */
+static cudaError_t
+post_norm(struct be_model *b, const float *w, uint32_t T)
+{
+	const struct model_hparams *hp = &b->m->hp;
+
+	if (w == NULL)
+		return cudaSuccess;
+	return cuk_rmsnorm(b->tmp, NULL, w, hp->n_embd, hp->rms_eps, T, NULL, b->tmp, b->st);
+}
+
 static cudaError_t
 attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 {
@@ -73,9 +84,15 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 		TRY(cuk_head_rmsnorm(b->qkv + b->q_dim, b->qkv_dim, T, hp->n_head_kv, hp->head_dim,
 		                     L->k_norm, hp->rms_eps, b->st));
 	}
+	/* gemma3: a global layer's positions scaled linearly (no factors, as the CPU) */
 	TRY(cuk_rope(b->qkv, b->qkv_dim, T, b->d.pos, hp->n_head, hp->n_head_kv, hp->head_dim,
-	             hp->n_rot, b->theta_scale, b->rope_freqs, b->has_yarn ? &b->yarn : NULL,
+	             hp->n_rot, L->theta_scale, L->rope_lin ? NULL : b->rope_freqs,
+	             b->has_yarn   ? &b->yarn
+	             : L->rope_lin ? &b->rope_lin
+	                           : NULL,
 	             hp->rope_neox, b->st));
+	if (hp->attn_scale > 0) /* gemma3: the queries scaled, the scores then by 1 */
+		TRY(cuk_scale(b->qkv, b->qkv_dim, b->q_dim, T, hp->attn_scale, b->st));
 	TRY(cuk_kv_append(&kv, b->qkv, b->qkv_dim, b->q_dim, T, b->d.slot, b->d.pos, b->st));
 	/* in launches of attn_tokens tokens: the parts' scratch holds that many; each
 	 * launch's per-token arrays (slot, pos, the paged table entries) start at its own */
@@ -86,11 +103,12 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 			kv_t.tbl = kv.tbl + t0;
 		TRY(cuk_attention(&kv_t, b->qkv + (uint64_t)t0 * b->qkv_dim, b->qkv_dim, n,
 		                  b->d.slot + t0, b->d.pos + t0, hp->n_head, hp->n_head_kv,
-		                  hp->head_dim, n_split, L->sinks, b->part,
-		                  b->att + (uint64_t)t0 * b->q_dim, b->q_dim, b->st));
+		                  hp->head_dim, n_split, L->sinks, hp->attn_scale > 0 ? 1.0f : 0.0f,
+		                  b->part, b->att + (uint64_t)t0 * b->q_dim, b->q_dim, b->st));
 	}
 	struct cu_act att = cu_act_new(b, b->att, b->q_dim);
-	return cu_matmul(b, &L->wo, 0, hp->n_embd, &att, b->tmp, hp->n_embd, L->bo);
+	TRY(cu_matmul(b, &L->wo, 0, hp->n_embd, &att, b->tmp, hp->n_embd, L->bo));
+	return post_norm(b, L->attn_post_norm, T);
 }
 
 static cudaError_t
@@ -110,9 +128,11 @@ ffn_block(struct be_model *b, uint32_t l, uint32_t T)
 		TRY(cu_matmul(b, &L->w_gate, 0, hp->n_ff, &xn, b->gu, ld, NULL));
 		TRY(cu_matmul(b, &L->w_up, 0, hp->n_ff, &xn, b->gu + hp->n_ff, ld, NULL));
 	}
-	TRY(cuk_swiglu(b->gu, b->gu + hp->n_ff, ld, hp->n_ff, T, b->st));
+	TRY(hp->ffn_gelu ? cuk_geglu(b->gu, b->gu + hp->n_ff, ld, hp->n_ff, T, b->gelu, b->st)
+	                 : cuk_swiglu(b->gu, b->gu + hp->n_ff, ld, hp->n_ff, T, b->st));
 	struct cu_act h = cu_act_new(b, b->gu, ld);
-	return cu_matmul(b, &L->w_down, 0, hp->n_embd, &h, b->tmp, hp->n_embd, NULL);
+	TRY(cu_matmul(b, &L->w_down, 0, hp->n_embd, &h, b->tmp, hp->n_embd, NULL));
+	return post_norm(b, L->ffn_post_norm, T);
 }
 
 /* The whole step over T tokens whose inputs are on the device; logits of @n_out rows. */
@@ -123,6 +143,8 @@ run_layers(struct be_model *b, uint32_t T, uint32_t n_out, uint32_t n_split)
 	cudaError_t ce;
 
 	TRY(cuk_embed(&b->tok_embd, b->d.tok, T, b->x, b->st));
+	if (hp->embd_scale > 0) /* gemma3: √n_embd */
+		TRY(cuk_scale(b->x, hp->n_embd, hp->n_embd, T, hp->embd_scale, b->st));
 	for (uint32_t l = 0; l < hp->n_layer; l++) {
 		TRY(attention_block(b, l, T, n_split));
 		TRY(hp->n_expert > 0 ? cu_moe_block(b, l, T) : ffn_block(b, l, T));
@@ -131,7 +153,11 @@ run_layers(struct be_model *b, uint32_t T, uint32_t n_out, uint32_t n_split)
 	TRY(cuk_rmsnorm(b->x, NULL, b->output_norm, hp->n_embd, hp->rms_eps, n_out, b->d.rows,
 	                b->last, b->st));
 	struct cu_act last = cu_act_new(b, b->last, hp->n_embd);
-	return cu_matmul_rows(b, &b->output, &last, n_out, b->logits, hp->n_vocab);
+	TRY(cu_matmul_rows(b, &b->output, &last, n_out, b->logits, hp->n_vocab));
+	if (hp->final_softcap > 0) /* gemma3, when the file says */
+		TRY(cuk_softcap(b->logits, (uint64_t)n_out * hp->n_vocab, hp->final_softcap,
+		                b->st));
+	return cudaSuccess;
 }
 
 /*

@@ -39,6 +39,12 @@ struct cu_layer {
 	struct cuk_mat wq, wk, wv, wqkv, wo, w_gate, w_up, w_gate_up, w_down;
 	const float *bq, *bk, *bv, *bo; /* [width] or NULL */
 	const float *q_norm, *k_norm;   /* [head_dim] or NULL: each head's RMSNorm (qwen3) */
+	/* [n_embd] or NULL: RMSNorms of the attention's and the FFN's outputs (gemma3) */
+	const float *attn_post_norm, *ffn_post_norm;
+	/* RoPE: base^(-2/n_rot) of the layer's base (gemma3's local layers have their own);
+	 * rope_lin: its positions scaled linearly (b->rope_lin; gemma3's global layers) */
+	float theta_scale;
+	bool rope_lin;
 	bool fused_qkv, fused_gate_up;
 	/* gpt-oss */
 	const float *sinks;    /* [n_head] or NULL */
@@ -94,8 +100,7 @@ struct be_model {
 
 	/* shapes */
 	uint32_t q_dim, kv_dim, qkv_dim, max_ne0, n_split, slots_pad;
-	float theta_scale;
-	struct cuk_yarn yarn;
+	struct cuk_yarn yarn, rope_lin; /* rope_lin: linear scaling as YaRN without its ramp */
 	bool has_yarn;
 
 	/* KV cache: one allocation per slot, made by reserve (slot `slots`: padding) */
@@ -121,6 +126,7 @@ struct be_model {
 	/* activations for B = max_batch_tokens tokens */
 	float *x, *xn, *tmp, *qkv, *att, *gu, *last, *logits;
 	float *part;               /* the attention's parts for attn_tokens tokens */
+	float *gelu;               /* [65536] model_gelu_table (ffn_gelu: gemma3), else NULL */
 	uint32_t attn_tokens;      /* max(slots_pad, CU_ATTN_TOKENS), at most the batch */
 	uint16_t *gemm_w, *gemm_x; /* F16 weight tile, F16 activations */
 	void *blas_ws;

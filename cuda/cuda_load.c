@@ -126,6 +126,8 @@ put_all(struct stager *s)
 		C->bv = put(s, L->bv, &ce);
 		C->q_norm = put(s, L->q_norm, &ce);
 		C->k_norm = put(s, L->k_norm, &ce);
+		C->attn_post_norm = put(s, L->attn_post_norm, &ce);
+		C->ffn_post_norm = put(s, L->ffn_post_norm, &ce);
 		C->wo = put_mat(s, L->wo, &ce);
 		C->bo = put(s, L->bo, &ce);
 		C->sinks = put(s, L->sinks, &ce);

@@ -83,7 +83,8 @@ cudaError_t cuk_embed(const struct cuk_mat *emb, const int32_t *tok, uint32_t T,
  * cuk_rmsnorm - out[t] = x[t] / sqrt(mean(x[t]²) + eps) · w for t < @T rows
  * of @n. When @delta is not NULL, x[t] += delta[t] first (written back): the
  * residual add fused with the next norm. @rows_idx (NULL: identity) picks
- * which x rows feed out row t.
+ * which x rows feed out row t. @out may be @x (without @delta and @rows_idx): each
+ * element is read before it is written, by the same thread (gemma3's post-norms).
  */
 cudaError_t cuk_rmsnorm(float *x, const float *delta, const float *w, uint32_t n, float eps,
                         uint32_t T, const uint32_t *rows_idx, float *out, cudaStream_t st);
@@ -161,7 +162,7 @@ cuk_attention_part_floats(uint32_t T, uint32_t n_head, uint32_t d, uint32_t n_sp
 }
 
 /*
- * cuk_attention - for each token t < @T and head h: softmax(q·K/√d)·V over
+ * cuk_attention - for each token t < @T and head h: softmax(q·K·scale)·V over
  * the positions kv->window lets it see (causal) in slot slot[t] or, paged,
  * through its block table (GQA: head
  * h reads KV head h / (n_head / n_head_kv)), with @sinks[h] (NULL: none)
@@ -170,16 +171,35 @@ cuk_attention_part_floats(uint32_t T, uint32_t n_head, uint32_t d, uint32_t n_sp
  * qkv + t·ld + h·d; output at out + t·out_ld + h·d. The positions are split
  * in parts of CUK_ATTN_SPLIT; @n_split must cover the most positions any
  * token sees (parts a token does not need do nothing); @part holds
- * cuk_attention_part_floats(T, n_head, d, n_split) floats.
+ * cuk_attention_part_floats(T, n_head, d, n_split) floats. @scale multiplies
+ * each q·K, as cpu_attn.scale: 0 for 1/√d (gemma3 scales its queries before, and 1 here).
  */
 cudaError_t cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T,
                           const uint32_t *slot, const uint32_t *pos, uint32_t n_head,
                           uint32_t n_head_kv, uint32_t d, uint32_t n_split, const float *sinks,
-                          float *part, float *out, uint64_t out_ld, cudaStream_t st);
+                          float scale, float *part, float *out, uint64_t out_ld, cudaStream_t st);
 
 /* cuk_swiglu - g[t][i] = silu(g[t][i]) · u[t][i] for T rows of @n (row strides @ld). */
 cudaError_t cuk_swiglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
                        cudaStream_t st);
+
+/*
+ * cuk_geglu - gemma3's GeGLU, cpu_geglu bit for bit: g[t][i] = 0 for g ≤ -10,
+ * g · u for g ≥ 10, else tab[g rounded to F16] · u, for T rows of @n (row
+ * strides @ld); @tab is model_gelu_table's 65536 floats in device memory.
+ */
+cudaError_t cuk_geglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
+                      const float *tab, cudaStream_t st);
+
+/* cuk_scale - x[t][i] *= @s for @T rows of @n (row stride @ld): gemma3's embedding and query
+ * scales. */
+cudaError_t cuk_scale(float *x, uint64_t ld, uint32_t n, uint32_t T, float s, cudaStream_t st);
+
+/*
+ * cuk_softcap - x[i] = tanh(x[i] · (1/@cap)) · cap for @n floats, 1/cap rounded to
+ * float first, as cpu_forward soft-caps gemma3's logits.
+ */
+cudaError_t cuk_softcap(float *x, uint64_t n, float cap, cudaStream_t st);
 
 /*
  * cuk_swiglu_oai - gpt-oss's clamped SwiGLU, cpu_swiglu_oai's arithmetic:

@@ -65,6 +65,7 @@ struct attn_args {
 	const uint32_t *slot, *pos; /* [T] */
 	uint32_t n_head, group, d, n_split;
 	const float *sinks; /* [n_head] or NULL */
+	float scale;        /* of each q·K */
 	float *part;        /* cuk_attention_part_floats */
 	float *out;         /* [T][out_ld] */
 	uint64_t out_ld;
@@ -181,7 +182,7 @@ dot_row(const float *q, const void *k, uint32_t d, bool f16)
 	return s;
 }
 
-/* q·K[p] / √d of positions [p0, p1) into sc[p - p0], a thread each; the block's maximum. */
+/* q·K[p] · scale of positions [p0, p1) into sc[p - p0], a thread each; the block's maximum. */
 template <bool PAGED>
 __device__ __forceinline__ float
 scores(const attn_args &a, uint32_t t, uint32_t h, const float *q, uint32_t p0, uint32_t p1,
@@ -189,7 +190,7 @@ scores(const attn_args &a, uint32_t t, uint32_t h, const float *q, uint32_t p0, 
 {
 	const uint8_t *kb = (const uint8_t *)cuk::kv_base<PAGED>(a.kv, a.slot, t, false);
 	size_t es = a.kv.f16 ? 2 : 4;
-	float scale = __fdiv_rn(1.0f, sqrtf((float)a.d)), mx = -INFINITY;
+	float scale = a.scale, mx = -INFINITY;
 
 	for (uint32_t p = p0 + threadIdx.x; p < p1; p += THREADS) {
 		float s = __fmul_rn(dot_row(q, kb + kv_at<PAGED>(a, t, p, h) * es, a.d, a.kv.f16),
@@ -396,8 +397,8 @@ __global__ void __launch_bounds__(32) attn_sum_kernel(attn_args a)
 extern "C" cudaError_t
 cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T,
               const uint32_t *slot, const uint32_t *pos, uint32_t n_head, uint32_t n_head_kv,
-              uint32_t d, uint32_t n_split, const float *sinks, float *part, float *out,
-              uint64_t out_ld, cudaStream_t st)
+              uint32_t d, uint32_t n_split, const float *sinks, float scale, float *part,
+              float *out, uint64_t out_ld, cudaStream_t st)
 {
 	if (T == 0)
 		return cudaSuccess;
@@ -405,8 +406,10 @@ cuk_attention(const struct cuk_kv *kv, const float *qkv, uint64_t ld, uint32_t T
 	    n_split == 0 || T > 65535 || (uint64_t)n_split * n_head > 0x7fffffffu ||
 	    !cuk::kv_valid(kv) || n_head > 65535)
 		return cudaErrorInvalidValue;
-	attn_args a = {*kv, qkv,     ld,    slot, pos, n_head, n_head / n_head_kv,
-	               d,   n_split, sinks, part, out, out_ld};
+	/* 0: 1/√d, computed as cpu_attn_head does */
+	float sc = scale != 0.0f ? scale : 1.0f / sqrtf((float)d);
+	attn_args a = {*kv, qkv,     ld,    slot, pos,  n_head, n_head / n_head_kv,
+	               d,   n_split, sinks, sc,   part, out,    out_ld};
 	dim3 parts(n_split * n_head, T), heads(n_head, T);
 	cudaError_t e;
 

@@ -1,8 +1,17 @@
 /*
  * elementwise.cu - the small element-wise kernels of a forward step:
  * residual add, bias add, SwiGLU (silu as x / (1 + e^-x), cpu_swiglu's
- * formula), gpt-oss's clamped SwiGLU (cpu_swiglu_oai's) and the float → F16
- * conversion of GEMM activations.
+ * formula), gpt-oss's clamped SwiGLU (cpu_swiglu_oai's), gemma3's GeGLU,
+ * scale and logit soft-cap, and the float → F16 conversion of GEMM
+ * activations.
+ *
+ * GeGLU: the CPU (as ggml's) looks GELU up in a table of F16 inputs and
+ * outputs, and so does the device, in the same table (model_gelu_table,
+ * uploaded at load): GELU computed on the device differed from the table in
+ * 4% of the gates (the simulated device's tanhf is not the host's; CUDA's is
+ * within 2 ulp), by several F16 ulps where 1 + tanh cancels (gates near -4).
+ * The table is 256 KiB, which L2 holds; a gather per element (its cost on a
+ * GPU not measured yet).
  */
 #include <cuda_fp16.h>
 
@@ -58,6 +67,37 @@ swiglu_oai_kernel(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T,
 }
 
 __global__ void
+geglu_kernel(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T, const float *tab)
+{
+	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= (uint64_t)n * T)
+		return;
+	uint64_t o = (i / n) * ld + i % n;
+	float x = g[o];
+	float y = x >= 10.0f ? x : tab[__half_as_ushort(__float2half_rn(x))];
+	g[o] = x <= -10.0f ? 0.0f : __fmul_rn(y, u[o]);
+}
+
+__global__ void
+scale_kernel(float *x, uint64_t ld, uint32_t n, uint32_t T, float s)
+{
+	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < (uint64_t)n * T)
+		x[(i / n) * ld + i % n] = __fmul_rn(x[(i / n) * ld + i % n], s);
+}
+
+__global__ void
+softcap_kernel(float *x, uint64_t n, float inv, float cap)
+{
+	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i < n)
+		x[i] = __fmul_rn(tanhf(__fmul_rn(x[i], inv)), cap);
+}
+
+__global__ void
 f32_to_f16_kernel(const float *x, uint64_t x_ld, uint32_t n, uint32_t T, __half *y)
 {
 	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -96,6 +136,38 @@ cuk_swiglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T, cudaSt
 }
 
 extern "C" cudaError_t
+cuk_geglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T, const float *tab,
+          cudaStream_t st)
+{
+	if (tab == NULL)
+		return cudaErrorInvalidValue;
+	if ((uint64_t)n * T == 0)
+		return cudaSuccess;
+	geglu_kernel<<<cuk::div_up((uint64_t)n * T, 256), 256, 0, st>>>(g, u, ld, n, T, tab);
+	return cuk::launched();
+}
+
+extern "C" cudaError_t
+cuk_scale(float *x, uint64_t ld, uint32_t n, uint32_t T, float s, cudaStream_t st)
+{
+	if ((uint64_t)n * T == 0)
+		return cudaSuccess;
+	scale_kernel<<<cuk::div_up((uint64_t)n * T, 256), 256, 0, st>>>(x, ld, n, T, s);
+	return cuk::launched();
+}
+
+extern "C" cudaError_t
+cuk_softcap(float *x, uint64_t n, float cap, cudaStream_t st)
+{
+	if (!(cap > 0.0f))
+		return cudaErrorInvalidValue;
+	if (n == 0)
+		return cudaSuccess;
+	softcap_kernel<<<cuk::div_up(n, 256), 256, 0, st>>>(x, n, 1.0f / cap, cap);
+	return cuk::launched();
+}
+
+extern "C" cudaError_t
 cuk_swiglu_oai(float *g, const float *u, uint64_t ld, uint32_t n, uint32_t T, float alpha,
                float limit, cudaStream_t st)
 {
@@ -124,7 +196,10 @@ cuk_check_elementwise(char *why, size_t why_len)
 	if ((e = cuk::fits(add_kernel, 256, "add", why, why_len)) != cudaSuccess ||
 	    (e = cuk::fits(add_bias_kernel, 256, "add_bias", why, why_len)) != cudaSuccess ||
 	    (e = cuk::fits(swiglu_kernel, 256, "swiglu", why, why_len)) != cudaSuccess ||
-	    (e = cuk::fits(swiglu_oai_kernel, 256, "swiglu_oai", why, why_len)) != cudaSuccess)
+	    (e = cuk::fits(swiglu_oai_kernel, 256, "swiglu_oai", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(geglu_kernel, 256, "geglu", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(scale_kernel, 256, "scale", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(softcap_kernel, 256, "softcap", why, why_len)) != cudaSuccess)
 		return e;
 	return cuk::fits(f32_to_f16_kernel, 256, "f32_to_f16", why, why_len);
 }

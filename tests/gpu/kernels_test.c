@@ -349,7 +349,7 @@ attn_run(const struct attn_case *c, float *ret_out)
 		     cuk_kv_append(&kv, dqkv + (uint64_t)t0 * ld, ld, (uint64_t)nh * d, n, slot,
 		                   pos + t0, 0) == cudaSuccess &&
 		     cuk_attention(&kv, dqkv + (uint64_t)t0 * ld, ld, n, slot, pos + t0, nh, nkv, d,
-		                   n_split, c->sinks ? dsk : NULL, part,
+		                   n_split, c->sinks ? dsk : NULL, 0.0f, part,
 		                   dout + (uint64_t)t0 * nh * d, (uint64_t)nh * d,
 		                   0) == cudaSuccess;
 	}

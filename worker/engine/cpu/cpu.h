@@ -434,18 +434,9 @@ void cpu_rmsnorm(const float *x, const float *w, uint32_t n, float eps, float *o
 void cpu_rope(float *x, uint32_t n_heads, uint32_t head_dim, uint32_t n_rot, uint32_t pos,
               float base, bool neox, const float *factors);
 
-/* cpu_gelu_tanh - GELU's tanh approximation, as ggml_gelu_f32 computes it. */
-float cpu_gelu_tanh(float x);
-
-/*
- * cpu_gelu_table - @tab[h] (65536 floats) = cpu_gelu_tanh of F16 bits h, rounded to F16:
- * ggml's CPU table (GGML_GELU_FP16).
- */
-void cpu_gelu_table(float *tab);
-
 /*
  * cpu_geglu - g[i] = gelu(g[i]) · u[i] as ggml's CPU geglu: 0 at or below -10, g at or
- * above 10, between them @tab (cpu_gelu_table) at g rounded to F16.
+ * above 10, between them @tab (model_gelu_table) at g rounded to F16.
  */
 void cpu_geglu(float *g, const float *u, uint32_t n, const float *tab);
 

@@ -179,7 +179,7 @@ alloc_buffers(struct be_model *b, struct orch_errinfo *reterr)
 	for (uint32_t h = 0; h < 65536; h++)
 		b->f16[h] = fp16_to_f32((uint16_t)h);
 	if (b->gelu != NULL)
-		cpu_gelu_table(b->gelu);
+		model_gelu_table(b->gelu);
 	b->bytes_used += b->weight_bytes;
 	return ORCH_OK;
 }

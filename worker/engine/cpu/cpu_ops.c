@@ -100,19 +100,6 @@ cpu_swiglu(float *g, const float *u, uint32_t n)
 		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-float
-cpu_gelu_tanh(float x)
-{
-	return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
-}
-
-void
-cpu_gelu_table(float *tab)
-{
-	for (uint32_t h = 0; h < 65536; h++)
-		tab[h] = fp16_to_f32(fp16_from_f32(cpu_gelu_tanh(fp16_to_f32((uint16_t)h))));
-}
-
 void
 cpu_geglu(float *g, const float *u, uint32_t n, const float *tab)
 {

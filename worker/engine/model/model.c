@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "gguf/fp16.h"
 #include "gguf/ggml_type.h"
 #include "gguf/gguf.h"
 #include "gguf/quant.h"
@@ -307,4 +308,18 @@ model_yarn_params(uint32_t n_rot, float base, float factor, uint32_t orig_ctx, f
 	ret->attn_factor = 1.0f;
 	ret->corr_dims[0] = start > 0 ? start : 0;
 	ret->corr_dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
+}
+
+/* GELU's tanh approximation in float, as ggml_gelu_f32 (the CPU's order of operations). */
+static float
+gelu_tanh(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * x * (1.0f + 0.044715f * x * x)));
+}
+
+void
+model_gelu_table(float *tab)
+{
+	for (uint32_t h = 0; h < 65536; h++)
+		tab[h] = fp16_to_f32(fp16_from_f32(gelu_tanh(fp16_to_f32((uint16_t)h))));
 }

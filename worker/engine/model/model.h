@@ -85,6 +85,14 @@ struct model_yarn {
 void model_yarn_params(uint32_t n_rot, float base, float factor, uint32_t orig_ctx, float beta_fast,
                        float beta_slow, struct model_yarn *ret);
 
+/*
+ * model_gelu_table - @tab[h] (65536 floats) = GELU's tanh approximation, as
+ * ggml_gelu_f32 computes it in float, of F16 bits h, rounded to F16: ggml's CPU
+ * table (GGML_GELU_FP16). One table for both backends (cpu_geglu, cuk_geglu), so
+ * their GeGLU gives the same bits whatever the device's tanhf.
+ */
+void model_gelu_table(float *tab);
+
 /* One layer's tensors; absent ones are NULL (fused or not in this architecture). */
 struct model_layer {
 	const struct gguf_tensor *attn_norm;       /* [n_embd] */
