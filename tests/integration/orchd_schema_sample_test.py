@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """orchd_schema_sample_test - structured output under real-world schemas (issue 56):
-the sample of tests/data/schemas (SOURCE.md there) through orchd, on a random-weight
-tiny model (the model knows nothing: a valid output is the grammar's doing).
+the sample of tests/data/schemas (SOURCE.md there) through orchd, on stories260K and on a
+random-weight tiny-qwen2 (neither knows JSON: a valid output is the grammar's doing).
 
 A deterministic subset of the schemas orchd accepts, spread over the splits (every
 accepted api schema; evenly spaced ones of the others, PER_SPLIT each), each asked
@@ -28,10 +28,16 @@ import threading
 BIN = os.environ["ORCH_BIN"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 SAMPLE = os.path.join(HERE, "..", "data", "schemas")
+STORIES = os.path.join(HERE, "..", "..", "models", "stories260K.gguf")
+# each schema is asked of both: stories260K (the repository's model: context 2048, a
+# 512-token vocabulary, so long payloads do not finish) and a synthesized tiny-qwen2 at
+# context 16384 (Qwen2's vocabulary: most of them finish)
+MODELS = ("stories", "tiny")
 INTEROP = os.path.join(HERE, "..", "interop")
 PER_SPLIT = int(os.environ.get("ORCH_SAMPLE_PER_SPLIT", "28"))
 GENS = int(os.environ.get("ORCH_SAMPLE_GENS", "1"))
 MAX_TOKENS = int(os.environ.get("ORCH_SAMPLE_MAX_TOKENS", "4000"))
+ROOM = {"stories": 1900, "tiny": MAX_TOKENS}  # max_tokens: within each one's context
 sys.path.insert(0, HERE)
 import orchd_lib  # noqa: E402
 from orchd_lib import OrchdProc, check, post  # noqa: E402
@@ -46,22 +52,23 @@ except ImportError:  # a Python of its own (pyenv) beside Debian's package
 def models(tmp):
     subprocess.run([BIN + "/orch-synth", "--preset", "tiny-qwen2", "--quant", "Q8_0", "--seed", "9",
                     "-o", os.path.join(tmp, "tiny.gguf")], check=True)
-    return ('[model "tiny"]\npath = %s\ndevice = cpu\nslots = 4\nthreads = 1\ncontext = 16384\n'
-            % os.path.join(tmp, "tiny.gguf"))
+    return ('[model "tiny"]\npath = %s\ndevice = cpu\nslots = 4\nthreads = 1\ncontext = 16384\n\n'
+            '[model "stories"]\npath = %s\ndevice = cpu\nslots = 4\nthreads = 1\ncontext = 2048\n'
+            % (os.path.join(tmp, "tiny.gguf"), STORIES))
 
 
-def ask(schema, name, seed):
-    body = {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": MAX_TOKENS,
+def ask(schema, name, seed, model):
+    body = {"model": model, "messages": [{"role": "user", "content": "x"}], "max_tokens": ROOM[model],
             "seed": seed, "response_format": {"type": "json_schema",
                                               "json_schema": {"name": "s", "schema": schema}}}
     st, _, text = post("/v1/chat/completions", body)
-    if st == 400:
+    if st == 400 and model == "tiny":
         return None
     check(st == 200, "%s: status %d %s" % (name, st, text[:300]))
     if st != 200:
         return None
     ch = json.loads(text)["choices"][0]
-    return ch["message"]["content"], ch["finish_reason"]
+    return ch["message"]["content"], ch["finish_reason"], model
 
 
 def spread(names, k):
@@ -101,7 +108,7 @@ def generate(chosen):
                 if not todo:
                     return
                 name, schema = todo.pop(0)
-            outs = [ask(schema, name, 1000 + g) for g in range(GENS)]
+            outs = [ask(schema, name, 1000 + g, m) for m in MODELS for g in range(GENS)]
             with lock:
                 got[name] = [o for o in outs if o is not None]
     threads = [threading.Thread(target=work) for _ in range(2)]
@@ -137,9 +144,13 @@ def main():
         o.stop()
     schemas = dict(chosen)
     items, cut, bad = [], 0, 0
+    finished = {m: [0, 0] for m in MODELS}  # model: [finished, asked]
     for name, outs in sorted(got.items()):
-        done = [t for t, fin in outs if fin == "stop"]
+        done = [t for t, fin, _ in outs if fin == "stop"]
         cut += len(outs) - len(done)
+        for _, fin, m in outs:
+            finished[m][0] += fin == "stop"
+            finished[m][1] += 1
         for t in done:
             errs = py_invalid(schemas[name], t)
             if errs:
@@ -172,7 +183,12 @@ def main():
     print("%d schemas, %d finished outputs checked by ajv and python-jsonschema, %d hit max_tokens, "
           "%d invalid" % (len(items), n, cut, bad))
     check(bad == 0, "every finished output valid under ajv and python-jsonschema")
-    check(n >= len(items) // 2, "most outputs finished: %d of %d" % (n, n + cut))
+    for m, (k, asked) in sorted(finished.items()):
+        print("%s: %d of %d outputs finished" % (m, k, asked))
+    # how many finish is the model's business, not the grammar's: enough to say something
+    check(finished["tiny"][0] >= finished["tiny"][1] // 2, "most of tiny's outputs finished")
+    check(finished["stories"][0] >= finished["stories"][1] // 4,
+          "a quarter of stories260K's outputs finished")
     print("orchd_schema_sample_test: %d passed, %d failed" % (orchd_lib.passed, orchd_lib.failed))
     return 1 if orchd_lib.failed else 0
 
