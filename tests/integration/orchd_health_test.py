@@ -39,12 +39,12 @@ FAULT = os.path.join(tmp, "residency-fault")
 procs = []
 
 
-def start(name, env_extra, server=""):
+def start(name, env_extra, server="", tries=3):
     port = orchd_lib.free_port(os.getpid() + 11 * len(procs))
     sock = os.path.join(tmp, name + ".sock")
     conf = os.path.join(tmp, name + ".conf")
     rt = os.path.join(tmp, name)
-    os.mkdir(rt)
+    os.makedirs(rt, exist_ok=True)
     with open(conf, "w") as f:
         f.write("[server]\nlisten = 127.0.0.1:%d\nadmin_socket = %s\nruntime_dir = %s\n%s\n"
                 '[model "r"]\npath = %s\nslots = 1\ncontext = 512\nthreads = 1\n'
@@ -55,9 +55,14 @@ def start(name, env_extra, server=""):
                          env=dict(os.environ, **env_extra))
     procs.append((p, log, log_path))
     orchd_lib.PORT, orchd_lib.ADMIN = port, sock
-    end = time.time() + 20
+    end = time.time() + 60
     while time.time() < end and not os.path.exists(sock) and p.poll() is None:
         time.sleep(0.02)
+    if not os.path.exists(sock):  # another test took the port between free_port and bind?
+        out = open(log_path).read()
+        if p.poll() is not None and "the port is in use" in out and tries > 1:
+            return start(name, env_extra, server, tries - 1)
+        raise RuntimeError("orchd %s did not start (exit %r): %s" % (name, p.poll(), out[-2000:]))
     return p, log_path
 
 
