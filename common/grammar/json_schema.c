@@ -46,8 +46,7 @@
 #define JS_PATH_MAX   256
 #define JS_REPEAT_MAX 10000      /* GRAM_REPEAT_MAX */
 #define JS_INF        UINT64_MAX /* an unbounded count */
-/* the bounded compile: a schema takes at most this much of its thread's CPU, or is refused
- * (CPU time, not the wall clock: a loaded machine must not turn a schema away) */
+/* the bound: at most this much of its thread's CPU (a loaded machine must not refuse) */
 #define JS_TIME_MAX_MS 50
 
 /* JSON types as a bit set; "number" is T_INT | T_FRAC. */
@@ -212,6 +211,14 @@ cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* js_late - the bound is spent: the helpers that branch widely give a safe answer at once,
+ * and the compile is refused at its end, so no schema runs on past it however nested. */
+static bool
+js_late(const struct js *js)
+{
+	return js->fatal || cpu_ns() > js->deadline_ns;
+}
+
 static const cJSON *
 kw(const cJSON *s, const char *k)
 {
@@ -263,6 +270,16 @@ js_limit(struct js *js, const char *fmt, ...)
 	va_end(ap);
 	js->fatal = true;
 	return rv;
+}
+
+/* js_over - the compile bound is spent: the limit, noted and fatal. */
+static orch_err
+js_over(struct js *js)
+{
+	if (js->fatal)
+		return ORCH_EINVAL;
+	return js_limit(js, "the schema takes over %d ms to compile (limit: compile time)",
+	                JS_TIME_MAX_MS);
 }
 
 /*
@@ -625,9 +642,8 @@ gen(struct js *js, const cJSON *s, char name[JS_NAME_MAX])
 	}
 	if (js->fatal)
 		return ORCH_EINVAL;
-	if (cpu_ns() > js->deadline_ns)
-		return js_limit(js, "the schema takes over %d ms to compile (limit: compile time)",
-		                JS_TIME_MAX_MS);
+	if (js_late(js))
+		return js_over(js);
 	if (cJSON_IsFalse(s)) {
 		rv = js_fail(js, "schema false: no value can match");
 	} else if (!cJSON_IsObject(s)) {
@@ -705,6 +721,8 @@ convert(const cJSON *const *schemas, size_t n, const char *top, char **ret, size
 		else
 			sbuf_printf(&all, "schema-%zu ::= %s\n", i, name);
 	}
+	if (rv == ORCH_OK && js_late(&js)) /* a helper gave up on a safe answer: not kept */
+		rv = js_over(&js);
 	if (rv != ORCH_OK)
 		goto out;
 	if (js.out.p)

@@ -57,10 +57,12 @@ vmask(const struct js *js, const cJSON *s, int depth)
 	const cJSON *e, *it;
 	unsigned m, u;
 
+	if (js_late(js)) /* a superset; the compile is refused at its end */
+		return T_ALL;
 	if ((s = deref(js, s)) == NULL || depth > 8 || !cJSON_IsObject(s))
 		return cJSON_IsFalse(s) ? 0 : T_ALL;
 	m = type_quiet(s);
-	if ((e = kw(s, "const")) != NULL)
+	if ((e = const_kw(js, s)) != NULL)
 		m &= value_bits(e);
 	if (cJSON_IsArray(e = kw(s, "enum"))) {
 		u = 0;
@@ -81,9 +83,9 @@ vmask(const struct js *js, const cJSON *s, int depth)
 
 /* values_apart - @a and @b both have const/enum, and no value in common. */
 static bool
-values_apart(const cJSON *a, const cJSON *b)
+values_apart(const struct js *js, const cJSON *a, const cJSON *b)
 {
-	const cJSON *ca = kw(a, "const"), *ea = kw(a, "enum"), *cb = kw(b, "const"),
+	const cJSON *ca = const_kw(js, a), *ea = kw(a, "enum"), *cb = const_kw(js, b),
 	            *eb = kw(b, "enum");
 
 	if ((!ca && !cJSON_IsArray(ea)) || (!cb && !cJSON_IsArray(eb)))
@@ -110,7 +112,7 @@ tagged_apart(const struct js *js, const cJSON *a, const cJSON *b)
 			continue;
 		x = deref(js, it);
 		y = deref(js, kw(kw(b, "properties"), it->string));
-		if (cJSON_IsObject(x) && cJSON_IsObject(y) && values_apart(x, y))
+		if (cJSON_IsObject(x) && cJSON_IsObject(y) && values_apart(js, x, y))
 			return true;
 	}
 	return false;
@@ -148,7 +150,7 @@ items_apart(const struct js *js, const cJSON *a, const cJSON *b)
 		return false;
 	if (count_quiet(a, "minItems", 0) == 0 && count_quiet(b, "minItems", 0) == 0)
 		return false;
-	return (vmask(js, ia, 0) & vmask(js, ib, 0)) == 0 || values_apart(ia, ib);
+	return (vmask(js, ia, 0) & vmask(js, ib, 0)) == 0 || values_apart(js, ia, ib);
 }
 
 /* forbids - an object that @s validates can never have key @k. */
@@ -158,6 +160,8 @@ forbids(struct js *js, const cJSON *s, const char *k)
 	const cJSON *props = kw(s, "properties"), *pp = kw(s, "patternProperties"), *it;
 	bool hit = false;
 
+	if (js_late(js))
+		return false; /* the safe answer; the compile is refused at its end */
 	if (cJSON_IsFalse(kw(props, k)))
 		return true;
 	if (!cJSON_IsFalse(kw(s, "additionalProperties")) || kw(props, k) != NULL)
@@ -212,7 +216,7 @@ least_len(const cJSON *s)
 static bool
 unmakeable(const struct js *js, const cJSON *a, const cJSON *b)
 {
-	const cJSON *c = kw(b, "const"), *e = kw(b, "enum");
+	const cJSON *c = const_kw(js, b), *e = kw(b, "enum");
 	unsigned m = vmask(js, a, 0);
 
 	if (c == NULL && !cJSON_IsArray(e))
@@ -220,7 +224,7 @@ unmakeable(const struct js *js, const cJSON *a, const cJSON *b)
 	for (const cJSON *v = c ? c : e->child; v; v = c ? NULL : v->next) {
 		if ((value_bits(v) & m) == 0)
 			continue;
-		if (!cJSON_IsString(v) || kw(a, "enum") || kw(a, "const") || kw(a, "anyOf") ||
+		if (!cJSON_IsString(v) || kw(a, "enum") || const_kw(js, a) || kw(a, "anyOf") ||
 		    kw(a, "oneOf") || kw(a, "allOf") || kw(a, "$ref"))
 			return false;
 		if (cp_count(v->valuestring) >= least_len(a) &&
@@ -261,7 +265,7 @@ tag_key(const struct js *js, const cJSON *a, const cJSON *b)
 	{
 		x = deref(js, it);
 		y = deref(js, kw(kw(b, "properties"), it->string));
-		if (cJSON_IsObject(x) && cJSON_IsObject(y) && values_apart(x, y))
+		if (cJSON_IsObject(x) && cJSON_IsObject(y) && values_apart(js, x, y))
 			return it->string;
 	}
 	return NULL;
@@ -292,6 +296,8 @@ told_apart_d(struct js *js, const cJSON *a, const cJSON *b, int depth)
 {
 	const cJSON *alts, *it, *x;
 
+	if (js_late(js))
+		return false; /* the safe answer; the compile is refused at its end */
 	if (!cJSON_IsObject(a) || !cJSON_IsObject(b))
 		return !cJSON_IsObject(b) && cJSON_IsFalse(b);
 	if (depth < 4 && ((alts = alts_of(a)) != NULL || (alts = alts_of(b)) != NULL)) {
@@ -305,7 +311,7 @@ told_apart_d(struct js *js, const cJSON *a, const cJSON *b, int depth)
 		}
 		return true;
 	}
-	return (vmask(js, a, 0) & vmask(js, b, 0)) == 0 || values_apart(a, b) ||
+	return (vmask(js, a, 0) & vmask(js, b, 0)) == 0 || values_apart(js, a, b) ||
 	       tagged_apart(js, a, b) || lengths_apart(js, a, b) || items_apart(js, a, b) ||
 	       req_forbid(js, a, b) || req_forbid(js, b, a) || unmakeable(js, a, b) ||
 	       enum_apart(js, a, b) || enum_apart(js, b, a);
@@ -382,6 +388,10 @@ one_of(struct js *js, const cJSON **br, size_t n)
 
 	if (n > JS_ALT_MAX)
 		return js_fail(js, "'oneOf' of over %d branches is not supported", JS_ALT_MAX);
+	for (size_t i = 0; i < n; i++) /* a branch not followed would count as apart: looser */
+		if (br[i] != NULL && deref(js, br[i]) == NULL)
+			return js_fail(js, "a 'oneOf' branch whose $ref cannot be followed (a bad "
+			                   "$ref, a loop of $refs, or over 32 of them in a row)");
 	for (size_t i = 0; i < n && rv == ORCH_OK; i++) {
 		out[i] = NULL;
 		if (br[i] == NULL || (a = deref(js, br[i])) == NULL)

@@ -96,6 +96,13 @@ ignorable(const struct js *js, const char *k)
 	return vocab_at(js, k) < 0;
 }
 
+/* const_kw - @s's 'const', or NULL where this draft has none (draft-04: ignored). */
+static const cJSON *
+const_kw(const struct js *js, const cJSON *s)
+{
+	return ignorable(js, "const") ? NULL : kw(s, "const");
+}
+
 /* check_keywords - note every keyword of @s that constrains values and is not taken. */
 static orch_err
 check_keywords(struct js *js, const cJSON *s)

@@ -352,6 +352,8 @@ complement_d(struct js *js, const cJSON *s, int depth, const cJSON **ret)
 	orch_err rv = ORCH_OK;
 
 	*ret = NULL;
+	if (js_late(js))
+		return js_over(js);
 	if (depth > JS_MERGE_DEPTH || (s = deref(js, s)) == NULL || cJSON_IsTrue(s))
 		return ORCH_OK;
 	if (cJSON_IsFalse(s)) {

@@ -546,6 +546,8 @@ pattern_matches(struct js *js, const char *pat, const char *name, bool *ret)
 	orch_err rv;
 
 	*ret = false;
+	if (js_late(js))
+		return js_over(js);
 	sbuf_puts(&g, "root ::= \"\\\"\" ");
 	if ((rv = rx_pattern(&sub, pat, &g, &l)) != ORCH_OK) {
 		rv = sub.fatal ? js_limit(js, "%s", sub.fails.p ? sub.fails.p : "a pattern")

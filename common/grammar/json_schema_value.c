@@ -169,7 +169,7 @@ value_ok(struct js *js, const cJSON *s, const cJSON *v, int depth, bool *ok)
 	*ok = *ok && n >= lo && n <= hi;
 	n = cJSON_IsArray(v) ? (uint64_t)cJSON_GetArraySize(v) : ilo;
 	*ok = *ok && n >= ilo && n <= ihi;
-	if (kw(s, "const") && e) {
+	if (const_kw(js, s) && e) {
 		bool found = false;
 		cJSON_ArrayForEach(it, e) found = found || cJSON_Compare(it, v, true);
 		*ok = *ok && found;
@@ -188,6 +188,8 @@ value_valid(struct js *js, const cJSON *s, const cJSON *v, int depth, bool *ok)
 	const cJSON *c, *e, *it;
 	bool found = false;
 
+	if (js_late(js))
+		return js_over(js);
 	if (depth > JS_VALUE_DEPTH)
 		return js_fail(js, "an enum value is checked at most %d schemas deep",
 		               JS_VALUE_DEPTH);
@@ -198,7 +200,7 @@ value_valid(struct js *js, const cJSON *s, const cJSON *v, int depth, bool *ok)
 		return ORCH_OK;
 	if (!cJSON_IsObject(s))
 		return js_fail(js, "a schema must be an object or a boolean");
-	if ((c = kw(s, "const")) != NULL && !cJSON_Compare(c, v, true)) {
+	if ((c = const_kw(js, s)) != NULL && !cJSON_Compare(c, v, true)) {
 		*ok = false;
 		return ORCH_OK;
 	}
@@ -241,7 +243,7 @@ value_quiet(const struct js *js, const cJSON *s, const cJSON *v, bool own_enum)
 static bool
 enum_dead(const struct js *js, const cJSON *s)
 {
-	const cJSON *c = kw(s, "const"), *e = kw(s, "enum"), *v;
+	const cJSON *c = const_kw(js, s), *e = kw(s, "enum"), *v;
 
 	if (c == NULL && !cJSON_IsArray(e))
 		return false;
@@ -255,7 +257,7 @@ enum_dead(const struct js *js, const cJSON *s)
 static bool
 enum_apart(const struct js *js, const cJSON *a, const cJSON *b)
 {
-	const cJSON *c = kw(b, "const"), *e = kw(b, "enum"), *v;
+	const cJSON *c = const_kw(js, b), *e = kw(b, "enum"), *v;
 
 	if (c == NULL && !cJSON_IsArray(e))
 		return false;

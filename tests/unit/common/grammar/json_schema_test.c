@@ -681,9 +681,54 @@ test_enum_beside(void)
 	      L("{\"a\":1,\"b\":6}", "{\"a\":1}"), L("{\"a\":1,\"b\":1}"));
 }
 
+/*
+ * Schemas whose checks branch without end (a review's: 7 s, and 52 s with 12 GB, before):
+ * each ends within the compile bound (JS_TIME_MAX_MS of CPU), compiled or refused.
+ */
+static void
+test_bounded_helpers(void)
+{
+	static const char *const heavy[] = {
+	        /* oneOf apartness through a self-referencing anyOf: 6^9 visits */
+	        "{\"$defs\":{\"a\":{\"anyOf\":[{\"$ref\":\"#/$defs/a\"},{\"$ref\":\"#/$defs/a\"},"
+	        "{\"$ref\":\"#/$defs/a\"},{\"$ref\":\"#/$defs/a\"},{\"$ref\":\"#/$defs/a\"},"
+	        "{\"$ref\":\"#/$defs/a\"},{\"type\":\"string\"}]}},"
+	        "\"oneOf\":[{\"$ref\":\"#/$defs/a\"},{\"type\":\"null\"}]}",
+	        /* the complement of a schema of three self-references: 3^16 complements */
+	        "{\"$defs\":{\"a\":{\"properties\":{\"x\":{\"$ref\":\"#/$defs/a\"},"
+	        "\"y\":{\"$ref\":\"#/$defs/a\"},\"z\":{\"$ref\":\"#/$defs/a\"}}}},"
+	        "\"not\":{\"$ref\":\"#/$defs/a\"}}",
+	};
+	for (size_t i = 0; i < sizeof(heavy) / sizeof(heavy[0]); i++) {
+		cJSON *s = cJSON_Parse(heavy[i]);
+		char *text = NULL, msg[512];
+		orch_err rv = json_schema_gbnf(s, &text, msg, sizeof(msg));
+		T_TRUE(s != NULL);
+		/* compiled or refused, with a message (the bound's, or what cannot be enforced) */
+		T_TRUE(rv == ORCH_OK || (rv == ORCH_EINVAL && msg[0] != '\0'));
+		orch_free(text);
+		cJSON_Delete(s);
+	}
+}
+
+/* A review's: oneOf branches the apartness checks must not misread. */
+static void
+test_one_of_reads(void)
+{
+	/* draft-04 has no 'const': the branches overlap ("y" matches both), not apart */
+	refused("{\"$schema\":\"http://json-schema.org/draft-04/schema#\","
+	        "\"oneOf\":[{\"const\":\"x\",\"type\":\"string\"},{\"enum\":[\"y\"]}]}",
+	        "no branch can be told apart", "the root");
+	/* a branch behind 41 $refs in a row is not followed: refused, not counted apart */
+	refused("{\"$defs\":{\"d0\":{\"$ref\":\"#/$defs/d1\"},\"d1\":{\"$ref\":\"#/$defs/d2\"},\"d2\":{\"$ref\":\"#/$defs/d3\"},\"d3\":{\"$ref\":\"#/$defs/d4\"},\"d4\":{\"$ref\":\"#/$defs/d5\"},\"d5\":{\"$ref\":\"#/$defs/d6\"},\"d6\":{\"$ref\":\"#/$defs/d7\"},\"d7\":{\"$ref\":\"#/$defs/d8\"},\"d8\":{\"$ref\":\"#/$defs/d9\"},\"d9\":{\"$ref\":\"#/$defs/d10\"},\"d10\":{\"$ref\":\"#/$defs/d11\"},\"d11\":{\"$ref\":\"#/$defs/d12\"},\"d12\":{\"$ref\":\"#/$defs/d13\"},\"d13\":{\"$ref\":\"#/$defs/d14\"},\"d14\":{\"$ref\":\"#/$defs/d15\"},\"d15\":{\"$ref\":\"#/$defs/d16\"},\"d16\":{\"$ref\":\"#/$defs/d17\"},\"d17\":{\"$ref\":\"#/$defs/d18\"},\"d18\":{\"$ref\":\"#/$defs/d19\"},\"d19\":{\"$ref\":\"#/$defs/d20\"},\"d20\":{\"$ref\":\"#/$defs/d21\"},\"d21\":{\"$ref\":\"#/$defs/d22\"},\"d22\":{\"$ref\":\"#/$defs/d23\"},\"d23\":{\"$ref\":\"#/$defs/d24\"},\"d24\":{\"$ref\":\"#/$defs/d25\"},\"d25\":{\"$ref\":\"#/$defs/d26\"},\"d26\":{\"$ref\":\"#/$defs/d27\"},\"d27\":{\"$ref\":\"#/$defs/d28\"},\"d28\":{\"$ref\":\"#/$defs/d29\"},\"d29\":{\"$ref\":\"#/$defs/d30\"},\"d30\":{\"$ref\":\"#/$defs/d31\"},\"d31\":{\"$ref\":\"#/$defs/d32\"},\"d32\":{\"$ref\":\"#/$defs/d33\"},\"d33\":{\"$ref\":\"#/$defs/d34\"},\"d34\":{\"$ref\":\"#/$defs/d35\"},\"d35\":{\"$ref\":\"#/$defs/d36\"},\"d36\":{\"$ref\":\"#/$defs/d37\"},\"d37\":{\"$ref\":\"#/$defs/d38\"},\"d38\":{\"$ref\":\"#/$defs/d39\"},\"d39\":{\"$ref\":\"#/$defs/d40\"},\"d40\":{\"type\":\"string\"}},\"oneOf\":[{\"type\":\"string\"},{\"$ref\":\"#/$defs/d0\"}]}",
+	        "cannot be followed", "");
+}
+
 int
 main(void)
 {
+	T_RUN(test_bounded_helpers);
+	T_RUN(test_one_of_reads);
 	T_RUN(test_types);
 	T_RUN(test_objects);
 	T_RUN(test_arrays);
