@@ -242,7 +242,7 @@ comp_anyof(struct js *js, const cJSON *br, int depth, const cJSON **ret)
 {
 	const cJSON *it, *c;
 	cJSON *o, *all;
-	orch_err rv;
+	orch_err rv = ORCH_OK;
 
 	if (!cJSON_IsArray(br) || br->child == NULL || (rv = comp_obj(js, &o)) != ORCH_OK)
 		return cJSON_IsArray(br) && br->child ? rv : ORCH_OK;
