@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/alloc.h"
 #include "eng_util.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/model/model.h"
@@ -238,7 +239,8 @@ one_rope_base(struct eng *e)
 static void
 silu_ffn(struct eng *e)
 {
-	e->b->gelu = NULL; /* cpu_forward's TOK_SWIGLU falls back to SiLU */
+	orch_free(e->b->gelu); /* cpu_forward's TOK_SWIGLU falls back to SiLU */
+	e->b->gelu = NULL;
 }
 
 static void
