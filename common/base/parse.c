@@ -44,3 +44,15 @@ orch_parse_double(const char *s, double min, double max, double *out)
 	*out = v;
 	return ORCH_OK;
 }
+
+int
+orch_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

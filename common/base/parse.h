@@ -1,6 +1,7 @@
 #pragma once
 /*
- * parse.h - strict parsing of numbers from command lines and config files.
+ * parse.h - strict parsing of numbers from command lines and config files,
+ * and the value of one hex digit (escapes: GBNF's, URIs').
  */
 #include <stdint.h>
 
@@ -22,3 +23,6 @@ orch_err orch_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out
  * failure.
  */
 orch_err orch_parse_double(const char *s, double min, double max, double *out);
+
+/* orch_hex_digit - the value of the hex digit @c ('0'-'9', 'a'-'f', 'A'-'F'); -1 for another. */
+int orch_hex_digit(char c);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/parse.h"
 #include "base/utf8.h"
 #include "gbnf_int.h"
 
@@ -103,24 +104,12 @@ is_name_char(char c)
 	       c == '-' || c == '_';
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static bool
 hex_escape(struct gbnf *p, int digits, uint32_t *cp)
 {
 	*cp = 0;
 	for (int i = 0; i < digits; i++) {
-		int v = p->s < p->end ? hexval(*p->s) : -1;
+		int v = p->s < p->end ? orch_hex_digit(*p->s) : -1;
 		if (v < 0)
 			return gbnf_fail(p, "expected %d hex digits in an escape", digits);
 		*cp = *cp * 16 + (uint32_t)v;
