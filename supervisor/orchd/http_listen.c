@@ -2,8 +2,8 @@
  * http_listen.c - orchd's public listener (evhttp): its limits, CORS, the API
  * key check, shutdown's 503, and its route tables — /health, /ready, /metrics,
  * the chat page, the native and OpenAI APIs, tokenize (404, 405 with Allow,
- * HEAD as GET, OPTIONS). The edge's top: it calls the APIs, which answer with
- * http.c's helpers.
+ * HEAD as GET, OPTIONS). The edge's top: each request becomes a plain
+ * api_req (http_exchange.h) that the checks, the routes and the APIs answer.
  */
 #include "http_listen.h"
 
@@ -20,28 +20,30 @@
 #include "base/log.h"
 #include "base/sbuf.h"
 #include "health.h"
-#include "http.h"
 #include "http_conn.h"
 #include "http_cors.h"
+#include "http_exchange.h"
 #include "http_static.h"
 #include "keys.h"
 #include "metrics.h"
 #include "models.h"
 #include "orchd.h"
+#include "reply.h"
+#include "route.h"
 
 /* ---- the public API ---- */
 
 /* GET /health: 200 while the loop runs; the models' and workers' health (health.h). */
 static void
-on_health(struct orchd *d, struct evhttp_request *req, const char *arg)
+on_health(struct orchd *d, struct api_req *req, const char *arg)
 {
 	(void)arg;
-	http_json(req, 200, health_json(d));
+	reply_json(req, 200, health_json(d));
 }
 
 /* GET /ready: 200 when every wanted model (models.h) is READY, else 503 with each one's state. */
 static void
-on_ready(struct orchd *d, struct evhttp_request *req, const char *arg)
+on_ready(struct orchd *d, struct api_req *req, const char *arg)
 {
 	cJSON *o = cJSON_CreateObject(), *ms;
 	bool ok = models_all_ready(d) && !d->stopping;
@@ -52,57 +54,62 @@ on_ready(struct orchd *d, struct evhttp_request *req, const char *arg)
 	for (struct model_entry *m = d->models; m; m = m->next)
 		cJSON_AddStringToObject(ms, m->cfg.name, models_state_name(m->state));
 	if (!ok)
-		http_retry_after(req, 5);
-	http_json(req, ok ? 200 : 503, o);
+		reply_retry_after(req, 5);
+	reply_json(req, ok ? 200 : 503, o);
 }
 
 static void
-on_metrics(struct orchd *d, struct evhttp_request *req, const char *arg)
+on_metrics(struct orchd *d, struct api_req *req, const char *arg)
 {
 	struct sbuf b = {0};
 
 	(void)arg;
 	metrics_render(d, &b);
 	if (sbuf_err(&b) != ORCH_OK)
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	else
-		http_send(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.n);
+		reply_send(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.p, b.n);
 	sbuf_fini(&b);
 }
 
 /* Without an API key. */
-static const struct http_route open_routes[] = {
-        {EVHTTP_REQ_GET, "/health", false, NULL, on_health},
-        {EVHTTP_REQ_GET, "/ready", false, NULL, on_ready},
-        {EVHTTP_REQ_GET, "/metrics", false, NULL, on_metrics},
+static const struct api_route open_routes[] = {
+        {API_GET, "/health", false, NULL, on_health},
+        {API_GET, "/ready", false, NULL, on_ready},
+        {API_GET, "/metrics", false, NULL, on_metrics},
 };
 
 /* The chat page (http_static.h), without an API key, when chat_page is on. */
-static const struct http_route page_routes[] = {
-        {EVHTTP_REQ_GET, "/", false, NULL, http_static_get},
-        {EVHTTP_REQ_GET, "/chat.js", false, NULL, http_static_get},
-        {EVHTTP_REQ_GET, "/chat.css", false, NULL, http_static_get},
-        {EVHTTP_REQ_GET, "/favicon.svg", false, NULL, http_static_get},
+static const struct api_route page_routes[] = {
+        {API_GET, "/", false, NULL, http_static_get},
+        {API_GET, "/chat.js", false, NULL, http_static_get},
+        {API_GET, "/chat.css", false, NULL, http_static_get},
+        {API_GET, "/favicon.svg", false, NULL, http_static_get},
 };
 
 /* With an API key (when keys are configured), and not while stopping. */
-static const struct http_route api_routes[] = {
-        {EVHTTP_REQ_POST, "/execute", false, NULL, api_native_execute},
-        {EVHTTP_REQ_POST, "/cancel", false, NULL, api_native_cancel},
-        {EVHTTP_REQ_GET, "/jobs/", true, "/events", api_native_events},
-        {EVHTTP_REQ_POST, "/v1/completions", false, NULL, api_openai_completions},
-        {EVHTTP_REQ_POST, "/v1/chat/completions", false, NULL, api_openai_chat},
-        {EVHTTP_REQ_GET, "/v1/models", false, NULL, api_openai_models},
-        {EVHTTP_REQ_GET, "/v1/models/", true, NULL, api_openai_model},
-        {EVHTTP_REQ_POST, "/tokenize", false, NULL, api_tokenize},
-        {EVHTTP_REQ_POST, "/detokenize", false, NULL, api_detokenize},
+static const struct api_route api_routes[] = {
+        {API_POST, "/execute", false, NULL, api_native_execute},
+        {API_POST, "/cancel", false, NULL, api_native_cancel},
+        {API_GET, "/jobs/", true, "/events", api_native_events},
+        {API_POST, "/v1/completions", false, NULL, api_openai_completions},
+        {API_POST, "/v1/chat/completions", false, NULL, api_openai_chat},
+        {API_GET, "/v1/models", false, NULL, api_openai_models},
+        {API_GET, "/v1/models/", true, NULL, api_openai_model},
+        {API_POST, "/tokenize", false, NULL, api_tokenize},
+        {API_POST, "/detokenize", false, NULL, api_detokenize},
 };
 
+/* A response is out: counted in orch_http_responses_total by its class. */
 static void
 on_complete(struct evhttp_request *req, void *arg)
 {
-	http_count(arg, evhttp_request_get_response_code(req));
-	http_conn_done(arg, req);
+	struct orchd *d = arg;
+	int cls = evhttp_request_get_response_code(req) / 100;
+
+	if (cls >= 1 && cls <= 5)
+		d->metrics.http_responses[cls]++;
+	http_conn_done(d, req);
 }
 
 #define N_OPEN (sizeof(open_routes) / sizeof(open_routes[0]))
@@ -115,19 +122,17 @@ on_complete(struct evhttp_request *req, void *arg)
  * client reads). Returns whether @req's origin is let in.
  */
 static bool
-cors_fields(struct orchd *d, struct evhttp_request *req)
+cors_fields(struct orchd *d, struct api_req *req, const char *origin)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-	const char *allow = http_cors_allow(
-	        &d->cors, evhttp_find_header(evhttp_request_get_input_headers(req), "Origin"));
+	const char *allow = http_cors_allow(&d->cors, origin);
 
 	if (!d->cors.on)
 		return false;
-	evhttp_add_header(out, "Vary", "Origin");
+	reply_header(req, "Vary", "Origin");
 	if (allow == NULL)
 		return false;
-	evhttp_add_header(out, "Access-Control-Allow-Origin", allow);
-	evhttp_add_header(out, "Access-Control-Expose-Headers", "X-Job-Id, Retry-After");
+	reply_header(req, "Access-Control-Allow-Origin", allow);
+	reply_header(req, "Access-Control-Expose-Headers", "X-Job-Id, Retry-After");
 	return true;
 }
 
@@ -136,83 +141,82 @@ cors_fields(struct orchd *d, struct evhttp_request *req)
  * preflight asks; 404 where there is no route.
  */
 static void
-on_options(struct orchd *d, struct evhttp_request *req, const char *path, bool cors)
+on_options(struct orchd *d, struct api_req *req, const char *path, bool cors)
 {
-	unsigned m = http_methods_at(open_routes, N_OPEN, path) |
-	             http_methods_at(api_routes, N_API, path) |
-	             (d->cfg.chat_page ? http_methods_at(page_routes, N_PAGE, path) : 0);
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	unsigned m = api_route_methods(open_routes, N_OPEN, path) |
+	             api_route_methods(api_routes, N_API, path) |
+	             (d->cfg.chat_page ? api_route_methods(page_routes, N_PAGE, path) : 0);
 	char allow[96], age[16];
 
 	if (m == 0)
-		return http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for OPTIONS %s",
-		                  path);
-	http_allow_value(m, allow, sizeof(allow));
-	evhttp_add_header(out, "Allow", allow);
+		return reply_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for OPTIONS %s",
+		                   path);
+	api_allow_value(m, allow, sizeof(allow));
+	reply_header(req, "Allow", allow);
 	if (cors) {
 		snprintf(age, sizeof(age), "%d", HTTP_CORS_MAX_AGE_S);
-		evhttp_add_header(out, "Access-Control-Allow-Methods", allow);
-		evhttp_add_header(out, "Access-Control-Allow-Headers",
-		                  "Authorization, Content-Type, Last-Event-ID, X-Deadline");
-		evhttp_add_header(out, "Access-Control-Max-Age", age);
+		reply_header(req, "Access-Control-Allow-Methods", allow);
+		reply_header(req, "Access-Control-Allow-Headers",
+		             "Authorization, Content-Type, Last-Event-ID, X-Deadline");
+		reply_header(req, "Access-Control-Max-Age", age);
 	}
-	http_send(req, 204, NULL, NULL, 0);
+	reply_send(req, 204, NULL, NULL, 0);
 }
 
 /* No row of @table takes @req's method at @path: 405 with Allow where another does; false. */
 static bool
-refuse_method(struct evhttp_request *req, const struct http_route *table, size_t n,
-              const char *path)
+refuse_method(struct api_req *req, const struct api_route *table, size_t n, const char *path)
 {
-	unsigned m = http_methods_at(table, n, path);
-	const char *name = http_method_name((int)evhttp_request_get_command(req));
+	unsigned m = api_route_methods(table, n, path);
+	const char *name = api_method_name(req->method);
 	char allow[96];
 
 	if (m == 0)
 		return false;
-	http_allow_value(m, allow, sizeof(allow));
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", allow);
-	http_error(req, ORCH_EMETHOD, NULL, "%s %s is not served; %s takes %s", name, path, path,
-	           allow);
+	api_allow_value(m, allow, sizeof(allow));
+	reply_header(req, "Allow", allow);
+	reply_error(req, ORCH_EMETHOD, NULL, "%s %s is not served; %s takes %s", name, path, path,
+	            allow);
 	return true;
 }
 
 static void
-route(struct evhttp_request *req, void *arg)
+route(struct evhttp_request *ev, void *arg)
 {
 	struct orchd *d = arg;
-	int cmd = (int)evhttp_request_get_command(req);
-	char path[512];
+	const char *origin = evhttp_find_header(evhttp_request_get_input_headers(ev), "Origin");
+	struct api_req *req;
 
-	evhttp_request_set_on_complete_cb(req, on_complete, d);
-	if (!http_conn_checked(d, req)) { /* never expected: http_conn.c and evhttp disagree */
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-		return http_error(req, ORCH_EINVAL, NULL,
-		                  "the request was not read by orchd's checks");
-	}
-	http_req_path(req, path, sizeof(path));
-	bool cors = cors_fields(d, req);
-	if (cmd == EVHTTP_REQ_OPTIONS) /* no key: a browser's preflight never carries one */
-		return on_options(d, req, path, cors);
-	if (http_dispatch(d, req, open_routes, N_OPEN) ||
-	    refuse_method(req, open_routes, N_OPEN, path))
+	evhttp_request_set_on_complete_cb(ev, on_complete, d);
+	bool checked = http_conn_checked(d, ev); /* first: the access line is about @ev */
+	if (!checked) /* never expected: http_conn.c and evhttp disagree */
+		evhttp_add_header(evhttp_request_get_output_headers(ev), "Connection", "close");
+	if ((req = http_exchange_new(d, ev)) == NULL)
 		return;
-	if (d->cfg.chat_page && (http_dispatch(d, req, page_routes, N_PAGE) ||
-	                         refuse_method(req, page_routes, N_PAGE, path)))
+	if (!checked)
+		return reply_error(req, ORCH_EINVAL, NULL,
+		                   "the request was not read by orchd's checks");
+	bool cors = cors_fields(d, req, origin);
+	if (req->method == API_OPTIONS) /* no key: a browser's preflight never carries one */
+		return on_options(d, req, req->path, cors);
+	if (api_route_run(d, req, open_routes, N_OPEN) ||
+	    refuse_method(req, open_routes, N_OPEN, req->path))
 		return;
-	if (d->keys.n > 0 &&
-	    keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
-	                                            "Authorization")) == NULL)
-		return http_error(req, ORCH_EUNAUTHORIZED, NULL,
-		                  "a valid 'Authorization: Bearer KEY' is needed");
+	if (d->cfg.chat_page && (api_route_run(d, req, page_routes, N_PAGE) ||
+	                         refuse_method(req, page_routes, N_PAGE, req->path)))
+		return;
+	if (d->keys.n > 0 && req->caller == NULL)
+		return reply_error(req, ORCH_EUNAUTHORIZED, NULL,
+		                   "a valid 'Authorization: Bearer KEY' is needed");
 	if (d->stopping) {
-		http_retry_after(req, 5);
-		return http_error(req, ORCH_EOVERLOADED, NULL, "orchd is shutting down");
+		reply_retry_after(req, 5);
+		return reply_error(req, ORCH_EOVERLOADED, NULL, "orchd is shutting down");
 	}
-	if (http_dispatch(d, req, api_routes, N_API) || refuse_method(req, api_routes, N_API, path))
+	if (api_route_run(d, req, api_routes, N_API) ||
+	    refuse_method(req, api_routes, N_API, req->path))
 		return;
-	http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for %s %s", http_method_name(cmd),
-	           path);
+	reply_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no route for %s %s",
+	            api_method_name(req->method), req->path);
 }
 
 /* Bind "HOST:PORT" on @http; the bound socket into *@ret. */

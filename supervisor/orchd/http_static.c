@@ -8,9 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <event2/http.h>
-
-#include "http.h"
+#include "reply.h"
 
 /*
  * What the page may do: load its own script, style and images, and call its
@@ -72,32 +70,21 @@ http_static_etag_match(const char *inm, const char *etag)
 }
 
 void
-http_static_get(struct orchd *d, struct evhttp_request *req, const char *arg)
+http_static_get(struct orchd *d, struct api_req *req, const char *arg)
 {
-	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
-	const char *uri = evhttp_request_get_uri(req);
-	const struct http_static_file *f;
-	char path[64];
-	size_t k = strcspn(uri, "?");
+	const struct http_static_file *f = http_static_find(req->path);
 
 	(void)d;
 	(void)arg;
-	snprintf(path, sizeof(path), "%.*s", (int)(k < sizeof(path) - 1 ? k : sizeof(path) - 1),
-	         uri);
-	if ((f = http_static_find(path)) == NULL)
-		return http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no file %s in the chat page",
-		                  path);
-	evhttp_add_header(out, "ETag", f->etag);
-	evhttp_add_header(out, "Cache-Control", "no-cache");
-	evhttp_add_header(out, "X-Content-Type-Options", "nosniff");
-	evhttp_add_header(out, "Content-Security-Policy", csp);
-	evhttp_add_header(out, "Referrer-Policy", "no-referrer");
-	if (http_static_etag_match(
-	            evhttp_find_header(evhttp_request_get_input_headers(req), "If-None-Match"),
-	            f->etag)) {
-		/* 304: evhttp sends no body, no Content-Length and no Content-Type */
-		evhttp_send_reply(req, 304, NULL, NULL);
-		return;
-	}
-	http_send(req, 200, content_type(f->path), (const char *)f->bytes, f->n);
+	if (f == NULL)
+		return reply_error(req, ORCH_EROUTE_NOT_FOUND, NULL,
+		                   "no file %.64s in the chat page", req->path);
+	reply_header(req, "ETag", f->etag);
+	reply_header(req, "Cache-Control", "no-cache");
+	reply_header(req, "X-Content-Type-Options", "nosniff");
+	reply_header(req, "Content-Security-Policy", csp);
+	reply_header(req, "Referrer-Policy", "no-referrer");
+	if (http_static_etag_match(req->if_none_match, f->etag))
+		return reply_send(req, 304, NULL, NULL, 0); /* no body, no type */
+	reply_send(req, 200, content_type(f->path), (const char *)f->bytes, f->n);
 }

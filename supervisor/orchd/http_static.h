@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-struct evhttp_request;
+struct api_req;
 struct orchd;
 
 /* One compiled-in file: its URL path, @n bytes (and a NUL past them), its quoted ETag. */
@@ -45,8 +45,8 @@ const struct http_static_file *http_static_find(const char *path);
 bool http_static_etag_match(const char *inm, const char *etag);
 
 /*
- * http_static_get - a route's handler (http.h): @req's path as a file of
+ * http_static_get - a route's handler (route.h): @req's path as a file of
  * the table, 200 (HEAD: without the body) or 304; 404 NOT_FOUND for a path
  * that is not one.
  */
-void http_static_get(struct orchd *d, struct evhttp_request *req, const char *arg);
+void http_static_get(struct orchd *d, struct api_req *req, const char *arg);

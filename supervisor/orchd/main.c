@@ -19,7 +19,7 @@
 
 #include <event2/event.h>
 
-#include "admin.h"
+#include "admin_listen.h"
 #include "admin_pull.h"
 #include "admin_state.h"
 #include "base/build_id.h"
@@ -28,7 +28,6 @@
 #include "base/parse.h"
 #include "check.h"
 #include "core.h"
-#include "http.h"
 #include "http_listen.h"
 #include "inspect.h"
 #include "jobs.h"

@@ -33,7 +33,6 @@
 #include "base/log.h"
 #include "config.h"
 #include "core.h"
-#include "http.h"
 #include "http_listen.h"
 #include "inspect.h"
 #include "jobs.h"

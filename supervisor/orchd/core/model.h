@@ -15,7 +15,7 @@
 
 struct event;
 struct model_pull;
-struct sse_stream;
+struct api_req;
 struct job;
 struct orchd;
 struct worker;
@@ -65,7 +65,7 @@ struct model_entry {
 	uint64_t load_started_ms;
 	uint64_t ready_since_ms; /* when it last became READY (monotonic) */
 	struct model_metrics met;
-	struct sse_stream **followers; /* GET /admin/models/NAME/events (admin.c's) */
+	struct api_req **followers; /* GET /admin/models/NAME/events (api/admin.c's) */
 	uint32_t n_followers;
 	struct model_entry *next;
 };

@@ -68,3 +68,22 @@ loop_exit(struct event_base *base)
 {
 	event_base_loopexit(base, NULL);
 }
+
+struct event_base *
+loop_base_new(void)
+{
+	return event_base_new();
+}
+
+void
+loop_base_free(struct event_base *base)
+{
+	if (base != NULL)
+		event_base_free(base);
+}
+
+void
+loop_turn(struct event_base *base, bool once)
+{
+	event_base_loop(base, EVLOOP_NONBLOCK | (once ? EVLOOP_ONCE : 0));
+}

@@ -49,5 +49,14 @@ void loop_free(struct event *ev);
 /* loop_armed - whether timer @ev is armed. */
 bool loop_armed(const struct event *ev);
 
+/* loop_base_new - a loop of its own (the unit tests'; orchd's is main.c's); NULL: no memory. */
+struct event_base *loop_base_new(void);
+
+/* loop_base_free - free @base (NULL is fine). */
+void loop_base_free(struct event_base *base);
+
+/* loop_turn - run what is ready on @base, without waiting (@once: one round only). */
+void loop_turn(struct event_base *base, bool once);
+
 /* loop_exit - make @base's loop return after its current turn. */
 void loop_exit(struct event_base *base);

@@ -2,11 +2,11 @@
  * jobs_test.c - a job's event log, watchers, resume from an event, terminal-once, started
  * always first, metrics events every N tokens, unguessable ids and owners.
  */
-#include <event2/event.h>
 
 #include "core.h"
 #include "counters.h"
 #include "jobs.h"
+#include "loop.h"
 #include "orchd.h"
 #include "t.h"
 
@@ -253,8 +253,8 @@ run_job(enum job_kind kind, uint32_t tokens)
 static void
 run_timers(void)
 {
-	event_base_loop(d.base, EVLOOP_NONBLOCK);
-	event_base_loop(d.base, EVLOOP_NONBLOCK);
+	loop_turn(d.base, false);
+	loop_turn(d.base, false);
 }
 
 /*
@@ -369,7 +369,7 @@ main(void)
 {
 	cfg_defaults(&d.cfg);
 	core_init(&d);
-	d.base = event_base_new();
+	d.base = loop_base_new();
 	T_RUN(test_events);
 	T_RUN(test_client_gone);
 	T_RUN(test_started_first);
@@ -377,6 +377,6 @@ main(void)
 	T_RUN(test_ids_and_owners);
 	T_RUN(test_retention);
 	T_RUN(test_client_messages);
-	event_base_free(d.base);
+	loop_base_free(d.base);
 	return t_done();
 }

@@ -1,11 +1,10 @@
 /* router_test.c - the registry's queue: order, limits, dispatch, failing queued jobs. */
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "core.h"
 #include "inspect.h"
 #include "jobs.h"
+#include "loop.h"
 #include "models.h"
 #include "offload.h"
 #include "orchd.h"
@@ -54,7 +53,7 @@ static void
 wait_reads(void)
 {
 	for (int i = 0; i < 5000 && inspect_pending(&d) > 0; i++)
-		event_base_loop(d.base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(1000);
+		loop_turn(d.base, true), usleep(1000);
 	T_EQ(inspect_pending(&d), 0);
 }
 
@@ -184,7 +183,7 @@ main(void)
 	cfg_defaults(&d.cfg);
 	core_init(&d);
 	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "/tmp");
-	d.base = event_base_new();
+	d.base = loop_base_new();
 	T_RUN(test_queue);
 	T_RUN(test_load_failure);
 	T_RUN(test_requeue);
@@ -197,6 +196,6 @@ main(void)
 	}
 	wait_reads(); /* the reads models_add started */
 	offload_stop(&d);
-	event_base_free(d.base);
+	loop_base_free(d.base);
 	return t_done();
 }

@@ -9,12 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <event2/event.h>
-
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "core.h"
 #include "ipc/ipc.h"
+#include "loop.h"
 #include "models.h"
 #include "offload.h"
 #include "orchd.h"
@@ -92,7 +91,7 @@ test_send_never_blocks(void)
 	uint64_t end = orch_mono_ms() + 20000;
 	while ((w->sendq_n > 0 || got < ok) && orch_mono_ms() < end) {
 		got += peer_read(peer);
-		event_base_loop(d.base, EVLOOP_NONBLOCK);
+		loop_turn(d.base, false);
 		usleep(1000);
 	}
 	T_EQ(w->sendq_n, 0);
@@ -110,7 +109,7 @@ main(void)
 	cfg_defaults(&d.cfg);
 	core_init(&d);
 	snprintf(d.cfg.runtime_dir, sizeof(d.cfg.runtime_dir), "/tmp");
-	d.base = event_base_new();
+	d.base = loop_base_new();
 	T_RUN(test_send_never_blocks);
 	while (d.models) {
 		struct model_entry *m = d.models;
@@ -118,6 +117,6 @@ main(void)
 		models_free(&d, m);
 	}
 	offload_stop(&d); /* the model file's read (inspect.h) models_add started */
-	event_base_free(d.base);
+	loop_base_free(d.base);
 	return t_done();
 }

@@ -9,35 +9,31 @@
 #include <strings.h>
 
 #include <cjson/cJSON.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "api.h"
 #include "base/alloc.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "http.h"
-#include "http_conn.h"
 #include "job_tools.h"
 #include "jobs.h"
 #include "keys.h"
+#include "loop.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
+#include "reply.h"
 #include "request.h"
-#include "sse.h"
 #include "workers.h"
 
 struct follow {
 	struct job_watch watch; /* first: the watch is the follow */
 	struct orchd *d;
-	struct evhttp_request *req; /* not streaming: answered at the end */
-	struct sse_stream *sse;     /* streaming */
-	bool busy, dead;            /* inside sse_write; cut meanwhile */
-	bool held;                  /* an OpenAI stream whose head waits (api_follow) */
-	struct event *ev_hold;      /* then: the most it waits */
-	struct sbuf out; /* the events being written; reused, not reallocated per token */
+	struct api_req *req;   /* until answered, or its stream ends or its client goes */
+	bool streaming;        /* req is a stream (reply_stream_start) */
+	bool busy, dead;       /* inside reply_stream_write; cut meanwhile */
+	bool held;             /* an OpenAI stream whose head waits (api_follow) */
+	struct event *ev_hold; /* then: the most it waits */
+	struct sbuf out;       /* the events being written; reused, not reallocated per token */
 };
 
 /* How long an OpenAI stream's head waits for the job's first event (api_follow). */
@@ -47,31 +43,27 @@ static void
 follow_free(struct follow *f)
 {
 	f->d->n_conns--;
-	if (f->ev_hold)
-		event_free(f->ev_hold);
+	loop_free(f->ev_hold);
 	sbuf_fini(&f->out);
 	orch_free(f);
 }
 
-static void on_sse_gone(struct sse_stream *s, void *arg, const char *why);
+static void on_gone(struct api_req *req, void *arg, const char *why);
 
 /* A held stream's head goes out now; false (answered 500) when out of memory. */
 static bool
 release_head(struct follow *f, const struct job *j)
 {
-	struct evhttp_connection *c = evhttp_request_get_connection(f->req);
-
 	f->held = false;
-	if (f->ev_hold)
-		evtimer_del(f->ev_hold);
-	if (c)
-		http_conn_set_closecb(f->d, c, NULL, NULL);
-	if (sse_start(f->d, f->req, on_sse_gone, f, &f->sse) != ORCH_OK) {
-		http_error(f->req, ORCH_ENOMEM, NULL, "out of memory");
+	loop_stop(f->ev_hold);
+	if (reply_stream_start(f->req, on_gone, f) != ORCH_OK) {
+		reply_error(f->req, ORCH_ENOMEM, NULL, "out of memory");
+		f->req = NULL;
 		return false;
 	}
+	f->streaming = true;
 	if (j->sink->cut != NULL)
-		sse_set_cut(f->sse, j->sink->cut);
+		reply_stream_cut(f->req, j->sink->cut);
 	return true;
 }
 
@@ -80,15 +72,14 @@ static void
 answer(struct follow *f, const struct job *j)
 {
 	const struct job_event *last = &j->events[j->n_events - 1];
-	struct evhttp_connection *c = evhttp_request_get_connection(f->req);
+	struct api_req *req = f->req;
 
-	if (c)
-		http_conn_set_closecb(f->d, c, NULL, NULL);
+	f->req = NULL; /* answered: freed */
 	if (last->type == EV_ERROR)
-		http_error_job(f->req, last->code, jobs_error_param(j, last->code, last->text),
-		               j->correlation, last->text ? last->text : "");
+		reply_error_job(req, last->code, jobs_error_param(j, last->code, last->text),
+		                j->correlation, last->text ? last->text : "");
 	else
-		http_json(f->req, 200, j->sink->body(j));
+		reply_json(req, 200, j->sink->body(j));
 }
 
 static void
@@ -102,9 +93,8 @@ on_events(struct job_watch *w)
 	 * (a 4xx the client's library raises, as vLLM's); else the stream starts */
 	if (f->held && j->state == JOB_DONE && j->n_events > 0 &&
 	    j->events[j->n_events - 1].type == EV_ERROR && j->tokens_out == 0) {
-		evtimer_del(f->ev_hold);
+		loop_stop(f->ev_hold);
 		f->held = false;
-		f->sse = NULL;
 		answer(f, j);
 		jobs_unwatch(f->d, w, false);
 		return follow_free(f);
@@ -115,7 +105,7 @@ on_events(struct job_watch *w)
 	}
 	if (f->held)
 		return;
-	if (f->sse == NULL) {
+	if (!f->streaming) {
 		if (j->state == JOB_DONE) {
 			answer(f, j);
 			jobs_unwatch(f->d, w, false);
@@ -129,12 +119,12 @@ on_events(struct job_watch *w)
 	if (j->state == JOB_DONE && j->sink->terminator)
 		j->sink->terminator(j, b);
 	f->busy = true;
-	sse_write(f->sse, b->p, b->n);
+	reply_stream_write(f->req, b->p, b->n);
 	f->busy = false;
 	if (f->dead)
 		return follow_free(f);
 	if (j->state == JOB_DONE) {
-		sse_end(f->sse);
+		reply_stream_end(f->req);
 		jobs_unwatch(f->d, w, false);
 		follow_free(f);
 	}
@@ -146,19 +136,22 @@ on_release(struct job_watch *w)
 {
 	struct follow *f = (struct follow *)w;
 
-	if (f->sse)
-		sse_end(f->sse);
+	if (f->streaming)
+		reply_stream_end(f->req);
+	else /* held (the close watch went with the answer: no call into a freed follow) */
+		reply_error(f->req, ORCH_EOVERLOADED, NULL, "orchd stopped before the job ended");
 	follow_free(f);
 }
 
+/* The client left: a stream (closed, or cut as too slow) or a request waiting for its answer. */
 static void
-on_sse_gone(struct sse_stream *s, void *arg, const char *why)
+on_gone(struct api_req *req, void *arg, const char *why)
 {
 	struct follow *f = arg;
 
-	(void)s;
 	(void)why;
-	f->sse = NULL;
+	reply_release(req);
+	f->req = NULL;
 	if (f->watch.job)
 		jobs_unwatch(f->d, &f->watch, true);
 	if (f->busy)
@@ -169,7 +162,7 @@ on_sse_gone(struct sse_stream *s, void *arg, const char *why)
 
 /* A held stream's head waited HOLD_HEAD_MS (a queued job): it goes out now. */
 static void
-on_hold(evutil_socket_t fd, short what, void *arg)
+on_hold(int fd, short what, void *arg)
 {
 	struct follow *f = arg;
 	struct job *j = f->watch.job;
@@ -185,26 +178,13 @@ on_hold(evutil_socket_t fd, short what, void *arg)
 	on_events(&f->watch);
 }
 
-static void
-on_req_close(struct evhttp_connection *conn, void *arg)
-{
-	struct follow *f = arg;
-
-	(void)conn;
-	http_conn_release(f->req);
-	if (f->watch.job)
-		jobs_unwatch(f->d, &f->watch, true);
-	follow_free(f);
-}
-
 void
-api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool streaming,
-           uint32_t after)
+api_follow(struct orchd *d, struct job *j, struct api_req *req, bool streaming, uint32_t after)
 {
 	struct follow *f = orch_calloc(1, sizeof(*f));
 
 	if (f == NULL)
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	f->d = d;
 	f->req = req;
 	f->watch.notify = on_events;
@@ -212,38 +192,37 @@ api_follow(struct orchd *d, struct job *j, struct evhttp_request *req, bool stre
 	/* an OpenAI stream of a new job: its head waits for the job's first event, at most
 	 * HOLD_HEAD_MS, so that a refusal by the worker (a prompt past the context, a grammar
 	 * it cannot take) is a 4xx as without stream, not a 200 and an error chunk */
-	struct timeval hold = {0, HOLD_HEAD_MS * 1000};
 	f->held = streaming && j->kind != JOB_NATIVE && after == 0 && j->state != JOB_DONE;
-	if (f->held && ((f->ev_hold = evtimer_new(d->base, on_hold, f)) == NULL ||
-	                evtimer_add(f->ev_hold, &hold) != 0))
+	if (f->held && (f->ev_hold = loop_timer(d->base, on_hold, f)) == NULL)
 		f->held = false;
-	if (streaming && !f->held && sse_start(d, req, on_sse_gone, f, &f->sse) != ORCH_OK) {
-		if (f->ev_hold)
-			event_free(f->ev_hold);
-		orch_free(f);
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	if (f->held)
+		loop_after(f->ev_hold, HOLD_HEAD_MS);
+	if (streaming && !f->held) {
+		if (reply_stream_start(req, on_gone, f) != ORCH_OK) {
+			loop_free(f->ev_hold);
+			orch_free(f);
+			return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		}
+		f->streaming = true;
+		if (j->sink->cut != NULL)
+			reply_stream_cut(req, j->sink->cut);
 	}
-	if (streaming && !f->held && j->sink->cut != NULL)
-		sse_set_cut(f->sse, j->sink->cut);
-	if (!streaming || f->held) { /* a client that goes away cancels the job */
-		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, f);
-		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
-	}
+	if (!streaming || f->held) /* a client that goes away cancels the job */
+		reply_hold(req, on_gone, f, true);
 	d->n_conns++;
 	jobs_watch(d, j, &f->watch, after);
 }
 
 const struct api_key *
-api_caller(struct orchd *d, struct evhttp_request *req)
+api_caller(struct orchd *d, struct api_req *req)
 {
 	if (d->keys.n == 0)
 		return NULL;
-	return keys_check(&d->keys, evhttp_find_header(evhttp_request_get_input_headers(req),
-	                                               "Authorization"));
+	return req->caller;
 }
 
 void
-api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *ret)
+api_owner(struct orchd *d, struct api_req *req, struct job_owner *ret)
 {
 	const struct api_key *key = api_caller(d, req);
 
@@ -253,12 +232,12 @@ api_owner(struct orchd *d, struct evhttp_request *req, struct job_owner *ret)
 }
 
 bool
-api_room(struct orchd *d, struct evhttp_request *req)
+api_room(struct orchd *d, struct api_req *req)
 {
 	if (d->n_conns < d->cfg.max_connections)
 		return true;
 	d->metrics.rejected_connections++;
-	http_error(req, ORCH_EOVERLOADED, NULL, "too many open streams (max_connections)");
+	reply_error(req, ORCH_EOVERLOADED, NULL, "too many open streams (max_connections)");
 	return false;
 }
 
@@ -269,7 +248,7 @@ api_room(struct orchd *d, struct evhttp_request *req)
  * refused here, before a stream starts.
  */
 static bool
-fits(struct evhttp_request *req, const struct model_entry *m, const struct job_request *r)
+fits(struct api_req *req, const struct model_entry *m, const struct job_request *r)
 {
 	uint32_t ctx = 0;
 
@@ -277,15 +256,15 @@ fits(struct evhttp_request *req, const struct model_entry *m, const struct job_r
 		ctx = m->workers[i]->ident.context_length;
 	if (!r->max_tokens_given || ctx == 0 || r->max_tokens < ctx)
 		return true;
-	http_error(req, ORCH_ECONTEXT, "max_tokens",
-	           "max_tokens %u leaves no room for the prompt in the model's context of %u "
-	           "tokens (prompt + max_tokens must fit)",
-	           r->max_tokens, ctx);
+	reply_error(req, ORCH_ECONTEXT, "max_tokens",
+	            "max_tokens %u leaves no room for the prompt in the model's context of %u "
+	            "tokens (prompt + max_tokens must fit)",
+	            r->max_tokens, ctx);
 	return false;
 }
 
 void
-api_no_model(struct orchd *d, struct evhttp_request *req, const char *name)
+api_no_model(struct orchd *d, struct api_req *req, const char *name)
 {
 	const struct api_key *key = api_caller(d, req);
 	const char *near = NULL;
@@ -310,20 +289,20 @@ api_no_model(struct orchd *d, struct evhttp_request *req, const char *name)
 		k++;
 	}
 	if (near != NULL)
-		return http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
-		                  "model '%.128s' is not configured: names are case-sensitive; "
-		                  "did you mean '%s'?",
-		                  name, near);
+		return reply_error(req, ORCH_EMODEL_NOT_FOUND, "model",
+		                   "model '%.128s' is not configured: names are case-sensitive; "
+		                   "did you mean '%s'?",
+		                   name, near);
 	if (k == 0)
-		return http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
-		                  "model '%.128s' is not configured (none is)", name);
-	http_error(req, ORCH_EMODEL_NOT_FOUND, "model",
-	           "model '%.128s' is not configured; served: %s%s (GET /v1/models)", name, list,
-	           more ? " and more" : "");
+		return reply_error(req, ORCH_EMODEL_NOT_FOUND, "model",
+		                   "model '%.128s' is not configured (none is)", name);
+	reply_error(req, ORCH_EMODEL_NOT_FOUND, "model",
+	            "model '%.128s' is not configured; served: %s%s (GET /v1/models)", name, list,
+	            more ? " and more" : "");
 }
 
 struct model_entry *
-api_only_model(struct orchd *d, struct evhttp_request *req)
+api_only_model(struct orchd *d, struct api_req *req)
 {
 	const struct api_key *key = api_caller(d, req);
 	struct model_entry *m, *only = NULL;
@@ -336,14 +315,14 @@ api_only_model(struct orchd *d, struct evhttp_request *req)
 		}
 	if (n == 1)
 		return only;
-	http_error(req, ORCH_EINVAL, "model",
-	           "'model' is required: %u models are served (GET /v1/models lists them)", n);
+	reply_error(req, ORCH_EINVAL, "model",
+	            "'model' is required: %u models are served (GET /v1/models lists them)", n);
 	return NULL;
 }
 
 /* Checks against the registry; a refusal is answered. */
 static struct model_entry *
-admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
+admit(struct orchd *d, struct api_req *req, const struct job_request *r,
       const struct job_owner *owner)
 {
 	struct model_entry *m;
@@ -351,7 +330,7 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
 	/* a job_id names one job in its owner's space: a key's, or without keys the one local
 	 * owner's; a job_id a known job has (running, or ended and kept) is refused */
 	if (r->job_id[0] && jobs_lookup(d, r->job_id, owner) != NULL) {
-		http_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", r->job_id);
+		reply_error(req, ORCH_EINVAL, "job_id", "job_id '%s' is already in use", r->job_id);
 		return NULL;
 	}
 	/* a model the key may not use is one that does not exist, as far as its caller can tell */
@@ -365,7 +344,7 @@ admit(struct orchd *d, struct evhttp_request *req, const struct job_request *r,
 	char why[400]; /* a forced tool call, where the model's call syntax is known */
 	if (r->tool_force != TOOL_FORCE_NO && m->tool_syntax[0] &&
 	    job_tools_refusal(r->model, tool_syntax_from_name(m->tool_syntax), why, sizeof(why))) {
-		http_error(req, ORCH_EINVAL, "tool_choice", "%s", why);
+		reply_error(req, ORCH_EINVAL, "tool_choice", "%s", why);
 		return NULL;
 	}
 	if (r->stream && !api_room(d, req))
@@ -378,8 +357,8 @@ static const enum job_kind job_kinds[] = {JOB_NATIVE, JOB_OAI_COMPLETION, JOB_OA
 
 /* A job of @r (taken over) for @req; its ids set. NULL (answered 500) when out of memory. */
 static struct job *
-new_job(struct orchd *d, struct evhttp_request *req, const struct api_kind *k,
-        struct model_entry *m, struct job_request *r, const struct job_owner *owner)
+new_job(struct orchd *d, struct api_req *req, const struct api_kind *k, struct model_entry *m,
+        struct job_request *r, const struct job_owner *owner)
 {
 	int api = k->api;
 	struct job_model jm = {m, m->cfg.name, &m->met};
@@ -391,7 +370,7 @@ new_job(struct orchd *d, struct evhttp_request *req, const struct api_kind *k,
 		j = NULL;
 	}
 	if (j == NULL) {
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		return NULL;
 	}
 	if (api == REQUEST_EXECUTE)
@@ -403,7 +382,7 @@ new_job(struct orchd *d, struct evhttp_request *req, const struct api_kind *k,
 
 /* Place or queue @j; a refusal is answered (and logged); false then. */
 static bool
-submit(struct orchd *d, struct evhttp_request *req, struct job *j)
+submit(struct orchd *d, struct api_req *req, struct job *j)
 {
 	struct orch_errinfo e = {0};
 	char buf[512];
@@ -413,7 +392,7 @@ submit(struct orchd *d, struct evhttp_request *req, struct job *j)
 	const char *text = jobs_client_message(e.code, e.msg, buf, sizeof(buf));
 	orch_log(ORCH_LOG_INFO, "job_refused", "job=%s model=%s err=%s msg=\"%s\"", j->correlation,
 	         j->model_name, orch_err_wire(e.code), e.msg);
-	http_error_job(req, e.code, "model", j->correlation, text);
+	reply_error_job(req, e.code, "model", j->correlation, text);
 	return false;
 }
 
@@ -424,8 +403,8 @@ submit(struct orchd *d, struct evhttp_request *req, struct job *j)
  * A refusal of any cancels those submitted and answers it.
  */
 static void
-start_many(struct orchd *d, struct evhttp_request *req, const struct api_kind *kind,
-           struct model_entry *m, struct job_request *r, const struct job_owner *owner)
+start_many(struct orchd *d, struct api_req *req, const struct api_kind *kind, struct model_entry *m,
+           struct job_request *r, const struct job_owner *owner)
 {
 	uint32_t per = r->n_choices ? r->n_choices : 1;
 	uint32_t total = per * (r->prompt_list ? (uint32_t)cJSON_GetArraySize(r->prompt_list) : 1);
@@ -440,7 +419,7 @@ start_many(struct orchd *d, struct evhttp_request *req, const struct api_kind *k
 		         "at once (its workers' 4 × slots and max_queue): ask for fewer",
 		         total, m->cfg.name, room);
 		job_request_fini(r);
-		return http_params_error(req, &pe);
+		return reply_params_error(req, &pe);
 	}
 	/* the parsed request, copied for each job (its prompt list lent to each in turn): a
 	 * body is parsed, and its grammar compiled, once however many choices it asks for */
@@ -452,7 +431,7 @@ start_many(struct orchd *d, struct evhttp_request *req, const struct api_kind *k
 		orch_free(jobs);
 		cJSON_Delete(list);
 		job_request_fini(r);
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
 	for (; k < total; k++) {
 		struct job_request rk;
@@ -482,10 +461,10 @@ start_many(struct orchd *d, struct evhttp_request *req, const struct api_kind *k
 	cJSON_Delete(list);
 	list = NULL;
 	if (k < total) {
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		goto fail;
 	}
-	http_conn_note(d, req, NULL, jobs[0]->correlation);
+	reply_note(req, NULL, jobs[0]->correlation);
 	for (k = 0; k < total; k++)
 		if (!submit(d, req, jobs[k]))
 			break;
@@ -514,7 +493,7 @@ fail:
 struct start {
 	const struct api_kind *k;
 	uint64_t received; /* when orchd took it (Unix ms): deadline_ms counts from here */
-	const char *body;  /* evhttp's */
+	const char *body;  /* the request's */
 	size_t n;
 	struct job_request r;
 	struct params_err pe;
@@ -544,23 +523,23 @@ start_drop(void *arg)
  * DEADLINE_EXCEEDED before the job is made.
  */
 static bool
-deadline(struct evhttp_request *req, struct job_request *r, uint64_t received)
+deadline(struct api_req *req, struct job_request *r, uint64_t received)
 {
-	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Deadline");
+	const char *h = req->x_deadline;
 	struct params_err pe = {0};
 	uint64_t t = 0, now = orch_unix_ms();
 
 	if (h != NULL && !request_deadline_header(h, &t, &pe)) {
-		http_params_error(req, &pe);
+		reply_params_error(req, &pe);
 		return false;
 	}
 	bool by_ms = r->deadline_ms > 0 && (t == 0 || received + r->deadline_ms < t);
 	if (by_ms)
 		t = received + r->deadline_ms;
 	if (t != 0 && t <= now) {
-		http_error(req, ORCH_EDEADLINE, by_ms ? "deadline_ms" : "X-Deadline",
-		           "the request's deadline passed %llu ms before it could be admitted",
-		           (unsigned long long)(now - t));
+		reply_error(req, ORCH_EDEADLINE, by_ms ? "deadline_ms" : "X-Deadline",
+		            "the request's deadline passed %llu ms before it could be admitted",
+		            (unsigned long long)(now - t));
 		return false;
 	}
 	r->deadline_unix_ms = t;
@@ -569,8 +548,8 @@ deadline(struct evhttp_request *req, struct job_request *r, uint64_t received)
 
 /* The body parsed into @r: the job made, submitted and followed, or the refusal answered. */
 static void
-start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r,
-             const struct api_kind *k, uint64_t received)
+start_parsed(struct orchd *d, struct api_req *req, struct job_request *r, const struct api_kind *k,
+             uint64_t received)
 {
 	int api = k->api;
 	struct job_owner owner;
@@ -589,7 +568,7 @@ start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r,
 		return start_many(d, req, k, m, r, &owner);
 	if ((j = new_job(d, req, k, m, r, &owner)) == NULL)
 		goto out;
-	http_conn_note(d, req, NULL, j->correlation);
+	reply_note(req, NULL, j->correlation);
 	if (j->req.ignored != 0 && orch_log_enabled(ORCH_LOG_DEBUG)) {
 		char names[512]; /* accepted and ignored (request_openai.c): once per request */
 		request_openai_ignored(j->req.ignored, names, sizeof(names));
@@ -601,7 +580,7 @@ start_parsed(struct orchd *d, struct evhttp_request *req, struct job_request *r,
 		return;
 	}
 	if (api == REQUEST_EXECUTE) /* the id to resume or cancel with, before any event */
-		evhttp_add_header(evhttp_request_get_output_headers(req), "X-Job-Id", j->uid);
+		reply_header(req, "X-Job-Id", j->uid);
 	api_follow(d, j, req, j->req.stream, 0);
 	return;
 out:
@@ -609,26 +588,27 @@ out:
 }
 
 static void
-start_cont(struct orchd *d, struct evhttp_request *req, void *arg)
+start_cont(struct orchd *d, struct api_req *req, void *arg)
 {
 	struct start *s = arg;
 
 	if (s->rv != ORCH_OK)
-		http_params_error(req, &s->pe);
+		reply_params_error(req, &s->pe);
 	else
 		start_parsed(d, req, &s->r, s->k, s->received); /* takes s->r */
 	start_drop(s);
 }
 
 void
-api_start(struct orchd *d, struct evhttp_request *req, const struct api_kind *k)
+api_start(struct orchd *d, struct api_req *req, const struct api_kind *k)
 {
 	struct start *s = orch_calloc(1, sizeof(*s));
 
 	if (s == NULL)
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	s->k = k;
 	s->received = orch_unix_ms();
-	s->n = http_body(req, &s->body);
+	s->body = req->body;
+	s->n = req->n_body;
 	api_parse_then(d, req, s->n, start_parse, start_cont, start_drop, s);
 }

@@ -14,20 +14,12 @@
  */
 #include "admin.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
-#include <event2/event.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "admin_int.h"
 #include "admin_pull.h"
@@ -40,15 +32,14 @@
 #include "base/sbuf.h"
 #include "devices.h"
 #include "health.h"
-#include "http.h"
-#include "http_conn.h"
 #include "inspect.h"
 #include "jobs.h"
 #include "model_pull.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
-#include "sse.h"
+#include "reply.h"
+#include "route.h"
 #include "workers.h"
 
 static cJSON *
@@ -218,7 +209,7 @@ admin_status(struct orchd *d)
 
 /* Take @s out of @m's followers. */
 static void
-drop_follower(struct model_entry *m, struct sse_stream *s)
+drop_follower(struct model_entry *m, struct api_req *s)
 {
 	for (uint32_t i = 0; i < m->n_followers; i++)
 		if (m->followers[i] == s) {
@@ -242,7 +233,7 @@ admin_model_event(struct orchd *d, struct model_entry *m, const char *what)
 	}
 	if (what == NULL) { /* the model goes */
 		while (m->n_followers > 0)
-			sse_end(m->followers[--m->n_followers]);
+			reply_stream_end(m->followers[--m->n_followers]);
 		orch_free(m->followers);
 		m->followers = NULL;
 		return;
@@ -259,28 +250,29 @@ admin_model_event(struct orchd *d, struct model_entry *m, const char *what)
 	/* a follower cut as too slow leaves the array: walk it from the end */
 	for (uint32_t i = m->n_followers; i-- > 0;)
 		if (i < m->n_followers)
-			sse_write(m->followers[i], b.p, b.n);
+			reply_stream_write(m->followers[i], b.p, b.n);
 	sbuf_fini(&b);
 }
 
 static void
-on_follower_gone(struct sse_stream *s, void *arg, const char *why)
+on_follower_gone(struct api_req *s, void *arg, const char *why)
 {
 	(void)why;
 	drop_follower(arg, s);
+	reply_release(s);
 }
 
 static void
-follow(struct orchd *d, struct evhttp_request *req, struct model_entry *m)
+follow(struct orchd *d, struct api_req *req, struct model_entry *m)
 {
-	struct sse_stream **f = orch_reallocarray(m->followers, m->n_followers + 1, sizeof(*f));
+	struct api_req **f = orch_reallocarray(m->followers, m->n_followers + 1, sizeof(*f));
 
 	if (f == NULL)
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	m->followers = f;
-	if (sse_start(d, req, on_follower_gone, m, &f[m->n_followers]) != ORCH_OK)
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
-	m->n_followers++;
+	if (reply_stream_start(req, on_follower_gone, m) != ORCH_OK)
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	f[m->n_followers++] = req;
 	admin_model_event(d, m, "state");
 }
 
@@ -307,31 +299,10 @@ admin_warn_unsaved(cJSON *o, orch_err saved, enum admin_unsaved what)
 }
 
 static void
-not_found(struct evhttp_request *req, const char *what, const char *name)
+not_found(struct api_req *req, const char *what, const char *name)
 {
-	http_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no %s%s%s%s", what, name ? " '" : "",
-	           name ? name : "", name ? "'" : "");
-}
-
-/* A query parameter of @uri as a number in [0, @max], else @def. */
-static uint64_t
-query_u64(const char *uri, const char *key, uint64_t def, uint64_t max)
-{
-	const char *q = strchr(uri, '?');
-	struct evkeyvalq kv = {0};
-	uint64_t v = def;
-
-	if (q == NULL || evhttp_parse_query_str(q + 1, &kv) != 0)
-		return def;
-	const char *s = evhttp_find_header(&kv, key);
-	char *end;
-	if (s != NULL && *s >= '0' && *s <= '9') {
-		unsigned long long x = strtoull(s, &end, 10);
-		if (*end == '\0')
-			v = x > max ? max : x;
-	}
-	evhttp_clear_headers(&kv);
-	return v;
+	reply_error(req, ORCH_EROUTE_NOT_FOUND, NULL, "no %s%s%s%s", what, name ? " '" : "",
+	            name ? name : "", name ? "'" : "");
 }
 
 /*
@@ -340,12 +311,11 @@ query_u64(const char *uri, const char *key, uint64_t def, uint64_t max)
  * else the last ?lines=N (default 100).
  */
 static void
-logs(struct evhttp_request *req, const struct worker *w)
+logs(struct api_req *req, const struct worker *w)
 {
-	const char *uri = evhttp_request_get_uri(req);
 	uint64_t oldest = w->log_next > WORKER_LOG_LINES ? w->log_next - WORKER_LOG_LINES : 0;
-	uint64_t since = query_u64(uri, "since", UINT64_MAX, UINT64_MAX);
-	uint64_t lines = query_u64(uri, "lines", 100, WORKER_LOG_LINES);
+	uint64_t since = api_query_u64(req->query, "since", UINT64_MAX, UINT64_MAX);
+	uint64_t lines = api_query_u64(req->query, "lines", 100, WORKER_LOG_LINES);
 	uint64_t first = since != UINT64_MAX   ? since
 	                 : w->log_next > lines ? w->log_next - lines
 	                                       : 0;
@@ -367,18 +337,18 @@ logs(struct evhttp_request *req, const struct worker *w)
 		cJSON_AddStringToObject(x, "text", l->text);
 		cJSON_AddItemToArray(a, x);
 	}
-	http_json(req, 200, o);
+	reply_json(req, 200, o);
 }
 
 static void
-on_status(struct orchd *d, struct evhttp_request *req, const char *arg)
+on_status(struct orchd *d, struct api_req *req, const char *arg)
 {
 	(void)arg;
-	http_json(req, 200, admin_status(d));
+	reply_json(req, 200, admin_status(d));
 }
 
 static void
-on_workers(struct orchd *d, struct evhttp_request *req, const char *arg)
+on_workers(struct orchd *d, struct api_req *req, const char *arg)
 {
 	cJSON *a = cJSON_CreateArray();
 
@@ -386,23 +356,23 @@ on_workers(struct orchd *d, struct evhttp_request *req, const char *arg)
 	for (struct model_entry *m = d->models; m; m = m->next)
 		for (uint32_t i = 0; i < m->n_workers; i++)
 			cJSON_AddItemToArray(a, worker_json(m->workers[i]));
-	http_json(req, 200, a);
+	reply_json(req, 200, a);
 }
 
 /* The model named @name, or answered 404. */
 static struct model_entry *
-model_or_reply(struct orchd *d, struct evhttp_request *req, const char *name)
+model_or_reply(struct orchd *d, struct api_req *req, const char *name)
 {
 	struct model_entry *m = models_find(d, name);
 
 	if (m == NULL)
-		http_error(req, ORCH_EMODEL_NOT_FOUND, "name", "no model '%s'", name);
+		reply_error(req, ORCH_EMODEL_NOT_FOUND, "name", "no model '%s'", name);
 	return m;
 }
 
 /* The worker with id @id, or answered 404. */
 static struct worker *
-worker_or_reply(struct orchd *d, struct evhttp_request *req, const char *id)
+worker_or_reply(struct orchd *d, struct api_req *req, const char *id)
 {
 	struct worker *w = workers_find(d, id);
 
@@ -412,7 +382,7 @@ worker_or_reply(struct orchd *d, struct evhttp_request *req, const char *id)
 }
 
 static void
-on_unload(struct orchd *d, struct evhttp_request *req, const char *name)
+on_unload(struct orchd *d, struct api_req *req, const char *name)
 {
 	struct model_entry *m = model_or_reply(d, req, name);
 
@@ -423,31 +393,31 @@ on_unload(struct orchd *d, struct evhttp_request *req, const char *name)
 	models_unload(d, m, false);
 	if (runtime)
 		admin_warn_unsaved(o, admin_state_save(d), UNSAVED_UNLOAD);
-	http_json(req, 202, o);
+	reply_json(req, 202, o);
 }
 
 /* POST /admin/models/NAME/forget: unload, then out of the registry and the state file. */
 static void
-on_forget(struct orchd *d, struct evhttp_request *req, const char *name)
+on_forget(struct orchd *d, struct api_req *req, const char *name)
 {
 	struct model_entry *m = model_or_reply(d, req, name);
 
 	if (m == NULL)
 		return;
 	if (!m->runtime)
-		return http_error(req, ORCH_EINVAL, "name",
-		                  "model '%s' comes from the configuration file; remove it there "
-		                  "and reload orchd (SIGHUP), or 'orchctl unload %s'",
-		                  name, name);
+		return reply_error(req, ORCH_EINVAL, "name",
+		                   "model '%s' comes from the configuration file; remove it there "
+		                   "and reload orchd (SIGHUP), or 'orchctl unload %s'",
+		                   name, name);
 	cJSON *o = admin_model_json(m);
 	orch_log(ORCH_LOG_INFO, "model_forget", "model=%s", name);
 	models_unload(d, m, true); /* may free it */
 	admin_warn_unsaved(o, admin_state_save(d), UNSAVED_FORGET);
-	http_json(req, 202, o);
+	reply_json(req, 202, o);
 }
 
 static void
-on_events(struct orchd *d, struct evhttp_request *req, const char *name)
+on_events(struct orchd *d, struct api_req *req, const char *name)
 {
 	struct model_entry *m = model_or_reply(d, req, name);
 
@@ -456,18 +426,18 @@ on_events(struct orchd *d, struct evhttp_request *req, const char *name)
 }
 
 static void
-on_restart(struct orchd *d, struct evhttp_request *req, const char *id)
+on_restart(struct orchd *d, struct api_req *req, const char *id)
 {
 	struct worker *w = worker_or_reply(d, req, id);
 
 	if (w == NULL)
 		return;
 	workers_restart(d, w);
-	http_json(req, 202, worker_json(w));
+	reply_json(req, 202, worker_json(w));
 }
 
 static void
-on_logs(struct orchd *d, struct evhttp_request *req, const char *id)
+on_logs(struct orchd *d, struct api_req *req, const char *id)
 {
 	struct worker *w = worker_or_reply(d, req, id);
 
@@ -478,7 +448,7 @@ on_logs(struct orchd *d, struct evhttp_request *req, const char *id)
 /* POST /admin/shutdown (and /shutdown, the worker contract's name): drain and exit, as
  * SIGTERM; 202 {"stopping": true, "running_jobs": N} at once. */
 static void
-on_shutdown(struct orchd *d, struct evhttp_request *req, const char *arg)
+on_shutdown(struct orchd *d, struct api_req *req, const char *arg)
 {
 	cJSON *o = cJSON_CreateObject();
 	uint32_t live = 0;
@@ -489,171 +459,29 @@ on_shutdown(struct orchd *d, struct evhttp_request *req, const char *arg)
 	cJSON_AddBoolToObject(o, "stopping", true);
 	cJSON_AddNumberToObject(o, "running_jobs", live);
 	cJSON_AddNumberToObject(o, "shutdown_timeout_s", d->cfg.shutdown_timeout_s);
-	http_json(req, 202, o);
+	reply_json(req, 202, o);
 	if (d->stop != NULL)
 		d->stop(d, "POST /admin/shutdown");
 }
 
-static const struct http_route admin_routes[] = {
-        {EVHTTP_REQ_GET, "/admin/status", false, NULL, on_status},
-        {EVHTTP_REQ_POST, "/admin/shutdown", false, NULL, on_shutdown},
-        {EVHTTP_REQ_POST, "/shutdown", false, NULL, on_shutdown},
-        {EVHTTP_REQ_GET, "/admin/workers", false, NULL, on_workers},
-        {EVHTTP_REQ_POST, "/admin/models", false, NULL, admin_on_load},
-        {EVHTTP_REQ_DELETE, "/admin/models/", true, "", on_unload},
-        {EVHTTP_REQ_GET, "/admin/models/", true, "/events", on_events},
-        {EVHTTP_REQ_POST, "/admin/models/", true, "/forget", on_forget},
-        {EVHTTP_REQ_POST, "/admin/workers/", true, "/restart", on_restart},
-        {EVHTTP_REQ_GET, "/admin/workers/", true, "/logs", on_logs},
-        {EVHTTP_REQ_POST, "/admin/pulls", false, NULL, admin_pulls_post},
-        {EVHTTP_REQ_GET, "/admin/pulls", false, NULL, admin_pulls_get},
+static const struct api_route admin_routes[] = {
+        {API_GET, "/admin/status", false, NULL, on_status},
+        {API_POST, "/admin/shutdown", false, NULL, on_shutdown},
+        {API_POST, "/shutdown", false, NULL, on_shutdown},
+        {API_GET, "/admin/workers", false, NULL, on_workers},
+        {API_POST, "/admin/models", false, NULL, admin_on_load},
+        {API_DELETE, "/admin/models/", true, "", on_unload},
+        {API_GET, "/admin/models/", true, "/events", on_events},
+        {API_POST, "/admin/models/", true, "/forget", on_forget},
+        {API_POST, "/admin/workers/", true, "/restart", on_restart},
+        {API_GET, "/admin/workers/", true, "/logs", on_logs},
+        {API_POST, "/admin/pulls", false, NULL, admin_pulls_post},
+        {API_GET, "/admin/pulls", false, NULL, admin_pulls_get},
 };
 
-static void
-on_restore(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	admin_state_restore(arg);
-}
-
-static void
-route(struct evhttp_request *req, void *arg)
-{
-	if (!http_dispatch(arg, req, admin_routes, sizeof(admin_routes) / sizeof(admin_routes[0])))
-		not_found(req, "such admin route", NULL);
-}
-
-static void
-route_tcp(struct evhttp_request *req, void *arg)
-{
-	struct orchd *d = arg;
-	const char *keys[] = {d->admin_token};
-
-	if (!http_bearer_ok(req, keys, 1))
-		return http_error(req, ORCH_EUNAUTHORIZED, NULL, "the admin token is needed");
-	route(req, d);
-}
-
-/*
- * Remove @path when it is a socket nobody listens on (what a dead orchd left);
- * ORCH_EIO when another process answers there or something else has the name.
- */
-static orch_err
-admin_stale_remove(const struct sockaddr_un *sa, struct orch_errinfo *reterr)
-{
-	struct stat st;
-
-	if (lstat(sa->sun_path, &st) != 0)
-		return ORCH_OK;
-	if (!S_ISSOCK(st.st_mode))
-		return orch_errf(reterr, ORCH_EIO, "admin socket %s: the name is taken by a %s",
-		                 sa->sun_path, S_ISDIR(st.st_mode) ? "directory" : "file");
-	/* non-blocking: a listener with a full backlog answers EAGAIN, and is live; only a
-	 * refused connect says nobody listens (EACCES: another user's socket, left alone) */
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	int err = 0;
-	if (fd < 0 || connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) != 0)
-		err = errno;
-	if (fd >= 0)
-		close(fd);
-	if (err != 0 && err != EAGAIN && err != ECONNREFUSED && err != ENOENT)
-		return orch_errf(reterr, ORCH_EIO,
-		                 "admin socket %s: cannot tell whether another orchd uses it (%s): "
-		                 "remove it, or give this orchd another admin_socket",
-		                 sa->sun_path, strerror(err));
-	bool live = err == 0 || err == EAGAIN;
-	if (live)
-		return orch_errf(reterr, ORCH_EIO,
-		                 "admin socket %s is in use by another orchd: give each orchd its "
-		                 "own admin_socket",
-		                 sa->sun_path);
-	unlink(sa->sun_path);
-	return ORCH_OK;
-}
-
-orch_err
-admin_start(struct orchd *d, struct orch_errinfo *reterr)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(d->cfg.admin_socket) >= sizeof(sa.sun_path))
-		return orch_errf(reterr, ORCH_EINVAL, "admin_socket path is too long");
-	memcpy(sa.sun_path, d->cfg.admin_socket, strlen(d->cfg.admin_socket) + 1);
-	if (admin_stale_remove(&sa, reterr) != ORCH_OK)
-		return ORCH_EIO;
-	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) < 0)
-		return orch_errf(reterr, ORCH_EIO, "socket: %s", strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		int err = errno;
-		close(fd);
-		return orch_errf(reterr, ORCH_EIO, "admin socket %s: %s", sa.sun_path,
-		                 strerror(err));
-	}
-	d->admin_bound = true; /* the file is ours now: admin_stop removes it */
-	if (chmod(sa.sun_path, 0660) != 0 || listen(fd, 64) != 0) {
-		int err = errno;
-		close(fd);
-		return orch_errf(reterr, ORCH_EIO, "admin socket %s: %s", sa.sun_path,
-		                 strerror(err));
-	}
-	struct orch_errinfo de = {0}; /* orchctl finds it with no setting (base/discover.h) */
-	if (orch_discover_add(sa.sun_path, getpid(), &de) != ORCH_OK)
-		orch_log(ORCH_LOG_WARNING, "discovery_failed", "msg=\"%s\"", de.msg);
-	if ((d->admin_http = evhttp_new(d->base)) == NULL ||
-	    evhttp_accept_socket(d->admin_http, fd) != 0) {
-		close(fd);
-		return orch_errf(reterr, ORCH_ENOMEM, "out of memory");
-	}
-	evhttp_set_allowed_methods(d->admin_http,
-	                           EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
-	evhttp_set_max_body_size(d->admin_http, 1u << 20);
-	evhttp_set_gencb(d->admin_http, route, d);
-	d->on_model_event = admin_model_event;
-	/* the state file's models join after the configuration's (main.c adds those next) */
-	event_base_once(d->base, -1, EV_TIMEOUT, on_restore, d, &(struct timeval){0, 0});
-	orch_log(ORCH_LOG_INFO, "admin_listening", "socket=%s", sa.sun_path);
-	if (d->cfg.admin_listen[0]) {
-		char *tok = NULL;
-		size_t n = 0;
-		if (d->cfg.admin_token_file[0] == '\0' ||
-		    orch_read_file(d->cfg.admin_token_file, 4096, &tok, &n, reterr) != ORCH_OK)
-			return d->cfg.admin_token_file[0]
-			               ? ORCH_EIO
-			               : orch_errf(reterr, ORCH_EINVAL,
-			                           "admin_listen needs admin_token_file");
-		tok[strcspn(tok, "\r\n")] = '\0';
-		snprintf(d->admin_token, sizeof(d->admin_token), "%s", tok);
-		orch_free(tok);
-		if (d->admin_token[0] == '\0')
-			return orch_errf(reterr, ORCH_EINVAL, "admin_token_file is empty");
-		char host[128];
-		const char *colon = strrchr(d->cfg.admin_listen, ':');
-		snprintf(host, sizeof(host), "%.*s", (int)(colon - d->cfg.admin_listen),
-		         d->cfg.admin_listen);
-		if ((d->admin_tcp = evhttp_new(d->base)) == NULL ||
-		    evhttp_bind_socket(d->admin_tcp, host, (ev_uint16_t)atoi(colon + 1)) != 0)
-			return orch_errf(reterr, ORCH_EIO, "cannot listen on %s",
-			                 d->cfg.admin_listen);
-		evhttp_set_allowed_methods(d->admin_tcp,
-		                           EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
-		evhttp_set_gencb(d->admin_tcp, route_tcp, d);
-	}
-	return ORCH_OK;
-}
-
 void
-admin_stop(struct orchd *d)
+admin_route(struct orchd *d, struct api_req *req)
 {
-	if (d->admin_http)
-		evhttp_free(d->admin_http);
-	if (d->admin_tcp)
-		evhttp_free(d->admin_tcp);
-	d->admin_http = d->admin_tcp = NULL;
-	if (d->admin_bound) { /* a start refused before binding leaves another orchd's file */
-		unlink(d->cfg.admin_socket);
-		orch_discover_remove(getpid());
-	}
-	d->admin_bound = false;
+	if (!api_route_run(d, req, admin_routes, sizeof(admin_routes) / sizeof(admin_routes[0])))
+		not_found(req, "such admin route", NULL);
 }

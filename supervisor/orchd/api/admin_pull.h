@@ -10,14 +10,14 @@
 #include <stdbool.h>
 
 struct cJSON;
-struct evhttp_request;
+struct api_req;
 struct orchd;
 
 /* admin_pulls_post - POST /admin/pulls: 202 with the pull's entry; 400 for a bad reference. */
-void admin_pulls_post(struct orchd *d, struct evhttp_request *req, const char *arg);
+void admin_pulls_post(struct orchd *d, struct api_req *req, const char *arg);
 
 /* admin_pulls_get - GET /admin/pulls: {"pulls": [entry...]}. */
-void admin_pulls_get(struct orchd *d, struct evhttp_request *req, const char *arg);
+void admin_pulls_get(struct orchd *d, struct api_req *req, const char *arg);
 
 /* admin_pulls_json - the pulls as GET /admin/pulls lists them; only those running with
  * @running (GET /admin/status's "pulls"). */

@@ -13,16 +13,13 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <event2/http.h>
 
 #include "api.h"
 #include "base/alloc.h"
 #include "base/log.h"
-#include "http.h"
-#include "http_conn.h"
 #include "jobs.h"
 #include "orchd.h"
-#include "sse.h"
+#include "reply.h"
 
 struct choices;
 
@@ -41,8 +38,7 @@ struct member {
  */
 struct choices {
 	struct orchd *d;
-	struct evhttp_request *req; /* not streaming: answered at the end */
-	struct sse_stream *sse;     /* streaming, until it ends or its client goes */
+	struct api_req *req; /* until answered, or its stream ends, or its client goes */
 	bool streaming, dead, failed, closing;
 	uint32_t busy;
 	struct sbuf out;
@@ -103,14 +99,13 @@ usage(const struct choices *c, uint32_t *prompt, uint32_t *completion, uint32_t 
 static void
 answer(struct choices *c)
 {
-	struct evhttp_connection *conn = evhttp_request_get_connection(c->req);
+	struct api_req *req = c->req;
 	cJSON *body = NULL, *all = NULL;
 	const struct job_event *bad = NULL;
 	const struct job *bad_job = NULL;
 	uint32_t p, q, k;
 
-	if (conn)
-		http_conn_set_closecb(c->d, conn, NULL, NULL);
+	c->req = NULL;                        /* answered below: freed */
 	for (uint32_t i = 0; i < c->n; i++) { /* a real error before the cancellations it caused */
 		const struct job *j = c->m[i].job;
 		const struct job_event *last = &j->events[j->n_events - 1];
@@ -121,9 +116,9 @@ answer(struct choices *c)
 		}
 	}
 	if (bad != NULL)
-		return http_error_job(c->req, bad->code,
-		                      jobs_error_param(bad_job, bad->code, bad->text),
-		                      bad_job->correlation, bad->text ? bad->text : "");
+		return reply_error_job(req, bad->code,
+		                       jobs_error_param(bad_job, bad->code, bad->text),
+		                       bad_job->correlation, bad->text ? bad->text : "");
 	for (uint32_t i = 0; i < c->n; i++) {
 		const struct job *j = c->m[i].job;
 		cJSON *o = j->sink->body(j);
@@ -140,12 +135,12 @@ answer(struct choices *c)
 	}
 	if (body == NULL || cJSON_GetArraySize(all) != (int)c->n) {
 		cJSON_Delete(body);
-		return http_error(c->req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
 	usage(c, &p, &q, &k);
 	cJSON_DeleteItemFromObjectCaseSensitive(body, "usage");
 	api_openai_usage(body, p, q, k);
-	http_json(c->req, 200, body);
+	reply_json(req, 200, body);
 }
 
 /* Not streaming: answer once every job ended (not from inside a busy frame). */
@@ -184,8 +179,8 @@ ended_quiet(struct choices *c, struct member *m)
 static void
 close_stream(struct choices *c)
 {
-	sse_end(c->sse);
-	c->sse = NULL;
+	reply_stream_end(c->req);
+	c->req = NULL;
 	detach_all(c, false);
 	drop(c);
 }
@@ -219,7 +214,7 @@ on_events(struct job_watch *w)
 		j->sink->terminator(j, &c->out);
 	}
 	c->busy++;
-	sse_write(c->sse, c->out.p, c->out.n);
+	reply_stream_write(c->req, c->out.p, c->out.n);
 	c->busy--;
 	if (c->dead) { /* its client went meanwhile */
 		if (c->busy == 0)
@@ -239,69 +234,54 @@ on_release(struct job_watch *w)
 
 	m->attached = false;
 	c->attached--;
-	if (c->sse) {
-		sse_end(c->sse);
-		c->sse = NULL;
-	} else if (!c->streaming && !c->closing) {
-		struct evhttp_connection *conn = evhttp_request_get_connection(c->req);
-		if (conn)
-			http_conn_set_closecb(c->d, conn, NULL, NULL);
-	}
+	if (c->req != NULL && c->streaming)
+		reply_stream_end(c->req);
+	else if (c->req != NULL) /* the close watch goes with the answer */
+		reply_error(c->req, ORCH_EOVERLOADED, NULL, "orchd stopped before the jobs ended");
+	c->req = NULL;
 	detach_all(c, false);
 	drop(c);
 }
 
+/* The client left: the stream's (closed, or cut as too slow) or the waiting request's. */
 static void
-on_sse_gone(struct sse_stream *s, void *arg, const char *why)
+on_gone(struct api_req *req, void *arg, const char *why)
 {
 	struct choices *c = arg;
 
-	(void)s;
 	(void)why;
-	c->sse = NULL;
-	detach_all(c, true);
-	drop(c);
-}
-
-static void
-on_req_close(struct evhttp_connection *conn, void *arg)
-{
-	struct choices *c = arg;
-
-	(void)conn;
-	http_conn_release(c->req);
+	reply_release(req);
+	c->req = NULL;
 	detach_all(c, true);
 	drop(c);
 }
 
 void
 api_choices_follow(struct orchd *d, struct job **jobs, uint32_t n, uint32_t per_prompt,
-                   struct evhttp_request *req, bool streaming)
+                   struct api_req *req, bool streaming)
 {
 	struct choices *c = orch_calloc(1, sizeof(*c) + n * sizeof(c->m[0]));
 
 	if (c == NULL) {
 		for (uint32_t i = 0; i < n; i++)
 			jobs_cancel(d, jobs[i], "out of memory");
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
 	c->d = d;
 	c->req = req;
 	c->n = n;
 	c->per_prompt = per_prompt;
 	c->streaming = streaming;
-	if (streaming && sse_start(d, req, on_sse_gone, c, &c->sse) != ORCH_OK) {
+	if (streaming && reply_stream_start(req, on_gone, c) != ORCH_OK) {
 		orch_free(c);
 		for (uint32_t i = 0; i < n; i++)
 			jobs_cancel(d, jobs[i], "out of memory");
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
 	if (streaming && jobs[0]->sink->cut != NULL)
-		sse_set_cut(c->sse, jobs[0]->sink->cut);
-	if (!streaming) { /* a client that goes away cancels the jobs (docs/http-api.md) */
-		http_conn_set_closecb(d, evhttp_request_get_connection(req), on_req_close, c);
-		http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
-	}
+		reply_stream_cut(req, jobs[0]->sink->cut);
+	if (!streaming) /* a client that goes away cancels the jobs (docs/http-api.md) */
+		reply_hold(req, on_gone, c, true);
 	d->n_conns++;
 	c->busy = 1; /* a job that already ended is seen at once, before the others are watched */
 	for (uint32_t i = 0; i < n; i++) {

@@ -7,7 +7,7 @@
 
 #include "base/err.h"
 
-struct evhttp_request;
+struct api_req;
 struct model_entry;
 struct orchd;
 
@@ -28,4 +28,4 @@ void admin_warn_unsaved(cJSON *o, orch_err saved, enum admin_unsaved what);
  * admin_on_load - POST /admin/models: a model by name, by file (its header read
  * off the loop first) or by hf: reference (pulled), added, saved and started.
  */
-void admin_on_load(struct orchd *d, struct evhttp_request *req, const char *arg);
+void admin_on_load(struct orchd *d, struct api_req *req, const char *arg);

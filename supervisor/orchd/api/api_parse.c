@@ -3,25 +3,21 @@
  * when large or when it may compile a grammar (api.h, issue 52 A1).
  *
  * A large body's parse is a work of offload.h on its own thread: it reads
- * the body where evhttp holds it, and a copy of the limits. The client may
- * close meanwhile: evhttp then detaches the request (http_conn.h), which is
- * let go, freeing the body, only once the parse is back.
+ * the body where the edge holds it, and a copy of the limits. The client may
+ * close meanwhile: the request is let go (reply_release), freeing the body,
+ * only once the parse is back.
  */
 #include <string.h> /* memmem: _GNU_SOURCE, the build's */
-
-#include <event2/buffer.h>
-#include <event2/http.h>
 
 #include "api.h"
 #include "base/alloc.h"
 #include "config.h"
-#include "http.h"
-#include "http_conn.h"
 #include "offload.h"
 #include "orchd.h"
+#include "reply.h"
 
 struct off {
-	struct evhttp_request *req;
+	struct api_req *req;
 	bool gone;               /* the client closed while its body was parsed */
 	struct orchd_config cfg; /* the limits the parse checks (no models: the loop's move) */
 	api_parse_fn parse;
@@ -39,11 +35,12 @@ work(void *arg)
 }
 
 static void
-on_close(struct evhttp_connection *c, void *arg)
+on_gone(struct api_req *req, void *arg, const char *why)
 {
 	struct off *o = arg;
 
-	(void)c;
+	(void)req;
+	(void)why;
 	o->gone = true; /* its body is being read: the request is let go when the parse is back */
 }
 
@@ -53,11 +50,10 @@ done(struct orchd *d, void *arg, bool live)
 	struct off *o = arg;
 
 	if (live && !o->gone) {
-		http_conn_set_closecb(d, evhttp_request_get_connection(o->req), NULL, NULL);
+		reply_hold(o->req, NULL, NULL, false);
 		o->cont(d, o->req, o->arg);
-	} else {
-		if (live)
-			http_conn_release(o->req);
+	} else { /* gone, or orchd stops: the edge let go of its connection */
+		reply_release(o->req);
 		o->drop(o->arg);
 	}
 	orch_free(o);
@@ -69,12 +65,11 @@ done(struct orchd *d, void *arg, bool live)
  * string matches too: such a body is only parsed off the loop for nothing.
  */
 static bool
-may_compile(struct evhttp_request *req, size_t n)
+may_compile(struct api_req *req, size_t n)
 {
 	static const char *const keys[] = {"\"response_format\"", "\"grammar\"", "\"guided_",
 	                                   "\"regex\"",           "\"tools\"",   "\"json_schema\""};
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	const unsigned char *body = n > 0 ? evbuffer_pullup(in, (ev_ssize_t)n) : NULL;
+	const char *body = n > 0 ? req->body : NULL;
 
 	for (size_t k = 0; body != NULL && k < sizeof(keys) / sizeof(keys[0]); k++)
 		if (memmem(body, n, keys[k], strlen(keys[k])) != NULL)
@@ -84,8 +79,8 @@ may_compile(struct evhttp_request *req, size_t n)
 }
 
 void
-api_parse_then(struct orchd *d, struct evhttp_request *req, size_t n, api_parse_fn parse,
-               api_cont_fn cont, api_drop_fn drop, void *arg)
+api_parse_then(struct orchd *d, struct api_req *req, size_t n, api_parse_fn parse, api_cont_fn cont,
+               api_drop_fn drop, void *arg)
 {
 	struct orch_errinfo e = {0};
 	struct off *o;
@@ -96,7 +91,7 @@ api_parse_then(struct orchd *d, struct evhttp_request *req, size_t n, api_parse_
 	}
 	if ((o = orch_calloc(1, sizeof(*o))) == NULL) {
 		drop(arg);
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
 	o->req = req;
 	o->cfg = d->cfg;
@@ -109,8 +104,7 @@ api_parse_then(struct orchd *d, struct evhttp_request *req, size_t n, api_parse_
 	if (offload_start(d, work, done, o, &e) != ORCH_OK) {
 		orch_free(o);
 		drop(arg);
-		return http_error(req, e.code, NULL, "%s", e.msg);
+		return reply_error(req, e.code, NULL, "%s", e.msg);
 	}
-	http_conn_set_closecb(d, evhttp_request_get_connection(req), on_close, o);
-	http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
+	reply_hold(req, on_gone, o, true);
 }

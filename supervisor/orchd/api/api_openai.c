@@ -12,13 +12,13 @@
 
 #include "api.h"
 #include "api_logprobs.h"
-#include "http.h"
 #include "jobs.h"
 #include "json_add.h"
 #include "keys.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
+#include "reply.h"
 #include "request.h"
 #include "workers.h"
 
@@ -320,7 +320,7 @@ static const char openai_cut[] =
 const struct job_sink api_openai_sink = {openai_format, openai_body, openai_done, openai_cut};
 
 void
-api_openai_completions(struct orchd *d, struct evhttp_request *req, const char *arg)
+api_openai_completions(struct orchd *d, struct api_req *req, const char *arg)
 {
 	static const struct api_kind k = {REQUEST_COMPLETION, &api_openai_sink, api_choices_follow};
 
@@ -329,7 +329,7 @@ api_openai_completions(struct orchd *d, struct evhttp_request *req, const char *
 }
 
 void
-api_openai_chat(struct orchd *d, struct evhttp_request *req, const char *arg)
+api_openai_chat(struct orchd *d, struct api_req *req, const char *arg)
 {
 	static const struct api_kind k = {REQUEST_CHAT, &api_openai_sink, api_choices_follow};
 
@@ -391,7 +391,7 @@ model_object(const struct orchd *d, const struct model_entry *m)
 }
 
 void
-api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg)
+api_openai_models(struct orchd *d, struct api_req *req, const char *arg)
 {
 	cJSON *o = cJSON_CreateObject(), *data;
 	const struct api_key *key = api_caller(d, req);
@@ -402,16 +402,16 @@ api_openai_models(struct orchd *d, struct evhttp_request *req, const char *arg)
 	for (struct model_entry *m = d->models; m; m = m->next)
 		if (keys_model_ok(key, m->cfg.name)) /* the models this key may use */
 			cJSON_AddItemToArray(data, model_object(d, m));
-	http_json(req, 200, o);
+	reply_json(req, 200, o);
 }
 
 void
-api_openai_model(struct orchd *d, struct evhttp_request *req, const char *id)
+api_openai_model(struct orchd *d, struct api_req *req, const char *id)
 {
 	struct model_entry *m = models_find(d, id);
 
 	/* a model the key may not use is one that does not exist, as far as its caller can tell */
 	if (m == NULL || !keys_model_ok(api_caller(d, req), id))
 		return api_no_model(d, req, id);
-	http_json(req, 200, model_object(d, m));
+	reply_json(req, 200, model_object(d, m));
 }

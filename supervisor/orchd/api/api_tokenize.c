@@ -9,20 +9,18 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <event2/event.h>
-#include <event2/http.h>
 
 #include "api.h"
 #include "base/alloc.h"
 #include "base/utf8.h"
-#include "http.h"
-#include "http_conn.h"
 #include "jobs.h"
 #include "json_add.h"
 #include "keys.h"
+#include "loop.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
+#include "reply.h"
 #include "request.h"
 #include "tokenize.h"
 #include "workers.h"
@@ -30,7 +28,7 @@
 /* One request: the core's, then the client's side. */
 struct api_tok {
 	struct tok_req t; /* first: the core's request is ours */
-	struct evhttp_request *req;
+	struct api_req *req;
 	struct event *ev_timeout;
 	struct job_request chat; /* /tokenize of messages: their array and template variables */
 	char *text, *vars;       /* the text to tokenize; the variables sent */
@@ -41,7 +39,7 @@ struct api_tok {
 	                      it */
 	bool pieces;       /* llama.cpp's with_pieces: tokens as [{id, piece}] */
 	bool counted;      /* in orchd's n_conns */
-	const char *body;  /* evhttp's */
+	const char *body;  /* the request's */
 	size_t n;
 	char *model;  /* the body's "model"; NULL: none given */
 	bool refused; /* the body was refused: @pe says why */
@@ -53,8 +51,7 @@ tok_free(struct api_tok *a)
 {
 	if (a->counted)
 		a->t.d->n_conns--;
-	if (a->ev_timeout)
-		event_free(a->ev_timeout);
+	loop_free(a->ev_timeout);
 	job_request_fini(&a->chat);
 	orch_free(a->text);
 	free(a->vars); /* cJSON's printing: malloc */
@@ -120,36 +117,25 @@ answer_json(const struct api_tok *t, const struct worker *w, const Orch__Tokeniz
 	return o;
 }
 
-/* Stop watching the client's connection (the answer goes now). */
-static void
-unwatch(struct api_tok *a)
-{
-	struct evhttp_connection *c = evhttp_request_get_connection(a->req);
-
-	if (c)
-		http_conn_set_closecb(a->t.d, c, NULL, NULL);
-}
-
 static void
 on_answer(struct tok_req *t, const struct worker *w, const Orch__TokenizeResult *r, orch_err code,
           const char *msg)
 {
 	struct api_tok *a = (struct api_tok *)t;
 
-	unwatch(a);
-	if (code == ORCH_OK)
-		http_json(a->req, 200, answer_json(a, w, r));
+	if (code == ORCH_OK) /* the close watch goes with the answer */
+		reply_json(a->req, 200, answer_json(a, w, r));
 	else
-		http_error(a->req, code,
-		           code != ORCH_EINVAL ? NULL
-		           : t->msg.detokenize ? "tokens"
-		                               : a->param,
-		           "%s", msg);
+		reply_error(a->req, code,
+		            code != ORCH_EINVAL ? NULL
+		            : t->msg.detokenize ? "tokens"
+		                                : a->param,
+		            "%s", msg);
 	tok_free(a);
 }
 
 static void
-on_timeout(evutil_socket_t fd, short what, void *arg)
+on_timeout(int fd, short what, void *arg)
 {
 	struct api_tok *a = arg;
 	char msg[160];
@@ -163,12 +149,12 @@ on_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-on_close(struct evhttp_connection *conn, void *arg)
+on_gone(struct api_req *req, void *arg, const char *why)
 {
 	struct api_tok *a = arg;
 
-	(void)conn;
-	http_conn_release(a->req);
+	(void)why;
+	reply_release(req);
 	tokenize_remove(a->t.d, &a->t);
 	tok_free(a);
 }
@@ -178,7 +164,7 @@ on_close(struct evhttp_connection *conn, void *arg)
  * 404 or 400 when there is none.
  */
 static struct model_entry *
-find_model(struct orchd *d, struct evhttp_request *req, const char *name)
+find_model(struct orchd *d, struct api_req *req, const char *name)
 {
 	struct model_entry *m;
 
@@ -456,55 +442,54 @@ tok_drop(void *arg)
 
 /* The body parsed: sent to the model's worker, or the refusal answered. */
 static void
-tok_cont(struct orchd *d, struct evhttp_request *req, void *arg)
+tok_cont(struct orchd *d, struct api_req *req, void *arg)
 {
 	struct api_tok *a = arg;
-	struct timeval tv = {(time_t)d->cfg.request_timeout_s, 0};
 
 	if (a->refused)
-		http_params_error(req, &a->pe);
+		reply_params_error(req, &a->pe);
 	else
 		a->t.m = find_model(d, req, a->model); /* answered when NULL */
 	if (a->t.m == NULL || !api_room(d, req))
 		return tok_free(a);
-	if ((a->ev_timeout = event_new(d->base, -1, 0, on_timeout, a)) == NULL ||
-	    event_add(a->ev_timeout, &tv) != 0) {
-		http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+	if ((a->ev_timeout = loop_timer(d->base, on_timeout, a)) == NULL) {
+		reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		return tok_free(a);
 	}
+	loop_after(a->ev_timeout, (uint64_t)d->cfg.request_timeout_s * 1000u);
 	a->counted = true;
 	d->n_conns++;
 	a->t.messages = a->chat.messages;
-	http_conn_set_closecb(d, evhttp_request_get_connection(req), on_close, a);
-	http_conn_watch_close(evhttp_request_get_connection(req), d->cfg.request_timeout_s);
+	reply_hold(req, on_gone, a, true);
 	tokenize_add(d, &a->t); /* may answer at once */
 }
 
 static void
-handle(struct orchd *d, struct evhttp_request *req, bool detok)
+handle(struct orchd *d, struct api_req *req, bool detok)
 {
 	struct api_tok *a = orch_calloc(1, sizeof(*a));
 
 	if (a == NULL)
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	a->t.d = d;
 	a->req = req;
 	orch__tokenize__init(&a->t.msg);
 	a->t.msg.detokenize = detok;
 	a->t.answer = on_answer;
-	a->n = http_body(req, &a->body);
+	a->body = req->body;
+	a->n = req->n_body;
 	api_parse_then(d, req, a->n, tok_parse, tok_cont, tok_drop, a);
 }
 
 void
-api_tokenize(struct orchd *d, struct evhttp_request *req, const char *arg)
+api_tokenize(struct orchd *d, struct api_req *req, const char *arg)
 {
 	(void)arg;
 	handle(d, req, false);
 }
 
 void
-api_detokenize(struct orchd *d, struct evhttp_request *req, const char *arg)
+api_detokenize(struct orchd *d, struct api_req *req, const char *arg)
 {
 	(void)arg;
 	handle(d, req, true);

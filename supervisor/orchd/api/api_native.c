@@ -9,21 +9,17 @@
 #include <time.h>
 
 #include <cjson/cJSON.h>
-#include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 
 #include "api.h"
 #include "api_logprobs.h"
-#include "http.h"
-#include "http_conn.h"
 #include "jobs.h"
 #include "orchd.h"
 #include "params.h"
+#include "reply.h"
 #include "request.h"
-#include "sse.h"
 
 void
-api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg)
+api_native_execute(struct orchd *d, struct api_req *req, const char *arg)
 {
 	static const struct api_kind native = {REQUEST_EXECUTE, &api_native_sink, NULL};
 
@@ -32,7 +28,7 @@ api_native_execute(struct orchd *d, struct evhttp_request *req, const char *arg)
 }
 
 static bool
-cancel_job(struct orchd *d, struct evhttp_request *req, const char *job_id)
+cancel_job(struct orchd *d, struct api_req *req, const char *job_id)
 {
 	struct job_owner owner;
 	struct job *j;
@@ -40,10 +36,10 @@ cancel_job(struct orchd *d, struct evhttp_request *req, const char *job_id)
 	api_owner(d, req, &owner);
 	j = jobs_lookup(d, job_id, &owner);
 	if (j != NULL)
-		http_conn_note(d, req, NULL, j->correlation);
+		reply_note(req, NULL, j->correlation);
 	if (j == NULL) {
-		http_error(req, ORCH_EJOB_NOT_FOUND, "job_id",
-		           "no such job (or its events expired)");
+		reply_error(req, ORCH_EJOB_NOT_FOUND, "job_id",
+		            "no such job (or its events expired)");
 		return false;
 	}
 	if (j->state != JOB_DONE)
@@ -52,53 +48,51 @@ cancel_job(struct orchd *d, struct evhttp_request *req, const char *job_id)
 	cJSON_AddStringToObject(r, "job_id", j->ext_id);
 	cJSON_AddStringToObject(r, "id", j->uid);
 	cJSON_AddStringToObject(r, "status", j->state == JOB_DONE ? "finished" : "cancelling");
-	http_json(req, 202, r);
+	reply_json(req, 202, r);
 	return true;
 }
 
 void
-api_native_cancel(struct orchd *d, struct evhttp_request *req, const char *arg)
+api_native_cancel(struct orchd *d, struct api_req *req, const char *arg)
 {
 	static const char *const keys[] = {"job_id", NULL};
 	struct params_err pe = {0};
-	const char *body, *job_id = NULL;
-	size_t n = http_body(req, &body);
+	const char *job_id = NULL;
 	cJSON *root = NULL;
 
 	(void)arg;
-	if (params_body(body, n, &root, &pe) == ORCH_OK && params_known(root, keys, &pe) &&
-	    params_string(root, "job_id", true, &job_id, &pe))
+	if (params_body(req->body, req->n_body, &root, &pe) == ORCH_OK &&
+	    params_known(root, keys, &pe) && params_string(root, "job_id", true, &job_id, &pe))
 		cancel_job(d, req, job_id);
 	if (pe.code != ORCH_OK)
-		http_params_error(req, &pe);
+		reply_params_error(req, &pe);
 	cJSON_Delete(root);
 }
 
 void
-api_native_events(struct orchd *d, struct evhttp_request *req, const char *job_id)
+api_native_events(struct orchd *d, struct api_req *req, const char *job_id)
 {
-	const char *last =
-	        evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
+	const char *last = req->last_event_id;
 	uint64_t after = 0;
 	struct job_owner owner;
 	struct job *j;
 
 	/* the id is a capability (docs/security.md): the access log shows the route */
-	http_conn_note(d, req, "/jobs/{id}/events", NULL);
+	reply_note(req, "/jobs/{id}/events", NULL);
 	api_owner(d, req, &owner);
 	if ((j = jobs_lookup(d, job_id, &owner)) == NULL)
-		return http_error(req, ORCH_EJOB_NOT_FOUND, NULL,
-		                  "no such job (or its events expired)");
-	http_conn_note(d, req, NULL, j->correlation);
+		return reply_error(req, ORCH_EJOB_NOT_FOUND, NULL,
+		                   "no such job (or its events expired)");
+	reply_note(req, NULL, j->correlation);
 	if (last != NULL) {
 		char *end;
 		after = strtoull(last, &end, 10);
 		if (*last == '\0' || *end != '\0')
-			return http_error(req, ORCH_EINVAL, "Last-Event-ID",
-			                  "Last-Event-ID must be an event id");
+			return reply_error(req, ORCH_EINVAL, "Last-Event-ID",
+			                   "Last-Event-ID must be an event id");
 	}
-	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD)
-		return sse_head(req); /* the stream exists; a HEAD does not follow it */
+	if (req->method == API_HEAD)
+		return reply_stream_head(req); /* the stream exists; a HEAD does not follow it */
 	if (!api_room(d, req))
 		return;
 	api_follow(d, j, req, true, after > UINT32_MAX ? UINT32_MAX : (uint32_t)after);

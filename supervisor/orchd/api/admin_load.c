@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <event2/http.h>
 
 #include "admin_int.h"
 #include "admin_pull.h"
@@ -14,24 +13,22 @@
 #include "base/alloc.h"
 #include "base/log.h"
 #include "devices.h"
-#include "http.h"
-#include "http_conn.h"
 #include "inspect.h"
 #include "model_pull.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
+#include "reply.h"
 
 /*
  * A POST /admin/models of a new model whose file is being read (inspect.h):
- * the answer waits for the read. evhttp stops reading a connection once a
+ * the answer waits for the read. The edge stops reading a connection once a
  * request's body is in, so a client that leaves meanwhile is not seen: the
  * load goes on and its answer is dropped. The close callback covers the
  * connection freed under us (orchd stopping, evhttp_free).
  */
 struct pending_load {
-	struct evhttp_request *req;
-	struct evhttp_connection *evcon;
+	struct api_req *req;
 	struct inspect *q;
 	cJSON *root; /* the body; name and path point into it */
 	const char *name, *path;
@@ -46,19 +43,19 @@ pending_free(struct pending_load *p)
 
 /* The connection went before the read was in: no answer, no model. */
 static void
-on_pending_close(struct evhttp_connection *evcon, void *arg)
+on_pending_gone(struct api_req *req, void *arg, const char *why)
 {
 	struct pending_load *p = arg;
 
-	(void)evcon;
+	(void)why;
 	inspect_cancel(p->q);
-	http_conn_release(p->req);
+	reply_release(req);
 	pending_free(p);
 }
 
 /* Each device of @cm is one orchd has, or answered 400 naming the ones it has. */
 static bool
-devices_or_reply(struct orchd *d, struct evhttp_request *req, const struct cfg_model *cm)
+devices_or_reply(struct orchd *d, struct api_req *req, const struct cfg_model *cm)
 {
 	struct sbuf have = {0};
 
@@ -67,8 +64,8 @@ devices_or_reply(struct orchd *d, struct evhttp_request *req, const struct cfg_m
 			continue;
 		for (uint32_t k = 0; k < d->devices.n; k++)
 			sbuf_printf(&have, "%s%s", k ? ", " : "", d->devices.dev[k].id);
-		http_error(req, ORCH_EINVAL, "device", "no device '%s' here (orchd has: %s)",
-		           cm->devices[i], have.p ? have.p : "cpu");
+		reply_error(req, ORCH_EINVAL, "device", "no device '%s' here (orchd has: %s)",
+		            cm->devices[i], have.p ? have.p : "cpu");
 		sbuf_fini(&have);
 		return false;
 	}
@@ -95,14 +92,14 @@ add_context_warning(cJSON *o, const struct cfg_model *cm, uint32_t n_ctx_train)
 /* @cm added as a run-time model, kept in the state file and started: the 202 (a context
  * beyond @n_ctx_train warned of), or why not. */
 static void
-add_started(struct orchd *d, struct evhttp_request *req, const struct cfg_model *cm,
-            uint32_t n_ctx_train, const char *token)
+add_started(struct orchd *d, struct api_req *req, const struct cfg_model *cm, uint32_t n_ctx_train,
+            const char *token)
 {
 	struct orch_errinfo e = {0};
 	struct model_entry *m;
 
 	if (models_add(d, cm, &m, &e) != ORCH_OK)
-		return http_error(req, e.code, "name", "%s", e.msg);
+		return reply_error(req, e.code, "name", "%s", e.msg);
 	if (token != NULL) /* for the pull this start may run */
 		m->pull_token = orch_strndup(token, strlen(token));
 	m->runtime = true;
@@ -112,7 +109,7 @@ add_started(struct orchd *d, struct evhttp_request *req, const struct cfg_model 
 	cJSON *o = admin_model_json(m);
 	add_context_warning(o, &m->cfg, n_ctx_train);
 	admin_warn_unsaved(o, saved, UNSAVED_LOAD);
-	http_json(req, 202, o);
+	reply_json(req, 202, o);
 }
 
 /* A new model from the body, its file read: checked, added, kept in the state file, started. */
@@ -120,13 +117,13 @@ static void
 on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 {
 	struct pending_load *p = arg;
-	struct evhttp_request *req = p->req;
+	struct api_req *req = p->req;
 	struct orch_errinfo e = {0};
 	struct orchd_config tmp = {0};
 
-	http_conn_set_closecb(d, p->evcon, NULL, NULL);
+	reply_hold(req, NULL, NULL, false); /* answered below */
 	if (!admin_model_cfg(&tmp, p->name, p->root, &e)) {
-		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
+		reply_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
 	} else if (!devices_or_reply(d, req, &tmp.models[0])) {
 		;
 	} else if (f->rv != ORCH_OK) {
@@ -135,10 +132,10 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
 		 * orchctl checks the file itself first, as its user, and says which */
 		orch_log(ORCH_LOG_INFO, "admin_load_refused", "model=%s why=\"%s\"", p->name,
 		         f->msg);
-		http_error(req, ORCH_EINVAL, "path",
-		           "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
-		           "not-a-GGUF get this same answer; orchd's log says which)",
-		           p->path);
+		reply_error(req, ORCH_EINVAL, "path",
+		            "'%.512s' is not a GGUF file orchd can read (missing, unreadable and "
+		            "not-a-GGUF get this same answer; orchd's log says which)",
+		            p->path);
 	} else {
 		add_started(d, req, &tmp.models[0], f->model.n_ctx_train, NULL);
 	}
@@ -152,7 +149,7 @@ on_file_read(struct orchd *d, void *arg, const struct inspect_facts *f)
  * without it, one the store lacks is refused now, saying how to get it.
  */
 static void
-load_ref(struct orchd *d, struct evhttp_request *req, const cJSON *root, const char *name)
+load_ref(struct orchd *d, struct api_req *req, const cJSON *root, const char *name)
 {
 	struct orch_errinfo e = {0};
 	struct orchd_config tmp = {0};
@@ -160,12 +157,12 @@ load_ref(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 	orch_err rv;
 
 	if (!admin_model_cfg(&tmp, name, root, &e)) {
-		http_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
+		reply_error(req, ORCH_EINVAL, NULL, "%s", e.msg);
 	} else if (!devices_or_reply(d, req, &tmp.models[0])) {
 		;
 	} else if (!tmp.models[0].pull && (rv = model_pull_find(d, tmp.models[0].ref, path,
 	                                                        sizeof(path), &e)) != ORCH_OK) {
-		http_error(req, rv == ORCH_ENOTFOUND ? ORCH_EINVAL : rv, "model", "%s", e.msg);
+		reply_error(req, rv == ORCH_ENOTFOUND ? ORCH_EINVAL : rv, "model", "%s", e.msg);
 	} else {
 		const cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
 		add_started(d, req, &tmp.models[0], 0,
@@ -176,31 +173,26 @@ load_ref(struct orchd *d, struct evhttp_request *req, const cJSON *root, const c
 
 /* Read @path off the loop; the answer comes with on_file_read. @root is taken. */
 static void
-load_new(struct orchd *d, struct evhttp_request *req, cJSON *root, const char *name,
-         const char *path)
+load_new(struct orchd *d, struct api_req *req, cJSON *root, const char *name, const char *path)
 {
 	struct orch_errinfo e = {0};
 	struct pending_load *p = orch_calloc(1, sizeof(*p));
 
 	if (p == NULL) {
 		cJSON_Delete(root);
-		return http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
-	*p = (struct pending_load){.req = req,
-	                           .evcon = evhttp_request_get_connection(req),
-	                           .root = root,
-	                           .name = name,
-	                           .path = path};
+	*p = (struct pending_load){.req = req, .root = root, .name = name, .path = path};
 	if (inspect_start(d, path, NULL, on_file_read, p, &p->q, &e) != ORCH_OK) {
 		pending_free(p);
-		return http_error(req, e.code, NULL, "%s", e.msg);
+		return reply_error(req, e.code, NULL, "%s", e.msg);
 	}
-	http_conn_set_closecb(d, p->evcon, on_pending_close, p);
+	reply_hold(req, on_pending_gone, p, false);
 }
 
 /* POST /admin/models: a new model (or a stopped or failed one again). */
 void
-admin_on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
+admin_on_load(struct orchd *d, struct api_req *req, const char *arg)
 {
 	static const char *const keys[] = {"name",
 	                                   "path",
@@ -219,14 +211,13 @@ admin_on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 	                                   "enable_prefix_cache",
 	                                   NULL};
 	struct params_err pe = {0};
-	const char *body, *name = NULL, *path = NULL, *ref = NULL;
-	size_t n = http_body(req, &body);
+	const char *name = NULL, *path = NULL, *ref = NULL;
 	cJSON *root = NULL;
 	struct model_entry *m;
 
 	(void)arg;
-	if (params_body(body, n, &root, &pe) != ORCH_OK || !params_known(root, keys, &pe) ||
-	    !params_string(root, "name", true, &name, &pe) ||
+	if (params_body(req->body, req->n_body, &root, &pe) != ORCH_OK ||
+	    !params_known(root, keys, &pe) || !params_string(root, "name", true, &name, &pe) ||
 	    !params_string(root, "path", false, &path, &pe) ||
 	    !params_string(root, "model", false, &ref, &pe))
 		;
@@ -234,33 +225,33 @@ admin_on_load(struct orchd *d, struct evhttp_request *req, const char *arg)
 		load_ref(d, req, root, name); /* a model named by reference */
 	else if (m != NULL && path == NULL && ref == NULL &&
 	         m->state == MODEL_UNLOADING) /* nothing would start it once it stops */
-		http_error(req, ORCH_EOVERLOADED, "name",
-		           "model '%s' is still unloading: load it again once it has stopped",
-		           name);
+		reply_error(req, ORCH_EOVERLOADED, "name",
+		            "model '%s' is still unloading: load it again once it has stopped",
+		            name);
 	else if (m != NULL && path == NULL && ref == NULL && cJSON_GetArraySize(root) > 1)
-		http_error(req, ORCH_EINVAL, NULL,
-		           "model '%s' exists: a load by name starts it as configured and changes "
-		           "nothing; give only its name, or 'orchctl rm %s' and load it anew",
-		           name, name);
+		reply_error(req, ORCH_EINVAL, NULL,
+		            "model '%s' exists: a load by name starts it as configured and changes "
+		            "nothing; give only its name, or 'orchctl rm %s' and load it anew",
+		            name, name);
 	else if (m != NULL && path == NULL && ref == NULL) { /* a known model */
 		m->wanted = true;
 		models_start(d, m); /* first: a failed model saved now would be saved not loaded */
 		orch_err saved = m->runtime ? admin_state_save(d) : ORCH_OK;
 		cJSON *o = admin_model_json(m);
 		admin_warn_unsaved(o, saved, UNSAVED_LOAD);
-		http_json(req, 202, o);
+		reply_json(req, 202, o);
 	} else if (m != NULL)
-		http_error(req, ORCH_EINVAL, "name",
-		           "model '%s' exists; load it by name alone, or 'orchctl rm %s' first",
-		           name, name);
+		reply_error(req, ORCH_EINVAL, "name",
+		            "model '%s' exists; load it by name alone, or 'orchctl rm %s' first",
+		            name, name);
 	else if (path == NULL)
-		http_error(req, ORCH_EINVAL, "path",
-		           "'path' (or 'model': an hf: reference) is required for a new model");
+		reply_error(req, ORCH_EINVAL, "path",
+		            "'path' (or 'model': an hf: reference) is required for a new model");
 	else {
 		load_new(d, req, root, name, path); /* it answers later, and frees the body */
 		root = NULL;
 	}
 	if (pe.code != ORCH_OK)
-		http_params_error(req, &pe);
+		reply_params_error(req, &pe);
 	cJSON_Delete(root);
 }

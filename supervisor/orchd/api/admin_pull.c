@@ -8,14 +8,13 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <event2/http.h>
 
 #include "base/alloc.h"
-#include "http.h"
 #include "model_pull.h"
 #include "models.h"
 #include "orchd.h"
 #include "params.h"
+#include "reply.h"
 #include "store/hf.h"
 
 #define KEEP_DONE 32 /* finished pulls listed, at most */
@@ -97,43 +96,42 @@ pull_json(const struct admin_pull *a)
 }
 
 void
-admin_pulls_post(struct orchd *d, struct evhttp_request *req, const char *arg)
+admin_pulls_post(struct orchd *d, struct api_req *req, const char *arg)
 {
 	static const char *const keys[] = {"model", "token", NULL};
 	struct params_err pe = {0};
 	struct orch_errinfo e = {0};
-	const char *body, *ref = NULL, *token = NULL;
-	size_t n = http_body(req, &body);
+	const char *ref = NULL, *token = NULL;
 	cJSON *root = NULL;
 	struct hf_ref r;
 
 	(void)arg;
-	if (params_body(body, n, &root, &pe) != ORCH_OK || !params_known(root, keys, &pe) ||
-	    !params_string(root, "model", true, &ref, &pe) ||
+	if (params_body(req->body, req->n_body, &root, &pe) != ORCH_OK ||
+	    !params_known(root, keys, &pe) || !params_string(root, "model", true, &ref, &pe) ||
 	    !params_string(root, "token", false, &token, &pe)) {
-		http_params_error(req, &pe);
+		reply_params_error(req, &pe);
 	} else if (hf_ref_parse(ref, &r, &e) != ORCH_OK) {
-		http_error(req, ORCH_EINVAL, "model", "%s", e.msg);
+		reply_error(req, ORCH_EINVAL, "model", "%s", e.msg);
 	} else {
 		struct admin_pull *a = d->pulls;
 		while (a != NULL && !(a->state == P_PULLING && strcmp(a->ref, r.canon) == 0))
 			a = a->next;
 		if (a == NULL && (a = orch_calloc(1, sizeof(*a))) == NULL) {
-			http_error(req, ORCH_ENOMEM, NULL, "out of memory");
+			reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 		} else if (a->d == NULL) { /* a new one */
 			*a = (struct admin_pull){.d = d, .state = P_PULLING};
 			snprintf(a->ref, sizeof(a->ref), "%s", r.canon);
 			if (model_pull_start(d, r.canon, token, on_pulled, a, &a->p, &e) !=
 			    ORCH_OK) {
 				orch_free(a);
-				http_error(req, e.code, NULL, "%s", e.msg);
+				reply_error(req, e.code, NULL, "%s", e.msg);
 			} else {
 				a->next = d->pulls;
 				d->pulls = a;
-				http_json(req, 202, pull_json(a));
+				reply_json(req, 202, pull_json(a));
 			}
 		} else {
-			http_json(req, 202, pull_json(a)); /* joined */
+			reply_json(req, 202, pull_json(a)); /* joined */
 		}
 	}
 	cJSON_Delete(root);
@@ -155,13 +153,13 @@ admin_pulls_json(struct orchd *d, bool running)
 }
 
 void
-admin_pulls_get(struct orchd *d, struct evhttp_request *req, const char *arg)
+admin_pulls_get(struct orchd *d, struct api_req *req, const char *arg)
 {
 	cJSON *o = cJSON_CreateObject();
 
 	(void)arg;
 	cJSON_AddItemToObject(o, "pulls", admin_pulls_json(d, false));
-	http_json(req, 200, o);
+	reply_json(req, 200, o);
 }
 
 void
