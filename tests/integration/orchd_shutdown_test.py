@@ -40,12 +40,15 @@ def worker_pid(model):
     return 0
 
 
-def stream(path, body, out, key):
-    """POST @body and read the SSE body to its end (or the connection's): out[key]."""
+def stream(path, body, out, key, heads=None):
+    """POST @body and read the SSE body to its end (or the connection's): out[key]; its
+    status into heads[key] as soon as the head is in."""
     c = orchd_lib.conn(timeout=60)
     try:
         c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
         r = c.getresponse()
+        if heads is not None:
+            heads[key] = r.status
         out[key] = (r.status, r.read().decode(errors="replace"))
     except (OSError, ValueError) as e:
         out[key] = (0, "error: %r" % e)
@@ -68,13 +71,22 @@ def cut_at_timeout(o):
                                              "messages": [{"role": "user", "content": "Hi"}]}),
     }
     os.kill(pid, signal.SIGSTOP)  # the worker frozen: no job it is given can finish
-    threads = [threading.Thread(target=stream, args=(p, b, out, k), daemon=True) for k, (p, b) in reqs.items()]
+    heads = {}
+    threads = [threading.Thread(target=stream, args=(p, b, out, k, heads), daemon=True)
+               for k, (p, b) in reqs.items()]
     for t in threads:
         t.start()
     end = time.time() + 10
     while time.time() < end and orchd_lib.metric("orch_running_jobs", {"model": "m"}) < 4:
         time.sleep(0.02)
     check(orchd_lib.metric("orch_running_jobs", {"model": "m"}) == 4, "4 jobs on the worker")
+    # every stream's head out first: an OpenAI stream's head waits up to 1 s for the job's
+    # first event, and a job that ends before it is answered as without stream (a loaded
+    # machine, ASan, could otherwise put the cut first)
+    end = time.time() + 10
+    while time.time() < end and len(heads) < len(reqs):
+        time.sleep(0.02)
+    check(len(heads) == len(reqs), "every stream's head is in: %s" % heads)
     t0 = time.time()
     o.proc.send_signal(signal.SIGTERM)
     for t in threads:
