@@ -462,7 +462,7 @@ upload_gelu(struct be_model *b, struct orch_errinfo *reterr)
 		return orch_errf(reterr, ORCH_ENOMEM, "out of host memory");
 	model_gelu_table(tab);
 	ce = cudaMemcpy(b->gelu, tab, 65536 * sizeof(float), cudaMemcpyHostToDevice);
-	free(tab);
+	orch_free(tab);
 	return ce == cudaSuccess ? ORCH_OK : cu_fail(b, ce, "uploading GELU's table", reterr);
 }
 
@@ -668,16 +668,16 @@ cuda_free(struct be_model *b)
 		cudaEventDestroy(b->uploaded);
 	if (b->st != NULL)
 		cudaStreamDestroy(b->st);
-	free(b->layers);
-	free(b->mir_step);
-	free(b->mir_samp);
-	free(b->mir_tab);
-	free(b->mir_bias);
-	free(b->k_slot);
-	free(b->v_slot);
-	free(b->hist_dev);
-	free(b->runs);
-	free(b);
+	orch_free(b->layers);
+	orch_free(b->mir_step);
+	orch_free(b->mir_samp);
+	orch_free(b->mir_tab);
+	orch_free(b->mir_bias);
+	orch_free(b->k_slot);
+	orch_free(b->v_slot);
+	orch_free(b->hist_dev);
+	orch_free(b->runs);
+	orch_free(b);
 }
 
 __attribute__((visibility("default"))) const struct be_ops be_cuda_ops = {

@@ -51,7 +51,9 @@ read_rope(const struct gguf_file *f, struct model_hparams *hp, struct orch_errin
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
 		                 "%s: %s.rope.scaling.attn_factor %g is not supported",
 		                 gguf_name(f), A, (double)attn_factor);
-	if (!(hp->rope_base_swa > 0.0f) || !(factor >= 0.0f) || !isfinite(factor))
+	/* a factor is 0 (none) or at least 1e-3: 1/factor of a denormal is infinite */
+	if (!(hp->rope_base_swa > 0.0f) || !isfinite(hp->rope_base_swa) || !(factor >= 0.0f) ||
+	    !isfinite(factor) || (factor > 0.0f && factor < 1e-3f))
 		return orch_errf(reterr, ORCH_EINVAL, "%s: RoPE base %g or scaling factor %g",
 		                 gguf_name(f), (double)hp->rope_base_swa, (double)factor);
 	/* absent type: llama.cpp's default, linear; read_hparams refused all but none/linear */
@@ -97,11 +99,15 @@ read_keys(const struct gguf_file *f, struct model_hparams *hp, struct orch_errin
 	    (rv = model_key_f32(f, A, "final_logit_softcapping", &hp->final_softcap, false,
 	                        reterr)))
 		return rv;
-	if (gguf_get_float(f, A ".attn_logit_softcapping", &cap) != ORCH_ENOTFOUND && cap != 0.0)
+	/* any value but a float 0 (an integer one too) is Gemma 2's capping, not done here */
+	rv = gguf_get_float(f, A ".attn_logit_softcapping", &cap);
+	if (rv != ORCH_ENOTFOUND && (rv != ORCH_OK || cap != 0.0))
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
 		                 "%s: %s.attn_logit_softcapping (Gemma 2's) is not supported",
 		                 gguf_name(f), A);
-	if (!(hp->final_softcap >= 0.0f) || !isfinite(hp->final_softcap))
+	/* 0 (none) or at least 1e-3: the cap divides the logits */
+	if (!(hp->final_softcap >= 0.0f) || !isfinite(hp->final_softcap) ||
+	    (hp->final_softcap > 0.0f && hp->final_softcap < 1e-3f))
 		return orch_errf(reterr, ORCH_EINVAL, "%s: %s.final_logit_softcapping %g",
 		                 gguf_name(f), A, (double)hp->final_softcap);
 	hp->rope_neox = true;

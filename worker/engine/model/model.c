@@ -140,6 +140,14 @@ read_hparams(const struct gguf_file *f, const char *arch, const struct arch_caps
 	                        reterr)) ||
 	    (rv = model_key_f32(f, arch, "rope.freq_base", &hp->rope_base, false, reterr)))
 		return rv;
+	/* NaN, a negative epsilon or a base of 0 or less: a model that only ever says NaN */
+	if (!(hp->rms_eps >= 0.0f && hp->rms_eps < 1.0f))
+		return orch_errf(reterr, ORCH_EINVAL,
+		                 "%s: %s.attention.layer_norm_rms_epsilon %g is not in [0, 1)",
+		                 gguf_name(f), arch, (double)hp->rms_eps);
+	if (!(hp->rope_base > 0.0f) || !isfinite(hp->rope_base))
+		return orch_errf(reterr, ORCH_EINVAL, "%s: %s.rope.freq_base %g is not positive",
+		                 gguf_name(f), arch, (double)hp->rope_base);
 	snprintf(key, sizeof(key), "%s.expert_count", arch);
 	if (!caps->moe && gguf_get_uint(f, key, &n_expert) == ORCH_OK && n_expert > 0)
 		return orch_errf(

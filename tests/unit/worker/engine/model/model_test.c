@@ -165,6 +165,17 @@ test_missing_keys(void)
 	expect(&(struct change){.drop_key = "qwen2.attention.head_count_kv"}, ORCH_EGGUF_SHAPE,
 	       "tensor blk.0.attn_k.weight is [256, 128], want [256, 256]");
 	expect(&(struct change){.drop_key = "qwen2.rope.freq_base"}, ORCH_OK, NULL);
+	/* values no model has: refused by name, not loaded to say NaN */
+	expect(&(struct change){.f32_key = "qwen2.rope.freq_base", .f32_val = NAN}, ORCH_EINVAL,
+	       "rope.freq_base nan is not positive");
+	expect(&(struct change){.f32_key = "qwen2.rope.freq_base", .f32_val = -1.0f}, ORCH_EINVAL,
+	       "rope.freq_base -1 is not positive");
+	expect(&(struct change){.f32_key = "qwen2.attention.layer_norm_rms_epsilon",
+	                        .f32_val = -1e-6f},
+	       ORCH_EINVAL, "layer_norm_rms_epsilon -1e-06 is not in [0, 1)");
+	expect(&(struct change){.f32_key = "qwen2.attention.layer_norm_rms_epsilon",
+	                        .f32_val = NAN},
+	       ORCH_EINVAL, "layer_norm_rms_epsilon nan");
 	unlink(src);
 }
 
@@ -330,6 +341,14 @@ test_gemma3_keys(void)
 	       ORCH_EUNSUPPORTED, "rope.scaling.attn_factor");
 	expect(&(struct change){.f32_key = "gemma3.attn_logit_softcapping", .f32_val = 50.0f},
 	       ORCH_EUNSUPPORTED, "attn_logit_softcapping");
+	expect(&(struct change){.u32_key = "gemma3.attn_logit_softcapping", .u32_val = 50},
+	       ORCH_EUNSUPPORTED, "attn_logit_softcapping"); /* not a float: still refused */
+	expect(&(struct change){.f32_key = "gemma3.attn_logit_softcapping", .f32_val = 0.0f},
+	       ORCH_OK, NULL);
+	expect(&(struct change){.f32_key = "gemma3.final_logit_softcapping", .f32_val = 1e-40f},
+	       ORCH_EINVAL, "final_logit_softcapping"); /* a denormal: x / cap overflows */
+	expect(&(struct change){.f32_key = "gemma3.rope.scaling.factor", .f32_val = 1e-40f},
+	       ORCH_EINVAL, "scaling factor");
 	expect(&(struct change){.add_tensor = "v.patch_embd.weight"}, ORCH_EUNSUPPORTED,
 	       "tensor v.patch_embd.weight");
 	expect(&(struct change){.tensor = "blk.0.post_ffw_norm.weight", .tensor_ne0 = 128},
