@@ -188,6 +188,7 @@ static orch_err gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_
                             struct sbuf *b);
 static orch_err pattern_matches(struct js *js, const char *pat, const char *name, bool *ret);
 static orch_err gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
+static orch_err value_ok(struct js *js, const cJSON *s, const cJSON *v, int depth, bool *ok);
 static orch_err gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err gen_anyof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 struct part;

@@ -452,6 +452,105 @@ arr_body(struct sbuf *b, char (*val)[JS_NAME_MAX], size_t k, bool rest, uint64_t
 	sbuf_puts(b, lo == 0 ? "ws )? \"]\"" : "ws \"]\"");
 }
 
+/* The most distinct values uniqueItems is enforced exactly over: a rule per subset used. */
+#define JS_UNIQ_MAX 8
+
+/*
+ * uniq_domain - the values an item of @items can take when they are few (enum or const
+ * values that hold against their siblings, or a type of boolean and null only),
+ * distinct as JSON compares them, into @v; 0 when the domain is not such a set.
+ */
+static orch_err
+uniq_domain(struct js *js, const cJSON *items, cJSON *v[JS_UNIQ_MAX + 1], size_t *n)
+{
+	static cJSON t = {.type = cJSON_True}, f = {.type = cJSON_False},
+	             nul = {.type = cJSON_NULL};
+	const cJSON *s = deref(js, items), *e, *c, *type;
+	bool ok;
+	orch_err rv;
+
+	*n = 0;
+	if (!cJSON_IsObject(s))
+		return ORCH_OK;
+	c = kw(s, "const"), e = kw(s, "enum"), type = kw(s, "type");
+	if (c == NULL && e == NULL && cJSON_GetArraySize(s) == 1 && cJSON_IsString(type) &&
+	    (strcmp(type->valuestring, "boolean") == 0 || strcmp(type->valuestring, "null") == 0)) {
+		if (type->valuestring[0] == 'n')
+			v[(*n)++] = &nul;
+		else
+			v[(*n)++] = &t, v[(*n)++] = &f;
+		return ORCH_OK;
+	}
+	if (c == NULL && !cJSON_IsArray(e))
+		return ORCH_OK;
+	for (cJSON *x = c ? (cJSON *)c : e->child; x; x = c ? NULL : x->next) {
+		if ((rv = value_ok(js, s, x, 0, &ok)) != ORCH_OK)
+			return rv;
+		bool seen = false;
+		for (size_t i = 0; i < *n && !seen; i++)
+			seen = cJSON_Compare(v[i], x, true);
+		if (!ok || seen)
+			continue;
+		if (*n == JS_UNIQ_MAX) { /* too many: not enforced exactly here */
+			*n = 0;
+			return ORCH_OK;
+		}
+		v[(*n)++] = x;
+	}
+	return ORCH_OK;
+}
+
+/*
+ * uniq_body - an array of distinct items from @v (@n values), @lo..@hi of them: a rule
+ * per set of values used so far ("[" ws, then each step names one value not yet in it).
+ */
+static orch_err
+uniq_body(struct js *js, struct sbuf *b, cJSON *v[], size_t n, uint64_t lo, uint64_t hi)
+{
+	char(*name)[JS_NAME_MAX] = orch_calloc((size_t)1 << n, sizeof(*name));
+	struct sbuf lit[JS_UNIQ_MAX] = {{0}}, r = {0};
+	orch_err rv = ORCH_OK;
+
+	if (name == NULL)
+		return ORCH_ENOMEM;
+	for (size_t i = 0; i < n && rv == ORCH_OK; i++)
+		rv = put_json_lit(js, &lit[i], v[i]);
+	for (unsigned m = 0; m < 1u << n && rv == ORCH_OK; m++)
+		if ((uint64_t)__builtin_popcount(m) <= hi)
+			new_name(js, name[m]);
+	/* from the fullest sets down: a rule names only rules of larger sets */
+	for (unsigned m = (1u << n) - 1; m > 0 && rv == ORCH_OK; m--) {
+		uint64_t c = (uint64_t)__builtin_popcount(m);
+		bool alt = false;
+		if (c > hi)
+			continue;
+		sbuf_clear(&r);
+		if (c >= lo)
+			sbuf_puts(&r, "ws \"]\""), alt = true;
+		for (size_t i = 0; i < n && c < hi; i++)
+			if (!(m & 1u << i)) {
+				sbuf_printf(&r, "%sws \",\" ws %s %s", alt ? " | " : "", lit[i].p,
+				            name[m | 1u << i]);
+				alt = true;
+			}
+		rv = put_rule(js, name[m], &r);
+	}
+	if (rv == ORCH_OK) { /* the array: "[" ws, then "]" or a first value */
+		sbuf_puts(b, "\"[\" ws ( ");
+		bool alt = false;
+		if (lo == 0)
+			sbuf_puts(b, "\"]\""), alt = true;
+		for (size_t i = 0; i < n && hi > 0; i++, alt = true)
+			sbuf_printf(b, "%s%s %s", alt ? " | " : "", lit[i].p, name[1u << i]);
+		sbuf_puts(b, " )");
+	}
+	for (size_t i = 0; i < n; i++)
+		sbuf_fini(&lit[i]);
+	sbuf_fini(&r);
+	orch_free(name);
+	return rv;
+}
+
 static orch_err
 gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
 {
@@ -470,6 +569,25 @@ gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
 		return js_fail(js, "'minItems' is over 'maxItems': no array can match");
 	if ((uniq = kw(s, "uniqueItems")) && !cJSON_IsBool(uniq))
 		return js_fail(js, "'uniqueItems' must be a boolean");
+	if (cJSON_IsTrue(uniq) && !prefix && !cJSON_IsArray(items) && items != NULL) {
+		cJSON *v[JS_UNIQ_MAX + 1];
+		size_t n;
+		size_t old = path_push(js, "items");
+		rv = uniq_domain(js, items, v, &n);
+		path_pop(js, old);
+		if (rv != ORCH_OK)
+			return rv;
+		if (n > 0 && lo > n)
+			return js_fail(js,
+			               "'minItems' %" PRIu64
+			               " cannot be met: 'uniqueItems' over %zu "
+			               "distinct values",
+			               lo, n);
+		if (n > 0) { /* exact: each value at most once */
+			js->used |= U_WS;
+			return uniq_body(js, b, v, n, lo, hi < n ? hi : n);
+		}
+	}
 	if (cJSON_IsTrue(uniq) && lo > 1)
 		return js_fail(js, "unsupported keyword 'uniqueItems' (true is taken with "
 		                   "'minItems' up to 1)");

@@ -92,6 +92,17 @@ test_arrays(void)
 	check("{\"type\":\"array\",\"items\":false}", L("[]"), L("[1]"));
 	check("{\"type\":\"array\",\"uniqueItems\":true,\"maxItems\":1}", L("[]", "[3]"),
 	      L("[3,3]"));
+	/* uniqueItems over a few values, exactly: each at most once, in any order */
+	check("{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[\"a\",\"b\",\"c\"]}}",
+	      L("[]", "[\"a\"]", "[\"c\",\"a\"]", "[\"b\",\"c\",\"a\"]", "[ \"a\" , \"b\" ]"),
+	      L("[\"a\",\"a\"]", "[\"a\",\"b\",\"a\"]", "[\"d\"]", "[\"a\",\"b\",\"c\",\"a\"]"));
+	check("{\"uniqueItems\":true,\"minItems\":2,\"items\":{\"type\":\"boolean\"}}",
+	      L("[true,false]", "[false,true]"), L("[true]", "[true,true]", "[]"));
+	check("{\"uniqueItems\":true,\"maxItems\":2,\"items\":{\"enum\":[1,1.0,2,3],"
+	      "\"maximum\":2}}",
+	      L("[1]", "[2,1]", "[]"), L("[1,1]", "[3]", "[1,2,1]"));
+	refused("{\"uniqueItems\":true,\"minItems\":3,\"items\":{\"const\":5}}",
+	        "'minItems' 3 cannot be met: 'uniqueItems' over 1 distinct values", "root");
 }
 
 static void
