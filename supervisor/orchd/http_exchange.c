@@ -15,7 +15,6 @@
 
 #include "base/alloc.h"
 #include "http_conn.h"
-#include "keys.h"
 #include "orchd.h"
 #include "reply.h"
 #include "sse.h"
@@ -279,7 +278,5 @@ http_exchange_new(struct orchd *d, struct evhttp_request *req)
 		x->r.body = "";
 		x->r.n_body = 0;
 	}
-	if (d->keys.n > 0)
-		x->r.caller = keys_check(&d->keys, x->r.authorization);
 	return &x->r;
 }

@@ -10,8 +10,7 @@ struct evhttp_request;
 struct orchd;
 
 /*
- * http_exchange_new - @req as an api_req (the caller's key looked up when keys
- * are in force), kept until it is answered (reply.h). NULL when out of
- * memory: @req is answered 500 then.
+ * http_exchange_new - @req as an api_req, kept until it is answered
+ * (reply.h). NULL when out of memory: @req is answered 500 then.
  */
 struct api_req *http_exchange_new(struct orchd *d, struct evhttp_request *req);

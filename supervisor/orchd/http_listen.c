@@ -205,7 +205,7 @@ route(struct evhttp_request *ev, void *arg)
 	if (d->cfg.chat_page && (api_route_run(d, req, page_routes, N_PAGE) ||
 	                         refuse_method(req, page_routes, N_PAGE, req->path)))
 		return;
-	if (d->keys.n > 0 && req->caller == NULL)
+	if (d->keys.n > 0 && keys_check(&d->keys, req->authorization) == NULL)
 		return reply_error(req, ORCH_EUNAUTHORIZED, NULL,
 		                   "a valid 'Authorization: Bearer KEY' is needed");
 	if (d->stopping) {

@@ -3,7 +3,7 @@
  * api.h - the public job APIs (docs/http-api.md): native (/execute,
  * /cancel, /jobs/ID/events) and OpenAI-compatible (/v1/completions,
  * /v1/chat/completions, /v1/models, /v1/models/ID) and the tokenizer's
- * (/tokenize, /detokenize); handlers for http.c's route table.
+ * (/tokenize, /detokenize); handlers for the edge's route table (route.h).
  * Each API gives its jobs a sink (jobs.h); api_stream.c follows a job on a
  * request with it. Thread: the loop.
  */
@@ -57,8 +57,9 @@ void api_tokenize(struct orchd *d, struct api_req *req, const char *arg);
 void api_detokenize(struct orchd *d, struct api_req *req, const char *arg);
 
 /*
- * api_caller - the API key @req authenticated with (http.c let it through),
- * or NULL when no keys are in force.
+ * api_caller - the API key @req authenticated with (the edge let it through),
+ * or NULL when no keys are in force; looked up at each call (a reload frees
+ * the keys a parse off the loop may outlive).
  */
 const struct api_key *api_caller(struct orchd *d, struct api_req *req);
 
@@ -133,21 +134,22 @@ void api_start(struct orchd *d, struct api_req *req, const struct api_kind *k);
  */
 #define API_PARSE_OFF_LOOP_BYTES (16u << 10)
 
-/* api_parse_fn - check a request's body into @arg under @cfg's limits (any thread). */
-typedef void (*api_parse_fn)(const struct orchd_config *cfg, void *arg);
+/* api_parse_fn - check a request's body (@n bytes) into @arg under @cfg's limits (any thread). */
+typedef void (*api_parse_fn)(const struct orchd_config *cfg, const char *body, size_t n, void *arg);
 /* api_cont_fn - on the loop, with @arg parsed: answer or go on (@arg is the function's). */
 typedef void (*api_cont_fn)(struct orchd *d, struct api_req *req, void *arg);
 /* api_drop_fn - free @arg, unanswered (its client left, or orchd stops). */
 typedef void (*api_drop_fn)(void *arg);
 
 /*
- * api_parse_then - @parse(@arg), then @cont(@req, @arg): on the loop for a
- * body of @n < API_PARSE_OFF_LOOP_BYTES that names nothing which compiles a
- * grammar (response_format, grammar, guided_*, regex, tools, json_schema:
- * a small schema can expand past 1 MiB); else the parse runs on a helper
- * thread (offload.h) while evhttp holds the body, and a client that closes
- * meanwhile is let go, with @drop(@arg), once the parse is back. When no
- * thread can take it: 503 OVERLOADED (retriable) or 500, and @drop(@arg).
+ * api_parse_then - @parse(@req's body, @arg), then @cont(@req, @arg): on the
+ * loop for a body under API_PARSE_OFF_LOOP_BYTES that names nothing which
+ * compiles a grammar (response_format, grammar, guided_*, regex, tools,
+ * json_schema: a small schema can expand past 1 MiB); else the parse runs on
+ * a helper thread (offload.h) over a copy of the body (the request may go
+ * while it runs: a client that closes, orchd that stops), and a client that
+ * closes meanwhile is let go, with @drop(@arg), once the parse is back. When
+ * no thread can take it: 503 OVERLOADED (retriable) or 500, and @drop(@arg).
  */
-void api_parse_then(struct orchd *d, struct api_req *req, size_t n, api_parse_fn parse,
-                    api_cont_fn cont, api_drop_fn drop, void *arg);
+void api_parse_then(struct orchd *d, struct api_req *req, api_parse_fn parse, api_cont_fn cont,
+                    api_drop_fn drop, void *arg);

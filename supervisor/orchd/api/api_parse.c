@@ -3,9 +3,10 @@
  * when large or when it may compile a grammar (api.h, issue 52 A1).
  *
  * A large body's parse is a work of offload.h on its own thread: it reads
- * the body where the edge holds it, and a copy of the limits. The client may
- * close meanwhile: the request is let go (reply_release), freeing the body,
- * only once the parse is back.
+ * a copy of the body and of the limits, so that nothing it reads goes with
+ * the request (a client that closes, orchd's listener freed as it stops). A
+ * client that closes meanwhile is let go (reply_release) once the parse is
+ * back.
  */
 #include <string.h> /* memmem: _GNU_SOURCE, the build's */
 
@@ -18,7 +19,9 @@
 
 struct off {
 	struct api_req *req;
-	bool gone;               /* the client closed while its body was parsed */
+	bool gone;  /* the client closed while its body was parsed */
+	char *body; /* the body's copy (@n bytes) */
+	size_t n;
 	struct orchd_config cfg; /* the limits the parse checks (no models: the loop's move) */
 	api_parse_fn parse;
 	api_cont_fn cont;
@@ -31,7 +34,7 @@ work(void *arg)
 {
 	struct off *o = arg;
 
-	o->parse(&o->cfg, o->arg);
+	o->parse(&o->cfg, o->body, o->n, o->arg);
 }
 
 static void
@@ -56,6 +59,7 @@ done(struct orchd *d, void *arg, bool live)
 		reply_release(o->req);
 		o->drop(o->arg);
 	}
+	orch_free(o->body);
 	orch_free(o);
 }
 
@@ -79,20 +83,25 @@ may_compile(struct api_req *req, size_t n)
 }
 
 void
-api_parse_then(struct orchd *d, struct api_req *req, size_t n, api_parse_fn parse, api_cont_fn cont,
+api_parse_then(struct orchd *d, struct api_req *req, api_parse_fn parse, api_cont_fn cont,
                api_drop_fn drop, void *arg)
 {
 	struct orch_errinfo e = {0};
+	size_t n = req->n_body;
 	struct off *o;
 
 	if (n < API_PARSE_OFF_LOOP_BYTES && !may_compile(req, n)) {
-		parse(&d->cfg, arg);
+		parse(&d->cfg, req->body, n, arg);
 		return cont(d, req, arg);
 	}
-	if ((o = orch_calloc(1, sizeof(*o))) == NULL) {
+	if ((o = orch_calloc(1, sizeof(*o))) == NULL ||
+	    (o->body = orch_malloc(n ? n : 1)) == NULL) {
+		orch_free(o);
 		drop(arg);
 		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	}
+	memcpy(o->body, req->body, n);
+	o->n = n;
 	o->req = req;
 	o->cfg = d->cfg;
 	o->cfg.models = NULL;
@@ -102,6 +111,7 @@ api_parse_then(struct orchd *d, struct api_req *req, size_t n, api_parse_fn pars
 	o->drop = drop;
 	o->arg = arg;
 	if (offload_start(d, work, done, o, &e) != ORCH_OK) {
+		orch_free(o->body);
 		orch_free(o);
 		drop(arg);
 		return reply_error(req, e.code, NULL, "%s", e.msg);

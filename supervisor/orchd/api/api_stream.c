@@ -216,9 +216,11 @@ api_follow(struct orchd *d, struct job *j, struct api_req *req, bool streaming, 
 const struct api_key *
 api_caller(struct orchd *d, struct api_req *req)
 {
+	/* looked up at each call: a reload (SIGHUP) frees the keys a parse off the loop
+	 * may outlive; the header lives as long as the request */
 	if (d->keys.n == 0)
 		return NULL;
-	return req->caller;
+	return keys_check(&d->keys, req->authorization);
 }
 
 void
@@ -493,19 +495,17 @@ fail:
 struct start {
 	const struct api_kind *k;
 	uint64_t received; /* when orchd took it (Unix ms): deadline_ms counts from here */
-	const char *body;  /* the request's */
-	size_t n;
 	struct job_request r;
 	struct params_err pe;
 	orch_err rv;
 };
 
 static void
-start_parse(const struct orchd_config *cfg, void *arg)
+start_parse(const struct orchd_config *cfg, const char *body, size_t n, void *arg)
 {
 	struct start *s = arg;
 
-	s->rv = request_parse((enum request_api)s->k->api, cfg, s->body, s->n, &s->r, &s->pe);
+	s->rv = request_parse((enum request_api)s->k->api, cfg, body, n, &s->r, &s->pe);
 }
 
 static void
@@ -608,7 +608,5 @@ api_start(struct orchd *d, struct api_req *req, const struct api_kind *k)
 		return reply_error(req, ORCH_ENOMEM, NULL, "out of memory");
 	s->k = k;
 	s->received = orch_unix_ms();
-	s->body = req->body;
-	s->n = req->n_body;
-	api_parse_then(d, req, s->n, start_parse, start_cont, start_drop, s);
+	api_parse_then(d, req, start_parse, start_cont, start_drop, s);
 }

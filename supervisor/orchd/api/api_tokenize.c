@@ -39,10 +39,8 @@ struct api_tok {
 	                      it */
 	bool pieces;       /* llama.cpp's with_pieces: tokens as [{id, piece}] */
 	bool counted;      /* in orchd's n_conns */
-	const char *body;  /* the request's */
-	size_t n;
-	char *model;  /* the body's "model"; NULL: none given */
-	bool refused; /* the body was refused: @pe says why */
+	char *model;       /* the body's "model"; NULL: none given */
+	bool refused;      /* the body was refused: @pe says why */
 	struct params_err pe;
 };
 
@@ -416,14 +414,14 @@ parse_detokenize(const struct orchd_config *cfg, const cJSON *root, struct api_t
 
 /* The body (any thread): into @a, or the refusal into @a->pe. */
 static void
-tok_parse(const struct orchd_config *cfg, void *arg)
+tok_parse(const struct orchd_config *cfg, const char *body, size_t n, void *arg)
 {
 	struct api_tok *a = arg;
 	const char *model = NULL;
 	bool detok = a->t.msg.detokenize;
 	cJSON *root = NULL;
 
-	if (params_body(a->body, a->n, &root, &a->pe) != ORCH_OK ||
+	if (params_body(body, n, &root, &a->pe) != ORCH_OK ||
 	    !params_known(root, detok ? detokenize_keys : tokenize_keys, &a->pe) ||
 	    !params_string(root, "model", false, &model, &a->pe) ||
 	    !(detok ? parse_detokenize(cfg, root, a, &a->pe)
@@ -476,9 +474,7 @@ handle(struct orchd *d, struct api_req *req, bool detok)
 	orch__tokenize__init(&a->t.msg);
 	a->t.msg.detokenize = detok;
 	a->t.answer = on_answer;
-	a->body = req->body;
-	a->n = req->n_body;
-	api_parse_then(d, req, a->n, tok_parse, tok_cont, tok_drop, a);
+	api_parse_then(d, req, tok_parse, tok_cont, tok_drop, a);
 }
 
 void

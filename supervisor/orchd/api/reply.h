@@ -2,7 +2,7 @@
 /*
  * reply.h - one HTTP request as the API handlers see it (issue 53): a plain
  * value the edge fills once (method, path, query, the headers that matter,
- * the caller's key, the body), and the ways to answer it, which the edge
+ * the body), and the ways to answer it, which the edge
  * implements (http_exchange.c over evhttp; the unit tests with a recorder).
  * Nothing here names libevent. Thread: the loop.
  *
@@ -20,7 +20,6 @@
 
 #include "base/err.h"
 
-struct api_key;
 struct api_req;
 struct cJSON;
 struct params_err;
@@ -81,8 +80,7 @@ struct api_req {
 	const char *last_event_id;
 	const char *x_deadline;
 	const char *if_none_match;
-	const struct api_key *caller; /* the API key it authenticated with; NULL: no keys */
-	bool retry_after;             /* a Retry-After is set (reply_retry_after) */
+	bool retry_after; /* a Retry-After is set (reply_retry_after) */
 };
 
 /* The JSON body of a 500 when not even an error body can be made (NUL-terminated). */

@@ -3,8 +3,9 @@
  * orchd.h - the daemon's state (DESIGN.md §5). One thread, one libevent
  * loop; nothing here is locked. Each module has its own header with its own
  * structs: models.h (the registry), workers.h, jobs.h, wire.h (envelopes),
- * placement.h, devices.h, metrics.h, config.h, notify.h (systemd), and the
- * evhttp parts http.h, sse.h, api.h, admin.h.
+ * placement.h, devices.h, metrics.h, config.h, notify.h (systemd); the API
+ * above (api/: reply.h, api.h, admin.h) and the HTTP edge (http_exchange.h,
+ * sse.h, http_conn.h) keep theirs.
  */
 #include <stdbool.h>
 #include <stdint.h>

@@ -6,12 +6,15 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "admin.h"
 #include "api.h"
 #include "base/sbuf.h"
 #include "core.h"
+#include "keys.h"
 #include "loop.h"
+#include "offload.h"
 #include "orchd.h"
 #include "reply.h"
 #include "route.h"
@@ -302,6 +305,34 @@ test_admin(void)
 	rec_fini(&x);
 }
 
+/*
+ * A body that may compile a grammar is parsed off the loop while the request is held; a
+ * SIGHUP meanwhile frees the keys and reads them anew: the answer looks the caller's key
+ * up then, not the freed one (AddressSanitizer sees a read of the old set).
+ */
+static void
+test_keys_reload_mid_parse(void)
+{
+	static const char keys[] = "k1-0123456789abcdef\n";
+	struct orch_errinfo e = {0};
+	struct rec x;
+
+	T_OK(keys_parse("keys", keys, strlen(keys), &d.keys, &e));
+	rec_init(&x, API_POST, "/v1/chat/completions",
+	         "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],"
+	         "\"response_format\":{\"type\":\"json_object\"}}");
+	x.r.authorization = "Bearer k1-0123456789abcdef";
+	api_openai_chat(&d, &x.r, "");
+	T_TRUE(x.status == 0 && x.held); /* parsing on a helper thread */
+	keys_free(&d.keys);
+	T_OK(keys_parse("keys", keys, strlen(keys), &d.keys, &e));
+	for (int i = 0; i < 5000 && x.status == 0; i++)
+		loop_turn(d.base, true), usleep(1000);
+	T_TRUE(x.status == 404 && body_has(&x, "model 'm' is not configured"));
+	keys_free(&d.keys);
+	rec_fini(&x);
+}
+
 int
 main(void)
 {
@@ -314,6 +345,8 @@ main(void)
 	T_RUN(test_openai);
 	T_RUN(test_native);
 	T_RUN(test_admin);
+	T_RUN(test_keys_reload_mid_parse);
+	offload_stop(&d);
 	loop_base_free(d.base);
 	return t_done();
 }
