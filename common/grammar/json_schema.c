@@ -187,6 +187,8 @@ static int int_format(const cJSON *fmt);
 static orch_err gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi,
                             struct sbuf *b);
 static orch_err pattern_matches(struct js *js, const char *pat, const char *name, bool *ret);
+static orch_err rx_bounded(struct js *js, const char *pat, uint64_t lo, uint64_t hi,
+                           struct sbuf *b);
 static orch_err gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err value_ok(struct js *js, const cJSON *s, const cJSON *v, int depth, bool *ok);
 static orch_err gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
@@ -780,6 +782,7 @@ json_object_gbnf(void)
 #include "json_schema_ref.c"
 #include "json_schema_cpset.c"
 #include "json_schema_pattern.c"
+#include "json_schema_rxlen.c"
 #include "json_schema_scalar.c"
 #include "json_schema_fmtval.c"
 #include "json_schema_compound.c"

@@ -509,6 +509,34 @@ rx_clamped(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf
 	return ORCH_OK;
 }
 
+/* rx_inner_anchor - whether @pat has a '^' or '$' other than a top-level alternative's
+ * first or last character (json_schema_rxlen.c takes those). */
+static bool
+rx_inner_anchor(const char *pat)
+{
+	size_t n = strlen(pat);
+	bool cls = false;
+	int depth = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = pat[i];
+		if (c == '\\') {
+			i++;
+		} else if (cls) {
+			cls = c != ']';
+		} else if (c == '[') {
+			cls = true;
+		} else if (c == '(' || c == ')') {
+			depth += c == '(' ? 1 : -1;
+		} else if (c == '^' && (depth > 0 || (i > 0 && pat[i - 1] != '|'))) {
+			return true;
+		} else if (c == '$' && (depth > 0 || (i + 1 < n && pat[i + 1] != '|'))) {
+			return true;
+		}
+	}
+	return false;
+}
+
 /* gen_pattern - a string matching @pat with [lo, hi] code points. */
 static orch_err
 gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf *b)
@@ -518,14 +546,24 @@ gen_pattern(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbu
 	orch_err rv;
 
 	sbuf_puts(b, "\"\\\"\" ");
+	size_t start = b->n;
+	if (rx_inner_anchor(pat)) { /* anchors inside: through the automaton */
+		if ((rv = rx_bounded(js, pat, lo, hi, b)) != ORCH_OK)
+			return rv;
+		sbuf_puts(b, " \"\\\"\"");
+		return ORCH_OK;
+	}
 	if ((rv = rx_clamped(js, pat, lo, hi, b, &done)) != ORCH_OK)
 		return rv;
 	if (!done && (rv = rx_pattern(js, pat, b, &l)) != ORCH_OK)
 		return rv;
-	if (!done && (lo > l.lo || (hi != JS_INF && l.hi > hi)))
-		return js_fail(js, "'minLength'/'maxLength' beside 'pattern' are taken only when "
-		                   "the pattern implies them or is one repeated character class "
-		                   "(^[...]{m,n}$)");
+	if (!done && (lo > l.lo || (hi != JS_INF && l.hi > hi))) {
+		/* lengths the pattern does not imply: the exact intersection (json_schema_rxlen.c)
+		 */
+		cut(b, start);
+		if ((rv = rx_bounded(js, pat, lo, hi, b)) != ORCH_OK)
+			return rv;
+	}
 	sbuf_puts(b, " \"\\\"\"");
 	return ORCH_OK;
 }

@@ -276,6 +276,30 @@ test_patterns(void)
 	      L("\"ab\"", "\"abc\""), L("\"a\"", "\"abcd\"", "\"AB\""));
 	check("{\"type\":\"string\",\"pattern\":\"^[0-9]{5}$\",\"maxLength\":5}", L("\"12345\""),
 	      L("\"1234\""));
+	/* anchors inside the pattern: the start and the end of the string, wherever they stand */
+	check("{\"type\":\"string\",\"pattern\":\"(?:^@[a-z]+\\\\/[a-z]+|^[a-zA-Z][^:]*)$\"}",
+	      L("\"@scope/name\"", "\"abc\"", "\"a-b c\""),
+	      L("\"1abc\"", "\"@scope\"", "\"ab:c\"", "\"1@scope/name\""));
+	refused("{\"type\":\"string\",\"pattern\":\"a^b\"}", "no string matches the 'pattern'",
+	        "root");
+	check("{\"type\":\"string\",\"pattern\":\"(x|^y)z\",\"maxLength\":4}",
+	      L("\"yz\"", "\"xz\"", "\"axz\"", "\"xzab\""), L("\"ayz\"", "\"axzab\"", "\"z\""));
+	/* lengths the pattern does not imply: the exact intersection, in code points */
+	check("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":4}",
+	      L("\"ab\"", "\"aab\"", "\"aaab\""), L("\"aaaab\"", "\"b\"", "\"a\""));
+	check("{\"type\":\"string\",\"pattern\":\"^(ab|c)+$\",\"minLength\":3,\"maxLength\":5}",
+	      L("\"abc\"", "\"ccc\"", "\"abab\"", "\"ababc\"", "\"cabab\""),
+	      L("\"ab\"", "\"cc\"", "\"ababab\"", "\"aba\""));
+	check("{\"type\":\"string\",\"pattern\":\"^[a-z]+(-[a-z]+)*$\",\"minLength\":4}",
+	      L("\"abcd\"", "\"a-bc\"", "\"ab-cd-ef\""),
+	      L("\"abc\"", "\"a-b\"", "\"-abc\"", "\"abc-\""));
+	check("{\"type\":\"string\",\"pattern\":\"x\\\\d\",\"maxLength\":3}", /* unanchored */
+	      L("\"x1\"", "\"ax1\"", "\"x1a\""), L("\"abx1\"", "\"x\"", "\"ax1b\""));
+	check("{\"type\":\"string\",\"pattern\":\"^\\\"?\\u00e9.$\",\"minLength\":3}", /* escapes */
+	      L("\"\\\"\xc3\xa9\xf0\x9f\x98\x80\"", "\"\\\"\xc3\xa9\\t\""),
+	      L("\"\xc3\xa9"
+	        "a\"",
+	        "\"\\\"\xc3\xa9\"", "\"\\\"\xc3\xa9\\n\""));
 }
 
 static void
@@ -446,11 +470,14 @@ test_refused(void)
 	refused("{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"a(?=b)\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"\\\\bx\"}", "'pattern'", "root");
-	refused("{\"type\":\"string\",\"pattern\":\"a^b\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"(a*)*\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"[z-a]\"}", "'pattern'", "root");
-	refused("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"maxLength\":4}", "'maxLength'",
-	        "root");
+	refused("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"minLength\":3,\"maxLength\":1}",
+	        "'minLength' is over 'maxLength'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"^ab?$\",\"minLength\":3}",
+	        "no string matches the 'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"^[a-z0-9]*x[a-z0-9]{40}$\",\"maxLength\":300}",
+	        "limit: pattern and lengths", "root");
 	refused("{\"type\":\"string\",\"format\":\"uri\",\"pattern\":\"a\"}", "beside 'format'",
 	        "root");
 	refused("{\"allOf\":[{\"pattern\":\"a\"},{\"pattern\":\"b\"}]}", "'pattern'", "root");
