@@ -195,6 +195,10 @@ rl_seq(struct rx *rx, bool top, bool *dollar, struct rn **ret)
 			rn_free(a);
 			return rv;
 		}
+		if ((m != 1 || n != 1) && (a->k == RN_BOL || a->k == RN_EOL)) {
+			rn_free(a); /* a SyntaxError in ECMAScript too */
+			return rx_fail(rx, "a quantifier on '^' or '$'");
+		}
 		if ((m != 1 || n != 1) && (a = rn_rep(a, m, n)) == NULL)
 			return ORCH_ENOMEM;
 		if (!rn_add(seq, a))

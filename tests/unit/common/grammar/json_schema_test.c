@@ -471,6 +471,8 @@ test_refused(void)
 	refused("{\"type\":\"string\",\"pattern\":\"a(?=b)\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"\\\\bx\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"(a*)*\"}", "'pattern'", "root");
+	refused("{\"type\":\"string\",\"pattern\":\"a(^+b)\"}", "a quantifier on '^' or '$'",
+	        "root");
 	refused("{\"type\":\"string\",\"pattern\":\"[z-a]\"}", "'pattern'", "root");
 	refused("{\"type\":\"string\",\"pattern\":\"^a+b$\",\"minLength\":3,\"maxLength\":1}",
 	        "'minLength' is over 'maxLength'", "root");
