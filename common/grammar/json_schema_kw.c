@@ -186,19 +186,94 @@ lower_not(struct js *js, const cJSON *n, cJSON *parts)
 
 static bool is_required(const cJSON *req, const char *k);
 
+/* The most dependencies on optional names made exact (each doubles the merge's branches). */
+#define JS_DEPS_EXACT_MAX 4
+
+/* The dependencies of @s whose trigger name @s does not require. */
+static size_t
+optional_deps(struct js *js, const cJSON *s)
+{
+	static const char *const keys[] = {"dependencies", "dependentRequired", "dependentSchemas"};
+	const cJSON *it;
+	size_t n = 0;
+
+	for (size_t i = 0; i < 3; i++)
+		if (!ignorable(js, keys[i]) && cJSON_IsObject(kw(s, keys[i])))
+			cJSON_ArrayForEach(it, kw(s, keys[i])) n +=
+			        !is_required(kw(s, "required"), it->string) && !cJSON_IsTrue(it);
+	return n;
+}
+
 /*
- * lower_deps - dependentRequired, dependentSchemas, draft-4..7 dependencies, each
- * stricter than the schema: a list of names holds always (the names required); a
- * schema is merged when its name is required, else the name is made absent (a
- * false property schema), so that the schema never applies (merging it always
- * would make an object whose dependencies contradict each other impossible).
+ * dep_exact - a dependency of the optional name @it->string as the part
+ * {"anyOf": [{the name absent}, {the name present, and @it: its list required,
+ * or its schema}]}: exactly what the keyword says.
+ */
+static orch_err
+dep_exact(cJSON *parts, const cJSON *it)
+{
+	cJSON *o = cJSON_CreateObject(), *any, *absent, *present, *req;
+
+	if (o == NULL || !cJSON_AddItemToArray(parts, o))
+		return cJSON_Delete(o), ORCH_ENOMEM;
+	if ((any = cJSON_AddArrayToObject(o, "anyOf")) == NULL ||
+	    (absent = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(any, absent) ||
+	    (absent = cJSON_AddObjectToObject(absent, "properties")) == NULL ||
+	    !cJSON_AddFalseToObject(absent, it->string))
+		return ORCH_ENOMEM;
+	if (cJSON_IsFalse(it))
+		return ORCH_OK; /* present, it never holds: only absent */
+	if ((present = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(any, present) ||
+	    (req = cJSON_AddArrayToObject(present, "required")) == NULL ||
+	    !cJSON_AddItemToArray(req, cJSON_CreateString(it->string)))
+		return ORCH_ENOMEM;
+	if (cJSON_IsArray(it)) {
+		const cJSON *r;
+		cJSON_ArrayForEach(r, it) if (!cJSON_AddItemReferenceToArray(
+		                                      req, (cJSON *)r)) return ORCH_ENOMEM;
+		return ORCH_OK;
+	}
+	cJSON *all = cJSON_AddArrayToObject(present, "allOf");
+	if (all == NULL || !cJSON_AddItemReferenceToArray(all, (cJSON *)it))
+		return ORCH_ENOMEM;
+	return ORCH_OK;
+}
+
+/* Whether @s's 'type' (if any) lets it be an object: dependencies apply to objects only. */
+static bool
+may_be_object(const cJSON *s)
+{
+	const cJSON *t = kw(s, "type"), *x;
+
+	if (cJSON_IsString(t))
+		return strcmp(t->valuestring, "object") == 0;
+	if (!cJSON_IsArray(t))
+		return true;
+	cJSON_ArrayForEach(x, t) if (cJSON_IsString(x) &&
+	                             strcmp(x->valuestring, "object") == 0) return true;
+	return false;
+}
+
+/*
+ * lower_deps - dependentRequired, dependentSchemas, draft-4..7 dependencies. A
+ * dependency of a required name: its list joins 'required', its schema is merged.
+ * Of an optional name: exactly, as "absent, or present with the dependency"
+ * (dep_exact), when the schema has at most JS_DEPS_EXACT_MAX of those and no
+ * anyOf/oneOf of its own (the merge would multiply them), and the dependency's
+ * schema has none either; else stricter: a list
+ * holds always (its names required), a schema makes its name absent (it never
+ * applies; merging it always would make dependencies that contradict each other
+ * impossible).
  */
 static orch_err
 lower_deps(struct js *js, const cJSON *s, cJSON *out, cJSON *parts)
 {
 	static const char *const keys[] = {"dependencies", "dependentRequired", "dependentSchemas"};
+	bool exact =
+	        optional_deps(js, s) <= JS_DEPS_EXACT_MAX && !kw(s, "anyOf") && !kw(s, "oneOf");
 	const cJSON *d, *it, *r;
 	cJSON *req = NULL, *o;
+	orch_err rv;
 
 	for (size_t i = 0; i < 3; i++) {
 		if ((d = kw(s, keys[i])) == NULL || ignorable(js, keys[i]))
@@ -207,33 +282,43 @@ lower_deps(struct js *js, const cJSON *s, cJSON *out, cJSON *parts)
 			return js_fail(js, "'%s' must be an object", keys[i]);
 		cJSON_ArrayForEach(it, d)
 		{
-			if (cJSON_IsArray(it) && i != 2) {
+			bool needed = is_required(kw(s, "required"), it->string);
+			bool list = cJSON_IsArray(it) && i != 2;
+			bool schema = (cJSON_IsObject(it) || cJSON_IsBool(it)) && i != 1;
+			if (!list && !schema)
+				return js_fail(
+				        js,
+				        "'%s' holds something that is no schema or list of names",
+				        keys[i]);
+			if (cJSON_IsTrue(it) || !may_be_object(s))
+				continue; /* holds always; or no object to apply to */
+			/* a schema of its own alternatives: taken the stricter way (their branches
+			 * beside the name's absence may not be told apart) */
+			bool alts = cJSON_IsObject(it) && (kw(it, "oneOf") || kw(it, "anyOf"));
+			if (!needed && exact && !alts) {
+				if ((rv = dep_exact(parts, it)) != ORCH_OK)
+					return rv;
+			} else if (list) {
 				if (req == NULL &&
 				    (req = cJSON_AddArrayToObject(out, "required")) == NULL)
 					return ORCH_ENOMEM;
 				cJSON_ArrayForEach(r, it) if (
 				        !cJSON_AddItemReferenceToArray(
 				                req, (cJSON *)r)) return ORCH_ENOMEM;
-			} else if ((cJSON_IsObject(it) || cJSON_IsFalse(it)) && i != 1 &&
-			           !is_required(kw(s, "required"), it->string)) {
+			} else if (!needed) {
 				if ((o = cJSON_CreateObject()) == NULL ||
 				    !cJSON_AddItemToArray(parts, o))
 					return cJSON_Delete(o), ORCH_ENOMEM;
 				if ((o = cJSON_AddObjectToObject(o, "properties")) == NULL ||
 				    !cJSON_AddFalseToObject(o, it->string))
 					return ORCH_ENOMEM; /* the name absent: it never applies */
-			} else if ((cJSON_IsObject(it) || cJSON_IsBool(it)) && i != 1) {
+			} else {
 				if ((o = cJSON_CreateObjectReference(it->child)) == NULL)
 					return ORCH_ENOMEM;
 				if (cJSON_IsBool(it))
 					cJSON_Delete(o), o = cJSON_Duplicate(it, false);
 				if (o == NULL || !cJSON_AddItemToArray(parts, o))
 					return ORCH_ENOMEM;
-			} else {
-				return js_fail(
-				        js,
-				        "'%s' holds something that is no schema or list of names",
-				        keys[i]);
 			}
 		}
 	}

@@ -390,7 +390,7 @@ test_validator_semantics(void)
 	check("{\"properties\":{\"a\":{},\"b\":{}},\"minProperties\":1}", L("{\"a\":1}"), L("{}"));
 	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"dependentRequired\":{"
 	      "\"a\":[\"b\"]}}",
-	      L("{\"b\":1}", "{\"a\":1,\"b\":2}"), L("{\"a\":1}"));
+	      L("{\"b\":1}", "{\"a\":1,\"b\":2}", "{}"), L("{\"a\":1}"));
 	check("{\"$schema\":\"http://json-schema.org/draft-04/schema#\",\"id\":\"http://e.com/s\","
 	      "\"type\":\"integer\",\"minimum\":0,\"exclusiveMinimum\":true,\"dependencies\":{"
 	      "\"a\":[\"b\"]}}",
@@ -711,10 +711,18 @@ test_enum_beside(void)
 	check("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{"
 	      "\"properties\":{\"b\":{}}}]}",
 	      L("{\"a\":1}", "{}"), L("{\"b\":1}", "{\"a\":1,\"b\":1}"));
-	/* a schema dependency: merged when its name is required, else the name absent */
+	/* a schema dependency, exactly: the name absent, or present with the schema */
 	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"}},"
 	      "\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"minimum\":5}}}}}",
-	      L("{\"b\":1}", "{}"), L("{\"a\":1}", "{\"a\":1,\"b\":6}"));
+	      L("{\"b\":1}", "{}", "{\"a\":1}", "{\"a\":1,\"b\":6}"), L("{\"a\":1,\"b\":1}"));
+	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"dependentRequired\":{"
+	      "\"a\":[\"b\"]},\"dependentSchemas\":{\"c\":false},\"additionalProperties\":false}",
+	      L("{}", "{\"b\":1}", "{\"a\":1,\"b\":2}"), L("{\"a\":1}", "{\"c\":1}", "{\"x\":1}"));
+	/* five dependencies on optional names: the stricter way (32 branches would be made) */
+	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{},\"d\":{},\"e\":{},"
+	      "\"z\":{}},\"dependentRequired\":{\"a\":[\"z\"],\"b\":[\"z\"],\"c\":[\"z\"],"
+	      "\"d\":[\"z\"],\"e\":[\"z\"]}}",
+	      L("{\"z\":1}", "{\"a\":1,\"z\":1}"), L("{}", "{\"a\":1}"));
 	check("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{\"type\":\"integer\"}},"
 	      "\"required\":[\"a\"],\"dependentSchemas\":{\"a\":{\"properties\":{\"b\":{\"minimum\":"
 	      "5}}}}}",
