@@ -491,9 +491,10 @@ kw_family(const char *k)
 	        "properties",        "required",          "additionalProperties",  "minProperties",
 	        "maxProperties",     "patternProperties", "propertyNames",         "dependencies",
 	        "dependentRequired", "dependentSchemas",  "unevaluatedProperties", NULL};
-	static const char *const arr[] = {"items",    "prefixItems",      "additionalItems",
-	                                  "minItems", "maxItems",         "uniqueItems",
-	                                  "contains", "unevaluatedItems", NULL};
+	static const char *const arr[] = {
+	        "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
+	        "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems",
+	        NULL};
 	static const char *const str[] = {"minLength", "maxLength", "pattern", "format", NULL};
 	static const char *const num[] = {"minimum",          "maximum",    "exclusiveMinimum",
 	                                  "exclusiveMaximum", "multipleOf", NULL};
@@ -523,6 +524,8 @@ families(const cJSON *s)
 	        {"minItems", T_ARR},
 	        {"maxItems", T_ARR},
 	        {"uniqueItems", T_ARR},
+	        {"contains", T_ARR},
+	        {"minContains", T_ARR},
 	        {"minLength", T_STR},
 	        {"maxLength", T_STR},
 	        {"pattern", T_STR},

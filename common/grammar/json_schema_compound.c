@@ -551,6 +551,58 @@ uniq_body(struct js *js, struct sbuf *b, cJSON *v[], size_t n, uint64_t lo, uint
 	return rv;
 }
 
+/*
+ * gen_contains - an array of items @items (any value when NULL) of which at least
+ * @k match @c (each of those an item of both, their allOf): "[" the others, then k
+ * times one of both, each followed by the others "]". Exact: a match may stand
+ * anywhere. Item counts beside it are refused (their sum is no repeat of one part).
+ */
+static orch_err
+gen_contains(struct js *js, const cJSON *s, const cJSON *items, const cJSON *c, uint64_t k,
+             struct sbuf *b)
+{
+	char x[JS_NAME_MAX], both[JS_NAME_MAX];
+	cJSON *o, *all;
+	size_t old;
+	orch_err rv;
+
+	if (kw(s, "minItems") || kw(s, "maxItems") || kw(s, "uniqueItems") ||
+	    kw(s, "prefixItems") || cJSON_IsArray(items) || cJSON_IsFalse(items))
+		return js_fail(js,
+		               "'contains' beside item counts, 'uniqueItems' or leading items is "
+		               "not supported");
+	if (k > JS_REPEAT_MAX)
+		return js_fail(js, "'minContains' over %d is not supported", JS_REPEAT_MAX);
+	if (items == NULL) {
+		js->used |= U_VALUE;
+		snprintf(x, sizeof(x), "value");
+	} else {
+		old = path_push(js, "items");
+		rv = gen(js, items, x);
+		path_pop(js, old);
+		if (rv != ORCH_OK)
+			return rv;
+	}
+	/* an item of both: the allOf of the two, made as any allOf */
+	if ((o = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(js->owned, o) ||
+	    (all = cJSON_AddArrayToObject(o, "allOf")) == NULL ||
+	    !cJSON_AddItemReferenceToArray(all, (cJSON *)c) ||
+	    (items && !cJSON_AddItemReferenceToArray(all, (cJSON *)items)))
+		return ORCH_ENOMEM;
+	old = path_push(js, "contains");
+	rv = gen(js, o, both);
+	path_pop(js, old);
+	if (rv != ORCH_OK)
+		return rv;
+	js->used |= U_WS;
+	sbuf_printf(b, "\"[\" ws ( %s ws \",\" ws )* %s", x, both);
+	if (k > 1)
+		sbuf_printf(b, " ( ws \",\" ws ( %s ws \",\" ws )* %s ){%" PRIu64 "}", x, both,
+		            k - 1);
+	sbuf_printf(b, " ( ws \",\" ws %s )* ws \"]\"", x);
+	return ORCH_OK;
+}
+
 static orch_err
 gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
 {
@@ -565,6 +617,14 @@ gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
 	if ((rv = get_count(js, s, "minItems", &lo)) != ORCH_OK ||
 	    (rv = get_count(js, s, "maxItems", &hi)) != ORCH_OK)
 		return rv;
+	const cJSON *c = ignorable(js, "contains") ? NULL : kw(s, "contains");
+	if (c != NULL) { /* at least minContains (1 unless given; 0: contains asks nothing) */
+		uint64_t need = 1;
+		if (!ignorable(js, "minContains") && (rv = get_count(js, s, "minContains", &need)))
+			return rv;
+		if (need > 0)
+			return gen_contains(js, s, items, c, need, b);
+	}
 	if (lo > hi)
 		return js_fail(js, "'minItems' is over 'maxItems': no array can match");
 	if ((uniq = kw(s, "uniqueItems")) && !cJSON_IsBool(uniq))

@@ -92,6 +92,16 @@ test_arrays(void)
 	check("{\"type\":\"array\",\"items\":false}", L("[]"), L("[1]"));
 	check("{\"type\":\"array\",\"uniqueItems\":true,\"maxItems\":1}", L("[]", "[3]"),
 	      L("[3,3]"));
+	/* contains: at least minContains items (1 by default) of both schemas, anywhere */
+	check("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":5}}",
+	      L("[5]", "[1,2,7]", "[9,1]", "[1,6,2]"), L("[]", "[1,2]", "[\"a\",6]"));
+	check("{\"contains\":{\"const\":\"x\"},\"minContains\":2}",
+	      L("[\"x\",\"x\"]", "[1,\"x\",{},\"x\"]"), L("[\"x\"]", "[1,2]"));
+	check("{\"type\":\"array\",\"contains\":{\"type\":\"string\"},\"minContains\":0}",
+	      L("[]", "[1]"), NONE);
+	refused("{\"type\":\"array\",\"contains\":{},\"maxContains\":2}", "'maxContains'", "root");
+	refused("{\"type\":\"array\",\"contains\":{},\"minItems\":2}",
+	        "'contains' beside item counts", "root");
 	/* uniqueItems over a few values, exactly: each at most once, in any order */
 	check("{\"type\":\"array\",\"uniqueItems\":true,\"items\":{\"enum\":[\"a\",\"b\",\"c\"]}}",
 	      L("[]", "[\"a\"]", "[\"c\",\"a\"]", "[\"b\",\"c\",\"a\"]", "[ \"a\" , \"b\" ]"),
@@ -456,7 +466,7 @@ test_refused(void)
 	refused("{\"not\":{\"minLength\":2}}", "unsupported keyword 'not'", "the root");
 	refused("{\"uniqueItems\":true,\"minItems\":2}", "'uniqueItems'", "root");
 	refused("{\"type\":\"number\",\"multipleOf\":0.5}", "'multipleOf'", "root");
-	refused("{\"contains\":{}}", "'contains'", "root");
+	refused("{\"contains\":{},\"maxContains\":1}", "'maxContains'", "root");
 	refused("{\"minProperties\":1}", "'minProperties'", "root");
 	refused("{\"properties\":{\"x\":{\"$ref\":\"https://e.com/s.json\"}}}", "'$ref'",
 	        "/properties/x");
@@ -493,9 +503,10 @@ test_refused(void)
 	refused("{\"enum\":[1,2],\"type\":\"string\"}", "no value of 'enum'", "root");
 	refused("{\"enum\":[\"a\"],\"pattern\":\"x\"}", "'pattern' beside 'enum'", "root");
 	/* every place that cannot be enforced, at once */
-	refused("{\"properties\":{\"a\":{\"contains\":{}},\"b\":{\"type\":\"string\",\"pattern\":"
+	refused("{\"properties\":{\"a\":{\"contains\":{},\"maxContains\":1},\"b\":{\"type\":"
+	        "\"string\",\"pattern\":"
 	        "\"(?=x)\"}}}",
-	        "'contains' at /properties/a",
+	        "'maxContains' at /properties/a",
 	        "'pattern': lookarounds and other (?...) groups cannot be "
 	        "expressed at /properties/b");
 	refused("{\"properties\":{\"a\":{\"type\":\"string\",\"minLength\":-1}}}", "'minLength'",
