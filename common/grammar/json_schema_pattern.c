@@ -65,6 +65,20 @@ rx_fail(struct rx *rx, const char *fmt, ...)
 	return js_fail(rx->js, "unsupported 'pattern': %s", what);
 }
 
+/* rx_bad - @rx is no regular expression at all (ECMAScript refuses it too): invalid. */
+__attribute__((format(printf, 2, 3))) static orch_err
+rx_bad(struct rx *rx, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return js_fail(rx->js, "invalid 'pattern' (not an ECMAScript regular expression): %s",
+	               what);
+}
+
 /* rx_hex - @n hex digits (n == 0: up to '}') into *@v. */
 static orch_err
 rx_hex(struct rx *rx, int n, uint32_t *v)
@@ -78,11 +92,11 @@ rx_hex(struct rx *rx, int n, uint32_t *v)
 		        : c >= 'A' && c <= 'F' ? c - 'A' + 10
 		                               : -1;
 		if (d < 0 || *v > 0x10ffff)
-			return rx_fail(rx, "a bad hex escape");
+			return rx_bad(rx, "a bad hex escape");
 		*v = *v * 16 + (uint32_t)d;
 	}
 	if (k == 0 || (n > 0 && k < n) || *v > 0x10ffff)
-		return rx_fail(rx, "a bad hex escape");
+		return rx_bad(rx, "a bad hex escape");
 	return ORCH_OK;
 }
 
@@ -98,7 +112,7 @@ rx_unicode(struct rx *rx, uint32_t *cp)
 		if ((rv = rx_hex(rx, 0, cp)) != ORCH_OK)
 			return rv;
 		if (rx->p >= rx->end)
-			return rx_fail(rx, "an unterminated \\u{");
+			return rx_bad(rx, "an unterminated \\u{");
 		rx->p++;
 	} else if ((rv = rx_hex(rx, 4, cp)) != ORCH_OK) {
 		return rv;
@@ -126,7 +140,7 @@ rx_escape(struct rx *rx, bool in_class, uint32_t *cp, struct cpset *set, bool *i
 
 	*is_set = false;
 	if (rx->p >= rx->end)
-		return rx_fail(rx, "a '\\' at the end");
+		return rx_bad(rx, "a '\\' at the end");
 	c = *rx->p++;
 	if (strchr("dDwWsS", c)) {
 		set_class(set, c);
@@ -153,7 +167,7 @@ rx_escape(struct rx *rx, bool in_class, uint32_t *cp, struct cpset *set, bool *i
 	} else if ((c != '\0' && strchr("^$\\.*+?()[]{}|/", c)) || (c == '-' && in_class)) {
 		*cp = (uint8_t)c;
 	} else {
-		return rx_fail(rx, "an unknown escape");
+		return rx_bad(rx, "an unknown escape");
 	}
 	return ORCH_OK;
 }
@@ -170,7 +184,7 @@ rx_class_atom(struct rx *rx, struct cpset *set, uint32_t *cp, bool *is_set)
 		return rx_escape(rx, true, cp, set, is_set);
 	}
 	if (utf8_next((const uint8_t *)rx->p, (size_t)(rx->end - rx->p), cp, &len) != UTF8_OK)
-		return rx_fail(rx, "not well-formed UTF-8");
+		return rx_bad(rx, "not well-formed UTF-8");
 	rx->p += len;
 	return ORCH_OK;
 }
@@ -198,13 +212,13 @@ rx_class(struct rx *rx, struct cpset *set)
 		if ((rv = rx_class_atom(rx, set, &z, &zset)) != ORCH_OK)
 			return rv;
 		if (aset || zset)
-			return rx_fail(rx, "a class escape as the end of a range");
+			return rx_bad(rx, "a class escape as the end of a range");
 		if (a > z)
-			return rx_fail(rx, "a range out of order");
+			return rx_bad(rx, "a range out of order");
 		set_add(set, a, z);
 	}
 	if (rx->p >= rx->end)
-		return rx_fail(rx, "an unterminated '['");
+		return rx_bad(rx, "an unterminated '['");
 	rx->p++;
 	if (neg)
 		set_invert(set);
@@ -237,7 +251,7 @@ rx_group(struct rx *rx, struct lr *l)
 	if ((rv = rx_alts(rx, l)) != ORCH_OK)
 		return rv;
 	if (rx->p >= rx->end || *rx->p != ')')
-		return rx_fail(rx, "an unterminated '('");
+		return rx_bad(rx, "an unterminated '('");
 	rx->p++;
 	rx->depth--;
 	sbuf_puts(rx->o, ")");
@@ -283,11 +297,11 @@ rx_atom(struct rx *rx, struct lr *l)
 	case '{':
 	case '}':
 	case ']':
-		return rx_fail(rx, "a '%c' with nothing to repeat or open", *rx->p);
+		return rx_bad(rx, "a '%c' with nothing to repeat or open", *rx->p);
 	default:
 		if (utf8_next((const uint8_t *)rx->p, (size_t)(rx->end - rx->p), &c, &len) !=
 		    UTF8_OK)
-			return rx_fail(rx, "not well-formed UTF-8");
+			return rx_bad(rx, "not well-formed UTF-8");
 		rx->p += len;
 	}
 	if (rv == ORCH_OK && is_set)
@@ -324,17 +338,17 @@ rx_quant(struct rx *rx, uint64_t *m, uint64_t *n)
 		at = ++rx->p;
 		*m = *n = rx_count(rx);
 		if (rx->p == at)
-			return rx_fail(rx, "a '{' that is no repeat count");
+			return rx_bad(rx, "a '{' that is no repeat count");
 		if (rx->p < rx->end && *rx->p == ',') {
 			at = ++rx->p;
 			*n = rx_count(rx);
 			*n = rx->p == at ? JS_INF : *n;
 		}
 		if (rx->p >= rx->end || *rx->p != '}')
-			return rx_fail(rx, "a '{' that is no repeat count");
+			return rx_bad(rx, "a '{' that is no repeat count");
 		rx->p++;
 		if (*n < *m)
-			return rx_fail(rx, "a repeat count {m,n} with n < m");
+			return rx_bad(rx, "a repeat count {m,n} with n < m");
 	} else {
 		return ORCH_OK;
 	}
@@ -475,7 +489,7 @@ rx_pattern(struct js *js, const char *pat, struct sbuf *o, struct lr *l)
 		if (rx.p >= rx.end)
 			break;
 		if (*rx.p != '|')
-			return rx_fail(&rx, "an unmatched ')'");
+			return rx_bad(&rx, "an unmatched ')'");
 		rx.p++;
 		sbuf_puts(o, "| ");
 	}

@@ -131,7 +131,7 @@ rl_atom(struct rx *rx, struct rn **ret)
 		if ((rv = rl_alts(rx, ret)) != ORCH_OK)
 			return rv;
 		if (rx->p >= rx->end || *rx->p != ')')
-			return rx_fail(rx, "an unterminated '('");
+			return rx_bad(rx, "an unterminated '('");
 		rx->p++;
 		rx->depth--;
 		return ORCH_OK;
@@ -162,11 +162,11 @@ rl_atom(struct rx *rx, struct rn **ret)
 	case '{':
 	case '}':
 	case ']':
-		return rx_fail(rx, "a '%c' with nothing to repeat or open", *rx->p);
+		return rx_bad(rx, "a '%c' with nothing to repeat or open", *rx->p);
 	default:
 		if (utf8_next((const uint8_t *)rx->p, (size_t)(rx->end - rx->p), &c, &len) !=
 		    UTF8_OK)
-			return rx_fail(rx, "not well-formed UTF-8");
+			return rx_bad(rx, "not well-formed UTF-8");
 		rx->p += len;
 	}
 	if (rv == ORCH_OK && !is_set)
@@ -197,7 +197,7 @@ rl_seq(struct rx *rx, bool top, bool *dollar, struct rn **ret)
 		}
 		if ((m != 1 || n != 1) && (a->k == RN_BOL || a->k == RN_EOL)) {
 			rn_free(a); /* a SyntaxError in ECMAScript too */
-			return rx_fail(rx, "a quantifier on '^' or '$'");
+			return rx_bad(rx, "a quantifier on '^' or '$'");
 		}
 		if ((m != 1 || n != 1) && (a = rn_rep(a, m, n)) == NULL)
 			return ORCH_ENOMEM;
@@ -286,7 +286,7 @@ rl_parse(struct js *js, const char *pat, struct rn **ret)
 		if (rx.p >= rx.end)
 			return ORCH_OK;
 		if (*rx.p != '|')
-			return rx_fail(&rx, "an unmatched ')'");
+			return rx_bad(&rx, "an unmatched ')'");
 		rx.p++;
 	}
 }

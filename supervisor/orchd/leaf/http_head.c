@@ -293,8 +293,9 @@ framing(const struct fields *f, bool post, const struct http_head_rules *r, stru
 	if (!post)
 		return ORCH_OK;
 	if (!f->count[F_LENGTH])
-		return refuse(pe, ORCH_ELENGTH_REQUIRED,
-		              "a POST needs Content-Length (Transfer-Encoding is not taken)");
+		return refuse(
+		        pe, ORCH_ELENGTH_REQUIRED,
+		        "a POST needs Content-Length: send the JSON body with its length (Transfer-Encoding is not taken)");
 	if (h->content_length > r->max_body_bytes) {
 		params_fail(pe, ORCH_ETOO_LARGE, NULL, "the body is %llu bytes; the most is %llu",
 		            (unsigned long long)h->content_length,
