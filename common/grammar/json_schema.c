@@ -193,6 +193,8 @@ static orch_err rx_bounded(struct js *js, const char *pat, uint64_t lo, uint64_t
                            struct sbuf *b);
 static orch_err gen_enum(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err value_ok(struct js *js, const cJSON *s, const cJSON *v, int depth, bool *ok);
+static unsigned kw_family(const char *k);
+static unsigned families(const cJSON *s);
 static orch_err gen_allof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 static orch_err gen_anyof(struct js *js, const cJSON *s, char name[JS_NAME_MAX]);
 struct part;
@@ -481,69 +483,6 @@ type_kw(struct js *js, const cJSON *s, unsigned *ret)
 		return js_fail(js, "'type' is an empty array: no value can match");
 	*ret = m;
 	return ORCH_OK;
-}
-
-/* The types keyword @k is about (T_ALL: any, or not a type-specific keyword). */
-static unsigned
-kw_family(const char *k)
-{
-	static const char *const obj[] = {
-	        "properties",        "required",          "additionalProperties",  "minProperties",
-	        "maxProperties",     "patternProperties", "propertyNames",         "dependencies",
-	        "dependentRequired", "dependentSchemas",  "unevaluatedProperties", NULL};
-	static const char *const arr[] = {
-	        "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
-	        "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems",
-	        NULL};
-	static const char *const str[] = {"minLength", "maxLength", "pattern", "format", NULL};
-	static const char *const num[] = {"minimum",          "maximum",    "exclusiveMinimum",
-	                                  "exclusiveMaximum", "multipleOf", NULL};
-
-	return in_list(obj, k)   ? T_OBJ
-	       : in_list(arr, k) ? T_ARR
-	       : in_list(str, k) ? T_STR
-	       : in_list(num, k) ? T_INT | T_FRAC
-	                         : T_ALL;
-}
-
-/* The types a schema's type-specific keywords are about (0: none present). */
-static unsigned
-families(const cJSON *s)
-{
-	static const struct {
-		const char *k;
-		unsigned bits;
-	} fam[] = {
-	        {"properties", T_OBJ},
-	        {"required", T_OBJ},
-	        {"additionalProperties", T_OBJ},
-	        {"minProperties", T_OBJ},
-	        {"maxProperties", T_OBJ},
-	        {"items", T_ARR},
-	        {"prefixItems", T_ARR},
-	        {"minItems", T_ARR},
-	        {"maxItems", T_ARR},
-	        {"uniqueItems", T_ARR},
-	        {"contains", T_ARR},
-	        {"minContains", T_ARR},
-	        {"minLength", T_STR},
-	        {"maxLength", T_STR},
-	        {"pattern", T_STR},
-	        {"format", T_STR},
-	        {"minimum", T_INT | T_FRAC},
-	        {"maximum", T_INT | T_FRAC},
-	        {"exclusiveMinimum", T_INT | T_FRAC},
-	        {"exclusiveMaximum", T_INT | T_FRAC},
-	        {"multipleOf", T_INT | T_FRAC},
-	};
-	unsigned m = 0;
-
-	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
-		if (kw(s, fam[i].k))
-			m |= fam[i].bits;
-	if (kw(s, "format") && !str_format(kw(s, "format")))
-		m &= ~(unsigned)T_STR, m |= int_format(kw(s, "format")) >= 0 ? T_INT | T_FRAC : 0;
-	return m;
 }
 
 /* The type bits of a JSON value. */

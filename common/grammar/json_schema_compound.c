@@ -603,6 +603,49 @@ gen_contains(struct js *js, const cJSON *s, const cJSON *items, const cJSON *c, 
 	return ORCH_OK;
 }
 
+/*
+ * arr_exact - the arrays a kind of its own makes, into @b (*@done): contains with
+ * minContains (gen_contains), and uniqueItems over a few values (uniq_body).
+ */
+static orch_err
+arr_exact(struct js *js, const cJSON *s, const cJSON *items, const cJSON *prefix, uint64_t lo,
+          uint64_t hi, struct sbuf *b, bool *done)
+{
+	const cJSON *c = ignorable(js, "contains") ? NULL : kw(s, "contains");
+	unsigned epoch = js->epoch;
+	cJSON *v[JS_UNIQ_MAX + 1];
+	uint64_t need = 1;
+	size_t n = 0, old;
+	orch_err rv = ORCH_OK;
+
+	*done = false;
+	if (c != NULL && !ignorable(js, "minContains") &&
+	    (rv = get_count(js, s, "minContains", &need)) != ORCH_OK)
+		return rv;
+	if (c != NULL && need > 0) { /* at least minContains (1 unless given; 0 asks nothing) */
+		js->epoch = ++js->epochs; /* "[" consumed */
+		rv = gen_contains(js, s, items, c, need, b);
+		js->epoch = epoch;
+		*done = true;
+		return rv;
+	}
+	if (!cJSON_IsTrue(kw(s, "uniqueItems")) || prefix || cJSON_IsArray(items) || !items)
+		return ORCH_OK;
+	old = path_push(js, "items");
+	rv = uniq_domain(js, items, v, &n);
+	path_pop(js, old);
+	if (rv != ORCH_OK || n == 0)
+		return rv;
+	if (lo > n)
+		return js_fail(js,
+		               "'minItems' %" PRIu64 " cannot be met: 'uniqueItems' over %zu "
+		               "distinct values",
+		               lo, n);
+	js->used |= U_WS; /* exact: each value at most once */
+	*done = true;
+	return uniq_body(js, b, v, n, lo, hi < n ? hi : n);
+}
+
 static orch_err
 gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
 {
@@ -611,43 +654,19 @@ gen_arr(struct js *js, const cJSON *s, struct sbuf *b)
 	char(*val)[JS_NAME_MAX];
 	unsigned epoch = js->epoch;
 	uint64_t lo = 0, hi = JS_INF;
+	bool done;
 	size_t k;
 	orch_err rv;
 
 	if ((rv = get_count(js, s, "minItems", &lo)) != ORCH_OK ||
 	    (rv = get_count(js, s, "maxItems", &hi)) != ORCH_OK)
 		return rv;
-	const cJSON *c = ignorable(js, "contains") ? NULL : kw(s, "contains");
-	if (c != NULL) { /* at least minContains (1 unless given; 0: contains asks nothing) */
-		uint64_t need = 1;
-		if (!ignorable(js, "minContains") && (rv = get_count(js, s, "minContains", &need)))
-			return rv;
-		if (need > 0)
-			return gen_contains(js, s, items, c, need, b);
-	}
 	if (lo > hi)
 		return js_fail(js, "'minItems' is over 'maxItems': no array can match");
 	if ((uniq = kw(s, "uniqueItems")) && !cJSON_IsBool(uniq))
 		return js_fail(js, "'uniqueItems' must be a boolean");
-	if (cJSON_IsTrue(uniq) && !prefix && !cJSON_IsArray(items) && items != NULL) {
-		cJSON *v[JS_UNIQ_MAX + 1];
-		size_t n;
-		size_t old = path_push(js, "items");
-		rv = uniq_domain(js, items, v, &n);
-		path_pop(js, old);
-		if (rv != ORCH_OK)
-			return rv;
-		if (n > 0 && lo > n)
-			return js_fail(js,
-			               "'minItems' %" PRIu64
-			               " cannot be met: 'uniqueItems' over %zu "
-			               "distinct values",
-			               lo, n);
-		if (n > 0) { /* exact: each value at most once */
-			js->used |= U_WS;
-			return uniq_body(js, b, v, n, lo, hi < n ? hi : n);
-		}
-	}
+	if ((rv = arr_exact(js, s, items, prefix, lo, hi, b, &done)) != ORCH_OK || done)
+		return rv;
 	if (cJSON_IsTrue(uniq) && lo > 1)
 		return js_fail(js, "unsupported keyword 'uniqueItems' (true is taken with "
 		                   "'minItems' up to 1)");

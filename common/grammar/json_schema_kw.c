@@ -60,6 +60,69 @@ static const struct {
         {"$dynamicRef", D2020, D2020, false},
 };
 
+/* The types keyword @k is about (T_ALL: any, or not a type-specific keyword). */
+static unsigned
+kw_family(const char *k)
+{
+	static const char *const obj[] = {
+	        "properties",        "required",          "additionalProperties",  "minProperties",
+	        "maxProperties",     "patternProperties", "propertyNames",         "dependencies",
+	        "dependentRequired", "dependentSchemas",  "unevaluatedProperties", NULL};
+	static const char *const arr[] = {
+	        "items",       "prefixItems", "additionalItems", "minItems",    "maxItems",
+	        "uniqueItems", "contains",    "minContains",     "maxContains", "unevaluatedItems",
+	        NULL};
+	static const char *const str[] = {"minLength", "maxLength", "pattern", "format", NULL};
+	static const char *const num[] = {"minimum",          "maximum",    "exclusiveMinimum",
+	                                  "exclusiveMaximum", "multipleOf", NULL};
+
+	return in_list(obj, k)   ? T_OBJ
+	       : in_list(arr, k) ? T_ARR
+	       : in_list(str, k) ? T_STR
+	       : in_list(num, k) ? T_INT | T_FRAC
+	                         : T_ALL;
+}
+
+/* The types a schema's type-specific keywords are about (0: none present). */
+static unsigned
+families(const cJSON *s)
+{
+	static const struct {
+		const char *k;
+		unsigned bits;
+	} fam[] = {
+	        {"properties", T_OBJ},
+	        {"required", T_OBJ},
+	        {"additionalProperties", T_OBJ},
+	        {"minProperties", T_OBJ},
+	        {"maxProperties", T_OBJ},
+	        {"items", T_ARR},
+	        {"prefixItems", T_ARR},
+	        {"minItems", T_ARR},
+	        {"maxItems", T_ARR},
+	        {"uniqueItems", T_ARR},
+	        {"contains", T_ARR},
+	        {"minContains", T_ARR},
+	        {"minLength", T_STR},
+	        {"maxLength", T_STR},
+	        {"pattern", T_STR},
+	        {"format", T_STR},
+	        {"minimum", T_INT | T_FRAC},
+	        {"maximum", T_INT | T_FRAC},
+	        {"exclusiveMinimum", T_INT | T_FRAC},
+	        {"exclusiveMaximum", T_INT | T_FRAC},
+	        {"multipleOf", T_INT | T_FRAC},
+	};
+	unsigned m = 0;
+
+	for (size_t i = 0; i < sizeof(fam) / sizeof(fam[0]); i++)
+		if (kw(s, fam[i].k))
+			m |= fam[i].bits;
+	if (kw(s, "format") && !str_format(kw(s, "format")))
+		m &= ~(unsigned)T_STR, m |= int_format(kw(s, "format")) >= 0 ? T_INT | T_FRAC : 0;
+	return m;
+}
+
 /* draft_of - the draft @root's $schema names (2020-12 when absent or unknown). */
 static int
 draft_of(const cJSON *root)
@@ -239,6 +302,30 @@ dep_exact(cJSON *parts, const cJSON *it)
 	return ORCH_OK;
 }
 
+/* dep_schema - a schema dependency the stricter way: merged when its name is @needed,
+ * else the name made absent (the schema never applies). */
+static orch_err
+dep_schema(cJSON *parts, const cJSON *it, bool needed)
+{
+	cJSON *o;
+
+	if (!needed) {
+		if ((o = cJSON_CreateObject()) == NULL || !cJSON_AddItemToArray(parts, o))
+			return cJSON_Delete(o), ORCH_ENOMEM;
+		if ((o = cJSON_AddObjectToObject(o, "properties")) == NULL ||
+		    !cJSON_AddFalseToObject(o, it->string))
+			return ORCH_ENOMEM;
+		return ORCH_OK;
+	}
+	if ((o = cJSON_CreateObjectReference(it->child)) == NULL)
+		return ORCH_ENOMEM;
+	if (cJSON_IsBool(it))
+		cJSON_Delete(o), o = cJSON_Duplicate(it, false);
+	if (o == NULL || !cJSON_AddItemToArray(parts, o))
+		return ORCH_ENOMEM;
+	return ORCH_OK;
+}
+
 /* Whether @s's 'type' (if any) lets it be an object: dependencies apply to objects only. */
 static bool
 may_be_object(const cJSON *s)
@@ -272,7 +359,7 @@ lower_deps(struct js *js, const cJSON *s, cJSON *out, cJSON *parts)
 	bool exact =
 	        optional_deps(js, s) <= JS_DEPS_EXACT_MAX && !kw(s, "anyOf") && !kw(s, "oneOf");
 	const cJSON *d, *it, *r;
-	cJSON *req = NULL, *o;
+	cJSON *req = NULL;
 	orch_err rv;
 
 	for (size_t i = 0; i < 3; i++) {
@@ -305,20 +392,8 @@ lower_deps(struct js *js, const cJSON *s, cJSON *out, cJSON *parts)
 				cJSON_ArrayForEach(r, it) if (
 				        !cJSON_AddItemReferenceToArray(
 				                req, (cJSON *)r)) return ORCH_ENOMEM;
-			} else if (!needed) {
-				if ((o = cJSON_CreateObject()) == NULL ||
-				    !cJSON_AddItemToArray(parts, o))
-					return cJSON_Delete(o), ORCH_ENOMEM;
-				if ((o = cJSON_AddObjectToObject(o, "properties")) == NULL ||
-				    !cJSON_AddFalseToObject(o, it->string))
-					return ORCH_ENOMEM; /* the name absent: it never applies */
-			} else {
-				if ((o = cJSON_CreateObjectReference(it->child)) == NULL)
-					return ORCH_ENOMEM;
-				if (cJSON_IsBool(it))
-					cJSON_Delete(o), o = cJSON_Duplicate(it, false);
-				if (o == NULL || !cJSON_AddItemToArray(parts, o))
-					return ORCH_ENOMEM;
+			} else if ((rv = dep_schema(parts, it, needed)) != ORCH_OK) {
+				return rv;
 			}
 		}
 	}

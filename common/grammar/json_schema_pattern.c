@@ -227,33 +227,49 @@ rx_class(struct rx *rx, struct cpset *set)
 
 static orch_err rx_alts(struct rx *rx, struct lr *l);
 
-/* rx_group - a (...) group: capturing, (?:...) or (?<name>...). */
+/* rx_group_open - past a group's '(' and its head: capturing, (?:...) or (?<name>...). */
+static orch_err
+rx_group_open(struct rx *rx)
+{
+	rx->p++;
+	if (rx->p < rx->end && *rx->p == '?') {
+		const char *gt = memchr(rx->p, '>', (size_t)(rx->end - rx->p));
+		if (rx->end - rx->p >= 2 && rx->p[1] == ':')
+			rx->p += 2;
+		else if (rx->end - rx->p >= 3 && rx->p[1] == '<' && rx->p[2] != '=' &&
+		         rx->p[2] != '!' && gt != NULL)
+			rx->p = gt + 1;
+		else
+			return rx_fail(rx,
+			               "lookarounds and other (?...) groups cannot be expressed");
+	}
+	if (++rx->depth > JS_DEPTH_MAX)
+		return rx_fail(rx, "groups nested deeper than %d", JS_DEPTH_MAX);
+	return ORCH_OK;
+}
+
+/* rx_group_close - past a group's ')'. */
+static orch_err
+rx_group_close(struct rx *rx)
+{
+	if (rx->p >= rx->end || *rx->p != ')')
+		return rx_bad(rx, "an unterminated '('");
+	rx->p++;
+	rx->depth--;
+	return ORCH_OK;
+}
+
+/* rx_group - a (...) group as a GBNF group. */
 static orch_err
 rx_group(struct rx *rx, struct lr *l)
 {
 	orch_err rv;
 
-	rx->p++;
-	if (rx->p < rx->end && *rx->p == '?') {
-		if (rx->end - rx->p >= 2 && rx->p[1] == ':') {
-			rx->p += 2;
-		} else if (rx->end - rx->p >= 3 && rx->p[1] == '<' && rx->p[2] != '=' &&
-		           rx->p[2] != '!' && memchr(rx->p, '>', (size_t)(rx->end - rx->p))) {
-			rx->p = (const char *)memchr(rx->p, '>', (size_t)(rx->end - rx->p)) + 1;
-		} else {
-			return rx_fail(rx,
-			               "lookarounds and other (?...) groups cannot be expressed");
-		}
-	}
-	if (++rx->depth > JS_DEPTH_MAX)
-		return rx_fail(rx, "groups nested deeper than %d", JS_DEPTH_MAX);
-	sbuf_puts(rx->o, "( ");
-	if ((rv = rx_alts(rx, l)) != ORCH_OK)
+	if ((rv = rx_group_open(rx)) != ORCH_OK)
 		return rv;
-	if (rx->p >= rx->end || *rx->p != ')')
-		return rx_bad(rx, "an unterminated '('");
-	rx->p++;
-	rx->depth--;
+	sbuf_puts(rx->o, "( ");
+	if ((rv = rx_alts(rx, l)) != ORCH_OK || (rv = rx_group_close(rx)) != ORCH_OK)
+		return rv;
 	sbuf_puts(rx->o, ")");
 	return ORCH_OK;
 }

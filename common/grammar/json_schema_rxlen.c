@@ -113,28 +113,9 @@ rl_atom(struct rx *rx, struct rn **ret)
 	orch_err rv = ORCH_OK;
 
 	if (*rx->p == '(') { /* the group forms rx_group takes */
-		rx->p++;
-		if (rx->p < rx->end && *rx->p == '?') {
-			const char *gt = memchr(rx->p, '>', (size_t)(rx->end - rx->p));
-			if (rx->end - rx->p >= 2 && rx->p[1] == ':')
-				rx->p += 2;
-			else if (rx->end - rx->p >= 3 && rx->p[1] == '<' && rx->p[2] != '=' &&
-			         rx->p[2] != '!' && gt != NULL)
-				rx->p = gt + 1;
-			else
-				return rx_fail(
-				        rx,
-				        "lookarounds and other (?...) groups cannot be expressed");
-		}
-		if (++rx->depth > JS_DEPTH_MAX)
-			return rx_fail(rx, "groups nested deeper than %d", JS_DEPTH_MAX);
-		if ((rv = rl_alts(rx, ret)) != ORCH_OK)
+		if ((rv = rx_group_open(rx)) != ORCH_OK || (rv = rl_alts(rx, ret)) != ORCH_OK)
 			return rv;
-		if (rx->p >= rx->end || *rx->p != ')')
-			return rx_bad(rx, "an unterminated '('");
-		rx->p++;
-		rx->depth--;
-		return ORCH_OK;
+		return rx_group_close(rx);
 	}
 	if ((r = *ret = rn_new(RN_SET)) == NULL)
 		return ORCH_ENOMEM;
@@ -676,17 +657,13 @@ put_pair(struct js *js, const struct prod *p, size_t at, char (*names)[JS_NAME_M
 	return rv;
 }
 
-/* rx_bounded - a string matching @pat with [lo, hi] code points, exactly, into @b. */
+/* rl_dfa - @pat's DFA into @d (its tree and NFA freed here). */
 static orch_err
-rx_bounded(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf *b)
+rl_dfa(struct js *js, const char *pat, struct dfa *d)
 {
 	struct rn *tree = NULL;
 	struct nfa a = {0};
-	struct dfa d = {0};
-	struct prod p = {.d = &d, .lo = lo, .hi = hi, .top = hi == JS_INF ? lo : hi};
-	char(*names)[JS_NAME_MAX] = NULL;
-	struct sbuf body = {0};
-	int start, end, n_rules = 0;
+	int start, end;
 	orch_err rv;
 
 	if ((rv = rl_parse(js, pat, &tree)) != ORCH_OK)
@@ -697,14 +674,66 @@ rx_bounded(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf
 	}
 	start = nfa_state(&a);
 	nfa_build(&a, tree, start, &end);
-	if (a.full || end < 0) {
+	if (a.full || end < 0)
 		rv = js_limit(js,
 		              "'pattern' beside 'minLength'/'maxLength' needs over %d automaton "
 		              "states (limit: pattern and lengths)",
 		              RL_NFA_MAX);
-		goto out;
+	else
+		rv = dfa_make(js, &a, start, end, d);
+out:
+	orch_free(a.v);
+	rn_free(tree);
+	return rv;
+}
+
+/* prod_rules - a rule for each live pair of @p, the start's name into @b. */
+static orch_err
+prod_rules(struct js *js, struct prod *p, struct sbuf *b)
+{
+	char(*names)[JS_NAME_MAX] = NULL;
+	struct sbuf body = {0};
+	orch_err rv = ORCH_OK;
+	int n_rules = 0;
+
+	if ((p->rule = orch_calloc(p->n, sizeof(int))) == NULL)
+		return ORCH_ENOMEM;
+	for (size_t at = 0; at < p->n; at++)
+		if (p->live[at])
+			p->rule[at] = n_rules++;
+	if (n_rules > RL_RULES_MAX)
+		return js_limit(
+		        js,
+		        "'pattern' beside 'minLength'/'maxLength' makes %d rules, at most %d "
+		        "(limit: pattern and lengths)",
+		        n_rules, RL_RULES_MAX);
+	if ((names = orch_calloc((size_t)n_rules, sizeof(*names))) == NULL)
+		return ORCH_ENOMEM;
+	for (int i = 0; i < n_rules; i++)
+		new_name(js, names[i]);
+	for (size_t at = 0; at < p->n && rv == ORCH_OK; at++) {
+		if (!p->live[at])
+			continue;
+		sbuf_clear(&body);
+		if ((rv = put_pair(js, p, at, names, &body)) == ORCH_OK)
+			rv = put_rule(js, names[p->rule[at]], &body);
 	}
-	if ((rv = dfa_make(js, &a, start, end, &d)) != ORCH_OK)
+	if (rv == ORCH_OK)
+		sbuf_puts(b, names[p->rule[0]]);
+	sbuf_fini(&body);
+	orch_free(names);
+	return rv;
+}
+
+/* rx_bounded - a string matching @pat with [lo, hi] code points, exactly, into @b. */
+static orch_err
+rx_bounded(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf *b)
+{
+	struct dfa d = {0};
+	struct prod p = {.d = &d, .lo = lo, .hi = hi, .top = hi == JS_INF ? lo : hi};
+	orch_err rv;
+
+	if ((rv = rl_dfa(js, pat, &d)) != ORCH_OK)
 		goto out;
 	if (p.top + 1 > RL_PAIRS_MAX / (uint64_t)d.n) {
 		rv = js_limit(js,
@@ -716,47 +745,14 @@ rx_bounded(struct js *js, const char *pat, uint64_t lo, uint64_t hi, struct sbuf
 	p.n = (size_t)d.n * (size_t)(p.top + 1);
 	if ((rv = prod_live(&p)) != ORCH_OK)
 		goto out;
-	if (!p.live[0]) {
+	if (!p.live[0])
 		rv = js_fail(js, "no string matches the 'pattern' (within 'minLength'/'maxLength' "
 		                 "where given)");
-		goto out;
-	}
-	if ((p.rule = orch_calloc(p.n, sizeof(int))) == NULL) {
-		rv = ORCH_ENOMEM;
-		goto out;
-	}
-	for (size_t at = 0; at < p.n; at++)
-		if (p.live[at])
-			p.rule[at] = n_rules++;
-	if (n_rules > RL_RULES_MAX) {
-		rv = js_limit(js,
-		              "'pattern' beside 'minLength'/'maxLength' makes %d rules, at most %d "
-		              "(limit: pattern and lengths)",
-		              n_rules, RL_RULES_MAX);
-		goto out;
-	}
-	if ((names = orch_calloc((size_t)n_rules, sizeof(*names))) == NULL) {
-		rv = ORCH_ENOMEM;
-		goto out;
-	}
-	for (int i = 0; i < n_rules; i++)
-		new_name(js, names[i]);
-	for (size_t at = 0; at < p.n && rv == ORCH_OK; at++) {
-		if (!p.live[at])
-			continue;
-		sbuf_clear(&body);
-		if ((rv = put_pair(js, &p, at, names, &body)) == ORCH_OK)
-			rv = put_rule(js, names[p.rule[at]], &body);
-	}
-	if (rv == ORCH_OK)
-		sbuf_puts(b, names[p.rule[0]]);
+	else
+		rv = prod_rules(js, &p, b);
 out:
-	sbuf_fini(&body);
-	orch_free(names);
 	orch_free(p.live);
 	orch_free(p.rule);
 	dfa_free(&d);
-	orch_free(a.v);
-	rn_free(tree);
 	return rv;
 }

@@ -70,10 +70,10 @@ def refused(path, body, param, *words):
 
 def test_refusals():
     chat = {"model": "tiny", "messages": [{"role": "user", "content": "x"}], "max_tokens": 4}
-    schema = {"type": "object", "properties": {"a": {"type": "string", "contains": {}}}}
+    schema = {"type": "object", "properties": {"a": {"type": "array", "contains": {}, "maxContains": 1}}}
     refused("/v1/chat/completions", dict(chat, response_format={
         "type": "json_schema", "json_schema": {"name": "s", "schema": schema}}),
-        "response_format", "contains", "/properties/a")
+        "response_format", "maxContains", "/properties/a")
     refused("/v1/chat/completions", dict(chat, response_format={
         "type": "json_schema", "json_schema": {"schema": {"type": "object"}}}), "name")
     refused("/v1/chat/completions", dict(chat, response_format={"type": "xml"}), "response_format", "xml")

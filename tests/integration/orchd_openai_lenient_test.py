@@ -82,8 +82,8 @@ def test_fields(log_text):
     want = "fields=user,store,metadata,service_tier,prediction,prompt_cache_key,safety_identifier"  # the table's order
     check(any(want in l and "job=" in l for l in lines), "one debug line names the ignored fields: %r" % lines[:3])
     refused = [({"n": 0}, "n", "[1, 64]"),
-               ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"contains": {}}}}},
-                "response_format", "unsupported keyword 'contains'"),
+               ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"contains": {}, "maxContains": 1}}}},
+                "response_format", "unsupported keyword 'maxContains'"),
                ({"response_format": {"type": "xml"}}, "response_format", "unknown"),
                ({"logit_bias": {"x": 5}}, "logit_bias", "token ids"),
                ({"logit_bias": {"1": 500}}, "logit_bias", "[-100, 100]"),

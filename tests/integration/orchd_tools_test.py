@@ -210,8 +210,8 @@ def test_refused():
     refused("q", "tool_choice", ["\"required\""], tool_choice="always")
     refused("q", "parallel_tool_calls", [], parallel_tool_calls="no")
     bad = [{"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"a": {"type": "string", "contains": {}}}}}}]
-    refused("q", "tools", ["tools[0].function.parameters", "contains", "/properties/a"],
+        "type": "object", "properties": {"a": {"type": "array", "contains": {}, "maxContains": 1}}}}}]
+    refused("q", "tools", ["tools[0].function.parameters", "maxContains", "/properties/a"],
             tool_choice="required", tools=bad)
     refused("q", "tools", ["tools[1].function.parameters", "object schema"], tool_choice="required",
             tools=[TOOLS[1], {"type": "function", "function": {"name": "f", "parameters": {"type": "string"}}}])

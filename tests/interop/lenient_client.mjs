@@ -33,10 +33,10 @@ try {
 }
 try {
 	await client.chat.completions.create({ model, messages, max_tokens: 8,
-		response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "object", contains: {} } } } });
+		response_format: { type: "json_schema", json_schema: { name: "x", schema: { type: "array", contains: {}, maxContains: 1 } } } });
 	check(false, "a schema keyword orch cannot enforce is refused", "no error");
 } catch (e) {
-	check(e instanceof OpenAI.BadRequestError && e.param === "response_format" && /unsupported keyword 'contains'/.test(e.message),
+	check(e instanceof OpenAI.BadRequestError && e.param === "response_format" && /unsupported keyword 'maxContains'/.test(e.message),
 		"an unenforceable schema keyword is BadRequestError naming it", { status: e.status, message: e.message, param: e.param });
 }
 try {
