@@ -244,8 +244,9 @@ test_refused(void)
 	        ORCH_EINVAL, "tools[0]: a function name");
 	refused(TOOL_SYNTAX_HERMES,
 	        "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
-	        "{\"type\": \"object\", \"contains\": {}}}}]",
-	        NULL, ORCH_EINVAL, "tools[0].function.parameters: unsupported keyword 'contains'");
+	        "{\"type\": \"object\", \"properties\": {\"a\": {\"contains\": {}, \"maxContains\": 1}}}}}]",
+	        NULL, ORCH_EINVAL,
+	        "tools[0].function.parameters: unsupported keyword 'maxContains'");
 	/* arguments are an object: a schema of another type cannot be forced */
 	refused(TOOL_SYNTAX_HERMES,
 	        "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, {\"type\": "
