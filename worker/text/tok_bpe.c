@@ -12,8 +12,11 @@
  *   code point's token. Merges are keyed by the pair of ids (left << 32 |
  *   right) and give (rank << 32 | merged id): no string building in the loop.
  *   A merge whose parts or result are not in the vocabulary is never applied.
- * - llama-bpe (Llama 3) sets ignore_merges: a word that is itself a token
- *   is emitted whole, as Hugging Face's tokenizer does for that model.
+ * - llama-bpe (Llama 3) and tekken (Mistral's Tekken, Mistral Nemo / Small 3 /
+ *   Ministral 3) set ignore_merges: a word that is itself a token is emitted
+ *   whole, as Hugging Face's tokenizer does for those models. Tekken's regex is
+ *   its tokenizer.json's (llama.cpp rewrites the letter classes for its own
+ *   regex engine; both split ASCII text alike).
  */
 #define PCRE2_CODE_UNIT_WIDTH 8
 
@@ -44,6 +47,8 @@ static const struct {
         {"llama-bpe", TOK_PRE_LLAMA3, LLAMA3_RE},
         {"llama3", TOK_PRE_LLAMA3, LLAMA3_RE},
         {"llama-v3", TOK_PRE_LLAMA3, LLAMA3_RE},
+        {"tekken", TOK_PRE_TEKKEN,
+         "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
         {"gpt-4o", TOK_PRE_GPT4O,
          "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"},
 };
@@ -108,10 +113,10 @@ compile_pretok(struct tok *t, const char *pre, struct orch_errinfo *reterr)
 	if (i == sizeof(pretoks) / sizeof(pretoks[0]))
 		return orch_errf(
 		        reterr, ORCH_EUNSUPPORTED,
-		        "tokenizer pre-tokenizer '%s' is not supported (supported: default, gpt-2, qwen2, llama-bpe, llama3, llama-v3, gpt-4o)",
+		        "tokenizer pre-tokenizer '%s' is not supported (supported: default, gpt-2, qwen2, llama-bpe, llama3, llama-v3, gpt-4o, tekken)",
 		        pre);
 	t->pre = pretoks[i].pre;
-	t->ignore_merges = t->pre == TOK_PRE_LLAMA3;
+	t->ignore_merges = t->pre == TOK_PRE_LLAMA3 || t->pre == TOK_PRE_TEKKEN;
 	return compile_regex(t, pretoks[i].re, reterr);
 }
 

@@ -171,8 +171,9 @@ load(const struct gguf_file *f, struct tok *t, struct orch_errinfo *reterr)
 		if ((rv = load_merges(f, t, pre_name, reterr)) != ORCH_OK)
 			return rv;
 	}
-	t->add_bos = flag(f, "tokenizer.ggml.add_bos_token",
-	                  t->kind == TOK_SPM || t->pre == TOK_PRE_LLAMA3);
+	t->add_bos =
+	        flag(f, "tokenizer.ggml.add_bos_token",
+	             t->kind == TOK_SPM || t->pre == TOK_PRE_LLAMA3 || t->pre == TOK_PRE_TEKKEN);
 	t->add_eos = flag(f, "tokenizer.ggml.add_eos_token", false);
 	t->add_space_prefix = flag(f, "tokenizer.ggml.add_space_prefix", t->kind == TOK_SPM);
 	if ((rv = tok_finish_load(t, reterr)) != ORCH_OK)

@@ -3,7 +3,14 @@
 #include "base/strmap.h"
 #include "tokenizer.h"
 
-enum tok_pre { TOK_PRE_NONE, TOK_PRE_GPT2, TOK_PRE_QWEN2, TOK_PRE_LLAMA3, TOK_PRE_GPT4O };
+enum tok_pre {
+	TOK_PRE_NONE,
+	TOK_PRE_GPT2,
+	TOK_PRE_QWEN2,
+	TOK_PRE_LLAMA3,
+	TOK_PRE_GPT4O,
+	TOK_PRE_TEKKEN
+};
 
 /* What a special token swallows when matched (llama.cpp's LSTRIP / RSTRIP attributes). */
 enum { TOK_STRIP_LEFT = 1, TOK_STRIP_RIGHT = 2 };

@@ -210,12 +210,12 @@ starts_with_bos(const struct tok *t, const char *s)
 /*
  * Without tokenizer.ggml.add_bos_token, BOS follows llama.cpp's default for
  * the pre-tokenizer: none for qwen2 (the real file has no such key), one for
- * the Llama 3 names; an explicit key always wins.
+ * the Llama 3 names and tekken; an explicit key always wins.
  */
 static void
 test_add_bos_defaults(void)
 {
-	static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3"};
+	static const char *const llama3[] = {"llama-bpe", "llama3", "llama-v3", "tekken"};
 	struct tok *t = t_tok("vocab/ggml-vocab-qwen2.gguf");
 
 	T_TRUE(t != NULL);
@@ -381,13 +381,18 @@ boundary_at(const struct tok *t, const char *s, size_t at)
 static void
 test_pretokenizer_splits(void)
 {
-	void *img[4] = {0};
+	void *img[5] = {0};
 	struct tok *llama3 = gpt2_with_pre("llama-bpe", &img[0]);
 	struct tok *o200k = gpt2_with_pre("gpt-4o", &img[1]);
 	struct tok *qwen = gpt2_with_pre("qwen2", &img[2]);
 	struct tok *bad = gpt2_with_pre("no-such-pre", &img[3]);
+	struct tok *tekken = gpt2_with_pre("tekken", &img[4]);
 
-	T_TRUE(llama3 && o200k && qwen && bad == NULL);
+	T_TRUE(llama3 && o200k && qwen && tekken && bad == NULL);
+	/* tekken (Mistral): gpt-4o's case-aware words without contractions, single digits */
+	T_TRUE(boundary_at(tekken, "HelloWorld", 5));
+	T_TRUE(boundary_at(tekken, "123", 1) && boundary_at(tekken, "123", 2));
+	T_TRUE(boundary_at(tekken, "DON'T", 3));
 	T_TRUE(boundary_at(llama3, "1234567", 3) &&
 	       boundary_at(llama3, "1234567", 6));                          /* \p{N}{1,3} */
 	T_TRUE(boundary_at(qwen, "123", 1) && boundary_at(qwen, "123", 2)); /* \p{N} */
@@ -398,7 +403,8 @@ test_pretokenizer_splits(void)
 	tok_free(llama3);
 	tok_free(o200k);
 	tok_free(qwen);
-	for (int i = 0; i < 4; i++)
+	tok_free(tekken);
+	for (int i = 0; i < 5; i++)
 		orch_free(img[i]);
 }
 
