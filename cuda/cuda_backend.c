@@ -210,6 +210,9 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 		                 "1..%u experts and at least one used",
 		                 hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
 		                 CUK_MOE_MAX_EXPERTS);
+	if (hp->attn_temp_scale != 0)
+		return orch_errf(reterr, ORCH_EUNSUPPORTED,
+		                 "mistral3 query temperature: no kernel");
 	if (hp->yarn_factor > 0 && m->rope_freqs != NULL)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
 		                 "YaRN together with rope frequency factors has no CUDA kernel");
@@ -343,7 +346,7 @@ set_shapes(struct be_model *b)
 	if (b->has_yarn) {
 		struct model_yarn y;
 		model_yarn_params(hp->n_rot, hp->rope_base, hp->yarn_factor, hp->yarn_orig_ctx,
-		                  hp->yarn_beta_fast, hp->yarn_beta_slow, &y);
+		                  hp->yarn_beta_fast, hp->yarn_beta_slow, hp->yarn_attn_factor, &y);
 		b->yarn = (struct cuk_yarn){y.freq_scale,
 		                            y.ext_factor,
 		                            y.attn_factor,

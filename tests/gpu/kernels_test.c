@@ -208,7 +208,7 @@ test_rope_yarn(void)
 	double *ref = malloc((uint64_t)T * ld * 8);
 	struct model_yarn cy;
 
-	model_yarn_params(hd, 150000.0f, 32.0f, 4096, 32.0f, 1.0f, &cy);
+	model_yarn_params(hd, 150000.0f, 32.0f, 4096, 32.0f, 1.0f, 0.0f, &cy);
 	struct cuk_yarn gy = {
 	        cy.freq_scale, cy.ext_factor, cy.attn_factor, {cy.corr_dims[0], cy.corr_dims[1]}};
 	fill(q, (uint64_t)T * ld, 1.0f);

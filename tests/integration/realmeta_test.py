@@ -165,7 +165,7 @@ for name in sorted(os.listdir(os.path.join(DATA, "vocab")) if DEVICE == "cpu" el
               "%s: orch-synth refuses another architecture: %s" % (name, r.stderr.strip()))
         r = run(BIN + "/orch-worker", "run", "--model", vocab, "--prompt", "x", "-n", "1")
         check(r.returncode == 1 and
-              "is not supported (supported: llama, qwen2, qwen3, qwen3moe, gemma3, phi3, gpt-oss)" in r.stderr,
+              "is not supported (supported: llama, qwen2, qwen3, qwen3moe, gemma3, mistral3, phi3, gpt-oss)" in r.stderr,
               "%s: the worker refuses its architecture by name: %s" % (name, r.stderr.strip()))
         continue
     r = run(BIN + "/orch-synth", "--preset", PRESETS[arch], "--quant", "Q8_0", "--seed", "4",

@@ -250,6 +250,19 @@ set_hparams(struct gguf_writer *w, const struct synth *s)
 	    ((rv = gguf_writer_set_str(w, KEY("rope.scaling.type"), "linear")) ||
 	     (rv = gguf_writer_set_f32(w, KEY("rope.scaling.factor"), p->rope_linear))))
 		return rv;
+	if (rv == ORCH_OK && p->yarn_factor > 0 && !p->gpt_oss && /* mistral3 */
+	    ((rv = gguf_writer_set_str(w, KEY("rope.scaling.type"), "yarn")) ||
+	     (rv = gguf_writer_set_f32(w, KEY("rope.scaling.factor"), p->yarn_factor)) ||
+	     (rv = gguf_writer_set_u32(w, KEY("rope.scaling.original_context_length"),
+	                               p->yarn_orig_ctx)) ||
+	     (rv = gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_fast"), 32.0f)) ||
+	     (rv = gguf_writer_set_f32(w, KEY("rope.scaling.yarn_beta_slow"), 1.0f)) ||
+	     (rv = gguf_writer_set_f32(w, KEY("rope.scaling.yarn_log_multiplier"),
+	                               p->yarn_log_mul))))
+		return rv;
+	if (rv == ORCH_OK && p->attn_temp_scale > 0 &&
+	    (rv = gguf_writer_set_f32(w, KEY("attention.temperature_scale"), p->attn_temp_scale)))
+		return rv;
 	if (rv == ORCH_OK && p->gpt_oss &&
 	    ((rv = gguf_writer_set_u32(w, KEY("attention.key_length"), p->head_dim)) ||
 	     (rv = gguf_writer_set_u32(w, KEY("attention.value_length"), p->head_dim)) ||
@@ -357,8 +370,9 @@ check_opts(const struct synth_opts *o, struct synth *s, struct orch_errinfo *ret
 		return orch_errf(
 		        reterr, ORCH_EINVAL,
 		        "unknown preset '%s' (presets: qwen2.5-0.5b, qwen3-0.6b, qwen3-30b-a3b, "
-		        "gemma3-1b, gemma3-12b, phi3-mini-4k, llama-3.2-1b, gpt-oss-20b, tiny-llama, "
-		        "tiny-qwen2, tiny-qwen3, tiny-qwen3moe, tiny-gemma3, tiny-phi3, tiny-gpt-oss, "
+		        "gemma3-1b, gemma3-12b, ministral3-3b, mistral-small-3, phi3-mini-4k, "
+		        "llama-3.2-1b, gpt-oss-20b, tiny-llama, tiny-qwen2, tiny-qwen3, "
+		        "tiny-qwen3moe, tiny-gemma3, tiny-mistral3, tiny-phi3, tiny-gpt-oss, "
 		        "tiny-gpt-oss-narrow)",
 		        o->preset ? o->preset : "");
 	if (synth_mix_parse(quant, &s->mix) != ORCH_OK)

@@ -37,6 +37,10 @@ struct synth_preset {
 	 * RoPE base of 10000, and rope_linear > 0: linear RoPE scaling of the global layers */
 	bool gemma3;
 	float rope_linear;
+	/* mistral3 (Ministral 3): with yarn_factor > 0, YaRN over yarn_orig_ctx (betas 32
+	 * and 1) with rope.scaling.yarn_log_multiplier yarn_log_mul, and
+	 * attention.temperature_scale attn_temp_scale when > 0 */
+	float yarn_log_mul, attn_temp_scale;
 };
 
 /* synth_preset_find - the preset called @name, or NULL. */

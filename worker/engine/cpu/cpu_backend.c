@@ -221,7 +221,8 @@ cpu_load(const struct model *m, const struct be_config *cfg, be_progress_fn prog
 	b->max_ne0 = b->max_ne0 > hp->n_ff_exp ? b->max_ne0 : hp->n_ff_exp;
 	if (hp->yarn_factor > 0)
 		model_yarn_params(hp->n_rot, hp->rope_base, hp->yarn_factor, hp->yarn_orig_ctx,
-		                  hp->yarn_beta_fast, hp->yarn_beta_slow, &b->yarn);
+		                  hp->yarn_beta_fast, hp->yarn_beta_slow, hp->yarn_attn_factor,
+		                  &b->yarn);
 	b->dot = cpu_dot_select(true);
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	uint32_t threads = cfg->threads ? cfg->threads : (uint32_t)(cores > 0 ? cores : 1);

@@ -28,6 +28,8 @@
  *   queries scaled after RoPE (the scores then not by 1/√d), RMSNorms of the
  *   attention's and the FFN's outputs before each residual add, GeGLU, and
  *   the logits soft-capped when the file says.
+ * - mistral3 (Ministral 3): YaRN with llama.cpp's magnitude, and each query
+ *   multiplied after RoPE by its position's temperature (model_attn_temp).
  */
 #include <math.h>
 #include <string.h>
@@ -236,7 +238,10 @@ struct tok_job {
 	const float *w; /* TOK_NORM's weights */
 };
 
-/* Token @t's q and k normed per head (qwen3) and RoPE'd, then its K and V stored (layer @il). */
+/*
+ * Token @t's q and k normed per head (qwen3) and RoPE'd, q scaled (gemma3) or tempered
+ * (mistral3), then its K and V stored (layer @il).
+ */
 static void
 rope_store(struct be_model *b, const struct be_seq *seqs, uint32_t il, uint32_t t)
 {
@@ -273,6 +278,11 @@ rope_store(struct be_model *b, const struct be_seq *seqs, uint32_t il, uint32_t 
 	if (hp->attn_scale > 0) /* gemma3: the query scaled, as ggml_scale before the attention */
 		for (uint32_t i = 0; i < b->q_dim; i++)
 			q[i] *= hp->attn_scale;
+	if (hp->attn_temp_scale != 0) { /* mistral3: Llama 4's temperature of the position */
+		float temp = model_attn_temp(hp, b->tok_pos[t]);
+		for (uint32_t i = 0; i < b->q_dim; i++)
+			q[i] *= temp;
+	}
 	kv_store(b, il, &seqs[b->tok_seq[t]], b->tok_pos[t], q + b->q_dim,
 	         q + b->q_dim + b->kv_dim);
 }

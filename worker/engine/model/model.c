@@ -41,6 +41,8 @@ model_arch_name(enum model_arch a)
 		return "qwen3moe";
 	case MODEL_GEMMA3:
 		return "gemma3";
+	case MODEL_MISTRAL3:
+		return "mistral3";
 	}
 	return "?";
 }
@@ -253,13 +255,15 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 		enum model_arch arch;
 		orch_err (*load)(const struct gguf_file *, struct model *, struct orch_errinfo *);
 		struct arch_caps caps;
-	} archs[] = {{"llama", MODEL_LLAMA, model_llama_load, {0}},
-	             {"qwen2", MODEL_QWEN2, model_qwen2_load, {0}},
-	             {"phi3", MODEL_PHI3, model_phi3_load, {0}},
-	             {"gpt-oss", MODEL_GPT_OSS, model_gpt_oss_load, {.moe = true, .yarn = true}},
-	             {"qwen3", MODEL_QWEN3, model_qwen3_load, {0}},
-	             {"qwen3moe", MODEL_QWEN3MOE, model_qwen3moe_load, {.moe = true}},
-	             {"gemma3", MODEL_GEMMA3, model_gemma3_load, {.linear = true}}};
+	} archs[] = {
+	        {"llama", MODEL_LLAMA, model_llama_load, {0}},
+	        {"qwen2", MODEL_QWEN2, model_qwen2_load, {0}},
+	        {"phi3", MODEL_PHI3, model_phi3_load, {0}},
+	        {"gpt-oss", MODEL_GPT_OSS, model_gpt_oss_load, {.moe = true, .yarn = true}},
+	        {"qwen3", MODEL_QWEN3, model_qwen3_load, {0}},
+	        {"qwen3moe", MODEL_QWEN3MOE, model_qwen3moe_load, {.moe = true}},
+	        {"gemma3", MODEL_GEMMA3, model_gemma3_load, {.linear = true}},
+	        {"mistral3", MODEL_MISTRAL3, model_mistral3_load, {.yarn = true, .linear = true}}};
 	struct gguf_str a;
 	char arch[64];
 	orch_err rv;
@@ -285,7 +289,7 @@ model_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *rete
 	return orch_errf(
 	        reterr, ORCH_EUNSUPPORTED,
 	        "%s: architecture '%s' is not supported (supported: llama, qwen2, qwen3, qwen3moe, "
-	        "gemma3, phi3, gpt-oss)",
+	        "gemma3, mistral3, phi3, gpt-oss)",
 	        gguf_name(f), arch);
 }
 
@@ -306,16 +310,34 @@ corr_dim(uint32_t n_dims, uint32_t orig_ctx, float rotations, float base)
 
 void
 model_yarn_params(uint32_t n_rot, float base, float factor, uint32_t orig_ctx, float beta_fast,
-                  float beta_slow, struct model_yarn *ret)
+                  float beta_slow, float attn_factor, struct model_yarn *ret)
 {
 	float start = floorf(corr_dim(n_rot, orig_ctx, beta_fast, base));
 	float end = ceilf(corr_dim(n_rot, orig_ctx, beta_slow, base));
 
 	ret->freq_scale = 1.0f / factor;
 	ret->ext_factor = 1.0f; /* llama.cpp's for rope.scaling.type yarn */
-	ret->attn_factor = 1.0f;
+	ret->attn_factor = attn_factor > 0.0f ? attn_factor : 1.0f;
 	ret->corr_dims[0] = start > 0 ? start : 0;
 	ret->corr_dims[1] = end < (float)(n_rot - 1) ? end : (float)(n_rot - 1);
+}
+
+/* llama.cpp's get_mscale (llama-context.cpp), in its order of operations. */
+static float
+yarn_mscale(float scale, float mscale)
+{
+	return scale <= 1.0f ? 1.0f : 0.1f * mscale * logf(scale) + 1.0f;
+}
+
+float
+model_yarn_attn_factor(float factor, float log_mul, float rope_attn_factor)
+{
+	float f = 1.0f / (1.0f / factor); /* llama.cpp's 1 / cparams.rope_freq_scale */
+	float a = log_mul != 0.0f ? yarn_mscale(f, 1.0f) / yarn_mscale(f, log_mul)
+	                          : yarn_mscale(f, 1.0f);
+
+	a *= 1.0f / (1.0f + 0.1f * logf(f)); /* ggml's rope multiplies by that again */
+	return a * rope_attn_factor;
 }
 
 /* GELU's tanh approximation in float, as ggml_gelu_f32 (the CPU's order of operations). */

@@ -3,9 +3,10 @@
  * model.h - a model as the engine sees it: hyper-parameters from GGUF
  * metadata and, per layer, the weight tensors of the architecture, mapped
  * from GGUF tensor names with their shapes checked. One file per
- * architecture (llama.c, qwen2.c, qwen3.c, qwen3moe.c, phi3.c, gpt_oss.c, gemma3.c)
- * fills it; nothing above this layer knows the tensor names.
+ * architecture (llama.c, qwen2.c, qwen3.c, qwen3moe.c, phi3.c, gpt_oss.c, gemma3.c,
+ * mistral3.c) fills it; nothing above this layer knows the tensor names.
  */
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,7 +22,8 @@ enum model_arch {
 	MODEL_GPT_OSS,
 	MODEL_QWEN3,
 	MODEL_QWEN3MOE,
-	MODEL_GEMMA3
+	MODEL_GEMMA3,
+	MODEL_MISTRAL3
 };
 
 /*
@@ -43,6 +45,8 @@ struct model_hparams {
 	/* YaRN RoPE scaling (yarn_factor 0: none), as ggml_rope_ext takes it */
 	float yarn_factor, yarn_beta_fast, yarn_beta_slow;
 	uint32_t yarn_orig_ctx;
+	float yarn_attn_factor; /* the rotation's magnitude before ggml's own 1 + 0.1 ln factor:
+	                           model_yarn_attn_factor's (0: 1) */
 	/* mixture of experts (n_expert 0: a dense FFN of n_ff) */
 	uint32_t n_expert, n_expert_used, n_ff_exp;
 	enum model_moe_gating moe_gating;
@@ -59,7 +63,23 @@ struct model_hparams {
 	                          1/√head_dim */
 	float final_softcap;   /* logits = c · tanh(logits / c) */
 	bool ffn_gelu;         /* GeGLU: gelu_tanh(gate) · up instead of silu(gate) · up */
+	/* mistral3 (Ministral 3): Llama 4's query temperature after RoPE (0: none) */
+	float attn_temp_scale;
+	uint32_t attn_temp_floor; /* positions per step of the temperature (> 0 with a scale) */
 };
+
+/*
+ * model_attn_temp - the factor @hp's queries at position @pos are multiplied by after RoPE,
+ * as llama.cpp's llm_graph_input_attn_temp computes it (in double, then rounded):
+ * log(floor(pos / attn_temp_floor) + 1) · attn_temp_scale + 1. Only for attn_temp_scale != 0.
+ */
+static inline float
+model_attn_temp(const struct model_hparams *hp, uint32_t pos)
+{
+	float steps = floorf((float)pos / (float)hp->attn_temp_floor);
+
+	return (float)(log((double)steps + 1.0) * (double)hp->attn_temp_scale + 1.0);
+}
 
 /*
  * model_layer_swa - whether layer @il of @hp attends over a sliding window. Such a layer's
@@ -79,11 +99,23 @@ struct model_yarn {
 
 /*
  * model_yarn_params - @ret for @n_rot rotated dims, rope @base, @factor over
- * @orig_ctx, @beta_fast and @beta_slow, with ggml's arithmetic: one function for
- * both backends, so they rotate by the same floats.
+ * @orig_ctx, @beta_fast and @beta_slow, the rotation's magnitude @attn_factor (0: 1;
+ * model_yarn_attn_factor's), with ggml's arithmetic: one function for both backends,
+ * so they rotate by the same floats.
  */
 void model_yarn_params(uint32_t n_rot, float base, float factor, uint32_t orig_ctx, float beta_fast,
-                       float beta_slow, struct model_yarn *ret);
+                       float beta_slow, float attn_factor, struct model_yarn *ret);
+
+/*
+ * model_yarn_attn_factor - YaRN's attention factor as llama.cpp's context computes it
+ * for rope.scaling.type yarn and scaling @factor (≥ 1): with @log_mul (rope.scaling.
+ * yarn_log_multiplier, HF's mscale_all_dim) not 0, mscale(factor, 1) / mscale(factor,
+ * log_mul), else mscale(factor, 1), where mscale(s, m) = 0.1 · m · ln s + 1; then times
+ * 1 / (1 + 0.1 ln factor) (ggml multiplies each rotation by that again) and times
+ * @rope_attn_factor (rope.scaling.attn_factor, 1 unless the file says). In float, in
+ * llama.cpp's order of operations: 1 for gpt-oss's factor 32, exactly.
+ */
+float model_yarn_attn_factor(float factor, float log_mul, float rope_attn_factor);
 
 /*
  * model_gelu_table - @tab[h] (65536 floats) = GELU's tanh approximation, as
@@ -147,7 +179,10 @@ void model_free(struct model *m);
 void model_for_each_tensor(const struct model *m, void (*fn)(const struct gguf_tensor *, void *),
                            void *ctx);
 
-/* model_arch_name - "llama", "qwen2", "phi3", "gpt-oss", "qwen3", "qwen3moe", "gemma3". */
+/*
+ * model_arch_name - "llama", "qwen2", "phi3", "gpt-oss", "qwen3", "qwen3moe", "gemma3",
+ * "mistral3".
+ */
 const char *model_arch_name(enum model_arch a);
 
 /* ---- for the per-architecture files ---- */
@@ -190,3 +225,5 @@ orch_err model_phi3_load(const struct gguf_file *f, struct model *m, struct orch
 orch_err model_gpt_oss_load(const struct gguf_file *f, struct model *m,
                             struct orch_errinfo *reterr);
 orch_err model_gemma3_load(const struct gguf_file *f, struct model *m, struct orch_errinfo *reterr);
+orch_err model_mistral3_load(const struct gguf_file *f, struct model *m,
+                             struct orch_errinfo *reterr);

@@ -9,6 +9,7 @@ struct model_layout {
 	bool qk_norm;    /* attn_{q,k}_norm: RMSNorm of each query and key head before RoPE */
 	bool moe;        /* ffn_gate_inp and ffn_{gate,up,down}_exps instead of a dense FFN */
 	bool post_norms; /* post_attention_norm and post_ffw_norm (gemma3) */
+	bool opt_bias;   /* attn_{q,k,v,output}.bias where present (mistral3) */
 };
 
 /* model_map - embeddings, output, and every layer's tensors per @lay; shapes checked. */

@@ -32,6 +32,12 @@ map_layer(const struct gguf_file *f, const struct model_hparams *hp, uint32_t il
 		l->bk = T("attn_k.bias", kv, 0, true);
 		l->bv = T("attn_v.bias", kv, 0, true);
 	}
+	if (lay->opt_bias) { /* llama.cpp's loader takes each when the file has it */
+		l->bq = T("attn_q.bias", q, 0, false);
+		l->bk = T("attn_k.bias", kv, 0, false);
+		l->bv = T("attn_v.bias", kv, 0, false);
+		l->bo = T("attn_output.bias", e, 0, false);
+	}
 	if (lay->qk_norm) {
 		l->q_norm = T("attn_q_norm.weight", hp->head_dim, 0, true);
 		l->k_norm = T("attn_k_norm.weight", hp->head_dim, 0, true);

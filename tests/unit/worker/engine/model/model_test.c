@@ -2,9 +2,11 @@
  * model_test - what model_load refuses, and how it says so: an unsupported
  * architecture (by name), a missing hyper-parameter key (by name), a tensor
  * of an unsupported type (name and type), a wrongly shaped tensor, phi3
- * long-rope scaling, rope scaling in general, qwen3moe's routing variants;
- * and the optional keys' defaults. Each case is a synthesized tiny model rewritten with one change.
+ * long-rope scaling, rope scaling in general, qwen3moe's routing variants,
+ * gemma3's and mistral3's keys; and the optional keys' defaults. Each case is a synthesized tiny
+ * model rewritten with one change.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ struct change {
 	uint32_t tensor_type; /* its new type (data zeroed), or 0 */
 	uint64_t tensor_ne0;  /* its new ne[0] (data zeroed), or 0 */
 	const char *add_tensor;
+	uint64_t add_ne0;               /* its ne[0] (0: 32) */
 	const char *bool_key, *f32_key; /* set to @bool_val, @f32_val */
 	bool bool_val;
 	float f32_val;
@@ -96,7 +99,7 @@ load_changed(const struct change *c, orch_err *rv, char *msg, size_t msg_size)
 		T_OK(gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data));
 	}
 	if (c->add_tensor) {
-		uint64_t ne[1] = {32};
+		uint64_t ne[1] = {c->add_ne0 ? c->add_ne0 : 32};
 		T_OK(gguf_writer_add_tensor(w, c->add_tensor, GGML_TYPE_F32, 1, ne, zero));
 	}
 	T_OK(gguf_writer_write_mem(w, NULL, NULL, &buf, &size, NULL));
@@ -356,6 +359,101 @@ test_gemma3_keys(void)
 	unlink(src);
 }
 
+/*
+ * mistral3: Ministral 3's YaRN (llama.cpp's magnitude with the log multiplier) and query
+ * temperature, Mistral Small's plain RoPE, llama.cpp's defaults; refusals by name.
+ */
+static void
+test_mistral3_keys(void)
+{
+	float ministral = model_yarn_attn_factor(4.0f, 1.0f, 1.0f);
+
+	/* gpt-oss's factor 32 without a log multiplier: exactly the 1 it always had */
+	T_TRUE(model_yarn_attn_factor(32.0f, 0.0f, 1.0f) == 1.0f);
+	T_NEAR(ministral, 1.0 / (1.0 + 0.1 * log(4.0)), 1e-7); /* mscale(4, 1) / mscale(4, 1) */
+	make_source("tiny-mistral3"); /* YaRN 4 over 64, log mul 1, temperature 0.1 */
+	memset(&loaded, 0, sizeof(loaded));
+	expect(&(struct change){0}, ORCH_OK, NULL);
+	T_TRUE(loaded.arch == MODEL_MISTRAL3 && !loaded.rope_neox && loaded.head_dim == 96);
+	T_NEAR(loaded.yarn_factor, 4.0, 0);
+	T_EQ(loaded.yarn_orig_ctx, 64);
+	T_TRUE(loaded.yarn_attn_factor == ministral);
+	T_NEAR(loaded.attn_temp_scale, 0.1, 1e-8);
+	T_EQ(loaded.attn_temp_floor, 64);
+	T_NEAR(model_attn_temp(&loaded, 63), 1.0, 0);
+	T_NEAR(model_attn_temp(&loaded, 64), 1.0 + 0.1 * log(2.0), 1e-7);
+	T_NEAR(model_attn_temp(&loaded, 200), 1.0 + 0.1 * log(4.0), 1e-7);
+	expect(&(struct change){.drop_key = "mistral3.rope.scaling.yarn_log_multiplier"}, ORCH_OK,
+	       NULL);
+	T_TRUE(loaded.yarn_attn_factor == 1.0f); /* mscale(4, 1) / (1 + 0.1 ln 4) */
+	expect(&(struct change){.f32_key = "mistral3.rope.scaling.attn_factor", .f32_val = 2.0f},
+	       ORCH_OK, NULL);
+	T_TRUE(loaded.yarn_attn_factor == ministral * 2.0f);
+	expect(&(struct change){.drop_key = "mistral3.rope.scaling.yarn_beta_fast"}, ORCH_OK, NULL);
+	T_NEAR(loaded.yarn_beta_fast, 32.0, 0);
+	expect(&(struct change){.f32_key = "mistral3.rope.scaling.yarn_beta_slow", .f32_val = 2.0f},
+	       ORCH_OK, NULL);
+	T_NEAR(loaded.yarn_beta_slow, 2.0, 0);
+	expect(&(struct change){.drop_key = "mistral3.attention.temperature_scale"}, ORCH_OK, NULL);
+	T_NEAR(loaded.attn_temp_scale, 0.0, 0);
+	/* Mistral Small 3.x: no scaling at all; a factor without a type is llama.cpp's linear */
+	expect(&(struct change){.str_key = "mistral3.rope.scaling.type", .str_val = "none"},
+	       ORCH_OK, NULL);
+	T_TRUE(loaded.yarn_factor == 0.0f && loaded.rope_freq_scale == 0.0f);
+	T_EQ(loaded.attn_temp_floor, 64); /* original_context_length, read without YaRN too */
+	expect(&(struct change){.drop_key = "mistral3.rope.scaling.type"}, ORCH_OK, NULL);
+	T_NEAR(loaded.rope_freq_scale, 0.25, 0);
+	/* refusals */
+	expect(&(struct change){.str_key = "mistral3.rope.scaling.type",
+	                        .str_val = "none",
+	                        .drop_key = "mistral3.rope.scaling.original_context_length"},
+	       ORCH_EUNSUPPORTED,
+	       "temperature_scale without mistral3.rope.scaling.original_context_length");
+	expect(&(struct change){.drop_key = "mistral3.rope.scaling.original_context_length"},
+	       ORCH_ENOTFOUND, "mistral3.rope.scaling.original_context_length");
+	expect(&(struct change){.str_key = "mistral3.rope.scaling.type",
+	                        .str_val = "none",
+	                        .f32_key = "mistral3.rope.scaling.attn_factor",
+	                        .f32_val = 2.0f},
+	       ORCH_EUNSUPPORTED, "attn_factor 2 without YaRN");
+	expect(&(struct change){.f32_key = "mistral3.rope.scaling.factor", .f32_val = 0.5f},
+	       ORCH_EINVAL, "must be at least 1");
+	expect(&(struct change){.str_key = "mistral3.rope.scaling.type", .str_val = "longrope"},
+	       ORCH_EUNSUPPORTED, "rope scaling 'longrope' is not supported");
+	expect(&(struct change){.f32_key = "mistral3.rope.scaling.yarn_ext_factor",
+	                        .f32_val = 1.0f},
+	       ORCH_OK, NULL);
+	expect(&(struct change){.f32_key = "mistral3.rope.scaling.yarn_ext_factor",
+	                        .f32_val = 0.5f},
+	       ORCH_EUNSUPPORTED, "yarn_ext_factor 0.5");
+	expect(&(struct change){.f32_key = "mistral3.rope.scaling.yarn_attn_factor",
+	                        .f32_val = 1.0f},
+	       ORCH_EUNSUPPORTED, "yarn_attn_factor is not supported");
+	expect(&(struct change){.u32_key = "mistral3.attention.temperature_length", .u32_val = 64},
+	       ORCH_OK, NULL);
+	expect(&(struct change){.u32_key = "mistral3.attention.temperature_length", .u32_val = 32},
+	       ORCH_EUNSUPPORTED, "temperature_length 32");
+	expect(&(struct change){.u32_key = "mistral3.expert_count", .u32_val = 8},
+	       ORCH_EUNSUPPORTED, "mixture-of-experts mistral3 models are not supported");
+	expect(&(struct change){.u32_key = "mistral3.rope.dimension_count", .u32_val = 64},
+	       ORCH_EUNSUPPORTED, "rope.dimension_count 64 differs from the head size 96");
+	/* tensors: optional biases taken, what llama.cpp takes but orch does not refused */
+	expect(&(struct change){.add_tensor = "blk.0.attn_output.bias", .add_ne0 = 256}, ORCH_OK,
+	       NULL);
+	expect(&(struct change){.add_tensor = "blk.0.attn_k.bias", .add_ne0 = 100},
+	       ORCH_EGGUF_SHAPE, "tensor blk.0.attn_k.bias is [100, 1], want [192, 1]");
+	expect(&(struct change){.add_tensor = "blk.0.ffn_up.bias", .add_ne0 = 512},
+	       ORCH_EUNSUPPORTED, "tensor blk.0.ffn_up.bias");
+	expect(&(struct change){.add_tensor = "rope_freqs.weight", .add_ne0 = 48},
+	       ORCH_EUNSUPPORTED, "rope_freqs.weight together with RoPE scaling");
+	expect(&(struct change){.str_key = "mistral3.rope.scaling.type",
+	                        .str_val = "none",
+	                        .add_tensor = "rope_freqs.weight",
+	                        .add_ne0 = 48},
+	       ORCH_OK, NULL);
+	unlink(src);
+}
+
 int
 main(void)
 {
@@ -367,5 +465,6 @@ main(void)
 	T_RUN(test_phi3_long_rope);
 	T_RUN(test_qwen3moe_keys);
 	T_RUN(test_gemma3_keys);
+	T_RUN(test_mistral3_keys);
 	return t_done();
 }
