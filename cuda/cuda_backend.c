@@ -210,9 +210,6 @@ check_model(struct be_model *b, struct orch_errinfo *reterr)
 		                 "1..%u experts and at least one used",
 		                 hp->n_expert, hp->n_expert_used, hp->n_ff_exp,
 		                 CUK_MOE_MAX_EXPERTS);
-	if (hp->attn_temp_scale != 0)
-		return orch_errf(reterr, ORCH_EUNSUPPORTED,
-		                 "mistral3 query temperature: no kernel");
 	if (hp->yarn_factor > 0 && m->rope_freqs != NULL)
 		return orch_errf(reterr, ORCH_EUNSUPPORTED,
 		                 "YaRN together with rope frequency factors has no CUDA kernel");

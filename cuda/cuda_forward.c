@@ -40,6 +40,37 @@ post_norm(struct be_model *b, const float *w, uint32_t T)
 	return cuk_rmsnorm(b->tmp, NULL, w, hp->n_embd, hp->rms_eps, T, NULL, b->tmp, b->st);
 }
 
+/*
+ * The step's queries and keys as cpu_forward's rope_store leaves them: each head's RMSNorm
+ * (qwen3), RoPE, then the queries scaled (gemma3) or tempered (mistral3).
+ */
+static cudaError_t
+rope_qk(struct be_model *b, const struct cu_layer *L, uint32_t T)
+{
+	const struct model_hparams *hp = &b->m->hp;
+	cudaError_t ce;
+
+	if (L->q_norm != NULL) { /* qwen3: each query and key head's RMSNorm, before RoPE */
+		TRY(cuk_head_rmsnorm(b->qkv, b->qkv_dim, T, hp->n_head, hp->head_dim, L->q_norm,
+		                     hp->rms_eps, b->st));
+		TRY(cuk_head_rmsnorm(b->qkv + b->q_dim, b->qkv_dim, T, hp->n_head_kv, hp->head_dim,
+		                     L->k_norm, hp->rms_eps, b->st));
+	}
+	/* gemma3: a global layer's positions scaled linearly (no factors, as the CPU) */
+	TRY(cuk_rope(b->qkv, b->qkv_dim, T, b->d.pos, hp->n_head, hp->n_head_kv, hp->head_dim,
+	             hp->n_rot, L->theta_scale, L->rope_lin ? NULL : b->rope_freqs,
+	             b->has_yarn   ? &b->yarn
+	             : L->rope_lin ? &b->rope_lin
+	                           : NULL,
+	             hp->rope_neox, b->st));
+	if (hp->attn_scale > 0) /* gemma3: the queries scaled, the scores then by 1 */
+		TRY(cuk_scale(b->qkv, b->qkv_dim, b->q_dim, T, hp->attn_scale, b->st));
+	if (hp->attn_temp_scale != 0) /* mistral3: each query times its position's temperature */
+		TRY(cuk_attn_temp(b->qkv, b->qkv_dim, b->q_dim, T, b->d.pos, hp->attn_temp_scale,
+		                  hp->attn_temp_floor, b->st));
+	return cudaSuccess;
+}
+
 static cudaError_t
 attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 {
@@ -78,21 +109,7 @@ attention_block(struct be_model *b, uint32_t l, uint32_t T, uint32_t n_split)
 		TRY(cu_matmul(b, &L->wv, 0, b->kv_dim, &xn, b->qkv + b->q_dim + b->kv_dim,
 		              b->qkv_dim, L->bv));
 	}
-	if (L->q_norm != NULL) { /* qwen3: each query and key head's RMSNorm, before RoPE */
-		TRY(cuk_head_rmsnorm(b->qkv, b->qkv_dim, T, hp->n_head, hp->head_dim, L->q_norm,
-		                     hp->rms_eps, b->st));
-		TRY(cuk_head_rmsnorm(b->qkv + b->q_dim, b->qkv_dim, T, hp->n_head_kv, hp->head_dim,
-		                     L->k_norm, hp->rms_eps, b->st));
-	}
-	/* gemma3: a global layer's positions scaled linearly (no factors, as the CPU) */
-	TRY(cuk_rope(b->qkv, b->qkv_dim, T, b->d.pos, hp->n_head, hp->n_head_kv, hp->head_dim,
-	             hp->n_rot, L->theta_scale, L->rope_lin ? NULL : b->rope_freqs,
-	             b->has_yarn   ? &b->yarn
-	             : L->rope_lin ? &b->rope_lin
-	                           : NULL,
-	             hp->rope_neox, b->st));
-	if (hp->attn_scale > 0) /* gemma3: the queries scaled, the scores then by 1 */
-		TRY(cuk_scale(b->qkv, b->qkv_dim, b->q_dim, T, hp->attn_scale, b->st));
+	TRY(rope_qk(b, L, T));
 	TRY(cuk_kv_append(&kv, b->qkv, b->qkv_dim, b->q_dim, T, b->d.slot, b->d.pos, b->st));
 	/* in launches of attn_tokens tokens: the parts' scratch holds that many; each
 	 * launch's per-token arrays (slot, pos, the paged table entries) start at its own */

@@ -196,6 +196,15 @@ cudaError_t cuk_geglu(float *g, const float *u, uint64_t ld, uint32_t n, uint32_
 cudaError_t cuk_scale(float *x, uint64_t ld, uint32_t n, uint32_t T, float s, cudaStream_t st);
 
 /*
+ * cuk_attn_temp - q[t][i] *= the temperature of token t's position pos[t] for @T rows of
+ * @n (row stride @ld): log(floor(pos / @len) + 1) · @scale + 1, the floor of a float
+ * division, the rest in double, rounded to float (model_attn_temp's arithmetic: mistral3's
+ * Llama 4 query temperature, after RoPE). @len > 0.
+ */
+cudaError_t cuk_attn_temp(float *q, uint64_t ld, uint32_t n, uint32_t T, const uint32_t *pos,
+                          float scale, uint32_t len, cudaStream_t st);
+
+/*
  * cuk_softcap - x[i] = tanh(x[i] · (1/@cap)) · cap for @n floats, 1/cap rounded to
  * float first, as cpu_forward soft-caps gemma3's logits.
  */

@@ -2,8 +2,8 @@
  * elementwise.cu - the small element-wise kernels of a forward step:
  * residual add, bias add, SwiGLU (silu as x / (1 + e^-x), cpu_swiglu's
  * formula), gpt-oss's clamped SwiGLU (cpu_swiglu_oai's), gemma3's GeGLU,
- * scale and logit soft-cap, and the float → F16 conversion of GEMM
- * activations.
+ * scale and logit soft-cap, mistral3's query temperature, and the float → F16
+ * conversion of GEMM activations.
  *
  * GeGLU: the CPU (as ggml's) looks GELU up in a table of F16 inputs and
  * outputs, and so does the device, in the same table (model_gelu_table,
@@ -89,6 +89,20 @@ scale_kernel(float *x, uint64_t ld, uint32_t n, uint32_t T, float s)
 }
 
 __global__ void
+attn_temp_kernel(float *q, uint64_t ld, uint32_t n, uint32_t T, const uint32_t *pos, float scale,
+                 float len)
+{
+	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
+
+	if (i >= (uint64_t)n * T)
+		return;
+	uint64_t t = i / n, o = t * ld + i % n;
+	float steps = floorf(__fdiv_rn((float)pos[t], len));
+	float s = (float)(log((double)steps + 1.0) * (double)scale + 1.0);
+	q[o] = __fmul_rn(q[o], s);
+}
+
+__global__ void
 softcap_kernel(float *x, uint64_t n, float inv, float cap)
 {
 	uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -157,6 +171,19 @@ cuk_scale(float *x, uint64_t ld, uint32_t n, uint32_t T, float s, cudaStream_t s
 }
 
 extern "C" cudaError_t
+cuk_attn_temp(float *q, uint64_t ld, uint32_t n, uint32_t T, const uint32_t *pos, float scale,
+              uint32_t len, cudaStream_t st)
+{
+	if (len == 0)
+		return cudaErrorInvalidValue;
+	if ((uint64_t)n * T == 0)
+		return cudaSuccess;
+	attn_temp_kernel<<<cuk::div_up((uint64_t)n * T, 256), 256, 0, st>>>(q, ld, n, T, pos, scale,
+	                                                                    (float)len);
+	return cuk::launched();
+}
+
+extern "C" cudaError_t
 cuk_softcap(float *x, uint64_t n, float cap, cudaStream_t st)
 {
 	if (!(cap > 0.0f))
@@ -199,6 +226,7 @@ cuk_check_elementwise(char *why, size_t why_len)
 	    (e = cuk::fits(swiglu_oai_kernel, 256, "swiglu_oai", why, why_len)) != cudaSuccess ||
 	    (e = cuk::fits(geglu_kernel, 256, "geglu", why, why_len)) != cudaSuccess ||
 	    (e = cuk::fits(scale_kernel, 256, "scale", why, why_len)) != cudaSuccess ||
+	    (e = cuk::fits(attn_temp_kernel, 256, "attn_temp", why, why_len)) != cudaSuccess ||
 	    (e = cuk::fits(softcap_kernel, 256, "softcap", why, why_len)) != cudaSuccess)
 		return e;
 	return cuk::fits(f32_to_f16_kernel, 256, "f32_to_f16", why, why_len);
