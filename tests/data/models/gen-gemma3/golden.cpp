@@ -14,6 +14,11 @@
 #include <string>
 #include <vector>
 
+// the third prompt, a chat turn in the family's format (gen-mistral3/make.sh passes Mistral's)
+#ifndef CHAT_PROMPT
+#define CHAT_PROMPT "<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"
+#endif
+
 static const char * PROMPTS[] = {
     "Once upon a time",
     "The old lighthouse keeper had lived on the island for almost forty years. Every night he climbed "
@@ -22,7 +27,7 @@ static const char * PROMPTS[] = {
     "One stormy evening in late autumn, a small fishing boat lost its way in the fog, and the keeper "
     "saw it drifting toward the rocks. He rang the bell, waved his lantern, and shouted until his "
     "voice was gone.",
-    "<start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n",
+    CHAT_PROMPT,
 };
 static const int N_PREDICT = 16;
 

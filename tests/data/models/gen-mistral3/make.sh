@@ -9,7 +9,9 @@ if [ ! -f "$BUILD/bin/libllama.so" ]; then
         -DGGML_OPENMP=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF
   cmake --build "$BUILD" -j2 --target llama llama-simple
 fi
-g++ -std=c++17 -O2 -o "$OUT/golden" "$HERE/golden.cpp" -I"$LLSRC/include" -I"$LLSRC/ggml/include" \
+# gen-gemma3's golden.cpp with Mistral's chat prompt as the third
+g++ -std=c++17 -O2 -o "$OUT/golden" "$HERE/../gen-gemma3/golden.cpp" -I"$LLSRC/include" -I"$LLSRC/ggml/include" \
+    -DCHAT_PROMPT='"[SYSTEM_PROMPT]You are a helpful assistant.[/SYSTEM_PROMPT][INST]Hello, how are you?[/INST]"' \
     -L"$BUILD/bin" -lllama -lggml -lggml-base -Wl,-rpath,"$BUILD/bin"
 export PYTHONPATH="$LLSRC/gguf-py"
 PY=${PY:-/usr/bin/python3}
