@@ -106,3 +106,28 @@ refused(const char *schema, const char *what, const char *where)
 	T_TRUE(strstr(msg, what) != NULL);
 	T_TRUE(strstr(msg, where) != NULL);
 }
+
+/* json_regex_gbnf: the output itself matches the whole pattern (issue 62, item 4). */
+static inline void
+regex_check(const char *pattern, const char *const *yes, const char *const *no)
+{
+	char *text = NULL, msg[256];
+	struct gram *g = NULL;
+	struct gram_err e;
+
+	T_OK(json_regex_gbnf(pattern, &text, msg, sizeof(msg)));
+	T_OK(gram_compile(text, strlen(text), NULL, &g, &e));
+	note_expansion(g, pattern);
+	free(text);
+	for (; *yes; yes++) {
+		if (!gram_accepts(g, *yes, strlen(*yes)))
+			fprintf(stderr, "/%s/ does not accept %s\n", pattern, *yes);
+		T_TRUE(gram_accepts(g, *yes, strlen(*yes)) || (gram_free(g), false));
+	}
+	for (; *no; no++) {
+		if (gram_accepts(g, *no, strlen(*no)))
+			fprintf(stderr, "/%s/ accepts %s\n", pattern, *no);
+		T_TRUE(!gram_accepts(g, *no, strlen(*no)) || (gram_free(g), false));
+	}
+	gram_free(g);
+}
